@@ -1,0 +1,81 @@
+// Runtime configuration: environment variables plus the optional providers file.
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { providersFile, type ProviderConfig } from './providers-config.js';
+
+export * from './providers-config.js';
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+const envSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(4000),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  DATABASE_URL: z.string().url().optional(),
+  DATA_DIR: z.string().min(1).default('./.data'),
+  REDIS_URL: z.string().url().optional(),
+  PROVIDERS_CONFIG: z.string().min(1).optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export interface AppConfig {
+  port: number;
+  host: string;
+  databaseUrl: string | null;
+  dataDir: string;
+  redisUrl: string | null;
+  logLevel: string;
+  /** null = no providers file: run the built-in simulators as demo providers. */
+  providers: ProviderConfig[] | null;
+}
+
+function describeIssues(prefix: string, error: z.ZodError): string {
+  return error.issues
+    .map((i) => {
+      const path = i.path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('');
+      return `${prefix}${path}: ${i.message}`;
+    })
+    .join('\n');
+}
+
+export function parseProvidersFile(text: string, fileName: string): ProviderConfig[] {
+  let raw: unknown;
+  try {
+    raw = fileName.endsWith('.json') ? JSON.parse(text) : parseYaml(text);
+  } catch (err) {
+    throw new ConfigError(`${fileName}: not valid ${fileName.endsWith('.json') ? 'JSON' : 'YAML'}: ${(err as Error).message}`);
+  }
+  const parsed = providersFile.safeParse(raw);
+  if (!parsed.success) throw new ConfigError(describeIssues(fileName, parsed.error));
+  return parsed.data.providers;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) throw new ConfigError(describeIssues('environment', parsed.error));
+  const e = parsed.data;
+  let providers: ProviderConfig[] | null = null;
+  if (e.PROVIDERS_CONFIG) {
+    let text: string;
+    try {
+      text = readFileSync(e.PROVIDERS_CONFIG, 'utf8');
+    } catch (err) {
+      throw new ConfigError(`PROVIDERS_CONFIG: cannot read ${e.PROVIDERS_CONFIG}: ${(err as Error).message}`);
+    }
+    providers = parseProvidersFile(text, e.PROVIDERS_CONFIG);
+  }
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    databaseUrl: e.DATABASE_URL ?? null,
+    dataDir: e.DATA_DIR,
+    redisUrl: e.REDIS_URL ?? null,
+    logLevel: e.LOG_LEVEL,
+    providers,
+  };
+}

@@ -1,0 +1,159 @@
+// The canonical metric catalog: what each SystemMetric means, its unit, the finest scope any
+// platform reports it at, and each platform's own name for it. Adapters map through this table
+// so a metric means the same thing whichever platform it came from.
+import type { MetricScope, MetricUnit, ProviderKind, SystemMetric } from './types.js';
+
+export interface MetricDefinition {
+  name: SystemMetric;
+  unit: MetricUnit;
+  /** The finest scope a platform may report; a platform reports its own scope on each series. */
+  finestScope: MetricScope;
+  description: string;
+  /** Each platform's raw name (and the unit it arrives in) for this metric; absent = not offered. */
+  raw: Partial<Record<ProviderKind, { name: string; unit: string }>>;
+}
+
+const defs: MetricDefinition[] = [
+  {
+    name: 'GPU_UTILIZATION',
+    unit: 'RATIO',
+    finestScope: 'GPU',
+    description: 'Fraction of time the GPU was busy, 0..1',
+    raw: {
+      BASETEN: { name: 'gpu_utilization', unit: 'fraction 0-1, per rank' },
+      MODELARTS: { name: 'gpuUtil', unit: 'percent, task average' },
+      PAI_DLC: { name: 'GpuCoreUsage', unit: 'percent, pod average' },
+      PRIMUS_LENS: { name: 'GPU Utilization', unit: 'percent, per node' },
+      RUNICORN: { name: 'util_gpu', unit: 'percent, host snapshot' },
+    },
+  },
+  {
+    name: 'GPU_MEMORY_USED',
+    unit: 'BYTES',
+    finestScope: 'GPU',
+    description: 'GPU memory in use',
+    raw: {
+      BASETEN: { name: 'gpu_memory_usage_bytes', unit: 'bytes, per rank' },
+      RUNICORN: { name: 'mem_used_mib', unit: 'MiB, host snapshot' },
+    },
+  },
+  {
+    name: 'GPU_MEMORY_UTILIZATION',
+    unit: 'RATIO',
+    finestScope: 'GPU',
+    description: 'GPU memory in use over GPU memory available, 0..1',
+    raw: {
+      BASETEN: { name: 'gpu_memory_usage_bytes / gpu_memory_limit_mib', unit: 'derived' },
+      MODELARTS: { name: 'gpuMemUsage', unit: 'percent, task average' },
+      PAI_DLC: { name: 'GpuMemoryUsage', unit: 'percent, pod average' },
+      PRIMUS_LENS: { name: 'GPU Memory Utilization', unit: 'percent, per node' },
+      RUNICORN: { name: 'mem_used_pct', unit: 'percent, host snapshot' },
+    },
+  },
+  {
+    name: 'CPU_USAGE',
+    unit: 'CORES',
+    finestScope: 'NODE',
+    description: 'CPU cores in use',
+    raw: { BASETEN: { name: 'cpu_usage', unit: 'cores' } },
+  },
+  {
+    name: 'CPU_UTILIZATION',
+    unit: 'RATIO',
+    finestScope: 'NODE',
+    description: 'CPU in use over CPU available, 0..1 (where a platform gives only a percentage)',
+    raw: {
+      MODELARTS: { name: 'cpuUsage', unit: 'percent' },
+      PAI_DLC: { name: 'CpuCoreUsage', unit: 'percent' },
+      PRIMUS_LENS: { name: 'cpu_utilization', unit: 'percent' },
+    },
+  },
+  {
+    name: 'MEMORY_USED',
+    unit: 'BYTES',
+    finestScope: 'NODE',
+    description: 'Host memory in use',
+    raw: { BASETEN: { name: 'cpu_memory_usage_bytes', unit: 'bytes' } },
+  },
+  {
+    name: 'MEMORY_UTILIZATION',
+    unit: 'RATIO',
+    finestScope: 'NODE',
+    description: 'Host memory in use over memory available, 0..1',
+    raw: {
+      MODELARTS: { name: 'memUsage', unit: 'percent' },
+      PAI_DLC: { name: 'MemoryUsage', unit: 'percent' },
+      PRIMUS_LENS: { name: 'mem_utilization', unit: 'percent' },
+    },
+  },
+  {
+    name: 'NETWORK_RECEIVE_RATE',
+    unit: 'BYTES_PER_SECOND',
+    finestScope: 'NODE',
+    description: 'Network bytes received per second',
+    raw: { PAI_DLC: { name: 'NetworkInputRate', unit: 'bytes/s' } },
+  },
+  {
+    name: 'NETWORK_TRANSMIT_RATE',
+    unit: 'BYTES_PER_SECOND',
+    finestScope: 'NODE',
+    description: 'Network bytes sent per second',
+    raw: { PAI_DLC: { name: 'NetworkOutputRate', unit: 'bytes/s' } },
+  },
+  {
+    name: 'DISK_READ_RATE',
+    unit: 'BYTES_PER_SECOND',
+    finestScope: 'NODE',
+    description: 'Disk bytes read per second',
+    raw: { PAI_DLC: { name: 'DiskReadRate', unit: 'bytes/s' } },
+  },
+  {
+    name: 'DISK_WRITE_RATE',
+    unit: 'BYTES_PER_SECOND',
+    finestScope: 'NODE',
+    description: 'Disk bytes written per second',
+    raw: { PAI_DLC: { name: 'DiskWriteRate', unit: 'bytes/s' } },
+  },
+  {
+    name: 'STORAGE_USED',
+    unit: 'BYTES',
+    finestScope: 'NODE',
+    description: 'Local (ephemeral) storage in use',
+    raw: { BASETEN: { name: 'ephemeral_storage.usage_bytes', unit: 'bytes' } },
+  },
+  {
+    name: 'STORAGE_UTILIZATION',
+    unit: 'RATIO',
+    finestScope: 'NODE',
+    description: 'Local (ephemeral) storage in use over its limit, 0..1',
+    raw: { BASETEN: { name: 'ephemeral_storage.utilization', unit: 'fraction 0-1' } },
+  },
+  {
+    name: 'NPU_UTILIZATION',
+    unit: 'RATIO',
+    finestScope: 'NODE',
+    description: 'Fraction of time the NPU (Ascend) was busy, 0..1',
+    raw: { MODELARTS: { name: 'npuUtil', unit: 'percent' } },
+  },
+  {
+    name: 'NPU_MEMORY_UTILIZATION',
+    unit: 'RATIO',
+    finestScope: 'NODE',
+    description: 'NPU memory in use over NPU memory available, 0..1',
+    raw: { MODELARTS: { name: 'npuMemUsage', unit: 'percent' } },
+  },
+];
+
+export const METRIC_CATALOG: ReadonlyMap<SystemMetric, MetricDefinition> = new Map(defs.map((d) => [d.name, d]));
+
+export function metricDefinition(name: SystemMetric): MetricDefinition {
+  const def = METRIC_CATALOG.get(name);
+  if (!def) throw new Error(`metric ${name} is missing from the catalog`);
+  return def;
+}
+
+/** The canonical metric a platform's raw name stands for, if any. */
+export function canonicalMetricFor(kind: ProviderKind, rawName: string): SystemMetric | null {
+  for (const def of defs) if (def.raw[kind]?.name === rawName) return def.name;
+  return null;
+}

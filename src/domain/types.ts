@@ -1,0 +1,178 @@
+// The domain contract shared by providers, store, live and schema. Plain data only:
+// nothing here knows about HTTP, SQL or GraphQL.
+
+export const PROVIDER_KINDS = ['BASETEN', 'MODELARTS', 'PAI_DLC', 'PRIMUS_LENS', 'RUNICORN'] as const;
+export type ProviderKind = (typeof PROVIDER_KINDS)[number];
+
+export const JOB_STATUSES = ['PENDING', 'RUNNING', 'SUCCEEDED', 'FAILED', 'STOPPED', 'UNKNOWN'] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+
+/** A job in one of these states never changes again, so its complete metrics are immutable. */
+export const TERMINAL_STATUSES: ReadonlySet<JobStatus> = new Set(['SUCCEEDED', 'FAILED', 'STOPPED']);
+
+export const METRIC_UNITS = ['RATIO', 'BYTES', 'CORES', 'BYTES_PER_SECOND', 'COUNT', 'NONE'] as const;
+export type MetricUnit = (typeof METRIC_UNITS)[number];
+
+export const METRIC_SCOPES = ['JOB', 'NODE', 'GPU'] as const;
+export type MetricScope = (typeof METRIC_SCOPES)[number];
+
+export const AGGREGATIONS = ['AVG', 'MIN', 'MAX', 'LAST'] as const;
+export type Aggregation = (typeof AGGREGATIONS)[number];
+
+export const SYSTEM_METRICS = [
+  'GPU_UTILIZATION',
+  'GPU_MEMORY_USED',
+  'GPU_MEMORY_UTILIZATION',
+  'CPU_USAGE',
+  'CPU_UTILIZATION',
+  'MEMORY_USED',
+  'MEMORY_UTILIZATION',
+  'NETWORK_RECEIVE_RATE',
+  'NETWORK_TRANSMIT_RATE',
+  'DISK_READ_RATE',
+  'DISK_WRITE_RATE',
+  'STORAGE_USED',
+  'STORAGE_UTILIZATION',
+  'NPU_UTILIZATION',
+  'NPU_MEMORY_UTILIZATION',
+] as const;
+export type SystemMetric = (typeof SYSTEM_METRICS)[number];
+
+/** What an adapter reports for a project (a Baseten project, a ModelArts workspace, ...). */
+export interface ProjectRecord {
+  externalId: string;
+  name: string;
+  createdAt?: Date | null;
+}
+
+/** What an adapter reports for a job, in canonical units. */
+export interface JobRecord {
+  externalId: string;
+  projectExternalId: string;
+  /** Used when the project list does not name the project (e.g. PAI-DLC workspaces seen only on jobs). */
+  projectName?: string;
+  name: string;
+  status: JobStatus;
+  rawStatus: string | null;
+  createdAt: Date | null;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+  gpuType: string | null;
+  /** GPUs of the whole job (all nodes), or null when the platform does not say. */
+  gpuCount: number | null;
+}
+
+export interface GpuRecord {
+  index: number;
+  model: string | null;
+  memoryTotalBytes: number | null;
+}
+
+/** A compute node of a job: a Baseten node, a ModelArts task, a PAI-DLC pod, a Lens pod, a Runicorn host. */
+export interface NodeRecord {
+  /** Unique within the job; the platform's own name for it. */
+  externalId: string;
+  name: string;
+  gpus: GpuRecord[];
+}
+
+export interface JobDetail extends JobRecord {
+  nodes: NodeRecord[];
+}
+
+/** A reference to a stored job, handed back to the adapter for follow-up calls. */
+export interface JobRef {
+  externalId: string;
+  projectExternalId: string;
+  status: JobStatus;
+  createdAt: Date | null;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+}
+
+export type PointKey = 'time' | 'step';
+
+export interface SeriesPoint {
+  timestamp: Date | null;
+  step: number | null;
+  /** null marks a gap the platform reported (e.g. ModelArts -1, NaN): stored, never treated as a value. */
+  value: number | null;
+}
+
+/** Where a series sits and what it means; a series is unique by (job, node, gpu, kind, name, source). */
+export interface SeriesData {
+  kind: 'system' | 'training';
+  /** SystemMetric for kind 'system'; the platform's metric name (loss, lr, ...) for 'training'. */
+  name: string;
+  rawName: string | null;
+  unit: MetricUnit;
+  scope: MetricScope;
+  /** Node externalId for NODE and GPU scope. */
+  nodeExternalId: string | null;
+  gpuIndex: number | null;
+  /** Where the numbers came from: the platform ('baseten', ...) or a training source ('wandb', 'log', ...). */
+  source: string;
+  /** Training stage (train / eval / warmup) where the platform labels points with one; part of the series' identity. */
+  stage: string | null;
+  /** How points are keyed: by time (system metrics) or by step (training metrics). */
+  keyedBy: PointKey;
+  /** Facts a client needs to read the series honestly: derived values, inferred timestamps, stage, ... */
+  meta: Record<string, unknown>;
+  points: SeriesPoint[];
+}
+
+export interface MetricFetchRequest {
+  from: Date;
+  to: Date;
+  metrics: readonly SystemMetric[];
+  /** A step the caller would like; adapters may round to what the platform supports. */
+  stepSeconds: number;
+}
+
+export interface MetricFetchResult {
+  series: SeriesData[];
+  /** The metrics this answer is complete for, even where no point came back. */
+  covered: readonly SystemMetric[];
+  /** The time range this answer is complete for (a platform without ranges reports its own window). */
+  from: Date;
+  to: Date;
+}
+
+export interface TrainingFetchRequest {
+  from: Date | null;
+  to: Date | null;
+  names: readonly string[] | null;
+}
+
+export interface ProgressRecord {
+  iteration: number | null;
+  targetIteration: number | null;
+  /** Iterations per second over the recent window. */
+  rate: number | null;
+  updatedAt: Date | null;
+}
+
+export interface LogLineRecord {
+  timestamp: Date | null;
+  message: string;
+  node: string | null;
+  level: string | null;
+  /** A cursor that resumes strictly after this line. */
+  cursor: string;
+}
+
+export interface LogPage {
+  lines: LogLineRecord[];
+  nextCursor: string | null;
+}
+
+export interface LogRequest {
+  after: string | null;
+  since: Date | null;
+  limit: number;
+}
+
+export interface JobPage {
+  jobs: JobRecord[];
+  nextCursor: string | null;
+}

@@ -1,0 +1,81 @@
+// Unit conversion into the canonical units (ratio 0..1, bytes, cores, bytes/s, UTC dates).
+// Every conversion returns null for the platforms' missing-data markers instead of a number.
+
+export const MIB = 1024 * 1024;
+export const GIB = 1024 * MIB;
+
+/** A finite number, or null for NaN, ±Inf, null, undefined and non-numeric strings. */
+export function finiteOrNull(value: unknown): number | null {
+  const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
+  return typeof n === 'number' && Number.isFinite(n) ? n : null;
+}
+
+export function percentToRatio(value: unknown): number | null {
+  const n = finiteOrNull(value);
+  return n === null ? null : n / 100;
+}
+
+export function mibToBytes(value: unknown): number | null {
+  const n = finiteOrNull(value);
+  return n === null ? null : n * MIB;
+}
+
+const SIZE_UNITS: Record<string, number> = {
+  '': 1,
+  b: 1,
+  k: 1e3,
+  kb: 1e3,
+  m: 1e6,
+  mb: 1e6,
+  g: 1e9,
+  gb: 1e9,
+  t: 1e12,
+  tb: 1e12,
+  ki: 1024,
+  kib: 1024,
+  mi: MIB,
+  mib: MIB,
+  gi: GIB,
+  gib: GIB,
+  ti: GIB * 1024,
+  tib: GIB * 1024,
+};
+
+/**
+ * Parses sizes as platforms print them: "8GB", "192GB", "16Gi", "188Gi", "512 MiB".
+ * Decimal units (GB) are read as powers of 1000 and binary units (Gi, GiB) as powers of 1024;
+ * GPU vendors quote "80GB" for 80 GiB parts, so callers that know better pass `gbIsBinary`.
+ */
+export function parseSizeToBytes(text: unknown, opts: { gbIsBinary?: boolean } = {}): number | null {
+  if (typeof text === 'number') return Number.isFinite(text) ? text : null;
+  if (typeof text !== 'string') return null;
+  const m = /^\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*$/.exec(text);
+  if (!m) return null;
+  let unit = m[2]!.toLowerCase();
+  if (opts.gbIsBinary && /^[kmgt]b$/.test(unit)) unit = `${unit[0]}i`;
+  const factor = SIZE_UNITS[unit];
+  return factor === undefined ? null : Number(m[1]) * factor;
+}
+
+export function epochMillisToDate(value: unknown): Date | null {
+  const n = finiteOrNull(value);
+  return n === null || n <= 0 ? null : new Date(n);
+}
+
+export function epochSecondsToDate(value: unknown): Date | null {
+  const n = finiteOrNull(value);
+  return n === null || n <= 0 ? null : new Date(Math.round(n * 1000));
+}
+
+export function isoToDate(value: unknown): Date | null {
+  if (typeof value !== 'string' || value === '') return null;
+  const d = new Date(value);
+  return Number.isNaN(d.getTime()) ? null : d;
+}
+
+/** Epoch nanoseconds as a decimal string (Baseten log timestamps) to a Date, without float loss. */
+export function epochNanosStringToDate(value: unknown): Date | null {
+  if (typeof value !== 'string' || !/^[0-9]+$/.test(value)) return null;
+  const ms = BigInt(value) / 1_000_000n;
+  return ms > 0n ? new Date(Number(ms)) : null;
+}

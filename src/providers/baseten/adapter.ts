@@ -1,0 +1,218 @@
+// Baseten training API adapter (fact sheet: shared/providers/baseten.md).
+import type { z } from 'zod';
+import { requireSecret, type BasetenConfig, type SecretSource } from '../../config/index.js';
+import { DomainError, UpstreamError } from '../../domain/errors.js';
+import type { JobPage, JobRef, LogPage, LogRequest, MetricFetchRequest, ProjectRecord } from '../../domain/types.js';
+import { epochNanosStringToDate, isoToDate } from '../../domain/units.js';
+import { errorCodeForStatus, parseJsonBody, retryAfterFromHeader, sendHttp, type HttpResponse } from '../http-client.js';
+import type { JobDetailResult, ProviderAdapter, SystemMetricsResult } from '../provider.js';
+import { mapJob, mapMetrics } from './mapping.js';
+import { jobResponse, logsResponse, metricsResponse, projectsResponse, searchResponse } from './wire.js';
+
+const LOG_WINDOW_MS = 7 * 24 * 3600 * 1000; // the current spec's maximum log window
+const MAX_LOG_LIMIT = 1000;
+
+export function createBasetenAdapter(config: BasetenConfig, secrets: SecretSource): ProviderAdapter {
+  const apiKey = requireSecret(secrets, config.apiKeyEnv, config.id);
+  const base = config.baseUrl.replace(/\/+$/, '');
+  const timeoutMs = (config.timeoutSeconds ?? 30) * 1000;
+  const providerId = config.id;
+
+  async function call<T>(
+    method: 'GET' | 'POST',
+    path: string,
+    schema: z.ZodType<T>,
+    opts: { query?: Record<string, string>; body?: unknown; signal: AbortSignal; notFoundIsNull?: boolean },
+  ): Promise<T | null> {
+    const qs = opts.query ? `?${new URLSearchParams(opts.query).toString()}` : '';
+    const res = await sendHttp(providerId, {
+      method,
+      url: `${base}${path}${qs}`,
+      headers: {
+        // The spec also accepts Bearer; Api-Key is what every Baseten client sends today.
+        authorization: `Api-Key ${apiKey}`,
+        accept: 'application/json',
+        ...(opts.body !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
+      body: opts.body !== undefined ? JSON.stringify(opts.body) : undefined,
+      timeoutMs,
+      signal: opts.signal,
+    });
+    if (res.status === 404 && opts.notFoundIsNull) return null;
+    if (res.status < 200 || res.status >= 300) throw toError(res);
+    const parsed = schema.safeParse(parseJsonBody(providerId, res));
+    if (!parsed.success) {
+      throw new UpstreamError('UPSTREAM_BAD_RESPONSE', providerId, `unexpected response shape from ${path.split('/').slice(0, 3).join('/')}`, {
+        status: res.status,
+      });
+    }
+    return parsed.data;
+  }
+
+  function toError(res: HttpResponse): UpstreamError {
+    let body: Record<string, unknown> = {};
+    try {
+      const parsed = JSON.parse(res.text);
+      if (parsed && typeof parsed === 'object') body = parsed as Record<string, unknown>;
+    } catch {
+      // Error bodies are not documented (fact sheet): a non-JSON body keeps the generic message.
+    }
+    const upstreamMessage = typeof body.message === 'string' ? body.message : typeof body.error === 'string' ? body.error : null;
+    const code = errorCodeForStatus(res.status);
+    // 429 documents `retry_after` (seconds) in the body; a Retry-After header is unconfirmed but honoured.
+    const retryAfter =
+      typeof body.retry_after === 'number' ? body.retry_after : res.status === 429 ? retryAfterFromHeader(res.headers) : null;
+    return new UpstreamError(code, providerId, `Baseten answered ${res.status}${upstreamMessage ? `: ${upstreamMessage}` : ''}`, {
+      status: res.status,
+      retryAfterSeconds: retryAfter,
+    });
+  }
+
+  async function getWireJob(ref: Pick<JobRef, 'externalId' | 'projectExternalId'>, signal: AbortSignal) {
+    if (ref.projectExternalId) {
+      const res = await call('GET', `/v1/training_projects/${enc(ref.projectExternalId)}/jobs/${enc(ref.externalId)}`, jobResponse, {
+        signal,
+        notFoundIsNull: true,
+      });
+      return res?.training_job ?? null;
+    }
+    // The CLI resolves a bare job id to its project the same way.
+    const res = await call('POST', '/v1/training_jobs/search', searchResponse, { body: { job_id: ref.externalId }, signal });
+    return res?.training_jobs.find((j) => j.id === ref.externalId) ?? null;
+  }
+
+  return {
+    id: providerId,
+    kind: 'BASETEN',
+    capabilities: {
+      systemMetrics: [
+        'GPU_UTILIZATION',
+        'GPU_MEMORY_USED',
+        'GPU_MEMORY_UTILIZATION',
+        'CPU_USAGE',
+        'MEMORY_USED',
+        'STORAGE_USED',
+        'STORAGE_UTILIZATION',
+      ],
+      perGpuSeries: true,
+      metricsInOneCall: true,
+      trainingMetrics: false,
+      progress: false,
+      logs: true,
+    },
+
+    async listProjects(signal): Promise<ProjectRecord[]> {
+      const res = await call('GET', '/v1/training_projects', projectsResponse, { signal });
+      return (res?.training_projects ?? []).map((p) => ({ externalId: p.id, name: p.name, createdAt: isoToDate(p.created_at) }));
+    },
+
+    // Search is org-wide and unpaginated: one page holds every job.
+    async listJobs(_cursor, signal): Promise<JobPage> {
+      const res = await call('POST', '/v1/training_jobs/search', searchResponse, {
+        body: { order_by: [{ field: 'created_at', order: 'desc' }] },
+        signal,
+      });
+      return { jobs: (res?.training_jobs ?? []).map(mapJob), nextCursor: null };
+    },
+
+    async getJob(ref, signal): Promise<JobDetailResult | null> {
+      const job = await getWireJob(ref, signal);
+      // There is no node list endpoint: nodes appear with per_node_metrics.
+      return job ? { ...mapJob(job), nodes: null } : null;
+    },
+
+    async fetchSystemMetrics(job, request: MetricFetchRequest, signal): Promise<SystemMetricsResult> {
+      const res = await call(
+        'GET',
+        `/v1/training_projects/${enc(job.projectExternalId)}/jobs/${enc(job.externalId)}/metrics`,
+        metricsResponse,
+        {
+          query: {
+            start_epoch_millis: String(request.from.getTime()),
+            end_epoch_millis: String(request.to.getTime()),
+            step_seconds: String(Math.max(1, Math.round(request.stepSeconds))),
+          },
+          signal,
+        },
+      );
+      if (!res) throw new UpstreamError('UPSTREAM_NOT_FOUND', providerId, `job ${job.externalId} not found`);
+      const { series, nodes } = mapMetrics(res, res.training_job);
+      // One call answers every metric Baseten has, so the whole catalog entry is covered.
+      return { series, nodes, covered: this.capabilities.systemMetrics, from: request.from, to: request.to };
+    },
+
+    async fetchLogs(job, request: LogRequest, signal): Promise<LogPage> {
+      const cursor = decodeLogCursor(request.after);
+      const now = Date.now();
+      let startMs = cursor
+        ? Number(cursor.ns / 1_000_000n)
+        : (request.since?.getTime() ?? job.startedAt?.getTime() ?? job.createdAt?.getTime() ?? now - 3600_000);
+      const limit = Math.min(Math.max(1, request.limit), MAX_LOG_LIMIT);
+      // Pages are time windows of at most 7 days; walk forward until a window has lines.
+      for (let hop = 0; hop < 8 && startMs <= now; hop++) {
+        const endMs = Math.min(startMs + LOG_WINDOW_MS, now);
+        const res = await call('GET', `/v1/training_projects/${enc(job.projectExternalId)}/jobs/${enc(job.externalId)}/logs`, logsResponse, {
+          query: { start_epoch_millis: String(startMs), end_epoch_millis: String(endMs), direction: 'asc', limit: String(limit) },
+          signal,
+        });
+        const lines = (res?.logs ?? [])
+          .filter((l) => /^[0-9]+$/.test(l.timestamp))
+          .map((l) => ({ ...l, ns: BigInt(l.timestamp) }))
+          .sort((a, b) => (a.ns < b.ns ? -1 : a.ns > b.ns ? 1 : 0));
+        // Lines sharing the cursor's nanosecond were partly returned before: skip that many.
+        const fresh = hop === 0 && cursor ? dropSeen(lines, cursor) : lines;
+        if (fresh.length > 0) {
+          let prevNs = cursor && hop === 0 ? cursor.ns : -1n;
+          let seenAtNs = cursor && hop === 0 ? cursor.seenAtNs : 0;
+          const out = fresh.map((l) => {
+            seenAtNs = l.ns === prevNs ? seenAtNs + 1 : 1;
+            prevNs = l.ns;
+            return {
+              timestamp: epochNanosStringToDate(l.timestamp),
+              message: l.message,
+              node: l.replica ?? null,
+              level: l.level ?? null,
+              cursor: encodeLogCursor(l.ns, seenAtNs),
+            };
+          });
+          return { lines: out, nextCursor: out[out.length - 1]!.cursor };
+        }
+        if (endMs >= now) break;
+        startMs = endMs + 1;
+      }
+      return { lines: [], nextCursor: request.after };
+    },
+  };
+}
+
+function dropSeen<T extends { ns: bigint }>(lines: T[], cursor: LogCursor): T[] {
+  let skip = cursor.seenAtNs;
+  return lines.filter((l) => {
+    if (l.ns < cursor.ns) return false;
+    if (l.ns === cursor.ns && skip > 0) {
+      skip--;
+      return false;
+    }
+    return true;
+  });
+}
+
+function enc(s: string): string {
+  return encodeURIComponent(s);
+}
+
+interface LogCursor {
+  ns: bigint;
+  seenAtNs: number;
+}
+
+function encodeLogCursor(ns: bigint, seenAtNs: number): string {
+  return `${ns.toString()}.${seenAtNs}`;
+}
+
+function decodeLogCursor(cursor: string | null): LogCursor | null {
+  if (!cursor) return null;
+  const m = /^([0-9]+)\.([0-9]+)$/.exec(cursor);
+  if (!m) throw new DomainError('BAD_INPUT', 'malformed log cursor');
+  return { ns: BigInt(m[1]!), seenAtNs: Number(m[2]) };
+}

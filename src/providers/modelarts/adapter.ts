@@ -1,0 +1,285 @@
+// The Huawei Cloud ModelArts adapter: training jobs (API v2) of one IAM project, grouped by
+// ModelArts workspace, with per-task running metrics and log previews.
+import { requireSecret, type ModelArtsConfig, type SecretSource } from '../../config/index.js';
+import { DomainError, UpstreamError } from '../../domain/errors.js';
+import type {
+  JobPage,
+  JobRef,
+  LogLineRecord,
+  LogPage,
+  LogRequest,
+  MetricFetchRequest,
+  ProjectRecord,
+  SeriesData,
+  SystemMetric,
+} from '../../domain/types.js';
+import { TERMINAL_STATUSES } from '../../domain/types.js';
+import type { HttpResponse } from '../http-client.js';
+import type { JobDetailResult, ProviderAdapter, ProviderCapabilities, SystemMetricsResult } from '../provider.js';
+import { JOB_NOT_FOUND_CODE, ModelArtsClient, type ModelArtsAuth } from './client.js';
+import {
+  DEFAULT_WORKSPACE_ID,
+  jobSchema,
+  logPreviewSchema,
+  mapJob,
+  mapNodes,
+  mapTaskMetrics,
+  metricsResponseSchema,
+  searchResponseSchema,
+  workspaceName,
+  type ModelArtsJob,
+} from './mapping.js';
+
+/** The search API's largest page. */
+const PAGE_SIZE = 50;
+
+const SYSTEM_METRICS: readonly SystemMetric[] = [
+  'GPU_UTILIZATION',
+  'GPU_MEMORY_UTILIZATION',
+  'CPU_UTILIZATION',
+  'MEMORY_UTILIZATION',
+  'NPU_UTILIZATION',
+  'NPU_MEMORY_UTILIZATION',
+];
+
+export interface ModelArtsAdapterOptions {
+  /** The clock used for signing dates and token expiry; default Date.now. */
+  now?: () => number;
+}
+
+function authFromConfig(config: ModelArtsConfig, secrets: SecretSource): ModelArtsAuth {
+  if (config.accessKeyIdEnv && config.secretAccessKeyEnv) {
+    return {
+      mode: 'aksk',
+      credentials: {
+        accessKeyId: requireSecret(secrets, config.accessKeyIdEnv, config.id),
+        secretAccessKey: requireSecret(secrets, config.secretAccessKeyEnv, config.id),
+      },
+      securityToken: config.securityTokenEnv ? requireSecret(secrets, config.securityTokenEnv, config.id) : null,
+    };
+  }
+  if (config.iamUrl && config.domainName && config.usernameEnv && config.passwordEnv) {
+    return {
+      mode: 'token',
+      iamUrl: config.iamUrl,
+      domainName: config.domainName,
+      username: requireSecret(secrets, config.usernameEnv, config.id),
+      password: requireSecret(secrets, config.passwordEnv, config.id),
+      projectName: config.projectName ?? null,
+    };
+  }
+  throw new Error(`provider "${config.id}": needs AK/SK or IAM credentials`);
+}
+
+/** Per-task byte offsets into the full log, so a resumed read never repeats a line. */
+type LogOffsets = Record<string, number>;
+
+function encodeLogCursor(offsets: LogOffsets): string {
+  return Buffer.from(JSON.stringify(offsets), 'utf8').toString('base64url');
+}
+
+function decodeLogCursor(cursor: string | null): LogOffsets {
+  if (cursor === null) return {};
+  try {
+    const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    if (parsed && typeof parsed === 'object' && Object.values(parsed).every((v) => Number.isInteger(v) && (v as number) >= 0)) {
+      return parsed as LogOffsets;
+    }
+  } catch {
+    // falls through to the error below
+  }
+  throw new DomainError('BAD_INPUT', 'not a ModelArts log cursor');
+}
+
+const LOG_LINE_PREFIX = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2}))\s+(?:(DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\b)?/;
+
+export function createModelArtsAdapter(config: ModelArtsConfig, secrets: SecretSource, options: ModelArtsAdapterOptions = {}): ProviderAdapter {
+  const providerId = config.id;
+  const now = options.now ?? Date.now;
+  const client = new ModelArtsClient({
+    providerId,
+    baseUrl: config.baseUrl,
+    projectId: config.projectId,
+    timeoutMs: (config.timeoutSeconds ?? 30) * 1000,
+    auth: authFromConfig(config, secrets),
+    now,
+  });
+  // Task names seen on jobs, so metrics and logs need no extra job lookup; only non-empty lists
+  // are kept, because a job gets its tasks when it starts.
+  const knownTasks = new Map<string, string[]>();
+
+  const remember = (job: ModelArtsJob) => {
+    const tasks = job.status.tasks ?? [];
+    if (tasks.length > 0) knownTasks.set(job.metadata.id, tasks);
+  };
+
+  const jobPath = (jobId: string, rest = '') => client.projectPath(`/training-jobs/${encodeURIComponent(jobId)}${rest}`);
+
+  const searchPage = async (page: number, signal: AbortSignal) => {
+    const res = await client.send(
+      'POST',
+      client.projectPath('/training-job-searches'),
+      {
+        // `offset` is a page index, not a record offset.
+        offset: page,
+        limit: PAGE_SIZE,
+        sort_by: 'create_time',
+        order: 'desc',
+        ...(config.workspaceId ? { workspace_id: config.workspaceId } : {}),
+      },
+      signal,
+    );
+    const body = client.parse(res, searchResponseSchema, 'training job search');
+    body.items.forEach(remember);
+    const seen = page * PAGE_SIZE + body.items.length;
+    const last = body.items.length < PAGE_SIZE || (body.count != null && seen >= body.count);
+    return { items: body.items, nextPage: last ? null : page + 1 };
+  };
+
+  const fetchJob = async (jobId: string, signal: AbortSignal): Promise<ModelArtsJob | null> => {
+    try {
+      const res = await client.send('GET', jobPath(jobId), undefined, signal);
+      const job = client.parse(res, jobSchema, 'training job');
+      remember(job);
+      return job;
+    } catch (err) {
+      if (err instanceof UpstreamError && err.details.upstreamCode === JOB_NOT_FOUND_CODE) return null;
+      throw err;
+    }
+  };
+
+  const tasksOf = async (jobId: string, signal: AbortSignal): Promise<string[]> => {
+    const cached = knownTasks.get(jobId);
+    if (cached) return cached;
+    const job = await fetchJob(jobId, signal);
+    return job?.status.tasks ?? [];
+  };
+
+  /** The server's clock from its Date header, which the metric windows are cut by. */
+  const serverTime = (res: HttpResponse): { ms: number; source: 'server Date header' | 'local clock' } => {
+    const header = res.headers.get('date');
+    const ms = header ? Date.parse(header) : Number.NaN;
+    return Number.isNaN(ms) ? { ms: now(), source: 'local clock' } : { ms, source: 'server Date header' };
+  };
+
+  const capabilities: ProviderCapabilities = {
+    systemMetrics: SYSTEM_METRICS,
+    perGpuSeries: false,
+    metricsInOneCall: true,
+    trainingMetrics: false,
+    progress: false,
+    logs: true,
+  };
+
+  return {
+    id: providerId,
+    kind: 'MODELARTS',
+    capabilities,
+
+    async listProjects(signal) {
+      if (config.workspaceId) return [{ externalId: config.workspaceId, name: workspaceName(config.workspaceId) }];
+      // The workspace list is a separate API (and permission); the workspaces that matter are the
+      // ones jobs live in, so they are collected from every page of the job search.
+      const seen = new Map<string, ProjectRecord>();
+      for (let page: number | null = 0; page !== null; ) {
+        const result = await searchPage(page, signal);
+        for (const job of result.items) {
+          const id = job.metadata.workspace_id || DEFAULT_WORKSPACE_ID;
+          if (!seen.has(id)) seen.set(id, { externalId: id, name: workspaceName(id) });
+        }
+        page = result.nextPage;
+      }
+      return [...seen.values()];
+    },
+
+    async listJobs(cursor, signal): Promise<JobPage> {
+      const page = cursor === null ? 0 : Number(cursor);
+      if (!Number.isInteger(page) || page < 0) throw new DomainError('BAD_INPUT', `not a ModelArts page cursor: ${cursor}`);
+      const result = await searchPage(page, signal);
+      return { jobs: result.items.map(mapJob), nextCursor: result.nextPage === null ? null : String(result.nextPage) };
+    },
+
+    async getJob(ref, signal): Promise<JobDetailResult | null> {
+      const job = await fetchJob(ref.externalId, signal);
+      return job ? { ...mapJob(job), nodes: mapNodes(job) } : null;
+    },
+
+    async fetchSystemMetrics(job: JobRef, request: MetricFetchRequest, signal): Promise<SystemMetricsResult> {
+      const wanted = new Set(request.metrics.filter((m) => SYSTEM_METRICS.includes(m)));
+      const covered = [...wanted];
+      const tasks = wanted.size === 0 ? [] : await tasksOf(job.externalId, signal);
+      const finishedAt = TERMINAL_STATUSES.has(job.status) ? job.finishedAt : null;
+
+      const answers = await Promise.all(
+        tasks.map(async (task) => {
+          const res = await client.send('GET', jobPath(job.externalId, `/metrics/${encodeURIComponent(task)}`), undefined, signal);
+          const clock = serverTime(res);
+          // 204 is ModelArts.2777 NotReadyToFetchMetric: the job started under a minute ago.
+          if (res.status === 204 || res.text.trim() === '') return { result: null, clock };
+          const body = client.parse(res, metricsResponseSchema, `metrics of ${task}`);
+          const result = mapTaskMetrics(body, task, wanted, {
+            referenceMs: clock.ms,
+            referenceSource: clock.source,
+            startedAt: job.startedAt,
+            finishedAt,
+          });
+          return { result, clock };
+        }),
+      );
+
+      const series: SeriesData[] = [];
+      let from: number | null = null;
+      let to: number | null = null;
+      for (const { result } of answers) {
+        if (!result) continue;
+        series.push(...result.series);
+        // Complete for the range every task's window covers.
+        from = Math.max(from ?? -Infinity, result.windowFrom.getTime());
+        to = Math.min(to ?? Infinity, result.windowTo.getTime());
+      }
+      if (from === null || to === null || from > to) {
+        // Nothing to report yet: an empty range, complete in the vacuous sense.
+        const at = answers[0]?.clock.ms ?? now();
+        return { series, covered, from: new Date(at), to: new Date(at) };
+      }
+      return { series, covered, from: new Date(from), to: new Date(to) };
+    },
+
+    async fetchLogs(job: JobRef, request: LogRequest, signal): Promise<LogPage> {
+      const offsets = decodeLogCursor(request.after);
+      const tasks = await tasksOf(job.externalId, signal);
+      const lines: LogLineRecord[] = [];
+      let full = false;
+      for (const task of tasks) {
+        if (full) break;
+        const res = await client.send('GET', jobPath(job.externalId, `/tasks/${encodeURIComponent(task)}/logs/preview`), undefined, signal);
+        // 204 is ModelArts.2776: the log is not ready yet.
+        if (res.status === 204 || res.text.trim() === '') continue;
+        const body = client.parse(res, logPreviewSchema, `log preview of ${task}`);
+        const content = Buffer.from(body.content ?? body.context ?? '', 'utf8');
+        const fullSize = body.full_size ?? content.length;
+        // The preview is the tail of the full log: its first byte sits at fullSize - content.length.
+        const contentStart = Math.max(0, fullSize - content.length);
+        let offset = offsets[task] ?? 0;
+        if (offset > fullSize) offset = 0; // the log was replaced (a rescheduled task): read it again
+        let pos = Math.max(offset, contentStart) - contentStart;
+        while (pos < content.length) {
+          const nl = content.indexOf(0x0a, pos);
+          if (nl === -1) break; // an unfinished last line waits for the next read
+          const text = content.subarray(pos, nl).toString('utf8').replace(/\r$/, '');
+          pos = nl + 1;
+          offsets[task] = contentStart + pos;
+          const prefix = LOG_LINE_PREFIX.exec(text);
+          const timestamp = prefix ? new Date(prefix[1]!) : null;
+          if (request.since && timestamp && timestamp < request.since) continue;
+          lines.push({ timestamp, message: text, node: task, level: prefix?.[2] ?? null, cursor: encodeLogCursor(offsets) });
+          if (lines.length >= request.limit) {
+            full = true;
+            break;
+          }
+        }
+      }
+      return { lines, nextCursor: tasks.length === 0 && request.after === null ? null : encodeLogCursor(offsets) };
+    },
+  };
+}

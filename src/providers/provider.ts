@@ -1,0 +1,58 @@
+// The interface every platform adapter implements. Adapters speak HTTP to one platform and
+// return domain records in canonical units; they know nothing of GraphQL or the store.
+import type {
+  JobDetail,
+  JobPage,
+  JobRef,
+  LogPage,
+  LogRequest,
+  MetricFetchRequest,
+  MetricFetchResult,
+  NodeRecord,
+  ProgressRecord,
+  ProjectRecord,
+  ProviderKind,
+  SeriesData,
+  SystemMetric,
+  TrainingFetchRequest,
+} from '../domain/types.js';
+
+export interface ProviderCapabilities {
+  /** The system metrics this platform can report at all. */
+  systemMetrics: readonly SystemMetric[];
+  /** True when the platform has real per-GPU series (Baseten ranks, Lens gpu_id); false = node aggregates only. */
+  perGpuSeries: boolean;
+  /** True when one metrics call returns every metric (Baseten), false when each metric is its own call (PAI-DLC). */
+  metricsInOneCall: boolean;
+  trainingMetrics: boolean;
+  progress: boolean;
+  logs: boolean;
+}
+
+export interface JobDetailResult extends Omit<JobDetail, 'nodes'> {
+  /** null when the platform only reveals nodes through metrics (Baseten's per_node_metrics). */
+  nodes: NodeRecord[] | null;
+}
+
+export interface SystemMetricsResult extends MetricFetchResult {
+  /** Nodes (and GPUs) seen in this answer; the store merges them into the job's topology. */
+  nodes?: NodeRecord[];
+}
+
+export interface ProviderAdapter {
+  readonly id: string;
+  readonly kind: ProviderKind;
+  readonly capabilities: ProviderCapabilities;
+
+  listProjects(signal: AbortSignal): Promise<ProjectRecord[]>;
+  /** One page of all jobs the credentials can see; `cursor` is the adapter's own (null = first page). */
+  listJobs(cursor: string | null, signal: AbortSignal): Promise<JobPage>;
+  /** null when the platform says the job does not exist. */
+  getJob(ref: Pick<JobRef, 'externalId' | 'projectExternalId'>, signal: AbortSignal): Promise<JobDetailResult | null>;
+  fetchSystemMetrics(job: JobRef, request: MetricFetchRequest, signal: AbortSignal): Promise<SystemMetricsResult>;
+
+  fetchTrainingMetrics?(job: JobRef, request: TrainingFetchRequest, signal: AbortSignal): Promise<SeriesData[]>;
+  fetchProgress?(job: JobRef, signal: AbortSignal): Promise<ProgressRecord | null>;
+  fetchLogs?(job: JobRef, request: LogRequest, signal: AbortSignal): Promise<LogPage>;
+  close?(): Promise<void>;
+}

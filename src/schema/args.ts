@@ -1,0 +1,60 @@
+// Argument checking shared by every series and connection field: bad input becomes a coded
+// error before any work is done.
+import { DomainError } from '../domain/errors.js';
+import type { Aggregation } from '../domain/types.js';
+import type { JobCursor } from '../store/repository.js';
+import type { Limits } from './context.js';
+
+export interface SeriesArgs {
+  from?: Date | null;
+  to?: Date | null;
+  maxPoints?: number | null;
+  aggregation?: Aggregation | null;
+}
+
+export interface CheckedSeriesArgs {
+  from: Date | null;
+  to: Date | null;
+  maxPoints: number;
+  aggregation: Aggregation;
+}
+
+export function checkSeriesArgs(args: SeriesArgs, limits: Limits): CheckedSeriesArgs {
+  const from = args.from ?? null;
+  const to = args.to ?? null;
+  if (from && to && from > to) {
+    throw new DomainError('BAD_INPUT', `"from" (${from.toISOString()}) is after "to" (${to.toISOString()})`, { argument: 'from' });
+  }
+  const maxPoints = args.maxPoints ?? limits.defaultMaxPoints;
+  if (!Number.isInteger(maxPoints) || maxPoints < 1 || maxPoints > limits.maxPointsCap) {
+    throw new DomainError('BAD_INPUT', `"maxPoints" must be between 1 and ${limits.maxPointsCap}, got ${maxPoints}`, {
+      argument: 'maxPoints',
+    });
+  }
+  return { from, to, maxPoints, aggregation: args.aggregation ?? 'AVG' };
+}
+
+export function checkPageSize(first: number | null | undefined, def: number, cap: number): number {
+  const n = first ?? def;
+  if (!Number.isInteger(n) || n < 0 || n > cap) {
+    throw new DomainError('BAD_INPUT', `"first" must be between 0 and ${cap}, got ${n}`, { argument: 'first' });
+  }
+  return n;
+}
+
+export function encodeJobCursor(c: JobCursor): string {
+  return Buffer.from(JSON.stringify([c.sortAt.getTime(), c.id]), 'utf8').toString('base64url');
+}
+
+export function decodeJobCursor(cursor: string | null | undefined): JobCursor | null {
+  if (cursor === null || cursor === undefined) return null;
+  try {
+    const [ms, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+    if (typeof ms === 'number' && Number.isFinite(ms) && typeof id === 'string' && id.length > 0) {
+      return { sortAt: new Date(ms), id };
+    }
+  } catch {
+    // fall through to the coded error
+  }
+  throw new DomainError('BAD_INPUT', `"after" is not a cursor this API issued`, { argument: 'after' });
+}

@@ -1,0 +1,62 @@
+import { DomainError } from '../domain/errors.js';
+import { parseGlobalId } from '../domain/ids.js';
+import { builder } from './builder.js';
+import { JobConnectionRef, resolveJobConnection } from './job-connection.js';
+import { JobFilterRef } from './job-filter.js';
+import { ProviderRef } from './provider.js';
+import { ProjectRef } from './refs.js';
+
+ProjectRef.implement({
+  description: 'A group of jobs on one platform: a Baseten project, a ModelArts or PAI-DLC workspace, a Lens namespace, a Runicorn path',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    externalId: t.exposeString('externalId', { description: "The platform's own id for the project" }),
+    name: t.exposeString('name'),
+    provider: t.field({
+      type: ProviderRef,
+      resolve: (p, _a, ctx) => {
+        const provider = ctx.providers.find(p.providerId);
+        if (!provider) throw new DomainError('NOT_FOUND', `provider "${p.providerId}" is no longer configured`);
+        return provider;
+      },
+    }),
+    jobs: t.field({
+      type: JobConnectionRef,
+      args: {
+        filter: t.arg({ type: JobFilterRef, required: false }),
+        first: t.arg.int({ required: false }),
+        after: t.arg.string({ required: false }),
+      },
+      resolve: (p, args, ctx) => resolveJobConnection(ctx, args, p.id),
+    }),
+  }),
+});
+
+builder.queryFields((t) => ({
+  projects: t.field({
+    type: [ProjectRef],
+    args: { providerId: t.arg.id({ required: false }) },
+    resolve: async (_r, args, ctx) => {
+      const ids = args.providerId != null ? ctx.providers.ids().filter((id) => id === String(args.providerId)) : ctx.providers.ids();
+      await ctx.readThrough.syncJobLists(ids);
+      return ctx.readThrough.repo.projectsOf(ids);
+    },
+  }),
+  project: t.field({
+    type: ProjectRef,
+    nullable: true,
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (_r, args, ctx) => {
+      const id = String(args.id);
+      const { providerId } = parseGlobalId(id, 'project');
+      let project = await ctx.loaders.projectById.load(id);
+      if (!project && ctx.providers.find(providerId)) {
+        await ctx.readThrough.syncJobLists([providerId]);
+        ctx.loaders.projectById.clear(id);
+        project = await ctx.loaders.projectById.load(id);
+      }
+      if (!project) throw new DomainError('NOT_FOUND', `no project with id "${id.slice(0, 200)}"`);
+      return project;
+    },
+  }),
+}));

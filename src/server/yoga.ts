@@ -1,0 +1,56 @@
+// The yoga app: schema, per-request context (fresh loaders), error codes, offline GraphiQL.
+import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
+import { createYoga, type Plugin } from 'graphql-yoga';
+import type { Logger } from 'pino';
+import type { ProviderSet } from '../providers/provider-set.js';
+import { schema } from '../schema/index.js';
+import { DEFAULT_LIMITS, type Context, type Limits } from '../schema/context.js';
+import { createLoaders } from '../store/loaders.js';
+import type { ReadThrough } from '../store/read-through.js';
+import { maskError, useErrorCodes } from './plugins/use-error-codes.js';
+
+export interface YogaDeps {
+  readThrough: ReadThrough;
+  providers: ProviderSet;
+  logger: Logger;
+  limits?: Limits;
+  plugins?: Plugin[];
+}
+
+export const EXAMPLE_QUERY = `# Every platform's jobs, newest first, with per-GPU utilization (ratio 0..1)
+query Fleet {
+  jobs(first: 5) {
+    edges {
+      node {
+        name
+        status
+        provider { kind name simulated }
+        nodes { name gpus { index model utilization(maxPoints: 20) { unit summary { avg max } } } }
+      }
+    }
+  }
+}
+`;
+
+export function createApp(deps: YogaDeps) {
+  const limits = deps.limits ?? DEFAULT_LIMITS;
+  return createYoga<Record<string, unknown>, Context>({
+    schema,
+    graphqlEndpoint: '/graphql',
+    landingPage: false,
+    // GraphiQL's assets ship in the package: no CDN, so it works offline and behind firewalls.
+    renderGraphiQL,
+    graphiql: { title: 'Training graph', defaultQuery: EXAMPLE_QUERY },
+    maskedErrors: { maskError: maskError(deps.logger) },
+    logging: false,
+    plugins: [useErrorCodes(), ...(deps.plugins ?? [])],
+    context: () => ({
+      loaders: createLoaders(deps.readThrough),
+      readThrough: deps.readThrough,
+      providers: deps.providers,
+      limits,
+    }),
+  });
+}
+
+export type App = ReturnType<typeof createApp>;

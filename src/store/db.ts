@@ -1,0 +1,69 @@
+// Opens the cache database: embedded PGlite in a folder when no DATABASE_URL is given, a real
+// Postgres through postgres.js otherwise. Both get the same drizzle schema and migrations.
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
+import * as tables from './tables.js';
+
+export type Db = PgDatabase<PgQueryResultHKT, typeof tables>;
+
+export interface Database {
+  db: Db;
+  driver: 'pglite' | 'postgres';
+  /** Statements sent since open; tests and the benchmark read it to prove batching. */
+  statementCount(): number;
+  close(): Promise<void>;
+}
+
+export const MIGRATIONS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../migrations');
+
+export interface OpenOptions {
+  databaseUrl?: string | null;
+  /** A folder for PGlite's files, or 'memory://' for an in-memory database. */
+  dataDir?: string;
+  /** postgres.js pool size; two cores serve well with a small pool. */
+  maxConnections?: number;
+}
+
+export async function openDatabase(opts: OpenOptions): Promise<Database> {
+  let statements = 0;
+  const logger = {
+    logQuery: () => {
+      statements++;
+    },
+  };
+  if (opts.databaseUrl) {
+    const { default: postgres } = await import('postgres');
+    const { drizzle } = await import('drizzle-orm/postgres-js');
+    const { migrate } = await import('drizzle-orm/postgres-js/migrator');
+    const client = postgres(opts.databaseUrl, {
+      max: opts.maxConnections ?? 10,
+      onnotice: () => {},
+      // Bulk point writes bind arrays; keep postgres.js from preparing every distinct statement.
+      prepare: true,
+    });
+    const db = drizzle(client, { schema: tables, logger });
+    await migrate(db, { migrationsFolder: MIGRATIONS_DIR });
+    return {
+      db: db as unknown as Db,
+      driver: 'postgres',
+      statementCount: () => statements,
+      close: () => client.end({ timeout: 5 }),
+    };
+  }
+  const { PGlite } = await import('@electric-sql/pglite');
+  const { drizzle } = await import('drizzle-orm/pglite');
+  const { migrate } = await import('drizzle-orm/pglite/migrator');
+  const dir = opts.dataDir ?? './.data';
+  if (!dir.startsWith('memory://')) mkdirSync(dir, { recursive: true });
+  const client = new PGlite(dir);
+  const db = drizzle(client, { schema: tables, logger });
+  await migrate(db, { migrationsFolder: MIGRATIONS_DIR });
+  return {
+    db: db as unknown as Db,
+    driver: 'pglite',
+    statementCount: () => statements,
+    close: () => client.close(),
+  };
+}

@@ -1,0 +1,202 @@
+// Request-scoped DataLoaders: every resolver goes through these, so a query's fan-out (jobs x
+// nodes x GPUs x series) collapses into a fixed number of SQL statements and at most one upstream
+// metrics call per job. Batch functions return values (or an Error) in key order.
+import DataLoader from 'dataloader';
+import { parseGlobalId } from '../domain/ids.js';
+import type { Aggregation, SystemMetric } from '../domain/types.js';
+import type { Freshness, ReadThrough, Window } from './read-through.js';
+import type { GpuRow, JobRow, NodeRow, PointRow, ProgressRow, ProjectRow, Repository, SeriesRow, SummaryRow } from './repository.js';
+
+export interface PointsKey {
+  seriesId: number;
+  from: Date | null;
+  to: Date | null;
+  maxPoints: number;
+  aggregation: Aggregation;
+}
+
+export interface MetricsKey {
+  job: JobRow;
+  window: Window;
+  metrics: readonly SystemMetric[];
+}
+
+const MAX_BATCH = 1000;
+
+function byKey<T, K>(rows: readonly T[], key: (r: T) => K): Map<K, T[]> {
+  const m = new Map<K, T[]>();
+  for (const r of rows) {
+    const k = key(r);
+    const list = m.get(k);
+    if (list) list.push(r);
+    else m.set(k, [r]);
+  }
+  return m;
+}
+
+/** Groups keys that share query parameters, so each distinct argument set is one statement. */
+function windowGroups<K extends { from: Date | null; to: Date | null }>(keys: readonly K[], extra: (k: K) => string): Map<string, K[]> {
+  return byKey(keys, (k) => `${k.from?.getTime() ?? ''}|${k.to?.getTime() ?? ''}|${extra(k)}`);
+}
+
+export function createLoaders(readThrough: ReadThrough) {
+  const repo: Repository = readThrough.repo;
+
+  const jobById = new DataLoader<string, JobRow | null>(
+    async (ids) => {
+      const parsed = ids.map((id) => {
+        try {
+          return parseGlobalId(id, 'job');
+        } catch (err) {
+          return err as Error;
+        }
+      });
+      const valid = parsed.filter((p): p is Exclude<typeof p, Error> => !(p instanceof Error));
+      const rows = await readThrough.jobsByIds(valid);
+      let i = 0;
+      return parsed.map((p) => (p instanceof Error ? p : rows[i++]!));
+    },
+    { maxBatchSize: MAX_BATCH },
+  );
+
+  const projectById = new DataLoader<string, ProjectRow | null>(
+    async (ids) => {
+      const rows = new Map((await repo.projectsByIds(ids)).map((p) => [p.id, p]));
+      return ids.map((id) => rows.get(id) ?? null);
+    },
+    { maxBatchSize: MAX_BATCH },
+  );
+
+  const topology = new DataLoader<JobRow, Freshness, string>(
+    async (jobs) => {
+      const res = await readThrough.ensureTopology(jobs);
+      return jobs.map((j) => res.get(j.id) ?? { fetchedAt: null, stale: false, error: null });
+    },
+    { cacheKeyFn: (j) => j.id, maxBatchSize: MAX_BATCH },
+  );
+
+  const nodesOfJob = new DataLoader<string, NodeRow[]>(
+    async (jobIds) => {
+      const rows = byKey(await repo.nodesOfJobs(jobIds), (n) => n.jobId);
+      return jobIds.map((id) => rows.get(id) ?? []);
+    },
+    { maxBatchSize: MAX_BATCH },
+  );
+
+  const gpusOfJob = new DataLoader<string, GpuRow[]>(
+    async (jobIds) => {
+      const rows = byKey(await repo.gpusOfJobs(jobIds), (g) => g.jobId);
+      return jobIds.map((id) => rows.get(id) ?? []);
+    },
+    { maxBatchSize: MAX_BATCH },
+  );
+
+  const nodeById = new DataLoader<string, NodeRow | null>(
+    async (ids) => {
+      const rows = new Map((await repo.nodesByIds(ids)).map((n) => [n.id, n]));
+      return ids.map((id) => rows.get(id) ?? null);
+    },
+    { maxBatchSize: MAX_BATCH },
+  );
+
+  const gpuById = new DataLoader<string, GpuRow | null>(
+    async (ids) => {
+      const rows = new Map((await repo.gpusByIds(ids)).map((g) => [g.id, g]));
+      return ids.map((id) => rows.get(id) ?? null);
+    },
+    { maxBatchSize: MAX_BATCH },
+  );
+
+  const metricsReady = new DataLoader<MetricsKey, Freshness, string>(
+    (keys) => readThrough.ensureMetrics(keys.map((k) => ({ job: k.job, from: k.window.from, to: k.window.to, metrics: k.metrics }))),
+    {
+      cacheKeyFn: (k) => `${k.job.id}|${k.window.from.getTime()}|${k.window.to.getTime()}|${[...k.metrics].sort().join(',')}`,
+      maxBatchSize: MAX_BATCH,
+    },
+  );
+
+  const trainingReady = new DataLoader<JobRow, Freshness, string>(
+    async (jobs) => {
+      const res = await readThrough.ensureTraining(jobs);
+      return jobs.map((j) => res.get(j.id)!);
+    },
+    { cacheKeyFn: (j) => j.id, maxBatchSize: MAX_BATCH },
+  );
+
+  const progressReady = new DataLoader<JobRow, Freshness, string>(
+    async (jobs) => {
+      const res = await readThrough.ensureProgress(jobs);
+      return jobs.map((j) => res.get(j.id)!);
+    },
+    { cacheKeyFn: (j) => j.id, maxBatchSize: MAX_BATCH },
+  );
+
+  const progressOfJob = new DataLoader<string, ProgressRow | null>(
+    async (jobIds) => {
+      const rows = new Map((await repo.progressOf(jobIds)).map((p) => [p.jobId, p]));
+      return jobIds.map((id) => rows.get(id) ?? null);
+    },
+    { maxBatchSize: MAX_BATCH },
+  );
+
+  const seriesOfJob = new DataLoader<{ jobId: string; kind: 'system' | 'training' }, SeriesRow[], string>(
+    async (keys) => {
+      const out = new Map<string, SeriesRow[]>();
+      for (const [kind, group] of byKey(keys, (k) => k.kind)) {
+        const rows = byKey(await repo.seriesOfJobs([...new Set(group.map((k) => k.jobId))], kind), (s) => s.jobId);
+        for (const k of group) out.set(`${k.kind}|${k.jobId}`, rows.get(k.jobId) ?? []);
+      }
+      return keys.map((k) => out.get(`${k.kind}|${k.jobId}`) ?? []);
+    },
+    { cacheKeyFn: (k) => `${k.kind}|${k.jobId}`, maxBatchSize: MAX_BATCH },
+  );
+
+  const points = new DataLoader<PointsKey, PointRow[], string>(
+    async (keys) => {
+      const out = new Map<string, PointRow[]>();
+      for (const group of windowGroups(keys, (k) => `${k.maxPoints}|${k.aggregation}`).values()) {
+        const k0 = group[0]!;
+        const rows = byKey(await repo.pointsOf([...new Set(group.map((k) => k.seriesId))], k0, k0.maxPoints, k0.aggregation), (p) => p.seriesId);
+        for (const k of group) out.set(pointsKey(k), rows.get(k.seriesId) ?? []);
+      }
+      return keys.map((k) => out.get(pointsKey(k)) ?? []);
+    },
+    { cacheKeyFn: pointsKey, maxBatchSize: MAX_BATCH },
+  );
+
+  const summary = new DataLoader<Omit<PointsKey, 'maxPoints' | 'aggregation'>, SummaryRow | null, string>(
+    async (keys) => {
+      const out = new Map<string, SummaryRow>();
+      for (const group of windowGroups(keys, () => '').values()) {
+        for (const row of await repo.summariesOf([...new Set(group.map((k) => k.seriesId))], group[0]!)) {
+          out.set(`${row.seriesId}|${group[0]!.from?.getTime() ?? ''}|${group[0]!.to?.getTime() ?? ''}`, row);
+        }
+      }
+      return keys.map((k) => out.get(`${k.seriesId}|${k.from?.getTime() ?? ''}|${k.to?.getTime() ?? ''}`) ?? null);
+    },
+    { cacheKeyFn: (k) => `${k.seriesId}|${k.from?.getTime() ?? ''}|${k.to?.getTime() ?? ''}`, maxBatchSize: MAX_BATCH },
+  );
+
+  return {
+    jobById,
+    projectById,
+    topology,
+    nodesOfJob,
+    gpusOfJob,
+    nodeById,
+    gpuById,
+    metricsReady,
+    trainingReady,
+    progressReady,
+    progressOfJob,
+    seriesOfJob,
+    points,
+    summary,
+  };
+}
+
+function pointsKey(k: PointsKey): string {
+  return `${k.seriesId}|${k.from?.getTime() ?? ''}|${k.to?.getTime() ?? ''}|${k.maxPoints}|${k.aggregation}`;
+}
+
+export type Loaders = ReturnType<typeof createLoaders>;

@@ -1,0 +1,493 @@
+// The read-through cache: decides what is fresh, fetches only what is missing or stale from the
+// provider adapters (batched per job, one call per job at most), writes it, and reports freshness.
+// Finished jobs' fetched ranges are final and never refetched; running jobs' expire after a TTL.
+// When upstream fails, cached data is served as stale with the error; with no cache, it throws.
+import { DomainError } from '../domain/errors.js';
+import { jobGlobalId, type ParsedId } from '../domain/ids.js';
+import { TERMINAL_STATUSES, type JobRef, type JobStatus, type LogPage, type LogRequest, type SeriesData, type SystemMetric } from '../domain/types.js';
+import type { ProviderAdapter } from '../providers/provider.js';
+import type { ProviderSet } from '../providers/provider-set.js';
+import type { FetchRow, JobRow, Repository } from './repository.js';
+
+export interface CachePolicy {
+  /** How long a provider's job list is fresh. */
+  listTtlMs: number;
+  /** How long a running job's detail (status, nodes) is fresh. */
+  detailTtlMs: number;
+  /** How long a running job's metrics, training metrics and progress are fresh. */
+  metricsTtlMs: number;
+  /** Upstream resolution: at most this many points per series per fetched range. */
+  maxUpstreamPointsPerSeries: number;
+  /** The finest step ever asked of upstream, in seconds. */
+  minStepSeconds: number;
+}
+
+export const DEFAULT_CACHE_POLICY: CachePolicy = {
+  listTtlMs: 30_000,
+  detailTtlMs: 15_000,
+  metricsTtlMs: 30_000,
+  maxUpstreamPointsPerSeries: 1000,
+  minStepSeconds: 15,
+};
+
+export interface Freshness {
+  /** When the data answered was fetched from upstream (null: never). */
+  fetchedAt: Date | null;
+  /** True when a refresh was due but failed, so an older copy is served. */
+  stale: boolean;
+  error: { code: string; message: string } | null;
+}
+
+export interface MetricsRequest {
+  job: JobRow;
+  from: Date;
+  to: Date;
+  metrics: readonly SystemMetric[];
+}
+
+export interface Window {
+  from: Date;
+  to: Date;
+}
+
+const FRESH_NOW = (at: Date): Freshness => ({ fetchedAt: at, stale: false, error: null });
+
+export function isTerminal(status: string): boolean {
+  return TERMINAL_STATUSES.has(status as JobStatus);
+}
+
+export function jobRef(job: JobRow, projectExternalId: string): JobRef {
+  return {
+    externalId: job.externalId,
+    projectExternalId,
+    status: job.status as JobStatus,
+    createdAt: job.createdAt,
+    startedAt: job.startedAt,
+    finishedAt: job.finishedAt,
+  };
+}
+
+/** The job's life, the default window of every series question; [from, to] is clipped to it. */
+export function jobWindow(job: JobRow, now: Date, from?: Date | null, to?: Date | null): Window {
+  const start = job.startedAt ?? job.createdAt ?? new Date(now.getTime() - 3600_000);
+  const end = job.finishedAt ?? now;
+  const f = from && from > start ? from : start;
+  const t = to && to < end ? to : end;
+  return { from: f, to: t < f ? f : t };
+}
+
+function toErrorInfo(err: unknown): { code: string; message: string } {
+  if (err instanceof DomainError) return { code: err.code, message: err.message };
+  return { code: 'INTERNAL', message: 'unexpected failure while fetching from upstream' };
+}
+
+export class ReadThrough {
+  private readonly inflight = new Map<string, Promise<unknown>>();
+
+  constructor(
+    readonly repo: Repository,
+    readonly providers: ProviderSet,
+    readonly policy: CachePolicy = DEFAULT_CACHE_POLICY,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  now(): Date {
+    return new Date(this.clock());
+  }
+
+  /** Concurrent identical refreshes share one upstream call. */
+  private once<T>(key: string, work: () => Promise<T>): Promise<T> {
+    const existing = this.inflight.get(key);
+    if (existing) return existing as Promise<T>;
+    const p = work().finally(() => this.inflight.delete(key));
+    this.inflight.set(key, p);
+    return p;
+  }
+
+  // ---- provider-wide job lists --------------------------------------------------------------
+
+  /** Refreshes the job lists of the given providers where stale; failures leave the cache as is. */
+  async syncJobLists(providerIds: readonly string[]): Promise<Map<string, Freshness>> {
+    const now = this.now();
+    const syncs = new Map((await this.repo.providerSyncs(providerIds, 'jobs')).map((s) => [s.providerId, s]));
+    const out = new Map<string, Freshness>();
+    await Promise.all(
+      providerIds.map(async (pid) => {
+        const s = syncs.get(pid);
+        if (s?.syncedAt && now.getTime() - s.syncedAt.getTime() < this.policy.listTtlMs && !s.errorCode) {
+          out.set(pid, FRESH_NOW(s.syncedAt));
+          return;
+        }
+        out.set(pid, await this.once(`jobs:${pid}`, () => this.syncProvider(pid, s?.syncedAt ?? null)));
+      }),
+    );
+    return out;
+  }
+
+  private async syncProvider(pid: string, lastSync: Date | null): Promise<Freshness> {
+    const at = this.now();
+    try {
+      const { projects, jobs } = await this.providers.call(pid, async (adapter, signal) => {
+        const projects = await adapter.listProjects(signal);
+        const jobs = [];
+        let cursor: string | null = null;
+        // Bounded: a platform that never stops paging must not hang a request.
+        for (let page = 0; page < 1000; page++) {
+          const res = await adapter.listJobs(cursor, signal);
+          jobs.push(...res.jobs);
+          if (!res.nextCursor || res.nextCursor === cursor) break;
+          cursor = res.nextCursor;
+        }
+        return { projects, jobs };
+      });
+      await this.repo.upsertCatalog(pid, projects, jobs, at);
+      await this.repo.recordProviderSync({ providerId: pid, dataset: 'jobs', syncedAt: at, attemptedAt: at, errorCode: null, errorMessage: null });
+      return FRESH_NOW(at);
+    } catch (err) {
+      const info = toErrorInfo(err);
+      await this.repo.recordProviderSync({
+        providerId: pid,
+        dataset: 'jobs',
+        syncedAt: null,
+        attemptedAt: at,
+        errorCode: info.code,
+        errorMessage: info.message,
+      });
+      return { fetchedAt: lastSync, stale: true, error: info };
+    }
+  }
+
+  // ---- single jobs --------------------------------------------------------------------------
+
+  /**
+   * Jobs by id, fetched from upstream when not cached yet (a job created since the last list
+   * sync). Unknown ids come back as null; upstream failures for uncached jobs are thrown per id.
+   */
+  async jobsByIds(ids: readonly ParsedId[]): Promise<(JobRow | null | Error)[]> {
+    const fullIds = ids.map((p) => jobGlobalId(p.providerId, p.key));
+    const cached = new Map((await this.repo.jobsByIds(fullIds)).map((j) => [j.id, j]));
+    const missing = ids.filter((p, i) => !cached.has(fullIds[i]!) && this.providers.find(p.providerId));
+    const errors = new Map<string, Error>();
+    if (missing.length > 0) {
+      const at = this.now();
+      const found = await Promise.all(
+        missing.map(async (p) => {
+          try {
+            const detail = await this.once(`job:${p.providerId}:${p.key}`, () =>
+              this.providers.call(p.providerId, (a, signal) => a.getJob({ externalId: p.key, projectExternalId: '' }, signal)),
+            );
+            return { p, detail };
+          } catch (err) {
+            errors.set(jobGlobalId(p.providerId, p.key), err as Error);
+            return { p, detail: null };
+          }
+        }),
+      );
+      const byProvider = new Map<string, typeof found>();
+      for (const f of found) if (f.detail) byProvider.set(f.p.providerId, [...(byProvider.get(f.p.providerId) ?? []), f]);
+      for (const [pid, list] of byProvider) {
+        await this.repo.upsertCatalog(pid, [], list.map((f) => f.detail!), at);
+      }
+      if (byProvider.size > 0) {
+        for (const j of await this.repo.jobsByIds([...byProvider.values()].flat().map((f) => jobGlobalId(f.p.providerId, f.p.key)))) {
+          cached.set(j.id, j);
+        }
+      }
+    }
+    return fullIds.map((id) => cached.get(id) ?? errors.get(id) ?? null);
+  }
+
+  /** Makes sure the jobs' nodes and GPUs are known and, for running jobs, recent. */
+  async ensureTopology(jobs: readonly JobRow[]): Promise<Map<string, Freshness | Error>> {
+    const now = this.now();
+    const out = new Map<string, Freshness | Error>();
+    const due = jobs.filter((j) => {
+      const fresh =
+        j.topologyFetchedAt &&
+        ((isTerminal(j.status) && j.detailFetchedAt && (!j.finishedAt || j.detailFetchedAt >= j.finishedAt)) ||
+          now.getTime() - j.topologyFetchedAt.getTime() < this.policy.detailTtlMs);
+      if (fresh) out.set(j.id, FRESH_NOW(j.topologyFetchedAt!));
+      return !fresh;
+    });
+    if (due.length === 0) return out;
+    const projects = await this.projectExternalIds(due);
+    const results = await Promise.all(
+      due.map(async (job) => {
+        try {
+          const detail = await this.once(`detail:${job.id}`, () =>
+            this.providers.call(job.providerId, (a, signal) => a.getJob({ externalId: job.externalId, projectExternalId: projects.get(job.projectId) ?? '' }, signal)),
+          );
+          return { job, detail, error: null };
+        } catch (err) {
+          return { job, detail: null, error: err };
+        }
+      }),
+    );
+    const metricsNeeded: MetricsRequest[] = [];
+    for (const [pid, group] of groupBy(results, (r) => r.job.providerId)) {
+      const ok = group.filter((r) => r.detail);
+      if (ok.length) await this.repo.upsertJobs(pid, ok.map((r) => r.detail!), now, true);
+      const withNodes = ok.filter((r) => r.detail!.nodes !== null);
+      if (withNodes.length) await this.repo.writeTopology(pid, withNodes.map((r) => ({ job: r.job, nodes: r.detail!.nodes! })), now);
+      for (const r of withNodes) out.set(r.job.id, FRESH_NOW(now));
+      // Platforms that reveal nodes only in metrics (Baseten) learn them from a metrics fetch.
+      for (const r of ok.filter((x) => x.detail!.nodes === null)) {
+        const refreshed = { ...r.job, status: r.detail!.status, finishedAt: r.detail!.finishedAt, startedAt: r.detail!.startedAt ?? r.job.startedAt };
+        const adapter = this.providers.find(pid)!.adapter;
+        metricsNeeded.push({ job: refreshed, ...jobWindow(refreshed, now), metrics: adapter.capabilities.systemMetrics });
+      }
+      for (const r of group.filter((x) => !x.detail)) {
+        if (r.error === null) out.set(r.job.id, new DomainError('NOT_FOUND', `job ${r.job.id} no longer exists upstream`));
+        else if (!r.job.topologyFetchedAt) out.set(r.job.id, asError(r.error));
+        else out.set(r.job.id, { fetchedAt: r.job.topologyFetchedAt, stale: true, error: toErrorInfo(r.error) });
+      }
+    }
+    if (metricsNeeded.length) {
+      const fresh = await this.ensureMetrics(metricsNeeded, { forceTopology: true });
+      metricsNeeded.forEach((m, i) => out.set(m.job.id, fresh[i]!));
+    }
+    return out;
+  }
+
+  // ---- system metrics -----------------------------------------------------------------------
+
+  stepFor(window: Window): number {
+    const seconds = (window.to.getTime() - window.from.getTime()) / 1000;
+    return Math.max(this.policy.minStepSeconds, Math.ceil(seconds / this.policy.maxUpstreamPointsPerSeries));
+  }
+
+  private covers(row: FetchRow, window: Window, step: number, now: Date): boolean {
+    if (row.rangeFrom > window.from || row.stepSeconds > step) return false;
+    const fresh = row.final || now.getTime() - row.fetchedAt.getTime() < this.policy.metricsTtlMs;
+    if (!fresh) return false;
+    // A fetch that reached "now" at its time answers any later `to` while it is fresh.
+    return row.rangeTo >= window.to || (!row.final && row.rangeTo.getTime() >= row.fetchedAt.getTime() - 1000);
+  }
+
+  /**
+   * Ensures the requested metrics are cached for each request's window. Requests for the same job
+   * merge into one upstream call; all writes of the batch take a fixed number of statements.
+   */
+  async ensureMetrics(requests: readonly MetricsRequest[], opts: { forceTopology?: boolean } = {}): Promise<(Freshness | Error)[]> {
+    const now = this.now();
+    const datasets = new Set<string>();
+    const wanted = requests.map((r) => {
+      const caps = this.providers.find(r.job.providerId)?.adapter.capabilities.systemMetrics ?? [];
+      const metrics = r.metrics.filter((m) => caps.includes(m));
+      for (const m of metrics) datasets.add(`metric:${m}`);
+      return metrics;
+    });
+    const jobIds = [...new Set(requests.map((r) => r.job.id))];
+    const rows = await this.repo.fetchesOf(jobIds, [...datasets]);
+    const rowsByJob = groupBy(rows, (r) => r.jobId);
+
+    // Work out, per job, which metrics over which window must be fetched.
+    const plan = new Map<string, { job: JobRow; from: Date; to: Date; metrics: Set<SystemMetric>; step: number }>();
+    const answers: (Freshness | null)[] = requests.map((r, i) => {
+      const step = this.stepFor(r);
+      const jobRows = rowsByJob.get(r.job.id) ?? [];
+      const missing = wanted[i]!.filter((m) => !jobRows.some((row) => row.dataset === `metric:${m}` && this.covers(row, r, step, now)));
+      if (missing.length === 0 && !opts.forceTopology) {
+        const newest = jobRows.filter((row) => wanted[i]!.some((m) => row.dataset === `metric:${m}`)).map((row) => row.fetchedAt);
+        return FRESH_NOW(newest.length ? new Date(Math.min(...newest.map((d) => d.getTime()))) : now);
+      }
+      const entry = plan.get(r.job.id) ?? { job: r.job, from: r.from, to: r.to, metrics: new Set<SystemMetric>(), step };
+      if (r.from < entry.from) entry.from = r.from;
+      if (r.to > entry.to) entry.to = r.to;
+      entry.step = Math.min(entry.step, step);
+      for (const m of opts.forceTopology ? wanted[i]! : missing) entry.metrics.add(m);
+      plan.set(r.job.id, entry);
+      return null;
+    });
+    if (plan.size === 0) return answers as Freshness[];
+
+    const work = [...plan.values()];
+    const projects = await this.projectExternalIds(work.map((w) => w.job));
+    const results = await Promise.all(
+      work.map(async (w) => {
+        const key = `metrics:${w.job.id}:${w.from.getTime()}:${w.to.getTime()}:${w.step}:${[...w.metrics].sort().join(',')}`;
+        try {
+          const res = await this.once(key, () =>
+            this.providers.call(w.job.providerId, (a, signal) =>
+              a.fetchSystemMetrics(jobRef(w.job, projects.get(w.job.projectId) ?? ''), { from: w.from, to: w.to, metrics: [...w.metrics], stepSeconds: w.step }, signal),
+            ),
+          );
+          return { w, res, error: null as unknown };
+        } catch (error) {
+          return { w, res: null, error };
+        }
+      }),
+    );
+
+    const failed = new Map<string, unknown>();
+    for (const [pid, group] of groupBy(results, (r) => r.w.job.providerId)) {
+      const ok = group.filter((r) => r.res);
+      const withNodes = ok.filter((r) => r.res!.nodes && r.res!.nodes.length > 0);
+      if (withNodes.length) await this.repo.writeTopology(pid, withNodes.map((r) => ({ job: r.w.job, nodes: r.res!.nodes! })), now);
+      if (ok.length) await this.repo.writeSeries(pid, ok.map((r) => ({ job: r.w.job, series: r.res!.series })));
+      for (const r of group.filter((x) => !x.res)) failed.set(r.w.job.id, r.error);
+    }
+    const succeeded = results.filter((r) => r.res);
+    await this.repo.recordFetches(
+      succeeded.flatMap((r) =>
+        r.res!.covered.map((m) => ({
+          jobId: r.w.job.id,
+          dataset: `metric:${m}`,
+          // An answer is authoritative for what was asked, and for any wider window it reports.
+          rangeFrom: r.res!.from < r.w.from ? r.res!.from : r.w.from,
+          rangeTo: r.res!.to > r.w.to ? r.res!.to : r.w.to,
+          fetchedAt: now,
+          stepSeconds: r.w.step,
+          final: isTerminal(r.w.job.status),
+        })),
+      ),
+    );
+    await this.repo.clearFetchErrors(succeeded.flatMap((r) => r.res!.covered.map((m) => ({ jobId: r.w.job.id, dataset: `metric:${m}` }))));
+    await this.repo.recordFetchErrors(
+      results
+        .filter((r) => !r.res)
+        .flatMap((r) => [...r.w.metrics].map((m) => ({ jobId: r.w.job.id, dataset: `metric:${m}`, failedAt: now, ...toErrorInfo(r.error) }))),
+    );
+
+    return requests.map((r, i) => {
+      if (answers[i]) return answers[i]!;
+      const error = failed.get(r.job.id);
+      if (error === undefined) return FRESH_NOW(now);
+      const previous = (rowsByJob.get(r.job.id) ?? []).filter((row) => wanted[i]!.some((m) => row.dataset === `metric:${m}`));
+      // Nothing cached to fall back on: the field fails with the upstream error rather than an empty lie.
+      if (previous.length === 0) return asError(error);
+      return { fetchedAt: previous[0]!.fetchedAt, stale: true, error: toErrorInfo(error) };
+    });
+  }
+
+  // ---- training metrics and progress --------------------------------------------------------
+
+  /**
+   * Training metrics are fetched whole per job (platforms page them by step, not by the small
+   * windows dashboards ask for), final once the job is, fresh for the metrics TTL while it runs.
+   */
+  async ensureTraining(jobs: readonly JobRow[]): Promise<Map<string, Freshness | Error>> {
+    return this.ensureWholeJobDataset(
+      jobs,
+      'training',
+      (a) => a.capabilities.trainingMetrics,
+      async (ref, signal, adapter): Promise<SeriesData[]> =>
+        (await adapter.fetchTrainingMetrics?.(ref, { from: null, to: null, names: null }, signal)) ?? [],
+      async (entries) => {
+        for (const [pid, group] of groupBy(entries, (e) => e.job.providerId)) {
+          await this.repo.writeSeries(pid, group.map((e) => ({ job: e.job, series: e.data })));
+        }
+      },
+    );
+  }
+
+  async ensureProgress(jobs: readonly JobRow[]): Promise<Map<string, Freshness | Error>> {
+    return this.ensureWholeJobDataset(
+      jobs,
+      'progress',
+      (a) => a.capabilities.progress,
+      async (ref, signal, adapter) => (await adapter.fetchProgress?.(ref, signal)) ?? null,
+      async (entries) => {
+        const fetchedAt = this.now();
+        await this.repo.writeProgress(
+          entries.map(({ job, data: p }) => ({
+            jobId: job.id,
+            iteration: p?.iteration ?? null,
+            targetIteration: p?.targetIteration ?? null,
+            rate: p?.rate ?? null,
+            updatedAt: p?.updatedAt ?? null,
+            fetchedAt,
+          })),
+        );
+      },
+    );
+  }
+
+  /** A dataset fetched whole per job; every job of the batch is fetched in parallel and written at once. */
+  private async ensureWholeJobDataset<T>(
+    jobs: readonly JobRow[],
+    dataset: string,
+    supported: (adapter: ProviderAdapter) => boolean,
+    fetch: (ref: JobRef, signal: AbortSignal, adapter: ProviderAdapter) => Promise<T>,
+    write: (entries: { job: JobRow; data: T }[]) => Promise<void>,
+  ): Promise<Map<string, Freshness | Error>> {
+    const now = this.now();
+    const out = new Map<string, Freshness | Error>();
+    const relevant = jobs.filter((j) => {
+      const adapter = this.providers.find(j.providerId)?.adapter;
+      if (adapter && supported(adapter)) return true;
+      out.set(j.id, { fetchedAt: null, stale: false, error: null });
+      return false;
+    });
+    const rows = groupBy(await this.repo.fetchesOf(relevant.map((j) => j.id), [dataset]), (r) => r.jobId);
+    const due = relevant.filter((j) => {
+      const latest = rows.get(j.id)?.[0];
+      if (latest && (latest.final || now.getTime() - latest.fetchedAt.getTime() < this.policy.metricsTtlMs)) {
+        out.set(j.id, FRESH_NOW(latest.fetchedAt));
+        return false;
+      }
+      return true;
+    });
+    if (due.length === 0) return out;
+    const projects = await this.projectExternalIds(due);
+    const fetched: { job: JobRow; data: T }[] = [];
+    await Promise.all(
+      due.map(async (job) => {
+        try {
+          const data = await this.once(`${dataset}:${job.id}`, () =>
+            this.providers.call(job.providerId, (adapter, signal) => fetch(jobRef(job, projects.get(job.projectId) ?? ''), signal, adapter)),
+          );
+          fetched.push({ job, data });
+          out.set(job.id, FRESH_NOW(now));
+        } catch (err) {
+          const latest = rows.get(job.id)?.[0];
+          out.set(job.id, latest ? { fetchedAt: latest.fetchedAt, stale: true, error: toErrorInfo(err) } : asError(err));
+        }
+      }),
+    );
+    if (fetched.length > 0) {
+      await write(fetched);
+      await this.repo.recordFetches(
+        fetched.map(({ job }) => {
+          const w = jobWindow(job, now);
+          return { jobId: job.id, dataset, rangeFrom: w.from, rangeTo: w.to, fetchedAt: now, stepSeconds: 0, final: isTerminal(job.status) };
+        }),
+      );
+    }
+    return out;
+  }
+
+  // ---- logs ---------------------------------------------------------------------------------
+
+  /** Log pages come straight from the platform: each page is a moving cursor, not a cacheable range. */
+  async logs(job: JobRow, request: LogRequest): Promise<LogPage> {
+    const provider = this.providers.find(job.providerId);
+    if (!provider?.adapter.fetchLogs) {
+      throw new DomainError('UNSUPPORTED', `${provider?.kind ?? 'this platform'} has no log API`);
+    }
+    const [project] = await this.repo.projectsByIds([job.projectId]);
+    return this.providers.call(job.providerId, (a, signal) => a.fetchLogs!(jobRef(job, project?.externalId ?? ''), request, signal));
+  }
+
+  // ---- helpers ------------------------------------------------------------------------------
+
+  private async projectExternalIds(jobs: readonly JobRow[]): Promise<Map<string, string>> {
+    const rows = await this.repo.projectsByIds([...new Set(jobs.map((j) => j.projectId))]);
+    return new Map(rows.map((p) => [p.id, p.externalId]));
+  }
+}
+
+export function groupBy<T, K>(items: readonly T[], key: (item: T) => K): Map<K, T[]> {
+  const out = new Map<K, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    const list = out.get(k);
+    if (list) list.push(item);
+    else out.set(k, [item]);
+  }
+  return out;
+}
+
+function asError(err: unknown): Error {
+  return err instanceof Error ? err : new DomainError('INTERNAL', String(err));
+}

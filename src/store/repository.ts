@@ -1,0 +1,533 @@
+// Every SQL statement the graph runs lives here: bulk upserts through jsonb_to_recordset (one
+// statement per table per batch, whatever the fan-out) and set-based reads keyed by id lists.
+import { and, desc, eq, inArray, lt, or, sql, type SQL } from 'drizzle-orm';
+import { gpuGlobalId, jobGlobalId, nodeGlobalId, projectGlobalId } from '../domain/ids.js';
+import type { Aggregation, JobRecord, NodeRecord, ProjectRecord, SeriesData } from '../domain/types.js';
+import type { Db } from './db.js';
+import { bigintArray, chunks, rowsOf, textArray, toDate } from './sql-util.js';
+import * as t from './tables.js';
+
+export type JobRow = typeof t.jobs.$inferSelect;
+export type ProjectRow = typeof t.projects.$inferSelect;
+export type NodeRow = typeof t.nodes.$inferSelect;
+export type GpuRow = typeof t.gpus.$inferSelect;
+export type SeriesRow = typeof t.series.$inferSelect;
+export type FetchRow = typeof t.fetches.$inferSelect;
+export type ProviderRow = typeof t.providers.$inferSelect;
+export type ProviderSyncRow = typeof t.providerSyncs.$inferSelect;
+export type FetchErrorRow = typeof t.fetchErrors.$inferSelect;
+export type ProgressRow = typeof t.progress.$inferSelect;
+
+export interface PointRow {
+  seriesId: number;
+  ts: Date | null;
+  step: number | null;
+  value: number | null;
+}
+
+export interface SummaryRow {
+  seriesId: number;
+  count: number;
+  min: number | null;
+  max: number | null;
+  avg: number | null;
+  last: number | null;
+  firstAt: Date | null;
+  lastAt: Date | null;
+}
+
+export interface JobFilterSql {
+  providerIds?: readonly string[] | null;
+  statuses?: readonly string[] | null;
+  projectId?: string | null;
+  nameContains?: string | null;
+}
+
+export interface JobCursor {
+  sortAt: Date;
+  id: string;
+}
+
+const POINTS_PER_STATEMENT = 20_000;
+
+export function seriesKey(jobId: string, s: Pick<SeriesData, 'kind' | 'name' | 'source' | 'stage'>, nodeId: string | null, gpuId: string | null) {
+  return [jobId, s.kind, s.name, s.source, s.stage ?? '', nodeId ?? '', gpuId ?? ''].join('|');
+}
+
+export class Repository {
+  constructor(readonly db: Db) {}
+
+  // ---- providers ----------------------------------------------------------------------------
+
+  async upsertProviders(rows: { id: string; kind: string; name: string; simulated: boolean }[]) {
+    if (rows.length === 0) return;
+    await this.db
+      .insert(t.providers)
+      .values(rows.map((r) => ({ ...r, updatedAt: new Date() })))
+      .onConflictDoUpdate({
+        target: t.providers.id,
+        set: { kind: sql`excluded.kind`, name: sql`excluded.name`, simulated: sql`excluded.simulated`, updatedAt: sql`excluded.updated_at` },
+      });
+  }
+
+  async providerSyncs(providerIds: readonly string[], dataset: string): Promise<ProviderSyncRow[]> {
+    if (providerIds.length === 0) return [];
+    return this.db
+      .select()
+      .from(t.providerSyncs)
+      .where(and(inArray(t.providerSyncs.providerId, [...providerIds]), eq(t.providerSyncs.dataset, dataset)));
+  }
+
+  async recordProviderSync(row: ProviderSyncRow) {
+    await this.db
+      .insert(t.providerSyncs)
+      .values(row)
+      .onConflictDoUpdate({
+        target: [t.providerSyncs.providerId, t.providerSyncs.dataset],
+        set: {
+          // A failed attempt keeps the last good sync time: it is what the cached data is as of.
+          syncedAt: row.syncedAt ? sql`excluded.synced_at` : t.providerSyncs.syncedAt,
+          attemptedAt: sql`excluded.attempted_at`,
+          errorCode: sql`excluded.error_code`,
+          errorMessage: sql`excluded.error_message`,
+        },
+      });
+  }
+
+  // ---- projects and jobs --------------------------------------------------------------------
+
+  /** Writes a provider's projects and jobs in two statements (plus chunks for huge fleets). */
+  async upsertCatalog(providerId: string, projects: ProjectRecord[], jobs: JobRecord[], seenAt: Date) {
+    const projectRows = new Map<string, { id: string; external_id: string; name: string; created_at: string | null }>();
+    for (const p of projects) {
+      projectRows.set(p.externalId, {
+        id: projectGlobalId(providerId, p.externalId),
+        external_id: p.externalId,
+        name: p.name,
+        created_at: p.createdAt?.toISOString() ?? null,
+      });
+    }
+    // Platforms whose projects are only visible through jobs (workspaces, namespaces, paths).
+    for (const j of jobs) {
+      if (!projectRows.has(j.projectExternalId)) {
+        projectRows.set(j.projectExternalId, {
+          id: projectGlobalId(providerId, j.projectExternalId),
+          external_id: j.projectExternalId,
+          name: j.projectName ?? j.projectExternalId,
+          created_at: null,
+        });
+      }
+    }
+    await this.upsertProjects(providerId, [...projectRows.values()], seenAt);
+    await this.upsertJobs(providerId, jobs, seenAt);
+  }
+
+  private async upsertProjects(providerId: string, rows: { id: string; external_id: string; name: string; created_at: string | null }[], seenAt: Date) {
+    for (const part of chunks(rows, 5000)) {
+      await this.db.execute(sql`
+        insert into projects (id, provider_id, external_id, name, created_at, seen_at)
+        select x.id, ${providerId}, x.external_id, x.name, x.created_at, ${seenAt.toISOString()}::timestamptz
+        from jsonb_to_recordset(${JSON.stringify(part)}::jsonb) as x(id text, external_id text, name text, created_at timestamptz)
+        on conflict (id) do update set name = excluded.name, created_at = coalesce(excluded.created_at, projects.created_at),
+          seen_at = excluded.seen_at`);
+    }
+  }
+
+  async upsertJobs(providerId: string, jobs: readonly JobRecord[], seenAt: Date, detailFetched = false) {
+    const rows = jobs.map((j) => ({
+      id: jobGlobalId(providerId, j.externalId),
+      project_id: projectGlobalId(providerId, j.projectExternalId),
+      external_id: j.externalId,
+      name: j.name,
+      status: j.status,
+      raw_status: j.rawStatus,
+      created_at: j.createdAt?.toISOString() ?? null,
+      started_at: j.startedAt?.toISOString() ?? null,
+      finished_at: j.finishedAt?.toISOString() ?? null,
+      gpu_type: j.gpuType,
+      gpu_count: j.gpuCount,
+      sort_at: (j.createdAt ?? j.startedAt ?? seenAt).toISOString(),
+    }));
+    const detailAt = detailFetched ? seenAt.toISOString() : null;
+    for (const part of chunks(rows, 2000)) {
+      await this.db.execute(sql`
+        insert into jobs (id, provider_id, project_id, external_id, name, status, raw_status, created_at, started_at,
+                          finished_at, gpu_type, gpu_count, sort_at, seen_at, detail_fetched_at)
+        select x.id, ${providerId}, x.project_id, x.external_id, x.name, x.status, x.raw_status, x.created_at, x.started_at,
+               x.finished_at, x.gpu_type, x.gpu_count, x.sort_at, ${seenAt.toISOString()}::timestamptz, ${detailAt}::timestamptz
+        from jsonb_to_recordset(${JSON.stringify(part)}::jsonb) as x(
+          id text, project_id text, external_id text, name text, status text, raw_status text, created_at timestamptz,
+          started_at timestamptz, finished_at timestamptz, gpu_type text, gpu_count int, sort_at timestamptz)
+        on conflict (id) do update set
+          project_id = excluded.project_id, name = excluded.name, status = excluded.status, raw_status = excluded.raw_status,
+          created_at = excluded.created_at, started_at = coalesce(excluded.started_at, jobs.started_at),
+          finished_at = excluded.finished_at, gpu_type = coalesce(excluded.gpu_type, jobs.gpu_type),
+          -- a list that does not know the GPU total must not erase one learned from the topology
+          gpu_count = coalesce(excluded.gpu_count, jobs.gpu_count),
+          sort_at = excluded.sort_at, seen_at = excluded.seen_at,
+          detail_fetched_at = coalesce(excluded.detail_fetched_at, jobs.detail_fetched_at)`);
+    }
+  }
+
+  async jobsByIds(ids: readonly string[]): Promise<JobRow[]> {
+    if (ids.length === 0) return [];
+    return this.db.select().from(t.jobs).where(inArray(t.jobs.id, [...ids]));
+  }
+
+  async projectsByIds(ids: readonly string[]): Promise<ProjectRow[]> {
+    if (ids.length === 0) return [];
+    return this.db.select().from(t.projects).where(inArray(t.projects.id, [...ids]));
+  }
+
+  async projectsOf(providerIds: readonly string[]): Promise<ProjectRow[]> {
+    if (providerIds.length === 0) return [];
+    return this.db
+      .select()
+      .from(t.projects)
+      .where(inArray(t.projects.providerId, [...providerIds]))
+      .orderBy(t.projects.providerId, t.projects.name, t.projects.id);
+  }
+
+  private jobConditions(filter: JobFilterSql): SQL[] {
+    const cond: SQL[] = [];
+    if (filter.providerIds) cond.push(inArray(t.jobs.providerId, [...filter.providerIds]));
+    if (filter.statuses) cond.push(inArray(t.jobs.status, [...filter.statuses]));
+    if (filter.projectId) cond.push(eq(t.jobs.projectId, filter.projectId));
+    if (filter.nameContains) {
+      const pattern = `%${filter.nameContains.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+      cond.push(sql`${t.jobs.name} ilike ${pattern}`);
+    }
+    return cond;
+  }
+
+  /** One page of jobs, newest first, keyset-paged so deep pages cost the same as the first. */
+  async jobsPage(filter: JobFilterSql, first: number, after: JobCursor | null): Promise<JobRow[]> {
+    const cond = this.jobConditions(filter);
+    if (after) {
+      cond.push(or(lt(t.jobs.sortAt, after.sortAt), and(eq(t.jobs.sortAt, after.sortAt), lt(t.jobs.id, after.id)))!);
+    }
+    return this.db
+      .select()
+      .from(t.jobs)
+      .where(cond.length ? and(...cond) : undefined)
+      .orderBy(desc(t.jobs.sortAt), desc(t.jobs.id))
+      .limit(first + 1);
+  }
+
+  async jobsCount(filter: JobFilterSql): Promise<number> {
+    const cond = this.jobConditions(filter);
+    const [row] = await this.db
+      .select({ n: sql<number>`count(*)::int` })
+      .from(t.jobs)
+      .where(cond.length ? and(...cond) : undefined);
+    return Number(row?.n ?? 0);
+  }
+
+  // ---- topology -----------------------------------------------------------------------------
+
+  /** Replaces the nodes and GPUs of the given jobs (three statements for any number of jobs). */
+  async writeTopology(providerId: string, entries: { job: JobRow; nodes: NodeRecord[] }[], at: Date) {
+    if (entries.length === 0) return;
+    const nodeRows: { id: string; job_id: string; external_id: string; name: string; ord: number }[] = [];
+    const gpuRows: { id: string; job_id: string; node_id: string; idx: number; model: string | null; mem: number | null }[] = [];
+    const totals: { id: string; gpu_count: number }[] = [];
+    for (const { job, nodes } of entries) {
+      let total = 0;
+      nodes.forEach((n, ord) => {
+        const nodeId = nodeGlobalId(providerId, job.externalId, n.externalId);
+        nodeRows.push({ id: nodeId, job_id: job.id, external_id: n.externalId, name: n.name, ord });
+        for (const g of n.gpus) {
+          total++;
+          gpuRows.push({
+            id: gpuGlobalId(providerId, job.externalId, n.externalId, g.index),
+            job_id: job.id,
+            node_id: nodeId,
+            idx: g.index,
+            model: g.model,
+            mem: g.memoryTotalBytes,
+          });
+        }
+      });
+      totals.push({ id: job.id, gpu_count: total });
+    }
+    const jobIds = entries.map((e) => e.job.id);
+    // Nodes that vanished upstream (a rescheduled pod) are dropped; their series stay, keyed by job.
+    await this.db.execute(sql`delete from nodes where job_id = any(${textArray(jobIds)})
+      and not (id = any(${textArray(nodeRows.map((n) => n.id))}))`);
+    await this.db.execute(sql`delete from gpus where job_id = any(${textArray(jobIds)})
+      and not (id = any(${textArray(gpuRows.map((g) => g.id))}))`);
+    if (nodeRows.length) {
+      await this.db.execute(sql`
+        insert into nodes (id, job_id, external_id, name, ord)
+        select * from jsonb_to_recordset(${JSON.stringify(nodeRows)}::jsonb) as x(id text, job_id text, external_id text, name text, ord int)
+        on conflict (id) do update set name = excluded.name, ord = excluded.ord`);
+    }
+    for (const part of chunks(gpuRows, 10_000)) {
+      await this.db.execute(sql`
+        insert into gpus (id, job_id, node_id, idx, model, memory_total_bytes)
+        select * from jsonb_to_recordset(${JSON.stringify(part)}::jsonb)
+          as x(id text, job_id text, node_id text, idx int, model text, mem float8)
+        on conflict (id) do update set model = excluded.model, memory_total_bytes = excluded.memory_total_bytes`);
+    }
+    await this.db.execute(sql`
+      update jobs set topology_fetched_at = ${at.toISOString()}::timestamptz,
+        gpu_count = case when x.gpu_count > 0 then x.gpu_count else jobs.gpu_count end
+      from jsonb_to_recordset(${JSON.stringify(totals)}::jsonb) as x(id text, gpu_count int)
+      where jobs.id = x.id`);
+  }
+
+  async nodesOfJobs(jobIds: readonly string[]): Promise<NodeRow[]> {
+    if (jobIds.length === 0) return [];
+    return this.db.select().from(t.nodes).where(inArray(t.nodes.jobId, [...jobIds])).orderBy(t.nodes.jobId, t.nodes.ord);
+  }
+
+  async nodesByIds(ids: readonly string[]): Promise<NodeRow[]> {
+    if (ids.length === 0) return [];
+    return this.db.select().from(t.nodes).where(inArray(t.nodes.id, [...ids]));
+  }
+
+  async gpusOfJobs(jobIds: readonly string[]): Promise<GpuRow[]> {
+    if (jobIds.length === 0) return [];
+    return this.db.select().from(t.gpus).where(inArray(t.gpus.jobId, [...jobIds])).orderBy(t.gpus.nodeId, t.gpus.idx);
+  }
+
+  async gpusByIds(ids: readonly string[]): Promise<GpuRow[]> {
+    if (ids.length === 0) return [];
+    return this.db.select().from(t.gpus).where(inArray(t.gpus.id, [...ids]));
+  }
+
+  // ---- series and points --------------------------------------------------------------------
+
+  /**
+   * Upserts series and their points: one statement for the series, one per 20k points. Points
+   * are idempotent (keyed by series and time/step), so replaying a fetch changes nothing.
+   */
+  async writeSeries(providerId: string, entries: { job: JobRow; series: SeriesData[] }[]) {
+    const seriesRows: Record<string, unknown>[] = [];
+    const pointsByKey = new Map<string, SeriesData>();
+    for (const { job, series } of entries) {
+      for (const s of series) {
+        const nodeId = s.nodeExternalId ? nodeGlobalId(providerId, job.externalId, s.nodeExternalId) : null;
+        const gpuId = s.nodeExternalId && s.gpuIndex !== null ? gpuGlobalId(providerId, job.externalId, s.nodeExternalId, s.gpuIndex) : null;
+        const key = seriesKey(job.id, s, nodeId, gpuId);
+        seriesRows.push({
+          series_key: key,
+          job_id: job.id,
+          node_id: nodeId,
+          gpu_id: gpuId,
+          kind: s.kind,
+          name: s.name,
+          raw_name: s.rawName,
+          unit: s.unit,
+          scope: s.scope,
+          source: s.source,
+          stage: s.stage,
+          keyed_by: s.keyedBy,
+          meta: s.meta,
+        });
+        pointsByKey.set(key, s);
+      }
+    }
+    if (seriesRows.length === 0) return;
+    const ids = new Map<string, number>();
+    for (const part of chunks(seriesRows, 5000)) {
+      const rows = await rowsOf<{ id: number; series_key: string }>(
+        this.db,
+        sql`
+        insert into series (series_key, job_id, node_id, gpu_id, kind, name, raw_name, unit, scope, source, stage, keyed_by, meta)
+        select * from jsonb_to_recordset(${JSON.stringify(part)}::jsonb) as x(series_key text, job_id text, node_id text,
+          gpu_id text, kind text, name text, raw_name text, unit text, scope text, source text, stage text, keyed_by text, meta jsonb)
+        on conflict (series_key) do update set raw_name = excluded.raw_name, unit = excluded.unit, scope = excluded.scope,
+          meta = excluded.meta
+        returning id::float8 as id, series_key`,
+      );
+      for (const r of rows) ids.set(r.series_key, Number(r.id));
+    }
+    const pointRows: [number, number, string | null, number | null, number | null][] = [];
+    for (const [key, s] of pointsByKey) {
+      const seriesId = ids.get(key)!;
+      for (const p of s.points) {
+        const k = s.keyedBy === 'step' ? p.step : (p.timestamp?.getTime() ?? null);
+        if (k === null || k === undefined) continue;
+        pointRows.push([seriesId, k, p.timestamp?.toISOString() ?? null, p.step, p.value]);
+      }
+    }
+    await this.writePoints(pointRows);
+  }
+
+  /** Bulk point upsert: rows are [seriesId, key, ts, step, value] arrays, decoded in SQL. */
+  async writePoints(rows: readonly [number, number, string | null, number | null, number | null][]) {
+    for (const part of chunks(rows, POINTS_PER_STATEMENT)) {
+      await this.db.execute(sql`
+        insert into points (series_id, key, ts, step, value)
+        select (r->>0)::bigint, (r->>1)::bigint, (r->>2)::timestamptz, (r->>3)::int, (r->>4)::float8
+        from jsonb_array_elements(${JSON.stringify(part)}::jsonb) as r
+        on conflict (series_id, key) do update set ts = excluded.ts, step = excluded.step, value = excluded.value`);
+    }
+  }
+
+  async seriesOfJobs(jobIds: readonly string[], kind: 'system' | 'training'): Promise<SeriesRow[]> {
+    if (jobIds.length === 0) return [];
+    return this.db
+      .select()
+      .from(t.series)
+      .where(and(inArray(t.series.jobId, [...jobIds]), eq(t.series.kind, kind)))
+      .orderBy(t.series.jobId, t.series.name, t.series.nodeId, t.series.gpuId, t.series.id);
+  }
+
+  /**
+   * Points of many series in one statement, downsampled in SQL to at most `maxPoints` per series:
+   * a series with few enough points comes back raw, a larger one in equal-width buckets of its key
+   * (time or step) aggregated by `aggregation`, each bucket stamped with its first point.
+   */
+  async pointsOf(
+    seriesIds: readonly number[],
+    window: { from: Date | null; to: Date | null },
+    maxPoints: number,
+    aggregation: Aggregation,
+  ): Promise<PointRow[]> {
+    if (seriesIds.length === 0) return [];
+    const agg =
+      aggregation === 'MIN'
+        ? sql`min(value)`
+        : aggregation === 'MAX'
+          ? sql`max(value)`
+          : aggregation === 'LAST'
+            ? sql`(array_agg(value order by key desc))[1]`
+            : sql`avg(value)`;
+    const from = window.from?.toISOString() ?? null;
+    const to = window.to?.toISOString() ?? null;
+    const rows = await rowsOf<{ series_id: number; ts: unknown; step: number | null; value: number | null }>(
+      this.db,
+      sql`
+      with p as (
+        select series_id, key, ts, step, value from points
+        where series_id = any(${bigintArray(seriesIds)})
+          and (${from}::timestamptz is null or ts >= ${from}::timestamptz)
+          and (${to}::timestamptz is null or ts <= ${to}::timestamptz)
+      ), b as (
+        select series_id, count(*) as n, min(key) as lo, max(key) as hi from p group by series_id
+      ), bucketed as (
+        select p.series_id, p.key, p.ts, p.step, p.value,
+          case when b.n <= ${maxPoints} then p.key
+               else floor((p.key - b.lo)::float8 / greatest(1, ceil((b.hi - b.lo + 1)::float8 / ${maxPoints})))::bigint end as bucket
+        from p join b using (series_id)
+      )
+      select series_id::float8 as series_id, min(ts) as ts, min(step) as step, ${agg}::float8 as value
+      from bucketed group by series_id, bucket order by series_id, min(key)`,
+    );
+    return rows.map((r) => ({ seriesId: Number(r.series_id), ts: toDate(r.ts), step: r.step === null ? null : Number(r.step), value: r.value === null ? null : Number(r.value) }));
+  }
+
+  async summariesOf(seriesIds: readonly number[], window: { from: Date | null; to: Date | null }): Promise<SummaryRow[]> {
+    if (seriesIds.length === 0) return [];
+    const from = window.from?.toISOString() ?? null;
+    const to = window.to?.toISOString() ?? null;
+    const rows = await rowsOf<Record<string, unknown>>(
+      this.db,
+      sql`
+      select series_id::float8 as series_id, count(value)::int as count, min(value) as min, max(value) as max, avg(value)::float8 as avg,
+        (array_agg(value order by key desc) filter (where value is not null))[1] as last, min(ts) as first_at, max(ts) as last_at
+      from points
+      where series_id = any(${bigintArray(seriesIds)})
+        and (${from}::timestamptz is null or ts >= ${from}::timestamptz)
+        and (${to}::timestamptz is null or ts <= ${to}::timestamptz)
+      group by series_id`,
+    );
+    return rows.map((r) => ({
+      seriesId: Number(r.series_id),
+      count: Number(r.count),
+      min: r.min === null ? null : Number(r.min),
+      max: r.max === null ? null : Number(r.max),
+      avg: r.avg === null ? null : Number(r.avg),
+      last: r.last === null ? null : Number(r.last),
+      firstAt: toDate(r.first_at),
+      lastAt: toDate(r.last_at),
+    }));
+  }
+
+  // ---- fetch bookkeeping --------------------------------------------------------------------
+
+  async fetchesOf(jobIds: readonly string[], datasets: readonly string[]): Promise<FetchRow[]> {
+    if (jobIds.length === 0 || datasets.length === 0) return [];
+    return this.db
+      .select()
+      .from(t.fetches)
+      .where(and(inArray(t.fetches.jobId, [...jobIds]), inArray(t.fetches.dataset, [...datasets])))
+      .orderBy(desc(t.fetches.fetchedAt));
+  }
+
+  /** Records fetched ranges and drops the older records they make redundant. */
+  async recordFetches(rows: Omit<FetchRow, 'id'>[]) {
+    if (rows.length === 0) return;
+    const payload = rows.map((r) => ({
+      job_id: r.jobId,
+      dataset: r.dataset,
+      range_from: r.rangeFrom.toISOString(),
+      range_to: r.rangeTo.toISOString(),
+      fetched_at: r.fetchedAt.toISOString(),
+      step_seconds: r.stepSeconds,
+      final: r.final,
+    }));
+    const json = JSON.stringify(payload);
+    await this.db.execute(sql`
+      delete from fetches f using jsonb_to_recordset(${json}::jsonb)
+        as x(job_id text, dataset text, range_from timestamptz, range_to timestamptz, step_seconds int)
+      where f.job_id = x.job_id and f.dataset = x.dataset and f.range_from >= x.range_from and f.range_to <= x.range_to
+        and f.step_seconds >= x.step_seconds`);
+    await this.db.execute(sql`
+      insert into fetches (job_id, dataset, range_from, range_to, fetched_at, step_seconds, final)
+      select * from jsonb_to_recordset(${json}::jsonb) as x(job_id text, dataset text, range_from timestamptz,
+        range_to timestamptz, fetched_at timestamptz, step_seconds int, final boolean)`);
+  }
+
+  async fetchErrorsOf(jobIds: readonly string[], datasets: readonly string[]): Promise<FetchErrorRow[]> {
+    if (jobIds.length === 0 || datasets.length === 0) return [];
+    return this.db
+      .select()
+      .from(t.fetchErrors)
+      .where(and(inArray(t.fetchErrors.jobId, [...jobIds]), inArray(t.fetchErrors.dataset, [...datasets])));
+  }
+
+  async recordFetchErrors(rows: FetchErrorRow[]) {
+    if (rows.length === 0) return;
+    await this.db
+      .insert(t.fetchErrors)
+      .values(rows)
+      .onConflictDoUpdate({
+        target: [t.fetchErrors.jobId, t.fetchErrors.dataset],
+        set: { failedAt: sql`excluded.failed_at`, code: sql`excluded.code`, message: sql`excluded.message` },
+      });
+  }
+
+  async clearFetchErrors(keys: { jobId: string; dataset: string }[]) {
+    if (keys.length === 0) return;
+    await this.db.execute(sql`
+      delete from fetch_errors e using jsonb_to_recordset(${JSON.stringify(keys)}::jsonb) as x("jobId" text, dataset text)
+      where e.job_id = x."jobId" and e.dataset = x.dataset`);
+  }
+
+  // ---- progress -----------------------------------------------------------------------------
+
+  async progressOf(jobIds: readonly string[]): Promise<ProgressRow[]> {
+    if (jobIds.length === 0) return [];
+    return this.db.select().from(t.progress).where(inArray(t.progress.jobId, [...jobIds]));
+  }
+
+  async writeProgress(rows: ProgressRow[]) {
+    if (rows.length === 0) return;
+    await this.db
+      .insert(t.progress)
+      .values(rows)
+      .onConflictDoUpdate({
+        target: t.progress.jobId,
+        set: {
+          iteration: sql`excluded.iteration`,
+          targetIteration: sql`excluded.target_iteration`,
+          rate: sql`excluded.rate`,
+          updatedAt: sql`excluded.updated_at`,
+          fetchedAt: sql`excluded.fetched_at`,
+        },
+      });
+  }
+}

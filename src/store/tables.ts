@@ -1,0 +1,183 @@
+// The Postgres cache. Rows are keyed by the graph's global ids, so the same upstream object
+// lands on the same row across restarts and replicas.
+import { sql } from 'drizzle-orm';
+import {
+  bigint,
+  bigserial,
+  boolean,
+  doublePrecision,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+} from 'drizzle-orm/pg-core';
+
+const tstz = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
+
+export const providers = pgTable('providers', {
+  id: text('id').primaryKey(),
+  kind: text('kind').notNull(),
+  name: text('name').notNull(),
+  simulated: boolean('simulated').notNull().default(false),
+  updatedAt: tstz('updated_at').notNull().defaultNow(),
+});
+
+/** When each provider-wide list was last refreshed, and how that went. */
+export const providerSyncs = pgTable(
+  'provider_syncs',
+  {
+    providerId: text('provider_id').notNull(),
+    dataset: text('dataset').notNull(),
+    syncedAt: tstz('synced_at'),
+    attemptedAt: tstz('attempted_at').notNull(),
+    errorCode: text('error_code'),
+    errorMessage: text('error_message'),
+  },
+  (t) => [primaryKey({ columns: [t.providerId, t.dataset] })],
+);
+
+export const projects = pgTable(
+  'projects',
+  {
+    id: text('id').primaryKey(),
+    providerId: text('provider_id').notNull(),
+    externalId: text('external_id').notNull(),
+    name: text('name').notNull(),
+    createdAt: tstz('created_at'),
+    seenAt: tstz('seen_at').notNull(),
+  },
+  (t) => [index('projects_provider_idx').on(t.providerId, t.name)],
+);
+
+export const jobs = pgTable(
+  'jobs',
+  {
+    id: text('id').primaryKey(),
+    providerId: text('provider_id').notNull(),
+    projectId: text('project_id').notNull(),
+    externalId: text('external_id').notNull(),
+    name: text('name').notNull(),
+    status: text('status').notNull(),
+    rawStatus: text('raw_status'),
+    createdAt: tstz('created_at'),
+    startedAt: tstz('started_at'),
+    finishedAt: tstz('finished_at'),
+    gpuType: text('gpu_type'),
+    gpuCount: integer('gpu_count'),
+    /** Orders the jobs connection: newest first, ties by id (a stable cursor). */
+    sortAt: tstz('sort_at').notNull(),
+    seenAt: tstz('seen_at').notNull(),
+    detailFetchedAt: tstz('detail_fetched_at'),
+    /** When nodes and GPUs were last learned (from the job detail or from metrics). */
+    topologyFetchedAt: tstz('topology_fetched_at'),
+  },
+  (t) => [
+    index('jobs_sort_idx').on(t.sortAt.desc(), t.id.desc()),
+    index('jobs_provider_sort_idx').on(t.providerId, t.sortAt.desc(), t.id.desc()),
+    index('jobs_project_sort_idx').on(t.projectId, t.sortAt.desc(), t.id.desc()),
+  ],
+);
+
+export const nodes = pgTable(
+  'nodes',
+  {
+    id: text('id').primaryKey(),
+    jobId: text('job_id').notNull(),
+    externalId: text('external_id').notNull(),
+    name: text('name').notNull(),
+    ord: integer('ord').notNull(),
+  },
+  (t) => [index('nodes_job_idx').on(t.jobId, t.ord)],
+);
+
+export const gpus = pgTable(
+  'gpus',
+  {
+    id: text('id').primaryKey(),
+    jobId: text('job_id').notNull(),
+    nodeId: text('node_id').notNull(),
+    idx: integer('idx').notNull(),
+    model: text('model'),
+    memoryTotalBytes: doublePrecision('memory_total_bytes'),
+  },
+  (t) => [index('gpus_node_idx').on(t.nodeId, t.idx), index('gpus_job_idx').on(t.jobId)],
+);
+
+export const series = pgTable(
+  'series',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    /** job | kind | name | source | stage | node | gpu: the identity of a series. */
+    seriesKey: text('series_key').notNull(),
+    jobId: text('job_id').notNull(),
+    nodeId: text('node_id'),
+    gpuId: text('gpu_id'),
+    kind: text('kind').notNull(),
+    name: text('name').notNull(),
+    rawName: text('raw_name'),
+    unit: text('unit').notNull(),
+    scope: text('scope').notNull(),
+    source: text('source').notNull(),
+    stage: text('stage'),
+    keyedBy: text('keyed_by').notNull(),
+    meta: jsonb('meta').notNull().default(sql`'{}'::jsonb`),
+  },
+  (t) => [uniqueIndex('series_key_idx').on(t.seriesKey), index('series_job_idx').on(t.jobId, t.kind, t.name)],
+);
+
+/** One row per point: `key` is epoch ms for time-keyed series and the step for step-keyed ones. */
+export const points = pgTable(
+  'points',
+  {
+    seriesId: bigint('series_id', { mode: 'number' }).notNull(),
+    key: bigint('key', { mode: 'number' }).notNull(),
+    ts: tstz('ts'),
+    step: integer('step'),
+    value: doublePrecision('value'),
+  },
+  (t) => [primaryKey({ columns: [t.seriesId, t.key] })],
+);
+
+/** What was fetched from upstream, for which range and when: the read-through cache's memory. */
+export const fetches = pgTable(
+  'fetches',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    jobId: text('job_id').notNull(),
+    dataset: text('dataset').notNull(),
+    rangeFrom: tstz('range_from').notNull(),
+    rangeTo: tstz('range_to').notNull(),
+    fetchedAt: tstz('fetched_at').notNull(),
+    /** The resolution asked of upstream; a coarser fetch never answers a finer question. */
+    stepSeconds: integer('step_seconds').notNull(),
+    /** The job was finished when this was fetched: its data in the range can never change. */
+    final: boolean('final').notNull(),
+  },
+  (t) => [index('fetches_job_idx').on(t.jobId, t.dataset, t.fetchedAt.desc())],
+);
+
+/** The last failed refresh of a job's dataset, so stale answers can say why. */
+export const fetchErrors = pgTable(
+  'fetch_errors',
+  {
+    jobId: text('job_id').notNull(),
+    dataset: text('dataset').notNull(),
+    failedAt: tstz('failed_at').notNull(),
+    code: text('code').notNull(),
+    message: text('message').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.jobId, t.dataset] })],
+);
+
+export const progress = pgTable('progress', {
+  jobId: text('job_id').primaryKey(),
+  iteration: doublePrecision('iteration'),
+  targetIteration: doublePrecision('target_iteration'),
+  rate: doublePrecision('rate'),
+  updatedAt: tstz('updated_at'),
+  fetchedAt: tstz('fetched_at').notNull(),
+});
