@@ -1,0 +1,440 @@
+// The Primus-Lens (AMD) adapter. Lens has no projects: a workload's Kubernetes namespace is the
+// tenancy unit its UI filters by, so Project = namespace (within the configured cluster, or
+// Lens' default cluster when none is set). Job = top-level workload (uid); Node = a node its pods
+// ran on; training metrics and progress come from the four seed-003 routes.
+import { requireSecret, type PrimusLensConfig, type SecretSource } from '../../config/index.js';
+import { DomainError, UpstreamError } from '../../domain/errors.js';
+import { metricDefinition } from '../../domain/metric-catalog.js';
+import type {
+  GpuRecord,
+  JobPage,
+  JobRecord,
+  JobRef,
+  JobStatus,
+  MetricFetchRequest,
+  NodeRecord,
+  ProgressRecord,
+  ProjectRecord,
+  SeriesData,
+  SeriesPoint,
+  SystemMetric,
+  TrainingFetchRequest,
+} from '../../domain/types.js';
+import { epochMillisToDate, epochSecondsToDate, finiteOrNull, percentToRatio } from '../../domain/units.js';
+import type { JobDetailResult, ProviderAdapter, SystemMetricsResult } from '../provider.js';
+import { LensClient, isLensNotFound } from './client.js';
+import {
+  availableMetricsSchema,
+  dataSourcesSchema,
+  diagPodsSchema,
+  metricsDataSchema,
+  metricsGraphSchema,
+  nodeGpuMetricsSchema,
+  workloadDetailSchema,
+  workloadListSchema,
+  workloadMetadataSchema,
+  workloadMetricsSchema,
+  type LensPod,
+  type MetricsGraph,
+  type TrainingPoint,
+  type WorkloadDetail,
+  type WorkloadListItem,
+} from './schemas.js';
+
+const PAGE_SIZE = 100;
+const SOURCE = 'primus-lens';
+const PROMETHEUS_MAX_POINTS = 11_000;
+/** How far back fetchProgress first looks for iteration times (a bounded answer for long runs). */
+const PROGRESS_WINDOW_MS = 30 * 60_000;
+const CLOCK_SKEW_MARGIN_MS = 24 * 3_600_000;
+/** The stretch of iteration times the rate is measured over. */
+const RATE_WINDOW_MS = 10 * 60_000;
+/** Lens' iteration-times route reports these; the metrics routes never list them. */
+const PROGRESS_METRICS = new Set(['iteration', 'target_iteration']);
+
+const STATUS: Record<string, JobStatus> = {
+  Running: 'RUNNING',
+  Pending: 'PENDING',
+  Done: 'SUCCEEDED',
+  Failed: 'FAILED',
+  Deleted: 'STOPPED',
+};
+
+const SYSTEM_METRICS: readonly SystemMetric[] = ['GPU_UTILIZATION', 'GPU_MEMORY_UTILIZATION'];
+
+function lensRawName(metric: SystemMetric): string {
+  const raw = metricDefinition(metric).raw.PRIMUS_LENS;
+  if (!raw) throw new Error(`${metric} has no Primus-Lens name in the catalog`);
+  return raw.name;
+}
+
+/**
+ * The GPU model of a workload: `gpu_allocation` is GPU-hours per model, so the model with the most
+ * hours. Lens fills `{"AMD_Instinct_MI300X_OAM": 8}` when its allocation lookup fails; that
+ * placeholder cannot be told apart from real data and is read like any other answer.
+ */
+function dominantModel(allocation: Record<string, number>): string | null {
+  let best: string | null = null;
+  for (const [model, hours] of Object.entries(allocation)) if (best === null || hours > allocation[best]!) best = model;
+  return best;
+}
+
+/** The latest pod per name: a restarted PyTorchJob pod keeps its name and gets a new uid. */
+function latestPods(pods: LensPod[]): LensPod[] {
+  const byName = new Map<string, LensPod>();
+  for (const pod of pods) {
+    const seen = byName.get(pod.podName);
+    if (!seen || (pod.createdAt ?? 0) >= (seen.createdAt ?? 0)) byName.set(pod.podName, pod);
+  }
+  return [...byName.values()];
+}
+
+/** GPUs the workload holds per node (pods not yet scheduled have no node and are left out). */
+function gpusPerNode(detail: WorkloadDetail): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const pod of latestPods(detail.pods)) {
+    if (!pod.nodeName) continue;
+    out.set(pod.nodeName, (out.get(pod.nodeName) ?? 0) + (pod.gpuAllocated ?? 0));
+  }
+  return out;
+}
+
+function statusOf(raw: string): JobStatus {
+  return STATUS[raw] ?? 'UNKNOWN';
+}
+
+function jobFromListItem(item: WorkloadListItem): JobRecord {
+  const status = statusOf(item.status);
+  const created = epochSecondsToDate(item.start_at);
+  return {
+    externalId: item.uid,
+    projectExternalId: item.namespace,
+    projectName: item.namespace,
+    name: item.name,
+    status,
+    rawStatus: item.status,
+    // start_at is when Lens first saw the workload; a Pending one has not started yet.
+    createdAt: created,
+    startedAt: status === 'PENDING' ? null : created,
+    // end_at is the row's last update (non-zero while Running); the real end is only in the detail.
+    finishedAt: null,
+    gpuType: dominantModel(item.gpu_allocation),
+    gpuCount: item.gpu_allocated ?? null,
+  };
+}
+
+function graphPoints(graph: MetricsGraph['series'][number], convert: (v: unknown) => number | null, from?: number, to?: number): SeriesPoint[] {
+  const points: SeriesPoint[] = [];
+  for (const { timestamp, value } of graph.values) {
+    const ms = timestamp * 1000;
+    if ((from !== undefined && ms < from) || (to !== undefined && ms > to)) continue;
+    points.push({ timestamp: epochSecondsToDate(timestamp), step: null, value: convert(value) });
+  }
+  return points.sort((a, b) => a.timestamp!.getTime() - b.timestamp!.getTime());
+}
+
+export function createPrimusLensAdapter(config: PrimusLensConfig, secrets: SecretSource): ProviderAdapter {
+  const providerId = config.id;
+  const headers: Record<string, string> = {};
+  // The SaFE proxy takes `Authorization: Bearer ak-…`; Lens' own middleware wants a Cookie header.
+  if (config.tokenEnv) headers.authorization = `Bearer ${requireSecret(secrets, config.tokenEnv, providerId)}`;
+  if (config.cookieEnv) headers.cookie = requireSecret(secrets, config.cookieEnv, providerId);
+  const client = new LensClient({
+    providerId,
+    baseUrl: config.baseUrl,
+    cluster: config.cluster,
+    headers,
+    timeoutMs: (config.timeoutSeconds ?? 30) * 1000,
+  });
+
+  const getDetail = (uid: string, signal: AbortSignal) => client.get(`/workloads/${encodeURIComponent(uid)}`, {}, workloadDetailSchema, signal);
+
+  /** The list item of a workload: the detail has no status, so it is looked up by namespace and name. */
+  async function findListItem(detail: WorkloadDetail, signal: AbortSignal): Promise<WorkloadListItem | null> {
+    const page = await client.get('/workloads', { namespace: detail.namespace, name: detail.name, page_num: 1, page_size: PAGE_SIZE }, workloadListSchema, signal);
+    return page.data.find((item) => item.uid === detail.uid) ?? null;
+  }
+
+  /** GPU model per node: one model for the workload, or (mixed models) each pod's from workload-diag. */
+  async function modelsPerNode(detail: WorkloadDetail, nodes: string[], signal: AbortSignal): Promise<Map<string, string | null>> {
+    const models = Object.keys(detail.gpu_allocation);
+    if (models.length <= 1 || nodes.length === 0) return new Map(nodes.map((n) => [n, models[0] ?? null]));
+    const diag = await client.get(`/workload-diag/${encodeURIComponent(detail.uid)}/pods`, {}, diagPodsSchema, signal);
+    const seen = new Map<string, Set<string>>();
+    for (const pod of diag.pods) {
+      if (!pod.node_name || !pod.gpu_model) continue;
+      seen.set(pod.node_name, (seen.get(pod.node_name) ?? new Set()).add(pod.gpu_model));
+    }
+    return new Map(nodes.map((n) => [n, seen.get(n)?.size === 1 ? [...seen.get(n)!][0]! : null]));
+  }
+
+  async function nodesOf(detail: WorkloadDetail, signal: AbortSignal): Promise<NodeRecord[]> {
+    const perNode = gpusPerNode(detail);
+    const models = await modelsPerNode(detail, [...perNode.keys()], signal);
+    // Lens names how many GPUs a pod holds, not which devices: indices are ordinals 0..n-1.
+    return [...perNode].map(([node, count]) => ({
+      externalId: node,
+      name: node,
+      gpus: Array.from({ length: count }, (_, index): GpuRecord => ({ index, model: models.get(node) ?? null, memoryTotalBytes: null })),
+    }));
+  }
+
+  async function perGpuSeries(
+    job: JobRef,
+    detail: WorkloadDetail,
+    range: { start: number; end: number; step: number },
+    signal: AbortSignal,
+  ): Promise<{ series: SeriesData[]; sharedNodes: Set<string> }> {
+    const from = (job.startedAt ?? epochSecondsToDate(detail.startTime))?.getTime();
+    const to = (job.finishedAt ?? epochSecondsToDate(detail.endTime))?.getTime();
+    const sharedNodes = new Set<string>();
+    const perNode = [...gpusPerNode(detail)];
+    const answers = await Promise.all(
+      perNode.map(([node]) => client.get(`/nodes/${encodeURIComponent(node)}/gpuMetrics`, range, nodeGpuMetricsSchema, signal)),
+    );
+    const series: SeriesData[] = [];
+    perNode.forEach(([node, held], i) => {
+      const devices = (answers[i]!.gpu_utilization?.series ?? []).filter((s) => /^\d+$/.test(s.labels.gpu_id ?? ''));
+      // The route reports every device of the node; they are all this workload's only when it
+      // holds at least as many GPUs there as devices reported. Otherwise no device can be attributed.
+      if (devices.length === 0) return;
+      if (devices.length > held) {
+        sharedNodes.add(node);
+        return;
+      }
+      for (const device of devices) {
+        series.push({
+          kind: 'system',
+          name: 'GPU_UTILIZATION',
+          rawName: 'gpu_utilization',
+          unit: 'RATIO',
+          scope: 'GPU',
+          nodeExternalId: node,
+          gpuIndex: Number(device.labels.gpu_id),
+          source: SOURCE,
+          stage: null,
+          keyedBy: 'time',
+          meta: {
+            rawUnit: '%',
+            route: 'nodes/{name}/gpuMetrics',
+            note: "node-wide device series, attributed because the workload holds every reported device on this node; points outside the workload's lifetime are dropped",
+          },
+          points: graphPoints(device, percentToRatio, from, to),
+        });
+      }
+    });
+    return { series, sharedNodes };
+  }
+
+  async function iterationTimes(uid: string, range: { start: number; end: number } | null, signal: AbortSignal): Promise<TrainingPoint[]> {
+    const query = range ? { start: range.start, end: range.end } : {};
+    const answer = await client.get(`/workloads/${encodeURIComponent(uid)}/metrics/iteration-times`, query, metricsDataSchema, signal);
+    return answer.data;
+  }
+
+  return {
+    id: providerId,
+    kind: 'PRIMUS_LENS',
+    capabilities: {
+      systemMetrics: SYSTEM_METRICS,
+      perGpuSeries: true,
+      metricsInOneCall: true,
+      trainingMetrics: true,
+      progress: true,
+      logs: false,
+    },
+
+    async listProjects(signal): Promise<ProjectRecord[]> {
+      const meta = await client.get('/workloadMetadata', {}, workloadMetadataSchema, signal);
+      return meta.namespaces.map((ns) => ({ externalId: ns, name: ns, createdAt: null }));
+    },
+
+    async listJobs(cursor, signal): Promise<JobPage> {
+      const pageNum = cursor === null ? 1 : Number(cursor);
+      if (!Number.isInteger(pageNum) || pageNum < 1) throw new DomainError('BAD_INPUT', `"${cursor}" is not a Primus-Lens page cursor`);
+      // Newest first: a workload created while paging pushes older ones down, so an item can be
+      // seen twice across pages but never skipped.
+      const page = await client.get('/workloads', { page_num: pageNum, page_size: PAGE_SIZE, order_by: 'start_at' }, workloadListSchema, signal);
+      return {
+        jobs: page.data.map(jobFromListItem),
+        nextCursor: pageNum * PAGE_SIZE < page.total && page.data.length > 0 ? String(pageNum + 1) : null,
+      };
+    },
+
+    async getJob(ref, signal): Promise<JobDetailResult | null> {
+      let detail: WorkloadDetail;
+      try {
+        detail = await getDetail(ref.externalId, signal);
+      } catch (err) {
+        if (isLensNotFound(err)) return null;
+        throw err;
+      }
+      const [item, nodes] = await Promise.all([findListItem(detail, signal), nodesOf(detail, signal)]);
+      const status = item ? statusOf(item.status) : 'UNKNOWN';
+      const created = epochSecondsToDate(detail.startTime);
+      return {
+        externalId: detail.uid,
+        projectExternalId: detail.namespace,
+        projectName: detail.namespace,
+        name: detail.name,
+        status,
+        rawStatus: item?.status ?? null,
+        createdAt: created,
+        startedAt: status === 'PENDING' ? null : created,
+        finishedAt: epochSecondsToDate(detail.endTime),
+        gpuType: dominantModel(detail.gpu_allocation),
+        gpuCount: item?.gpu_allocated ?? nodes.reduce((n, node) => n + node.gpus.length, 0),
+        nodes,
+      };
+    },
+
+    async fetchSystemMetrics(job, request: MetricFetchRequest, signal): Promise<SystemMetricsResult> {
+      const wanted = request.metrics.filter((m) => SYSTEM_METRICS.includes(m));
+      if (wanted.length === 0) return { series: [], covered: [], from: request.from, to: request.to };
+      const start = Math.floor(request.from.getTime() / 1000);
+      const end = Math.ceil(request.to.getTime() / 1000);
+      // Prometheus refuses more than 11,000 points per series; widen the step rather than fail.
+      const step = Math.max(1, Math.round(request.stepSeconds), Math.ceil((end - start) / PROMETHEUS_MAX_POINTS));
+      const range = { start, end, step };
+      const uid = encodeURIComponent(job.externalId);
+
+      const wantsGpus = wanted.includes('GPU_UTILIZATION');
+      const [graphs, detail] = await Promise.all([
+        client.get(`/workloads/${uid}/metrics`, range, workloadMetricsSchema, signal),
+        wantsGpus ? getDetail(job.externalId, signal) : Promise.resolve(null),
+      ]);
+      const perGpu = detail ? await perGpuSeries(job, detail, range, signal) : null;
+
+      const series: SeriesData[] = [];
+      const covered: SystemMetric[] = [];
+      for (const metric of wanted) {
+        const rawName = lensRawName(metric);
+        if (!(rawName in graphs)) continue;
+        const parsed = metricsGraphSchema.safeParse(graphs[rawName]);
+        if (!parsed.success) {
+          throw new UpstreamError('UPSTREAM_BAD_RESPONSE', providerId, `unexpected shape of "${rawName}" from workloads/{uid}/metrics`);
+        }
+        covered.push(metric);
+        for (const s of parsed.data.series) {
+          const node = s.labels.primus_lens_node_name;
+          if (!node) continue;
+          series.push({
+            kind: 'system',
+            name: metric,
+            rawName,
+            unit: 'RATIO',
+            scope: 'NODE',
+            nodeExternalId: node,
+            gpuIndex: null,
+            source: SOURCE,
+            stage: null,
+            keyedBy: 'time',
+            meta: {
+              rawUnit: parsed.data.config?.y_axis_unit ?? '%',
+              aggregation: "per node, over the workload's GPUs on it",
+              stepSeconds: step,
+              ...(metric === 'GPU_UTILIZATION' && perGpu?.sharedNodes.has(node)
+                ? { perGpu: 'omitted: the node reports more devices than the workload holds there' }
+                : {}),
+            },
+            points: graphPoints(s, percentToRatio),
+          });
+        }
+      }
+      if (perGpu) series.push(...perGpu.series);
+      return {
+        series,
+        covered,
+        from: request.from,
+        to: request.to,
+        ...(detail ? { nodes: await nodesOf(detail, signal) } : {}),
+      };
+    },
+
+    async fetchTrainingMetrics(job, request: TrainingFetchRequest, signal): Promise<SeriesData[]> {
+      const uid = encodeURIComponent(job.externalId);
+      const sources = await client.get(`/workloads/${uid}/metrics/sources`, {}, dataSourcesSchema, signal);
+      if (sources.data_sources.length === 0) return [];
+      const available = await client.get(`/workloads/${uid}/metrics/available`, {}, availableMetricsSchema, signal);
+      const requested = request.names ? new Set(request.names) : null;
+      const names = available.metrics.map((m) => m.name).filter((n) => !PROGRESS_METRICS.has(n) && (!requested || requested.has(n)));
+      if (names.length === 0) return [];
+
+      const from = request.from?.getTime();
+      const to = request.to?.getTime();
+      // Lens applies a range only when both ends are given; a one-sided range is applied here.
+      const bothEnds = from !== undefined && to !== undefined;
+      const answer = await client.get(
+        `/workloads/${uid}/metrics/data`,
+        { metrics: [...new Set(names)].join(','), ...(bothEnds ? { start: from, end: to } : {}) },
+        metricsDataSchema,
+        signal,
+      );
+
+      const groups = new Map<string, { name: string; source: string; points: TrainingPoint[] }>();
+      for (const p of answer.data) {
+        if ((from !== undefined && p.timestamp < from) || (to !== undefined && p.timestamp > to)) continue;
+        if (requested && !requested.has(p.metric_name)) continue;
+        const source = p.data_source ?? answer.data_source ?? 'unknown';
+        const key = `${p.metric_name}\u0000${source}`;
+        const group = groups.get(key) ?? { name: p.metric_name, source, points: [] };
+        group.points.push(p);
+        groups.set(key, group);
+      }
+
+      return [...groups.values()].map(({ name, source, points }): SeriesData => {
+        // Lens builds the answer from Go maps: order by iteration; a step logged twice (a resumed
+        // run) keeps its latest value.
+        const byIteration = new Map<number, TrainingPoint>();
+        for (const p of [...points].sort((a, b) => a.iteration - b.iteration || a.timestamp - b.timestamp)) byIteration.set(p.iteration, p);
+        const dropped = points.length - byIteration.size;
+        return {
+          kind: 'training',
+          name,
+          rawName: name,
+          unit: 'NONE',
+          scope: 'JOB',
+          nodeExternalId: null,
+          gpuIndex: null,
+          source,
+          stage: null,
+          keyedBy: 'step',
+          meta: dropped > 0 ? { duplicateIterationsDropped: dropped } : {},
+          points: [...byIteration.values()].map((p) => ({ timestamp: epochMillisToDate(p.timestamp), step: p.iteration, value: finiteOrNull(p.value) })),
+        };
+      });
+    },
+
+    async fetchProgress(job, signal): Promise<ProgressRecord | null> {
+      const end = job.finishedAt?.getTime() ?? Date.now();
+      // Lens applies a range only with both ends; the far end is generous so that a server clock
+      // ahead of ours cannot hide the latest iterations.
+      let points = await iterationTimes(job.externalId, { start: end - PROGRESS_WINDOW_MS, end: end + CLOCK_SKEW_MARGIN_MS }, signal);
+      // Nothing logged lately (a stalled or long-finished run): read the whole history once.
+      if (!points.some((p) => p.metric_name === 'iteration')) points = await iterationTimes(job.externalId, null, signal);
+
+      // One timeline over all sources: Lens already keeps one point per iteration (the earliest).
+      const byIteration = new Map<number, number>();
+      for (const p of points) {
+        if (p.metric_name !== 'iteration') continue;
+        const seen = byIteration.get(p.iteration);
+        if (seen === undefined || p.timestamp < seen) byIteration.set(p.iteration, p.timestamp);
+      }
+      const timeline = [...byIteration].sort((a, b) => a[0] - b[0]);
+      const latest = timeline.at(-1);
+      if (!latest) return null;
+
+      const targets = points.filter((p) => p.metric_name === 'target_iteration').sort((a, b) => a.timestamp - b.timestamp);
+      const recent = timeline.filter(([, ts]) => ts >= latest[1] - RATE_WINDOW_MS);
+      const window = recent.length >= 2 ? recent : timeline.slice(-2);
+      const first = window[0]!;
+      const seconds = (latest[1] - first[1]) / 1000;
+      return {
+        iteration: latest[0],
+        targetIteration: finiteOrNull(targets.at(-1)?.value),
+        rate: window.length >= 2 && seconds > 0 ? (latest[0] - first[0]) / seconds : null,
+        updatedAt: epochMillisToDate(latest[1]),
+      };
+    },
+  };
+}

@@ -1,0 +1,141 @@
+// HTTP to a Primus-Lens API (directly, through the Primus gateway, or through the SaFE lens-compat
+// proxy): auth headers, the `cluster` parameter, both response forms, and every error shape the
+// fact sheet lists turned into a typed UpstreamError.
+import { z } from 'zod';
+import { UpstreamError, type ErrorCode } from '../../domain/errors.js';
+import { errorCodeForStatus, parseJsonBody, retryAfterFromHeader, sendHttp, type HttpResponse } from '../http-client.js';
+
+export const LENS_OK = 2000;
+
+export type Query = Record<string, string | number | undefined>;
+
+export interface LensClientOptions {
+  providerId: string;
+  /** The URL before `/v1` (e.g. `https://safe.example.com/lens`). */
+  baseUrl: string;
+  cluster: string | undefined;
+  headers: Record<string, string>;
+  timeoutMs: number;
+}
+
+const metaSchema = z.object({ code: z.number(), message: z.string().nullish() });
+const safeErrorSchema = z.object({ errorCode: z.string(), errorMessage: z.string().nullish() });
+const lensAuthErrorSchema = z.object({ code: z.number(), message: z.string().nullish() });
+const legacyErrorSchema = z.object({ error: z.string() });
+
+/** A handler error's meta.code, as the sheet groups them. */
+export function errorCodeForLensCode(code: number): ErrorCode {
+  if (code === 4004) return 'UPSTREAM_NOT_FOUND';
+  if (code === 4003 || code === 4005) return 'UPSTREAM_AUTH';
+  if (code >= 5000 && code < 6000) return 'UPSTREAM_UNAVAILABLE';
+  // 4001 (bad parameter) and the codes the sheet lists without meaning (4002, 4016, 6001, ...).
+  return 'UPSTREAM_BAD_RESPONSE';
+}
+
+/** True for Lens' "workload not found" (meta.code 4004), as opposed to a missing route or addon. */
+export function isLensNotFound(err: unknown): boolean {
+  return err instanceof UpstreamError && err.details.upstreamCode === '4004';
+}
+
+function short(text: string | null | undefined): string {
+  if (!text) return '';
+  const oneLine = text.replace(/\s+/g, ' ').trim();
+  return oneLine.length > 200 ? `${oneLine.slice(0, 200)}…` : oneLine;
+}
+
+export class LensClient {
+  constructor(private readonly opts: LensClientOptions) {}
+
+  get providerId(): string {
+    return this.opts.providerId;
+  }
+
+  /** GET a route relative to `/v1`; returns the payload (the envelope's `data`, or a legacy bare body). */
+  async get<T>(path: string, query: Query, schema: z.ZodType<T>, signal: AbortSignal): Promise<T> {
+    const url = new URL(`${this.opts.baseUrl.replace(/\/+$/, '')}/v1${path}`);
+    const params: Query = { ...query, cluster: this.opts.cluster };
+    for (const [k, v] of Object.entries(params)) if (v !== undefined) url.searchParams.set(k, String(v));
+    const res = await sendHttp(this.opts.providerId, {
+      method: 'GET',
+      url: url.toString(),
+      headers: { accept: 'application/json', ...this.opts.headers },
+      timeoutMs: this.opts.timeoutMs,
+      signal,
+    });
+    if (res.status < 200 || res.status >= 300) throw this.errorFor(res, path);
+    const payload = this.unwrap(parseJsonBody(this.opts.providerId, res), res.status, path);
+    const parsed = schema.safeParse(payload);
+    if (!parsed.success) {
+      throw new UpstreamError('UPSTREAM_BAD_RESPONSE', this.opts.providerId, `unexpected shape from ${path}: ${short(parsed.error.message)}`, {
+        status: res.status,
+      });
+    }
+    return parsed.data;
+  }
+
+  /**
+   * Current builds wrap every answer in {meta, data, tracing} and report handler errors as HTTP 200
+   * with meta.code != 2000; legacy builds of the training-metrics routes send the bare payload.
+   */
+  private unwrap(body: unknown, status: number, path: string): unknown {
+    if (body === null || typeof body !== 'object' || Array.isArray(body) || !('meta' in body)) return body;
+    const meta = metaSchema.safeParse((body as { meta: unknown }).meta);
+    if (!meta.success) {
+      throw new UpstreamError('UPSTREAM_BAD_RESPONSE', this.opts.providerId, `malformed envelope from ${path}`, { status });
+    }
+    if (meta.data.code === LENS_OK) return (body as { data?: unknown }).data;
+    throw new UpstreamError(
+      errorCodeForLensCode(meta.data.code),
+      this.opts.providerId,
+      `Primus-Lens error ${meta.data.code} on ${path}: ${short(meta.data.message)}`,
+      { status, upstreamCode: String(meta.data.code) },
+    );
+  }
+
+  private errorFor(res: HttpResponse, path: string): UpstreamError {
+    const id = this.opts.providerId;
+    if (res.status === 429) {
+      return new UpstreamError('UPSTREAM_RATE_LIMITED', id, `rate limited on ${path}`, {
+        status: 429,
+        retryAfterSeconds: retryAfterFromHeader(res.headers),
+      });
+    }
+    let body: unknown = null;
+    try {
+      body = JSON.parse(res.text);
+    } catch {
+      // Gateways answer 502/503 with text; the status alone says what happened.
+    }
+    const safe = safeErrorSchema.safeParse(body);
+    if (safe.success) {
+      const { errorCode, errorMessage } = safe.data;
+      // Match SaFE errors on the code, not the status (Primus.00050 is an HTTP 404 today).
+      const code: ErrorCode =
+        errorCode === 'Primus.00050'
+          ? 'UPSTREAM_UNAVAILABLE'
+          : errorCode === 'Primus.00009'
+            ? 'UPSTREAM_AUTH'
+            : errorCode === 'Primus.00002'
+              ? 'UPSTREAM_BAD_RESPONSE'
+              : errorCodeForStatus(res.status);
+      const hint = errorCode === 'Primus.00002' ? ' (set `cluster` in the provider config)' : '';
+      return new UpstreamError(code, id, `SaFE ${errorCode} on ${path}: ${short(errorMessage)}${hint}`, {
+        status: res.status,
+        upstreamCode: errorCode,
+      });
+    }
+    if (body !== null && typeof body === 'object' && 'meta' in body) {
+      const meta = metaSchema.safeParse((body as { meta: unknown }).meta);
+      if (meta.success && meta.data.code !== LENS_OK) {
+        return new UpstreamError(errorCodeForLensCode(meta.data.code), id, `Primus-Lens error ${meta.data.code} on ${path}: ${short(meta.data.message)}`, {
+          status: res.status,
+          upstreamCode: String(meta.data.code),
+        });
+      }
+    }
+    const lensAuth = lensAuthErrorSchema.safeParse(body);
+    const legacy = legacyErrorSchema.safeParse(body);
+    const message = lensAuth.success ? lensAuth.data.message : legacy.success ? legacy.data.error : res.text;
+    return new UpstreamError(errorCodeForStatus(res.status), id, `HTTP ${res.status} on ${path}: ${short(message)}`, { status: res.status });
+  }
+}

@@ -1,0 +1,33 @@
+// What each mode (viewer HTTP API, storage folder) provides to the adapter, in Runicorn's terms.
+import type { MetricTable } from './events.js';
+
+export interface RunSnapshot {
+  id: string;
+  /** Experiment path ("demo/mnist"); null for a run directly under runs/. */
+  path: string | null;
+  alias: string | null;
+  status: string;
+  /** Epoch seconds. */
+  createdTime: number | null;
+  startedAt: number | null;
+  endedAt: number | null;
+  /** The writer's host; the viewer API does not expose it. */
+  hostname: string | null;
+  /** summary.json (storage mode; the viewer only in versions that return it). */
+  summary: Record<string, unknown> | null;
+  meta: Record<string, unknown> | null;
+}
+
+export interface RunicornSource {
+  listRuns(signal: AbortSignal): Promise<RunSnapshot[]>;
+  /** null = no such run. */
+  getRun(id: string, signal: AbortSignal): Promise<RunSnapshot | null>;
+  /** null = no such run. */
+  metricTable(id: string, signal: AbortSignal): Promise<MetricTable | null>;
+  /**
+   * The non-blank lines of logs.txt in order; a null entry is a line that exists but was not
+   * delivered (the viewer drops one at its 10000-line replay cap), kept so numbering matches.
+   * null = no such run.
+   */
+  logLines(id: string, signal: AbortSignal): Promise<(string | null)[] | null>;
+}

@@ -1,0 +1,212 @@
+// Viewer mode: the Runicorn viewer's HTTP API (no auth, no envelope) and its log WebSocket.
+import WebSocket from 'ws';
+import { z } from 'zod';
+import { UpstreamError } from '../../domain/errors.js';
+import { errorCodeForStatus, parseJsonBody, retryAfterFromHeader, sendHttp, type HttpResponse } from '../http-client.js';
+import type { MetricTable } from './events.js';
+import type { RunicornSource, RunSnapshot } from './source.js';
+
+const runListItem = z.object({
+  id: z.string().min(1),
+  created_time: z.number().nullable().optional(),
+  status: z.string().nullable().optional(),
+  pid: z.number().nullable().optional(),
+  path: z.string().nullable().optional(),
+  alias: z.string().nullable().optional(),
+});
+const runList = z.array(runListItem);
+
+const runDetail = z.object({
+  id: z.string().min(1),
+  status: z.string().nullable().optional(),
+  path: z.string().nullable().optional(),
+  alias: z.string().nullable().optional(),
+  // Not in 0.6.0; newer viewers add them, and they are used when present.
+  start_time: z.number().nullable().optional(),
+  duration: z.number().nullable().optional(),
+  summary: z.record(z.string(), z.unknown()).nullable().optional(),
+});
+
+const cell = z.union([z.number(), z.string(), z.boolean(), z.null()]);
+const metricsBody = z.object({
+  columns: z.array(z.string()),
+  rows: z.array(z.record(z.string(), cell)),
+  total: z.number().int(),
+});
+
+const errorBody = z.object({
+  detail: z.union([z.string(), z.array(z.object({ loc: z.array(z.union([z.string(), z.number()])).optional(), msg: z.string().optional() }).loose())]),
+  retry_after: z.number().optional(),
+});
+
+/** Frames the viewer itself sends on the log socket (everything else is a line of logs.txt). */
+const WS_RUN_NOT_FOUND = '[error] run not found';
+const WS_NO_LOGS = /^\[info\] No logs available yet\./;
+const WS_REPLAY_CAPPED = /^\[info\] Showing last \d+ lines\./;
+const WS_OTHER_INFO = /^\[info\] (Logs are now available, streaming\.\.\.|Connection timeout after 1 hour of inactivity)$/;
+
+/**
+ * The socket replays logs.txt and then tails it forever; the end of the replay is not marked.
+ * A pause this long after the last frame (or after opening, for an empty file) is read as the
+ * end of the replay: the viewer streams a local file, so gaps inside a replay are far shorter.
+ */
+const REPLAY_IDLE_MS = 300;
+
+export class ViewerSource implements RunicornSource {
+  private readonly base: string;
+
+  constructor(
+    private readonly providerId: string,
+    baseUrl: string,
+    private readonly timeoutMs: number,
+  ) {
+    this.base = baseUrl.replace(/\/+$/, '');
+  }
+
+  private fail(res: HttpResponse, what: string): never {
+    let detail = '';
+    let bodyRetryAfter: number | null = null;
+    try {
+      const parsed = errorBody.safeParse(JSON.parse(res.text));
+      if (parsed.success) {
+        const d = parsed.data.detail;
+        detail = typeof d === 'string' ? d : d.map((i) => `${(i.loc ?? []).join('.')}: ${i.msg ?? ''}`).join('; ');
+        bodyRetryAfter = parsed.data.retry_after ?? null;
+      }
+    } catch {
+      // a non-JSON error body: the status alone decides
+    }
+    const message = `${what}: HTTP ${res.status}${detail ? ` (${detail})` : ''}`;
+    if (res.status === 429) {
+      throw new UpstreamError('UPSTREAM_RATE_LIMITED', this.providerId, message, {
+        status: 429,
+        retryAfterSeconds: retryAfterFromHeader(res.headers) ?? bodyRetryAfter,
+      });
+    }
+    throw new UpstreamError(errorCodeForStatus(res.status), this.providerId, message, { status: res.status });
+  }
+
+  /** GET a JSON route; `null` when the viewer says the run does not exist. */
+  private async get<T>(path: string, schema: z.ZodType<T>, signal: AbortSignal, runRoute: boolean): Promise<T | null> {
+    const res = await sendHttp(this.providerId, { method: 'GET', url: `${this.base}${path}`, timeoutMs: this.timeoutMs, signal });
+    if (res.status === 404 && runRoute && /"Run not found"/.test(res.text)) return null;
+    if (res.status !== 200) this.fail(res, `GET ${path}`);
+    const parsed = schema.safeParse(parseJsonBody(this.providerId, res));
+    if (!parsed.success) {
+      throw new UpstreamError('UPSTREAM_BAD_RESPONSE', this.providerId, `GET ${path}: unexpected body (${parsed.error.issues[0]?.message ?? 'wrong shape'})`, {
+        status: res.status,
+      });
+    }
+    return parsed.data;
+  }
+
+  async listRuns(signal: AbortSignal): Promise<RunSnapshot[]> {
+    const items = (await this.get('/api/runs', runList, signal, false)) ?? [];
+    return items.map((it) => ({
+      id: it.id,
+      path: it.path ?? null,
+      alias: it.alias ?? null,
+      status: it.status || 'finished',
+      createdTime: it.created_time ?? null,
+      // 0.6.0 exposes no start: the run's creation is its start (the SDK writes both in init).
+      startedAt: it.created_time ?? null,
+      endedAt: null,
+      hostname: null,
+      summary: null,
+      meta: null,
+    }));
+  }
+
+  async getRun(id: string, signal: AbortSignal): Promise<RunSnapshot | null> {
+    const detail = await this.get(`/api/runs/${encodeURIComponent(id)}`, runDetail, signal, true);
+    if (!detail) return null;
+    // The detail has no created_time; the list has it (and runs the same crash check).
+    const listed = (await this.listRuns(signal)).find((r) => r.id === id);
+    const status = detail.status || 'finished';
+    const startedAt = detail.start_time ?? listed?.startedAt ?? null;
+    const endedAt = status !== 'running' && detail.start_time != null && detail.duration != null ? detail.start_time + detail.duration : null;
+    return {
+      id: detail.id,
+      path: detail.path ?? listed?.path ?? null,
+      alias: detail.alias ?? null,
+      status,
+      createdTime: listed?.createdTime ?? null,
+      startedAt,
+      endedAt,
+      hostname: null,
+      summary: detail.summary ?? null,
+      meta: null,
+    };
+  }
+
+  async metricTable(id: string, signal: AbortSignal): Promise<MetricTable | null> {
+    // No downsample: the full table, so both modes see the same rows; the store downsamples.
+    const body = await this.get(`/api/runs/${encodeURIComponent(id)}/metrics_step`, metricsBody, signal, true);
+    return body ? { columns: body.columns, rows: body.rows } : null;
+  }
+
+  logLines(id: string, signal: AbortSignal): Promise<(string | null)[] | null> {
+    const url = `${this.base.replace(/^http/, 'ws')}/api/runs/${encodeURIComponent(id)}/logs/ws`;
+    return new Promise((resolve, reject) => {
+      const lines: (string | null)[] = [];
+      let settled = false;
+      let idle: NodeJS.Timeout | undefined;
+      const socket = new WebSocket(url, { handshakeTimeout: this.timeoutMs });
+      const deadline = setTimeout(() => {
+        // Still replaying after the whole time-out: answer with what arrived if anything did.
+        if (socket.readyState === WebSocket.OPEN && lines.length > 0) done(lines);
+        else fail(new UpstreamError('UPSTREAM_TIMEOUT', this.providerId, `log socket: no answer within ${this.timeoutMs} ms`));
+      }, this.timeoutMs);
+      const cleanup = () => {
+        settled = true;
+        clearTimeout(idle);
+        clearTimeout(deadline);
+        signal.removeEventListener('abort', onAbort);
+        socket.removeAllListeners();
+        socket.on('error', () => undefined);
+        socket.terminate();
+      };
+      const done = (value: (string | null)[] | null) => {
+        if (settled) return;
+        cleanup();
+        resolve(value);
+      };
+      const fail = (err: unknown) => {
+        if (settled) return;
+        cleanup();
+        reject(err);
+      };
+      const onAbort = () => fail(signal.reason ?? new Error('aborted'));
+      signal.addEventListener('abort', onAbort);
+      const armIdle = () => {
+        clearTimeout(idle);
+        idle = setTimeout(() => done(lines), REPLAY_IDLE_MS);
+      };
+      socket.on('open', armIdle);
+      socket.on('message', (data) => {
+        const text = data.toString();
+        if (text === WS_RUN_NOT_FOUND) return done(null);
+        if (WS_NO_LOGS.test(text)) return done([]);
+        // The viewer drops the line it read when it hit its replay cap: keep its number.
+        if (WS_REPLAY_CAPPED.test(text)) lines.push(null);
+        else if (!WS_OTHER_INFO.test(text)) lines.push(text);
+        armIdle();
+      });
+      socket.on('close', () => done(lines));
+      socket.on('unexpected-response', (_req, res) => {
+        const status = res.statusCode ?? 0;
+        const retryAfter = Number(res.headers['retry-after']);
+        if (status === 429) {
+          fail(new UpstreamError('UPSTREAM_RATE_LIMITED', this.providerId, 'log socket: HTTP 429', {
+            status,
+            retryAfterSeconds: Number.isFinite(retryAfter) ? retryAfter : null,
+          }));
+        } else fail(new UpstreamError(errorCodeForStatus(status), this.providerId, `log socket: HTTP ${status}`, { status }));
+      });
+      socket.on('error', (err) => {
+        const timedOut = /handshake has timed out/i.test(err.message);
+        fail(new UpstreamError(timedOut ? 'UPSTREAM_TIMEOUT' : 'UPSTREAM_UNAVAILABLE', this.providerId, `log socket: ${err.message}`));
+      });
+    });
+  }
+}

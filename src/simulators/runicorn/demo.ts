@@ -1,0 +1,33 @@
+// Demo starter: writes a Runicorn storage folder (one run keeps training while the demo runs)
+// and serves it through the viewer simulator.
+import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { DemoStarter } from '../demo.js';
+import { writeDemoFleet } from './fleet.js';
+import { startRunicornViewer } from './viewer.js';
+
+export const startRunicornDemo: DemoStarter = async (opts) => {
+  const now = opts.now ?? Date.now;
+  const ownsDir = !opts.workDir;
+  const base = opts.workDir ?? mkdtempSync(join(tmpdir(), 'runicorn-demo-'));
+  const storageDir = join(base, 'runicorn-storage');
+  // A fresh folder each start: the fleet is rewritten from the seed, never appended to.
+  rmSync(storageDir, { recursive: true, force: true });
+  mkdirSync(storageDir, { recursive: true });
+  const host = hostname();
+  const fleet = writeDemoFleet({ storageDir, hostname: host, livePid: process.pid, nowMs: now() });
+  const viewer = await startRunicornViewer({ storageDir, now, hostname: host, gpus: [{ name: 'NVIDIA H100 80GB HBM3', memTotalMib: 81559 }] });
+  const ticker = setInterval(() => fleet.advance(now()), 1000);
+  ticker.unref();
+  return {
+    config: { id: 'runicorn-demo', kind: 'RUNICORN', name: 'Runicorn (simulated)', baseUrl: viewer.url },
+    secrets: {},
+    close: async () => {
+      clearInterval(ticker);
+      await viewer.close();
+      if (ownsDir) rmSync(base, { recursive: true, force: true });
+    },
+  };
+};
