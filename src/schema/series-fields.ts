@@ -26,7 +26,7 @@ export async function systemSeries(
   const names = args.names?.length ? args.names.filter((n) => available.includes(n)) : available;
   if (names.length === 0) return [];
   const window = jobWindow(job, ctx.readThrough.now(), shape.from, shape.to);
-  const freshness = await ctx.loaders.metricsReady.load({ job, window, metrics: names });
+  const freshness = await ctx.loaders.metricsReady.load({ job, window, metrics: names, maxPoints: shape.maxPoints });
   const rows = await ctx.loaders.seriesOfJob.load({ jobId: job.id, kind: 'system' });
   return rows
     .filter((r) => names.includes(r.name as SystemMetric) && (!args.scope || r.scope === args.scope) && pick(r))

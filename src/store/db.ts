@@ -29,8 +29,9 @@ export interface OpenOptions {
 export async function openDatabase(opts: OpenOptions): Promise<Database> {
   let statements = 0;
   const logger = {
-    logQuery: () => {
+    logQuery: (query: string) => {
       statements++;
+      if (process.env.DEBUG_SQL) console.log('SQL', query.replace(/\s+/g, ' ').slice(0, 90));
     },
   };
   if (opts.databaseUrl) {

@@ -5,7 +5,7 @@ import DataLoader from 'dataloader';
 import { parseGlobalId } from '../domain/ids.js';
 import type { Aggregation, SystemMetric } from '../domain/types.js';
 import type { Freshness, ReadThrough, Window } from './read-through.js';
-import type { GpuRow, JobRow, NodeRow, PointRow, ProgressRow, ProjectRow, Repository, SeriesRow, SummaryRow } from './repository.js';
+import type { GpuRow, JobRow, NodeRow, PointRow, ProgressRow, ProjectRow, Repository, SeriesRow, SeriesWindow, SummaryRow } from './repository.js';
 
 export interface PointsKey {
   seriesId: number;
@@ -19,6 +19,7 @@ export interface MetricsKey {
   job: JobRow;
   window: Window;
   metrics: readonly SystemMetric[];
+  maxPoints: number;
 }
 
 const MAX_BATCH = 1000;
@@ -32,11 +33,6 @@ function byKey<T, K>(rows: readonly T[], key: (r: T) => K): Map<K, T[]> {
     else m.set(k, [r]);
   }
   return m;
-}
-
-/** Groups keys that share query parameters, so each distinct argument set is one statement. */
-function windowGroups<K extends { from: Date | null; to: Date | null }>(keys: readonly K[], extra: (k: K) => string): Map<string, K[]> {
-  return byKey(keys, (k) => `${k.from?.getTime() ?? ''}|${k.to?.getTime() ?? ''}|${extra(k)}`);
 }
 
 export function createLoaders(readThrough: ReadThrough) {
@@ -108,9 +104,10 @@ export function createLoaders(readThrough: ReadThrough) {
   );
 
   const metricsReady = new DataLoader<MetricsKey, Freshness, string>(
-    (keys) => readThrough.ensureMetrics(keys.map((k) => ({ job: k.job, from: k.window.from, to: k.window.to, metrics: k.metrics }))),
+    (keys) =>
+      readThrough.ensureMetrics(keys.map((k) => ({ job: k.job, from: k.window.from, to: k.window.to, metrics: k.metrics, maxPoints: k.maxPoints }))),
     {
-      cacheKeyFn: (k) => `${k.job.id}|${k.window.from.getTime()}|${k.window.to.getTime()}|${[...k.metrics].sort().join(',')}`,
+      cacheKeyFn: (k) => `${k.job.id}|${k.window.from.getTime()}|${k.window.to.getTime()}|${k.maxPoints}|${[...k.metrics].sort().join(',')}`,
       maxBatchSize: MAX_BATCH,
     },
   );
@@ -151,28 +148,32 @@ export function createLoaders(readThrough: ReadThrough) {
     { cacheKeyFn: (k) => `${k.kind}|${k.jobId}`, maxBatchSize: MAX_BATCH },
   );
 
+  // A pair of (maxPoints, aggregation) is one statement; each series keeps its own window.
   const points = new DataLoader<PointsKey, PointRow[], string>(
     async (keys) => {
       const out = new Map<string, PointRow[]>();
-      for (const group of windowGroups(keys, (k) => `${k.maxPoints}|${k.aggregation}`).values()) {
-        const k0 = group[0]!;
-        const rows = byKey(await repo.pointsOf([...new Set(group.map((k) => k.seriesId))], k0, k0.maxPoints, k0.aggregation), (p) => p.seriesId);
-        for (const k of group) out.set(pointsKey(k), rows.get(k.seriesId) ?? []);
+      for (const group of byKey(keys, (k) => `${k.maxPoints}|${k.aggregation}`).values()) {
+        const rows = await repo.pointsOf(group, group[0]!.maxPoints, group[0]!.aggregation);
+        // Two keys of one group may share a series with different windows: split by window.
+        const bySeries = byKey(rows, (p) => p.seriesId);
+        const sameSeries = byKey(group, (k) => k.seriesId);
+        for (const k of group) {
+          if (sameSeries.get(k.seriesId)!.length === 1) out.set(pointsKey(k), bySeries.get(k.seriesId) ?? []);
+        }
+        for (const k of group.filter((k) => sameSeries.get(k.seriesId)!.length > 1)) {
+          out.set(pointsKey(k), await repo.pointsOf([k], k.maxPoints, k.aggregation));
+        }
       }
       return keys.map((k) => out.get(pointsKey(k)) ?? []);
     },
     { cacheKeyFn: pointsKey, maxBatchSize: MAX_BATCH },
   );
 
-  const summary = new DataLoader<Omit<PointsKey, 'maxPoints' | 'aggregation'>, SummaryRow | null, string>(
+  const summary = new DataLoader<SeriesWindow, SummaryRow | null, string>(
     async (keys) => {
-      const out = new Map<string, SummaryRow>();
-      for (const group of windowGroups(keys, () => '').values()) {
-        for (const row of await repo.summariesOf([...new Set(group.map((k) => k.seriesId))], group[0]!)) {
-          out.set(`${row.seriesId}|${group[0]!.from?.getTime() ?? ''}|${group[0]!.to?.getTime() ?? ''}`, row);
-        }
-      }
-      return keys.map((k) => out.get(`${k.seriesId}|${k.from?.getTime() ?? ''}|${k.to?.getTime() ?? ''}`) ?? null);
+      const rows = await repo.summariesOf(keys);
+      const byIndex = new Map(rows.map((r) => [r.index, r]));
+      return keys.map((_k, i) => byIndex.get(i) ?? null);
     },
     { cacheKeyFn: (k) => `${k.seriesId}|${k.from?.getTime() ?? ''}|${k.to?.getTime() ?? ''}`, maxBatchSize: MAX_BATCH },
   );

@@ -16,7 +16,8 @@ export interface CachePolicy {
   detailTtlMs: number;
   /** How long a running job's metrics, training metrics and progress are fresh. */
   metricsTtlMs: number;
-  /** Upstream resolution: at most this many points per series per fetched range. */
+  /** Upstream resolution bounds: a fetch asks for maxPoints per series, clamped to these. */
+  minUpstreamPointsPerSeries: number;
   maxUpstreamPointsPerSeries: number;
   /** The finest step ever asked of upstream, in seconds. */
   minStepSeconds: number;
@@ -26,7 +27,8 @@ export const DEFAULT_CACHE_POLICY: CachePolicy = {
   listTtlMs: 30_000,
   detailTtlMs: 15_000,
   metricsTtlMs: 30_000,
-  maxUpstreamPointsPerSeries: 1000,
+  minUpstreamPointsPerSeries: 120,
+  maxUpstreamPointsPerSeries: 2000,
   minStepSeconds: 15,
 };
 
@@ -43,6 +45,8 @@ export interface MetricsRequest {
   from: Date;
   to: Date;
   metrics: readonly SystemMetric[];
+  /** The points per series the asker will show; sets the upstream resolution. */
+  maxPoints?: number;
 }
 
 export interface Window {
@@ -251,9 +255,11 @@ export class ReadThrough {
 
   // ---- system metrics -----------------------------------------------------------------------
 
-  stepFor(window: Window): number {
+  /** The upstream step for a window: fine enough for the points asked, never finer than the platform's floor. */
+  stepFor(window: Window, maxPoints = this.policy.minUpstreamPointsPerSeries): number {
     const seconds = (window.to.getTime() - window.from.getTime()) / 1000;
-    return Math.max(this.policy.minStepSeconds, Math.ceil(seconds / this.policy.maxUpstreamPointsPerSeries));
+    const points = Math.min(this.policy.maxUpstreamPointsPerSeries, Math.max(this.policy.minUpstreamPointsPerSeries, maxPoints));
+    return Math.max(this.policy.minStepSeconds, Math.ceil(seconds / points));
   }
 
   private covers(row: FetchRow, window: Window, step: number, now: Date): boolean {
@@ -284,7 +290,7 @@ export class ReadThrough {
     // Work out, per job, which metrics over which window must be fetched.
     const plan = new Map<string, { job: JobRow; from: Date; to: Date; metrics: Set<SystemMetric>; step: number }>();
     const answers: (Freshness | null)[] = requests.map((r, i) => {
-      const step = this.stepFor(r);
+      const step = this.stepFor(r, r.maxPoints);
       const jobRows = rowsByJob.get(r.job.id) ?? [];
       const missing = wanted[i]!.filter((m) => !jobRows.some((row) => row.dataset === `metric:${m}` && this.covers(row, r, step, now)));
       if (missing.length === 0 && !opts.forceTopology) {

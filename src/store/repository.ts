@@ -25,8 +25,16 @@ export interface PointRow {
   value: number | null;
 }
 
+export interface SeriesWindow {
+  seriesId: number;
+  from: Date | null;
+  to: Date | null;
+}
+
 export interface SummaryRow {
   seriesId: number;
+  /** Position of its window in the request. */
+  index: number;
   count: number;
   min: number | null;
   max: number | null;
@@ -48,10 +56,18 @@ export interface JobCursor {
   id: string;
 }
 
-const POINTS_PER_STATEMENT = 20_000;
+/** Rows per bulk point statement: statements grow with data volume only, by this divisor. */
+export const POINTS_PER_STATEMENT = 50_000;
 
 export function seriesKey(jobId: string, s: Pick<SeriesData, 'kind' | 'name' | 'source' | 'stage'>, nodeId: string | null, gpuId: string | null) {
   return [jobId, s.kind, s.name, s.source, s.stage ?? '', nodeId ?? '', gpuId ?? ''].join('|');
+}
+
+/** The windows as a relation (idx, series_id, t_from, t_to), bound as one JSON parameter. */
+function windowsSql(windows: readonly SeriesWindow[]): SQL {
+  const json = JSON.stringify(windows.map((w, idx) => [idx, w.seriesId, w.from?.toISOString() ?? null, w.to?.toISOString() ?? null]));
+  return sql`select (r->>0)::int as idx, (r->>1)::bigint as series_id, (r->>2)::timestamptz as t_from, (r->>3)::timestamptz as t_to
+    from jsonb_array_elements(${json}::jsonb) as r`;
 }
 
 export class Repository {
@@ -376,17 +392,13 @@ export class Repository {
   }
 
   /**
-   * Points of many series in one statement, downsampled in SQL to at most `maxPoints` per series:
-   * a series with few enough points comes back raw, a larger one in equal-width buckets of its key
-   * (time or step) aggregated by `aggregation`, each bucket stamped with its first point.
+   * Points of many series in one statement, each in its own window, downsampled in SQL to at most
+   * `maxPoints` per series: a series with few enough points comes back raw, a larger one in
+   * equal-width buckets of its key (time or step) aggregated by `aggregation`, each bucket
+   * stamped with its first point.
    */
-  async pointsOf(
-    seriesIds: readonly number[],
-    window: { from: Date | null; to: Date | null },
-    maxPoints: number,
-    aggregation: Aggregation,
-  ): Promise<PointRow[]> {
-    if (seriesIds.length === 0) return [];
+  async pointsOf(windows: readonly SeriesWindow[], maxPoints: number, aggregation: Aggregation): Promise<PointRow[]> {
+    if (windows.length === 0) return [];
     const agg =
       aggregation === 'MIN'
         ? sql`min(value)`
@@ -395,16 +407,14 @@ export class Repository {
           : aggregation === 'LAST'
             ? sql`(array_agg(value order by key desc))[1]`
             : sql`avg(value)`;
-    const from = window.from?.toISOString() ?? null;
-    const to = window.to?.toISOString() ?? null;
     const rows = await rowsOf<{ series_id: number; ts: unknown; step: number | null; value: number | null }>(
       this.db,
       sql`
-      with p as (
-        select series_id, key, ts, step, value from points
-        where series_id = any(${bigintArray(seriesIds)})
-          and (${from}::timestamptz is null or ts >= ${from}::timestamptz)
-          and (${to}::timestamptz is null or ts <= ${to}::timestamptz)
+      with w as (${windowsSql(windows)}),
+      p as (
+        select pt.series_id, pt.key, pt.ts, pt.step, pt.value from w
+        join points pt on pt.series_id = w.series_id
+          and (w.t_from is null or pt.ts >= w.t_from) and (w.t_to is null or pt.ts <= w.t_to)
       ), b as (
         select series_id, count(*) as n, min(key) as lo, max(key) as hi from p group by series_id
       ), bucketed as (
@@ -416,26 +426,30 @@ export class Repository {
       select series_id::float8 as series_id, min(ts) as ts, min(step) as step, ${agg}::float8 as value
       from bucketed group by series_id, bucket order by series_id, min(key)`,
     );
-    return rows.map((r) => ({ seriesId: Number(r.series_id), ts: toDate(r.ts), step: r.step === null ? null : Number(r.step), value: r.value === null ? null : Number(r.value) }));
+    return rows.map((r) => ({
+      seriesId: Number(r.series_id),
+      ts: toDate(r.ts),
+      step: r.step === null ? null : Number(r.step),
+      value: r.value === null ? null : Number(r.value),
+    }));
   }
 
-  async summariesOf(seriesIds: readonly number[], window: { from: Date | null; to: Date | null }): Promise<SummaryRow[]> {
-    if (seriesIds.length === 0) return [];
-    const from = window.from?.toISOString() ?? null;
-    const to = window.to?.toISOString() ?? null;
+  /** Statistics of many series over their own windows, in one statement. */
+  async summariesOf(windows: readonly SeriesWindow[]): Promise<SummaryRow[]> {
+    if (windows.length === 0) return [];
     const rows = await rowsOf<Record<string, unknown>>(
       this.db,
       sql`
-      select series_id::float8 as series_id, count(value)::int as count, min(value) as min, max(value) as max, avg(value)::float8 as avg,
-        (array_agg(value order by key desc) filter (where value is not null))[1] as last, min(ts) as first_at, max(ts) as last_at
-      from points
-      where series_id = any(${bigintArray(seriesIds)})
-        and (${from}::timestamptz is null or ts >= ${from}::timestamptz)
-        and (${to}::timestamptz is null or ts <= ${to}::timestamptz)
-      group by series_id`,
+      with w as (${windowsSql(windows)})
+      select w.idx, count(pt.value)::int as count, min(pt.value) as min, max(pt.value) as max, avg(pt.value)::float8 as avg,
+        (array_agg(pt.value order by pt.key desc) filter (where pt.value is not null))[1] as last, min(pt.ts) as first_at, max(pt.ts) as last_at
+      from w join points pt on pt.series_id = w.series_id
+        and (w.t_from is null or pt.ts >= w.t_from) and (w.t_to is null or pt.ts <= w.t_to)
+      group by w.idx`,
     );
     return rows.map((r) => ({
-      seriesId: Number(r.series_id),
+      seriesId: windows[Number(r.idx)]!.seriesId,
+      index: Number(r.idx),
       count: Number(r.count),
       min: r.min === null ? null : Number(r.min),
       max: r.max === null ? null : Number(r.max),

@@ -7,25 +7,38 @@ import { DomainError } from '../../domain/errors.js';
 
 export function maskError(logger: Logger) {
   return (error: unknown, message: string): Error => {
-    const original = error instanceof GraphQLError ? (error.originalError ?? null) : error;
+    const original = innermost(error);
+    const g = isGraphQLError(error) ? error : null;
     if (original instanceof DomainError) {
-      const g = error instanceof GraphQLError ? error : null;
       return new GraphQLError(original.message, {
         nodes: g?.nodes,
         path: g?.path,
         extensions: { code: original.code, ...original.details },
       });
     }
-    if (error instanceof GraphQLError && !error.originalError) {
-      return error.extensions?.code ? error : withCode(error, 'BAD_REQUEST');
-    }
-    if (error instanceof GraphQLError && error.originalError instanceof GraphQLError) {
-      return error.originalError.extensions?.code ? error : withCode(error, 'BAD_INPUT');
+    // A GraphQLError thrown on purpose (scalar parsing, validation) is already client-facing.
+    if (isGraphQLError(original)) {
+      if (original.extensions?.code) return g && g !== original ? withCode(g, String(original.extensions.code)) : original;
+      return withCode(g ?? original, 'BAD_REQUEST');
     }
     logger.error({ err: original }, 'unexpected error in a resolver');
-    const g = error instanceof GraphQLError ? error : null;
     return new GraphQLError(message, { nodes: g?.nodes, path: g?.path, extensions: { code: 'INTERNAL' } });
   };
+}
+
+/** graphql-js and DataLoader may wrap a thrown error more than once; the first thrower decides. */
+function innermost(error: unknown): unknown {
+  let e = error;
+  while (isGraphQLError(e) && e.originalError) e = e.originalError;
+  return e;
+}
+
+/**
+ * graphql ships CommonJS and ESM builds and parts of the executor load the other one, so a
+ * GraphQLError may not be an instance of the class imported here: recognise it by its name.
+ */
+function isGraphQLError(e: unknown): e is GraphQLError {
+  return e instanceof GraphQLError || (e instanceof Error && e.name === 'GraphQLError');
 }
 
 function withCode(error: GraphQLError, code: string): GraphQLError {

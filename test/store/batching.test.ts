@@ -1,0 +1,80 @@
+// One GraphQL request costs a fixed number of SQL statements whatever its fan-out, and at most
+// one upstream metrics call per job: measured over 5 and 20 jobs x 2 nodes x 8 GPUs.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { POINTS_PER_STATEMENT } from '../../src/store/repository.js';
+import { startTestServer, type TestServer } from '../support/runtime.js';
+
+const FLEET_QUERY = `query($first: Int!, $after: String) {
+  jobs(first: $first, after: $after, filter: {statuses: [RUNNING]}) {
+    pageInfo { endCursor }
+    edges { node { id name nodes { name gpus { index model
+      utilization(maxPoints: 60) { unit points { timestamp value } summary { avg max } }
+      memoryUsed(maxPoints: 60) { unit summary { max } } } } } }
+  }
+}`;
+
+describe('fan-out cost', () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startTestServer({
+      fleet: { projects: 1, jobsPerProject: 40, emptyProjects: 0, nodesPerJob: 2, gpusPerNode: 8, statuses: ['TRAINING_JOB_RUNNING'] },
+    });
+    await s.gql(`{ jobs(first: 1) { edges { node { id } } } }`); // the job list itself is synced once
+  });
+  afterAll(() => s.close());
+
+  async function pointCount(): Promise<number> {
+    const res = (await s.runtime.database.db.execute('select count(*)::int as n from points' as never)) as any;
+    return Number((Array.isArray(res) ? res : res.rows)[0].n);
+  }
+
+  async function measure(first: number, after: string | null) {
+    const pointsBefore = await pointCount();
+    s.sim.resetStats();
+    const before = s.runtime.database.statementCount();
+    const res = await s.gql(FLEET_QUERY, { first, after });
+    expect(res.errors, JSON.stringify(res.errors?.slice(0, 2))).toBeUndefined();
+    const edges = res.data.jobs.edges;
+    expect(edges).toHaveLength(first);
+    for (const e of edges) {
+      expect(e.node.nodes).toHaveLength(2);
+      for (const n of e.node.nodes) {
+        expect(n.gpus).toHaveLength(8);
+        for (const g of n.gpus) {
+          expect(g.utilization.unit).toBe('RATIO');
+          expect(g.utilization.points.length).toBeGreaterThan(0);
+          expect(g.memoryUsed.unit).toBe('BYTES');
+        }
+      }
+    }
+    const statements = s.runtime.database.statementCount() - before;
+    // Bulk point writes are chunked by volume; everything else must not depend on the fan-out.
+    const written = (await pointCount()) - pointsBefore;
+    return {
+      statements: statements - Math.ceil(written / POINTS_PER_STATEMENT),
+      written,
+      metricsCalls: s.sim.count('getMetrics'),
+      jobCalls: s.sim.count('getJob'),
+      endCursor: res.data.jobs.pageInfo.endCursor as string,
+    };
+  }
+
+  it('makes the same number of SQL statements for 5 and for 20 jobs, cold and warm', async () => {
+    const cold5 = await measure(5, null);
+    const cold20 = await measure(20, cold5.endCursor);
+    expect(cold20.statements).toBe(cold5.statements);
+    // One metrics call per job, whatever the number of GPUs and series asked of it.
+    expect(cold5.metricsCalls).toBe(5);
+    expect(cold20.metricsCalls).toBe(20);
+    expect(cold20.jobCalls).toBe(20);
+
+    const warm5 = await measure(5, null);
+    const warm20 = await measure(20, cold5.endCursor);
+    expect(warm20.statements).toBe(warm5.statements);
+    expect(warm5.metricsCalls + warm20.metricsCalls + warm5.jobCalls + warm20.jobCalls).toBe(0);
+    expect(warm20.statements).toBeLessThanOrEqual(12);
+    console.log(
+      `fan-out: cold ${cold5.statements} statements + point chunks (5 jobs, ${cold5.written} points) vs ${cold20.statements} (20 jobs x 2 nodes x 8 GPUs, ${cold20.written} points); warm ${warm5.statements} vs ${warm20.statements}`,
+    );
+  });
+});

@@ -1,0 +1,32 @@
+// Each test file gets its own database: in-memory PGlite by default, or a fresh database on the
+// real Postgres named by TEST_DATABASE_URL (created here, dropped afterwards), so the same suite
+// runs against both drivers and files never see each other's rows.
+import { randomBytes } from 'node:crypto';
+import postgres from 'postgres';
+
+export interface TestDatabase {
+  databaseUrl: string | null;
+  dataDir: string;
+  drop(): Promise<void>;
+}
+
+export const REAL_POSTGRES_URL = process.env.TEST_DATABASE_URL || null;
+
+export async function createTestDatabase(dataDir = 'memory://'): Promise<TestDatabase> {
+  if (!REAL_POSTGRES_URL) return { databaseUrl: null, dataDir, drop: async () => {} };
+  const name = `tg_test_${randomBytes(6).toString('hex')}`;
+  const admin = postgres(REAL_POSTGRES_URL, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`create database ${name}`);
+  await admin.end();
+  const url = new URL(REAL_POSTGRES_URL);
+  url.pathname = `/${name}`;
+  return {
+    databaseUrl: url.toString(),
+    dataDir,
+    async drop() {
+      const a = postgres(REAL_POSTGRES_URL!, { max: 1, onnotice: () => {} });
+      await a.unsafe(`drop database if exists ${name} with (force)`);
+      await a.end();
+    },
+  };
+}
