@@ -1,7 +1,7 @@
 // A real server for tests: the Baseten simulator on loopback with a controllable clock, our
 // runtime in front of it, and a GraphQL helper that goes through yoga's fetch like a client.
 import { pino } from 'pino';
-import { startBasetenSimulator, type BasetenSimulator } from '../../src/simulators/baseten/server.js';
+import { startBasetenSimulator, type BasetenSimulator, type BasetenSimulatorOptions } from '../../src/simulators/baseten/server.js';
 import { startRuntime, type Runtime, type RuntimeOptions } from '../../src/server/runtime.js';
 import type { ProviderConfig } from '../../src/config/index.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
@@ -38,7 +38,7 @@ export interface TestServer {
 }
 
 export interface TestServerOptions {
-  fleet?: Parameters<typeof startBasetenSimulator>[0]['fleet'];
+  fleet?: BasetenSimulatorOptions['fleet'];
   cachePolicy?: RuntimeOptions['cachePolicy'];
   dataDir?: string;
   clockStart?: number;
