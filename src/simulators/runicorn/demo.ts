@@ -1,12 +1,13 @@
-// Demo starter: writes a Runicorn storage folder (one run keeps training while the demo runs)
-// and serves it through the viewer simulator.
+// Demo starter: writes a Runicorn storage folder (one run keeps training while the demo runs) and
+// serves it in storage mode. Storage mode, not the viewer, because the 0.6.0 viewer never serves
+// summary.json, so only the folder gives a run's target step and with it progress and ETA. The
+// viewer simulator over the same folder is exercised by the adapter's tests.
 import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DemoStarter } from '../demo.js';
 import { writeDemoFleet } from './fleet.js';
-import { startRunicornViewer } from './viewer.js';
 
 export const startRunicornDemo: DemoStarter = async (opts) => {
   const now = opts.now ?? Date.now;
@@ -18,15 +19,13 @@ export const startRunicornDemo: DemoStarter = async (opts) => {
   mkdirSync(storageDir, { recursive: true });
   const host = hostname();
   const fleet = writeDemoFleet({ storageDir, hostname: host, livePid: process.pid, nowMs: now() });
-  const viewer = await startRunicornViewer({ storageDir, now, hostname: host, gpus: [{ name: 'NVIDIA H100 80GB HBM3', memTotalMib: 81559 }] });
   const ticker = setInterval(() => fleet.advance(now()), 1000);
   ticker.unref();
   return {
-    config: { id: 'runicorn-demo', kind: 'RUNICORN', name: 'Runicorn (simulated)', baseUrl: viewer.url },
+    config: { id: 'runicorn-demo', kind: 'RUNICORN', name: 'Runicorn (simulated)', storageDir },
     secrets: {},
     close: async () => {
       clearInterval(ticker);
-      await viewer.close();
       if (ownsDir) rmSync(base, { recursive: true, force: true });
     },
   };

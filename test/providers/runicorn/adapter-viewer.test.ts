@@ -139,11 +139,12 @@ describe('the demo starter', () => {
     let now = NOW;
     const demo = await startRunicornDemo({ workDir, now: () => now });
     try {
-      expect(demo.config).toMatchObject({ id: 'runicorn-demo', kind: 'RUNICORN', name: 'Runicorn (simulated)' });
+      // Storage mode: only the folder carries summary.json, so progress has a target and an ETA.
+      expect(demo.config).toMatchObject({ id: 'runicorn-demo', kind: 'RUNICORN', name: 'Runicorn (simulated)', storageDir: join(workDir, 'runicorn-storage') });
       const a = createRunicornAdapter(demo.config as Parameters<typeof createRunicornAdapter>[0], demo.secrets);
       const live = (await a.listJobs(null, signal())).jobs.find((j) => j.status === 'RUNNING')!;
       const before = await a.fetchProgress!(ref(live.externalId), signal());
-      expect(before).toMatchObject({ iteration: 300, targetIteration: null });
+      expect(before).toMatchObject({ iteration: 300, targetIteration: LIVE_TARGET_STEPS });
       now += 10_000;
       await new Promise((r) => setTimeout(r, 1100));
       const after = await a.fetchProgress!(ref(live.externalId), signal());
