@@ -1,0 +1,114 @@
+// Baseten, ModelArts and PAI-DLC in one graph: one query answers all three in canonical units,
+// and each platform's failure modes end as a typed error on that platform's jobs only.
+import { pino } from 'pino';
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ProviderConfig } from '../src/config/index.js';
+import { startRuntime, type Runtime } from '../src/server/runtime.js';
+import { startDemoProviders, type DemoProvider } from '../src/simulators/demo.js';
+import { createTestDatabase, type TestDatabase } from './support/database.js';
+
+const CLOUDS = ['BASETEN', 'MODELARTS', 'PAI_DLC'] as const;
+const METRICS_ROUTE: Record<(typeof CLOUDS)[number], string> = { BASETEN: 'getMetrics', MODELARTS: 'getMetrics', PAI_DLC: 'getJobMetrics' };
+
+const RUNNING = `{
+  jobs(first: 100, filter: { statuses: [RUNNING], kinds: [BASETEN, MODELARTS, PAI_DLC] }) {
+    edges { node { id provider { id kind } gpuCount
+      gpus { utilization(maxPoints: 10) { unit } }
+      metrics(names: [GPU_UTILIZATION, GPU_MEMORY_UTILIZATION, GPU_MEMORY_USED], maxPoints: 10) { name unit scope points { value } } } }
+  }
+}`;
+
+describe('three cloud platforms in one graph', () => {
+  let rt: Runtime;
+  let db: TestDatabase;
+  let demo: DemoProvider[];
+  const baseUrl = new Map<string, string>();
+
+  beforeAll(async () => {
+    demo = (await startDemoProviders()).filter((d) => (CLOUDS as readonly string[]).includes(d.config.kind));
+    const providers = demo.map((d) => ({ ...d.config, timeoutSeconds: 1 }) as ProviderConfig);
+    for (const d of demo) baseUrl.set(d.config.kind, (d.config as { baseUrl: string }).baseUrl);
+    db = await createTestDatabase();
+    rt = await startRuntime({
+      config: { port: 0, host: '127.0.0.1', databaseUrl: db.databaseUrl, dataDir: db.dataDir, redisUrl: null, logLevel: 'silent', providers },
+      env: Object.assign({}, ...demo.map((d) => d.secrets)),
+      logger: pino({ level: 'silent' }),
+    });
+  });
+  afterAll(async () => {
+    await rt.close();
+    await Promise.all(demo.map((d) => d.close()));
+    await db.drop();
+  });
+
+  async function gql(query: string) {
+    const res = await rt.app.fetch('http://yoga/graphql', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) });
+    return (await res.json()) as { data: any; errors?: { path?: (string | number)[]; extensions?: { code?: string } }[] };
+  }
+
+  it('answers running jobs of all three with GPU utilization in RATIO and GPU memory in BYTES or RATIO', async () => {
+    const res = await gql(RUNNING);
+    expect(res.errors).toBeUndefined();
+    const nodes = res.data.jobs.edges.map((e: any) => e.node);
+    for (const kind of CLOUDS) {
+      // Baseten's job resource has no GPU total (only per node), so select by the GPU series.
+      const jobs = nodes.filter((n: any) => n.provider.kind === kind && n.metrics.some((s: any) => s.name === 'GPU_UTILIZATION'));
+      expect(jobs.length, `running ${kind} jobs with GPUs`).toBeGreaterThan(0);
+      const series = jobs.flatMap((j: any) => j.metrics);
+      const util = series.filter((s: any) => s.name === 'GPU_UTILIZATION' && s.points.length > 0);
+      expect(util.length, `${kind} GPU utilization`).toBeGreaterThan(0);
+      for (const s of series) {
+        expect(s.unit).toBe(s.name === 'GPU_MEMORY_USED' ? 'BYTES' : 'RATIO');
+        for (const p of s.points) expect(p.value === null || s.unit === 'BYTES' || (p.value >= 0 && p.value <= 1)).toBe(true);
+      }
+      if (kind === 'BASETEN') {
+        expect(util.every((s: any) => s.scope === 'GPU')).toBe(true);
+      } else {
+        // Node (task / pod) aggregates only: no invented per-GPU series.
+        expect(util.every((s: any) => s.scope === 'NODE')).toBe(true);
+        for (const j of jobs) for (const g of j.gpus) expect(g.utilization).toBeNull();
+      }
+    }
+  });
+
+  const faults: [string, Record<string, unknown>, string][] = [
+    ['5xx', { kind: 'status', status: 503 }, 'UPSTREAM_UNAVAILABLE'],
+    ['429 + retry-after', { kind: 'rate_limit', retryAfterSeconds: 5 }, 'UPSTREAM_RATE_LIMITED'],
+    ['time-out', { kind: 'timeout' }, 'UPSTREAM_TIMEOUT'],
+    ['malformed body', { kind: 'malformed' }, 'UPSTREAM_BAD_RESPONSE'],
+    ['connection reset', { kind: 'reset' }, 'UPSTREAM_UNAVAILABLE'],
+    ['auth failure', { kind: 'auth' }, 'UPSTREAM_AUTH'],
+  ];
+
+  for (const kind of CLOUDS) {
+    for (const [what, fault, code] of faults) {
+      it(`${kind} ${what}: ${code} on its jobs' field, the other platforms still answered`, async () => {
+        // Start cold for this platform so there is no cached copy to fall back on.
+        await rt.database.db.execute(sql`delete from fetches where job_id like ${`${kind === 'PAI_DLC' ? 'pai-dlc' : kind.toLowerCase()}-demo:%`}`);
+        const control = `${baseUrl.get(kind)}/__sim/faults`;
+        await fetch(control, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...fault, route: METRICS_ROUTE[kind] }) });
+        let res;
+        try {
+          res = await gql(RUNNING);
+        } finally {
+          await fetch(control, { method: 'DELETE' });
+        }
+        expect(res.errors?.length, `${kind} ${what} should fail its jobs`).toBeGreaterThan(0);
+        for (const e of res.errors!) {
+          expect(e.extensions?.code).toBe(code);
+          // The job's series fields fail (and, on Baseten, the GPUs it learns from metrics).
+          expect(['metrics', 'utilization', 'gpus']).toContain(e.path?.at(-1));
+        }
+        const edges = res.data.jobs.edges;
+        const failed = new Set(res.errors!.map((e) => e.path![2]));
+        for (const i of failed) expect(edges[i as number]).toBeNull();
+        expect(failed.size).toBeGreaterThan(0);
+        const answered = edges.filter(Boolean).map((e: any) => e.node);
+        for (const other of CLOUDS.filter((k) => k !== kind)) {
+          expect(answered.some((n: any) => n.provider.kind === other && n.metrics.length > 0), `${other} still answered`).toBe(true);
+        }
+      });
+    }
+  }
+});
