@@ -1,6 +1,13 @@
+import { createRequire } from 'node:module';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  resolve: {
+    // One graphql instance: Node loads graphql's CJS entry for the dependencies (Pothos,
+    // @apollo/subgraph, yoga); without this alias vite gives our own files its .mjs entry, and
+    // printSchema or execute on a Pothos-built schema fails "from another module or realm".
+    alias: [{ find: /^graphql$/, replacement: createRequire(import.meta.url).resolve('graphql') }],
+  },
   test: {
     include: ['test/**/*.test.ts'],
     // A fresh PGlite takes 4-5 s to initialise (STACK.md); each test file shares one instance.

@@ -27,7 +27,8 @@ describe('three cloud platforms in one graph', () => {
 
   beforeAll(async () => {
     demo = (await startDemoProviders()).filter((d) => (CLOUDS as readonly string[]).includes(d.config.kind));
-    const providers = demo.map((d) => ({ ...d.config, timeoutSeconds: 1 }) as ProviderConfig);
+    // Short enough for the time-out cases, long enough for a busy 2-core machine.
+    const providers = demo.map((d) => ({ ...d.config, timeoutSeconds: 3 }) as ProviderConfig);
     for (const d of demo) baseUrl.set(d.config.kind, (d.config as { baseUrl: string }).baseUrl);
     db = await createTestDatabase();
     rt = await startRuntime({

@@ -1,5 +1,7 @@
 // The Pothos builder and its scalars; it defines no object types (one file per type does).
 import SchemaBuilder from '@pothos/core';
+import DirectivePlugin from '@pothos/plugin-directives';
+import FederationPlugin from '@pothos/plugin-federation';
 import { GraphQLError, Kind } from 'graphql';
 import type { Context } from './context.js';
 
@@ -10,7 +12,11 @@ export const builder = new SchemaBuilder<{
     JSON: { Input: unknown; Output: unknown };
   };
   DefaultFieldNullability: false;
-}>({ defaultFieldNullability: false });
+}>({
+  defaultFieldNullability: false,
+  // Federation last: plugins that wrap resolvers (auth) must come before it (its README).
+  plugins: [DirectivePlugin, FederationPlugin],
+});
 
 function parseDateTime(value: unknown): Date {
   if (typeof value === 'string' && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/.test(value)) {

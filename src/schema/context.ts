@@ -1,4 +1,5 @@
 // The one Context type every resolver sees: request-scoped loaders over the read-through store.
+import type { LiveHub } from '../live/hub.js';
 import type { ProviderSet } from '../providers/provider-set.js';
 import type { Loaders } from '../store/loaders.js';
 import type { ReadThrough } from '../store/read-through.js';
@@ -29,4 +30,6 @@ export interface Context {
   readThrough: ReadThrough;
   providers: ProviderSet;
   limits: Limits;
+  /** Shared live feeds for subscriptions; absent where a server runs without them. */
+  live?: LiveHub;
 }

@@ -9,5 +9,11 @@ import './project.js';
 import './job.js';
 import './node.js';
 import './gpu.js';
+import './subscription.js';
+import './entities.js';
 
-export const schema = builder.toSchema({ sortSchema: false });
+/** The plain schema (schema/schema.graphql), as a client that knows nothing of federation sees it. */
+export const plainSchema = builder.toSchema({ sortSchema: false });
+
+/** The served schema: the plain one plus Federation v2's `_service` and `_entities` (schema/subgraph.graphql). */
+export const schema = builder.toSubGraphSchema({});

@@ -43,7 +43,7 @@ function etaSeconds(row: ProgressRow): number | null {
   return Math.max(0, (row.targetIteration - row.iteration) / row.rate);
 }
 
-const LogLineRef = builder.objectRef<{ timestamp: Date | null; message: string; node: string | null; level: string | null; cursor: string }>(
+export const LogLineRef = builder.objectRef<{ timestamp: Date | null; message: string; node: string | null; level: string | null; cursor: string }>(
   'LogLine',
 );
 LogLineRef.implement({

@@ -1,17 +1,27 @@
-// Writes the printed SDL to schema/schema.graphql (`npm run schema:print`); a test fails on drift.
+// Writes the printed SDL to schema/schema.graphql and the Federation v2 subgraph SDL to
+// schema/subgraph.graphql (`npm run schema:print`); a test fails when either drifts.
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { printSubgraphSchema } from '@apollo/subgraph';
 import { printSchema } from 'graphql';
-import { schema } from './index.js';
+import { plainSchema, schema } from './index.js';
 
-export const SCHEMA_FILE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../schema/schema.graphql');
+const SCHEMA_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../schema');
+export const SCHEMA_FILE = path.join(SCHEMA_DIR, 'schema.graphql');
+export const SUBGRAPH_FILE = path.join(SCHEMA_DIR, 'subgraph.graphql');
 
 export function printedSchema(): string {
-  return `${printSchema(schema)}\n`;
+  return `${printSchema(plainSchema)}\n`;
+}
+
+/** What `_service { sdl }` answers: the schema with its federation directives, what composition reads. */
+export function printedSubgraph(): string {
+  return `${printSubgraphSchema(schema)}\n`;
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
   writeFileSync(SCHEMA_FILE, printedSchema());
-  console.log(`wrote ${SCHEMA_FILE}`);
+  writeFileSync(SUBGRAPH_FILE, printedSubgraph());
+  console.log(`wrote ${SCHEMA_FILE} and ${SUBGRAPH_FILE}`);
 }

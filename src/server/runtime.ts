@@ -12,6 +12,9 @@ import { DEFAULT_CACHE_POLICY, ReadThrough, type CachePolicy } from '../store/re
 import { Repository } from '../store/repository.js';
 import type { Limits } from '../schema/context.js';
 import { createApp, type App } from './yoga.js';
+import { startLive, type LiveRuntime } from './live.js';
+import type { LiveOptions } from '../live/hub.js';
+import { attachGraphqlWs, DEFAULT_WS_LIMITS, type WsLimits } from './ws.js';
 
 export interface RuntimeOptions {
   config: AppConfig;
@@ -23,6 +26,8 @@ export interface RuntimeOptions {
   clock?: () => number;
   /** Demo simulators' working folder (Runicorn writes its storage there). */
   demoWorkDir?: string;
+  live?: Partial<LiveOptions>;
+  ws?: Partial<WsLimits>;
 }
 
 export interface Runtime {
@@ -34,6 +39,7 @@ export interface Runtime {
   providers: ProviderSet;
   demo: DemoProvider[];
   logger: Logger;
+  live: LiveRuntime;
   close(): Promise<void>;
 }
 
@@ -60,7 +66,8 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const repo = new Repository(database.db);
   await repo.upsertProviders(providers.all().map((p) => ({ id: p.id, kind: p.kind, name: p.name, simulated: p.simulated })));
   const readThrough = new ReadThrough(repo, providers, { ...DEFAULT_CACHE_POLICY, ...opts.cachePolicy }, opts.clock);
-  const app = createApp({ readThrough, providers, logger, limits: opts.limits });
+  const live = await startLive({ config, readThrough, logger, options: opts.live });
+  const app = createApp({ readThrough, providers, logger, limits: opts.limits, live: live.hub });
 
   let ready = true;
   const server = http.createServer((req, res) => {
@@ -78,6 +85,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
   });
+  const ws = attachGraphqlWs(server, app, { ...DEFAULT_WS_LIMITS, ...opts.ws });
   const addr = server.address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   const url = `http://${host}:${addr.port}`;
@@ -92,8 +100,11 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     providers,
     demo,
     logger,
+    live,
     async close() {
       ready = false;
+      await ws.close();
+      await live.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await providers.close();

@@ -2,6 +2,7 @@
 import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { createYoga, type Plugin } from 'graphql-yoga';
 import type { Logger } from 'pino';
+import type { LiveHub } from '../live/hub.js';
 import type { ProviderSet } from '../providers/provider-set.js';
 import { schema } from '../schema/index.js';
 import { DEFAULT_LIMITS, type Context, type Limits } from '../schema/context.js';
@@ -15,6 +16,7 @@ export interface YogaDeps {
   logger: Logger;
   limits?: Limits;
   plugins?: Plugin[];
+  live?: LiveHub;
 }
 
 export const EXAMPLE_QUERY = `# Every platform's jobs, newest first, with per-GPU utilization (ratio 0..1)
@@ -49,6 +51,7 @@ export function createApp(deps: YogaDeps) {
       readThrough: deps.readThrough,
       providers: deps.providers,
       limits,
+      live: deps.live,
     }),
   });
 }

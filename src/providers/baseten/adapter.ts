@@ -148,11 +148,14 @@ export function createBasetenAdapter(config: BasetenConfig, secrets: SecretSourc
         ? Number(cursor.ns / 1_000_000n)
         : (request.since?.getTime() ?? job.startedAt?.getTime() ?? job.createdAt?.getTime() ?? now - 3600_000);
       const limit = Math.min(Math.max(1, request.limit), MAX_LOG_LIMIT);
+      // A page resumes at the cursor's millisecond, so lines already returned come back first:
+      // ask for that many more and cut the page to `limit` after dropping them.
+      const upstreamLimit = Math.min(MAX_LOG_LIMIT, limit + (cursor ? cursor.seenAtNs + 1 : 0));
       // Pages are time windows of at most 7 days; walk forward until a window has lines.
       for (let hop = 0; hop < 8 && startMs <= now; hop++) {
         const endMs = Math.min(startMs + LOG_WINDOW_MS, now);
         const res = await call('GET', `/v1/training_projects/${enc(job.projectExternalId)}/jobs/${enc(job.externalId)}/logs`, logsResponse, {
-          query: { start_epoch_millis: String(startMs), end_epoch_millis: String(endMs), direction: 'asc', limit: String(limit) },
+          query: { start_epoch_millis: String(startMs), end_epoch_millis: String(endMs), direction: 'asc', limit: String(upstreamLimit) },
           signal,
         });
         const lines = (res?.logs ?? [])
@@ -160,7 +163,7 @@ export function createBasetenAdapter(config: BasetenConfig, secrets: SecretSourc
           .map((l) => ({ ...l, ns: BigInt(l.timestamp) }))
           .sort((a, b) => (a.ns < b.ns ? -1 : a.ns > b.ns ? 1 : 0));
         // Lines sharing the cursor's nanosecond were partly returned before: skip that many.
-        const fresh = hop === 0 && cursor ? dropSeen(lines, cursor) : lines;
+        const fresh = (hop === 0 && cursor ? dropSeen(lines, cursor) : lines).slice(0, limit);
         if (fresh.length > 0) {
           let prevNs = cursor && hop === 0 ? cursor.ns : -1n;
           let seenAtNs = cursor && hop === 0 ? cursor.seenAtNs : 0;

@@ -187,3 +187,19 @@ describe('Baseten adapter', () => {
     expect(err.retryAfterSeconds).toBeGreaterThan(0);
   });
 });
+
+describe('Baseten log pages after a cursor', () => {
+  it('are full pages of `first` lines', async () => {
+    const sim = await startBasetenSimulator({ seed: 11, anchorMs: ANCHOR, now: () => ANCHOR, rateLimit: false });
+    const a = createBasetenAdapter({ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'K' }, { K: sim.apiKey });
+    const truth = sim.fleet.jobs.find((j) => j.status === 'TRAINING_JOB_COMPLETED')!;
+    const r: JobRef = { externalId: truth.id, projectExternalId: truth.projectId, status: 'SUCCEEDED', createdAt: new Date(truth.createdAtMs), startedAt: null, finishedAt: null };
+    const first = await a.fetchLogs!(r, { after: null, since: new Date(truth.createdAtMs), limit: 25 }, signal);
+    const second = await a.fetchLogs!(r, { after: first.nextCursor, since: null, limit: 25 }, signal);
+    await sim.close();
+    expect(first.lines).toHaveLength(25);
+    expect(second.lines).toHaveLength(25);
+    expect(second.lines[0]!.timestamp!.getTime()).toBeGreaterThanOrEqual(first.lines[24]!.timestamp!.getTime());
+    expect(new Set([...first.lines, ...second.lines].map((l) => l.cursor)).size).toBe(50);
+  });
+});

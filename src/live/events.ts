@@ -1,0 +1,106 @@
+// What travels on the bus: plain JSON, shaped once per poll (not once per subscriber), dates as
+// ISO strings so the in-memory and Redis transports carry identical payloads.
+import type { JobRow } from '../store/repository.js';
+
+/** One instant of one entity (a GPU, a node, the job): the utilization and memory metrics at that time. */
+export interface UtilizationPointPayload {
+  t: string;
+  gpuUtilization?: number | null;
+  gpuMemoryUsedBytes?: number | null;
+  gpuMemoryUtilization?: number | null;
+  npuUtilization?: number | null;
+  npuMemoryUtilization?: number | null;
+  cpuUsageCores?: number | null;
+  cpuUtilization?: number | null;
+  memoryUsedBytes?: number | null;
+  memoryUtilization?: number | null;
+}
+
+export interface GpuUtilizationPayload {
+  gpuId: string | null;
+  nodeId: string | null;
+  nodeName: string | null;
+  index: number;
+  points: UtilizationPointPayload[];
+}
+
+export interface NodeUtilizationPayload {
+  nodeId: string | null;
+  name: string;
+  points: UtilizationPointPayload[];
+}
+
+export interface SamplePayload {
+  type: 'sample';
+  jobId: string;
+  status: string;
+  polledAt: string;
+  from: string;
+  to: string;
+  intervalSeconds: number;
+  granularity: 'GPU' | 'NODE' | 'JOB';
+  /** The job had finished when this was polled: it is the last sample. */
+  final: boolean;
+  job: UtilizationPointPayload[];
+  nodes: NodeUtilizationPayload[];
+  gpus: GpuUtilizationPayload[];
+  /** The newest point time seen so far: the next poll, on whichever replica, resumes after it. */
+  cursor: string | null;
+}
+
+export interface LogLinePayload {
+  timestamp: string | null;
+  message: string;
+  node: string | null;
+  level: string | null;
+  cursor: string;
+}
+
+export interface LogsPayload {
+  type: 'logs';
+  jobId: string;
+  lines: LogLinePayload[];
+  /** The platform cursor after the last line: where the next poll (any replica) resumes. */
+  cursor: string | null;
+  /** Where a first poll began, so a replica taking over before any line arrived does not skip any. */
+  since: string | null;
+}
+
+export type JobRowJson = { [K in keyof JobRow]: JobRow[K] extends Date | null ? string | null : JobRow[K] };
+
+export interface StatusPayload {
+  type: 'status';
+  job: JobRowJson;
+  previousStatus: string | null;
+}
+
+export interface ErrorPayload {
+  type: 'error';
+  code: string;
+  message: string;
+  /** When the next attempt is due. */
+  retryInSeconds: number;
+  /** Consecutive failures so far. */
+  attempt: number;
+}
+
+export interface EndPayload {
+  type: 'end';
+  reason: string;
+}
+
+export type LivePayload = SamplePayload | LogsPayload | StatusPayload | ErrorPayload | EndPayload;
+
+const JOB_DATE_FIELDS = ['createdAt', 'startedAt', 'finishedAt', 'sortAt', 'seenAt', 'detailFetchedAt', 'topologyFetchedAt'] as const;
+
+export function jobRowToJson(row: JobRow): JobRowJson {
+  const out: Record<string, unknown> = { ...row };
+  for (const f of JOB_DATE_FIELDS) out[f] = row[f] ? row[f].toISOString() : null;
+  return out as JobRowJson;
+}
+
+export function jobRowFromJson(json: JobRowJson): JobRow {
+  const out: Record<string, unknown> = { ...json };
+  for (const f of JOB_DATE_FIELDS) out[f] = json[f] ? new Date(json[f] as string) : null;
+  return out as JobRow;
+}

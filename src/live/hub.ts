@@ -1,0 +1,282 @@
+// Live feeds shared by every subscriber: one poll loop per (kind, job or provider) whatever the
+// number of subscribers, started by the first and stopped with the last (its timer cleared, its
+// in-flight call aborted, its lock released at once). Events go out on the bus and come back in
+// through one listener per feed per replica, which fans them out to bounded per-subscriber queues.
+// Among replicas, the poll lock picks who polls; the others keep trying every interval, so a dead
+// holder is replaced within one interval, resuming from the cursor its last event carried.
+import type { Logger } from 'pino';
+import { DomainError, UpstreamError } from '../domain/errors.js';
+import { parseGlobalId } from '../domain/ids.js';
+import type { ProviderInstance } from '../providers/provider-set.js';
+import type { ReadThrough } from '../store/read-through.js';
+import { BoundedChannel } from './buffer.js';
+import type { EventBus } from './bus.js';
+import type { LivePayload } from './events.js';
+import { pollLogs, pollStatuses, pollUtilization, statusTopic, type FeedKind, type FeedState, type PollContext, type PollOutcome } from './feeds.js';
+import { pollIntervalMs } from './intervals.js';
+import type { PollLock } from './lock.js';
+
+export interface FeedSpec {
+  kind: FeedKind;
+  /** A job id for utilization and logs, a provider id for status. */
+  key: string;
+}
+
+export interface LiveOptions {
+  /** Per-subscriber queue sizes; the oldest entries are dropped beyond them. */
+  sampleBuffer: number;
+  logBuffer: number;
+  statusBuffer: number;
+  /** Upper bound of the failure backoff. */
+  maxBackoffMs: number;
+}
+
+export const DEFAULT_LIVE_OPTIONS: LiveOptions = { sampleBuffer: 16, logBuffer: 2000, statusBuffer: 256, maxBackoffMs: 5 * 60_000 };
+
+export interface LiveHubDeps {
+  readThrough: ReadThrough;
+  bus: EventBus;
+  lock: PollLock;
+  logger: Logger;
+  options?: Partial<LiveOptions>;
+  random?: () => number;
+}
+
+export interface SubscribeOptions {
+  capacity: number;
+  /** Turns one bus event into what the subscriber receives (a page of logs into lines); default as is. */
+  expand?: (payload: LivePayload) => unknown[];
+}
+
+interface Sink {
+  deliver(payload: LivePayload): void;
+}
+
+export const topicOf = (spec: FeedSpec) => (spec.kind === 'status' ? statusTopic(spec.key) : `live:${spec.kind}:${spec.key}`);
+
+/** Delay before retry `attempt` (1-based): exponential from the interval, capped, with equal jitter. */
+export function backoffMs(intervalMs: number, attempt: number, maxMs: number, random: () => number, retryAfterSeconds: number | null = null): number {
+  const ceiling = Math.min(maxMs, intervalMs * 2 ** Math.min(attempt - 1, 20));
+  const jittered = ceiling / 2 + (random() * ceiling) / 2;
+  return Math.max(jittered, (retryAfterSeconds ?? 0) * 1000);
+}
+
+class Feed {
+  readonly sinks = new Set<Sink>();
+  readonly state: FeedState = { cursor: null, since: null };
+  private readonly offBus: () => void;
+  private timer: NodeJS.Timeout | null = null;
+  private abort = new AbortController();
+  private leader = false;
+  private stopped = false;
+  private done = false;
+  private failures = 0;
+  /** Polls this replica ran for the feed (tests read it to prove there is one poller). */
+  polls = 0;
+
+  constructor(
+    readonly topic: string,
+    private readonly spec: FeedSpec,
+    private readonly provider: ProviderInstance,
+    private readonly hub: LiveHub,
+  ) {
+    this.offBus = hub.bus.on(topic, (payload) => this.onEvent(payload as LivePayload));
+    this.schedule(0);
+  }
+
+  get isLeader(): boolean {
+    return this.leader;
+  }
+
+  get isDone(): boolean {
+    return this.done;
+  }
+
+  get intervalMs(): number {
+    return pollIntervalMs(this.provider);
+  }
+
+  private onEvent(payload: LivePayload) {
+    // Whoever polled, the cursor moves: a replica taking over resumes exactly after it.
+    if (payload.type === 'sample' && payload.cursor) this.state.cursor = payload.cursor;
+    if (payload.type === 'logs') {
+      this.state.cursor = payload.cursor;
+      this.state.since = payload.since;
+    }
+    if (payload.type === 'end') this.done = true;
+    for (const sink of [...this.sinks]) sink.deliver(payload);
+  }
+
+  private schedule(delayMs: number) {
+    if (this.stopped || this.done) return;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      void this.step();
+    }, delayMs);
+  }
+
+  private async step() {
+    const hub = this.hub;
+    const started = Date.now();
+    if (!this.leader) {
+      const acquired = await hub.lock.tryAcquire(this.topic);
+      if (this.stopped) {
+        if (acquired) await hub.lock.release(this.topic);
+        return;
+      }
+      this.leader = acquired;
+      if (!acquired) return this.schedule(this.intervalMs);
+    } else if (!(await hub.lock.holds(this.topic))) {
+      this.leader = false;
+      hub.logger.warn({ feed: this.topic }, 'live: lost the poll lock; another replica may poll now');
+      return this.schedule(this.intervalMs);
+    }
+    if (this.stopped) return;
+    let outcome: PollOutcome;
+    try {
+      this.polls++;
+      outcome = await this.poll();
+      this.failures = 0;
+    } catch (err) {
+      if (this.stopped) return;
+      this.failures++;
+      const gone = err instanceof DomainError && (err.code === 'NOT_FOUND' || err.code === 'UPSTREAM_NOT_FOUND' || err.code === 'BAD_ID');
+      const retryAfter = err instanceof UpstreamError ? err.retryAfterSeconds : null;
+      const delay = backoffMs(this.intervalMs, this.failures, hub.options.maxBackoffMs, hub.random, retryAfter);
+      const code = err instanceof DomainError ? err.code : 'INTERNAL';
+      const message = err instanceof DomainError ? err.message : 'unexpected failure while polling';
+      if (!(err instanceof DomainError)) hub.logger.error({ err, feed: this.topic }, 'live: poll failed');
+      hub.bus.publish(this.topic, { type: 'error', code, message, retryInSeconds: gone ? 0 : delay / 1000, attempt: this.failures } satisfies LivePayload);
+      if (gone) return this.finish(`the job is gone: ${message}`);
+      return this.schedule(delay);
+    }
+    if (this.stopped) return;
+    if (outcome === 'end') return this.finish('the job has finished');
+    // Fixed cadence: the next poll is one interval after this one began, not after it ended.
+    this.schedule(Math.max(0, started + this.intervalMs - Date.now()));
+  }
+
+  private poll(): Promise<PollOutcome> {
+    const hub = this.hub;
+    const ctx: PollContext = {
+      readThrough: hub.readThrough,
+      provider: this.provider,
+      intervalMs: this.intervalMs,
+      signal: this.abort.signal,
+      state: this.state,
+      publish: (payload) => {
+        if (!this.stopped) hub.bus.publish(this.topic, payload);
+      },
+      publishStatus: (payload) => hub.bus.publish(statusTopic(this.provider.id), payload),
+    };
+    if (this.spec.kind === 'utilization') return pollUtilization(ctx, this.spec.key);
+    if (this.spec.kind === 'logs') return pollLogs(ctx, this.spec.key);
+    return pollStatuses(ctx);
+  }
+
+  private finish(reason: string) {
+    this.done = true;
+    this.hub.bus.publish(this.topic, { type: 'end', reason } satisfies LivePayload);
+    void this.releaseLock();
+  }
+
+  private async releaseLock() {
+    if (!this.leader) return;
+    this.leader = false;
+    await this.hub.lock.release(this.topic);
+  }
+
+  /** The last subscriber left: nothing of this feed may survive (timer, in-flight call, listener, lock). */
+  async stop() {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.abort.abort();
+    this.offBus();
+    await this.releaseLock();
+  }
+}
+
+export class LiveHub {
+  readonly options: LiveOptions;
+  readonly random: () => number;
+  readonly readThrough: ReadThrough;
+  readonly bus: EventBus;
+  readonly lock: PollLock;
+  readonly logger: Logger;
+  private readonly feeds = new Map<string, Feed>();
+  private readonly channels = new Set<BoundedChannel<unknown>>();
+
+  constructor(deps: LiveHubDeps) {
+    this.readThrough = deps.readThrough;
+    this.bus = deps.bus;
+    this.lock = deps.lock;
+    this.logger = deps.logger;
+    this.options = { ...DEFAULT_LIVE_OPTIONS, ...deps.options };
+    this.random = deps.random ?? Math.random;
+  }
+
+  /** The provider a feed polls; throws a coded error for ids of unknown providers. */
+  providerOf(spec: FeedSpec): ProviderInstance {
+    const pid = spec.kind === 'status' ? spec.key : parseGlobalId(spec.key, 'job').providerId;
+    const provider = this.readThrough.providers.find(pid);
+    if (!provider) throw new DomainError('NOT_FOUND', `provider "${pid}" is not configured`);
+    return provider;
+  }
+
+  /** A bounded queue fed by the given feeds; return() on it (unsubscribe, disconnect) detaches everything. */
+  subscribe(specs: readonly FeedSpec[], opts: SubscribeOptions): BoundedChannel<unknown> {
+    const providers = specs.map((s) => this.providerOf(s));
+    const attached: Feed[] = [];
+    const channel: BoundedChannel<unknown> = new BoundedChannel({
+      capacity: opts.capacity,
+      onClose: () => {
+        this.channels.delete(channel);
+        for (const feed of attached) this.detach(feed, sink);
+      },
+    });
+    const sink: Sink = {
+      deliver(payload) {
+        if (payload.type === 'end') return channel.end();
+        for (const item of opts.expand ? opts.expand(payload) : [payload]) channel.push(item);
+      },
+    };
+    this.channels.add(channel);
+    specs.forEach((spec, i) => {
+      const topic = topicOf(spec);
+      let feed = this.feeds.get(topic);
+      // A finished feed whose slow readers still drain it is left to them; a newcomer gets a new one.
+      if (!feed || feed.isDone) this.feeds.set(topic, (feed = new Feed(topic, spec, providers[i]!, this)));
+      feed.sinks.add(sink);
+      attached.push(feed);
+    });
+    return channel;
+  }
+
+  private detach(feed: Feed, sink: Sink) {
+    feed.sinks.delete(sink);
+    if (feed.sinks.size > 0) return;
+    if (this.feeds.get(feed.topic) === feed) this.feeds.delete(feed.topic);
+    void feed.stop();
+  }
+
+  /** What runs now on this replica: tests and /metrics-style probes read it to prove there are no leaks. */
+  stats() {
+    const feeds = [...this.feeds.values()];
+    return {
+      feeds: feeds.length,
+      leading: feeds.filter((f) => f.isLeader).map((f) => f.topic),
+      subscribers: this.channels.size,
+      /** Entries waiting in subscriber queues (each at most its capacity) and dropped so far for slow readers. */
+      queued: [...this.channels].reduce((n, c) => n + c.length, 0),
+      dropped: [...this.channels].reduce((n, c) => n + c.dropped, 0),
+      polls: Object.fromEntries(feeds.map((f) => [f.topic, f.polls])),
+    };
+  }
+
+  async close() {
+    const feeds = [...this.feeds.values()];
+    this.feeds.clear();
+    await Promise.all(feeds.map((f) => f.stop()));
+  }
+}

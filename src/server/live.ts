@@ -1,0 +1,34 @@
+// Wires the live hub for one server: the bus (Redis when REDIS_URL is set, else in process) and
+// the poll lock (a Postgres advisory lock when replicas share Postgres and Redis, else local).
+import type { Logger } from 'pino';
+import type { AppConfig } from '../config/index.js';
+import { createMemoryBus, createRedisBus, type EventBus } from '../live/bus.js';
+import { LiveHub, type LiveOptions } from '../live/hub.js';
+import { createAdvisoryLock, createLocalLock, type PollLock } from '../live/lock.js';
+import type { ReadThrough } from '../store/read-through.js';
+
+export interface LiveRuntime {
+  hub: LiveHub;
+  bus: EventBus;
+  lock: PollLock;
+  close(): Promise<void>;
+}
+
+export async function startLive(deps: { config: AppConfig; readThrough: ReadThrough; logger: Logger; options?: Partial<LiveOptions> }): Promise<LiveRuntime> {
+  const { config } = deps;
+  const bus = config.redisUrl ? await createRedisBus(config.redisUrl) : createMemoryBus();
+  // Without Redis each replica only serves its own subscribers, so each must poll for them itself;
+  // PGlite is one process by construction.
+  const lock = config.redisUrl && config.databaseUrl ? await createAdvisoryLock(config.databaseUrl) : createLocalLock();
+  const hub = new LiveHub({ readThrough: deps.readThrough, bus, lock, logger: deps.logger, options: deps.options });
+  return {
+    hub,
+    bus,
+    lock,
+    async close() {
+      await hub.close();
+      await lock.close();
+      await bus.close();
+    },
+  };
+}

@@ -1,0 +1,80 @@
+// graphql-ws on the HTTP server's own port and path (/graphql), executing through the yoga app's
+// envelop (same schema, context, error masking as HTTP). Yoga itself serves SSE subscriptions
+// (GraphiQL uses them). The socket's limits are part of its protection against abusive clients.
+import type http from 'node:http';
+import { GraphQLError, type ExecutionArgs } from 'graphql';
+import { useServer } from 'graphql-ws/use/ws';
+import { WebSocketServer } from 'ws';
+import type { App } from './yoga.js';
+
+export interface WsLimits {
+  /** Largest message a client may send; bigger frames close the socket with 1009. Default 64 KiB. */
+  maxPayloadBytes: number;
+  /** A client that sends no ConnectionInit within this closes with 4408. Default 3000 ms. */
+  connectionInitWaitTimeoutMs: number;
+  /** Operations one connection may run at once; more are refused with a TOO_MANY_SUBSCRIPTIONS error. Default 100. */
+  maxSubscriptionsPerConnection: number;
+  /** Ping interval that detects dead peers (their subscriptions are then cleaned up). Default 12000 ms. */
+  keepAliveMs: number;
+}
+
+export const DEFAULT_WS_LIMITS: WsLimits = {
+  maxPayloadBytes: 64 * 1024,
+  connectionInitWaitTimeoutMs: 3000,
+  maxSubscriptionsPerConnection: 100,
+  keepAliveMs: 12_000,
+};
+
+type RootWithExecutors = { execute: (args: ExecutionArgs) => unknown; subscribe: (args: ExecutionArgs) => unknown };
+
+export function attachGraphqlWs(server: http.Server, app: App, limits: WsLimits = DEFAULT_WS_LIMITS) {
+  const wss = new WebSocketServer({ server, path: '/graphql', maxPayload: limits.maxPayloadBytes });
+  const disposable = useServer(
+    {
+      connectionInitWaitTimeout: limits.connectionInitWaitTimeoutMs,
+      execute: (args) => (args.rootValue as RootWithExecutors).execute(args) as never,
+      subscribe: (args) => (args.rootValue as RootWithExecutors).subscribe(args) as never,
+      onSubscribe: async (ctx, _id, payload) => {
+        // The operation being set up is already reserved in ctx.subscriptions.
+        if (Object.keys(ctx.subscriptions).length > limits.maxSubscriptionsPerConnection) {
+          return [
+            new GraphQLError(`at most ${limits.maxSubscriptionsPerConnection} operations per connection`, {
+              extensions: { code: 'TOO_MANY_SUBSCRIPTIONS' },
+            }),
+          ];
+        }
+        // No Fetch request exists over a socket (STACK.md): yoga gets the upgrade request instead.
+        const { schema, execute, subscribe, contextFactory, parse, validate } = app.getEnveloped({
+          ...ctx,
+          req: ctx.extra.request,
+          socket: ctx.extra.socket,
+          params: payload,
+        });
+        let document;
+        try {
+          document = parse(payload.query);
+        } catch (err) {
+          return [err instanceof GraphQLError ? err : new GraphQLError('the query does not parse', { extensions: { code: 'BAD_REQUEST' } })];
+        }
+        const errors = validate(schema, document);
+        if (errors.length > 0) return errors;
+        return {
+          schema,
+          document,
+          operationName: payload.operationName,
+          variableValues: payload.variables,
+          contextValue: await contextFactory(),
+          rootValue: { execute, subscribe },
+        };
+      },
+    },
+    wss,
+    limits.keepAliveMs,
+  );
+  return {
+    wss,
+    async close() {
+      await disposable.dispose();
+    },
+  };
+}

@@ -1,0 +1,106 @@
+// Shared setup for the live tests: a Baseten simulator, runtimes wired to it, graphql-ws clients.
+import { createClient, type Client } from 'graphql-ws';
+import { pino } from 'pino';
+import WebSocket from 'ws';
+import type { AppConfig } from '../../src/config/index.js';
+import { startRuntime, type Runtime } from '../../src/server/runtime.js';
+import { startBasetenSimulator, type BasetenSimulator } from '../../src/simulators/baseten/server.js';
+
+export const PROVIDER_ID = 'bt';
+
+export async function startSim(): Promise<BasetenSimulator> {
+  return startBasetenSimulator({ seed: 'live-test', rateLimit: false, fleet: { projects: 1, jobsPerProject: 4, emptyProjects: 0, nodesPerJob: 2, gpusPerNode: 4 } });
+}
+
+export function runningJobId(sim: BasetenSimulator): string {
+  const job = sim.fleet.jobs.find((j) => j.status === 'TRAINING_JOB_RUNNING');
+  if (!job) throw new Error('fleet has no running job');
+  return `${PROVIDER_ID}:job:${job.id}`;
+}
+
+export function providersFile(sim: BasetenSimulator, pollIntervalSeconds: number) {
+  return { providers: [{ id: PROVIDER_ID, kind: 'BASETEN' as const, baseUrl: sim.url, apiKeyEnv: 'LIVE_TEST_BASETEN_KEY', pollIntervalSeconds }] };
+}
+
+export async function startTestRuntime(sim: BasetenSimulator, pollIntervalSeconds: number, extra: Partial<AppConfig> = {}, opts: Partial<Parameters<typeof startRuntime>[0]> = {}): Promise<Runtime> {
+  return startRuntime({
+    config: {
+      port: 0,
+      host: '127.0.0.1',
+      databaseUrl: null,
+      dataDir: 'memory://',
+      redisUrl: null,
+      logLevel: 'silent',
+      providers: providersFile(sim, pollIntervalSeconds).providers,
+      ...extra,
+    },
+    env: { LIVE_TEST_BASETEN_KEY: sim.apiKey },
+    logger: pino({ level: 'silent' }),
+    ...opts,
+  });
+}
+
+export function wsUrl(httpUrl: string): string {
+  return `${httpUrl.replace(/^http/, 'ws')}/graphql`;
+}
+
+export function client(httpUrl: string): Client {
+  return createClient({ url: wsUrl(httpUrl), webSocketImpl: WebSocket, retryAttempts: 0, lazy: true });
+}
+
+export const UTILIZATION = /* GraphQL */ `
+  subscription U($id: ID!) {
+    jobUtilization(jobId: $id) {
+      jobId status polledAt from to granularity final intervalSeconds
+      gpus { gpuId nodeName index latest { timestamp gpuUtilization } points { timestamp gpuUtilization gpuMemoryUsedBytes gpuMemoryUtilization } }
+      nodes { nodeId name points { timestamp cpuUsageCores memoryUsedBytes } }
+    }
+  }`;
+
+export interface Sample {
+  jobId: string;
+  status: string;
+  polledAt: string;
+  from: string;
+  to: string;
+  granularity: string;
+  final: boolean;
+  intervalSeconds: number;
+  gpus: { gpuId: string; nodeName: string; index: number; latest: { timestamp: string; gpuUtilization: number } | null; points: { timestamp: string; gpuUtilization: number | null; gpuMemoryUsedBytes: number | null; gpuMemoryUtilization: number | null }[] }[];
+  nodes: { nodeId: string; name: string; points: { timestamp: string; cpuUsageCores: number | null; memoryUsedBytes: number | null }[] }[];
+}
+
+export interface Subscriber {
+  samples: Sample[];
+  errors: unknown[];
+  completed: boolean;
+  stop(): void;
+}
+
+export function subscribeUtilization(c: Client, jobId: string): Subscriber {
+  const sub: Subscriber = { samples: [], errors: [], completed: false, stop: () => {} };
+  sub.stop = c.subscribe<{ jobUtilization: Sample }>(
+    { query: UTILIZATION, variables: { id: jobId } },
+    {
+      next: (r) => {
+        if (r.data?.jobUtilization) sub.samples.push(r.data.jobUtilization);
+        if (r.errors) sub.errors.push(...r.errors);
+      },
+      error: (e) => sub.errors.push(e),
+      complete: () => {
+        sub.completed = true;
+      },
+    },
+  );
+  return sub;
+}
+
+export async function waitFor(cond: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,0 +1,237 @@
+// Live subscriptions end to end on one runtime (PGlite, in-process bus) with real graphql-ws
+// clients over loopback against the Baseten simulator.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Client } from 'graphql-ws';
+import WebSocket from 'ws';
+import type { Runtime } from '../../src/server/runtime.js';
+import type { BasetenSimulator } from '../../src/simulators/baseten/server.js';
+import { client, runningJobId, sleep, startSim, startTestRuntime, subscribeUtilization, waitFor, wsUrl, type Subscriber } from './helpers.js';
+
+const INTERVAL_S = 0.5;
+const INTERVAL_MS = INTERVAL_S * 1000;
+let sim: BasetenSimulator;
+let rt: Runtime;
+let jobId: string;
+
+beforeAll(async () => {
+  sim = await startSim();
+  rt = await startTestRuntime(sim, INTERVAL_S);
+  jobId = runningJobId(sim);
+});
+afterAll(async () => {
+  await rt?.close();
+  await sim?.close();
+});
+
+describe('jobUtilization', () => {
+  it('1,000 subscribers share one poll per interval, and the last unsubscribe stops it', async () => {
+    const clients: Client[] = [];
+    const subs: Subscriber[] = [];
+    const first = client(rt.url);
+    clients.push(first);
+    subs.push(subscribeUtilization(first, jobId));
+    await waitFor(() => subs[0]!.samples.length >= 1, 10_000, 'the first sample');
+    for (let i = 1; i < 1000; i++) {
+      const c = client(rt.url);
+      clients.push(c);
+      subs.push(subscribeUtilization(c, jobId));
+    }
+    await waitFor(() => subs.every((s) => s.samples.length >= 1), 20_000, 'every subscriber to get a sample');
+    expect(rt.live.hub.stats().subscribers).toBe(1000);
+    expect(rt.live.hub.stats().feeds).toBe(1);
+
+    // Count over a stretch of polls: every getMetrics call is one sample every subscriber gets.
+    const ref = subs[0]!;
+    const startIdx = ref.samples.length;
+    await waitFor(() => ref.samples.length >= startIdx + 1, 5000, 'a sample boundary');
+    const c0 = sim.count('getMetrics');
+    const t0 = Date.now();
+    const i0 = ref.samples.length;
+    await sleep(6 * INTERVAL_MS);
+    await waitFor(() => ref.samples.length >= i0 + 6, 5000, 'six more samples');
+    const polls = sim.count('getMetrics') - c0;
+    const samples = ref.samples.length - i0;
+    const elapsedIntervals = (Date.now() - t0) / INTERVAL_MS;
+    expect(polls).toBe(samples);
+    expect(polls).toBeLessThanOrEqual(Math.ceil(elapsedIntervals) + 1);
+    expect(polls).toBeGreaterThanOrEqual(Math.floor(elapsedIntervals) - 1);
+    // Every subscriber saw the same polls (none polled on its own).
+    const polledAt = new Set(ref.samples.map((s) => s.polledAt));
+    for (const s of subs.slice(1, 50)) for (const x of s.samples) expect(polledAt.has(x.polledAt) || x.polledAt > ref.samples.at(-1)!.polledAt).toBe(true);
+    expect(ref.samples.at(-1)!.granularity).toBe('GPU');
+    expect(ref.errors).toEqual([]);
+
+    for (const s of subs) s.stop();
+    await Promise.all(clients.map((c) => c.dispose()));
+    await sleep(50);
+    const cStop = sim.count('getMetrics');
+    await sleep(3 * INTERVAL_MS);
+    expect(sim.count('getMetrics') - cStop).toBe(0);
+    expect(rt.live.hub.stats()).toMatchObject({ feeds: 0, subscribers: 0, leading: [] });
+  }, 60_000);
+
+  it('a live sample equals the history query point for point', async () => {
+    const c = client(rt.url);
+    const sub = subscribeUtilization(c, jobId);
+    await waitFor(() => sub.samples.some((s) => s.gpus.some((g) => g.points.length > 0)), 10_000, 'a sample with points');
+    sub.stop();
+    await c.dispose();
+    const sample = sub.samples.find((s) => s.gpus.some((g) => g.points.length > 0))!;
+    const from = sample.gpus[0]!.points[0]!.timestamp;
+    const to = sample.gpus[0]!.points.at(-1)!.timestamp;
+    const res = await fetch(`${rt.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        query: `query H($id: ID!, $from: DateTime!, $to: DateTime!) { job(id: $id) { metrics(names: [GPU_UTILIZATION, GPU_MEMORY_USED], scope: GPU, from: $from, to: $to, maxPoints: 10000) {
+          name gpu { id } points { timestamp value } } } }`,
+        variables: { id: jobId, from, to },
+      }),
+    });
+    const body = (await res.json()) as { data: { job: { metrics: { name: string; gpu: { id: string }; points: { timestamp: string; value: number }[] }[] } }; errors?: unknown };
+    expect(body.errors).toBeUndefined();
+    let compared = 0;
+    for (const gpu of sample.gpus) {
+      for (const [metric, field] of [['GPU_UTILIZATION', 'gpuUtilization'], ['GPU_MEMORY_USED', 'gpuMemoryUsedBytes']] as const) {
+        const history = body.data.job.metrics.find((m) => m.name === metric && m.gpu.id === gpu.gpuId)!;
+        const live = gpu.points.map((p) => ({ timestamp: p.timestamp, value: p[field] }));
+        expect(history.points).toEqual(live);
+        compared += live.length;
+      }
+    }
+    expect(compared).toBeGreaterThan(0);
+  });
+
+  it('reports upstream failures as error events, backs off, and recovers on the same stream', async () => {
+    const c = client(rt.url);
+    const sub = subscribeUtilization(c, jobId);
+    await waitFor(() => sub.samples.length >= 1, 10_000, 'a first sample');
+    sim.inject({ kind: 'status', status: 503, route: 'getMetrics', times: 2 });
+    await waitFor(() => sub.errors.length >= 1, 10_000, 'an error event');
+    const n = sub.samples.length;
+    await waitFor(() => sub.samples.length > n, 15_000, 'a sample after recovery');
+    const err = sub.errors[0] as { message: string; extensions: { code: string; retryInSeconds: number } };
+    expect(err.extensions.code).toBe('UPSTREAM_UNAVAILABLE');
+    expect(err.extensions.retryInSeconds).toBeGreaterThan(0);
+    expect(sub.completed).toBe(false);
+    sub.stop();
+    await c.dispose();
+  });
+
+  it('a finished job sends its final sample and completes the stream', async () => {
+    const done = sim.fleet.jobs.find((j) => j.status === 'TRAINING_JOB_COMPLETED') ?? sim.fleet.jobs.find((j) => j.finishedAtMs !== null && j.startedAtMs !== null)!;
+    const c = client(rt.url);
+    const sub = subscribeUtilization(c, `bt:job:${done.id}`);
+    await waitFor(() => sub.completed, 10_000, 'completion');
+    expect(sub.samples).toHaveLength(1);
+    expect(sub.samples[0]!.final).toBe(true);
+    await c.dispose();
+    await waitFor(() => rt.live.hub.stats().feeds === 0, 2000, 'the feed to go');
+  });
+});
+
+describe('jobLogs', () => {
+  it('streams lines in order with no duplicates, equal to the history pages', async () => {
+    const c = client(rt.url);
+    const lines: { cursor: string; message: string; timestamp: string }[] = [];
+    const stop = c.subscribe<{ jobLogs: { cursor: string; message: string; timestamp: string } }>(
+      { query: 'subscription L($id: ID!) { jobLogs(jobId: $id) { cursor message timestamp } }', variables: { id: jobId } },
+      { next: (r) => r.data && lines.push(r.data.jobLogs), error: () => {}, complete: () => {} },
+    );
+    await waitFor(() => lines.length >= 5, 10_000, 'log lines');
+    const before = lines.length;
+    await waitFor(() => lines.length > before, 10_000, 'lines from a later poll');
+    stop();
+    await c.dispose();
+    expect(new Set(lines.map((l) => l.cursor)).size).toBe(lines.length);
+    const times = lines.map((l) => Date.parse(l.timestamp));
+    expect([...times].sort((a, b) => a - b)).toEqual(times);
+    // The same lines, read as history pages after the first one: no gap, no duplicate.
+    const history: { cursor: string; message: string }[] = [];
+    let after: string | null = lines[0]!.cursor;
+    for (let page = 0; page < 20 && history.length < lines.length - 1; page++) {
+      const res = await fetch(`${rt.url}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query: `query($id: ID!, $after: String) { job(id: $id) { logs(first: 50, after: $after) { lines { cursor message } nextCursor } } }`, variables: { id: jobId, after } }),
+      });
+      const body = (await res.json()) as { data: { job: { logs: { lines: { cursor: string; message: string }[]; nextCursor: string | null } } } };
+      history.push(...body.data.job.logs.lines);
+      if (!body.data.job.logs.nextCursor || body.data.job.logs.nextCursor === after) break;
+      after = body.data.job.logs.nextCursor;
+    }
+    expect(history.slice(0, lines.length - 1)).toEqual(lines.slice(1).map((l) => ({ cursor: l.cursor, message: l.message })));
+  });
+});
+
+describe('jobStatusChanged', () => {
+  it('announces a job whose status changed upstream, once', async () => {
+    const running = sim.fleet.jobs.filter((j) => j.status === 'TRAINING_JOB_RUNNING').at(-1)!;
+    const c = client(rt.url);
+    const got: { id: string; status: string }[] = [];
+    const stop = c.subscribe<{ jobStatusChanged: { id: string; status: string } }>(
+      { query: 'subscription { jobStatusChanged(filter: { statuses: [STOPPED] }) { id status } }' },
+      { next: (r) => r.data && got.push(r.data.jobStatusChanged), error: () => {}, complete: () => {} },
+    );
+    await sleep(3 * INTERVAL_MS);
+    const stopRes = await fetch(`${sim.url}/v1/training_projects/${running.projectId}/jobs/${running.id}/stop`, { method: 'POST', headers: { authorization: `Api-Key ${sim.apiKey}` } });
+    expect(stopRes.status).toBe(200);
+    await waitFor(() => got.length >= 1, 10_000, 'the status event');
+    await sleep(3 * INTERVAL_MS);
+    expect(got).toEqual([{ id: `bt:job:${running.id}`, status: 'STOPPED' }]);
+    stop();
+    await c.dispose();
+  });
+});
+
+describe('protection', () => {
+  it('a subscriber whose socket is paused keeps server memory bounded (oldest samples dropped)', async () => {
+    const ws = new WebSocket(wsUrl(rt.url), 'graphql-transport-ws');
+    await new Promise((r) => ws.once('open', r));
+    ws.send(JSON.stringify({ type: 'connection_init' }));
+    await new Promise((r) => ws.once('message', r));
+    ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: 'subscription($id: ID!) { jobUtilization(jobId: $id) { polledAt nodes { name } } }', variables: { id: jobId } } }));
+    await new Promise((r) => ws.once('message', r));
+    // Stop reading: the kernel buffers fill, graphql-ws waits on the send, the queue fills.
+    (ws as unknown as { _socket: { pause(): void } })._socket.pause();
+    const topic = `live:utilization:${jobId}`;
+    const big = 'x'.repeat(20_000);
+    const heapBefore = process.memoryUsage().heapUsed;
+    for (let i = 0; i < 3000; i++) {
+      rt.live.hub.bus.publish(topic, {
+        type: 'sample', jobId, status: 'RUNNING', polledAt: new Date().toISOString(), from: new Date().toISOString(), to: new Date().toISOString(),
+        intervalSeconds: INTERVAL_S, granularity: 'NODE', final: false, job: [], gpus: [], cursor: null,
+        nodes: [{ nodeId: null, name: big, points: [] }],
+      });
+      if (i % 100 === 0) await sleep(5);
+    }
+    await sleep(200);
+    const stats = rt.live.hub.stats();
+    expect(stats.queued).toBeLessThanOrEqual(rt.live.hub.options.sampleBuffer);
+    expect(stats.dropped).toBeGreaterThan(2000);
+    // 3000 x 20 KB = 60 MB went past; what stays is the queue plus the socket's buffers.
+    global.gc?.();
+    expect(process.memoryUsage().heapUsed - heapBefore).toBeLessThan(40 * 1024 * 1024);
+    ws.terminate();
+    await waitFor(() => rt.live.hub.stats().feeds === 0, 5000, 'cleanup after the socket died');
+    expect(rt.live.hub.stats().subscribers).toBe(0);
+  });
+
+  it('refuses more subscriptions per connection than the cap, and a socket that never inits is closed', async () => {
+    const rt2 = await startTestRuntime(sim, INTERVAL_S, {}, { ws: { maxSubscriptionsPerConnection: 2, connectionInitWaitTimeoutMs: 300 } });
+    try {
+      const c = client(rt2.url);
+      const subs = [0, 1, 2].map(() => subscribeUtilization(c, jobId));
+      await waitFor(() => subs[2]!.errors.length > 0, 10_000, 'the refusal');
+      expect(JSON.stringify(subs[2]!.errors)).toContain('TOO_MANY_SUBSCRIPTIONS');
+      subs.forEach((s) => s.stop());
+      await c.dispose();
+      const ws = new WebSocket(wsUrl(rt2.url), 'graphql-transport-ws');
+      const code = await new Promise<number>((r) => ws.once('close', (c: number) => r(c)));
+      expect(code).toBe(4408);
+      await waitFor(() => rt2.live.hub.stats().feeds === 0, 3000, 'cleanup');
+    } finally {
+      await rt2.close();
+    }
+  });
+});
