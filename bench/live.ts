@@ -1,0 +1,226 @@
+// `npm run bench:live [-- --subscribers 10000 --rounds 5 --interval 2]`: N graphql-ws subscribers
+// of one job's utilization on one server process, publish-to-receive latency (p50/p99) and server
+// memory per subscriber, beside a baseline measured in the same run: a raw `ws` server
+// broadcasting the same bytes to N plain sockets. Servers run in child processes so the clients'
+// memory is not counted; both use the same loopback and the same clock.
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { createClient, type Client } from 'graphql-ws';
+import WebSocket, { WebSocketServer } from 'ws';
+
+const { values: flags } = parseArgs({
+  options: {
+    subscribers: { type: 'string', default: '10000' },
+    rounds: { type: 'string', default: '5' },
+    interval: { type: 'string', default: '2' },
+    serve: { type: 'string' },
+  },
+});
+const N = Number(flags.subscribers);
+const ROUNDS = Number(flags.rounds);
+const INTERVAL_S = Number(flags.interval);
+
+type Msg = { type: string; [k: string]: unknown };
+const gc = () => (globalThis as { gc?: () => void }).gc?.();
+const memory = () => {
+  gc();
+  const m = process.memoryUsage();
+  return { rss: m.rss, heap: m.heapUsed + m.external + m.arrayBuffers };
+};
+
+// ---- server roles (child processes) ---------------------------------------------------------
+
+async function serveGraphql() {
+  const { pino } = await import('pino');
+  const { startBasetenSimulator } = await import('../src/simulators/baseten/server.js');
+  const { startRuntime } = await import('../src/server/runtime.js');
+  const sim = await startBasetenSimulator({ seed: 'bench-live', rateLimit: false, fleet: { projects: 1, jobsPerProject: 1, emptyProjects: 0, nodesPerJob: 2, gpusPerNode: 8, statuses: ['TRAINING_JOB_RUNNING'] } });
+  const rt = await startRuntime({
+    config: {
+      port: 0, host: '127.0.0.1', databaseUrl: null, dataDir: 'memory://', redisUrl: null, logLevel: 'silent',
+      providers: [{ id: 'bench', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BENCH_KEY', pollIntervalSeconds: INTERVAL_S }],
+    },
+    env: { BENCH_KEY: sim.apiKey },
+    logger: pino({ level: 'silent' }),
+    ws: { maxSubscriptionsPerConnection: 100, connectionInitWaitTimeoutMs: 60_000, maxPayloadBytes: 64 * 1024, keepAliveMs: 60_000 },
+  });
+  process.on('message', (m: Msg) => {
+    if (m.type === 'memory') process.send!({ type: 'memory', ...memory() });
+    if (m.type === 'stop') void rt.close().then(() => sim.close()).then(() => process.exit(0));
+  });
+  process.send!({ type: 'ready', url: rt.url, jobId: `bench:job:${sim.fleet.jobs[0]!.id}` });
+}
+
+async function serveWs() {
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, maxPayload: 64 * 1024 });
+  await new Promise((r) => wss.once('listening', r));
+  let timer: NodeJS.Timeout | null = null;
+  process.on('message', (m: Msg) => {
+    if (m.type === 'memory') process.send!({ type: 'memory', ...memory() });
+    if (m.type === 'broadcast') {
+      const template = m.template as string;
+      let left = m.rounds as number;
+      timer = setInterval(() => {
+        // The same bytes as the GraphQL `next` message, stamped with the send time.
+        const bytes = template.replace('__POLLED_AT__', new Date().toISOString());
+        for (const c of wss.clients) c.send(bytes);
+        if (--left <= 0) clearInterval(timer!);
+      }, (m.intervalMs as number));
+    }
+    if (m.type === 'stop') {
+      if (timer) clearInterval(timer);
+      wss.close();
+      process.exit(0);
+    }
+  });
+  process.send!({ type: 'ready', url: `ws://127.0.0.1:${(wss.address() as { port: number }).port}` });
+}
+
+// ---- driver ---------------------------------------------------------------------------------
+
+function startChild(role: string): Promise<{ child: ChildProcess; ready: Msg }> {
+  const child = fork(fileURLToPath(import.meta.url), ['--serve', role, '--interval', String(INTERVAL_S)], {
+    execArgv: ['--import', 'tsx', '--expose-gc', '--max-old-space-size=8192'],
+  });
+  return new Promise((resolve) => child.once('message', (ready: Msg) => resolve({ child, ready })));
+}
+
+function ask(child: ChildProcess, type: string): Promise<Msg> {
+  return new Promise((resolve) => {
+    const on = (m: Msg) => {
+      if (m.type === type) {
+        child.off('message', on);
+        resolve(m);
+      }
+    };
+    child.on('message', on);
+    child.send({ type });
+  });
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+}
+
+async function inBatches<T>(n: number, batch: number, make: (i: number) => Promise<T>): Promise<T[]> {
+  const out: T[] = [];
+  for (let i = 0; i < n; i += batch) out.push(...(await Promise.all(Array.from({ length: Math.min(batch, n - i) }, (_, k) => make(i + k)))));
+  return out;
+}
+
+interface Result {
+  latencies: number[];
+  memPerSubscriber: { rss: number; heap: number };
+  bytes: number;
+}
+
+async function measureGraphql(): Promise<Result & { template: string }> {
+  const { child, ready } = await startChild('graphql');
+  // Warm-up: one subscriber makes the server start its feed, open PGlite pages, compile resolvers;
+  // memory per subscriber is then measured from there.
+  const warm = createClient({ url: `${(ready.url as string).replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, retryAttempts: 0 });
+  await new Promise<void>((resolve) => {
+    let n = 0;
+    warm.subscribe({ query: 'subscription($id: ID!) { jobUtilization(jobId: $id) { polledAt } }', variables: { id: ready.jobId } }, { next: () => ++n === 2 && resolve(), error: () => {}, complete: () => {} });
+  });
+  const before = await ask(child, 'memory');
+  const latencies: number[] = [];
+  let template = '';
+  let received = 0;
+  const clients: Client[] = [];
+  const query = `subscription($id: ID!) { jobUtilization(jobId: $id) { polledAt status granularity gpus { nodeName index latest { timestamp gpuUtilization gpuMemoryUsedBytes } } nodes { name latest { timestamp cpuUsageCores memoryUsedBytes } } } }`;
+  // 100 subscriptions per connection (the server's cap): N subscribers, N/100 sockets.
+  const perSocket = 100;
+  const sockets = Math.ceil(N / perSocket);
+  let subscribed = 0;
+  const firstSeen = new Set<number>();
+  await inBatches(sockets, 50, async (s) => {
+    const c = createClient({ url: `${(ready.url as string).replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, retryAttempts: 0, lazy: false });
+    clients.push(c);
+    for (let k = 0; k < perSocket && subscribed < N; k++) {
+      const id = subscribed++;
+      c.subscribe<{ jobUtilization: { polledAt: string } }>(
+        { query, variables: { id: ready.jobId } },
+        {
+          next: (r) => {
+            const at = Date.now();
+            const s = r.data?.jobUtilization;
+            if (!s) return;
+            // The first sample of each subscriber is the catch-up of its joining, not a broadcast.
+            if (!firstSeen.has(id)) {
+              firstSeen.add(id);
+              return;
+            }
+            latencies.push(at - Date.parse(s.polledAt));
+            received++;
+            if (!template) template = JSON.stringify({ id: '1', type: 'next', payload: { data: { jobUtilization: { ...s, polledAt: '__POLLED_AT__' } } } });
+          },
+          error: () => {},
+          complete: () => {},
+        },
+      );
+    }
+  });
+  while (firstSeen.size < N) await new Promise((r) => setTimeout(r, 100));
+  const after = await ask(child, 'memory');
+  while (received < N * ROUNDS) await new Promise((r) => setTimeout(r, 100));
+  await Promise.allSettled([...clients, warm].map((c) => c.dispose()));
+  child.send({ type: 'stop' });
+  return {
+    latencies,
+    memPerSubscriber: { rss: ((after.rss as number) - (before.rss as number)) / N, heap: ((after.heap as number) - (before.heap as number)) / N },
+    bytes: Buffer.byteLength(template),
+    template,
+  };
+}
+
+async function measureWs(template: string): Promise<Result> {
+  const { child, ready } = await startChild('ws');
+  const before = await ask(child, 'memory');
+  const latencies: number[] = [];
+  const sockets = await inBatches(N, 200, async () => {
+    const ws = new WebSocket(ready.url as string);
+    ws.on('message', (data) => {
+      const at = Date.now();
+      const m = /"polledAt":"([^"]+)"/.exec(String(data));
+      if (m) latencies.push(at - Date.parse(m[1]!));
+    });
+    await new Promise((r) => ws.once('open', r));
+    return ws;
+  });
+  const after = await ask(child, 'memory');
+  child.send({ type: 'broadcast', template, rounds: ROUNDS, intervalMs: INTERVAL_S * 1000 });
+  while (latencies.length < N * ROUNDS) await new Promise((r) => setTimeout(r, 100));
+  for (const s of sockets) s.terminate();
+  child.send({ type: 'stop' });
+  return {
+    latencies,
+    memPerSubscriber: { rss: ((after.rss as number) - (before.rss as number)) / N, heap: ((after.heap as number) - (before.heap as number)) / N },
+    bytes: Buffer.byteLength(template),
+  };
+}
+
+async function main() {
+  console.log(`live bench: ${N} subscribers, ${ROUNDS} rounds, poll interval ${INTERVAL_S}s`);
+  const g = await measureGraphql();
+  const w = await measureWs(g.template);
+  const row = (name: string, r: Result) => {
+    const s = [...r.latencies].sort((a, b) => a - b);
+    return { name, p50: percentile(s, 50), p99: percentile(s, 99), rssKiB: r.memPerSubscriber.rss / 1024, heapKiB: r.memPerSubscriber.heap / 1024, samples: s.length };
+  };
+  const a = row('graphql-ws subscription', g);
+  const b = row('raw ws broadcast', w);
+  console.log(`message: ${g.bytes} bytes`);
+  console.log('transport                  p50 ms   p99 ms   server RSS/sub KiB   heap/sub KiB   deliveries');
+  for (const r of [a, b]) {
+    console.log(`${r.name.padEnd(25)} ${String(r.p50).padStart(7)} ${String(r.p99).padStart(8)} ${r.rssKiB.toFixed(1).padStart(20)} ${r.heapKiB.toFixed(1).padStart(14)} ${String(r.samples).padStart(12)}`);
+  }
+  const ratio = (x: number, y: number) => (y > 0 ? (x / y).toFixed(1) : 'n/a (baseline 0)');
+  console.log(`ratios graphql-ws / raw ws: p50 ${ratio(a.p50, b.p50)}x, p99 ${ratio(a.p99, b.p99)}x, RSS/sub ${ratio(a.rssKiB, b.rssKiB)}x, heap/sub ${ratio(a.heapKiB, b.heapKiB)}x`);
+  process.exit(0);
+}
+
+if (flags.serve === 'graphql') void serveGraphql();
+else if (flags.serve === 'ws') void serveWs();
+else void main();
