@@ -1,0 +1,306 @@
+// Fleet questions over the cached GPU utilization of many jobs: idle GPUs, GPU-hours allocated
+// vs used, jobs ranked by waste. The needed ranges are first fetched through the read-through
+// path; the arithmetic then runs in SQL over the points (window functions, gaps-and-islands), so
+// no point travels to Node and each question is one statement whatever the fleet's size.
+//
+// Semantics (the schema docs repeat them):
+// - A job's window is [from, to] clipped to its life (start, or creation; end, or now). PENDING
+//   jobs hold no GPUs and are left out.
+// - Series: per (job, node), the per-GPU GPU_UTILIZATION series where the platform has them; else
+//   the node's NODE-scope aggregate, which stands for all of the node's GPUs; else (no GPU or node
+//   series at all) a JOB-scope aggregate for all of the job's GPUs.
+// - A point's value holds from its timestamp until the next point, as long as that gap is at most
+//   MAX_GAP_STEPS x the series' step (the median spacing of its points in the window); across a
+//   longer gap, and after the last point, it holds for one step. Null points hold nothing. Only
+//   points inside the window count, and holding stops at the window's end. Time no point holds is
+//   "no data".
+// - Weights: a GPU series counts for 1 GPU; a node aggregate for the node's GPUs (from the cached
+//   topology, or the job's GPU count split evenly over its node series when the topology is not
+//   known); a job aggregate for the job's GPU count.
+import { and, inArray, ne, sql, type SQL } from 'drizzle-orm';
+import { DomainError } from '../domain/errors.js';
+import type { Db } from './db.js';
+import { jobWindow, type Freshness, type ReadThrough } from './read-through.js';
+import type { JobFilterSql, JobRow } from './repository.js';
+import { rowsOf, textArray } from './sql-util.js';
+import * as t from './tables.js';
+
+/** A gap of up to this many steps is bridged by the earlier point; a longer one is a hole. */
+export const MAX_GAP_STEPS = 2;
+
+export interface FleetJobWindow {
+  jobId: string;
+  from: Date;
+  to: Date;
+  /** The step asked of upstream for this window: the series' step when it has too few points to tell. */
+  stepSeconds: number;
+}
+
+export interface IdleRunRow {
+  seriesId: number;
+  jobId: string;
+  nodeId: string | null;
+  gpuId: string | null;
+  scope: 'GPU' | 'NODE' | 'JOB';
+  /** GPUs the series stands for. */
+  gpus: number;
+  from: Date;
+  to: Date;
+  avgUtilization: number;
+  maxUtilization: number;
+}
+
+export interface GpuHoursRow {
+  kind: 'job' | 'provider' | 'project' | 'model' | 'total';
+  /** Job id, provider id, project id or GPU model; null for the total. */
+  key: string | null;
+  jobs: number;
+  allocatedGpuHours: number;
+  coveredGpuHours: number;
+  usedGpuHours: number;
+}
+
+const MS_PER_HOUR = 3_600_000;
+
+export interface PreparedFleet {
+  /** The effective window: `to` is capped at now. */
+  from: Date;
+  to: Date;
+  jobs: JobRow[];
+  windows: FleetJobWindow[];
+  /** Jobs whose utilization could not be refreshed: answered from what is cached (stale) or not at all. */
+  problems: { job: JobRow; stale: boolean; code: string; message: string }[];
+}
+
+/**
+ * Makes sure the GPU utilization of every matching job is cached for its part of [from, to],
+ * through the normal read-through path (one batched ensureMetrics, at the resolution a default
+ * chart of the same window asks for, so the two share fetches), plus the topology of jobs whose
+ * nodes are still unknown (node aggregates count for their node's GPUs).
+ */
+export async function prepareFleet(
+  readThrough: ReadThrough,
+  filter: JobFilterSql,
+  from: Date,
+  to: Date,
+  maxPoints: number,
+): Promise<PreparedFleet> {
+  const now = readThrough.now();
+  const end = to < now ? to : now;
+  const store = new FleetStore(readThrough.repo.db);
+  const candidates = await store.jobsInWindow(filter, from, end, now);
+  const requests = candidates
+    .map((job) => ({ job, ...jobWindow(job, now, from, end) }))
+    .filter((r) => r.to > r.from)
+    .map((r) => ({ ...r, metrics: ['GPU_UTILIZATION' as const], maxPoints }));
+  const freshness: (Freshness | Error)[] = requests.length ? await readThrough.ensureMetrics(requests) : [];
+  // Metrics fetches teach some platforms their topology (and GPU counts): read the rows again.
+  const jobs = await readThrough.repo.jobsByIds(requests.map((r) => r.job.id));
+  const withoutTopology = jobs.filter((j) => !j.topologyFetchedAt);
+  if (withoutTopology.length) {
+    const needed = new Set(await store.jobsWithNodeAggregates(withoutTopology.map((j) => j.id)));
+    const due = withoutTopology.filter((j) => needed.has(j.id));
+    if (due.length) await readThrough.ensureTopology(due);
+  }
+  const problems: PreparedFleet['problems'] = [];
+  requests.forEach((r, i) => {
+    const f = freshness[i]!;
+    if (f instanceof Error) {
+      problems.push({ job: r.job, stale: false, code: f instanceof DomainError ? f.code : 'INTERNAL', message: f.message });
+    } else if (f.error) {
+      problems.push({ job: r.job, stale: true, code: f.error.code, message: f.error.message });
+    }
+  });
+  return {
+    from,
+    to: end,
+    jobs,
+    windows: requests.map((r) => ({ jobId: r.job.id, from: r.from, to: r.to, stepSeconds: readThrough.stepFor(r, maxPoints) })),
+    problems,
+  };
+}
+
+export class FleetStore {
+  constructor(private readonly db: Db) {}
+
+  /** Jobs matching the filter whose life overlaps [from, to] and that hold GPUs (not PENDING). */
+  async jobsInWindow(filter: JobFilterSql, from: Date, to: Date, now: Date): Promise<JobRow[]> {
+    const cond: SQL[] = [ne(t.jobs.status, 'PENDING')];
+    if (filter.providerIds) cond.push(inArray(t.jobs.providerId, [...filter.providerIds]));
+    if (filter.statuses) cond.push(inArray(t.jobs.status, [...filter.statuses]));
+    if (filter.projectId) cond.push(sql`${t.jobs.projectId} = ${filter.projectId}`);
+    if (filter.projectIds) cond.push(inArray(t.jobs.projectId, [...filter.projectIds]));
+    if (filter.nameContains) {
+      const pattern = `%${filter.nameContains.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+      cond.push(sql`${t.jobs.name} ilike ${pattern}`);
+    }
+    const [fromAt, toAt, nowAt] = [from, to, now].map((d) => sql`${d.toISOString()}::timestamptz`);
+    cond.push(sql`coalesce(${t.jobs.startedAt}, ${t.jobs.createdAt}) < ${toAt}`);
+    cond.push(sql`coalesce(${t.jobs.finishedAt}, ${nowAt}) > ${fromAt}`);
+    return this.db.select().from(t.jobs).where(and(...cond)).orderBy(t.jobs.id);
+  }
+
+  /** Of these jobs, those with node-scope GPU utilization: their weights need the node's GPUs. */
+  async jobsWithNodeAggregates(jobIds: readonly string[]): Promise<string[]> {
+    const rows = await rowsOf<{ job_id: string }>(
+      this.db,
+      sql`select distinct job_id from series where job_id = any(${textArray(jobIds)}) and kind = 'system'
+        and name = 'GPU_UTILIZATION' and scope = 'NODE'`,
+    );
+    return rows.map((r) => r.job_id);
+  }
+
+  /**
+   * Idle runs: maximal stretches where a series' value stayed under `threshold`, unbroken by a
+   * hole or a null, lasting at least `minSeconds`. Only the `first` series with the most idle
+   * GPU-hours are answered (all their runs), most idle first.
+   */
+  async idleRuns(windows: readonly FleetJobWindow[], threshold: number, minSeconds: number, first: number): Promise<IdleRunRow[]> {
+    if (windows.length === 0 || first === 0) return [];
+    const rows = await rowsOf<Record<string, unknown>>(
+      this.db,
+      sql`
+      with ${intervalsSql(windows)},
+      flagged as (
+        select series_id, t0, t1, value, value < ${threshold} as idle,
+          lag(t1) over (partition by series_id order by t0) as prev_t1,
+          lag(value < ${threshold}) over (partition by series_id order by t0) as prev_idle
+        from iv
+      ), grouped as (
+        select *, sum(case when idle and prev_idle and prev_t1 = t0 then 0 else 1 end)
+          over (partition by series_id order by t0 rows unbounded preceding) as grp
+        from flagged
+      ), runs as (
+        select series_id, min(t0) as r0, max(t1) as r1,
+          sum((t1 - t0) * value) / sum(t1 - t0) as avg_util, max(value) as max_util
+        from grouped where idle group by series_id, grp
+        having max(t1) - min(t0) >= ${minSeconds * 1000}
+      ), ranked as (
+        select runs.*, dense_rank() over (order by tot.idle_gpu_ms desc, runs.series_id) as rnk
+        from runs join (
+          select r.series_id, sum(r.r1 - r.r0) * max(sel.gpus) as idle_gpu_ms
+          from runs r join sel on sel.series_id = r.series_id group by r.series_id
+        ) tot on tot.series_id = runs.series_id
+      )
+      select ranked.series_id::float8 as series_id, sel.job_id, sel.node_id, sel.gpu_id, sel.scope, sel.gpus::float8 as gpus,
+        ranked.r0::float8 as r0, ranked.r1::float8 as r1, ranked.avg_util::float8 as avg_util, ranked.max_util::float8 as max_util
+      from ranked join sel on sel.series_id = ranked.series_id
+      where ranked.rnk <= ${first}
+      order by ranked.rnk, ranked.r0`,
+    );
+    return rows.map((r) => ({
+      seriesId: Number(r.series_id),
+      jobId: String(r.job_id),
+      nodeId: (r.node_id as string | null) ?? null,
+      gpuId: (r.gpu_id as string | null) ?? null,
+      scope: r.scope as IdleRunRow['scope'],
+      gpus: Number(r.gpus),
+      from: new Date(Number(r.r0)),
+      to: new Date(Number(r.r1)),
+      avgUtilization: Number(r.avg_util),
+      maxUtilization: Number(r.max_util),
+    }));
+  }
+
+  /**
+   * GPU-hours allocated, covered by data and used, per job (the `firstJobs` with the most waste,
+   * allocated minus used) and rolled up by provider, project, GPU model and in total.
+   */
+  async gpuHours(windows: readonly FleetJobWindow[], firstJobs: number): Promise<GpuHoursRow[]> {
+    if (windows.length === 0) return [];
+    const rows = await rowsOf<Record<string, unknown>>(
+      this.db,
+      sql`
+      with ${intervalsSql(windows)},
+      per_series as (
+        select series_id, sum(t1 - t0) as covered_ms, sum((t1 - t0) * value) as used_ms from iv group by series_id
+      ), per_job as (
+        select jw.job_id, j.provider_id, j.project_id, coalesce(j.gpu_type, 'unknown') as model,
+          -- the platform's GPU count, or more where more GPUs report than it claims
+          greatest(coalesce(j.gpu_count, 0), coalesce(sum(sel.gpus), 0)) * (jw.w_to - jw.w_from) as alloc_ms,
+          coalesce(sum(ps.covered_ms * sel.gpus), 0) as covered_ms,
+          coalesce(sum(ps.used_ms * sel.gpus), 0) as used_ms
+        from jw join jobs j on j.id = jw.job_id
+          left join sel on sel.job_id = jw.job_id
+          left join per_series ps on ps.series_id = sel.series_id
+        group by jw.job_id, j.provider_id, j.project_id, j.gpu_type, j.gpu_count, jw.w_from, jw.w_to
+      ), gpu_jobs as (
+        select * from per_job where alloc_ms > 0
+      ), top_jobs as (
+        select 'job' as kind, job_id as key, 1 as jobs, alloc_ms, covered_ms, used_ms
+        from gpu_jobs order by alloc_ms - used_ms desc, job_id limit ${firstJobs}
+      ), rollups as (
+        select case when grouping(provider_id) = 0 then 'provider' when grouping(project_id) = 0 then 'project'
+                    when grouping(model) = 0 then 'model' else 'total' end as kind,
+          coalesce(provider_id, project_id, model) as key, count(*) as jobs,
+          sum(alloc_ms) as alloc_ms, sum(covered_ms) as covered_ms, sum(used_ms) as used_ms
+        from gpu_jobs group by grouping sets ((provider_id), (project_id), (model), ())
+      )
+      select kind, key, jobs::int as jobs, alloc_ms::float8 as alloc_ms, covered_ms::float8 as covered_ms, used_ms::float8 as used_ms from top_jobs
+      union all
+      select kind, key, jobs::int, alloc_ms::float8, covered_ms::float8, used_ms::float8 from rollups`,
+    );
+    return rows.map((r) => ({
+      kind: r.kind as GpuHoursRow['kind'],
+      key: (r.key as string | null) ?? null,
+      jobs: Number(r.jobs),
+      allocatedGpuHours: Number(r.alloc_ms) / MS_PER_HOUR,
+      coveredGpuHours: Number(r.covered_ms) / MS_PER_HOUR,
+      usedGpuHours: Number(r.used_ms) / MS_PER_HOUR,
+    }));
+  }
+}
+
+/**
+ * The shared relations: jw (job windows, epoch ms), sel (the chosen GPU_UTILIZATION series and
+ * the GPUs each stands for) and iv (the interval each non-null point holds, [t0, t1) in epoch ms).
+ */
+function intervalsSql(windows: readonly FleetJobWindow[]): SQL {
+  const json = JSON.stringify(windows.map((w) => [w.jobId, w.from.getTime(), w.to.getTime(), w.stepSeconds * 1000]));
+  const jobIds = windows.map((w) => w.jobId);
+  return sql`
+  jw as (
+    select r->>0 as job_id, (r->>1)::float8 as w_from, (r->>2)::float8 as w_to, (r->>3)::float8 as asked_step
+    from jsonb_array_elements(${json}::jsonb) as r
+  ), gpu_series as (
+    -- one series per (job, node, GPU, scope), however many sources report it
+    select distinct on (s.job_id, s.node_id, s.gpu_id, s.scope) s.id, s.job_id, s.node_id, s.gpu_id, s.scope
+    from series s
+    where s.job_id = any(${textArray(jobIds)}) and s.kind = 'system' and s.name = 'GPU_UTILIZATION'
+    order by s.job_id, s.node_id, s.gpu_id, s.scope, s.id
+  ), chosen as (
+    select g.* from gpu_series g
+    where g.scope = 'GPU'
+      or (g.scope = 'NODE' and not exists (
+        select 1 from gpu_series x where x.job_id = g.job_id and x.scope = 'GPU' and x.node_id is not distinct from g.node_id))
+      or (g.scope = 'JOB' and not exists (
+        select 1 from gpu_series x where x.job_id = g.job_id and x.scope in ('GPU', 'NODE')))
+  ), node_gpus as (
+    select node_id, count(*) as n from gpus where job_id = any(${textArray(jobIds)}) group by node_id
+  ), sel as (
+    select c.id as series_id, c.job_id, c.node_id, c.gpu_id, c.scope,
+      (case c.scope
+        when 'GPU' then 1
+        when 'NODE' then coalesce(ng.n, coalesce(j.gpu_count, 0)::float8
+          / count(*) filter (where c.scope = 'NODE') over (partition by c.job_id))
+        else coalesce(j.gpu_count, 0) end)::float8 as gpus,
+      jw.w_from, jw.w_to, jw.asked_step
+    from chosen c join jw on jw.job_id = c.job_id join jobs j on j.id = c.job_id
+      left join node_gpus ng on ng.node_id = c.node_id
+  ), pts as (
+    select sel.series_id, p.key::float8 as ts, p.value,
+      lead(p.key::float8) over (partition by sel.series_id order by p.key) as next_ts
+    from sel join points p on p.series_id = sel.series_id and p.key >= sel.w_from and p.key <= sel.w_to
+  ), steps as (
+    select series_id, percentile_cont(0.5) within group (order by next_ts - ts) as step
+    from pts where next_ts is not null group by series_id
+  ), iv as (
+    select x.series_id, x.t0, x.t1, x.value from (
+      select pts.series_id, pts.ts as t0, pts.value,
+        least(sel.w_to, case when pts.next_ts - pts.ts <= ${MAX_GAP_STEPS} * coalesce(st.step, sel.asked_step) then pts.next_ts
+                             else pts.ts + coalesce(st.step, sel.asked_step) end) as t1
+      from pts join sel on sel.series_id = pts.series_id left join steps st on st.series_id = pts.series_id
+      where pts.value is not null
+    ) x where x.t1 > x.t0
+  )`;
+}
