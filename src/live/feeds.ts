@@ -165,7 +165,7 @@ async function readSample(rt: ReadThrough, job: JobRow, metrics: readonly System
   const [allSeries, nodes, gpus] = await Promise.all([repo.seriesOfJobs([job.id], 'system'), repo.nodesOfJobs([job.id]), repo.gpusOfJobs([job.id])]);
   const series = allSeries.filter((s) => wanted.has(s.name));
   // maxPoints far above any poll window's count: every stored point comes back as itself.
-  const points = await repo.pointsOf(series.map((s) => ({ seriesId: s.id, from, to })), 1_000_000, 'LAST');
+  const points = await repo.pointsOf(series.map((s) => ({ seriesId: s.id, keyedBy: 'time' as const, from, to })), 1_000_000, 'LAST');
   const nodeById = new Map(nodes.map((n) => [n.id, n]));
   const gpuById = new Map(gpus.map((g) => [g.id, g]));
   const seriesById = new Map(series.map((s) => [s.id, s]));

@@ -93,6 +93,7 @@ MetricSeriesRef.implement({
       resolve: (s, _a, ctx) =>
         ctx.loaders.points.load({
           seriesId: s.row.id,
+          keyedBy: s.row.keyedBy as 'time' | 'step',
           from: s.window.from,
           to: s.window.to,
           maxPoints: s.shape.maxPoints,
@@ -102,7 +103,7 @@ MetricSeriesRef.implement({
     summary: t.field({
       type: MetricSummaryRef,
       resolve: async (s, _a, ctx) =>
-        (await ctx.loaders.summary.load({ seriesId: s.row.id, from: s.window.from, to: s.window.to })) ?? {
+        (await ctx.loaders.summary.load({ seriesId: s.row.id, keyedBy: s.row.keyedBy as 'time' | 'step', from: s.window.from, to: s.window.to })) ?? {
           count: 0,
           min: null,
           max: null,

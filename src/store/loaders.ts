@@ -9,6 +9,7 @@ import type { GpuRow, JobRow, NodeRow, PointRow, ProgressRow, ProjectRow, Reposi
 
 export interface PointsKey {
   seriesId: number;
+  keyedBy?: 'time' | 'step';
   from: Date | null;
   to: Date | null;
   maxPoints: number;
