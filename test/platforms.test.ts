@@ -35,6 +35,9 @@ describe('three cloud platforms in one graph', () => {
       config: { port: 0, host: '127.0.0.1', databaseUrl: db.databaseUrl, dataDir: db.dataDir, redisUrl: null, logLevel: 'silent', providers },
       env: Object.assign({}, ...demo.map((d) => d.secrets)),
       logger: pino({ level: 'silent' }),
+      // Each fault below must reach the platform, not an open circuit left by the previous one
+      // (the breaker has its own matrix in test/reliability/fault-matrix.test.ts).
+      resilience: { breakerThreshold: Number.MAX_SAFE_INTEGER },
     });
   });
   afterAll(async () => {

@@ -3,7 +3,7 @@
 import { DomainError } from '../domain/errors.js';
 import type { Aggregation } from '../domain/types.js';
 import type { JobCursor } from '../store/repository.js';
-import type { Limits } from './context.js';
+import { DEFAULT_LIMITS, type Limits } from './context.js';
 
 export interface SeriesArgs {
   from?: Date | null;
@@ -24,6 +24,10 @@ export function checkSeriesArgs(args: SeriesArgs, limits: Limits): CheckedSeries
   const to = args.to ?? null;
   if (from && to && from > to) {
     throw new DomainError('BAD_INPUT', `"from" (${from.toISOString()}) is after "to" (${to.toISOString()})`, { argument: 'from' });
+  }
+  const maxRangeDays = limits.maxRangeDays ?? DEFAULT_LIMITS.maxRangeDays!;
+  if (from && to && to.getTime() - from.getTime() > maxRangeDays * 86_400_000) {
+    throw new DomainError('BAD_INPUT', `[from, to] may span at most ${maxRangeDays} days`, { argument: 'to' });
   }
   const maxPoints = args.maxPoints ?? limits.defaultMaxPoints;
   if (!Number.isInteger(maxPoints) || maxPoints < 1 || maxPoints > limits.maxPointsCap) {

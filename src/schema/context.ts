@@ -1,5 +1,6 @@
 // The one Context type every resolver sees: request-scoped loaders over the read-through store.
 import type { LiveHub } from '../live/hub.js';
+import type { AccessScope } from '../server/access.js';
 import type { ProviderSet } from '../providers/provider-set.js';
 import type { Loaders } from '../store/loaders.js';
 import type { ReadThrough } from '../store/read-through.js';
@@ -14,6 +15,8 @@ export interface Limits {
   /** Log lines per page when `first` is not given, and its cap. */
   defaultLogLines: number;
   maxLogLines: number;
+  /** Widest [from, to] a series question may ask for, in days (both ends given). */
+  maxRangeDays?: number;
 }
 
 export const DEFAULT_LIMITS: Limits = {
@@ -23,6 +26,7 @@ export const DEFAULT_LIMITS: Limits = {
   maxPointsCap: 10_000,
   defaultLogLines: 200,
   maxLogLines: 1000,
+  maxRangeDays: 366,
 };
 
 export interface Context {
@@ -32,4 +36,6 @@ export interface Context {
   limits: Limits;
   /** Shared live feeds for subscriptions; absent where a server runs without them. */
   live?: LiveHub;
+  /** The API token's scope; absent or null when no tokens are configured. */
+  access?: AccessScope | null;
 }

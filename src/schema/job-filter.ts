@@ -57,6 +57,7 @@ export function resolveJobFilter(ctx: Context, filter: JobFilterInput | null | u
       statuses: filter?.statuses ?? null,
       projectId: project,
       nameContains: filter?.nameContains || null,
+      projectIds: ctx.access?.projectIds() ?? null,
     },
   };
 }

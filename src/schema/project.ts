@@ -39,7 +39,8 @@ builder.queryFields((t) => ({
     resolve: async (_r, args, ctx) => {
       const ids = args.providerId != null ? ctx.providers.ids().filter((id) => id === String(args.providerId)) : ctx.providers.ids();
       await ctx.readThrough.syncJobLists(ids);
-      return ctx.readThrough.repo.projectsOf(ids);
+      const projects = await ctx.readThrough.repo.projectsOf(ids);
+      return ctx.access ? projects.filter((p) => ctx.access!.allowsProject(p.id)) : projects;
     },
   }),
   project: t.field({

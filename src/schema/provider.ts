@@ -5,6 +5,10 @@ import { HealthStateEnum, ProviderKindEnum, SystemMetricEnum } from './enums.js'
 
 export const ProviderRef = builder.objectRef<ProviderInstance>('Provider');
 const HealthRef = builder.objectRef<Health>('ProviderHealth');
+const CircuitStateEnum = builder.enumType('CircuitState', {
+  description: "A provider's circuit breaker: OPEN refuses calls for a while after repeated failures, HALF_OPEN lets one trial call through",
+  values: ['CLOSED', 'OPEN', 'HALF_OPEN'] as const,
+});
 export const SourceErrorRef = builder.objectRef<{ code: string; message: string }>('SourceError');
 
 SourceErrorRef.implement({
@@ -23,6 +27,8 @@ HealthRef.implement({
     lastErrorAt: t.field({ type: 'DateTime', nullable: true, resolve: (h) => h.lastErrorAt }),
     lastError: t.field({ type: SourceErrorRef, nullable: true, resolve: (h) => h.lastError }),
     consecutiveFailures: t.exposeInt('consecutiveFailures'),
+    circuit: t.field({ type: CircuitStateEnum, resolve: (h) => h.circuit }),
+    retryAt: t.field({ type: 'DateTime', nullable: true, description: 'While the circuit is open: when a trial call is next let through', resolve: (h) => h.retryAt }),
   }),
 });
 

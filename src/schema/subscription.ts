@@ -144,6 +144,7 @@ builder.subscriptionType({
               const job = p.job;
               if (statuses && !statuses.has(job.status)) return [];
               if (sql.projectId && job.projectId !== sql.projectId) return [];
+              if (sql.projectIds && !sql.projectIds.includes(job.projectId)) return [];
               if (needle && !job.name.toLowerCase().includes(needle)) return [];
               return [p];
             },

@@ -6,6 +6,8 @@ import { GraphQLError, type ExecutionArgs } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import type { App } from './yoga.js';
+import type { TokenStore } from '../config/security.js';
+import { presentedToken } from './access.js';
 
 export interface WsLimits {
   /** Largest message a client may send; bigger frames close the socket with 1009. Default 64 KiB. */
@@ -27,11 +29,17 @@ export const DEFAULT_WS_LIMITS: WsLimits = {
 
 type RootWithExecutors = { execute: (args: ExecutionArgs) => unknown; subscribe: (args: ExecutionArgs) => unknown };
 
-export function attachGraphqlWs(server: http.Server, app: App, limits: WsLimits = DEFAULT_WS_LIMITS) {
+/** With tokens configured, a connection without a valid token in connectionParams is closed with 4403 Forbidden. */
+export function attachGraphqlWs(server: http.Server, app: App, limits: WsLimits = DEFAULT_WS_LIMITS, tokens: TokenStore | null = null) {
   const wss = new WebSocketServer({ server, path: '/graphql', maxPayload: limits.maxPayloadBytes });
   const disposable = useServer(
     {
       connectionInitWaitTimeout: limits.connectionInitWaitTimeoutMs,
+      onConnect: (ctx) => {
+        if (!tokens?.configured) return true;
+        const token = presentedToken(null, ctx.connectionParams);
+        return token !== null && tokens.lookup(token) !== null;
+      },
       execute: (args) => (args.rootValue as RootWithExecutors).execute(args) as never,
       subscribe: (args) => (args.rootValue as RootWithExecutors).subscribe(args) as never,
       onSubscribe: async (ctx, _id, payload) => {
@@ -58,12 +66,20 @@ export function attachGraphqlWs(server: http.Server, app: App, limits: WsLimits 
         }
         const errors = validate(schema, document);
         if (errors.length > 0) return errors;
+        // The token is checked again for each subscription: one revoked since the connection opened is refused.
+        let contextValue;
+        try {
+          contextValue = await contextFactory();
+        } catch (err) {
+          if (err instanceof Error && err.name === 'GraphQLError') return [err as GraphQLError];
+          throw err;
+        }
         return {
           schema,
           document,
           operationName: payload.operationName,
           variableValues: payload.variables,
-          contextValue: await contextFactory(),
+          contextValue,
           rootValue: { execute, subscribe },
         };
       },

@@ -85,8 +85,12 @@ function toErrorInfo(err: unknown): { code: string; message: string } {
   return { code: 'INTERNAL', message: 'unexpected failure while fetching from upstream' };
 }
 
+/** Told how many of a batch's lookups the cache answered (hits) and how many went upstream (misses). */
+export type CacheLookupObserver = (dataset: 'metrics' | 'training' | 'progress', hits: number, misses: number) => void;
+
 export class ReadThrough {
   private readonly inflight = new Map<string, Promise<unknown>>();
+  private readonly lookupObservers: CacheLookupObserver[] = [];
 
   constructor(
     readonly repo: Repository,
@@ -97,6 +101,22 @@ export class ReadThrough {
 
   now(): Date {
     return new Date(this.clock());
+  }
+
+  observeLookups(observer: CacheLookupObserver): void {
+    this.lookupObservers.push(observer);
+  }
+
+  private lookedUp(dataset: 'metrics' | 'training' | 'progress', hits: number, misses: number) {
+    for (const observe of this.lookupObservers) observe(dataset, hits, misses);
+  }
+
+  /** Waits, at most timeoutMs, for the refreshes under way to be fetched and written (shutdown). */
+  async settle(timeoutMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
+    await Promise.race([Promise.allSettled([...this.inflight.values()]), bound]);
+    clearTimeout(timer);
   }
 
   /** Concurrent identical refreshes share one upstream call. */
@@ -305,6 +325,8 @@ export class ReadThrough {
       plan.set(r.job.id, entry);
       return null;
     });
+    const hits = answers.filter((a) => a !== null).length;
+    this.lookedUp('metrics', hits, answers.length - hits);
     if (plan.size === 0) return answers as Freshness[];
 
     const work = [...plan.values()];
@@ -326,29 +348,32 @@ export class ReadThrough {
     );
 
     const failed = new Map<string, unknown>();
-    for (const [pid, group] of groupBy(results, (r) => r.w.job.providerId)) {
-      const ok = group.filter((r) => r.res);
-      const withNodes = ok.filter((r) => r.res!.nodes && r.res!.nodes.length > 0);
-      if (withNodes.length) await this.repo.writeTopology(pid, withNodes.map((r) => ({ job: r.w.job, nodes: r.res!.nodes! })), now);
-      if (ok.length) await this.repo.writeSeries(pid, ok.map((r) => ({ job: r.w.job, series: r.res!.series })));
-      for (const r of group.filter((x) => !x.res)) failed.set(r.w.job.id, r.error);
-    }
+    for (const r of results) if (!r.res) failed.set(r.w.job.id, r.error);
     const succeeded = results.filter((r) => r.res);
-    await this.repo.recordFetches(
-      succeeded.flatMap((r) =>
-        r.res!.covered.map((m) => ({
-          jobId: r.w.job.id,
-          dataset: `metric:${m}`,
-          // An answer is authoritative for what was asked, and for any wider window it reports.
-          rangeFrom: r.res!.from < r.w.from ? r.res!.from : r.w.from,
-          rangeTo: r.res!.to > r.w.to ? r.res!.to : r.w.to,
-          fetchedAt: now,
-          stepSeconds: r.w.step,
-          final: isTerminal(r.w.job.status),
-        })),
-      ),
-    );
-    await this.repo.clearFetchErrors(succeeded.flatMap((r) => r.res!.covered.map((m) => ({ jobId: r.w.job.id, dataset: `metric:${m}` }))));
+    if (succeeded.length) {
+      await this.repo.transaction(async (repo) => {
+        for (const [pid, group] of groupBy(succeeded, (r) => r.w.job.providerId)) {
+          const withNodes = group.filter((r) => r.res!.nodes && r.res!.nodes.length > 0);
+          if (withNodes.length) await repo.writeTopology(pid, withNodes.map((r) => ({ job: r.w.job, nodes: r.res!.nodes! })), now);
+          await repo.writeSeries(pid, group.map((r) => ({ job: r.w.job, series: r.res!.series })));
+        }
+        await repo.recordFetches(
+          succeeded.flatMap((r) =>
+            r.res!.covered.map((m) => ({
+              jobId: r.w.job.id,
+              dataset: `metric:${m}`,
+              // An answer is authoritative for what was asked, and for any wider window it reports.
+              rangeFrom: r.res!.from < r.w.from ? r.res!.from : r.w.from,
+              rangeTo: r.res!.to > r.w.to ? r.res!.to : r.w.to,
+              fetchedAt: now,
+              stepSeconds: r.w.step,
+              final: isTerminal(r.w.job.status),
+            })),
+          ),
+        );
+        await repo.clearFetchErrors(succeeded.flatMap((r) => r.res!.covered.map((m) => ({ jobId: r.w.job.id, dataset: `metric:${m}` }))));
+      });
+    }
     await this.repo.recordFetchErrors(
       results
         .filter((r) => !r.res)
@@ -379,9 +404,9 @@ export class ReadThrough {
       (a) => a.capabilities.trainingMetrics,
       async (ref, signal, adapter): Promise<SeriesData[]> =>
         (await adapter.fetchTrainingMetrics?.(ref, { from: null, to: null, names: null }, signal)) ?? [],
-      async (entries) => {
+      async (entries, repo) => {
         for (const [pid, group] of groupBy(entries, (e) => e.job.providerId)) {
-          await this.repo.writeSeries(pid, group.map((e) => ({ job: e.job, series: e.data })));
+          await repo.writeSeries(pid, group.map((e) => ({ job: e.job, series: e.data })));
         }
       },
     );
@@ -393,9 +418,9 @@ export class ReadThrough {
       'progress',
       (a) => a.capabilities.progress,
       async (ref, signal, adapter) => (await adapter.fetchProgress?.(ref, signal)) ?? null,
-      async (entries) => {
+      async (entries, repo) => {
         const fetchedAt = this.now();
-        await this.repo.writeProgress(
+        await repo.writeProgress(
           entries.map(({ job, data: p }) => ({
             jobId: job.id,
             iteration: p?.iteration ?? null,
@@ -412,10 +437,10 @@ export class ReadThrough {
   /** A dataset fetched whole per job; every job of the batch is fetched in parallel and written at once. */
   private async ensureWholeJobDataset<T>(
     jobs: readonly JobRow[],
-    dataset: string,
+    dataset: 'training' | 'progress',
     supported: (adapter: ProviderAdapter) => boolean,
     fetch: (ref: JobRef, signal: AbortSignal, adapter: ProviderAdapter) => Promise<T>,
-    write: (entries: { job: JobRow; data: T }[]) => Promise<void>,
+    write: (entries: { job: JobRow; data: T }[], repo: Repository) => Promise<void>,
   ): Promise<Map<string, Freshness | Error>> {
     const now = this.now();
     const out = new Map<string, Freshness | Error>();
@@ -434,6 +459,7 @@ export class ReadThrough {
       }
       return true;
     });
+    this.lookedUp(dataset, relevant.length - due.length, due.length);
     if (due.length === 0) return out;
     const projects = await this.projectExternalIds(due);
     const fetched: { job: JobRow; data: T }[] = [];
@@ -452,13 +478,15 @@ export class ReadThrough {
       }),
     );
     if (fetched.length > 0) {
-      await write(fetched);
-      await this.repo.recordFetches(
-        fetched.map(({ job }) => {
-          const w = jobWindow(job, now);
-          return { jobId: job.id, dataset, rangeFrom: w.from, rangeTo: w.to, fetchedAt: now, stepSeconds: 0, final: isTerminal(job.status) };
-        }),
-      );
+      await this.repo.transaction(async (repo) => {
+        await write(fetched, repo);
+        await repo.recordFetches(
+          fetched.map(({ job }) => {
+            const w = jobWindow(job, now);
+            return { jobId: job.id, dataset, rangeFrom: w.from, rangeTo: w.to, fetchedAt: now, stepSeconds: 0, final: isTerminal(job.status) };
+          }),
+        );
+      });
     }
     return out;
   }

@@ -98,7 +98,9 @@ describe('read-through cache', () => {
     const res = await s.gql(UTILIZATION, { id });
     const detailed = await s.gql(`query($id: ID!) { job(id: $id) { metrics(names: [GPU_UTILIZATION], scope: GPU) { freshness { stale error { code } } } } }`, { id });
     s.sim.clearFaults();
-    expect(res.errors).toBeUndefined();
+    // The stale parts are reported in errors[] too (issue 8), each with the upstream code.
+    expect(res.errors?.length).toBeGreaterThan(0);
+    for (const e of res.errors!) expect(e.extensions).toMatchObject({ code: 'UPSTREAM_UNAVAILABLE', stale: true });
     const f = res.data.job.nodes[0].gpus[0].utilization.freshness;
     expect(f.stale).toBe(true);
     expect(res.data.job.nodes[0].gpus[0].utilization.points.length).toBeGreaterThan(0);

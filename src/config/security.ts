@@ -1,0 +1,212 @@
+// Security settings from the environment: API tokens (inline or a file of SHA-256 hashes), each
+// scoped to the providers and projects it may see; open mode; introspection; request limits.
+import { createHash } from 'node:crypto';
+import { readFileSync, statSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+
+export interface RequestLimits {
+  /** Deepest selection (graphql-armor maxDepth). */
+  maxDepth: number;
+  /** Aliases per operation (graphql-armor maxAliases). */
+  maxAliases: number;
+  /** Lexer tokens per document (graphql-armor maxTokens). */
+  maxTokens: number;
+  /** Directives per operation (graphql-armor maxDirectives). */
+  maxDirectives: number;
+  /** Static cost of an operation (graphql-armor costLimit: objects 2, scalars 1, x1.5 per level). */
+  maxCost: number;
+  /** Largest request body; bigger ones get 413 PAYLOAD_TOO_LARGE without being read whole. */
+  maxBodyBytes: number;
+  /** An operation still running after this answers EXECUTION_TIMEOUT (upstream fetches finish into the cache). */
+  executionTimeoutMs: number;
+  /** Schema introspection (__schema, __type); turn off for public deployments. */
+  introspection: boolean;
+}
+
+export const DEFAULT_REQUEST_LIMITS: RequestLimits = {
+  maxDepth: 12,
+  maxAliases: 30,
+  maxTokens: 2000,
+  maxDirectives: 20,
+  maxCost: 50_000,
+  maxBodyBytes: 100 * 1024,
+  executionTimeoutMs: 30_000,
+  introspection: true,
+};
+
+/** What one token may see: null = everything of that kind. */
+export interface TokenScope {
+  name: string;
+  providers: readonly string[] | null;
+  projects: readonly string[] | null;
+}
+
+interface TokenEntry extends TokenScope {
+  sha256: string;
+}
+
+const tokenEntry = z
+  .object({
+    name: z.string().min(1).optional(),
+    token: z.string().min(16, 'a token must be at least 16 characters').optional(),
+    sha256: z
+      .string()
+      .regex(/^[0-9a-fA-F]{64}$/, 'sha256 must be 64 hex digits')
+      .optional(),
+    providers: z.array(z.string().min(1)).optional(),
+    projects: z.array(z.string().min(1)).optional(),
+  })
+  .refine((e) => (e.token === undefined) !== (e.sha256 === undefined), 'give exactly one of "token" or "sha256"');
+const tokenList = z.array(tokenEntry);
+
+export function sha256Hex(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
+function toEntries(raw: unknown, where: string): TokenEntry[] {
+  const list = Array.isArray(raw) ? raw : (raw as { tokens?: unknown } | null)?.tokens;
+  const parsed = tokenList.safeParse(list);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new Error(`${where}${issue.path.map((p) => `[${String(p)}]`).join('')}: ${issue.message}`);
+  }
+  return parsed.data.map((e, i) => ({
+    name: e.name ?? `token ${i + 1}`,
+    sha256: (e.sha256 ?? sha256Hex(e.token!)).toLowerCase(),
+    providers: e.providers ?? null,
+    projects: e.projects ?? null,
+  }));
+}
+
+/**
+ * The configured tokens. Only hashes are kept in memory; a presented token is hashed and looked up.
+ * The file is re-read when it changes (checked at most once a second), so revoking a token takes
+ * effect on the next request or subscription without a restart.
+ */
+export class TokenStore {
+  private fileEntries: TokenEntry[] = [];
+  private fileStamp = -1;
+  private checkedAt = 0;
+
+  constructor(
+    private readonly inline: TokenEntry[],
+    private readonly file: string | null,
+  ) {
+    if (file) this.reload(true);
+  }
+
+  private reload(strict: boolean) {
+    if (!this.file) return;
+    try {
+      const stamp = statSync(this.file).mtimeMs;
+      if (stamp === this.fileStamp) return;
+      const text = readFileSync(this.file, 'utf8');
+      this.fileEntries = toEntries(this.file.endsWith('.json') ? JSON.parse(text) : parseYaml(text), this.file);
+      this.fileStamp = stamp;
+    } catch (err) {
+      // At start-up a bad file is fatal; later, the last good list stays in force.
+      if (strict) throw new Error(`API_TOKENS_FILE: ${(err as Error).message}`);
+    }
+  }
+
+  get configured(): boolean {
+    return this.inline.length > 0 || this.file !== null;
+  }
+
+  /** The scope of a presented token, or null when it is not one of ours. */
+  lookup(token: string): TokenScope | null {
+    const now = Date.now();
+    if (this.file && now - this.checkedAt >= 1000) {
+      this.checkedAt = now;
+      this.reload(false);
+    }
+    const hash = sha256Hex(token);
+    const entry = this.inline.find((e) => e.sha256 === hash) ?? this.fileEntries.find((e) => e.sha256 === hash);
+    return entry ? { name: entry.name, providers: entry.providers, projects: entry.projects } : null;
+  }
+}
+
+export interface SecurityConfig {
+  tokens: TokenStore;
+  /** Serve without tokens on a non-loopback address (ALLOW_OPEN=true): only behind something that authenticates. */
+  allowOpen: boolean;
+  requestLimits: RequestLimits;
+}
+
+const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+const positive = z.coerce.number().int().positive();
+const envSchema = z.object({
+  API_TOKENS: z.string().min(1).optional(),
+  API_TOKENS_FILE: z.string().min(1).optional(),
+  ALLOW_OPEN: bool.default(false),
+  GRAPHQL_INTROSPECTION: bool.default(DEFAULT_REQUEST_LIMITS.introspection),
+  MAX_QUERY_DEPTH: positive.default(DEFAULT_REQUEST_LIMITS.maxDepth),
+  MAX_QUERY_ALIASES: positive.default(DEFAULT_REQUEST_LIMITS.maxAliases),
+  MAX_QUERY_TOKENS: positive.default(DEFAULT_REQUEST_LIMITS.maxTokens),
+  MAX_QUERY_DIRECTIVES: positive.default(DEFAULT_REQUEST_LIMITS.maxDirectives),
+  MAX_QUERY_COST: positive.default(DEFAULT_REQUEST_LIMITS.maxCost),
+  MAX_BODY_BYTES: positive.default(DEFAULT_REQUEST_LIMITS.maxBodyBytes),
+  EXECUTION_TIMEOUT_MS: positive.default(DEFAULT_REQUEST_LIMITS.executionTimeoutMs),
+});
+
+/** Throws an Error naming the variable for bad values (loadConfig turns it into a ConfigError). */
+export function loadSecurityConfig(env: NodeJS.ProcessEnv): SecurityConfig {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new Error(`environment.${issue.path.join('.')}: ${issue.message}`);
+  }
+  const e = parsed.data;
+  let inline: TokenEntry[] = [];
+  if (e.API_TOKENS) {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(e.API_TOKENS);
+    } catch {
+      throw new Error('API_TOKENS: not valid JSON (a list of {token | sha256, providers?, projects?, name?})');
+    }
+    inline = toEntries(raw, 'API_TOKENS');
+  }
+  return {
+    tokens: new TokenStore(inline, e.API_TOKENS_FILE ?? null),
+    allowOpen: e.ALLOW_OPEN,
+    requestLimits: {
+      maxDepth: e.MAX_QUERY_DEPTH,
+      maxAliases: e.MAX_QUERY_ALIASES,
+      maxTokens: e.MAX_QUERY_TOKENS,
+      maxDirectives: e.MAX_QUERY_DIRECTIVES,
+      maxCost: e.MAX_QUERY_COST,
+      maxBodyBytes: e.MAX_BODY_BYTES,
+      executionTimeoutMs: e.EXECUTION_TIMEOUT_MS,
+      introspection: e.GRAPHQL_INTROSPECTION,
+    },
+  };
+}
+
+const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost', '::ffff:127.0.0.1']);
+
+export function isLoopbackHost(host: string): boolean {
+  return LOOPBACK.has(host) || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+/** The values of every provider secret (each config key ending in "Env" names one), for redaction. */
+export function secretValues(configs: readonly object[], env: Record<string, string | undefined>): string[] {
+  const out = new Set<string>();
+  for (const c of configs) {
+    for (const [key, name] of Object.entries(c)) {
+      if (!key.endsWith('Env') || typeof name !== 'string') continue;
+      const value = env[name];
+      // Very short values would match ordinary text; no real key is that short.
+      if (value && value.length >= 6) out.add(value);
+    }
+  }
+  return [...out];
+}
+
+/** Replaces each secret value in a text with [redacted]. */
+export function redactSecrets(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const s of secrets) if (out.includes(s)) out = out.split(s).join('[redacted]');
+  return out;
+}

@@ -1,0 +1,132 @@
+// Who may see what. With API tokens configured, every operation (HTTP, SSE or graphql-ws, each
+// subscription re-checked when it starts) presents a token; its scope narrows the request's
+// context: `providers` shows only the token's providers, and the loaders every resolver and entity
+// lookup goes through answer null for any job, project, node or GPU outside it, exactly as for an
+// id that does not exist. Job lists and status streams filter by the same scope in SQL / in the
+// stream, so counts and cursors never reveal another tenant's jobs.
+import DataLoader from 'dataloader';
+import { GraphQLError } from 'graphql';
+import type { TokenScope, TokenStore } from '../config/security.js';
+import { parseGlobalId } from '../domain/ids.js';
+import type { ProviderSet } from '../providers/provider-set.js';
+import type { Context } from '../schema/context.js';
+import type { Loaders } from '../store/loaders.js';
+import type { GpuRow, JobRow, NodeRow, ProjectRow } from '../store/repository.js';
+
+export class AccessScope {
+  private readonly providers: ReadonlySet<string> | null;
+  private readonly projects: ReadonlySet<string> | null;
+
+  constructor(readonly scope: TokenScope) {
+    this.providers = scope.providers ? new Set(scope.providers) : null;
+    this.projects = scope.projects ? new Set(scope.projects) : null;
+  }
+
+  get name(): string {
+    return this.scope.name;
+  }
+
+  allowsProvider(providerId: string): boolean {
+    return this.providers === null || this.providers.has(providerId);
+  }
+
+  allowsProject(projectId: string): boolean {
+    if (this.projects !== null && !this.projects.has(projectId)) return false;
+    try {
+      return this.allowsProvider(parseGlobalId(projectId, 'project').providerId);
+    } catch {
+      return false;
+    }
+  }
+
+  allowsJob(job: { providerId: string; projectId: string }): boolean {
+    return this.allowsProvider(job.providerId) && (this.projects === null || this.projects.has(job.projectId));
+  }
+
+  /** The project ids a job list is confined to, or null when projects are not restricted. */
+  projectIds(): string[] | null {
+    return this.projects ? [...this.projects].filter((p) => this.allowsProject(p)) : null;
+  }
+
+  visibleProviders(all: readonly string[]): string[] {
+    return all.filter((id) => this.allowsProvider(id));
+  }
+}
+
+/** The token a request presents: `Authorization: Bearer <token>`, or graphql-ws connectionParams. */
+export function presentedToken(headers: Headers | null, connectionParams: Record<string, unknown> | undefined): string | null {
+  if (typeof connectionParams?.token === 'string') return connectionParams.token;
+  const param = connectionParams?.authorization ?? connectionParams?.Authorization;
+  const raw = typeof param === 'string' ? param : (headers?.get('authorization') ?? null);
+  const bearer = raw ? /^Bearer\s+(\S+)\s*$/i.exec(raw) : null;
+  return bearer ? bearer[1]! : null;
+}
+
+export function unauthenticated(): GraphQLError {
+  return new GraphQLError('a valid API token is required (Authorization: Bearer <token>)', {
+    extensions: { code: 'UNAUTHENTICATED', http: { status: 401, headers: { 'www-authenticate': 'Bearer' } } },
+  });
+}
+
+/** The scope of a request, or a thrown UNAUTHENTICATED; null = no tokens configured (loopback or open mode). */
+export function authenticate(tokens: TokenStore | null, headers: Headers | null, connectionParams?: Record<string, unknown>): AccessScope | null {
+  if (!tokens?.configured) return null;
+  const token = presentedToken(headers, connectionParams);
+  const scope = token ? tokens.lookup(token) : null;
+  if (!scope) throw unauthenticated();
+  return new AccessScope(scope);
+}
+
+/** Wraps a by-id loader so rows outside the scope come back as null, like unknown ids. */
+function filtered<T>(inner: DataLoader<string, T | null>, visible: (row: T) => Promise<boolean> | boolean): DataLoader<string, T | null> {
+  return new DataLoader<string, T | null>(
+    async (ids) =>
+      Promise.all(
+        ids.map(async (id) => {
+          try {
+            const row = await inner.load(id);
+            return row && (await visible(row)) ? row : null;
+          } catch (err) {
+            return err as Error;
+          }
+        }),
+      ),
+    { maxBatchSize: 1000 },
+  );
+}
+
+/** The request's context narrowed to a token's scope. */
+export function scopeContext(base: Context, scope: AccessScope): Context {
+  const providers: ProviderSet = base.providers.scoped(scope.visibleProviders(base.providers.ids()));
+  const inner = base.loaders;
+  // Ids of providers outside the scope never reach the store or upstream: same answer as unconfigured ones.
+  const jobById = new DataLoader<string, JobRow | null>(
+    async (ids) =>
+      Promise.all(
+        ids.map(async (id) => {
+          try {
+            const parsed = parseGlobalId(id, 'job');
+            if (!scope.allowsProvider(parsed.providerId)) return null;
+          } catch {
+            // malformed: the inner loader reports it exactly as it would for anyone
+          }
+          try {
+            const row = await inner.jobById.load(id);
+            return row && scope.allowsJob(row) ? row : null;
+          } catch (err) {
+            return err as Error;
+          }
+        }),
+      ),
+    { maxBatchSize: 1000 },
+  );
+  const ownJob = async (row: NodeRow | GpuRow) => (await jobById.load(row.jobId)) !== null;
+  const loaders: Loaders = {
+    ...inner,
+    jobById,
+    projectById: filtered<ProjectRow>(inner.projectById, (p) => scope.allowsProject(p.id)),
+    nodeById: filtered<NodeRow>(inner.nodeById, ownJob),
+    gpuById: filtered<GpuRow>(inner.gpuById, ownJob),
+  };
+  return { ...base, providers, loaders, access: scope };
+}
