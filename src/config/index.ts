@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { providersFile, type ProviderConfig } from './providers-config.js';
+import { loadSecurityConfig, type SecurityConfig } from './security.js';
 
 export * from './providers-config.js';
 
@@ -21,6 +22,8 @@ const envSchema = z.object({
   REDIS_URL: z.string().url().optional(),
   PROVIDERS_CONFIG: z.string().min(1).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
+  OTEL_SERVICE_NAME: z.string().min(1).default('training-graph'),
 });
 
 export interface AppConfig {
@@ -32,6 +35,10 @@ export interface AppConfig {
   logLevel: string;
   /** null = no providers file: run the built-in simulators as demo providers. */
   providers: ProviderConfig[] | null;
+  /** API tokens, open mode and request limits (src/config/security.ts); absent = no tokens, default limits. */
+  security?: SecurityConfig;
+  /** OpenTelemetry tracing: spans go to this OTLP/HTTP endpoint; unset = no tracing. */
+  tracing?: { endpoint: string; serviceName: string } | null;
 }
 
 function describeIssues(prefix: string, error: z.ZodError): string {
@@ -69,7 +76,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     }
     providers = parseProvidersFile(text, e.PROVIDERS_CONFIG);
   }
+  let security: SecurityConfig;
+  try {
+    security = loadSecurityConfig(env);
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
   return {
+    security,
     port: e.PORT,
     host: e.HOST,
     databaseUrl: e.DATABASE_URL ?? null,
@@ -77,5 +91,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     redisUrl: e.REDIS_URL ?? null,
     logLevel: e.LOG_LEVEL,
     providers,
+    tracing: e.OTEL_EXPORTER_OTLP_ENDPOINT ? { endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: e.OTEL_SERVICE_NAME } : null,
   };
 }

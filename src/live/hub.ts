@@ -66,6 +66,8 @@ class Feed {
   readonly state: FeedState = { cursor: null, since: null };
   private readonly offBus: () => void;
   private timer: NodeJS.Timeout | null = null;
+  /** The poll under way, so stopping waits for its cache writes to finish. */
+  private running: Promise<void> | null = null;
   private abort = new AbortController();
   private leader = false;
   private stopped = false;
@@ -111,7 +113,7 @@ class Feed {
     if (this.stopped || this.done) return;
     this.timer = setTimeout(() => {
       this.timer = null;
-      void this.step();
+      this.running = this.step().finally(() => (this.running = null));
     }, delayMs);
   }
 
@@ -193,6 +195,7 @@ class Feed {
     this.timer = null;
     this.abort.abort();
     this.offBus();
+    await this.running?.catch(() => {});
     await this.releaseLock();
   }
 }

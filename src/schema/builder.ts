@@ -10,6 +10,8 @@ export const builder = new SchemaBuilder<{
   Scalars: {
     DateTime: { Input: Date; Output: Date };
     JSON: { Input: unknown; Output: unknown };
+    /** Seconds; written as an ISO-8601 duration (src/schema/duration.ts). */
+    Duration: { Input: number; Output: number };
   };
   DefaultFieldNullability: false;
 }>({

@@ -10,6 +10,8 @@ import './job.js';
 import './node.js';
 import './gpu.js';
 import './subscription.js';
+import './duration.js';
+import './fleet.js';
 import './entities.js';
 
 /** The plain schema (schema/schema.graphql), as a client that knows nothing of federation sees it. */

@@ -2,9 +2,9 @@
 // read-through store, the yoga app, and one HTTP server with the probes.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
 import type { AppConfig, ProviderConfig, SecretSource } from '../config/index.js';
-import { ProviderSet, type ProviderInstance } from '../providers/provider-set.js';
+import { ProviderSet, type ProviderInstance, type ResilienceOptions } from '../providers/provider-set.js';
 import { createAdapter } from '../providers/registry.js';
 import { startDemoProviders, type DemoProvider } from '../simulators/demo.js';
 import { openDatabase, type Database } from '../store/db.js';
@@ -15,6 +15,15 @@ import { createApp, type App } from './yoga.js';
 import { startLive, type LiveRuntime } from './live.js';
 import type { LiveOptions } from '../live/hub.js';
 import { attachGraphqlWs, DEFAULT_WS_LIMITS, type WsLimits } from './ws.js';
+import { ConfigError } from '../config/index.js';
+import { isLoopbackHost, redactSecrets, secretValues } from '../config/security.js';
+import { useSecretRedaction } from './plugins/use-redaction.js';
+import { Metrics } from './metrics.js';
+import { createHttpFront } from './http-front.js';
+import { startTracing, traceUpstreamCalls } from './tracing.js';
+import { useMetrics } from './plugins/use-metrics.js';
+import { useTracing } from './plugins/use-tracing.js';
+import { serveWebPage } from './web.js';
 
 export interface RuntimeOptions {
   config: AppConfig;
@@ -28,6 +37,12 @@ export interface RuntimeOptions {
   demoWorkDir?: string;
   live?: Partial<LiveOptions>;
   ws?: Partial<WsLimits>;
+  /** Retries, circuit breaker and concurrency limit around every upstream call (src/providers/provider-set.ts). */
+  resilience?: Partial<ResilienceOptions>;
+  /** Where the runtime's own logger writes (stdout by default); ignored when `logger` is given. */
+  logDestination?: DestinationStream;
+  /** How long close() waits for in-flight requests and cache writes before cutting them off. Default 10000 ms. */
+  shutdownGraceMs?: number;
 }
 
 export interface Runtime {
@@ -40,6 +55,12 @@ export interface Runtime {
   demo: DemoProvider[];
   logger: Logger;
   live: LiveRuntime;
+  metrics: Metrics;
+  /**
+   * Graceful stop: refuses new connections (readyz turns 503), lets in-flight requests finish
+   * (bounded by shutdownGraceMs), closes graphql-ws subscribers with 1001 Going Away, stops the
+   * pollers once their cache writes are done (their locks released), then closes the rest.
+   */
   close(): Promise<void>;
 }
 
@@ -56,21 +77,55 @@ export function buildProviders(configs: ProviderConfig[], env: SecretSource, sim
 
 export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const { config } = opts;
-  const logger = opts.logger ?? pino({ level: config.logLevel, redact: { paths: ['*.password', '*.secret', '*.apiKey', '*.token'], censor: '[redacted]' } });
+  const tokens = config.security?.tokens ?? null;
+  if (!tokens?.configured && !config.security?.allowOpen && !isLoopbackHost(config.host)) {
+    throw new ConfigError(
+      `HOST=${config.host} is not a loopback address and no API tokens are configured (API_TOKENS or API_TOKENS_FILE): ` +
+        'anyone who can reach it would see every provider. Configure tokens, bind to 127.0.0.1, or set ALLOW_OPEN=true behind something that authenticates.',
+    );
+  }
+  // Filled once the providers' secrets are resolved; every log line is scrubbed of them.
+  let secrets: string[] = [];
+  const loggerOptions = {
+    level: config.logLevel,
+    redact: { paths: ['*.password', '*.secret', '*.apiKey', '*.token', '*.authorization', '*.headers.authorization'], censor: '[redacted]' },
+    hooks: { streamWrite: (line: string) => redactSecrets(line, secrets) },
+  };
+  const logger = opts.logger ?? (opts.logDestination ? pino(loggerOptions, opts.logDestination) : pino(loggerOptions));
   const demo = config.providers ? [] : await startDemoProviders({ workDir: opts.demoWorkDir, now: opts.clock });
   const configs = config.providers ?? demo.map((d) => d.config);
   const env: SecretSource = config.providers ? (opts.env ?? process.env) : Object.assign({}, ...demo.map((d) => d.secrets));
-  const providers = new ProviderSet(buildProviders(configs, env, !config.providers));
+  const providers = new ProviderSet(buildProviders(configs, env, !config.providers), opts.resilience);
+  secrets = secretValues(configs, env as Record<string, string | undefined>);
 
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   const repo = new Repository(database.db);
   await repo.upsertProviders(providers.all().map((p) => ({ id: p.id, kind: p.kind, name: p.name, simulated: p.simulated })));
   const readThrough = new ReadThrough(repo, providers, { ...DEFAULT_CACHE_POLICY, ...opts.cachePolicy }, opts.clock);
   const live = await startLive({ config, readThrough, logger, options: opts.live });
-  const app = createApp({ readThrough, providers, logger, limits: opts.limits, live: live.hub });
+  const metrics = new Metrics({ providers, readThrough, live: live.hub });
+  const tracing = config.tracing ? startTracing(config.tracing) : null;
+  if (tracing) traceUpstreamCalls(providers, tracing.tracer);
+  const front = createHttpFront(logger, metrics);
+  const app = createApp({
+    readThrough,
+    providers,
+    logger,
+    limits: opts.limits,
+    live: live.hub,
+    requestLimits: config.security?.requestLimits,
+    tokens,
+    plugins: [useSecretRedaction(secrets), useMetrics(metrics, logger), ...(tracing ? [useTracing(tracing.tracer)] : [])],
+  });
+  const graceMs = opts.shutdownGraceMs ?? 10_000;
 
   let ready = true;
-  const server = http.createServer((req, res) => {
+  const server = http.createServer(front.wrap((req, res) => {
+    if (req.url === '/metrics') {
+      void metrics.scrape().then((body) => res.writeHead(200, { 'content-type': metrics.contentType() }).end(body));
+      return;
+    }
+    if (serveWebPage(req, res, logger)) return;
     if (req.url === '/healthz') {
       res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
       return;
@@ -80,12 +135,12 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       return;
     }
     void app.handle(req, res);
-  });
+  }));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
   });
-  const ws = attachGraphqlWs(server, app, { ...DEFAULT_WS_LIMITS, ...opts.ws });
+  const ws = attachGraphqlWs(server, app, { ...DEFAULT_WS_LIMITS, ...opts.ws }, tokens);
   const addr = server.address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   const url = `http://${host}:${addr.port}`;
@@ -101,12 +156,18 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     demo,
     logger,
     live,
+    metrics,
     async close() {
       ready = false;
-      await ws.close();
-      await live.close();
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      const [, drained] = await Promise.all([ws.close(), front.drained(graceMs)]);
+      if (!drained) logger.warn({ inFlight: front.inFlight(), graceMs }, 'shutdown: requests still in flight after the grace period are cut off');
+      // SSE subscription streams, and whatever outlived the grace period.
       server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await closed;
+      await live.close();
+      await readThrough.settle(graceMs);
+      await tracing?.shutdown();
       await providers.close();
       await Promise.all(demo.map((d) => d.close()));
       await database.close();

@@ -9,6 +9,10 @@ import { DEFAULT_LIMITS, type Context, type Limits } from '../schema/context.js'
 import { createLoaders } from '../store/loaders.js';
 import type { ReadThrough } from '../store/read-through.js';
 import { maskError, useErrorCodes } from './plugins/use-error-codes.js';
+import { DEFAULT_REQUEST_LIMITS, type RequestLimits, type TokenStore } from '../config/security.js';
+import { authenticate, scopeContext } from './access.js';
+import { useLimits } from './plugins/use-limits.js';
+import { useStaleErrors } from './plugins/use-stale-errors.js';
 
 export interface YogaDeps {
   readThrough: ReadThrough;
@@ -17,6 +21,10 @@ export interface YogaDeps {
   limits?: Limits;
   plugins?: Plugin[];
   live?: LiveHub;
+  /** Depth, aliases, tokens, cost, body size, introspection, execution time-out. */
+  requestLimits?: RequestLimits;
+  /** API tokens; with none configured every request sees everything (the server is on loopback or explicitly open). */
+  tokens?: TokenStore | null;
 }
 
 export const EXAMPLE_QUERY = `# Every platform's jobs, newest first, with per-GPU utilization (ratio 0..1)
@@ -45,14 +53,19 @@ export function createApp(deps: YogaDeps) {
     graphiql: { title: 'Training graph', defaultQuery: EXAMPLE_QUERY },
     maskedErrors: { maskError: maskError(deps.logger) },
     logging: false,
-    plugins: [useErrorCodes(), ...(deps.plugins ?? [])],
-    context: () => ({
-      loaders: createLoaders(deps.readThrough),
-      readThrough: deps.readThrough,
-      providers: deps.providers,
-      limits,
-      live: deps.live,
-    }),
+    plugins: [useErrorCodes(), ...useLimits(deps.requestLimits ?? DEFAULT_REQUEST_LIMITS), useStaleErrors(), ...(deps.plugins ?? [])],
+    context: (initial): Context => {
+      const base: Context = {
+        loaders: createLoaders(deps.readThrough),
+        readThrough: deps.readThrough,
+        providers: deps.providers,
+        limits,
+        live: deps.live,
+      };
+      // Over graphql-ws there is no Fetch request: the token comes in connectionParams.
+      const scope = authenticate(deps.tokens ?? null, initial.request?.headers ?? null, initial.connectionParams as Record<string, unknown> | undefined);
+      return scope ? scopeContext(base, scope) : base;
+    },
   });
 }
 

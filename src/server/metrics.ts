@@ -1,0 +1,168 @@
+// Prometheus metrics of one runtime: GraphQL operations, HTTP requests, upstream calls per
+// provider, cache hits and misses, live subscribers and pollers. Each runtime has its own registry
+// (tests run several in one process); the process metrics (CPU, memory, event loop, GC) are
+// registered once per process and merged in at scrape time.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { DomainError } from '../domain/errors.js';
+import type { LiveHub } from '../live/hub.js';
+import type { ProviderSet } from '../providers/provider-set.js';
+import type { ReadThrough } from '../store/read-through.js';
+
+export const METRIC_PREFIX = 'training_graph_';
+
+/** Distinct operation names kept as labels; later newcomers share one label so clients cannot blow up the series count. */
+const MAX_OPERATION_NAMES = 200;
+export const OTHER_OPERATION = '_other';
+
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+let processRegistry: Registry | null = null;
+
+function processMetrics(): Registry {
+  if (!processRegistry) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry, prefix: METRIC_PREFIX });
+  }
+  return processRegistry;
+}
+
+export interface MetricsSources {
+  providers: ProviderSet;
+  readThrough: ReadThrough;
+  live: LiveHub;
+}
+
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly operationNames = new Set<string>();
+
+  readonly operations = new Counter({
+    name: `${METRIC_PREFIX}graphql_operations_total`,
+    help: 'GraphQL operations executed (HTTP and graphql-ws), by operation name, type and outcome (error = the result carries errors)',
+    labelNames: ['operation', 'type', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly operationDuration = new Histogram({
+    name: `${METRIC_PREFIX}graphql_operation_duration_seconds`,
+    help: 'Execution time of GraphQL queries and mutations, by operation name and type',
+    labelNames: ['operation', 'type'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly httpRequests = new Counter({
+    name: `${METRIC_PREFIX}http_requests_total`,
+    help: 'HTTP requests answered, by route and status code',
+    labelNames: ['route', 'status'] as const,
+    registers: [this.registry],
+  });
+
+  readonly httpInFlight = new Gauge({
+    name: `${METRIC_PREFIX}http_requests_in_flight`,
+    help: 'HTTP requests being served (SSE subscription streams excluded)',
+    registers: [this.registry],
+  });
+
+  readonly upstreamCalls = new Counter({
+    name: `${METRIC_PREFIX}upstream_calls_total`,
+    help: 'Calls to a training platform, by provider id, kind and outcome',
+    labelNames: ['provider', 'kind', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly upstreamErrors = new Counter({
+    name: `${METRIC_PREFIX}upstream_errors_total`,
+    help: 'Failed calls to a training platform, by provider and error code (UPSTREAM_RATE_LIMITED, UPSTREAM_TIMEOUT, ...)',
+    labelNames: ['provider', 'kind', 'code'] as const,
+    registers: [this.registry],
+  });
+
+  readonly upstreamDuration = new Histogram({
+    name: `${METRIC_PREFIX}upstream_call_duration_seconds`,
+    help: 'Duration of calls to a training platform (one call may page through several HTTP requests)',
+    labelNames: ['provider', 'kind'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly cacheLookups = new Counter({
+    name: `${METRIC_PREFIX}cache_lookups_total`,
+    help: 'Read-through cache lookups by dataset (metrics, training, progress): hit = answered from Postgres, miss = fetched upstream',
+    labelNames: ['dataset', 'result'] as const,
+    registers: [this.registry],
+  });
+
+  constructor(sources: MetricsSources) {
+    const lookups = new Map<string, { hits: number; misses: number }>();
+    new Gauge({
+      name: `${METRIC_PREFIX}cache_hit_ratio`,
+      help: 'Share of cache lookups answered without an upstream call since start, by dataset',
+      labelNames: ['dataset'] as const,
+      registers: [this.registry],
+      collect() {
+        for (const [dataset, n] of lookups) if (n.hits + n.misses > 0) this.set({ dataset }, n.hits / (n.hits + n.misses));
+      },
+    });
+    sources.readThrough.observeLookups((dataset, hits, misses) => {
+      const n = lookups.get(dataset) ?? { hits: 0, misses: 0 };
+      n.hits += hits;
+      n.misses += misses;
+      lookups.set(dataset, n);
+      if (hits) this.cacheLookups.inc({ dataset, result: 'hit' }, hits);
+      if (misses) this.cacheLookups.inc({ dataset, result: 'miss' }, misses);
+    });
+
+    sources.providers.observe(({ providerId, kind }) => {
+      const end = this.upstreamDuration.startTimer({ provider: providerId, kind });
+      return (error) => {
+        end();
+        this.upstreamCalls.inc({ provider: providerId, kind, outcome: error ? 'error' : 'ok' });
+        if (error) this.upstreamErrors.inc({ provider: providerId, kind, code: error instanceof DomainError ? error.code : 'INTERNAL' });
+      };
+    });
+
+    const live = sources.live;
+    new Gauge({
+      name: `${METRIC_PREFIX}live_subscribers`,
+      help: 'Live subscriptions (graphql-ws and SSE) open on this replica',
+      registers: [this.registry],
+      collect() {
+        this.set(live.stats().subscribers);
+      },
+    });
+    new Gauge({
+      name: `${METRIC_PREFIX}live_pollers`,
+      help: 'Live feeds (one per job or provider, shared by its subscribers) open on this replica',
+      registers: [this.registry],
+      collect() {
+        this.set(live.stats().feeds);
+      },
+    });
+    new Gauge({
+      name: `${METRIC_PREFIX}live_pollers_leading`,
+      help: 'Live feeds this replica polls upstream itself (it holds their poll lock)',
+      registers: [this.registry],
+      collect() {
+        this.set(live.stats().leading.length);
+      },
+    });
+  }
+
+  /** A bounded label for a client-chosen operation name. */
+  operationLabel(name: string | null | undefined): string {
+    const clean = (name ?? '').replace(/[^A-Za-z0-9_]/g, '').slice(0, 64) || 'anonymous';
+    if (this.operationNames.has(clean)) return clean;
+    if (this.operationNames.size >= MAX_OPERATION_NAMES) return OTHER_OPERATION;
+    this.operationNames.add(clean);
+    return clean;
+  }
+
+  contentType(): string {
+    return this.registry.contentType;
+  }
+
+  async scrape(): Promise<string> {
+    return Registry.merge([processMetrics(), this.registry]).metrics();
+  }
+}

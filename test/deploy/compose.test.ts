@@ -1,0 +1,126 @@
+// Docker cannot run here, so the scale-out topology is checked as text: docker-compose.yml has
+// Postgres, Redis and two API replicas built from the Dockerfile behind one port, all health-
+// checked; each replica's environment uses the settings the README documents and loadConfig
+// accepts; the Dockerfile is multi-stage, non-root and health-checked.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parse } from 'yaml';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/index.js';
+
+const root = path.resolve(import.meta.dirname, '../..');
+const compose = parse(readFileSync(path.join(root, 'docker-compose.yml'), 'utf8')) as {
+  services: Record<string, Service>;
+  configs?: Record<string, { content?: string }>;
+};
+const dockerfile = readFileSync(path.join(root, 'Dockerfile'), 'utf8');
+const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
+
+interface Service {
+  image?: string;
+  build?: string | { context: string; dockerfile?: string };
+  command?: string[] | string;
+  environment?: Record<string, string>;
+  ports?: string[];
+  volumes?: string[];
+  healthcheck?: { test: string[] | string };
+  depends_on?: Record<string, { condition: string }> | string[];
+  configs?: { source: string; target: string }[];
+}
+
+const services = Object.entries(compose.services);
+const apis = services.filter(([, s]) => s.build !== undefined);
+const SERVER_SETTINGS = ['PORT', 'HOST', 'DATABASE_URL', 'REDIS_URL', 'PROVIDERS_CONFIG'];
+
+/** Compose's `${NAME:-default}` interpolation, from an empty environment. */
+const interpolate = (v: string) => v.replace(/\$\{(\w+)(?::?-([^}]*))?\}/g, (_m, _name, fallback) => fallback ?? '');
+
+describe('docker-compose.yml', () => {
+  const tmp = mkdtempSync(path.join(tmpdir(), 'tg-compose-'));
+  afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+  it('has Postgres and Redis with healthchecks', () => {
+    const pg = compose.services.postgres!;
+    const redis = compose.services.redis!;
+    expect(pg.image).toMatch(/^postgres:/);
+    expect(JSON.stringify(pg.healthcheck?.test)).toContain('pg_isready');
+    expect(redis.image).toMatch(/^redis:/);
+    expect(JSON.stringify(redis.healthcheck?.test)).toContain('redis-cli');
+  });
+
+  it('runs two identical API replicas from the Dockerfile, after healthy Postgres and Redis', () => {
+    expect(apis.map(([name]) => name)).toEqual(['api-1', 'api-2']);
+    for (const [, api] of apis) {
+      const context = typeof api.build === 'string' ? api.build : api.build!.context;
+      expect(context).toBe('.');
+      expect(api.ports).toBeUndefined(); // reached only through the gateway
+      expect(api.depends_on).toMatchObject({ postgres: { condition: 'service_healthy' }, redis: { condition: 'service_healthy' } });
+      // The image's own command (src/main.ts) runs unless compose overrides it.
+      expect(api.command).toBeUndefined();
+    }
+    expect(apis[1]![1].environment).toEqual(apis[0]![1].environment);
+  });
+
+  it("sets the README's server settings (and only documented variables or provider secrets), pointing at the compose services; loadConfig accepts them", () => {
+    const documented = new Set([...readme.matchAll(/^\| `([A-Z_]+)` \|/gm)].map((m) => m[1]!));
+    for (const [name, api] of apis) {
+      const env = Object.fromEntries(Object.entries(api.environment ?? {}).map(([k, v]) => [k, interpolate(String(v))]));
+      for (const key of SERVER_SETTINGS) {
+        expect(env[key], `${name}.${key}`).toBeDefined();
+        expect(documented.has(key), `README documents ${key}`).toBe(true);
+      }
+      expect(new URL(env.DATABASE_URL!).hostname).toBe('postgres');
+      expect(new URL(env.REDIS_URL!).hostname).toBe('redis');
+      expect(env.HOST).toBe('0.0.0.0');
+
+      // Files the environment names are mounted from beside the compose file; here the README's
+      // providers example stands in for providers.yaml, and any other file (the API token list)
+      // starts as an empty list.
+      const example = readme.match(/```yaml\n([\s\S]*?)```/)![1]!;
+      const mounts = new Map(api.volumes!.map((v) => v.split(':')).map(([source, target]) => [target!, source!]));
+      expect(mounts.has(env.PROVIDERS_CONFIG!), 'a volume mounts the providers file').toBe(true);
+      const local = { ...env };
+      for (const [key, v] of Object.entries(env)) {
+        if (!mounts.has(v)) continue;
+        local[key] = path.join(tmp, `${name}-${path.basename(mounts.get(v)!)}`);
+        writeFileSync(local[key]!, key === 'PROVIDERS_CONFIG' ? example : '[]\n');
+      }
+      const config = loadConfig(local);
+      expect(config).toMatchObject({ port: 4000, host: '0.0.0.0', databaseUrl: env.DATABASE_URL, redisUrl: env.REDIS_URL });
+      // Every secret the providers name is passed through from the host; every other variable is
+      // one the README's environment table documents.
+      const secretNames = new Set(config.providers!.flatMap((p) => Object.entries(p).filter(([k]) => k.endsWith('Env')).map(([, v]) => String(v))));
+      for (const secret of secretNames) expect(env[secret], `${name} passes ${secret} through`).toBeDefined();
+      const undocumented = Object.keys(env).filter((k) => !secretNames.has(k) && !documented.has(k));
+      expect(undocumented, 'variables the README does not document').toEqual([]);
+    }
+  });
+
+  it('puts one port in front of both replicas, WebSockets included', () => {
+    const published = services.filter(([, s]) => s.ports?.length);
+    expect(published.map(([n]) => n)).toEqual(['gateway']);
+    const gateway = published[0]![1];
+    expect(gateway.ports).toEqual(['4000:4000']);
+    const conf = compose.configs![gateway.configs![0]!.source]!.content!;
+    const upstream = conf.match(/upstream \w+ \{([^}]*)\}/)![1]!;
+    const servers = [...upstream.matchAll(/server ([\w-]+):(\d+);/g)].map((m) => `${m[1]}:${m[2]}`);
+    expect(servers).toEqual(apis.map(([name, s]) => `${name}:${s.environment!.PORT}`));
+    expect(conf).toMatch(/proxy_set_header Upgrade/);
+  });
+});
+
+describe('Dockerfile', () => {
+  it('is multi-stage, runs as a non-root user, health-checks /readyz and starts src/main.ts', () => {
+    expect(dockerfile.match(/^FROM /gm)!.length).toBeGreaterThanOrEqual(2);
+    const user = dockerfile.match(/^USER (\S+)/m)?.[1];
+    expect(user).toBeDefined();
+    expect(['root', '0']).not.toContain(user);
+    expect(dockerfile).toMatch(/^HEALTHCHECK .*\/readyz/m);
+    expect(dockerfile).toMatch(/^EXPOSE 4000$/m);
+    expect(dockerfile).toMatch(/^CMD \[.*"src\/main\.ts"\]$/m);
+    // The live view page is bundled in a build stage (esbuild is a dev dependency) and copied.
+    expect(dockerfile).toMatch(/src\/web\/build\.ts dist\/web/);
+    expect(dockerfile).toMatch(/^COPY --from=\w+ \/app\/dist\/web \.\/dist\/web$/m);
+  });
+});

@@ -1,0 +1,72 @@
+// Debian's Chromium driven by playwright-core, started the way this machine needs: headless, no
+// sandbox (CI runs as root), no GPU, no background networking (the network is closed and
+// Chromium's own connections would be refused), and a fresh profile per run.
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { chromium, type BrowserContext } from 'playwright-core';
+import { pino } from 'pino';
+import type { ProviderConfig } from '../../src/config/index.js';
+import { startRuntime, type Runtime } from '../../src/server/runtime.js';
+import { startDemoProviders, type DemoProvider } from '../../src/simulators/demo.js';
+
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+const FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+/** Where screenshots go: CI keeps E2E_ARTIFACTS_DIR (.ci/reports/e2e); locally test-results/ (git-ignored). */
+export function artifactsDir(): string {
+  const dir = path.resolve(process.env.E2E_ARTIFACTS_DIR ?? 'test-results');
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+export interface Browser {
+  context: BrowserContext;
+  close(): Promise<void>;
+}
+
+export async function launchBrowser(): Promise<Browser> {
+  const profile = mkdtempSync(path.join(tmpdir(), 'tg-chromium-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: FLAGS,
+    viewport: { width: 1200, height: 900 },
+  });
+  return {
+    context,
+    async close() {
+      await context.close();
+      rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface DemoServer {
+  runtime: Runtime;
+  demo: DemoProvider[];
+  close(): Promise<void>;
+}
+
+/** The embedded demo (all five simulators) polled every second, so live pages move fast. */
+export async function startDemoServer(): Promise<DemoServer> {
+  const workDir = mkdtempSync(path.join(tmpdir(), 'tg-e2e-'));
+  const demo = await startDemoProviders({ workDir });
+  const providers: ProviderConfig[] = demo.map((d) => ({ ...d.config, pollIntervalSeconds: 1 }));
+  const runtime = await startRuntime({
+    config: { port: 0, host: '127.0.0.1', databaseUrl: null, dataDir: 'memory://', redisUrl: null, logLevel: 'silent', providers },
+    env: Object.assign({}, ...demo.map((d) => d.secrets)),
+    logger: pino({ level: 'silent' }),
+    shutdownGraceMs: 2000,
+  });
+  return {
+    runtime,
+    demo,
+    async close() {
+      await runtime.close();
+      await Promise.all(demo.map((d) => d.close()));
+      rmSync(workDir, { recursive: true, force: true });
+    },
+  };
+}
