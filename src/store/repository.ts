@@ -441,8 +441,9 @@ export class Repository {
     const rows = await rowsOf<{ series_id: number; ts: unknown; step: number | null; value: number | null }>(
       this.db,
       sql`
-      with w as (${windowsSql(windows)}),
-      b as (
+      with w as materialized (${windowsSql(windows)}),
+      -- One row per series: materialised so its subqueries run once per series, never per point.
+      b as materialized (
         select w.*, e.lo, e.hi from w cross join lateral (
           select
             case when w.t_from is null and w.t_to is null
@@ -453,7 +454,7 @@ export class Repository {
               else (select max(x.key) from points x where x.series_id = w.series_id and ${inWindow('x')}) end as hi
         ) e
         where e.lo is not null
-      ), bn as (
+      ), bn as materialized (
         select b.*, (select count(*) from (select 1 from points c where c.series_id = b.series_id and c.key between b.lo and b.hi
           and (b.t_from is null or c.ts >= b.t_from) and (b.t_to is null or c.ts <= b.t_to) limit ${maxPoints + 1}) q) as n
         from b
