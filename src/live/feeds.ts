@@ -8,7 +8,7 @@ import { jobGlobalId, parseGlobalId } from '../domain/ids.js';
 import type { JobRecord, JobRef, LogPage, SystemMetric } from '../domain/types.js';
 import type { ProviderAdapter } from '../providers/provider.js';
 import type { ProviderInstance } from '../providers/provider-set.js';
-import { isTerminal, jobRef, type ReadThrough } from '../store/read-through.js';
+import { fetchCatalog, isTerminal, jobRef, type ReadThrough } from '../store/read-through.js';
 import type { JobRow } from '../store/repository.js';
 import { rowsOf } from '../store/sql-util.js';
 import {
@@ -271,22 +271,7 @@ function publishLines(ctx: PollContext, jobId: string, page: LogPage) {
 export async function pollStatuses(ctx: PollContext): Promise<PollOutcome> {
   const rt = ctx.readThrough;
   const pid = ctx.provider.id;
-  const { projects, jobs } = await rt.providers.call(
-    pid,
-    async (adapter, signal) => {
-      const projects = await adapter.listProjects(signal);
-      const jobs: JobRecord[] = [];
-      let cursor: string | null = null;
-      for (let page = 0; page < 1000; page++) {
-        const res = await adapter.listJobs(cursor, signal);
-        jobs.push(...res.jobs);
-        if (!res.nextCursor || res.nextCursor === cursor) break;
-        cursor = res.nextCursor;
-      }
-      return { projects, jobs };
-    },
-    ctx.signal,
-  );
+  const { projects, jobs } = await fetchCatalog(rt.providers, pid, ctx.signal);
   const at = rt.now();
   const [sync] = await rt.repo.providerSyncs([pid], 'jobs');
   // Before the first list ever cached, every job would look new: that is a baseline, not news.

@@ -4,7 +4,7 @@
 // When upstream fails, cached data is served as stale with the error; with no cache, it throws.
 import { DomainError } from '../domain/errors.js';
 import { jobGlobalId, type ParsedId } from '../domain/ids.js';
-import { TERMINAL_STATUSES, type JobRef, type JobStatus, type LogPage, type LogRequest, type SeriesData, type SystemMetric } from '../domain/types.js';
+import { TERMINAL_STATUSES, type JobRecord, type JobRef, type JobStatus, type LogPage, type LogRequest, type ProjectRecord, type SeriesData, type SystemMetric } from '../domain/types.js';
 import type { ProviderAdapter } from '../providers/provider.js';
 import type { ProviderSet } from '../providers/provider-set.js';
 import type { FetchRow, JobRow, Repository } from './repository.js';
@@ -151,19 +151,7 @@ export class ReadThrough {
   private async syncProvider(pid: string, lastSync: Date | null): Promise<Freshness> {
     const at = this.now();
     try {
-      const { projects, jobs } = await this.providers.call(pid, async (adapter, signal) => {
-        const projects = await adapter.listProjects(signal);
-        const jobs = [];
-        let cursor: string | null = null;
-        // Bounded: a platform that never stops paging must not hang a request.
-        for (let page = 0; page < 1000; page++) {
-          const res = await adapter.listJobs(cursor, signal);
-          jobs.push(...res.jobs);
-          if (!res.nextCursor || res.nextCursor === cursor) break;
-          cursor = res.nextCursor;
-        }
-        return { projects, jobs };
-      });
+      const { projects, jobs } = await fetchCatalog(this.providers, pid);
       await this.repo.upsertCatalog(pid, projects, jobs, at);
       await this.repo.recordProviderSync({ providerId: pid, dataset: 'jobs', syncedAt: at, attemptedAt: at, errorCode: null, errorMessage: null });
       return FRESH_NOW(at);
@@ -509,6 +497,31 @@ export class ReadThrough {
     const rows = await this.repo.projectsByIds([...new Set(jobs.map((j) => j.projectId))]);
     return new Map(rows.map((p) => [p.id, p.externalId]));
   }
+}
+
+/** Every project and job a provider lists, all pages, in one upstream operation. */
+export async function fetchCatalog(
+  providers: ProviderSet,
+  providerId: string,
+  signal?: AbortSignal,
+): Promise<{ projects: ProjectRecord[]; jobs: JobRecord[] }> {
+  return providers.call(
+    providerId,
+    async (adapter, sig) => {
+      const projects = await adapter.listProjects(sig);
+      const jobs: JobRecord[] = [];
+      let cursor: string | null = null;
+      // Bounded: a platform that never stops paging must not hang a request.
+      for (let page = 0; page < 1000; page++) {
+        const res = await adapter.listJobs(cursor, sig);
+        jobs.push(...res.jobs);
+        if (!res.nextCursor || res.nextCursor === cursor) break;
+        cursor = res.nextCursor;
+      }
+      return { projects, jobs };
+    },
+    signal,
+  );
 }
 
 export function groupBy<T, K>(items: readonly T[], key: (item: T) => K): Map<K, T[]> {
