@@ -1,6 +1,7 @@
 // Entry point: read the configuration, start the server, stop cleanly on SIGINT/SIGTERM.
 import { ConfigError, loadConfig } from './config/index.js';
 import { startRuntime } from './server/runtime.js';
+import { installPostgresLostWriteGuard } from './store/postgres-guard.js';
 
 async function main() {
   let config;
@@ -14,13 +15,25 @@ async function main() {
     throw err;
   }
   const runtime = await startRuntime({ config });
+  // A real Postgres can drop connections under us; postgres.js must not take the process down with them.
+  if (config.databaseUrl) installPostgresLostWriteGuard(runtime.logger);
+  let stopping = false;
   const stop = async (signal: string) => {
-    runtime.logger.info({ signal }, 'shutting down');
-    await runtime.close();
-    process.exit(0);
+    // A second signal while draining means "now": an operator or orchestrator lost patience.
+    if (stopping) process.exit(1);
+    stopping = true;
+    runtime.logger.info({ signal }, 'shutting down: draining requests, closing subscriptions');
+    try {
+      await runtime.close();
+      runtime.logger.info('stopped');
+      process.exit(0);
+    } catch (err) {
+      runtime.logger.error({ err }, 'shutdown failed');
+      process.exit(1);
+    }
   };
-  process.once('SIGINT', () => void stop('SIGINT'));
-  process.once('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
 }
 
 main().catch((err) => {
