@@ -433,16 +433,17 @@ export class Repository {
           : aggregation === 'LAST'
             ? sql`(array_agg(pt.value order by pt.key desc))[1]`
             : sql`avg(pt.value)`;
-    // One pass over the points: the key range comes from the primary-key index ends and the
-    // "raw or bucketed" decision from a count that stops after maxPoints + 1 index entries, so
-    // nothing is materialised and scanned twice (bench: 1M points, 0.63 s -> 0.28 s).
+    // The key range of each window comes from the primary-key index ends, the "raw or bucketed"
+    // decision from a count that stops after maxPoints + 1 index entries. A raw series is read
+    // as is; a larger one is read with one index range scan per bucket, so its points arrive in
+    // key order and nothing is sorted or spilled (bench: 1M points, 0.99 s -> ~0.35 s). The
+    // per-series CTEs are materialised so their subqueries run once per series, never per point.
     const inWindow = (a: string) =>
       sql.raw(`(w.t_from is null or ${a}.ts >= w.t_from) and (w.t_to is null or ${a}.ts <= w.t_to)`);
     const rows = await rowsOf<{ series_id: number; ts: unknown; step: number | null; value: number | null }>(
       this.db,
       sql`
       with w as materialized (${windowsSql(windows)}),
-      -- One row per series: materialised so its subqueries run once per series, never per point.
       b as materialized (
         select w.*, e.lo, e.hi from w cross join lateral (
           select
@@ -455,15 +456,27 @@ export class Repository {
         ) e
         where e.lo is not null
       ), bn as materialized (
-        select b.*, (select count(*) from (select 1 from points c where c.series_id = b.series_id and c.key between b.lo and b.hi
-          and (b.t_from is null or c.ts >= b.t_from) and (b.t_to is null or c.ts <= b.t_to) limit ${maxPoints + 1}) q) as n
+        select b.*, greatest(1, ceil((b.hi - b.lo + 1)::float8 / ${maxPoints}))::bigint as width,
+          (select count(*) from (select 1 from points c where c.series_id = b.series_id and c.key between b.lo and b.hi
+            and (b.t_from is null or c.ts >= b.t_from) and (b.t_to is null or c.ts <= b.t_to) limit ${maxPoints + 1}) q) as n
         from b
+      ), raw as (
+        select w.series_id, pt.key as k, pt.ts, pt.step, pt.value
+        from bn as w join points pt on pt.series_id = w.series_id and pt.key between w.lo and w.hi and ${inWindow('pt')}
+        where w.n <= ${maxPoints}
+      ), bucketed as (
+        select w.series_id, w.lo + g * w.width as k, x.ts, x.step, x.value
+        from bn as w
+        cross join lateral generate_series(0, ((w.hi - w.lo) / w.width)::int) as g
+        cross join lateral (
+          select min(pt.ts) as ts, min(pt.step) as step, ${agg}::float8 as value, count(*) as c from points pt
+          where pt.series_id = w.series_id and pt.key >= w.lo + g * w.width and pt.key < w.lo + (g + 1) * w.width and ${inWindow('pt')}
+        ) x
+        where w.n > ${maxPoints} and x.c > 0
       )
-      select w.series_id::float8 as series_id, min(pt.ts) as ts, min(pt.step) as step, ${agg}::float8 as value
-      from bn as w join points pt on pt.series_id = w.series_id and pt.key between w.lo and w.hi and ${inWindow('pt')}
-      group by w.series_id, case when w.n <= ${maxPoints} then pt.key
-        else floor((pt.key - w.lo)::float8 / greatest(1, ceil((w.hi - w.lo + 1)::float8 / ${maxPoints})))::bigint end
-      order by w.series_id, min(pt.key)`,
+      select series_id::float8 as series_id, ts, step, value::float8 as value
+      from (select * from raw union all select * from bucketed) u
+      order by series_id, k`,
     );
     return rows.map((r) => ({
       seriesId: Number(r.series_id),
