@@ -1,3 +1,4 @@
+import type { LogLineRecord, LogPage } from '../domain/types.js';
 import { DomainError } from '../domain/errors.js';
 import type { ProgressRow } from '../store/repository.js';
 import type { Freshness } from '../store/read-through.js';
@@ -43,7 +44,7 @@ function etaSeconds(row: ProgressRow): number | null {
   return Math.max(0, (row.targetIteration - row.iteration) / row.rate);
 }
 
-export const LogLineRef = builder.objectRef<{ timestamp: Date | null; message: string; node: string | null; level: string | null; cursor: string }>(
+export const LogLineRef = builder.objectRef<LogLineRecord>(
   'LogLine',
 );
 LogLineRef.implement({
@@ -56,7 +57,7 @@ LogLineRef.implement({
   }),
 });
 
-const LogPageRef = builder.objectRef<{ lines: { timestamp: Date | null; message: string; node: string | null; level: string | null; cursor: string }[]; nextCursor: string | null }>('LogPage');
+const LogPageRef = builder.objectRef<LogPage>('LogPage');
 LogPageRef.implement({
   fields: (t) => ({
     lines: t.field({ type: [LogLineRef], resolve: (p) => p.lines }),

@@ -29,9 +29,8 @@ export interface OpenOptions {
 export async function openDatabase(opts: OpenOptions): Promise<Database> {
   let statements = 0;
   const logger = {
-    logQuery: (query: string) => {
+    logQuery: () => {
       statements++;
-      if (process.env.DEBUG_SQL) console.log('SQL', query.replace(/\s+/g, ' ').slice(0, 90));
     },
   };
   if (opts.databaseUrl) {

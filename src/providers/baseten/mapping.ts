@@ -1,6 +1,6 @@
 // Baseten wire objects -> domain records in canonical units.
 import { metricDefinition } from '../../domain/metric-catalog.js';
-import type { JobRecord, JobStatus, NodeRecord, SeriesData, SeriesPoint, SystemMetric } from '../../domain/types.js';
+import { TERMINAL_STATUSES, type JobRecord, type JobStatus, type NodeRecord, type SeriesData, type SeriesPoint, type SystemMetric } from '../../domain/types.js';
 import { finiteOrNull, isoToDate, mibToBytes } from '../../domain/units.js';
 import type { WireMetrics, WireNodeMetrics, WirePoint, WireTrainingJob } from './wire.js';
 
@@ -20,8 +20,6 @@ export function mapStatus(raw: string): JobStatus {
   return STATUS[raw] ?? 'UNKNOWN';
 }
 
-const TERMINAL = new Set(['SUCCEEDED', 'FAILED', 'STOPPED']);
-
 export function mapJob(job: WireTrainingJob): JobRecord {
   const status = mapStatus(job.current_status);
   return {
@@ -35,7 +33,7 @@ export function mapJob(job: WireTrainingJob): JobRecord {
     // Baseten's job resource has no start/finish fields; created_at and the last update while
     // terminal are the closest documented facts.
     startedAt: isoToDate(job.created_at),
-    finishedAt: TERMINAL.has(status) ? isoToDate(job.updated_at) : null,
+    finishedAt: TERMINAL_STATUSES.has(status) ? isoToDate(job.updated_at) : null,
     gpuType: job.instance_type.gpu_type ?? null,
     // gpu_count is per node and the node count is not on the job resource: the store fills the
     // job total once per_node_metrics reveals the nodes.

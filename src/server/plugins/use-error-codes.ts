@@ -45,8 +45,9 @@ function isGraphQLError(e: unknown): e is GraphQLError {
   return e instanceof GraphQLError || (e instanceof Error && e.name === 'GraphQLError');
 }
 
-function withCode(error: GraphQLError, code: string): GraphQLError {
-  return new GraphQLError(error.message, {
+/** The same error (location, path, cause kept) with `code` in its extensions and, optionally, a new message. */
+export function withCode(error: GraphQLError, code: string, message = error.message): GraphQLError {
+  return new GraphQLError(message, {
     nodes: error.nodes,
     source: error.source,
     positions: error.positions,

@@ -6,6 +6,7 @@ import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import { GraphQLError, NoSchemaIntrospectionCustomRule, type ExecutionResult } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { RequestLimits } from '../../config/security.js';
+import { withCode } from './use-error-codes.js';
 
 /** graphql-armor's refusals, told apart by their messages, and what they are called here. */
 const ARMOR_CODES: [RegExp, string][] = [
@@ -43,25 +44,18 @@ async function readCapped(request: Request, max: number): Promise<string> {
 /** graphql-js suggests enum values and types by name ("Did you mean ...?"): that maps the schema for a stranger. */
 const SUGGESTION = /\s*Did you mean [^?]*\?/g;
 
-function withCode(error: GraphQLError): GraphQLError {
+function recoded(error: GraphQLError): GraphQLError {
   const armor = ARMOR_CODES.find(([pattern]) => pattern.test(error.message));
   const current = error.extensions?.code;
   const code = armor?.[1] ?? (current ? String(current) : /^Syntax Error/.test(error.message) ? 'GRAPHQL_PARSE_FAILED' : 'BAD_REQUEST');
   const message = error.message.replace(SUGGESTION, '');
   if (code === current && message === error.message) return error;
-  return new GraphQLError(message, {
-    nodes: error.nodes,
-    source: error.source,
-    positions: error.positions,
-    path: error.path,
-    originalError: error.originalError,
-    extensions: { ...error.extensions, code },
-  });
+  return withCode(error, code, message);
 }
 
 function coded(result: ExecutionResult): ExecutionResult {
   if (!result.errors?.length) return result;
-  return { ...result, errors: result.errors.map((e) => withCode(e as GraphQLError)) };
+  return { ...result, errors: result.errors.map((e) => recoded(e as GraphQLError)) };
 }
 
 export function useLimits(limits: RequestLimits): Plugin[] {
