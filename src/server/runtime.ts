@@ -136,6 +136,11 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     }
     void app.handle(req, res);
   }));
+  // Node closes idle keep-alive sockets after 5 s, racing clients and load balancers that reuse
+  // them longer (a request then dies with ECONNRESET): the server must outlast their idle timeouts
+  // (60 s is common), and Node requires the headers timeout to exceed the keep-alive one.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
