@@ -2,12 +2,15 @@
 # (esbuild is a dev tool), and a slim non-root runtime that copies both.
 FROM node:20-bookworm-slim AS deps
 WORKDIR /app
+# patches/ first: npm ci's postinstall applies them (patch-package) to the installed driver.
 COPY package.json package-lock.json ./
+COPY patches ./patches
 RUN npm ci --omit=dev --no-audit --no-fund && npm install --no-save tsx@4.23.15
 
 FROM node:20-bookworm-slim AS web
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY patches ./patches
 RUN npm ci --no-audit --no-fund
 COPY src ./src
 RUN npx tsx src/web/build.ts dist/web

@@ -1,7 +1,6 @@
 // Entry point: read the configuration, start the server, stop cleanly on SIGINT/SIGTERM.
 import { ConfigError, loadConfig } from './config/index.js';
 import { startRuntime } from './server/runtime.js';
-import { installPostgresLostWriteGuard } from './store/postgres-guard.js';
 
 async function main() {
   let config;
@@ -15,8 +14,6 @@ async function main() {
     throw err;
   }
   const runtime = await startRuntime({ config });
-  // A real Postgres can drop connections under us; postgres.js must not take the process down with them.
-  if (config.databaseUrl) installPostgresLostWriteGuard(runtime.logger);
   let stopping = false;
   const stop = async (signal: string) => {
     // A second signal while draining means "now": an operator or orchestrator lost patience.

@@ -2,7 +2,7 @@
 // Postgres, Redis and two API replicas built from the Dockerfile behind one port, all health-
 // checked; each replica's environment uses the settings the README documents and loadConfig
 // accepts; the Dockerfile is multi-stage, non-root and health-checked.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parse } from 'yaml';
@@ -122,5 +122,22 @@ describe('Dockerfile', () => {
     // The live view page is bundled in a build stage (esbuild is a dev dependency) and copied.
     expect(dockerfile).toMatch(/src\/web\/build\.ts dist\/web/);
     expect(dockerfile).toMatch(/^COPY --from=\w+ \/app\/dist\/web \.\/dist\/web$/m);
+  });
+
+  it('has the driver patches in place before every npm ci, and patch-package among production dependencies', () => {
+    // Without patches/ patch-package finds nothing to apply and the image would run the unpatched
+    // postgres.js, which never reconnects after Postgres restarts (README, "Running in production").
+    const stages = dockerfile.split(/^FROM /m).slice(1);
+    const installing = stages.filter((s) => /^RUN npm ci/m.test(s));
+    expect(installing.length).toBeGreaterThan(0);
+    for (const stage of installing) {
+      const copy = stage.search(/^COPY patches \.\/patches$/m);
+      expect(copy).toBeGreaterThan(-1);
+      expect(copy).toBeLessThan(stage.search(/^RUN npm ci/m));
+    }
+    const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
+    expect(pkg.dependencies['patch-package']).toBeDefined();
+    expect(pkg.scripts.postinstall).toMatch(/^patch-package --error-on-fail$/);
+    expect(existsSync(path.join(root, 'patches', `postgres+${pkg.dependencies.postgres}.patch`))).toBe(true);
   });
 });
