@@ -11,6 +11,8 @@ export const ERROR_CODES = [
   'UPSTREAM_BAD_RESPONSE',
   'UPSTREAM_NOT_FOUND',
   'UNSUPPORTED',
+  /** The Postgres cache cannot be reached (restarting, failing over); the request can be retried. */
+  'CACHE_UNAVAILABLE',
   'INTERNAL',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -9,6 +9,7 @@ import { DomainError, UpstreamError } from '../domain/errors.js';
 import { parseGlobalId } from '../domain/ids.js';
 import type { ProviderInstance } from '../providers/provider-set.js';
 import type { ReadThrough } from '../store/read-through.js';
+import { clientFacingError } from '../store/unavailable.js';
 import { BoundedChannel } from './buffer.js';
 import type { EventBus } from './bus.js';
 import type { LivePayload } from './events.js';
@@ -120,18 +121,24 @@ class Feed {
   private async step() {
     const hub = this.hub;
     const started = Date.now();
-    if (!this.leader) {
-      const acquired = await hub.lock.tryAcquire(this.topic);
-      if (this.stopped) {
-        if (acquired) await hub.lock.release(this.topic);
-        return;
+    try {
+      if (!this.leader) {
+        const acquired = await hub.lock.tryAcquire(this.topic);
+        if (this.stopped) {
+          if (acquired) await hub.lock.release(this.topic);
+          return;
+        }
+        this.leader = acquired;
+        if (!acquired) return this.schedule(this.intervalMs);
+      } else if (!(await hub.lock.holds(this.topic))) {
+        this.leader = false;
+        hub.logger.warn({ feed: this.topic }, 'live: lost the poll lock; another replica may poll now');
+        return this.schedule(this.intervalMs);
       }
-      this.leader = acquired;
-      if (!acquired) return this.schedule(this.intervalMs);
-    } else if (!(await hub.lock.holds(this.topic))) {
-      this.leader = false;
-      hub.logger.warn({ feed: this.topic }, 'live: lost the poll lock; another replica may poll now');
-      return this.schedule(this.intervalMs);
+    } catch (err) {
+      // The lock's database is unreachable, so no replica can tell who polls: each tells its own
+      // subscribers (not through the bus, or they would hear it once per replica) and retries.
+      return this.failed(err, (payload) => this.onEvent(payload));
     }
     if (this.stopped) return;
     let outcome: PollOutcome;
@@ -140,22 +147,30 @@ class Feed {
       outcome = await this.poll();
       this.failures = 0;
     } catch (err) {
-      if (this.stopped) return;
-      this.failures++;
-      const gone = err instanceof DomainError && (err.code === 'NOT_FOUND' || err.code === 'UPSTREAM_NOT_FOUND' || err.code === 'BAD_ID');
-      const retryAfter = err instanceof UpstreamError ? err.retryAfterSeconds : null;
-      const delay = backoffMs(this.intervalMs, this.failures, hub.options.maxBackoffMs, hub.random, retryAfter);
-      const code = err instanceof DomainError ? err.code : 'INTERNAL';
-      const message = err instanceof DomainError ? err.message : 'unexpected failure while polling';
-      if (!(err instanceof DomainError)) hub.logger.error({ err, feed: this.topic }, 'live: poll failed');
-      hub.bus.publish(this.topic, { type: 'error', code, message, retryInSeconds: gone ? 0 : delay / 1000, attempt: this.failures } satisfies LivePayload);
-      if (gone) return this.finish(`the job is gone: ${message}`);
-      return this.schedule(delay);
+      return this.failed(err, (payload) => hub.bus.publish(this.topic, payload));
     }
     if (this.stopped) return;
     if (outcome === 'end') return this.finish('the job has finished');
     // Fixed cadence: the next poll is one interval after this one began, not after it ended.
     this.schedule(Math.max(0, started + this.intervalMs - Date.now()));
+  }
+
+  /** Tells subscribers (through `tell`) what failed and when the next try is, then schedules it. */
+  private failed(err: unknown, tell: (payload: LivePayload) => void) {
+    if (this.stopped) return;
+    const hub = this.hub;
+    this.failures++;
+    const gone = err instanceof DomainError && (err.code === 'NOT_FOUND' || err.code === 'UPSTREAM_NOT_FOUND' || err.code === 'BAD_ID');
+    const retryAfter = err instanceof UpstreamError ? err.retryAfterSeconds : null;
+    const delay = backoffMs(this.intervalMs, this.failures, hub.options.maxBackoffMs, hub.random, retryAfter);
+    const known = clientFacingError(err);
+    const code = known?.code ?? 'INTERNAL';
+    const message = known?.message ?? 'unexpected failure while polling';
+    if (!known) hub.logger.error({ err, feed: this.topic }, 'live: poll failed');
+    else if (!(err instanceof DomainError)) hub.logger.warn({ err, feed: this.topic }, 'live: poll could not reach the cache database');
+    tell({ type: 'error', code, message, retryInSeconds: gone ? 0 : delay / 1000, attempt: this.failures } satisfies LivePayload);
+    if (gone) return this.finish(`the job is gone: ${message}`);
+    return this.schedule(delay);
   }
 
   private poll(): Promise<PollOutcome> {

@@ -3,9 +3,11 @@
 // dies (or its connection does) another replica's next try takes it over. With one process
 // (PGlite, or no Redis to share events through) a local set does the same job.
 import { createHash } from 'node:crypto';
+import { reconnectBackoffSeconds } from '../store/db.js';
 
 export interface PollLock {
   readonly kind: 'local' | 'advisory';
+  /** False when another replica holds it; rejects when the lock's store cannot be reached. */
   tryAcquire(key: string): Promise<boolean>;
   /** Still ours? False after the lock session was lost (then another replica may hold it). */
   holds(key: string): Promise<boolean>;
@@ -42,22 +44,19 @@ export function advisoryKey(key: string): string {
 export async function createAdvisoryLock(databaseUrl: string): Promise<PollLock> {
   const { default: postgres } = await import('postgres');
   // One connection = one session: every lock this replica holds lives and dies with it.
-  const sql = postgres(databaseUrl, { max: 1, idle_timeout: 0, max_lifetime: null, onnotice: () => {}, connect_timeout: 5 });
+  const sql = postgres(databaseUrl, { max: 1, idle_timeout: 0, max_lifetime: null, onnotice: () => {}, connect_timeout: 5, backoff: reconnectBackoffSeconds });
   /** The backend pid that took each lock: a reconnect gets a new session that holds none of them. */
   const held = new Map<string, number>();
   const backendPid = async (): Promise<number> => Number((await sql`select pg_backend_pid() as pid`)[0]!.pid);
   return {
     kind: 'advisory',
+    // Throws when Postgres cannot be asked: "someone else polls" and "nobody can tell" differ.
     async tryAcquire(key) {
       if (held.has(key)) return false;
-      try {
-        const [row] = await sql`select pg_try_advisory_lock(${advisoryKey(key)}::bigint) as ok, pg_backend_pid() as pid`;
-        if (!row?.ok) return false;
-        held.set(key, Number(row.pid));
-        return true;
-      } catch {
-        return false;
-      }
+      const [row] = await sql`select pg_try_advisory_lock(${advisoryKey(key)}::bigint) as ok, pg_backend_pid() as pid`;
+      if (!row?.ok) return false;
+      held.set(key, Number(row.pid));
+      return true;
     },
     async holds(key) {
       const pid = held.get(key);

@@ -180,12 +180,19 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   };
 }
 
+const READINESS_TIMEOUT_MS = 1500;
+
 async function readiness(database: Database, accepting: boolean): Promise<[number, string]> {
   if (!accepting) return [503, '{"status":"shutting down"}'];
+  // Probes give up after a second or two; an answer that late is no answer, so it is 503 in time.
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), READINESS_TIMEOUT_MS)));
   try {
-    await database.db.execute('select 1' as never);
-    return [200, '{"status":"ready"}'];
+    const outcome = await Promise.race([database.db.execute('select 1' as never).then(() => 'ok' as const), late]);
+    return outcome === 'ok' ? [200, '{"status":"ready"}'] : [503, '{"status":"database not answering"}'];
   } catch {
     return [503, '{"status":"database unavailable"}'];
+  } finally {
+    clearTimeout(timer);
   }
 }

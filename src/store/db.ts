@@ -26,6 +26,15 @@ export interface OpenOptions {
   maxConnections?: number;
 }
 
+/**
+ * postgres.js waits before reconnecting a closed slot, by default 3^n/100 s after n failed attempts
+ * of the pool, up to 20 s: after an outage of a few seconds queries sat in that wait long after
+ * Postgres was back. Capped at 2 s, with jitter so the slots do not all reconnect at once.
+ */
+export function reconnectBackoffSeconds(failedAttempts: number): number {
+  return Math.min(2, 0.05 * 2 ** failedAttempts) * (0.5 + Math.random() / 2);
+}
+
 export async function openDatabase(opts: OpenOptions): Promise<Database> {
   let statements = 0;
   const logger = {
@@ -44,6 +53,9 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
       // JIT compiles for large cost estimates; on these short statements it cost ~1 s per query
       // (the downsample's per-bucket index scans run in 0.2 s, JIT added 1.07 s).
       connection: { jit: 'off' },
+      backoff: reconnectBackoffSeconds,
+      // A login that has not finished in 10 s is not going to; the request gets CACHE_UNAVAILABLE.
+      connect_timeout: 10,
     });
     const db = drizzle(client, { schema: tables, logger });
     await migrate(db, { migrationsFolder: MIGRATIONS_DIR });

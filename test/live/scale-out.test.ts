@@ -3,46 +3,22 @@
 // polling to the survivor within about one interval, resuming where the dead one stopped.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BasetenSimulator } from '../../src/simulators/baseten/server.js';
 import { client, sleep, startSim, subscribeUtilization, waitFor, type Sample } from './helpers.js';
+import { freePort, reachable } from '../support/net.js';
 
 const ADMIN_URL = process.env.TEST_DATABASE_URL ?? 'postgres://127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const INTERVAL_S = 0.5;
 const INTERVAL_MS = INTERVAL_S * 1000;
 
-function reachable(url: string, defaultPort: number): Promise<boolean> {
-  const u = new URL(url);
-  return new Promise((resolve) => {
-    const s = net.connect({ host: u.hostname, port: Number(u.port || defaultPort), timeout: 1000 }, () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.on('error', () => resolve(false));
-    s.on('timeout', () => {
-      s.destroy();
-      resolve(false);
-    });
-  });
-}
-
 // Skipped only where neither service answers and no test database was named (CI has both).
 const available = (await reachable(ADMIN_URL, 5432)) && (await reachable(REDIS_URL, 6379));
 const run = available || process.env.TEST_DATABASE_URL ? describe : describe.skip;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = net.createServer().listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 const dbName = `live_scaleout_${process.pid}_${Date.now().toString(36)}`;
 const providerId = `bt-${Date.now().toString(36)}`;

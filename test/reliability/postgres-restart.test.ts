@@ -1,16 +1,13 @@
-// The real Postgres loses every connection of a running server (pg_terminate_backend on all its
-// backends, three times) in the middle of a burst of cold cache writes. The server is a real child
-// process (src/main.ts, as in production), so an uncaught exception would end it: it must stay up,
-// answer again without a restart, report ready again, and afterwards its cache must hold exactly
-// what a second server that never saw the outage holds: no committed point lost, no range marked as
-// fetched with its points missing. postgres.js 3.4.9 throws from a write on a killed connection
-// (porsager/postgres#1154); src/store/postgres-guard.ts is what keeps the process alive through it.
+// Postgres dies under a running server, in the middle of a burst of cold cache writes and a live
+// poll, and comes back. The server is a real child process (src/main.ts, as in production), so an
+// uncaught exception or an unhandled rejection would end it. It must stay up, answer with coded
+// errors while the database is gone, answer normally again without a restart, and afterwards hold
+// exactly what a second server that never saw the outage holds: no committed point lost, no range
+// marked as fetched with its points missing, and no gap in what the live subscriber was sent.
+// Two faults: every backend of the server's database terminated (pg_terminate_backend, as a
+// failover or an admin does), and the whole Postgres killed with SIGKILL and started again (crash
+// recovery). The second runs on a cluster of the test's own (test/support/private-services.ts).
 // Sums are taken in numeric so the summation order of float8 cannot make equal caches differ.
-// Gated behind TEST_PG_KILL=1 for now: with the guard the process survives the TypeError, but the
-// same postgres.js bug leaves a killed connection "poisoned" (closed() clears nextWriteTimer without
-// nulling it and keeps the stale chunk, so the next startup message is never flushed): queries that
-// land on it hang for connect_timeout (30 s) and the slot does not recover (LanternOps/breeze#3214,
-// #3225). Some runs also saw the child exit 1 or fetches fail mid-burst. Un-gate once fixed.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,22 +15,28 @@ import path from 'node:path';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBasetenSimulator, type BasetenSimulator } from '../../src/simulators/baseten/server.js';
+import { client, subscribeUtilization, type Sample } from '../live/helpers.js';
 import { createTestDatabase, REAL_POSTGRES_URL, type TestDatabase } from '../support/database.js';
+import { startPrivatePostgres, type PrivatePostgres } from '../support/private-services.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
+const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const POLL_INTERVAL_S = 0.5;
 const METRICS = `query($id: ID!) { job(id: $id) { metrics(maxPoints: 50) { name } } }`;
 const CACHE_SHAPE = `
   select s.series_key as key, count(p.key)::int as n, coalesce(sum(p.value::numeric), 0)::text as total
-  from series s left join points p on p.series_id = s.id group by s.series_key order by s.series_key`;
+  from series s left join points p on p.series_id = s.id
+  where s.job_id = any($1::text[]) group by s.series_key order by s.series_key`;
 const FETCHED_WITHOUT_SERIES = `
   select f.job_id, f.dataset from fetches f
   where f.dataset like 'metric:%' and not exists (select 1 from series s where s.job_id = f.job_id)`;
+const COMMITTED_FETCHES = `select count(distinct job_id)::int as n from fetches where dataset like 'metric:%' and job_id = any($1::text[])`;
 
 interface LogLine {
   level?: number;
   msg?: string;
   url?: string;
-  issue?: string;
+  fieldErrors?: number;
 }
 
 interface Server {
@@ -43,6 +46,8 @@ interface Server {
   exitCode(): number | null | undefined;
   stop(): Promise<void>;
 }
+
+type Answer = { status: number; body: { data?: any; errors?: { message: string; extensions?: { code?: string } }[] } };
 
 async function waitFor<T>(probe: () => Promise<T | undefined> | T | undefined, timeoutMs: number, what: string): Promise<T> {
   const until = Date.now() + timeoutMs;
@@ -55,11 +60,11 @@ async function waitFor<T>(probe: () => Promise<T | undefined> | T | undefined, t
 }
 
 /** src/main.ts as production runs it, on its own database and a random port. */
-async function startServer(databaseUrl: string, providersConfig: string, apiKey: string): Promise<Server> {
+async function startServer(databaseUrl: string, providersConfig: string, apiKey: string, redisUrl?: string): Promise<Server> {
   const { REDIS_URL: _redis, DATABASE_URL: _db, ...env } = process.env;
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
-    env: { ...env, PORT: '0', HOST: '127.0.0.1', DATABASE_URL: databaseUrl, PROVIDERS_CONFIG: providersConfig, BT_KEY: apiKey, LOG_LEVEL: 'info' },
+    env: { ...env, PORT: '0', HOST: '127.0.0.1', DATABASE_URL: databaseUrl, PROVIDERS_CONFIG: providersConfig, BT_KEY: apiKey, LOG_LEVEL: 'info', ...(redisUrl ? { REDIS_URL: redisUrl } : {}) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const lines: LogLine[] = [];
@@ -67,7 +72,7 @@ async function startServer(databaseUrl: string, providersConfig: string, apiKey:
   let buffered = '';
   let exit: number | null | undefined;
   const exited = new Promise<void>((resolve) =>
-    child.on('exit', (code, signal) => {
+    child.on('close', (code, signal) => {
       exit = code ?? (signal ? -1 : null);
       resolve();
     }),
@@ -93,63 +98,113 @@ async function startServer(databaseUrl: string, providersConfig: string, apiKey:
   };
 }
 
-async function gql(server: Server, query: string, variables?: Record<string, unknown>) {
-  const res = await fetch(`${server.url}/graphql`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ query, variables }),
-    signal: AbortSignal.timeout(20_000),
-  });
-  return { status: res.status, body: (await res.json()) as { data?: any; errors?: { message: string; extensions?: { code?: string } }[] } };
+async function gql(server: Server, query: string, variables?: Record<string, unknown>): Promise<Answer> {
+  try {
+    const res = await fetch(`${server.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query, variables }),
+      signal: AbortSignal.timeout(20_000),
+    });
+    return { status: res.status, body: (await res.json()) as Answer['body'] };
+  } catch (err) {
+    // Status 0: the request itself failed (hung past 20 s, connection dropped).
+    return { status: 0, body: { errors: [{ message: (err as Error).message }] } };
+  }
 }
 
-// KNOWN FAILING, not a passing check: issue 8's "server recovers without a restart" is not met yet.
-// postgres.js 3.4.9 (newest on npm) leaves a killed connection poisoned (its unsent bytes survive
-// the close, so the reconnect never logs in: porsager/postgres#1154, #1208) and queries on it hang
-// for the 30 s connect timeout. The guard in src/store/postgres-guard.ts keeps the process alive;
-// recovery needs a patched driver or replacing the client on CONNECT_TIMEOUT. Run it with
-// TEST_PG_KILL=1 to see the gap; it is off in CI so the suite does not claim what it cannot show.
-describe.runIf(REAL_POSTGRES_URL && process.env.TEST_PG_KILL === '1')('Postgres connections killed during a write burst (real Postgres, server as a child process)', () => {
+async function rows(url: string, query: string, params: unknown[] = []) {
+  const sql = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 5 });
+  try {
+    return [...(await sql.unsafe(query, params as never[]))];
+  } finally {
+    await sql.end({ timeout: 1 });
+  }
+}
+
+/** Every error of the answers, by code: what a client saw while the database was away. */
+function codesOf(answers: Answer[]): string[] {
+  return answers.flatMap((a) => (a.body.errors ?? []).map((e) => e.extensions?.code ?? `no code: ${e.message}`));
+}
+
+async function readyz(server: Server): Promise<number> {
+  return (await fetch(`${server.url}/readyz`, { signal: AbortSignal.timeout(10_000) })).status;
+}
+
+describe.runIf(REAL_POSTGRES_URL)('Postgres lost during a write burst (real Postgres, server as a child process)', () => {
   let sim: BasetenSimulator;
   let dir: string;
-  let victimDb: TestDatabase;
+  let providersConfig: string;
+  let finishedIds: string[];
+  let runningId: string;
   let controlDb: TestDatabase;
-  let victim: Server;
   let control: Server;
+  const cleanups: (() => Promise<unknown>)[] = [];
 
   beforeAll(async () => {
-    // Finished jobs only: their series are final, so the two servers must end with equal caches.
+    // Finished jobs for the burst (their series are final, so two servers must end with equal
+    // caches) and running ones for the live poll.
     sim = await startBasetenSimulator({
-      seed: 'pg-kill',
+      seed: 'pg-restart',
       rateLimit: false,
-      fleet: { projects: 2, jobsPerProject: 10, emptyProjects: 0, nodesPerJob: 2, gpusPerNode: 4, statuses: ['TRAINING_JOB_COMPLETED', 'TRAINING_JOB_FAILED', 'TRAINING_JOB_STOPPED'] },
+      fleet: {
+        projects: 3,
+        jobsPerProject: 8,
+        emptyProjects: 0,
+        nodesPerJob: 2,
+        gpusPerNode: 4,
+        statuses: ['TRAINING_JOB_COMPLETED', 'TRAINING_JOB_FAILED', 'TRAINING_JOB_STOPPED', 'TRAINING_JOB_COMPLETED', 'TRAINING_JOB_FAILED', 'TRAINING_JOB_STOPPED', 'TRAINING_JOB_COMPLETED', 'TRAINING_JOB_RUNNING'],
+      },
     });
-    dir = mkdtempSync(path.join(tmpdir(), 'tg-pg-kill-'));
-    const providersConfig = path.join(dir, 'providers.json');
-    writeFileSync(providersConfig, JSON.stringify({ providers: [{ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', timeoutSeconds: 10 }] }));
-    [victimDb, controlDb] = await Promise.all([createTestDatabase(), createTestDatabase()]);
-    [victim, control] = await Promise.all([startServer(victimDb.databaseUrl!, providersConfig, sim.apiKey), startServer(controlDb.databaseUrl!, providersConfig, sim.apiKey)]);
+    // A provider id of this run's own: the live events of the victim travel through the shared Redis.
+    const providerId = `bt${Date.now().toString(36)}`;
+    finishedIds = sim.fleet.jobs.filter((j) => j.status !== 'TRAINING_JOB_RUNNING').map((j) => `${providerId}:job:${j.id}`);
+    runningId = `${providerId}:job:${sim.fleet.jobs.find((j) => j.status === 'TRAINING_JOB_RUNNING')!.id}`;
+    dir = mkdtempSync(path.join(tmpdir(), 'tg-pg-restart-'));
+    providersConfig = path.join(dir, 'providers.json');
+    writeFileSync(
+      providersConfig,
+      JSON.stringify({ providers: [{ id: providerId, kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', timeoutSeconds: 10, pollIntervalSeconds: POLL_INTERVAL_S }] }),
+    );
+    controlDb = await createTestDatabase();
+    control = await startServer(controlDb.databaseUrl!, providersConfig, sim.apiKey);
   });
   afterAll(async () => {
-    await Promise.all([victim?.stop(), control?.stop()]);
-    await Promise.all([victimDb?.drop(), controlDb?.drop()]);
+    for (const c of cleanups.reverse()) await c().catch(() => {});
+    await control?.stop();
+    await controlDb?.drop();
     await sim?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('stays up, recovers without a restart and loses no committed point', async () => {
+  /** The final check of both faults: the victim's cache of the finished jobs equals the control's. */
+  async function expectSameCacheAsControl(victim: Server, victimUrl: string) {
+    const after = await Promise.all(finishedIds.map((id) => gql(victim, METRICS, { id })));
+    expect(codesOf(after)).toEqual([]);
+    const reference = await Promise.all(finishedIds.map((id) => gql(control, METRICS, { id })));
+    expect(codesOf(reference)).toEqual([]);
+    const victimShape = await rows(victimUrl, CACHE_SHAPE, [finishedIds]);
+    const controlShape = await rows(controlDb.databaseUrl!, CACHE_SHAPE, [finishedIds]);
+    expect(victimShape.length).toBeGreaterThan(0);
+    expect(victimShape.every((s) => s.n > 0)).toBe(true);
+    expect(victimShape).toEqual(controlShape);
+    expect(await rows(victimUrl, FETCHED_WITHOUT_SERIES)).toEqual([]);
+  }
+
+  it('every backend terminated three times mid-burst: no hang, no lost point, recovers without a restart', async () => {
+    const victimDb = await createTestDatabase();
+    cleanups.push(() => victimDb.drop());
+    const victim = await startServer(victimDb.databaseUrl!, providersConfig, sim.apiKey);
+    cleanups.push(() => victim.stop());
     const list = await gql(victim, `{ jobs(first: 100) { edges { node { id } } } }`);
-    expect(list.body.errors).toBeUndefined();
-    const ids: string[] = list.body.data.jobs.edges.map((e: any) => e.node.id);
-    expect(ids).toHaveLength(sim.fleet.jobs.length);
+    expect(codesOf([list])).toEqual([]);
 
     const dbName = new URL(victimDb.databaseUrl!).pathname.slice(1);
     const admin = postgres(REAL_POSTGRES_URL!, { max: 1, onnotice: () => {} });
     const kills: number[] = [];
     try {
-      // The burst: every job's metrics, cold, so each answer is written to the cache as it arrives;
-      // the kills land while those writes are in flight.
-      const burst = Promise.all(ids.map((id) => gql(victim, METRICS, { id }).catch((err: Error) => ({ status: 0, body: { errors: [{ message: err.message }] } }))));
+      // The burst: every finished job's metrics, cold, so each answer is written as it arrives.
+      const burst = Promise.all(finishedIds.map((id) => gql(victim, METRICS, { id })));
       for (const delayMs of [150, 250, 250]) {
         await new Promise((r) => setTimeout(r, delayMs));
         const [row] = await admin`select count(pg_terminate_backend(pid))::int as n from pg_stat_activity where datname = ${dbName} and pid <> pg_backend_pid()`;
@@ -157,38 +212,116 @@ describe.runIf(REAL_POSTGRES_URL && process.env.TEST_PG_KILL === '1')('Postgres 
       }
       const during = await burst;
       expect(kills.reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
-      // Every request was answered (possibly with a field error), none hung or broke the connection.
-      for (const r of during) expect(r.status).toBe(200);
+      // Every request was answered, none hung; what failed says why with a retryable code.
+      expect(during.filter((r) => r.status !== 200)).toEqual([]);
+      for (const code of codesOf(during)) expect(code).toBe('CACHE_UNAVAILABLE');
       expect(victim.exitCode()).toBeUndefined();
 
-      // The same process answers again and reports ready once its pool has reconnected.
-      await waitFor(async () => ((await gql(victim, `{ jobs(first: 1) { edges { node { id } } } }`)).body.errors ? undefined : true), 10_000, 'a query to succeed again');
-      await waitFor(async () => ((await fetch(`${victim.url}/readyz`)).status === 200 ? true : undefined), 10_000, '/readyz to be 200 again');
-
-      // The final full query, as concurrent as the burst (it needs the whole pool, poisoned slots
-      // would show as time-outs): what failed is fetched now, what committed is served from the cache.
-      const after = await Promise.all(ids.map((id) => gql(victim, METRICS, { id })));
-      for (const r of after) expect(r.body.errors).toBeUndefined();
-      const reference = await Promise.all(ids.map((id) => gql(control, METRICS, { id })));
-      for (const r of reference) expect(r.body.errors).toBeUndefined();
+      await waitFor(async () => (codesOf([await gql(victim, `{ jobs(first: 1) { edges { node { id } } } }`)]).length === 0 ? true : undefined), 10_000, 'a query to succeed again');
+      expect(await readyz(victim)).toBe(200);
+      // As concurrent as the burst, so every pool slot is used: a slot left broken would time out here.
+      await expectSameCacheAsControl(victim, victimDb.databaseUrl!);
       expect(victim.exitCode()).toBeUndefined();
-
-      const shapeOf = async (url: string, query: string) => {
-        const sql = postgres(url, { max: 1, onnotice: () => {} });
-        try {
-          return [...(await sql.unsafe(query))];
-        } finally {
-          await sql.end();
-        }
-      };
-      const victimShape = await shapeOf(victimDb.databaseUrl!, CACHE_SHAPE);
-      const controlShape = await shapeOf(controlDb.databaseUrl!, CACHE_SHAPE);
-      expect(victimShape.length).toBeGreaterThan(0);
-      expect(victimShape.every((s) => s.n > 0)).toBe(true);
-      expect(victimShape).toEqual(controlShape);
-      expect(await shapeOf(victimDb.databaseUrl!, FETCHED_WITHOUT_SERIES)).toEqual([]);
+      expect(victim.lines.filter((l) => (l.level ?? 0) >= 50).map((l) => l.msg)).toEqual([]);
     } finally {
       await admin.end();
     }
-  }, 60_000);
+  }, 90_000);
+
+  it('Postgres killed (SIGKILL) mid-burst and mid-poll, then started again: committed points survive, the live stream resumes with no gap', async () => {
+    const pg: PrivatePostgres = await startPrivatePostgres();
+    cleanups.push(() => pg.destroy());
+    // With Redis the live feed's poller is chosen by a Postgres advisory lock, which dies with the
+    // server: taking it again after the restart is part of recovering.
+    const victim = await startServer(pg.url, providersConfig, sim.apiKey, REDIS_URL);
+    cleanups.push(() => victim.stop());
+    expect(codesOf([await gql(victim, `{ jobs(first: 100) { edges { node { id } } } }`)])).toEqual([]);
+
+    const ws = client(victim.url);
+    cleanups.push(async () => ws.dispose());
+    const live = subscribeUtilization(ws, runningId);
+    await waitFor(() => (live.samples.filter((s) => s.gpus.some((g) => g.points.length > 0)).length >= 1 ? true : undefined), 20_000, 'a first live sample with points');
+
+    // The burst; the kill lands as soon as its first writes have committed, so some jobs' points are
+    // in the database and the rest are in flight.
+    const burst = Promise.all(finishedIds.map((id) => gql(victim, METRICS, { id })));
+    await waitFor(async () => ((await rows(pg.url, COMMITTED_FETCHES, [finishedIds]))[0]!.n > 0 ? true : undefined), 20_000, 'the first burst writes to commit');
+    const committed = await rows(pg.url, CACHE_SHAPE, [finishedIds]);
+    const errorsBeforeKill = live.errors.length;
+    const killedAt = Date.now();
+    await pg.kill();
+    const during = await burst;
+    expect(committed.length).toBeGreaterThan(0);
+
+    // While it is down: the process stays up, answers every request with a coded error, and says
+    // it is not ready; the live subscriber is told, on the same stream.
+    expect(during.filter((r) => r.status !== 200)).toEqual([]);
+    for (const code of codesOf(during)) expect(code).toBe('CACHE_UNAVAILABLE');
+    const down = await gql(victim, METRICS, { id: finishedIds.at(-1) });
+    expect(down.status).toBe(200);
+    expect(codesOf([down])).toEqual(['CACHE_UNAVAILABLE']);
+    expect(await readyz(victim)).toBe(503);
+    expect((await fetch(`${victim.url}/healthz`)).status).toBe(200);
+    await waitFor(() => (live.errors.length > 0 ? true : undefined), 10_000, 'the live subscriber to hear of the outage');
+    expect((live.errors as { extensions?: { code?: string } }[]).map((e) => e.extensions?.code)).toContain('CACHE_UNAVAILABLE');
+    expect(errorsBeforeKill).toBe(0);
+
+    await pg.start();
+    const restartedAt = Date.now();
+    await waitFor(async () => ((await readyz(victim)) === 200 ? true : undefined), 15_000, '/readyz to be 200 again');
+    await waitFor(async () => (codesOf([await gql(victim, `{ jobs(first: 1) { edges { node { id } } } }`)]).length === 0 ? true : undefined), 15_000, 'a query to succeed again');
+    expect(victim.exitCode()).toBeUndefined();
+
+    // Every point that had committed before the kill is still there (crash recovery from the WAL).
+    const survived = new Map((await rows(pg.url, CACHE_SHAPE, [finishedIds])).map((s) => [s.key, s]));
+    for (const s of committed) expect(survived.get(s.key)).toEqual(s);
+
+    // The live stream goes on without a restart or a resubscribe, until it carries a point produced
+    // after the outage; every point of the job between its first and last sample reached the
+    // subscriber (nothing skipped while the writes failed).
+    await waitFor(
+      () => (live.samples.some((s) => s.gpus.some((g) => g.points.some((p) => Date.parse(p.timestamp) > killedAt))) ? true : undefined),
+      40_000,
+      'a live sample with a point from after the outage',
+    );
+    expect(live.completed).toBe(false);
+    expect(live.samples.at(-1)!.polledAt > new Date(restartedAt).toISOString()).toBe(true);
+    await expectLiveHasNoGap(victim, live.samples);
+
+    await expectSameCacheAsControl(victim, pg.url);
+    expect(victim.exitCode()).toBeUndefined();
+    // Every failure was recognised for what it was (no masked INTERNAL, no unexplained poll
+    // failure at error level), and the outage took a few warnings, not one per failed field.
+    expect(victim.lines.filter((l) => (l.level ?? 0) >= 50).map((l) => l.msg)).toEqual([]);
+    const warnings = victim.lines.filter((l) => l.msg === 'cache database unreachable');
+    expect(warnings.length).toBeGreaterThan(0);
+    expect(warnings.length).toBeLessThanOrEqual(Math.ceil((restartedAt - killedAt) / 5000) + 2);
+  }, 120_000);
+
+  /** The union of the samples' GPU points equals the stored history over the samples' whole span. */
+  async function expectLiveHasNoGap(victim: Server, samples: Sample[]) {
+    const from = samples[0]!.from;
+    const to = samples.at(-1)!.to;
+    const delivered = new Map<string, Map<string, number | null>>();
+    for (const s of samples) {
+      for (const g of s.gpus) {
+        const byTime = delivered.get(g.gpuId) ?? new Map<string, number | null>();
+        for (const p of g.points) byTime.set(p.timestamp, p.gpuUtilization);
+        delivered.set(g.gpuId, byTime);
+      }
+    }
+    const history = await gql(
+      victim,
+      `query H($id: ID!, $from: DateTime!, $to: DateTime!) { job(id: $id) { metrics(names: [GPU_UTILIZATION], scope: GPU, from: $from, to: $to, maxPoints: 10000) { gpu { id } points { timestamp value } } } }`,
+      { id: runningId, from, to },
+    );
+    expect(codesOf([history])).toEqual([]);
+    let compared = 0;
+    for (const m of history.body.data.job.metrics as { gpu: { id: string }; points: { timestamp: string; value: number | null }[] }[]) {
+      const sent = [...(delivered.get(m.gpu.id) ?? new Map()).entries()].sort(([a], [b]) => a.localeCompare(b)).map(([timestamp, value]) => ({ timestamp, value }));
+      expect(sent).toEqual(m.points);
+      compared += m.points.length;
+    }
+    expect(compared).toBeGreaterThan(0);
+  }
 });
