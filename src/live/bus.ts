@@ -4,6 +4,7 @@
 import { createRedisEventTarget } from '@graphql-yoga/redis-event-target';
 import type { TypedEventTarget } from '@graphql-yoga/typed-event-target';
 import { Redis } from 'ioredis';
+import type { Logger } from 'pino';
 
 export type Listener = (payload: unknown) => void;
 
@@ -39,11 +40,27 @@ export function createMemoryBus(): EventBus {
   };
 }
 
-export async function createRedisBus(redisUrl: string): Promise<EventBus> {
-  // A subscribed ioredis connection can do nothing else, hence two.
+export async function createRedisBus(redisUrl: string, logger: Logger): Promise<EventBus> {
+  // A subscribed ioredis connection can do nothing else, hence two. Through a Redis restart ioredis
+  // reconnects with backoff, re-subscribes its channels, and holds publishes in its offline queue
+  // (maxRetriesPerRequest: null: they wait rather than fail), so events are late, not lost.
   const options = { maxRetriesPerRequest: null, lazyConnect: true } as const;
   const publishClient = new Redis(redisUrl, options);
   const subscribeClient = new Redis(redisUrl, options);
+  for (const [role, client] of [['publish', publishClient], ['subscribe', subscribeClient]] as const) {
+    // Without a listener ioredis prints every failed reconnect attempt; one line per outage is enough.
+    let down = false;
+    client.on('error', (err: Error) => {
+      if (down) return;
+      down = true;
+      logger.warn({ err, role }, 'live: Redis unreachable; reconnecting, events are held until it is back');
+    });
+    client.on('ready', () => {
+      if (!down) return;
+      down = false;
+      logger.info({ role }, 'live: Redis reconnected');
+    });
+  }
   await Promise.all([publishClient.connect(), subscribeClient.connect()]);
   const target = createRedisEventTarget<CustomEvent>({ publishClient, subscribeClient }) as TypedEventTarget<CustomEvent>;
   return {

@@ -16,7 +16,7 @@ export interface LiveRuntime {
 
 export async function startLive(deps: { config: AppConfig; readThrough: ReadThrough; logger: Logger; options?: Partial<LiveOptions> }): Promise<LiveRuntime> {
   const { config } = deps;
-  const bus = config.redisUrl ? await createRedisBus(config.redisUrl) : createMemoryBus();
+  const bus = config.redisUrl ? await createRedisBus(config.redisUrl, deps.logger) : createMemoryBus();
   // Without Redis each replica only serves its own subscribers, so each must poll for them itself;
   // PGlite is one process by construction.
   const lock = config.redisUrl && config.databaseUrl ? await createAdvisoryLock(config.databaseUrl) : createLocalLock();
