@@ -2,7 +2,7 @@
 // read-through store, the yoga app, and one HTTP server with the probes.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { pino, type DestinationStream, type Logger } from 'pino';
+import { destination, pino, type DestinationStream, type Logger } from 'pino';
 import type { AppConfig, ProviderConfig, SecretSource } from '../config/index.js';
 import { ProviderSet, type ProviderInstance, type ResilienceOptions } from '../providers/provider-set.js';
 import { createAdapter } from '../providers/registry.js';
@@ -91,7 +91,9 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     redact: { paths: ['*.password', '*.secret', '*.apiKey', '*.token', '*.authorization', '*.headers.authorization'], censor: '[redacted]' },
     hooks: { streamWrite: (line: string) => redactSecrets(line, secrets) },
   };
-  const logger = opts.logger ?? (opts.logDestination ? pino(loggerOptions, opts.logDestination) : pino(loggerOptions));
+  // stdout is written synchronously: pino's default async stream, flushed by process.exit(), can
+  // reorder or drop the last lines when a write is still in the thread pool (seen on SIGTERM).
+  const logger = opts.logger ?? pino(loggerOptions, opts.logDestination ?? destination({ dest: 1, sync: true }));
   const demo = config.providers ? [] : await startDemoProviders({ workDir: opts.demoWorkDir, now: opts.clock });
   const configs = config.providers ?? demo.map((d) => d.config);
   const env: SecretSource = config.providers ? (opts.env ?? process.env) : Object.assign({}, ...demo.map((d) => d.secrets));

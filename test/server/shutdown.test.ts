@@ -85,7 +85,8 @@ describe('graceful shutdown', () => {
       buffered = parts.pop()!;
       for (const p of parts) if (p.startsWith('{')) lines.push(JSON.parse(p));
     });
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    // 'close', not 'exit': 'exit' can fire before the child's last stdout lines have been read.
+    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
     try {
       await waitFor(() => lines.some((l) => l.msg === 'serving'), 60_000, `the server to start (${stderr})`);
       const url = lines.find((l) => l.msg === 'serving')!.url!;
@@ -99,7 +100,7 @@ describe('graceful shutdown', () => {
       expect((await res.json()).data.jobs.edges.length).toBeGreaterThan(0);
       expect(await exited).toBe(0);
       expect(lines.find((l) => l.signal === 'SIGTERM')).toBeDefined();
-      expect(lines.at(-1)?.msg).toBe('stopped');
+      expect(lines.at(-1)?.msg, JSON.stringify(lines.slice(-4))).toBe('stopped');
     } finally {
       child.kill('SIGKILL');
       rmSync(dir, { recursive: true, force: true });
