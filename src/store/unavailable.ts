@@ -34,7 +34,7 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   return false;
 }
 
-export function cacheUnavailable(): DomainError {
+function cacheUnavailable(): DomainError {
   return new DomainError('CACHE_UNAVAILABLE', 'the cache database is unreachable right now; retry shortly', { retryable: true });
 }
 

@@ -18,6 +18,7 @@ import { startBasetenSimulator, type BasetenSimulator } from '../../src/simulato
 import { client, subscribeUtilization, type Sample } from '../live/helpers.js';
 import { createTestDatabase, REAL_POSTGRES_URL, type TestDatabase } from '../support/database.js';
 import { startPrivatePostgres, type PrivatePostgres } from '../support/private-services.js';
+import { eventually } from '../support/wait.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -49,16 +50,6 @@ interface Server {
 
 type Answer = { status: number; body: { data?: any; errors?: { message: string; extensions?: { code?: string } }[] } };
 
-async function waitFor<T>(probe: () => Promise<T | undefined> | T | undefined, timeoutMs: number, what: string): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 /** src/main.ts as production runs it, on its own database and a random port. */
 async function startServer(databaseUrl: string, providersConfig: string, apiKey: string, redisUrl?: string): Promise<Server> {
   const { REDIS_URL: _redis, DATABASE_URL: _db, ...env } = process.env;
@@ -84,7 +75,7 @@ async function startServer(databaseUrl: string, providersConfig: string, apiKey:
     buffered = parts.pop()!;
     for (const p of parts) if (p.startsWith('{')) lines.push(JSON.parse(p) as LogLine);
   });
-  const serving = await waitFor(() => (exit !== undefined ? Promise.reject(new Error(`server exited ${exit}: ${stderr}`)) : lines.find((l) => l.msg === 'serving')), 60_000, `the server to start (${stderr})`);
+  const serving = await eventually(() => (exit !== undefined ? Promise.reject(new Error(`server exited ${exit}: ${stderr}`)) : lines.find((l) => l.msg === 'serving')), 60_000, `the server to start (${stderr})`);
   return {
     url: serving.url!.replace(/\/graphql$/, ''),
     child,
@@ -217,7 +208,7 @@ describe.runIf(REAL_POSTGRES_URL)('Postgres lost during a write burst (real Post
       for (const code of codesOf(during)) expect(code).toBe('CACHE_UNAVAILABLE');
       expect(victim.exitCode()).toBeUndefined();
 
-      await waitFor(async () => (codesOf([await gql(victim, `{ jobs(first: 1) { edges { node { id } } } }`)]).length === 0 ? true : undefined), 10_000, 'a query to succeed again');
+      await eventually(async () => (codesOf([await gql(victim, `{ jobs(first: 1) { edges { node { id } } } }`)]).length === 0 ? true : undefined), 10_000, 'a query to succeed again');
       expect(await readyz(victim)).toBe(200);
       // As concurrent as the burst, so every pool slot is used: a slot left broken would time out here.
       await expectSameCacheAsControl(victim, victimDb.databaseUrl!);
@@ -240,12 +231,12 @@ describe.runIf(REAL_POSTGRES_URL)('Postgres lost during a write burst (real Post
     const ws = client(victim.url);
     cleanups.push(async () => ws.dispose());
     const live = subscribeUtilization(ws, runningId);
-    await waitFor(() => (live.samples.filter((s) => s.gpus.some((g) => g.points.length > 0)).length >= 1 ? true : undefined), 20_000, 'a first live sample with points');
+    await eventually(() => (live.samples.filter((s) => s.gpus.some((g) => g.points.length > 0)).length >= 1 ? true : undefined), 20_000, 'a first live sample with points');
 
     // The burst; the kill lands as soon as its first writes have committed, so some jobs' points are
     // in the database and the rest are in flight.
     const burst = Promise.all(finishedIds.map((id) => gql(victim, METRICS, { id })));
-    await waitFor(async () => ((await rows(pg.url, COMMITTED_FETCHES, [finishedIds]))[0]!.n > 0 ? true : undefined), 20_000, 'the first burst writes to commit');
+    await eventually(async () => ((await rows(pg.url, COMMITTED_FETCHES, [finishedIds]))[0]!.n > 0 ? true : undefined), 20_000, 'the first burst writes to commit');
     const committed = await rows(pg.url, CACHE_SHAPE, [finishedIds]);
     const errorsBeforeKill = live.errors.length;
     const killedAt = Date.now();
@@ -262,14 +253,14 @@ describe.runIf(REAL_POSTGRES_URL)('Postgres lost during a write burst (real Post
     expect(codesOf([down])).toEqual(['CACHE_UNAVAILABLE']);
     expect(await readyz(victim)).toBe(503);
     expect((await fetch(`${victim.url}/healthz`)).status).toBe(200);
-    await waitFor(() => (live.errors.length > 0 ? true : undefined), 10_000, 'the live subscriber to hear of the outage');
+    await eventually(() => (live.errors.length > 0 ? true : undefined), 10_000, 'the live subscriber to hear of the outage');
     expect((live.errors as { extensions?: { code?: string } }[]).map((e) => e.extensions?.code)).toContain('CACHE_UNAVAILABLE');
     expect(errorsBeforeKill).toBe(0);
 
     await pg.start();
     const restartedAt = Date.now();
-    await waitFor(async () => ((await readyz(victim)) === 200 ? true : undefined), 15_000, '/readyz to be 200 again');
-    await waitFor(async () => (codesOf([await gql(victim, `{ jobs(first: 1) { edges { node { id } } } }`)]).length === 0 ? true : undefined), 15_000, 'a query to succeed again');
+    await eventually(async () => ((await readyz(victim)) === 200 ? true : undefined), 15_000, '/readyz to be 200 again');
+    await eventually(async () => (codesOf([await gql(victim, `{ jobs(first: 1) { edges { node { id } } } }`)]).length === 0 ? true : undefined), 15_000, 'a query to succeed again');
     expect(victim.exitCode()).toBeUndefined();
 
     // Every point that had committed before the kill is still there (crash recovery from the WAL).
@@ -279,7 +270,7 @@ describe.runIf(REAL_POSTGRES_URL)('Postgres lost during a write burst (real Post
     // The live stream goes on without a restart or a resubscribe, until it carries a point produced
     // after the outage; every point of the job between its first and last sample reached the
     // subscriber (nothing skipped while the writes failed).
-    await waitFor(
+    await eventually(
       () => (live.samples.some((s) => s.gpus.some((g) => g.points.some((p) => Date.parse(p.timestamp) > killedAt))) ? true : undefined),
       40_000,
       'a live sample with a point from after the outage',

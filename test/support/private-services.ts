@@ -9,14 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { expect } from 'vitest';
 import { accepts, freePort } from './net.js';
-
-async function until(probe: () => Promise<boolean>, timeoutMs: number, what: string) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+import { eventually } from './wait.js';
 
 /** Every live process whose parent is `pid` (a postmaster's backends and workers). */
 function childrenOf(pid: number): number[] {
@@ -72,7 +65,7 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
       const log = existsSync(logFile) ? readFileSync(logFile, 'utf8').split('\n').slice(-15).join('\n') : '(no log)';
       throw new Error(`the private Postgres did not start: ${(err as Error).message}\n${log}`);
     }
-    await until(() => accepts('127.0.0.1', port), 30_000, 'the private Postgres to accept connections');
+    await eventually(() => accepts('127.0.0.1', port), 30_000, 'the private Postgres to accept connections');
   };
   await start();
   return {
@@ -89,7 +82,7 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
         }
       }
       // Until every process is reaped: a new postmaster refuses to start while the old pid exists.
-      await until(async () => all.every((p) => !existsSync(`/proc/${p}`)), 10_000, 'the killed Postgres processes to be reaped');
+      await eventually(async () => all.every((p) => !existsSync(`/proc/${p}`)), 10_000, 'the killed Postgres processes to be reaped');
       expect(await accepts('127.0.0.1', port)).toBe(false);
     },
     start,
@@ -117,7 +110,7 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
   let child: ChildProcess | null = null;
   const start = async () => {
     child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-    await until(() => accepts('127.0.0.1', port), 10_000, 'the private Redis to accept connections');
+    await eventually(() => accepts('127.0.0.1', port), 10_000, 'the private Redis to accept connections');
   };
   const kill = async () => {
     const c = child;

@@ -4,7 +4,7 @@ import { GraphQLError } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { Logger } from 'pino';
 import { DomainError } from '../../domain/errors.js';
-import { isDatabaseUnavailable, cacheUnavailable } from '../../store/unavailable.js';
+import { clientFacingError } from '../../store/unavailable.js';
 
 /** While Postgres is away every cache-backed field fails; one warning per this many ms says so. */
 const UNAVAILABLE_LOG_EVERY_MS = 5_000;
@@ -12,31 +12,26 @@ const UNAVAILABLE_LOG_EVERY_MS = 5_000;
 export function maskError(logger: Logger) {
   let unavailableLoggedAt = 0;
   let unavailableSinceLog = 0;
+  const noteUnavailable = (err: unknown) => {
+    unavailableSinceLog++;
+    if (Date.now() - unavailableLoggedAt < UNAVAILABLE_LOG_EVERY_MS) return;
+    logger.warn({ err, fieldErrors: unavailableSinceLog }, 'cache database unreachable');
+    unavailableLoggedAt = Date.now();
+    unavailableSinceLog = 0;
+  };
   return (error: unknown, message: string): Error => {
     const original = innermost(error);
     const g = isGraphQLError(error) ? error : null;
-    if (original instanceof DomainError) {
-      return new GraphQLError(original.message, {
-        nodes: g?.nodes,
-        path: g?.path,
-        extensions: { code: original.code, ...original.details },
-      });
+    // Domain errors as they are; Postgres restarting or failing over as CACHE_UNAVAILABLE (retryable).
+    const known = clientFacingError(original);
+    if (known) {
+      if (!(original instanceof DomainError)) noteUnavailable(original);
+      return new GraphQLError(known.message, { nodes: g?.nodes, path: g?.path, extensions: { code: known.code, ...known.details } });
     }
     // A GraphQLError thrown on purpose (scalar parsing, validation) is already client-facing.
     if (isGraphQLError(original)) {
       if (original.extensions?.code) return g && g !== original ? withCode(g, String(original.extensions.code)) : original;
       return withCode(g ?? original, 'BAD_REQUEST');
-    }
-    // Postgres restarting or failing over: a coded, retryable answer, not an internal fault.
-    if (isDatabaseUnavailable(original)) {
-      const unavailable = cacheUnavailable();
-      unavailableSinceLog++;
-      if (Date.now() - unavailableLoggedAt >= UNAVAILABLE_LOG_EVERY_MS) {
-        logger.warn({ err: original, fieldErrors: unavailableSinceLog }, 'cache database unreachable');
-        unavailableLoggedAt = Date.now();
-        unavailableSinceLog = 0;
-      }
-      return new GraphQLError(unavailable.message, { nodes: g?.nodes, path: g?.path, extensions: { code: unavailable.code, ...unavailable.details } });
     }
     // @apollo/subgraph's answer to a representation of a type this graph does not have: bad input, not a fault.
     if (original instanceof Error && original.message.startsWith('The _entities resolver tried to load an entity for type')) {
