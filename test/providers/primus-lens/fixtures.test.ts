@@ -10,9 +10,10 @@ import type { JobRef } from '../../../src/domain/types.js';
 import { createPrimusLensAdapter } from '../../../src/providers/primus-lens/adapter.js';
 import type { ProviderAdapter } from '../../../src/providers/provider.js';
 
-const SHARED = new URL('../../../../shared/', import.meta.url);
-const FIXTURES = new URL('fixtures/primus-lens/', SHARED);
-const SEED_003 = fileURLToPath(new URL('seeds/003_d55a38abf205b767.txt', SHARED));
+// Copies kept in the repository (test/fixtures/README.md says where each came from).
+const TEST_FIXTURES = new URL('../../fixtures/', import.meta.url);
+const FIXTURES = new URL('primus-lens/', TEST_FIXTURES);
+const SEED_003 = fileURLToPath(new URL('seeds/003_d55a38abf205b767.txt', TEST_FIXTURES));
 const fixture = (file: string) => readFileSync(fileURLToPath(new URL(file, FIXTURES)), 'utf8');
 const index = JSON.parse(fixture('_index.json')) as { file: string; http_status: number }[];
 const statusOf = (file: string) => index.find((e) => e.file === file)!.http_status;

@@ -5,7 +5,8 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
-export const FIXTURES = resolve(repoRoot, '../shared/fixtures/runicorn');
+// A copy kept in the repository (test/fixtures/README.md says where it came from).
+export const FIXTURES = resolve(repoRoot, 'test/fixtures/runicorn');
 /** The storage root the fixtures were captured from (machine prefixes already replaced). */
 export const CAPTURED_ROOT = '/home/user/.runicorn';
 
