@@ -11,7 +11,20 @@ export interface MetricTable {
   columns: string[];
   /** One row per global_step, ascending; every row has every column. */
   rows: MetricRow[];
+  /**
+   * Storage mode only (the viewer's answer has no such thing): every value with the stage of the
+   * event that logged it, metric -> stage (null = none given) -> step -> value and event time.
+   */
+  byEvent?: EventValues;
 }
+
+export interface EventValue {
+  /** null = NaN / Inf logged (a gap). */
+  value: number | null;
+  /** Epoch seconds of the logging event (its `time`, else `ts`). */
+  time: number | null;
+}
+export type EventValues = Map<string, Map<string | null, Map<number, EventValue>>>;
 
 /**
  * The SDK writes with Python's json.dumps, which prints NaN / Infinity / -Infinity as bare tokens
@@ -45,6 +58,8 @@ function stepOf(value: unknown): number | null {
 export class StepTableBuilder {
   private readonly byStep = new Map<number, MetricRow>();
   private readonly keys = new Set<string>();
+  /** Each value under its own event's stage; a later event of the same stage at the same step wins. */
+  private readonly byEvent: EventValues = new Map();
 
   applyLine(line: string): void {
     const text = line.trim();
@@ -63,22 +78,32 @@ export class StepTableBuilder {
     if (step === null) return;
     const row = this.byStep.get(step) ?? { global_step: step };
     this.byStep.set(step, row);
+    const stage = typeof fields.stage === 'string' ? fields.stage : null;
+    const eventTs = (event as { ts?: unknown }).ts;
+    const time = typeof fields.time === 'number' ? fields.time : typeof eventTs === 'number' ? eventTs : null;
     for (const [key, value] of Object.entries(fields)) {
       if (key === 'global_step' || key === 'step' || key === 'epoch') continue;
       const keep = value === null || typeof value === 'number' || typeof value === 'string' || typeof value === 'boolean';
       if (!keep) continue;
       row[key] = value;
       this.keys.add(key);
+      // Only numbers (and NaN/Inf, read as null) are metric values; strings and booleans are not.
+      if (key === 'time' || key === 'stage' || !(value === null || typeof value === 'number')) continue;
+      let stages = this.byEvent.get(key);
+      if (!stages) this.byEvent.set(key, (stages = new Map()));
+      let steps = stages.get(stage);
+      if (!steps) stages.set(stage, (steps = new Map()));
+      steps.set(step, { value: typeof value === 'number' && Number.isFinite(value) ? value : null, time });
     }
   }
 
   table(): MetricTable {
-    if (this.byStep.size === 0) return { columns: [], rows: [] };
+    if (this.byStep.size === 0) return { columns: [], rows: [], byEvent: new Map() };
     const columns = ['global_step', ...[...this.keys].sort()];
     const rows = [...this.byStep.entries()]
       .sort((a, b) => a[0] - b[0])
       .map(([, row]) => Object.fromEntries(columns.map((c) => [c, row[c] ?? null])) as MetricRow);
-    return { columns, rows };
+    return { columns, rows, byEvent: this.byEvent };
   }
 }
 

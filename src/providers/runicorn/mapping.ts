@@ -23,56 +23,114 @@ export function mapStatus(raw: string): JobStatus {
 /** Columns that are the row's coordinates, not metrics. */
 const COORDINATE_COLUMNS = new Set(['global_step', 'time', 'stage']);
 
-const SERIES_META = {
+const GAPS = 'NaN and Inf are dropped, as are strings and booleans (Runicorn keeps only numbers as metrics)';
+
+/** Storage mode: events.jsonl names the stage of every event, so every value keeps its own. */
+const EXACT_META = {
   keyedBy: 'global_step',
-  timestamp: 'the row\'s `time` column: absolute epoch seconds of the last event logged at that step',
-  merge:
-    'events sharing a step are merged into one row and a later value wins, including stage, so a value may carry the stage of a later event at the same step (Runicorn viewer rule)',
-  gaps: 'NaN, Inf and values not logged at a step are dropped',
+  stage: 'exact: the stage of the event that logged the value (events.jsonl)',
+  timestamp: "the logging event's `time` (absolute epoch seconds)",
+  gaps: GAPS,
 };
 
 /**
- * Every numeric column except global_step/time becomes a series per stage (rows without a stage
- * give stage null). Strings and booleans are not metrics.
+ * Viewer mode: metrics_step merges the events of one step into one row, a later event's value and
+ * stage winning; the answer does not say which event logged a value. A metric seen under one row
+ * stage only is given that stage (marked not exact); one seen under several gets no stage at all.
+ */
+function viewerMeta(stages: readonly (string | null)[]): Record<string, unknown> {
+  const base = {
+    keyedBy: 'global_step',
+    timestamp: "the row's `time`: the last event logged at that step (the viewer merges a step's events)",
+    gaps: GAPS,
+  };
+  if (stages.length <= 1) {
+    return {
+      ...base,
+      stage: stages[0] ?? null,
+      stageExact: false,
+      stageNote:
+        "every value of this metric came in viewer rows of this stage; the viewer keeps the last event's stage per step, so a value logged in another stage at the same step would look the same (storage mode reads each event's own stage)",
+    };
+  }
+  return {
+    ...base,
+    stage: null,
+    stageExact: false,
+    stagesSeen: stages,
+    stageNote:
+      "unknown: this metric came in viewer rows of several stages, and the viewer keeps only the last event's stage per step, so which stage logged each value cannot be told (storage mode reads each event's own stage)",
+  };
+}
+
+function inRange(timestamp: Date | null, from: number | null, to: number | null): boolean {
+  if (from === null && to === null) return true;
+  if (timestamp === null) return false;
+  const t = timestamp.getTime();
+  return (from === null || t >= from) && (to === null || t <= to);
+}
+
+function newSeries(name: string, stage: string | null, meta: Record<string, unknown>): SeriesData {
+  return {
+    kind: 'training',
+    name,
+    rawName: name,
+    unit: 'NONE',
+    scope: 'JOB',
+    nodeExternalId: null,
+    gpuIndex: null,
+    source: 'runicorn',
+    stage,
+    keyedBy: 'step',
+    meta,
+    points: [],
+  };
+}
+
+const stageOrder = (a: string | null, b: string | null) => (a ?? '').localeCompare(b ?? '');
+
+/**
+ * The training series of a run. With per-event values (storage mode) each value sits in the stage
+ * of the event that logged it; from the viewer's merged rows, see viewerMeta. A metric never
+ * logged in a stage never appears in it.
  */
 export function tableToSeries(table: MetricTable, request: TrainingFetchRequest): SeriesData[] {
   const wanted = request.names ? new Set(request.names) : null;
   const from = request.from?.getTime() ?? null;
   const to = request.to?.getTime() ?? null;
-  const byKey = new Map<string, SeriesData>();
+  const out: SeriesData[] = [];
+  if (table.byEvent) {
+    for (const name of [...table.byEvent.keys()].sort()) {
+      if (wanted && !wanted.has(name)) continue;
+      const stages = table.byEvent.get(name)!;
+      for (const stage of [...stages.keys()].sort(stageOrder)) {
+        const series = newSeries(name, stage, EXACT_META);
+        for (const [step, { value, time }] of [...stages.get(stage)!].sort((a, b) => a[0] - b[0])) {
+          const timestamp = epochSecondsToDate(time);
+          if (value === null || !inRange(timestamp, from, to)) continue;
+          series.points.push({ timestamp, step, value } satisfies SeriesPoint);
+        }
+        if (series.points.length > 0) out.push(series);
+      }
+    }
+    return out;
+  }
   for (const column of table.columns) {
     if (COORDINATE_COLUMNS.has(column) || (wanted && !wanted.has(column))) continue;
-    for (const row of table.rows) {
+    const rows = table.rows.filter((row) => {
       const value = row[column];
-      const step = row.global_step;
-      if (typeof value !== 'number' || !Number.isFinite(value) || typeof step !== 'number') continue;
+      return typeof value === 'number' && Number.isFinite(value) && typeof row.global_step === 'number';
+    });
+    const stages = [...new Set(rows.map((row) => (typeof row.stage === 'string' ? row.stage : null)))].sort(stageOrder);
+    const series = newSeries(column, stages.length === 1 ? stages[0]! : null, viewerMeta(stages));
+    for (const row of rows) {
       const timestamp = epochSecondsToDate(row.time);
-      if ((from !== null || to !== null) && timestamp === null) continue;
-      if (timestamp && ((from !== null && timestamp.getTime() < from) || (to !== null && timestamp.getTime() > to))) continue;
-      const stage = typeof row.stage === 'string' ? row.stage : null;
-      const key = JSON.stringify([column, stage]);
-      let series = byKey.get(key);
-      if (!series) {
-        series = {
-          kind: 'training',
-          name: column,
-          rawName: column,
-          unit: 'NONE',
-          scope: 'JOB',
-          nodeExternalId: null,
-          gpuIndex: null,
-          source: 'runicorn',
-          stage,
-          keyedBy: 'step',
-          meta: SERIES_META,
-          points: [],
-        };
-        byKey.set(key, series);
-      }
-      series.points.push({ timestamp, step, value } satisfies SeriesPoint);
+      if (!inRange(timestamp, from, to)) continue;
+      series.points.push({ timestamp, step: row.global_step as number, value: row[column] as number });
     }
+    if (series.points.length > 0) out.push(series);
   }
-  return [...byKey.values()].sort((a, b) => (a.name === b.name ? (a.stage ?? '').localeCompare(b.stage ?? '') : a.name < b.name ? -1 : 1));
+  return out.sort((a, b) => (a.name === b.name ? stageOrder(a.stage, b.stage) : a.name < b.name ? -1 : 1));
 }
 
 /** How many of the last rows the rate is measured over. */

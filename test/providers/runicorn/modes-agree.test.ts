@@ -85,35 +85,55 @@ const pointsOf = (series: SeriesData[], name: string, stage: string | null) =>
   series.find((s) => s.name === name && s.stage === stage)?.points.map((p) => [p.step, p.value]);
 
 describe('viewer mode (captured responses) and storage mode (captured folder) agree', () => {
-  it('give identical training series for the finished run', async () => {
-    const fromViewer = await viewerMode.fetchTrainingMetrics!(ref(FINISHED_RUN), all, signal());
+  it('storage mode keeps every value in the stage of the event that logged it (captured run)', async () => {
     const fromStorage = await storageMode.fetchTrainingMetrics!(ref(FINISHED_RUN), all, signal());
-    expect(fromStorage).toEqual(fromViewer);
-
-    // The captured rows, as canonical points: split by stage, the eval rows at steps 5 and 10
-    // carry the train loss merged into them (later event wins the stage).
-    expect(fromViewer.map((s) => `${s.name}/${s.stage}`)).toEqual(['loss/eval', 'loss/train', 'loss/warmup', 'lr/eval', 'lr/train', 'lr/warmup', 'val_acc/eval']);
-    expect(pointsOf(fromViewer, 'loss', 'warmup')).toEqual([[1, 2.3], [2, 1.15]]);
-    expect(pointsOf(fromViewer, 'loss', 'eval')).toEqual([[5, 0.46], [10, 0.23]]);
-    expect(pointsOf(fromViewer, 'loss', 'train')).toEqual([[3, 0.7667], [4, 0.575], [6, 0.3833], [7, 0.3286], [8, 0.2875], [9, 0.2556]]);
-    expect(pointsOf(fromViewer, 'val_acc', 'eval')).toEqual([[5, 0.65], [10, 0.8]]);
-    const first = fromViewer.find((s) => s.name === 'loss' && s.stage === 'warmup')!;
+    // The SDK wrote loss/lr under warmup (steps 1-2) and train (3-10), val_acc under eval at steps
+    // 5 and 10, where a train event of the same step came first. No metric appears in a stage it
+    // was never logged in, and loss/train has no holes at 5 and 10.
+    expect(fromStorage.map((s) => `${s.name}/${s.stage}`)).toEqual(['loss/train', 'loss/warmup', 'lr/train', 'lr/warmup', 'val_acc/eval']);
+    expect(pointsOf(fromStorage, 'loss', 'warmup')).toEqual([[1, 2.3], [2, 1.15]]);
+    expect(pointsOf(fromStorage, 'loss', 'train')).toEqual([
+      [3, 0.7667], [4, 0.575], [5, 0.46], [6, 0.3833], [7, 0.3286], [8, 0.2875], [9, 0.2556], [10, 0.23],
+    ]);
+    expect(pointsOf(fromStorage, 'val_acc', 'eval')).toEqual([[5, 0.65], [10, 0.8]]);
+    const first = fromStorage.find((s) => s.name === 'loss' && s.stage === 'warmup')!;
     expect(first).toMatchObject({ kind: 'training', keyedBy: 'step', source: 'runicorn', scope: 'JOB', rawName: 'loss', unit: 'NONE' });
+    expect(first.meta.stage).toMatch(/^exact/);
     expect(first.points[0]!.timestamp?.toISOString()).toBe('2026-11-22T02:32:54.818Z');
-    // `time` is the absolute time of the eval event, the later one at step 5.
-    expect(pointsOf(fromViewer, 'val_acc', 'eval') && fromViewer.find((s) => s.name === 'val_acc')!.points[0]!.timestamp?.toISOString()).toBe(
-      '2026-11-22T02:32:55.038Z',
-    );
+    // Each value carries its own event's time (epoch 1795314775.0375 for the train loss at step 5).
+    const train = fromStorage.find((s) => s.name === 'loss' && s.stage === 'train')!;
+    expect(train.points.find((p) => p.step === 5)!.timestamp?.toISOString()).toBe('2026-11-22T02:32:55.038Z');
+    expect(fromStorage.find((s) => s.name === 'val_acc')!.points[0]!.timestamp?.toISOString()).toBe('2026-11-22T02:32:55.038Z');
   });
 
-  it('give identical series for the run captured mid-way (6 rows) when the folder holds those 6 lines', async () => {
+  it('viewer mode says where the merged rows cannot tell the stage, and never relabels a value', async () => {
+    const fromViewer = await viewerMode.fetchTrainingMetrics!(ref(FINISHED_RUN), all, signal());
+    // metrics_step merged the train and eval events of steps 5 and 10 into rows of stage eval:
+    // loss and lr came in rows of three stages, so their stage cannot be told; val_acc only in eval rows.
+    expect(fromViewer.map((s) => `${s.name}/${s.stage}`)).toEqual(['loss/null', 'lr/null', 'val_acc/eval']);
+    const loss = fromViewer.find((s) => s.name === 'loss')!;
+    expect(loss.meta).toMatchObject({ stage: null, stageExact: false, stagesSeen: ['eval', 'train', 'warmup'] });
+    expect(loss.meta.stageNote).toMatch(/cannot be told/);
+    expect(loss.points.map((p) => p.step)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    expect(fromViewer.find((s) => s.name === 'val_acc')!.meta).toMatchObject({ stage: 'eval', stageExact: false });
+    // The values themselves agree with storage mode, whatever the stage.
+    const fromStorage = await storageMode.fetchTrainingMetrics!(ref(FINISHED_RUN), all, signal());
+    const storageLoss = fromStorage.filter((s) => s.name === 'loss').flatMap((s) => s.points.map((p) => [p.step, p.value]));
+    expect(loss.points.map((p) => [p.step, p.value])).toEqual(storageLoss.sort((a, b) => a[0]! - b[0]!));
+    expect(pointsOf(fromViewer, 'val_acc', 'eval')).toEqual(pointsOf(fromStorage, 'val_acc', 'eval'));
+  });
+
+  it('give the same points for the run captured mid-way (6 rows) when the folder holds those 6 lines', async () => {
     const events = join(storage.dir, 'runs/demo/live', LIVE_RUN, 'events.jsonl');
     const original = readFileSync(events, 'utf8');
     writeFileSync(events, `${original.split('\n').slice(0, 6).join('\n')}\n`);
     try {
       const fresh = createRunicornAdapter({ id: 'rc-storage-2', kind: 'RUNICORN', storageDir: storage.dir }, {});
       const fromViewer = await viewerMode.fetchTrainingMetrics!(ref(LIVE_RUN), all, signal());
-      expect(await fresh.fetchTrainingMetrics!(ref(LIVE_RUN), all, signal())).toEqual(fromViewer);
+      const fromStorage = await fresh.fetchTrainingMetrics!(ref(LIVE_RUN), all, signal());
+      // One stage per step in this run, so both modes name the same stages and the same points.
+      const shape = (series: SeriesData[]) => series.map((s) => [s.name, s.stage, s.points]);
+      expect(shape(fromStorage)).toEqual(shape(fromViewer));
       expect(pointsOf(fromViewer, 'gpu_util', 'train')).toHaveLength(6);
     } finally {
       writeFileSync(events, original);

@@ -51,7 +51,7 @@ describe('a run still being written', () => {
     expect(adapter.eventBytesRead()).toBe(sizeBefore + appended);
   });
 
-  it('applies the viewer merge: same step merges, later stage wins, NaN/Inf become gaps', async () => {
+  it('keeps each value in the stage of its own event at a shared step; NaN/Inf become gaps; strings and objects are not metrics', async () => {
     const run = createRun(root, spec());
     run.logMetrics({ loss: 0.5, note: 'text', nested: { a: 1 } }, { ts: T0 + 1, stage: 'train' });
     run.logMetrics({ acc: 0.9 }, { ts: T0 + 1.5, step: 1, stage: 'eval' });
@@ -60,7 +60,7 @@ describe('a run still being written', () => {
     const series = await adapter.fetchTrainingMetrics!(ref(run.id), all, signal());
     expect(series.map((s) => [s.name, s.stage, s.points.map((p) => [p.step, p.value, p.timestamp?.getTime()])])).toEqual([
       ['acc', 'eval', [[1, 0.9, (T0 + 1.5) * 1000]]],
-      ['loss', 'eval', [[1, 0.5, (T0 + 1.5) * 1000]]],
+      ['loss', 'train', [[1, 0.5, (T0 + 1) * 1000]]],
     ]);
   });
 
