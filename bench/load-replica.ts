@@ -1,0 +1,62 @@
+// One API replica for the load bench, in its own process (or N behind one port through
+// node:cluster, the way a process manager runs replicas on one host): the same runtime as
+// `npm start`, pinned to the simulator's clock so warm data stays warm while it is measured.
+import cluster from 'node:cluster';
+import { pino } from 'pino';
+import { loadSecurityConfig } from '../src/config/security.js';
+import { startRuntime } from '../src/server/runtime.js';
+
+export interface ReplicaOptions {
+  port: number;
+  workers: number;
+  databaseUrl: string | null;
+  dataDir: string;
+  simUrl: string;
+  apiKey: string;
+  anchorMs: number;
+}
+
+const opts = JSON.parse(process.argv[2]!) as ReplicaOptions;
+/** CPU time (user + system) this process has used: the cost per request on a busy machine. */
+const cpuUs = () => {
+  const u = process.cpuUsage();
+  return u.user + u.system;
+};
+
+if (cluster.isPrimary && opts.workers > 1) {
+  let ready = 0;
+  for (let i = 0; i < opts.workers; i++) cluster.fork();
+  cluster.on('message', (_w, m: { ready?: boolean }) => {
+    if (m.ready && ++ready === opts.workers) process.send!({ ready: true });
+  });
+  cluster.on('exit', (_w, code) => {
+    if (code) process.exit(code);
+  });
+  process.on('message', (m: { cmd?: string }) => {
+    if (m.cmd !== 'close') return;
+    for (const w of Object.values(cluster.workers ?? {})) w?.send({ cmd: 'close' });
+    let left = opts.workers;
+    cluster.on('exit', () => --left === 0 && process.exit(0));
+  });
+} else {
+  const runtime = await startRuntime({
+    config: {
+      port: opts.port,
+      host: '127.0.0.1',
+      databaseUrl: opts.databaseUrl,
+      dataDir: opts.dataDir,
+      redisUrl: null,
+      logLevel: 'silent',
+      providers: [{ id: 'bt', kind: 'BASETEN', baseUrl: opts.simUrl, apiKeyEnv: 'BT_KEY', timeoutSeconds: 120 }],
+      security: loadSecurityConfig({}),
+    },
+    env: { BT_KEY: opts.apiKey },
+    logger: pino({ level: 'silent' }),
+    clock: () => opts.anchorMs,
+  });
+  process.send!({ ready: true, url: runtime.url });
+  process.on('message', (m: { cmd?: string; id?: number }) => {
+    if (m.cmd === 'close') void runtime.close().then(() => process.exit(0));
+    if (m.cmd === 'cpu') process.send!({ id: m.id, cpuUs: cpuUs() });
+  });
+}
