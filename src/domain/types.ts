@@ -10,6 +10,10 @@ export type JobStatus = (typeof JOB_STATUSES)[number];
 /** A job in one of these states never changes again, so its complete metrics are immutable. */
 export const TERMINAL_STATUSES: ReadonlySet<JobStatus> = new Set(['SUCCEEDED', 'FAILED', 'STOPPED']);
 
+/** What a job's accelerators are: gpuCount counts them whatever their kind. */
+export const ACCELERATOR_KINDS = ['GPU', 'NPU', 'NONE'] as const;
+export type AcceleratorKind = (typeof ACCELERATOR_KINDS)[number];
+
 export const METRIC_UNITS = ['RATIO', 'BYTES', 'CORES', 'BYTES_PER_SECOND', 'COUNT', 'NONE'] as const;
 export type MetricUnit = (typeof METRIC_UNITS)[number];
 
@@ -57,9 +61,18 @@ export interface JobRecord {
   createdAt: Date | null;
   startedAt: Date | null;
   finishedAt: Date | null;
+  /** The accelerator model (a GPU or an NPU model, per acceleratorKind). */
   gpuType: string | null;
-  /** GPUs of the whole job (all nodes), or null when the platform does not say. */
+  /** Accelerators (GPUs or NPUs, per acceleratorKind) of the whole job (all nodes), or null when the platform does not say. */
   gpuCount: number | null;
+  /** GPU, NPU, or NONE (a CPU-only job); undefined/null when the platform does not say. */
+  acceleratorKind?: AcceleratorKind | null;
+  /** Why the job failed or stopped, in the platform's words; null when it gave none. */
+  failureReason?: string | null;
+  /** The job's page in the platform's own console, where one can be built. */
+  consoleUrl?: string | null;
+  /** Restarts (new incarnations of the job or of a node) the platform reports; null when it does not say. */
+  restartCount?: number | null;
 }
 
 export interface GpuRecord {

@@ -1,5 +1,5 @@
 // The contract's enums, generated from the domain's lists so the two can never drift.
-import { AGGREGATIONS, JOB_STATUSES, METRIC_SCOPES, METRIC_UNITS, PROVIDER_KINDS, SYSTEM_METRICS } from '../domain/types.js';
+import { ACCELERATOR_KINDS, AGGREGATIONS, JOB_STATUSES, METRIC_SCOPES, METRIC_UNITS, PROVIDER_KINDS, SYSTEM_METRICS } from '../domain/types.js';
 import { METRIC_CATALOG } from '../domain/metric-catalog.js';
 import { builder } from './builder.js';
 
@@ -20,3 +20,11 @@ export const SystemMetricEnum = builder.enumType('SystemMetric', {
   ) as Record<(typeof SYSTEM_METRICS)[number], { description: string }>,
 });
 export const HealthStateEnum = builder.enumType('HealthState', { values: ['OK', 'DEGRADED', 'DOWN', 'UNKNOWN'] as const });
+export const AcceleratorKindEnum = builder.enumType('AcceleratorKind', {
+  description: 'What kind of accelerator a job holds',
+  values: {
+    GPU: { description: 'Graphics processors (NVIDIA, AMD, ...)' },
+    NPU: { description: 'Neural processors (Huawei Ascend, ...)' },
+    NONE: { description: 'No accelerator: a CPU-only job' },
+  } satisfies Record<(typeof ACCELERATOR_KINDS)[number], { description: string }>,
+});

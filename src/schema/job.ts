@@ -4,7 +4,7 @@ import type { ProgressRow } from '../store/repository.js';
 import type { Freshness } from '../store/read-through.js';
 import { checkPageSize } from './args.js';
 import { builder } from './builder.js';
-import { AggregationEnum, JobStatusEnum, MetricScopeEnum, SystemMetricEnum } from './enums.js';
+import { AcceleratorKindEnum, AggregationEnum, JobStatusEnum, MetricScopeEnum, SystemMetricEnum } from './enums.js';
 import { JobConnectionRef, resolveJobConnection } from './job-connection.js';
 import { JobFilterRef } from './job-filter.js';
 import { FreshnessRef, MetricSeriesRef } from './metric-series.js';
@@ -92,11 +92,39 @@ JobRef.implement({
     createdAt: t.field({ type: 'DateTime', nullable: true, resolve: (j) => j.createdAt }),
     startedAt: t.field({ type: 'DateTime', nullable: true, resolve: (j) => j.startedAt }),
     finishedAt: t.field({ type: 'DateTime', nullable: true, resolve: (j) => j.finishedAt }),
-    gpuType: t.string({ nullable: true, resolve: (j) => j.gpuType }),
+    gpuType: t.string({
+      nullable: true,
+      description: 'The accelerator model (a GPU or NPU model, see acceleratorKind); null when the platform does not say',
+      resolve: (j) => j.gpuType,
+    }),
     gpuCount: t.int({
       nullable: true,
-      description: 'GPUs of the whole job; null until the platform says (Baseten: once nodes report)',
+      description:
+        'Accelerators of the whole job, all nodes: GPUs, or NPUs when acceleratorKind is NPU (count, >= 0); null until the platform says',
       resolve: (j) => j.gpuCount,
+    }),
+    acceleratorKind: t.field({
+      type: AcceleratorKindEnum,
+      nullable: true,
+      description: 'What gpuCount, gpus and the utilization series count: GPU, NPU or NONE; null when the platform does not say',
+      resolve: (j) => j.acceleratorKind as never,
+    }),
+    failureReason: t.string({
+      nullable: true,
+      description:
+        "Why the job failed or was stopped, in the platform's words (Baseten error_message, PAI-DLC ReasonCode: ReasonMessage, ModelArts status reason); null when it gave none; at most a few KB",
+      resolve: (j) => j.failureReason,
+    }),
+    consoleUrl: t.string({
+      nullable: true,
+      description: "The job's page in the platform's own web console (absolute URL); null where none can be built",
+      resolve: (j) => j.consoleUrl,
+    }),
+    restartCount: t.int({
+      nullable: true,
+      description:
+        'Restarts the platform reports (count, >= 0): PAI-DLC pod incarnations, ModelArts running records; null when it does not say',
+      resolve: (j) => j.restartCount,
     }),
     nodes: t.field({
       type: [NodeRef],

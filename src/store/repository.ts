@@ -187,24 +187,37 @@ export class Repository {
       finished_at: j.finishedAt?.toISOString() ?? null,
       gpu_type: j.gpuType,
       gpu_count: j.gpuCount,
+      accelerator_kind: j.acceleratorKind ?? null,
+      failure_reason: j.failureReason ?? null,
+      console_url: j.consoleUrl ?? null,
+      restart_count: j.restartCount ?? null,
       sort_at: (j.createdAt ?? j.startedAt ?? seenAt).toISOString(),
     }));
     const detailAt = detailFetched ? seenAt.toISOString() : null;
     for (const part of chunks(rows, 2000)) {
       await this.db.execute(sql`
         insert into jobs (id, provider_id, project_id, external_id, name, status, raw_status, created_at, started_at,
-                          finished_at, gpu_type, gpu_count, sort_at, seen_at, detail_fetched_at)
+                          finished_at, gpu_type, gpu_count, accelerator_kind, failure_reason, console_url, restart_count,
+                          sort_at, seen_at, detail_fetched_at)
         select x.id, ${providerId}, x.project_id, x.external_id, x.name, x.status, x.raw_status, x.created_at, x.started_at,
-               x.finished_at, x.gpu_type, x.gpu_count, x.sort_at, ${seenAt.toISOString()}::timestamptz, ${detailAt}::timestamptz
+               x.finished_at, x.gpu_type, x.gpu_count, x.accelerator_kind, x.failure_reason, x.console_url, x.restart_count,
+               x.sort_at, ${seenAt.toISOString()}::timestamptz, ${detailAt}::timestamptz
         from jsonb_to_recordset(${JSON.stringify(part)}::jsonb) as x(
           id text, project_id text, external_id text, name text, status text, raw_status text, created_at timestamptz,
-          started_at timestamptz, finished_at timestamptz, gpu_type text, gpu_count int, sort_at timestamptz)
+          started_at timestamptz, finished_at timestamptz, gpu_type text, gpu_count int, accelerator_kind text,
+          failure_reason text, console_url text, restart_count int, sort_at timestamptz)
         on conflict (id) do update set
           project_id = excluded.project_id, name = excluded.name, status = excluded.status, raw_status = excluded.raw_status,
           created_at = excluded.created_at, started_at = coalesce(excluded.started_at, jobs.started_at),
           finished_at = excluded.finished_at, gpu_type = coalesce(excluded.gpu_type, jobs.gpu_type),
           -- a list that does not know the GPU total must not erase one learned from the topology
           gpu_count = coalesce(excluded.gpu_count, jobs.gpu_count),
+          accelerator_kind = coalesce(excluded.accelerator_kind, jobs.accelerator_kind),
+          -- the reason belongs to the current status: a job that runs again has none
+          failure_reason = excluded.failure_reason,
+          console_url = coalesce(excluded.console_url, jobs.console_url),
+          -- a list that does not carry restarts must not erase what the detail said
+          restart_count = coalesce(excluded.restart_count, jobs.restart_count),
           sort_at = excluded.sort_at, seen_at = excluded.seen_at,
           detail_fetched_at = coalesce(excluded.detail_fetched_at, jobs.detail_fetched_at)`);
     }

@@ -68,6 +68,11 @@ export const jobs = pgTable(
     finishedAt: tstz('finished_at'),
     gpuType: text('gpu_type'),
     gpuCount: integer('gpu_count'),
+    /** GPU, NPU or NONE: what gpu_count counts (null = the platform did not say). */
+    acceleratorKind: text('accelerator_kind'),
+    failureReason: text('failure_reason'),
+    consoleUrl: text('console_url'),
+    restartCount: integer('restart_count'),
     /** Orders the jobs connection: newest first, ties by id (a stable cursor). */
     sortAt: tstz('sort_at').notNull(),
     seenAt: tstz('seen_at').notNull(),
