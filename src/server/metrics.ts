@@ -6,6 +6,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import { DomainError } from '../domain/errors.js';
 import type { LiveHub } from '../live/hub.js';
 import type { ProviderSet } from '../providers/provider-set.js';
+import { onShapeMismatch } from '../providers/shape-watch.js';
 import type { ReadThrough } from '../store/read-through.js';
 
 export const METRIC_PREFIX = 'training_graph_';
@@ -93,7 +94,21 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly shapeMismatches = new Counter({
+    name: `${METRIC_PREFIX}upstream_shape_mismatches_total`,
+    help: 'Answers from a training platform that contradicted an unconfirmed reading of its API (see the warning logged with each), by provider and assumption',
+    labelNames: ['provider', 'assumption'] as const,
+    registers: [this.registry],
+  });
+
+  /** Stops counting shape mismatches (the listener is process-wide). */
+  readonly dispose: () => void;
+
   constructor(sources: MetricsSources) {
+    const ownProviders = new Set(sources.providers.all().map((p) => p.id));
+    this.dispose = onShapeMismatch((m) => {
+      if (ownProviders.has(m.providerId)) this.shapeMismatches.inc({ provider: m.providerId, assumption: m.assumption });
+    });
     const lookups = new Map<string, { hits: number; misses: number }>();
     new Gauge({
       name: `${METRIC_PREFIX}cache_hit_ratio`,

@@ -6,6 +6,7 @@ import { destination, pino, type DestinationStream, type Logger } from 'pino';
 import type { AppConfig, ProviderConfig, SecretSource } from '../config/index.js';
 import { ProviderSet, type ProviderInstance, type ResilienceOptions } from '../providers/provider-set.js';
 import { createAdapter } from '../providers/registry.js';
+import { onShapeMismatch } from '../providers/shape-watch.js';
 import { startDemoProviders, type DemoProvider } from '../simulators/demo.js';
 import { openDatabase, type Database } from '../store/db.js';
 import { DEFAULT_CACHE_POLICY, ReadThrough, type CachePolicy } from '../store/read-through.js';
@@ -106,6 +107,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const readThrough = new ReadThrough(repo, providers, { ...DEFAULT_CACHE_POLICY, ...opts.cachePolicy }, opts.clock);
   const live = await startLive({ config, readThrough, logger, options: opts.live });
   const metrics = new Metrics({ providers, readThrough, live: live.hub });
+  const stopShapeWarnings = warnOnShapeMismatches(providers.all().map((p) => p.id), logger);
   const tracing = config.tracing ? startTracing(config.tracing) : null;
   if (tracing) traceUpstreamCalls(providers, tracing.tracer);
   const front = createHttpFront(logger, metrics);
@@ -176,10 +178,30 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       await readThrough.settle(graceMs);
       await tracing?.shutdown();
       await providers.close();
+      stopShapeWarnings();
+      metrics.dispose();
       await Promise.all(demo.map((d) => d.close()));
       await database.close();
     },
   };
+}
+
+/**
+ * A warning per unexpected upstream shape: the first of each (provider, assumption) and then every
+ * 100th, so a platform that changed its API is visible without flooding the log.
+ */
+function warnOnShapeMismatches(providerIds: readonly string[], logger: Logger): () => void {
+  const own = new Set(providerIds);
+  const seen = new Map<string, number>();
+  return onShapeMismatch((m) => {
+    if (!own.has(m.providerId)) return;
+    const key = `${m.providerId}|${m.assumption}`;
+    const n = (seen.get(key) ?? 0) + 1;
+    seen.set(key, n);
+    if (n === 1 || n % 100 === 0) {
+      logger.warn({ provider: m.providerId, assumption: m.assumption, detail: m.detail, occurrences: n }, 'upstream answer does not match an unconfirmed reading of its API');
+    }
+  });
 }
 
 const READINESS_TIMEOUT_MS = 1500;

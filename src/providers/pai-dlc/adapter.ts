@@ -1,25 +1,42 @@
 // Alibaba Cloud PAI-DLC adapter (fact sheet: shared/providers/pai-dlc.md). Project = workspace,
-// Job = DLC job, Node = pod; metrics are per pod, one GetJobMetrics call per MetricType.
-import type { z } from 'zod';
-import { requireSecret, type PaiDlcConfig, type SecretSource } from '../../config/index.js';
-import { UpstreamError } from '../../domain/errors.js';
-import type { JobPage, JobRef, LogLineRecord, LogPage, LogRequest, MetricFetchRequest, ProjectRecord, SystemMetric } from '../../domain/types.js';
-import { errorCodeForStatus, parseJsonBody, retryAfterFromHeader, sendHttp, type HttpResponse } from '../http-client.js';
+// Job = DLC job, Node = pod. Metrics are per pod: GetJobMetrics (one call per MetricType) for
+// pay-as-you-go jobs on public ECS resources, CloudMonitor's GetMetrics for every other job.
+import { type PaiDlcConfig, type SecretSource } from '../../config/index.js';
+import { DomainError, UpstreamError } from '../../domain/errors.js';
+import { TERMINAL_STATUSES, type JobPage, type JobRef, type LogLineRecord, type LogPage, type LogRequest, type MetricFetchRequest, type ProjectRecord, type SeriesData, type SystemMetric } from '../../domain/types.js';
 import type { JobDetailResult, ProviderAdapter, SystemMetricsResult } from '../provider.js';
-import { ecsSpecsNeeded, mapJob, mapMetricSeries, mapNodes, METRIC_TYPES } from './mapping.js';
-import { canonicalQueryString, percentEncode, signedHeadersFor, type Acs3Credentials } from './signer.js';
+import { reportShapeMismatch } from '../shape-watch.js';
+import { createPaiDlcClient } from './client.js';
 import {
-  errorBody,
+  CMS_METRIC_NAMES,
+  CMS_NAMESPACE,
+  cmsPeriodFor,
+  cmsPointOf,
+  ecsSpecsNeeded,
+  mapCmsSeries,
+  mapJob,
+  mapMetricSeries,
+  mapNodes,
+  mapStatus,
+  METRIC_TYPES,
+  metricsRouteOf,
+} from './mapping.js';
+import { percentEncode } from './signer.js';
+import {
+  cmsDataPoint,
+  cmsMetricsResponse,
   getJobResponse,
   jobMetricsResponse,
   listEcsSpecsResponse,
   listJobsResponse,
   podLogsResponse,
+  type WireCmsMetrics,
   type WireEcsSpec,
   type WireJob,
+  type WirePod,
 } from './wire.js';
 
-export const PAI_DLC_VERSION = '2020-12-03';
+export { PAI_DLC_VERSION, retryAfterOf } from './client.js';
 
 /**
  * ListJobs silently hides jobs created more than 7 days ago unless StartTime is given; we ask for a
@@ -27,104 +44,22 @@ export const PAI_DLC_VERSION = '2020-12-03';
  */
 export const LIST_LOOKBACK_DAYS = 365;
 const PAGE_SIZE = 100; // the documented maximum
-const LOG_MAX_LINES = 2000; // the documented default of MaxLines
+/** GetPodLogs' documented default of MaxLines, and the most we ask one call for. */
+export const LOG_MAX_LINES = 2000;
+/** Points per GetMetrics page (the SDK's documented default is 1000). */
+const CMS_PAGE_LENGTH = 1000;
+/** Pages one CloudMonitor series may take before the answer counts as incomplete. */
+const CMS_MAX_PAGES = 50;
 
-const AUTH_CODE = /^(SignatureDoesNotMatch|SignatureNonceUsed|IncompleteSignature|MissingAuthorization|InvalidAuthorization|InvalidTimeStamp|InvalidAccessKeyId|InvalidSecurityToken|Forbidden|NoPermission|AccessDenied|InvalidAccessKeySecret)/i;
-const NOT_FOUND_CODE = /NotFound|NotExist/i;
-
-interface CallOptions {
-  action: string;
-  method?: 'GET' | 'POST';
-  path: string;
-  query?: Record<string, string>;
-  signal: AbortSignal;
-}
-
-/**
- * Seconds to wait from a throttling answer: `x-acs-retry-after` (read as milliseconds, our reading,
- * unconfirmed), the older `x-ratelimit-user-api` / `x-ratelimit-user` headers (`TimeLeft:<ms>`), or
- * a standard Retry-After.
- */
-export function retryAfterOf(headers: Headers): number | null {
-  const acs = headers.get('x-acs-retry-after');
-  if (acs && /^\d+(\.\d+)?$/.test(acs.trim())) return Math.ceil(Number(acs) / 1000);
-  for (const name of ['x-ratelimit-user-api', 'x-ratelimit-user']) {
-    const m = /TimeLeft:\s*(\d+)/i.exec(headers.get(name) ?? '');
-    if (m) return Math.ceil(Number(m[1]) / 1000);
-  }
-  return retryAfterFromHeader(headers);
-}
+const isoSeconds = (d: Date) => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
 
 export function createPaiDlcAdapter(config: PaiDlcConfig, secrets: SecretSource): ProviderAdapter {
-  const providerId = config.id;
-  const creds: Acs3Credentials = {
-    accessKeyId: requireSecret(secrets, config.accessKeyIdEnv, providerId),
-    accessKeySecret: requireSecret(secrets, config.secretAccessKeyEnv, providerId),
-    ...(config.securityTokenEnv ? { securityToken: requireSecret(secrets, config.securityTokenEnv, providerId) } : {}),
-  };
-  const base = new URL(config.baseUrl);
-  const basePath = base.pathname.replace(/\/+$/, '');
-  const timeoutMs = (config.timeoutSeconds ?? 30) * 1000;
+  const client = createPaiDlcClient(config, secrets);
+  const providerId = client.providerId;
+  const call = client.call;
+  const ctx = { regionId: config.regionId };
   /** Instance type -> hardware; ECS specs do not change, so they are looked up once per process. */
   const ecsSpecCache = new Map<string, WireEcsSpec>();
-
-  async function call<T>(opts: CallOptions, schema: z.ZodType<T>): Promise<T> {
-    const method = opts.method ?? 'GET';
-    const path = `${basePath}${opts.path}`;
-    const query = opts.query ?? {};
-    const headers = signedHeadersFor({ method, path, query, body: '' }, creds, {
-      action: opts.action,
-      version: PAI_DLC_VERSION,
-      host: base.host,
-    });
-    // fetch derives Host from the URL (the same host[:port] we signed); it may not be set by hand.
-    delete headers.host;
-    const qs = canonicalQueryString(query);
-    const res = await sendHttp(providerId, {
-      method,
-      url: `${base.protocol}//${base.host}${path}${qs ? `?${qs}` : ''}`,
-      headers,
-      timeoutMs,
-      signal: opts.signal,
-    });
-    if (res.status < 200 || res.status >= 300) throw toError(res, opts.action);
-    const parsed = schema.safeParse(parseJsonBody(providerId, res));
-    if (!parsed.success) {
-      throw new UpstreamError('UPSTREAM_BAD_RESPONSE', providerId, `PAI-DLC ${opts.action} answered an unexpected shape`, {
-        status: res.status,
-      });
-    }
-    return parsed.data;
-  }
-
-  function toError(res: HttpResponse, action: string): UpstreamError {
-    let code: string | null = null;
-    let message: string | null = null;
-    let requestId: string | null = null;
-    try {
-      const body = errorBody.safeParse(JSON.parse(res.text));
-      if (body.success) {
-        code = body.data.Code ?? body.data.code ?? null;
-        message = body.data.Message ?? body.data.message ?? null;
-        requestId = body.data.RequestId ?? body.data.requestId ?? null;
-      }
-    } catch {
-      // Not Alibaba's JSON error body (a proxy's HTML page, say): the status alone decides.
-    }
-    const text = `PAI-DLC ${action} answered ${res.status}${code ? ` ${code}` : ''}${message ? `: ${message}` : ''}${requestId ? ` (RequestId ${requestId})` : ''}`;
-    const opts = { status: res.status, upstreamCode: code };
-    if ((code && /Throttling/i.test(code)) || res.status === 429) {
-      return new UpstreamError('UPSTREAM_RATE_LIMITED', providerId, text, { ...opts, retryAfterSeconds: retryAfterOf(res.headers) });
-    }
-    // Checked before not-found: an unknown AccessKeyId comes back as 404 InvalidAccessKeyId.NotFound.
-    if ((code && AUTH_CODE.test(code)) || res.status === 401 || res.status === 403) {
-      return new UpstreamError('UPSTREAM_AUTH', providerId, text, opts);
-    }
-    if ((code && NOT_FOUND_CODE.test(code)) || res.status === 404) {
-      return new UpstreamError('UPSTREAM_NOT_FOUND', providerId, text, opts);
-    }
-    return new UpstreamError(errorCodeForStatus(res.status), providerId, text, opts);
-  }
 
   async function ensureEcsSpecs(instanceTypes: string[], signal: AbortSignal): Promise<void> {
     const missing = instanceTypes.filter((t) => !ecsSpecCache.has(t));
@@ -153,22 +88,150 @@ export function createPaiDlcAdapter(config: PaiDlcConfig, secrets: SecretSource)
     }
   }
 
-  function listQuery(pageNumber: number, startTime: string, pageSize: number): Record<string, string> {
+  /** The job as the adapter's view needs it: outside the configured workspace it does not exist. */
+  async function visibleJob(jobId: string, signal: AbortSignal): Promise<WireJob | null> {
+    const job = await getWireJob(jobId, signal);
+    if (!job) return null;
+    if (config.workspaceId && String(job.WorkspaceId ?? '') !== config.workspaceId) return null;
+    await ensureEcsSpecs(ecsSpecsNeeded(job), signal);
+    return job;
+  }
+
+  /**
+   * The listing the real API gives. ListJobs spans one workspace unless FromAllWorkspaces is set,
+   * and the official model says FromAllWorkspaces "must be used together with ShowOwn=true": across
+   * workspaces only the caller's own jobs are listed. So with a workspace configured we list all of
+   * its jobs (ShowOwn=false); without one, the caller's jobs in every workspace.
+   */
+  function listQuery(pageNumber: number, startTime: string): Record<string, string> {
     return {
       PageNumber: String(pageNumber),
-      PageSize: String(pageSize),
+      PageSize: String(PAGE_SIZE),
       StartTime: startTime,
-      // ShowOwn's default is unconfirmed (metadata says true = only the caller's jobs): ask for everything visible.
-      ShowOwn: 'false',
       // Oldest first, so jobs created during a walk land on later pages instead of shifting earlier ones.
       SortBy: 'GmtCreateTime',
       Order: 'asc',
-      ...(config.workspaceId ? { WorkspaceId: config.workspaceId } : {}),
+      ...(config.workspaceId ? { WorkspaceId: config.workspaceId, ShowOwn: 'false' } : { ShowOwn: 'true', FromAllWorkspaces: 'true' }),
     };
   }
 
   function lookbackStart(): string {
-    return new Date(Date.now() - LIST_LOOKBACK_DAYS * 86_400_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    return isoSeconds(new Date(Date.now() - LIST_LOOKBACK_DAYS * 86_400_000));
+  }
+
+  /** Every pod incarnation (earlier ones from HistoryPods first), in a stable order for log cursors. */
+  function incarnationsOf(job: WireJob): { pod: WirePod; podId: string; key: string }[] {
+    const out: { pod: WirePod; podId: string; key: string }[] = [];
+    const pods = [...(job.Pods ?? [])].filter((p) => p.PodId).sort((a, b) => (a.PodId! < b.PodId! ? -1 : a.PodId! > b.PodId! ? 1 : 0));
+    for (const pod of pods) {
+      const history = [...(pod.HistoryPods ?? [])].sort((a, b) => (a.GmtStartTime ?? a.GmtCreateTime ?? '').localeCompare(b.GmtStartTime ?? b.GmtCreateTime ?? ''));
+      for (const h of [...history, pod]) out.push({ pod: h, podId: pod.PodId!, key: h.PodUid || `${pod.PodId}@${h.GmtCreateTime ?? ''}` });
+    }
+    return out;
+  }
+
+  async function legacyMetrics(job: WireJob, request: MetricFetchRequest, wanted: SystemMetric[], signal: AbortSignal) {
+    // TimeStep is documented in minutes ("5m"); finer steps are not offered.
+    const timeStep = `${Math.max(1, Math.round(request.stepSeconds / 60))}m`;
+    const answers = await Promise.all(
+      wanted.map(async (metric) => {
+        const body = await call(
+          {
+            action: 'GetJobMetrics',
+            path: `/api/v1/jobs/${percentEncode(job.JobId)}/metrics`,
+            query: {
+              MetricType: METRIC_TYPES.get(metric)!.metricType,
+              StartTime: isoSeconds(request.from),
+              EndTime: isoSeconds(request.to),
+              TimeStep: timeStep,
+            },
+            signal,
+          },
+          jobMetricsResponse,
+        );
+        return { metric, series: mapMetricSeries(metric, body, timeStep) };
+      }),
+    );
+    return answers;
+  }
+
+  /** All points of one (metric, pod) from GetMetrics, following NextToken to the end. */
+  async function cmsPoints(job: WireJob, podId: string, metric: SystemMetric, request: MetricFetchRequest, period: number, signal: AbortSignal) {
+    // The SDK model's example: a JSON array of dimension objects {jobId, pod, regionId, userId}.
+    const dimensions = JSON.stringify([
+      { jobId: job.JobId, pod: podId, regionId: config.regionId, ...(job.UserId ? { userId: job.UserId } : {}) },
+    ]);
+    const points: { ms: number; value: number | null }[] = [];
+    let token: string | null = null;
+    for (let page = 0; page < CMS_MAX_PAGES; page++) {
+      const body: WireCmsMetrics = await call(
+        {
+          action: 'GetMetrics',
+          path: '/api/v1/cms/metrics',
+          query: {
+            Namespace: CMS_NAMESPACE,
+            MetricName: CMS_METRIC_NAMES.get(metric)!.metricName,
+            Dimensions: dimensions,
+            JobId: job.JobId,
+            StartTime: isoSeconds(request.from),
+            EndTime: isoSeconds(request.to),
+            Period: String(period),
+            Length: String(CMS_PAGE_LENGTH),
+            ...(token ? { NextToken: token } : {}),
+          },
+          signal,
+        },
+        cmsMetricsResponse,
+      );
+      // Success false inside a 200 is how CloudMonitor reports a refused query.
+      if (body.Success === false || body.Success === 'false') {
+        throw new UpstreamError('UPSTREAM_BAD_RESPONSE', providerId, `PAI-DLC GetMetrics refused ${CMS_METRIC_NAMES.get(metric)!.metricName}: ${body.Code ?? ''} ${body.Message ?? ''}`.trim());
+      }
+      let decoded: unknown = [];
+      try {
+        decoded = body.DataPoints ? JSON.parse(body.DataPoints) : [];
+      } catch {
+        throw new UpstreamError('UPSTREAM_BAD_RESPONSE', providerId, 'PAI-DLC GetMetrics DataPoints is not JSON');
+      }
+      if (!Array.isArray(decoded)) {
+        reportShapeMismatch({ providerId, assumption: 'pai-dlc.cms.datapoints-array', detail: `DataPoints decoded to ${typeof decoded}` });
+        throw new UpstreamError('UPSTREAM_BAD_RESPONSE', providerId, 'PAI-DLC GetMetrics DataPoints is not a JSON array');
+      }
+      let unreadable = 0;
+      for (const raw of decoded) {
+        const parsed = cmsDataPoint.safeParse(raw);
+        const point = parsed.success ? cmsPointOf(parsed.data) : null;
+        if (!point) {
+          unreadable += 1;
+          continue;
+        }
+        const pointPod = parsed.success ? (parsed.data.pod ?? parsed.data.podId) : null;
+        if (pointPod && pointPod !== podId) {
+          reportShapeMismatch({ providerId, assumption: 'pai-dlc.cms.pod-dimension', detail: `asked for pod ${podId}, a point names ${pointPod}` });
+          continue;
+        }
+        points.push(point);
+      }
+      if (unreadable > 0) {
+        const keys = decoded[0] && typeof decoded[0] === 'object' ? Object.keys(decoded[0] as object).join(',') : typeof decoded[0];
+        reportShapeMismatch({ providerId, assumption: 'pai-dlc.cms.datapoint-shape', detail: `${unreadable} point(s) without timestamp/Value; keys seen: ${keys}` });
+      }
+      token = body.NextToken || null;
+      if (!token) return { points, complete: true };
+    }
+    return { points, complete: false };
+  }
+
+  async function cloudMonitorMetrics(job: WireJob, request: MetricFetchRequest, wanted: SystemMetric[], signal: AbortSignal) {
+    const period = cmsPeriodFor(request.stepSeconds);
+    const pods = [...new Set((job.Pods ?? []).map((p) => p.PodId).filter((id): id is string => Boolean(id)))];
+    return Promise.all(
+      wanted.map(async (metric) => {
+        const perPod = await Promise.all(pods.map(async (podId) => ({ podId, ...(await cmsPoints(job, podId, metric, request, period, signal)) })));
+        const series = perPod.map((p) => mapCmsSeries(metric, p.podId, p.points, period)).filter((s): s is SeriesData => s !== null);
+        return { metric, series, complete: perPod.every((p) => p.complete) };
+      }),
+    );
   }
 
   const adapter: ProviderAdapter = {
@@ -207,90 +270,204 @@ export function createPaiDlcAdapter(config: PaiDlcConfig, secrets: SecretSource)
     async listJobs(cursor, signal) {
       const [pageText, startFromCursor] = cursor ? cursor.split('|') : [];
       const pageNumber = pageText ? Number(pageText) : 1;
+      if (!Number.isInteger(pageNumber) || pageNumber < 1) throw new DomainError('BAD_INPUT', `not a PAI-DLC page cursor: ${cursor}`);
       const startTime = startFromCursor || lookbackStart();
-      const res = await call(
-        { action: 'ListJobs', path: '/api/v1/jobs', query: listQuery(pageNumber, startTime, PAGE_SIZE), signal },
-        listJobsResponse,
-      );
+      const res = await call({ action: 'ListJobs', path: '/api/v1/jobs', query: listQuery(pageNumber, startTime), signal }, listJobsResponse);
       const items = res.Jobs ?? [];
       const total = Number(res.TotalCount ?? 0);
+      if (!config.workspaceId) {
+        // ShowOwn=true should give one submitter; several mean the flag was not honoured (unconfirmed default).
+        const users = new Set(items.map((j) => j.UserId).filter(Boolean));
+        if (users.size > 1) reportShapeMismatch({ providerId, assumption: 'pai-dlc.listjobs.show-own', detail: `ShowOwn=true listed jobs of ${users.size} users` });
+      }
       const jobs = items
         .filter((j) => !config.workspaceId || String(j.WorkspaceId ?? '') === config.workspaceId)
-        .map((j) => mapJob(j, ecsSpecCache));
+        .map((j) => mapJob(j, ecsSpecCache, ctx));
       const more = items.length > 0 && pageNumber * PAGE_SIZE < total;
       return { jobs, nextCursor: more ? `${pageNumber + 1}|${startTime}` : null };
     },
 
     async getJob(ref, signal) {
-      const job = await getWireJob(ref.externalId, signal);
+      const job = await visibleJob(ref.externalId, signal);
       if (!job) return null;
-      if (config.workspaceId && String(job.WorkspaceId ?? '') !== config.workspaceId) return null;
-      await ensureEcsSpecs(ecsSpecsNeeded(job), signal);
-      const result: JobDetailResult = { ...mapJob(job, ecsSpecCache), nodes: mapNodes(job, ecsSpecCache) };
+      const result: JobDetailResult = { ...mapJob(job, ecsSpecCache, ctx), nodes: mapNodes(job, ecsSpecCache) };
       return result;
     },
 
-    async fetchSystemMetrics(job: JobRef, request: MetricFetchRequest, signal): Promise<SystemMetricsResult> {
+    /**
+     * Reads the job first: its resource type picks the route, and its pods are returned as the
+     * topology so every series' node exists in the same answer (cold cache included).
+     */
+    async fetchSystemMetrics(ref: JobRef, request: MetricFetchRequest, signal): Promise<SystemMetricsResult> {
+      const job = await visibleJob(ref.externalId, signal);
+      if (!job) throw new UpstreamError('UPSTREAM_NOT_FOUND', providerId, `PAI-DLC job ${ref.externalId} does not exist`);
       const wanted = request.metrics.filter((m): m is SystemMetric => METRIC_TYPES.has(m));
-      // TimeStep is documented in minutes ("5m"); finer steps are not offered.
-      const timeStep = `${Math.max(1, Math.round(request.stepSeconds / 60))}m`;
-      const startTime = request.from.toISOString().replace(/\.\d{3}Z$/, 'Z');
-      const endTime = request.to.toISOString().replace(/\.\d{3}Z$/, 'Z');
-      const answers = await Promise.all(
-        wanted.map(async (metric) => {
-          const body = await call(
-            {
-              action: 'GetJobMetrics',
-              path: `/api/v1/jobs/${percentEncode(job.externalId)}/metrics`,
-              query: { MetricType: METRIC_TYPES.get(metric)!.metricType, StartTime: startTime, EndTime: endTime, TimeStep: timeStep },
-              signal,
-            },
-            jobMetricsResponse,
-          );
-          // An empty PodMetrics is "no data" (jobs whose monitoring moved to CloudMonitor answer that way).
-          return mapMetricSeries(metric, body, timeStep);
-        }),
-      );
-      return { series: answers.flat(), covered: wanted, from: request.from, to: request.to };
+      const route = metricsRouteOf(job);
+      const answers =
+        route === 'GetJobMetrics'
+          ? (await legacyMetrics(job, request, wanted, signal)).map((a) => ({ ...a, complete: true }))
+          : await cloudMonitorMetrics(job, request, wanted, signal);
+      const running = !TERMINAL_STATUSES.has(mapStatus(job.Status));
+      const podsStarted = (job.Pods ?? []).some((p) => p.GmtStartTime);
+      const covered: SystemMetric[] = [];
+      for (const a of answers) {
+        if (!a.complete) continue;
+        const hasPoints = a.series.some((s) => s.points.length > 0);
+        // An empty answer while the job runs is not "no data": monitoring may lag, or this route
+        // may not serve the job. It is left uncovered so the next question asks again.
+        if (!hasPoints && running) {
+          const gpuOnly = a.metric === 'GPU_UTILIZATION' || a.metric === 'GPU_MEMORY_UTILIZATION';
+          const hasGpus = (mapJob(job, ecsSpecCache, ctx).gpuCount ?? 0) > 0;
+          if (podsStarted && (!gpuOnly || hasGpus) && job.Status === 'Running') {
+            reportShapeMismatch({ providerId, assumption: `pai-dlc.${route === 'GetJobMetrics' ? 'getjobmetrics' : 'cms'}.empty-while-running`, detail: `${a.metric} of running job ${job.JobId}` });
+          }
+          continue;
+        }
+        covered.push(a.metric);
+      }
+      return {
+        series: answers.flatMap((a) => a.series),
+        covered,
+        from: request.from,
+        to: request.to,
+        nodes: mapNodes(job, ecsSpecCache),
+      };
     },
 
-    // Logs are plain lines without timestamps. The cursor is "<pod index>:<lines consumed>" over the
-    // job's pods sorted by PodId; each page re-reads a pod's log from StartTime with a larger MaxLines
-    // (the API returns the first MaxLines lines from StartTime, our reading, unconfirmed).
+    /**
+     * Logs are plain lines without timestamps, at most MaxLines (default 2000) per call, from
+     * StartTime on. We page by time: each incarnation (PodUid) of each pod is read in windows
+     * [start, end] at second resolution; a window that comes back full is halved until it is not,
+     * then read whole, and the next window starts one second after it. Both ends inclusive and
+     * oldest-first order are our reading (unconfirmed). The cursor is
+     * "<incarnation>:<window start s>:<window end s>:<lines of that window already returned>".
+     */
     async fetchLogs(ref, request: LogRequest, signal): Promise<LogPage> {
-      const job = await getWireJob(ref.externalId, signal);
+      const job = await visibleJob(ref.externalId, signal);
       if (!job) throw new UpstreamError('UPSTREAM_NOT_FOUND', providerId, `PAI-DLC job ${ref.externalId} does not exist`);
-      const podIds = [...new Set((job.Pods ?? []).map((p) => p.PodId).filter((id): id is string => Boolean(id)))].sort();
-      const [podText, lineText] = request.after ? request.after.split(':') : [];
-      let podIndex = podText ? Number(podText) : 0;
-      let consumed = lineText ? Number(lineText) : 0;
-      const startTime = (request.since ?? ref.createdAt ?? new Date(Date.now() - 7 * 86_400_000)).toISOString().replace(/\.\d{3}Z$/, 'Z');
-      const lines: LogLineRecord[] = [];
-      while (podIndex < podIds.length && lines.length < request.limit) {
-        const podId = podIds[podIndex]!;
-        const want = Math.min(LOG_MAX_LINES, consumed + request.limit - lines.length);
-        const res = await call(
-          {
-            action: 'GetPodLogs',
-            path: `/api/v1/jobs/${percentEncode(ref.externalId)}/pods/${percentEncode(podId)}/logs`,
-            query: { MaxLines: String(want), StartTime: startTime },
-            signal,
-          },
-          podLogsResponse,
-        );
-        const fresh = (res.Logs ?? []).slice(consumed);
-        for (const message of fresh) {
-          consumed += 1;
-          lines.push({ timestamp: null, message, node: podId, level: null, cursor: `${podIndex}:${consumed}` });
-        }
-        // Fewer lines than asked for, or the per-call cap reached: this pod is done for now.
-        if ((res.Logs ?? []).length < want || want >= LOG_MAX_LINES) {
-          podIndex += 1;
-          consumed = 0;
-        }
+      const incarnations = incarnationsOf(job);
+      const cursor = decodeLogCursor(request.after);
+      // The cursor names its incarnation by PodUid: a restart adds incarnations before later pods.
+      let index = cursor ? incarnations.findIndex((i) => i.key === cursor.key) : 0;
+      if (cursor && index < 0) {
+        if (cursor.key !== END_KEY) throw new DomainError('BAD_INPUT', 'the log cursor names a pod incarnation this job does not have');
+        index = incarnations.length;
       }
-      return { lines, nextCursor: podIndex < podIds.length ? `${podIndex}:${consumed}` : null };
+      let windowStart = cursor?.start ?? null;
+      let windowEnd = cursor?.end ?? null;
+      let skip = cursor?.skip ?? 0;
+      const nowSec = Math.floor(Date.now() / 1000);
+      const sinceSec = request.since ? Math.floor(request.since.getTime() / 1000) : null;
+      const lines: LogLineRecord[] = [];
+      while (index < incarnations.length && lines.length < request.limit) {
+        const { pod, podId } = incarnations[index]!;
+        const startedSec = secondsOf(pod.GmtStartTime) ?? secondsOf(pod.GmtCreateTime);
+        // A running pod is read up to the last whole second, so no later line lands in a read second.
+        const lastSec = secondsOf(pod.GmtFinishTime) ?? nowSec - 1;
+        let start = windowStart ?? Math.max(startedSec ?? lastSec + 1, sinceSec ?? -Infinity);
+        if (startedSec === null || start > lastSec) {
+          if (pod.GmtFinishTime || startedSec === null) {
+            index += 1;
+            windowStart = windowEnd = null;
+            skip = 0;
+            continue;
+          }
+          break; // a running pod with nothing new yet
+        }
+        let end = windowEnd ?? lastSec;
+        let got: string[] = [];
+        for (;;) {
+          const res = await call(
+            {
+              action: 'GetPodLogs',
+              path: `/api/v1/jobs/${percentEncode(job.JobId)}/pods/${percentEncode(podId)}/logs`,
+              query: {
+                ...(pod.PodUid ? { PodUid: pod.PodUid } : {}),
+                MaxLines: String(LOG_MAX_LINES),
+                StartTime: isoSeconds(new Date(start * 1000)),
+                EndTime: isoSeconds(new Date(end * 1000)),
+              },
+              signal,
+            },
+            podLogsResponse,
+          );
+          got = res.Logs ?? [];
+          if (got.length < LOG_MAX_LINES || end <= start || windowEnd !== null) break;
+          end = start + Math.floor((end - start) / 2);
+        }
+        if (got.length >= LOG_MAX_LINES && end <= start) {
+          reportShapeMismatch({ providerId, assumption: 'pai-dlc.logs.second-over-maxlines', detail: `pod ${podId} wrote ${LOG_MAX_LINES}+ lines within one second; later lines of that second are not read` });
+        }
+        const fresh = got.slice(skip);
+        const room = request.limit - lines.length;
+        const taken = fresh.slice(0, room);
+        taken.forEach((message, i) => {
+          const consumed = skip + i + 1;
+          const whole = consumed === got.length;
+          lines.push({
+            timestamp: null,
+            message,
+            node: podId,
+            level: null,
+            cursor: whole ? nextWindowCursor(incarnations, index, end) : encodeLogCursor({ key: incarnations[index]!.key, start, end, skip: consumed }),
+          });
+        });
+        if (taken.length < fresh.length) {
+          return { lines, nextCursor: encodeLogCursor({ key: incarnations[index]!.key, start, end, skip: skip + taken.length }) };
+        }
+        // The window is read whole: continue one second after it.
+        windowStart = end + 1;
+        windowEnd = null;
+        skip = 0;
+        start = windowStart;
+      }
+      if (index < incarnations.length) {
+        return { lines, nextCursor: encodeLogCursor({ key: incarnations[index]!.key, start: windowStart, end: windowEnd, skip }) };
+      }
+      // Every incarnation read: a finished job is done, a running one may still get new pods.
+      const finished = TERMINAL_STATUSES.has(mapStatus(job.Status));
+      return { lines, nextCursor: finished ? null : encodeLogCursor({ key: END_KEY, start: null, end: null, skip: 0 }) };
     },
   };
   return adapter;
+}
+
+function secondsOf(iso: string | null | undefined): number | null {
+  if (!iso) return null;
+  const ms = Date.parse(iso);
+  return Number.isNaN(ms) ? null : Math.floor(ms / 1000);
+}
+
+/** Incarnation key of a cursor that has read every incarnation there was. */
+const END_KEY = '~end';
+
+interface LogCursor {
+  /** The incarnation: its PodUid. */
+  key: string;
+  start: number | null;
+  end: number | null;
+  skip: number;
+}
+
+function encodeLogCursor(c: LogCursor): string {
+  return Buffer.from(JSON.stringify([c.key, c.start, c.end, c.skip]), 'utf8').toString('base64url');
+}
+
+/** The cursor after a window read whole: one second after it in the same incarnation. */
+function nextWindowCursor(incarnations: readonly { key: string }[], index: number, end: number): string {
+  return encodeLogCursor({ key: incarnations[index]!.key, start: end + 1, end: null, skip: 0 });
+}
+
+function decodeLogCursor(text: string | null): LogCursor | null {
+  if (!text) return null;
+  try {
+    const v = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as unknown;
+    const isSec = (x: unknown) => x === null || (Number.isInteger(x) && (x as number) >= 0);
+    if (Array.isArray(v) && v.length === 4 && typeof v[0] === 'string' && isSec(v[1]) && isSec(v[2]) && Number.isInteger(v[3]) && v[3] >= 0) {
+      return { key: v[0], start: v[1], end: v[2], skip: v[3] };
+    }
+  } catch {
+    // falls through to the error below
+  }
+  throw new DomainError('BAD_INPUT', 'not a PAI-DLC log cursor');
 }

@@ -1,10 +1,51 @@
 // PAI-DLC wire records -> domain records in canonical units.
 import { metricDefinition } from '../../domain/metric-catalog.js';
-import type { GpuRecord, JobRecord, JobStatus, NodeRecord, SeriesData, SeriesPoint, SystemMetric } from '../../domain/types.js';
+import type { AcceleratorKind, GpuRecord, JobRecord, JobStatus, NodeRecord, SeriesData, SeriesPoint, SystemMetric } from '../../domain/types.js';
 import { finiteOrNull, GIB, isoToDate, percentToRatio } from '../../domain/units.js';
-import type { WireEcsSpec, WireJob, WireJobMetrics, WireJobSpec, WirePod } from './wire.js';
+import type { WireCmsDataPoint, WireEcsSpec, WireJob, WireJobMetrics, WireJobSpec, WirePod } from './wire.js';
 
 export const PAI_DLC_SOURCE = 'pai-dlc';
+
+/**
+ * Canonical metric -> the MetricName CloudMonitor's namespace acs_pai_dlc takes for one pod.
+ * UNCONFIRMED: the official SDK only shows `JOB_MEMORY_FREE` as an example and no metric list; these
+ * follow its SCOPE_RESOURCE_MEASURE pattern at pod scope. A running job whose pods have run for a
+ * while but whose answer is empty is reported as a shape mismatch (a wrong name answers that way).
+ */
+export const CMS_NAMESPACE = 'acs_pai_dlc';
+export const CMS_METRIC_NAMES: ReadonlyMap<SystemMetric, { metricName: string; percent: boolean }> = new Map([
+  ['GPU_UTILIZATION', { metricName: 'POD_GPU_UTIL', percent: true }],
+  ['GPU_MEMORY_UTILIZATION', { metricName: 'POD_GPU_MEMORY_UTIL', percent: true }],
+  ['CPU_UTILIZATION', { metricName: 'POD_CPU_UTIL', percent: true }],
+  ['MEMORY_UTILIZATION', { metricName: 'POD_MEMORY_UTIL', percent: true }],
+  ['NETWORK_RECEIVE_RATE', { metricName: 'POD_NETWORK_RX_RATE', percent: false }],
+  ['NETWORK_TRANSMIT_RATE', { metricName: 'POD_NETWORK_TX_RATE', percent: false }],
+  ['DISK_READ_RATE', { metricName: 'POD_DISK_READ_RATE', percent: false }],
+  ['DISK_WRITE_RATE', { metricName: 'POD_DISK_WRITE_RATE', percent: false }],
+]);
+
+/** The statistical periods GetMetrics accepts (official SDK model: 15, 60, 900, 3600 seconds). */
+export const CMS_PERIODS = [15, 60, 900, 3600] as const;
+
+/** The smallest allowed period at least `stepSeconds` long (or the longest there is). */
+export function cmsPeriodFor(stepSeconds: number): number {
+  return CMS_PERIODS.find((p) => p >= stepSeconds) ?? CMS_PERIODS[CMS_PERIODS.length - 1]!;
+}
+
+export type MetricsRoute = 'GetJobMetrics' | 'CloudMonitor';
+
+/**
+ * Where a job's monitoring lives. GetJobMetrics' own documentation: "except for pay-as-you-go tasks
+ * based on general-purpose computing resources, all task types are connected to CloudMonitor". We
+ * read pay-as-you-go general-purpose as ResourceType ECS with no resource quota (empty ResourceId)
+ * and no quota ResourceConfig in its specs; everything else (quotas, Lingjun, ACS) goes to
+ * CloudMonitor.
+ */
+export function metricsRouteOf(job: WireJob): MetricsRoute {
+  const resourceType = (job.ResourceType ?? '').toUpperCase();
+  const onQuota = Boolean(job.ResourceId) || (job.JobSpecs ?? []).some((s) => s.ResourceConfig && !s.EcsSpec);
+  return (resourceType === 'ECS' || resourceType === '') && !onQuota ? 'GetJobMetrics' : 'CloudMonitor';
+}
 
 /** Canonical metric -> the MetricType GetJobMetrics takes, and whether values are percent. */
 export const METRIC_TYPES: ReadonlyMap<SystemMetric, { metricType: string; percent: boolean }> = new Map([
@@ -44,19 +85,11 @@ function intOrNull(value: unknown): number | null {
   return n === null ? null : Math.round(n);
 }
 
-/**
- * GPU memory from the GPU type's name where it states it ("Tesla-V100-16G", "NVIDIA-A100-SXM4-80GB").
- * Vendors quote binary gigabytes there, so 16G is 16 GiB.
- */
-export function gpuMemoryFromTypeName(gpuType: string | null | undefined): number | null {
-  if (!gpuType) return null;
-  const m = /(?:^|[-_ ])(\d{1,3})\s*G(?:B|iB|i)?(?=$|[-_ ])/i.exec(gpuType);
-  return m ? Number(m[1]) * GIB : null;
-}
-
 export interface PodHardware {
   gpus: number | null;
   gpuType: string | null;
+  /** Memory of one card in bytes: EcsSpec.GpuMemory (GiB) for public resources; quotas do not say. */
+  memoryBytes: number | null;
 }
 
 /**
@@ -66,13 +99,16 @@ export interface PodHardware {
 export function podHardware(spec: WireJobSpec, ecsSpecs: ReadonlyMap<string, WireEcsSpec>): PodHardware {
   const fromConfig = intOrNull(spec.ResourceConfig?.GPU);
   const configType = spec.ResourceConfig?.GPUType || null;
-  if (fromConfig !== null) return { gpus: fromConfig, gpuType: fromConfig > 0 ? configType : null };
+  // A quota's GPUType names the model ("Tesla-V100-16G") but no field states the card's memory:
+  // it stays unknown rather than read out of a name.
+  if (fromConfig !== null) return { gpus: fromConfig, gpuType: fromConfig > 0 ? configType : null, memoryBytes: null };
   const ecs = spec.EcsSpec ? ecsSpecs.get(spec.EcsSpec) : undefined;
   if (ecs) {
     const gpus = intOrNull(ecs.Gpu) ?? 0;
-    return { gpus, gpuType: gpus > 0 ? ecs.GpuType || configType : null };
+    const gib = finiteOrNull(ecs.GpuMemory);
+    return { gpus, gpuType: gpus > 0 ? ecs.GpuType || configType : null, memoryBytes: gpus > 0 && gib !== null && gib > 0 ? gib * GIB : null };
   }
-  return { gpus: null, gpuType: configType };
+  return { gpus: null, gpuType: configType, memoryBytes: null };
 }
 
 /** Instance types whose GPU count only ListEcsSpecs can tell. */
@@ -99,7 +135,51 @@ function jobHardware(job: WireJob, ecsSpecs: ReadonlyMap<string, WireEcsSpec>): 
   return { gpuCount: total, gpuType };
 }
 
-export function mapJob(job: WireJob, ecsSpecs: ReadonlyMap<string, WireEcsSpec> = new Map()): JobRecord {
+/** Statuses whose ReasonCode/ReasonMessage explain a failure or a stop (a success's "JobSucceeded" is no failure). */
+const FAILURE_STATUSES = new Set(['Failed', 'FailedReserving', 'Stopped', 'Stopping']);
+
+export function failureReasonOf(job: WireJob): string | null {
+  if (!FAILURE_STATUSES.has(job.Status ?? '')) return null;
+  const code = (job.ReasonCode ?? '').trim();
+  const message = (job.ReasonMessage ?? '').trim();
+  if (!code && !message) return null;
+  return code && message ? `${code}: ${message}` : code || message;
+}
+
+/**
+ * Restarts: the used half of RestartTimes ("2/10"), else the most earlier incarnations
+ * (HistoryPods) any pod has; null when the job says neither.
+ */
+export function restartCountOf(job: WireJob): number | null {
+  const m = /^\s*(\d+)\s*\/\s*\d+\s*$/.exec(job.RestartTimes ?? '');
+  if (m) return Number(m[1]);
+  const pods = job.Pods ?? [];
+  if (pods.length === 0) return null;
+  return Math.max(0, ...pods.map((p) => p.HistoryPods?.length ?? 0));
+}
+
+export interface PaiDlcContext {
+  /** The region the provider is configured for (console links carry it). */
+  regionId?: string;
+}
+
+/**
+ * The job's page in the PAI console. The format is the one the console itself links to
+ * (`#/job/detail?jobId=...`); international-site accounts use pai.console.alibabacloud.com, which
+ * we cannot tell from the API (unconfirmed), so the China-site host is used.
+ */
+export function consoleUrlOf(job: WireJob, ctx: PaiDlcContext): string | null {
+  if (!ctx.regionId || job.WorkspaceId == null || job.WorkspaceId === '') return null;
+  const q = new URLSearchParams({ regionId: ctx.regionId, workspaceId: String(job.WorkspaceId) });
+  return `https://pai.console.aliyun.com/?${q.toString()}#/job/detail?jobId=${encodeURIComponent(job.JobId)}&page=jobs`;
+}
+
+function acceleratorKindOf(gpuCount: number | null): AcceleratorKind | null {
+  if (gpuCount === null) return null;
+  return gpuCount > 0 ? 'GPU' : 'NONE';
+}
+
+export function mapJob(job: WireJob, ecsSpecs: ReadonlyMap<string, WireEcsSpec> = new Map(), ctx: PaiDlcContext = {}): JobRecord {
   const { gpuCount, gpuType } = jobHardware(job, ecsSpecs);
   const finishedAt =
     isoToDate(job.GmtFinishTime) ?? isoToDate(job.GmtSuccessedTime) ?? isoToDate(job.GmtFailedTime) ?? isoToDate(job.GmtStoppedTime);
@@ -116,12 +196,15 @@ export function mapJob(job: WireJob, ecsSpecs: ReadonlyMap<string, WireEcsSpec> 
     finishedAt,
     gpuType,
     gpuCount,
+    acceleratorKind: acceleratorKindOf(gpuCount),
+    failureReason: failureReasonOf(job),
+    consoleUrl: consoleUrlOf(job, ctx),
+    restartCount: restartCountOf(job),
   };
 }
 
 function gpuRecords(hw: PodHardware): GpuRecord[] {
-  const memory = gpuMemoryFromTypeName(hw.gpuType);
-  return Array.from({ length: hw.gpus ?? 0 }, (_, index) => ({ index, model: hw.gpuType, memoryTotalBytes: memory }));
+  return Array.from({ length: hw.gpus ?? 0 }, (_, index) => ({ index, model: hw.gpuType, memoryTotalBytes: hw.memoryBytes }));
 }
 
 /**
@@ -134,7 +217,7 @@ export function mapNodes(job: WireJob, ecsSpecs: ReadonlyMap<string, WireEcsSpec
   const visit = (pod: WirePod) => {
     if (pod.PodId && !nodes.has(pod.PodId)) {
       const spec = specsByType.get(pod.Type ?? '') ?? (job.JobSpecs?.length === 1 ? job.JobSpecs[0] : undefined);
-      const hw = spec ? podHardware(spec, ecsSpecs) : { gpus: null, gpuType: null };
+      const hw = spec ? podHardware(spec, ecsSpecs) : { gpus: null, gpuType: null, memoryBytes: null };
       nodes.set(pod.PodId, { externalId: pod.PodId, name: pod.PodId, gpus: gpuRecords(hw) });
     }
     for (const earlier of pod.HistoryPods ?? []) visit(earlier);
@@ -177,4 +260,45 @@ export function mapMetricSeries(metric: SystemMetric, body: WireJobMetrics, time
       points,
     } satisfies SeriesData;
   });
+}
+
+/** The value of a decoded DataPoints element, read the way wire.ts describes (unconfirmed). */
+export function cmsPointOf(p: WireCmsDataPoint): { ms: number; value: number | null } | null {
+  const ms = finiteOrNull(p.timestamp ?? p.Timestamp);
+  if (ms === null || ms <= 0) return null;
+  const raw = p.Value !== undefined ? p.Value : p.value !== undefined ? p.value : p.Average;
+  if (raw === undefined) return null;
+  return { ms, value: raw === null ? null : finiteOrNull(raw) };
+}
+
+/** One NODE-scope series for one pod from CloudMonitor's points (already decoded and paged). */
+export function mapCmsSeries(metric: SystemMetric, podId: string, points: readonly { ms: number; value: number | null }[], periodSeconds: number): SeriesData | null {
+  const mapping = CMS_METRIC_NAMES.get(metric)!;
+  const def = metricDefinition(metric);
+  if (points.length === 0) return null;
+  const byTime = new Map<number, SeriesPoint>();
+  for (const p of points) {
+    const value = p.value === null ? null : mapping.percent ? percentToRatio(p.value) : p.value;
+    byTime.set(p.ms, { timestamp: new Date(p.ms), step: null, value });
+  }
+  return {
+    kind: 'system',
+    name: metric,
+    rawName: mapping.metricName,
+    unit: def.unit,
+    scope: 'NODE',
+    nodeExternalId: podId,
+    gpuIndex: null,
+    source: PAI_DLC_SOURCE,
+    stage: null,
+    keyedBy: 'time',
+    meta: {
+      route: 'CloudMonitor GetMetrics',
+      namespace: CMS_NAMESPACE,
+      periodSeconds,
+      ...(mapping.percent ? { convertedFrom: 'percent' } : {}),
+      ...(def.finestScope === 'GPU' ? { aggregation: "one value per pod; how the pod's GPUs are combined is not documented" } : {}),
+    },
+    points: [...byTime.values()].sort((a, b) => a.timestamp!.getTime() - b.timestamp!.getTime()),
+  };
 }

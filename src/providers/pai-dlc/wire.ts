@@ -28,7 +28,9 @@ interface WirePodShape {
   PodUid?: string | null;
   Type?: string | null;
   Status?: string | null;
+  GmtCreateTime?: string | null;
   GmtStartTime?: string | null;
+  GmtFinishTime?: string | null;
   HistoryPods?: WirePodShape[] | null;
 }
 
@@ -38,7 +40,9 @@ export const pod: z.ZodType<WirePodShape> = z.lazy(() =>
     PodUid: text,
     Type: text,
     Status: text,
+    GmtCreateTime: text,
     GmtStartTime: text,
+    GmtFinishTime: text,
     HistoryPods: z.array(pod).nullish(),
   }),
 );
@@ -52,6 +56,13 @@ export const jobItem = z.object({
   WorkspaceId: z.union([z.string(), z.number()]).nullish(),
   WorkspaceName: text,
   ResourceType: text,
+  /** The resource quota's id; empty for public (pay-as-you-go) resources. */
+  ResourceId: text,
+  UserId: text,
+  ReasonCode: text,
+  ReasonMessage: text,
+  /** "used/max", e.g. "2/10". */
+  RestartTimes: text,
   GmtCreateTime: text,
   GmtRunningTime: text,
   GmtFinishTime: text,
@@ -76,6 +87,8 @@ export const ecsSpec = z.object({
   InstanceType: z.string(),
   Gpu: numberish,
   GpuType: text,
+  /** Memory of one GPU card in GiB (the SDK model's `GpuMemory: number`, example 80; unit our reading, unconfirmed). */
+  GpuMemory: numberish,
 });
 export type WireEcsSpec = z.infer<typeof ecsSpec>;
 
@@ -96,6 +109,41 @@ export const jobMetricsResponse = z.object({
     .nullish(),
 });
 export type WireJobMetrics = z.infer<typeof jobMetricsResponse>;
+
+/**
+ * GetMetrics (GET /api/v1/cms/metrics), the CloudMonitor proxy, as the official SDK model
+ * GetMetricsResponseBody has it: every field a string except Success, and DataPoints a JSON
+ * *string* holding the points.
+ */
+export const cmsMetricsResponse = z.object({
+  Code: text,
+  Message: text,
+  Success: z.union([z.boolean(), z.string()]).nullish(),
+  NextToken: text,
+  Period: numberish,
+  DataPoints: text,
+  RequestId: text,
+});
+export type WireCmsMetrics = z.infer<typeof cmsMetricsResponse>;
+
+/**
+ * One element of the decoded DataPoints. The SDK types DataPoints only as a string; CloudMonitor's
+ * own DescribeMetricList points carry `timestamp` (epoch ms), the dimensions asked for and
+ * `Average`/`Maximum`/`Minimum`, while PAI's proxy examples use `Value`. Our reading (unconfirmed):
+ * `timestamp` in ms, and the value in `Value`, `value` or `Average`, in that order.
+ */
+export const cmsDataPoint = z
+  .object({
+    timestamp: numberish,
+    Timestamp: numberish,
+    Value: z.union([z.number(), z.string(), z.null()]).optional(),
+    value: z.union([z.number(), z.string(), z.null()]).optional(),
+    Average: z.union([z.number(), z.string(), z.null()]).optional(),
+    pod: text,
+    podId: text,
+  })
+  .passthrough();
+export type WireCmsDataPoint = z.infer<typeof cmsDataPoint>;
 
 export const podLogsResponse = z.object({
   PodId: text,

@@ -36,6 +36,8 @@ export interface SimEcsSpec {
   Cpu: number;
   Gpu: number;
   GpuType: string;
+  /** GiB per GPU card (ListEcsSpecs' GpuMemory; 0 for CPU specs). */
+  GpuMemory: number;
   /** GiB */
   Memory: number;
 }
@@ -99,6 +101,7 @@ export interface SimJob {
 }
 
 export interface PaiDlcFleet {
+  /** workspaces[0] is the account's default workspace (what ListJobs lists without WorkspaceId; unconfirmed). */
   workspaces: SimWorkspace[];
   users: SimUser[];
   /** The user the simulator's credentials belong to (what ShowOwn=true filters on). */
@@ -112,11 +115,11 @@ const HOUR = 60 * MIN;
 const DAY = 24 * HOUR;
 
 export const SIM_ECS_SPECS: SimEcsSpec[] = [
-  { InstanceType: 'ecs.gn7i-c8g1.2xlarge', AcceleratorType: 'GPU', Cpu: 8, Gpu: 1, GpuType: 'NVIDIA A10', Memory: 30 },
-  { InstanceType: 'ecs.gn7i-c32g1.32xlarge', AcceleratorType: 'GPU', Cpu: 128, Gpu: 4, GpuType: 'NVIDIA A10', Memory: 752 },
-  { InstanceType: 'ecs.gn6v-c10g1.20xlarge', AcceleratorType: 'GPU', Cpu: 82, Gpu: 8, GpuType: 'Tesla-V100-16G', Memory: 336 },
-  { InstanceType: 'ecs.gn6i-c4g1.xlarge', AcceleratorType: 'GPU', Cpu: 4, Gpu: 1, GpuType: 'Tesla-T4-16G', Memory: 15 },
-  { InstanceType: 'ecs.g6.xlarge', AcceleratorType: 'CPU', Cpu: 4, Gpu: 0, GpuType: '', Memory: 16 },
+  { InstanceType: 'ecs.gn7i-c8g1.2xlarge', AcceleratorType: 'GPU', Cpu: 8, Gpu: 1, GpuType: 'NVIDIA A10', GpuMemory: 24, Memory: 30 },
+  { InstanceType: 'ecs.gn7i-c32g1.32xlarge', AcceleratorType: 'GPU', Cpu: 128, Gpu: 4, GpuType: 'NVIDIA A10', GpuMemory: 24, Memory: 752 },
+  { InstanceType: 'ecs.gn6v-c10g1.20xlarge', AcceleratorType: 'GPU', Cpu: 82, Gpu: 8, GpuType: 'Tesla-V100-16G', GpuMemory: 16, Memory: 336 },
+  { InstanceType: 'ecs.gn6i-c4g1.xlarge', AcceleratorType: 'GPU', Cpu: 4, Gpu: 1, GpuType: 'Tesla-T4-16G', GpuMemory: 16, Memory: 15 },
+  { InstanceType: 'ecs.g6.xlarge', AcceleratorType: 'CPU', Cpu: 4, Gpu: 0, GpuType: '', GpuMemory: 0, Memory: 16 },
 ];
 
 interface JobTemplate {
@@ -151,7 +154,7 @@ const quota = (type: string, count: number, gpu: number, gpuType: string): SimJo
 const TEMPLATES: JobTemplate[] = [
   { name: 'resnet-ddp', type: 'PyTorchJob', status: 'Running', workspace: 0, user: 0, createdAgoMin: 300, queueMin: 3, runMin: null, specs: [ecs('Worker', 4, 'ecs.gn6v-c10g1.20xlarge')] },
   { name: 'bert-finetune', type: 'PyTorchJob', status: 'Running', workspace: 1, user: 0, createdAgoMin: 180, queueMin: 2, runMin: null, specs: [quota('Worker', 2, 2, 'Tesla-V100-16G')] },
-  { name: 'llm-pretrain-lingjun', type: 'PyTorchJob', status: 'Running', workspace: 1, user: 1, createdAgoMin: 2 * 24 * 60, queueMin: 20, runMin: null, specs: [quota('Master', 1, 8, 'NVIDIA-A100-SXM4-80GB'), quota('Worker', 3, 8, 'NVIDIA-A100-SXM4-80GB')], lingjun: true },
+  { name: 'llm-pretrain-lingjun', type: 'PyTorchJob', status: 'Running', workspace: 1, user: 0, createdAgoMin: 2 * 24 * 60, queueMin: 20, runMin: null, specs: [quota('Master', 1, 8, 'NVIDIA-A100-SXM4-80GB'), quota('Worker', 3, 8, 'NVIDIA-A100-SXM4-80GB')], lingjun: true },
   { name: 'tf-ps-ctr', type: 'TFJob', status: 'Running', workspace: 0, user: 1, createdAgoMin: 95, queueMin: 4, runMin: null, specs: [ecs('PS', 1, 'ecs.g6.xlarge'), ecs('Worker', 2, 'ecs.gn7i-c8g1.2xlarge')] },
   { name: 'yolo-restart', type: 'PyTorchJob', status: 'Restarting', workspace: 0, user: 0, createdAgoMin: 240, queueMin: 5, runMin: null, specs: [ecs('Worker', 2, 'ecs.gn7i-c32g1.32xlarge')], restarts: 2 },
   { name: 'mpi-allreduce', type: 'MPIJob', status: 'Stopping', workspace: 0, user: 0, createdAgoMin: 400, queueMin: 6, runMin: null, specs: [ecs('Launcher', 1, 'ecs.g6.xlarge'), ecs('Worker', 2, 'ecs.gn6i-c4g1.xlarge')] },

@@ -48,7 +48,27 @@ const ACTIONS: Record<string, string> = {
   getPodLogs: 'GetPodLogs',
   stopJob: 'StopJob',
   listEcsSpecs: 'ListEcsSpecs',
+  getMetrics: 'GetMetrics',
 };
+
+/**
+ * CloudMonitor metric names of namespace acs_pai_dlc this simulator serves, at pod scope. The real
+ * list is not published with the API (the SDK shows only JOB_MEMORY_FREE); these are the names the
+ * fact sheet's reading settles on (unconfirmed), each tied to the GetJobMetrics MetricType whose
+ * values it carries.
+ */
+const CMS_METRICS: Record<string, string> = {
+  POD_GPU_UTIL: 'GpuCoreUsage',
+  POD_GPU_MEMORY_UTIL: 'GpuMemoryUsage',
+  POD_CPU_UTIL: 'CpuCoreUsage',
+  POD_MEMORY_UTIL: 'MemoryUsage',
+  POD_NETWORK_RX_RATE: 'NetworkInputRate',
+  POD_NETWORK_TX_RATE: 'NetworkOutputRate',
+  POD_DISK_READ_RATE: 'DiskReadRate',
+  POD_DISK_WRITE_RATE: 'DiskWriteRate',
+};
+const CMS_PERIODS = new Set([15, 60, 900, 3600]);
+const CMS_DEFAULT_LENGTH = 1000;
 
 /** MetricType -> how its values look: Usage in percent 0..100, Rate in bytes/s up to `max`. */
 const METRIC_TYPES: Record<string, { percent: boolean; max: number; needsGpu: boolean }> = {
@@ -247,7 +267,11 @@ export async function startPaiDlcSimulator(opts: PaiDlcSimulatorOptions = {}): P
     const to = end ?? at;
     // ShowOwn defaults to true (metadata default, unconfirmed): only the caller's own jobs.
     const showOwn = (q.get('ShowOwn') ?? 'true') !== 'false';
-    const workspaceId = q.get('WorkspaceId');
+    // One workspace per listing: WorkspaceId, or the account's default one. Only FromAllWorkspaces
+    // together with ShowOwn=true spans workspaces (the official model's wording); which workspace an
+    // unscoped listing shows is our reading (unconfirmed): the default workspace.
+    const allWorkspaces = showOwn && q.get('FromAllWorkspaces') === 'true';
+    const workspaceId = q.get('WorkspaceId') || (allWorkspaces ? null : fleet.workspaces[0]!.WorkspaceId);
     const status = q.get('Status');
     const displayName = q.get('DisplayName')?.toLowerCase();
     const jobIdPart = q.get('JobId')?.toLowerCase();
@@ -331,8 +355,10 @@ export async function startPaiDlcSimulator(opts: PaiDlcSimulatorOptions = {}): P
     const start = parseIsoParam(req.query.get('StartTime'));
     const end = parseIsoParam(req.query.get('EndTime'));
     if (start === 'invalid' || end === 'invalid') return invalidParameter('StartTime and EndTime must be ISO 8601 UTC times.');
+    // Both bounds inclusive at second resolution (our reading, unconfirmed): a line at 10:00:05.4
+    // is inside EndTime=10:00:05Z.
     const fromMs = start ?? at - 7 * SIM_TIME.DAY;
-    const toMs = Math.min(end ?? at, pod.finishedMs ?? at);
+    const toMs = Math.min(end === null ? at : end + 999, pod.finishedMs ?? at);
     const lines: string[] = [];
     if (pod.startedMs !== null) {
       // One line a minute from the pod's start; plain text as the API returns it (oldest first, our reading).
@@ -343,6 +369,54 @@ export async function startPaiDlcSimulator(opts: PaiDlcSimulatorOptions = {}): P
       }
     }
     return ok({ JobId: job.JobId, PodId: pod.PodId, PodUid: pod.PodUid, Logs: lines });
+  };
+
+  /**
+   * GetMetrics, the CloudMonitor proxy: every job but pay-as-you-go ones on public ECS resources
+   * reports here. DataPoints is a JSON string; NextToken pages by Length points.
+   */
+  const getMetrics = (req: SimRequest): SimResponse => {
+    const q = req.query;
+    if (q.get('Namespace') !== 'acs_pai_dlc') return invalidParameter('The Namespace is invalid; expected acs_pai_dlc.');
+    const metricName = q.get('MetricName');
+    if (!metricName) return errorBody(400, 'MissingParameter', 'MetricName is mandatory for this action.');
+    const metricType = CMS_METRICS[metricName];
+    if (!metricType) return invalidParameter(`The MetricName ${metricName} does not exist in namespace acs_pai_dlc.`);
+    const period = Number(q.get('Period') ?? '60');
+    if (!CMS_PERIODS.has(period)) return invalidParameter('Period must be one of 15, 60, 900, 3600.');
+    const length = Number(q.get('Length') ?? String(CMS_DEFAULT_LENGTH));
+    if (!Number.isInteger(length) || length < 1) return invalidParameter('Length must be a positive integer.');
+    let dims: Record<string, unknown>[];
+    try {
+      const parsed = JSON.parse(q.get('Dimensions') ?? '[]') as unknown;
+      dims = (Array.isArray(parsed) ? parsed : [parsed]).filter((d): d is Record<string, unknown> => typeof d === 'object' && d !== null);
+    } catch {
+      return invalidParameter('Dimensions must be a JSON string.');
+    }
+    const at = now();
+    const start = parseIsoParam(q.get('StartTime'));
+    const end = parseIsoParam(q.get('EndTime'));
+    if (start === 'invalid' || end === 'invalid') return invalidParameter('StartTime and EndTime must be ISO 8601 UTC times.');
+    const fromMs = start ?? at - METRICS_DEFAULT_WINDOW_MS;
+    const toMs = end ?? at;
+    const wantedJob = q.get('JobId') ?? (typeof dims[0]?.jobId === 'string' ? (dims[0].jobId as string) : null);
+    const job = wantedJob ? findJob(wantedJob) : undefined;
+    const points: Record<string, unknown>[] = [];
+    // Jobs still on GetJobMetrics (pay-as-you-go, public ECS) are not in CloudMonitor: no points.
+    if (job && !job.metricsViaGetJobMetrics) {
+      const podFilter = new Set(dims.map((d) => d.pod).filter((p): p is string => typeof p === 'string'));
+      for (const pod of job.Pods) {
+        if (podFilter.size > 0 && !podFilter.has(pod.PodId)) continue;
+        for (const p of seriesFor(job, pod, metricType, fromMs, toMs, period * 1000)) {
+          points.push({ timestamp: p.Time, jobId: job.JobId, pod: pod.PodId, regionId, userId: job.user.UserId, Value: p.Value });
+        }
+      }
+    }
+    const offset = Number(Buffer.from(q.get('NextToken') ?? '', 'base64url').toString('utf8') || '0');
+    if (!Number.isInteger(offset) || offset < 0) return invalidParameter('The NextToken is invalid.');
+    const page = points.slice(offset, offset + length);
+    const next = offset + length < points.length ? Buffer.from(String(offset + length), 'utf8').toString('base64url') : null;
+    return ok({ Code: '200', Message: 'Success.', Success: true, Period: String(period), NextToken: next, DataPoints: JSON.stringify(page) });
   };
 
   const stopJob = (req: SimRequest): SimResponse => {
@@ -403,6 +477,7 @@ export async function startPaiDlcSimulator(opts: PaiDlcSimulatorOptions = {}): P
       case 'empty':
         if (req.route === 'listJobs') return ok({ Jobs: [], TotalCount: 0 });
         if (req.route === 'getJobMetrics') return ok({ JobId: req.params.jobId ?? '', PodMetrics: [] });
+        if (req.route === 'getMetrics') return ok({ Code: '200', Message: 'Success.', Success: true, Period: '60', NextToken: null, DataPoints: '[]' });
         return { status: 200, headers: { 'content-type': 'application/json;charset=utf-8' }, rawText: '' };
       default:
         return errorBody(500, 'InternalError', 'The request processing has failed due to some unknown error, exception or failure.');
@@ -416,6 +491,7 @@ export async function startPaiDlcSimulator(opts: PaiDlcSimulatorOptions = {}): P
     { method: 'GET', path: '/api/v1/jobs/:jobId/pods/:podId/logs', name: 'getPodLogs', handler: getPodLogs },
     { method: 'POST', path: '/api/v1/jobs/:jobId/stop', name: 'stopJob', handler: stopJob },
     { method: 'GET', path: '/api/v1/ecsspecs', name: 'listEcsSpecs', handler: listEcsSpecs },
+    { method: 'GET', path: '/api/v1/cms/metrics', name: 'getMetrics', handler: getMetrics },
   ];
 
   const handle = await startSimulator(
