@@ -155,13 +155,17 @@ export function createPaiDlcAdapter(config: PaiDlcConfig, secrets: SecretSource)
     return answers;
   }
 
-  /** All points of one (metric, pod) from GetMetrics, following NextToken to the end. */
-  async function cmsPoints(job: WireJob, podId: string, metric: SystemMetric, request: MetricFetchRequest, period: number, signal: AbortSignal) {
-    // The SDK model's example: a JSON array of dimension objects {jobId, pod, regionId, userId}.
-    const dimensions = JSON.stringify([
-      { jobId: job.JobId, pod: podId, regionId: config.regionId, ...(job.UserId ? { userId: job.UserId } : {}) },
-    ]);
-    const points: { ms: number; value: number | null }[] = [];
+  /**
+   * All points of one metric for the given pods from GetMetrics, following NextToken to the end.
+   * One call asks for every pod (Dimensions is a JSON array of dimension objects, the SDK model's
+   * example); points are told apart by the `pod` key CloudMonitor echoes from the dimensions (our
+   * reading, unconfirmed: a point without it is only attributable when a single pod was asked).
+   */
+  async function cmsPoints(job: WireJob, podIds: readonly string[], metric: SystemMetric, request: MetricFetchRequest, period: number, signal: AbortSignal) {
+    const dimensions = JSON.stringify(
+      podIds.map((pod) => ({ jobId: job.JobId, pod, regionId: config.regionId, ...(job.UserId ? { userId: job.UserId } : {}) })),
+    );
+    const byPod = new Map<string, { ms: number; value: number | null }[]>(podIds.map((p) => [p, []]));
     let token: string | null = null;
     for (let page = 0; page < CMS_MAX_PAGES; page++) {
       const body: WireCmsMetrics = await call(
@@ -198,28 +202,33 @@ export function createPaiDlcAdapter(config: PaiDlcConfig, secrets: SecretSource)
         throw new UpstreamError('UPSTREAM_BAD_RESPONSE', providerId, 'PAI-DLC GetMetrics DataPoints is not a JSON array');
       }
       let unreadable = 0;
+      let unattributed = 0;
       for (const raw of decoded) {
         const parsed = cmsDataPoint.safeParse(raw);
         const point = parsed.success ? cmsPointOf(parsed.data) : null;
-        if (!point) {
+        if (!parsed.success || !point) {
           unreadable += 1;
           continue;
         }
-        const pointPod = parsed.success ? (parsed.data.pod ?? parsed.data.podId) : null;
-        if (pointPod && pointPod !== podId) {
-          reportShapeMismatch({ providerId, assumption: 'pai-dlc.cms.pod-dimension', detail: `asked for pod ${podId}, a point names ${pointPod}` });
+        const pod = parsed.data.pod ?? parsed.data.podId ?? (podIds.length === 1 ? podIds[0]! : null);
+        const list = pod ? byPod.get(pod) : undefined;
+        if (!list) {
+          unattributed += 1;
           continue;
         }
-        points.push(point);
+        list.push(point);
       }
       if (unreadable > 0) {
         const keys = decoded[0] && typeof decoded[0] === 'object' ? Object.keys(decoded[0] as object).join(',') : typeof decoded[0];
         reportShapeMismatch({ providerId, assumption: 'pai-dlc.cms.datapoint-shape', detail: `${unreadable} point(s) without timestamp/Value; keys seen: ${keys}` });
       }
+      if (unattributed > 0) {
+        reportShapeMismatch({ providerId, assumption: 'pai-dlc.cms.pod-dimension', detail: `${unattributed} point(s) name no pod that was asked for` });
+      }
       token = body.NextToken || null;
-      if (!token) return { points, complete: true };
+      if (!token) return { byPod, complete: true };
     }
-    return { points, complete: false };
+    return { byPod, complete: false };
   }
 
   async function cloudMonitorMetrics(job: WireJob, request: MetricFetchRequest, wanted: SystemMetric[], signal: AbortSignal) {
@@ -227,9 +236,10 @@ export function createPaiDlcAdapter(config: PaiDlcConfig, secrets: SecretSource)
     const pods = [...new Set((job.Pods ?? []).map((p) => p.PodId).filter((id): id is string => Boolean(id)))];
     return Promise.all(
       wanted.map(async (metric) => {
-        const perPod = await Promise.all(pods.map(async (podId) => ({ podId, ...(await cmsPoints(job, podId, metric, request, period, signal)) })));
-        const series = perPod.map((p) => mapCmsSeries(metric, p.podId, p.points, period)).filter((s): s is SeriesData => s !== null);
-        return { metric, series, complete: perPod.every((p) => p.complete) };
+        if (pods.length === 0) return { metric, series: [] as SeriesData[], complete: true };
+        const { byPod, complete } = await cmsPoints(job, pods, metric, request, period, signal);
+        const series = pods.map((podId) => mapCmsSeries(metric, podId, byPod.get(podId) ?? [], period)).filter((s): s is SeriesData => s !== null);
+        return { metric, series, complete };
       }),
     );
   }
