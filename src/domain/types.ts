@@ -174,9 +174,20 @@ export interface LogLineRecord {
   cursor: string;
 }
 
+/** Lines a platform is known to hold but did not deliver (e.g. dropped at a replay cap). */
+export interface LogGap {
+  /** The cursor of the line before the missing ones; null = before the first line. */
+  after: string | null;
+  /** How many lines are missing there. */
+  lines: number;
+  reason: string;
+}
+
 export interface LogPage {
   lines: LogLineRecord[];
   nextCursor: string | null;
+  /** Lines within this page's range that exist but could not be read; absent = none. */
+  gaps?: LogGap[];
 }
 
 export interface LogRequest {

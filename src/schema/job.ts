@@ -1,4 +1,4 @@
-import type { LogLineRecord, LogPage } from '../domain/types.js';
+import type { LogGap, LogLineRecord, LogPage } from '../domain/types.js';
 import { DomainError } from '../domain/errors.js';
 import type { ProgressRow } from '../store/repository.js';
 import type { Freshness } from '../store/read-through.js';
@@ -57,10 +57,25 @@ LogLineRef.implement({
   }),
 });
 
+const LogGapRef = builder.objectRef<LogGap>('LogGap');
+LogGapRef.implement({
+  description: 'Lines the platform holds but did not deliver, at one place in the log',
+  fields: (t) => ({
+    after: t.string({ nullable: true, description: 'The cursor of the line before the missing ones; null = before the first line', resolve: (g) => g.after }),
+    lines: t.int({ description: 'How many lines are missing there (count, >= 1)', resolve: (g) => g.lines }),
+    reason: t.exposeString('reason', { description: 'Why they are missing and where they can still be read' }),
+  }),
+});
+
 const LogPageRef = builder.objectRef<LogPage>('LogPage');
 LogPageRef.implement({
   fields: (t) => ({
     lines: t.field({ type: [LogLineRef], resolve: (p) => p.lines }),
+    gaps: t.field({
+      type: [LogGapRef],
+      description: "Lines inside this page's range that exist upstream but could not be read (e.g. the Runicorn viewer's 10,000-line replay cap); empty = none",
+      resolve: (p) => p.gaps ?? [],
+    }),
     nextCursor: t.string({ nullable: true, description: 'Pass as `after` for the following lines', resolve: (p) => p.nextCursor }),
   }),
 });

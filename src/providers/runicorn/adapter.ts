@@ -2,10 +2,11 @@
 // storage folder read directly (storageDir). Project = the run's experiment path, Job = a run.
 import type { RunicornConfig, SecretSource } from '../../config/index.js';
 import { DomainError, UpstreamError } from '../../domain/errors.js';
-import type { JobRecord, JobRef, LogLineRecord, LogPage, LogRequest, MetricFetchRequest, ProjectRecord, TrainingFetchRequest } from '../../domain/types.js';
+import { TERMINAL_STATUSES, type JobRecord, type JobRef, type LogGap, type LogLineRecord, type LogPage, type LogRequest, type MetricFetchRequest, type ProjectRecord, type TrainingFetchRequest } from '../../domain/types.js';
+import { LogClock } from './log-clock.js';
 import { epochSecondsToDate } from '../../domain/units.js';
 import type { JobDetailResult, ProviderAdapter, ProviderCapabilities, SystemMetricsResult } from '../provider.js';
-import { logTimestamper, mapStatus, progressFromTable, tableToSeries, targetIterationFrom } from './mapping.js';
+import { mapStatus, progressFromTable, tableToSeries, targetIterationFrom } from './mapping.js';
 import type { RunicornSource, RunSnapshot } from './source.js';
 import { StorageSource } from './storage-source.js';
 import { ViewerSource } from './viewer-source.js';
@@ -20,10 +21,15 @@ export const ROOT_PROJECT_ID = '/';
 /** The one node of every run: the machine the writer ran on (Runicorn records no per-run GPUs). */
 export const HOST_NODE_ID = 'host';
 
+const VIEWER_CAP_GAP =
+  "the Runicorn viewer's log socket replays at most 10,000 lines and drops the line it read when it hit that cap; logs.txt (storage mode) has it";
+
 export interface RunicornAdapter extends ProviderAdapter {
   readonly mode: 'viewer' | 'storage';
   /** Bytes read from events.jsonl files so far (storage mode; 0 in viewer mode). */
   eventBytesRead(): number;
+  /** Viewer log sockets open right now (viewer mode; 0 in storage mode). */
+  openLogSockets(): number;
 }
 
 const CAPABILITIES: ProviderCapabilities = {
@@ -40,11 +46,13 @@ export function createRunicornAdapter(config: RunicornConfig, _secrets: SecretSo
   const timeoutMs = (config.timeoutSeconds ?? 30) * 1000;
   let source: RunicornSource;
   let storage: StorageSource | null = null;
+  let viewer: ViewerSource | null = null;
   if (config.storageDir) {
     storage = new StorageSource(config.id, config.storageDir.replace(/^~(?=\/|$)/, process.env.HOME ?? '~'));
     source = storage;
   } else if (config.baseUrl) {
-    source = new ViewerSource(config.id, config.baseUrl, timeoutMs);
+    viewer = new ViewerSource(config.id, config.baseUrl, timeoutMs);
+    source = viewer;
   } else {
     throw new Error(`provider "${config.id}": needs baseUrl or storageDir`);
   }
@@ -69,6 +77,27 @@ export function createRunicornAdapter(config: RunicornConfig, _secrets: SecretSo
     };
   };
 
+  /**
+   * Line timestamps depend on every line before (day roll-over, daylight saving), so each run keeps
+   * one clock fed in file order; viewer mode keeps its lines between pages, so only new lines are
+   * stamped. A new lines array (storage mode reads the file again; a replaced log) starts over.
+   */
+  const clocks = new Map<string, { lines: readonly (string | null)[]; clock: LogClock; stamps: (Date | null)[] }>();
+  const stampsFor = (job: JobRef, lines: readonly (string | null)[], upTo: number): (Date | null)[] => {
+    let entry = clocks.get(job.externalId);
+    if (!entry || entry.lines !== lines || entry.stamps.length > lines.length || Date.now() > entry.clock.validUntil) {
+      const notAfter = () => job.finishedAt ?? new Date();
+      entry = { lines, clock: new LogClock({ runId: job.externalId, createdAt: job.createdAt, notAfter }), stamps: [] };
+      clocks.set(job.externalId, entry);
+      if (clocks.size > 64) clocks.delete(clocks.keys().next().value!);
+    }
+    for (let i = entry.stamps.length; i < upTo; i++) {
+      const line = lines[i];
+      entry.stamps.push(line === null || line === undefined ? null : entry.clock.stamp(line));
+    }
+    return entry.stamps;
+  };
+
   const requireRun = async (job: Pick<JobRef, 'externalId'>, signal: AbortSignal) => {
     const table = await source.metricTable(job.externalId, signal);
     if (!table) throw new UpstreamError('UPSTREAM_NOT_FOUND', config.id, `run ${job.externalId} not found`, { status: 404 });
@@ -81,6 +110,7 @@ export function createRunicornAdapter(config: RunicornConfig, _secrets: SecretSo
     capabilities: CAPABILITIES,
     mode: storage ? 'storage' : 'viewer',
     eventBytesRead: () => storage?.eventBytesRead ?? 0,
+    openLogSockets: () => viewer?.openLogSockets() ?? 0,
 
     async listProjects(signal): Promise<ProjectRecord[]> {
       const earliest = new Map<string, number | null>();
@@ -124,21 +154,30 @@ export function createRunicornAdapter(config: RunicornConfig, _secrets: SecretSo
     async fetchLogs(job, request: LogRequest, signal): Promise<LogPage> {
       const start = request.after === null ? 0 : Number(request.after);
       if (!Number.isInteger(start) || start < 0) throw new DomainError('BAD_INPUT', `not a Runicorn log cursor: ${request.after}`);
-      const lines = await source.logLines(job.externalId, signal);
-      if (!lines) throw new UpstreamError('UPSTREAM_NOT_FOUND', config.id, `run ${job.externalId} not found`, { status: 404 });
-      const stamp = logTimestamper(job.externalId, job.createdAt);
-      // Timestamps depend on the lines before (day roll-over), so every line is stamped in order.
-      const stamped = lines.map((message) => (message === null ? null : { message, timestamp: stamp(message) }));
+      const end = start + request.limit;
+      const follow = !TERMINAL_STATUSES.has(job.status);
+      const slice = await source.logLines(job.externalId, end, follow, signal);
+      if (!slice) throw new UpstreamError('UPSTREAM_NOT_FOUND', config.id, `run ${job.externalId} not found`, { status: 404 });
+      const stamps = stampsFor(job, slice.lines, Math.min(end, slice.lines.length));
       const out: LogLineRecord[] = [];
+      const gaps: LogGap[] = [];
       let cursor = start;
-      for (let i = start; i < stamped.length && out.length < request.limit; i++) {
+      for (let i = start; i < slice.lines.length && i < end; i++) {
         cursor = i + 1;
-        const line = stamped[i];
-        if (!line) continue;
-        if (request.since && line.timestamp && line.timestamp < request.since) continue;
-        out.push({ timestamp: line.timestamp, message: line.message, node: null, level: null, cursor: String(i + 1) });
+        const message = slice.lines[i];
+        if (message === null || message === undefined) {
+          gaps.push({ after: i === 0 ? null : String(i), lines: 1, reason: VIEWER_CAP_GAP });
+          continue;
+        }
+        const timestamp = stamps[i] ?? null;
+        if (request.since && timestamp && timestamp < request.since) continue;
+        out.push({ timestamp, message, node: null, level: null, cursor: String(i + 1) });
       }
-      return { lines: out, nextCursor: cursor > 0 ? String(cursor) : request.after };
+      return { lines: out, nextCursor: cursor > 0 ? String(cursor) : request.after, ...(gaps.length > 0 ? { gaps } : {}) };
+    },
+
+    async close() {
+      await source.close?.();
     },
   };
 }

@@ -167,37 +167,3 @@ export function targetIterationFrom(...docs: (Record<string, unknown> | null | u
   }
   return null;
 }
-
-const RUN_ID = /^(\d{4})(\d{2})(\d{2})_(\d{2})(\d{2})(\d{2})_/;
-const CLOCK_PREFIX = /^(\d{2}):(\d{2}):(\d{2}) \| /;
-const QUARTER_HOUR_MS = 15 * 60_000;
-
-/**
- * log_text lines carry only the writer's local "HH:MM:SS". The run id is the same local clock at
- * creation with a date, and created_time is the same instant in UTC, so together they give the
- * writer's UTC offset (rounded to 15 min) and the day; a clock going backwards is the next day.
- * Returns null for every line when the run id or created time is unusable, and for lines without
- * the prefix (console capture).
- */
-export function logTimestamper(runId: string, createdAt: Date | null): (line: string) => Date | null {
-  const m = RUN_ID.exec(runId);
-  if (!m || !createdAt) return () => null;
-  const [, y, mo, d, h, mi, s] = m.map(Number) as number[];
-  const localCreatedMs = Date.UTC(y!, mo! - 1, d!, h!, mi!, s!);
-  const offsetMs = Math.round((localCreatedMs - createdAt.getTime()) / QUARTER_HOUR_MS) * QUARTER_HOUR_MS;
-  let dayStartLocal = Date.UTC(y!, mo! - 1, d!);
-  let previousLocal = localCreatedMs - 1000;
-  return (line) => {
-    const c = CLOCK_PREFIX.exec(line);
-    if (!c) return null;
-    const timeOfDay = ((Number(c[1]) * 60 + Number(c[2])) * 60 + Number(c[3])) * 1000;
-    let local = dayStartLocal + timeOfDay;
-    // Allow a little jitter backwards (lines within the same second); more means midnight passed.
-    while (local < previousLocal - 3_600_000) {
-      dayStartLocal += 86_400_000;
-      local = dayStartLocal + timeOfDay;
-    }
-    previousLocal = Math.max(previousLocal, local);
-    return new Date(local - offsetMs);
-  };
-}

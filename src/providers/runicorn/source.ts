@@ -1,5 +1,6 @@
 // What each mode (viewer HTTP API, storage folder) provides to the adapter, in Runicorn's terms.
 import type { MetricTable } from './events.js';
+import type { LogSlice } from './log-replay.js';
 
 export interface RunSnapshot {
   id: string;
@@ -25,9 +26,11 @@ export interface RunicornSource {
   /** null = no such run. */
   metricTable(id: string, signal: AbortSignal): Promise<MetricTable | null>;
   /**
-   * The non-blank lines of logs.txt in order; a null entry is a line that exists but was not
-   * delivered (the viewer drops one at its 10000-line replay cap), kept so numbering matches.
+   * The non-blank lines of logs.txt in order, at least `need` of them where the log has that many;
+   * a null entry is a line that exists but was not delivered (the viewer drops one at its
+   * 10,000-line replay cap), kept so numbering matches. `follow`: the run may still write.
    * null = no such run.
    */
-  logLines(id: string, signal: AbortSignal): Promise<(string | null)[] | null>;
+  logLines(id: string, need: number, follow: boolean, signal: AbortSignal): Promise<LogSlice | null>;
+  close?(): Promise<void>;
 }

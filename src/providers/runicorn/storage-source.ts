@@ -5,6 +5,7 @@ import { hostname as localHostname } from 'node:os';
 import { join } from 'node:path';
 import { UpstreamError } from '../../domain/errors.js';
 import { EventsFileTail, type MetricTable } from './events.js';
+import type { LogSlice } from './log-replay.js';
 import type { RunicornSource, RunSnapshot } from './source.js';
 
 interface RunLocation {
@@ -152,20 +153,21 @@ export class StorageSource implements RunicornSource {
     return tail.refresh();
   }
 
-  async logLines(id: string): Promise<(string | null)[] | null> {
+  async logLines(id: string): Promise<LogSlice | null> {
     const loc = await this.locate(id);
     if (!loc) return null;
     let text: string;
     try {
       text = await readFile(join(loc.dir, 'logs.txt'), 'utf8');
     } catch {
-      return [];
+      return { lines: [], complete: true };
     }
     // The last piece has no newline yet: a line still being written, left for the next read.
-    const complete = text.slice(0, text.lastIndexOf('\n') + 1);
-    return complete
+    const whole = text.slice(0, text.lastIndexOf('\n') + 1);
+    const lines = whole
       .split('\n')
       .map((l) => l.replace(/\r$/, ''))
       .filter((l) => l.trim() !== '');
+    return { lines, complete: true };
   }
 }

@@ -1,9 +1,9 @@
 // Viewer mode: the Runicorn viewer's HTTP API (no auth, no envelope) and its log WebSocket.
-import WebSocket from 'ws';
 import { z } from 'zod';
 import { UpstreamError } from '../../domain/errors.js';
 import { errorCodeForStatus, parseJsonBody, retryAfterFromHeader, sendHttp, type HttpResponse } from '../http-client.js';
 import type { MetricTable } from './events.js';
+import { LogReplays, type LogSlice } from './log-replay.js';
 import type { RunicornSource, RunSnapshot } from './source.js';
 
 const runListItem = z.object({
@@ -39,21 +39,9 @@ const errorBody = z.object({
   retry_after: z.number().optional(),
 });
 
-/** Frames the viewer itself sends on the log socket (everything else is a line of logs.txt). */
-const WS_RUN_NOT_FOUND = '[error] run not found';
-const WS_NO_LOGS = /^\[info\] No logs available yet\./;
-const WS_REPLAY_CAPPED = /^\[info\] Showing last \d+ lines\./;
-const WS_OTHER_INFO = /^\[info\] (Logs are now available, streaming\.\.\.|Connection timeout after 1 hour of inactivity)$/;
-
-/**
- * The socket replays logs.txt and then tails it forever; the end of the replay is not marked.
- * A pause this long after the last frame (or after opening, for an empty file) is read as the
- * end of the replay: the viewer streams a local file, so gaps inside a replay are far shorter.
- */
-const REPLAY_IDLE_MS = 300;
-
 export class ViewerSource implements RunicornSource {
   private readonly base: string;
+  private readonly logs: LogReplays;
 
   constructor(
     private readonly providerId: string,
@@ -61,6 +49,7 @@ export class ViewerSource implements RunicornSource {
     private readonly timeoutMs: number,
   ) {
     this.base = baseUrl.replace(/\/+$/, '');
+    this.logs = new LogReplays({ providerId, baseUrl: this.base, timeoutMs });
   }
 
   private fail(res: HttpResponse, what: string): never {
@@ -145,68 +134,16 @@ export class ViewerSource implements RunicornSource {
     return body ? { columns: body.columns, rows: body.rows } : null;
   }
 
-  logLines(id: string, signal: AbortSignal): Promise<(string | null)[] | null> {
-    const url = `${this.base.replace(/^http/, 'ws')}/api/runs/${encodeURIComponent(id)}/logs/ws`;
-    return new Promise((resolve, reject) => {
-      const lines: (string | null)[] = [];
-      let settled = false;
-      let idle: NodeJS.Timeout | undefined;
-      const socket = new WebSocket(url, { handshakeTimeout: this.timeoutMs });
-      const deadline = setTimeout(() => {
-        // Still replaying after the whole time-out: answer with what arrived if anything did.
-        if (socket.readyState === WebSocket.OPEN && lines.length > 0) done(lines);
-        else fail(new UpstreamError('UPSTREAM_TIMEOUT', this.providerId, `log socket: no answer within ${this.timeoutMs} ms`));
-      }, this.timeoutMs);
-      const cleanup = () => {
-        settled = true;
-        clearTimeout(idle);
-        clearTimeout(deadline);
-        signal.removeEventListener('abort', onAbort);
-        socket.removeAllListeners();
-        socket.on('error', () => undefined);
-        socket.terminate();
-      };
-      const done = (value: (string | null)[] | null) => {
-        if (settled) return;
-        cleanup();
-        resolve(value);
-      };
-      const fail = (err: unknown) => {
-        if (settled) return;
-        cleanup();
-        reject(err);
-      };
-      const onAbort = () => fail(signal.reason ?? new Error('aborted'));
-      signal.addEventListener('abort', onAbort);
-      const armIdle = () => {
-        clearTimeout(idle);
-        idle = setTimeout(() => done(lines), REPLAY_IDLE_MS);
-      };
-      socket.on('open', armIdle);
-      socket.on('message', (data) => {
-        const text = data.toString();
-        if (text === WS_RUN_NOT_FOUND) return done(null);
-        if (WS_NO_LOGS.test(text)) return done([]);
-        // The viewer drops the line it read when it hit its replay cap: keep its number.
-        if (WS_REPLAY_CAPPED.test(text)) lines.push(null);
-        else if (!WS_OTHER_INFO.test(text)) lines.push(text);
-        armIdle();
-      });
-      socket.on('close', () => done(lines));
-      socket.on('unexpected-response', (_req, res) => {
-        const status = res.statusCode ?? 0;
-        const retryAfter = Number(res.headers['retry-after']);
-        if (status === 429) {
-          fail(new UpstreamError('UPSTREAM_RATE_LIMITED', this.providerId, 'log socket: HTTP 429', {
-            status,
-            retryAfterSeconds: Number.isFinite(retryAfter) ? retryAfter : null,
-          }));
-        } else fail(new UpstreamError(errorCodeForStatus(status), this.providerId, `log socket: HTTP ${status}`, { status }));
-      });
-      socket.on('error', (err) => {
-        const timedOut = /handshake has timed out/i.test(err.message);
-        fail(new UpstreamError(timedOut ? 'UPSTREAM_TIMEOUT' : 'UPSTREAM_UNAVAILABLE', this.providerId, `log socket: ${err.message}`));
-      });
-    });
+  logLines(id: string, need: number, follow: boolean, signal: AbortSignal): Promise<LogSlice | null> {
+    return this.logs.read(id, need, follow, signal);
+  }
+
+  /** Log sockets open right now. */
+  openLogSockets(): number {
+    return this.logs.openSockets();
+  }
+
+  close(): Promise<void> {
+    return this.logs.close();
   }
 }

@@ -32,6 +32,10 @@ export interface RunicornViewerOptions {
 
 export interface RunicornViewerHandle extends SimulatorHandle {
   readonly storageDir: string;
+  /** Log WebSockets open right now (a real viewer keeps tailing logs.txt for each). */
+  openLogSockets(): number;
+  /** How log sockets ended: the client sent a close frame, or vanished without one (1006). */
+  logSocketCloses(): { withCloseFrame: number; withoutCloseFrame: number; byServer: number };
 }
 
 const VERSION = '0.6.0';
@@ -354,6 +358,13 @@ export async function startRunicornViewer(opts: RunicornViewerOptions): Promise<
   );
 
   const wss = new WebSocketServer({ noServer: true });
+  const openSockets = new Set<WebSocket>();
+  const closes = { withCloseFrame: 0, withoutCloseFrame: 0, byServer: 0 };
+  const closedByServer = new WeakSet<WebSocket>();
+  const serverClose = (ws: WebSocket) => {
+    closedByServer.add(ws);
+    ws.close(1000);
+  };
   const wsPath = /^\/api\/runs\/([^/]+)\/logs\/ws$/;
   sim.server.on('upgrade', (req, socket, head) => {
     const m = wsPath.exec(new URL(req.url ?? '/', 'http://sim.local').pathname);
@@ -362,14 +373,23 @@ export async function startRunicornViewer(opts: RunicornViewerOptions): Promise<
       return;
     }
     sim.stats.set('logs_ws', (sim.stats.get('logs_ws') ?? 0) + 1);
-    wss.handleUpgrade(req, socket, head, (ws) => streamLogs(ws, decodeURIComponent(m[1]!)));
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      openSockets.add(ws);
+      ws.on('close', (code) => {
+        openSockets.delete(ws);
+        if (closedByServer.has(ws)) closes.byServer++;
+        else if (code === 1006) closes.withoutCloseFrame++;
+        else closes.withCloseFrame++;
+      });
+      streamLogs(ws, decodeURIComponent(m[1]!));
+    });
   });
 
   const streamLogs = (ws: WebSocket, runId: string) => {
     const run = findRun(runId);
     if (!run) {
       ws.send('[error] run not found');
-      ws.close(1000);
+      serverClose(ws);
       return;
     }
     const logFile = join(run.dir, 'logs.txt');
@@ -383,7 +403,7 @@ export async function startRunicornViewer(opts: RunicornViewerOptions): Promise<
     const timer = setTimeout(() => {
       if (ws.readyState !== ws.OPEN) return;
       if (!existsSync(logFile)) {
-        ws.close(1000);
+        serverClose(ws);
         return;
       }
       ws.send('[info] Logs are now available, streaming...');
@@ -436,7 +456,7 @@ export async function startRunicornViewer(opts: RunicornViewerOptions): Promise<
       const idle = (Date.now() - lastActivity) / 1000;
       if (idle > 3600) {
         ws.send('[info] Connection timeout after 1 hour of inactivity');
-        ws.close(1000);
+        serverClose(ws);
         return;
       }
       timer = setTimeout(poll, idle < 10 ? 200 : idle < 60 ? 500 : idle < 300 ? 1000 : 2000);
@@ -466,6 +486,8 @@ export async function startRunicornViewer(opts: RunicornViewerOptions): Promise<
       return sim.stats;
     },
     storageDir: root,
+    openLogSockets: () => openSockets.size,
+    logSocketCloses: () => ({ ...closes }),
     count: (route) => sim.count(route),
     resetStats: () => sim.resetStats(),
     inject: (fault) => sim.inject(fault),

@@ -9,6 +9,7 @@ import { createRunicornAdapter, type RunicornAdapter } from '../../../src/provid
 import { startRunicornDemo } from '../../../src/simulators/runicorn/demo.js';
 import { LIVE_TARGET_STEPS, writeDemoFleet, type RunicornFleet } from '../../../src/simulators/runicorn/fleet.js';
 import { startRunicornViewer, type RunicornViewerHandle } from '../../../src/simulators/runicorn/viewer.js';
+import { eventually } from '../../support/wait.js';
 import { signal } from './helpers.js';
 
 const NOW = Date.UTC(2026, 10, 22, 12, 0, 0);
@@ -21,9 +22,10 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'runicorn-fleet-'));
   fleet = writeDemoFleet({ storageDir: dir, hostname: hostname(), livePid: process.pid, nowMs: NOW });
   viewer = await startRunicornViewer({ storageDir: dir, now: () => NOW });
-  adapter = createRunicornAdapter({ id: 'rc', kind: 'RUNICORN', baseUrl: viewer.url, timeoutSeconds: 0.5 }, {});
+  adapter = createRunicornAdapter({ id: 'rc', kind: 'RUNICORN', baseUrl: viewer.url, timeoutSeconds: 5 }, {});
 });
 afterAll(async () => {
+  await adapter.close!();
   await viewer.close();
   rmSync(dir, { recursive: true, force: true });
 });
@@ -78,11 +80,17 @@ describe('viewer mode against the simulator', () => {
     const rest = await adapter.fetchLogs!(job, { after: first.nextCursor, since: null, limit: 1000 }, signal());
     const cursors = [...first.lines, ...rest.lines].map((l) => Number(l.cursor));
     expect(cursors).toEqual(cursors.map((_, i) => i + 1));
-    expect(viewer.count('logs_ws')).toBe(2);
-    // New lines appear after the cursor on the next read.
+    // Both pages came from one replay; the running run's socket stays open to tail it.
+    expect(viewer.count('logs_ws')).toBe(1);
+    expect(adapter.openLogSockets()).toBe(1);
+    // New lines arrive on that socket and appear after the cursor, without another replay.
     expect(fleet.advance(NOW + 20_000)).toBe(10);
-    const newer = await adapter.fetchLogs!(job, { after: rest.nextCursor, since: null, limit: 1000 }, signal());
+    const newer = await eventually(async () => {
+      const page = await adapter.fetchLogs!(job, { after: rest.nextCursor, since: null, limit: 1000 }, signal());
+      return page.lines.length === 2 && page;
+    }, 10_000, 'the appended lines');
     expect(newer.lines.map((l) => l.message)).toEqual([expect.stringMatching(/\| step 301 loss=/), expect.stringMatching(/\| step 310 loss=/)]);
+    expect(viewer.count('logs_ws')).toBe(1);
   });
 
   it('fails with UPSTREAM_NOT_FOUND for the logs or metrics of an unknown run', async () => {

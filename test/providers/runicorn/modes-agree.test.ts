@@ -68,6 +68,7 @@ beforeAll(async () => {
   storageMode = createRunicornAdapter({ id: 'rc-storage', kind: 'RUNICORN', storageDir: storage.dir }, {});
 });
 afterAll(async () => {
+  await viewerMode.close!();
   await replay.close();
   storage.cleanup();
 });
