@@ -7,12 +7,10 @@
 import type { Logger } from 'pino';
 import { DomainError, UpstreamError } from '../domain/errors.js';
 import { parseGlobalId } from '../domain/ids.js';
-import type { ProviderInstance } from '../providers/provider-set.js';
-import type { ReadThrough } from '../store/read-through.js';
-import { clientFacingError } from '../store/unavailable.js';
+import { clientFacingError, type ProviderView, type Store } from '../store/index.js';
 import { BoundedChannel } from './buffer.js';
 import type { EventBus } from './bus.js';
-import type { LivePayload } from './events.js';
+import { jobRowToJson, type LivePayload } from './events.js';
 import { pollLogs, pollStatuses, pollUtilization, statusTopic, type FeedKind, type FeedState, type PollContext, type PollOutcome } from './feeds.js';
 import { pollIntervalMs } from './intervals.js';
 import type { PollLock } from './lock.js';
@@ -35,7 +33,7 @@ export interface LiveOptions {
 export const DEFAULT_LIVE_OPTIONS: LiveOptions = { sampleBuffer: 16, logBuffer: 2000, statusBuffer: 256, maxBackoffMs: 5 * 60_000 };
 
 export interface LiveHubDeps {
-  readThrough: ReadThrough;
+  store: Store;
   bus: EventBus;
   lock: PollLock;
   logger: Logger;
@@ -80,7 +78,7 @@ class Feed {
   constructor(
     readonly topic: string,
     private readonly spec: FeedSpec,
-    private readonly provider: ProviderInstance,
+    private readonly provider: ProviderView,
     private readonly hub: LiveHub,
   ) {
     this.offBus = hub.bus.on(topic, (payload) => this.onEvent(payload as LivePayload));
@@ -176,7 +174,7 @@ class Feed {
   private poll(): Promise<PollOutcome> {
     const hub = this.hub;
     const ctx: PollContext = {
-      readThrough: hub.readThrough,
+      store: hub.store,
       provider: this.provider,
       intervalMs: this.intervalMs,
       signal: this.abort.signal,
@@ -184,7 +182,6 @@ class Feed {
       publish: (payload) => {
         if (!this.stopped) hub.bus.publish(this.topic, payload);
       },
-      publishStatus: (payload) => hub.bus.publish(statusTopic(this.provider.id), payload),
     };
     if (this.spec.kind === 'utilization') return pollUtilization(ctx, this.spec.key);
     if (this.spec.kind === 'logs') return pollLogs(ctx, this.spec.key);
@@ -218,7 +215,7 @@ class Feed {
 export class LiveHub {
   readonly options: LiveOptions;
   readonly random: () => number;
-  readonly readThrough: ReadThrough;
+  readonly store: Store;
   readonly bus: EventBus;
   readonly lock: PollLock;
   readonly logger: Logger;
@@ -226,18 +223,22 @@ export class LiveHub {
   private readonly channels = new Set<BoundedChannel<unknown>>();
 
   constructor(deps: LiveHubDeps) {
-    this.readThrough = deps.readThrough;
+    this.store = deps.store;
     this.bus = deps.bus;
     this.lock = deps.lock;
     this.logger = deps.logger;
     this.options = { ...DEFAULT_LIVE_OPTIONS, ...deps.options };
     this.random = deps.random ?? Math.random;
+    // Every status change the store claims (a poll's or a query's refresh) goes out once, to every replica.
+    this.store.onStatusChange(({ job, previousStatus }) =>
+      this.bus.publish(statusTopic(job.providerId), { type: 'status', job: jobRowToJson(job), previousStatus } satisfies LivePayload),
+    );
   }
 
   /** The provider a feed polls; throws a coded error for ids of unknown providers. */
-  providerOf(spec: FeedSpec): ProviderInstance {
+  providerOf(spec: FeedSpec): ProviderView {
     const pid = spec.kind === 'status' ? spec.key : parseGlobalId(spec.key, 'job').providerId;
-    const provider = this.readThrough.providers.find(pid);
+    const provider = this.store.providers.find(pid);
     if (!provider) throw new DomainError('NOT_FOUND', `provider "${pid}" is not configured`);
     return provider;
   }

@@ -1,6 +1,6 @@
 // How often each platform is polled for live feeds, unless its config says (pollIntervalSeconds).
 import type { ProviderKind } from '../domain/types.js';
-import type { ProviderInstance } from '../providers/provider-set.js';
+import type { ProviderView } from '../store/index.js';
 
 export const DEFAULT_POLL_SECONDS: Record<ProviderKind, number> = {
   // Baseten serves metrics on a 15 s-or-coarser grid and rate-limits per key: polling faster buys nothing.
@@ -14,6 +14,6 @@ export const DEFAULT_POLL_SECONDS: Record<ProviderKind, number> = {
   RUNICORN: 2,
 };
 
-export function pollIntervalMs(provider: Pick<ProviderInstance, 'kind' | 'pollIntervalSeconds'>): number {
+export function pollIntervalMs(provider: Pick<ProviderView, 'kind' | 'pollIntervalSeconds'>): number {
   return Math.round((provider.pollIntervalSeconds ?? DEFAULT_POLL_SECONDS[provider.kind]) * 1000);
 }

@@ -2,7 +2,7 @@
 // error before any work is done.
 import { DomainError } from '../domain/errors.js';
 import type { Aggregation } from '../domain/types.js';
-import type { JobCursor } from '../store/repository.js';
+import type { JobCursor } from '../store/index.js';
 import { DEFAULT_LIMITS, type Limits } from './context.js';
 
 export interface SeriesArgs {

@@ -1,9 +1,7 @@
-// The one Context type every resolver sees: request-scoped loaders over the read-through store.
+// The one Context type every resolver sees: the request's store (loaders over the read-through
+// cache, the providers it may see), the limits, the live hub and the caller's access scope.
 import type { LiveHub } from '../live/hub.js';
-import type { AccessScope } from '../server/access.js';
-import type { ProviderSet } from '../providers/provider-set.js';
-import type { Loaders } from '../store/loaders.js';
-import type { ReadThrough } from '../store/read-through.js';
+import type { RequestStore } from '../store/index.js';
 
 export interface Limits {
   /** Page size of connections when `first` is not given, and its cap. */
@@ -29,13 +27,21 @@ export const DEFAULT_LIMITS: Limits = {
   maxRangeDays: 366,
 };
 
+/** What an API token may see (src/server/access.ts implements it). */
+export interface Access {
+  readonly name: string;
+  allowsProvider(providerId: string): boolean;
+  allowsProject(projectId: string): boolean;
+  allowsJob(job: { providerId: string; projectId: string }): boolean;
+  /** The project ids a job list is confined to, or null when projects are not restricted. */
+  projectIds(): string[] | null;
+}
+
 export interface Context {
-  loaders: Loaders;
-  readThrough: ReadThrough;
-  providers: ProviderSet;
+  store: RequestStore;
   limits: Limits;
   /** Shared live feeds for subscriptions; absent where a server runs without them. */
   live?: LiveHub;
   /** The API token's scope; absent or null when no tokens are configured. */
-  access?: AccessScope | null;
+  access?: Access | null;
 }

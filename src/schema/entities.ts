@@ -3,6 +3,7 @@
 // so a batch of any size costs the same few SQL statements as one. An id this graph did not issue
 // (malformed, another kind, an unconfigured provider, or gone upstream) resolves to null for that
 // representation only.
+import { createContextCache } from '@pothos/core';
 import { jobGlobalId, parseGlobalId, type EntityKind, type ParsedId } from '../domain/ids.js';
 import { builder } from './builder.js';
 import type { Context } from './context.js';
@@ -14,20 +15,19 @@ const byId = builder.selection<{ id: string }>('id');
 function ownId(ctx: Context, id: string, kind: EntityKind): ParsedId | null {
   try {
     const parsed = parseGlobalId(id, kind);
-    return ctx.providers.find(parsed.providerId) ? parsed : null;
+    return ctx.store.providers.find(parsed.providerId) ? parsed : null;
   } catch {
     return null;
   }
 }
 
 // One provider list sync per provider per request, however many unknown projects a batch holds.
-const listSyncs = new WeakMap<Context['loaders'], Map<string, Promise<unknown>>>();
+const listSyncsOf = createContextCache((_ctx: Context) => new Map<string, Promise<unknown>>());
 
 function syncJobListOnce(ctx: Context, providerId: string): Promise<unknown> {
-  let syncs = listSyncs.get(ctx.loaders);
-  if (!syncs) listSyncs.set(ctx.loaders, (syncs = new Map()));
+  const syncs = listSyncsOf(ctx);
   let sync = syncs.get(providerId);
-  if (!sync) syncs.set(providerId, (sync = ctx.readThrough.syncJobLists([providerId])));
+  if (!sync) syncs.set(providerId, (sync = ctx.store.syncJobLists([providerId])));
   return sync;
 }
 
@@ -35,14 +35,14 @@ function syncJobListOnce(ctx: Context, providerId: string): Promise<unknown> {
 async function parentJob(ctx: Context, parsed: ParsedId) {
   const hash = parsed.key.indexOf('#');
   if (hash <= 0) return null;
-  return ctx.loaders.jobById.load(jobGlobalId(parsed.providerId, parsed.key.slice(0, hash)));
+  return ctx.store.loaders.jobById.load(jobGlobalId(parsed.providerId, parsed.key.slice(0, hash)));
 }
 
 builder.asEntity(ProviderRef, {
   key: byId,
   // A copy: @apollo/subgraph tags what it returns with __typename, and the instance is shared.
   resolveReference: ({ id }, ctx) => {
-    const provider = ctx.providers.find(id);
+    const provider = ctx.store.providers.find(id);
     return provider ? { ...provider } : null;
   },
 });
@@ -52,19 +52,19 @@ builder.asEntity(ProjectRef, {
   resolveReference: async ({ id }, ctx) => {
     const parsed = ownId(ctx, id, 'project');
     if (!parsed) return null;
-    const cached = await ctx.loaders.projectById.load(id);
+    const cached = await ctx.store.loaders.projectById.load(id);
     if (cached) return cached;
     // Projects are learnt from the platform's job list (as Query.project does on a miss).
     await syncJobListOnce(ctx, parsed.providerId);
-    ctx.loaders.projectById.clear(id);
-    return ctx.loaders.projectById.load(id);
+    ctx.store.loaders.projectById.clear(id);
+    return ctx.store.loaders.projectById.load(id);
   },
 });
 
 builder.asEntity(JobRef, {
   key: byId,
   // jobById reads the cache and asks the platform only for the ids it misses.
-  resolveReference: ({ id }, ctx) => (ownId(ctx, id, 'job') ? ctx.loaders.jobById.load(id) : null),
+  resolveReference: ({ id }, ctx) => (ownId(ctx, id, 'job') ? ctx.store.loaders.jobById.load(id) : null),
 });
 
 builder.asEntity(NodeRef, {
@@ -72,14 +72,14 @@ builder.asEntity(NodeRef, {
   resolveReference: async ({ id }, ctx) => {
     const parsed = ownId(ctx, id, 'node');
     if (!parsed) return null;
-    const cached = await ctx.loaders.nodeById.load(id);
+    const cached = await ctx.store.loaders.nodeById.load(id);
     if (cached) return cached;
     // Nodes are learnt with their job's topology; a cold cache fetches it once per job.
     const job = await parentJob(ctx, parsed);
     if (!job) return null;
-    await ctx.loaders.topology.load(job);
-    ctx.loaders.nodeById.clear(id);
-    return ctx.loaders.nodeById.load(id);
+    await ctx.store.loaders.topology.load(job);
+    ctx.store.loaders.nodeById.clear(id);
+    return ctx.store.loaders.nodeById.load(id);
   },
 });
 
@@ -88,12 +88,12 @@ builder.asEntity(GpuRef, {
   resolveReference: async ({ id }, ctx) => {
     const parsed = ownId(ctx, id, 'gpu');
     if (!parsed) return null;
-    const cached = await ctx.loaders.gpuById.load(id);
+    const cached = await ctx.store.loaders.gpuById.load(id);
     if (cached) return cached;
     const job = await parentJob(ctx, parsed);
     if (!job) return null;
-    await ctx.loaders.topology.load(job);
-    ctx.loaders.gpuById.clear(id);
-    return ctx.loaders.gpuById.load(id);
+    await ctx.store.loaders.topology.load(job);
+    ctx.store.loaders.gpuById.clear(id);
+    return ctx.store.loaders.gpuById.load(id);
   },
 });

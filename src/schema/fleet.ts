@@ -3,8 +3,7 @@
 // after the read-through store has fetched what the window needs.
 import type { ObjectFieldBuilder } from '@pothos/core';
 import { DomainError } from '../domain/errors.js';
-import { FleetStore, MAX_GAP_STEPS, prepareFleet, type GpuHoursRow, type IdleRunRow, type PreparedFleet } from '../store/fleet.js';
-import type { JobRow } from '../store/repository.js';
+import { MAX_GAP_STEPS, type GpuHoursRow, type IdleRunRow, type JobRow, type PreparedFleet } from '../store/index.js';
 import { checkPageSize } from './args.js';
 import { builder } from './builder.js';
 import type { Context } from './context.js';
@@ -25,6 +24,8 @@ const SEMANTICS =
 interface FleetShape {
   prepared: Promise<PreparedFleet>;
   askedFrom: Date;
+  /** The roll-ups, read once for whichever of `utilization` and `jobs` asks first. */
+  gpuHours?: Promise<GpuHoursRow[]>;
 }
 
 interface IdleGpuShape {
@@ -54,7 +55,7 @@ IdleGpuRef.implement({
   description: `A GPU, or a node or job aggregate standing for several GPUs, that stayed under the threshold for long enough. ${SEMANTICS}`,
   fields: (t) => ({
     job: t.field({ type: JobRef, resolve: (g) => g.job }),
-    provider: t.field({ type: ProviderRef, resolve: (g, _a, ctx) => providerOf(ctx, g.job) }),
+    provider: t.field({ type: ProviderRef, resolve: (g, _a, ctx) => ctx.store.providers.require(g.job.providerId) }),
     scope: t.field({ type: MetricScopeEnum, description: 'GPU, or NODE / JOB for an aggregate series', resolve: (g) => g.runs[0]!.scope }),
     aggregate: t.boolean({
       description: 'True when the platform has no per-GPU series and this is a node (or job) aggregate counted for all its GPUs',
@@ -67,18 +68,18 @@ IdleGpuRef.implement({
     node: t.field({
       type: NodeRef,
       nullable: true,
-      resolve: (g, _a, ctx) => (g.runs[0]!.nodeId ? ctx.loaders.nodeById.load(g.runs[0]!.nodeId) : null),
+      resolve: (g, _a, ctx) => (g.runs[0]!.nodeId ? ctx.store.loaders.nodeById.load(g.runs[0]!.nodeId) : null),
     }),
     gpu: t.field({
       type: GpuRef,
       nullable: true,
-      resolve: (g, _a, ctx) => (g.runs[0]!.gpuId ? ctx.loaders.gpuById.load(g.runs[0]!.gpuId) : null),
+      resolve: (g, _a, ctx) => (g.runs[0]!.gpuId ? ctx.store.loaders.gpuById.load(g.runs[0]!.gpuId) : null),
     }),
     model: t.string({
       nullable: true,
       description: "The GPU's model, or the job's GPU type for an aggregate",
       resolve: async (g, _a, ctx) => {
-        const gpu = g.runs[0]!.gpuId ? await ctx.loaders.gpuById.load(g.runs[0]!.gpuId) : null;
+        const gpu = g.runs[0]!.gpuId ? await ctx.store.loaders.gpuById.load(g.runs[0]!.gpuId) : null;
         return gpu?.model ?? g.job.gpuType;
       },
     }),
@@ -128,7 +129,7 @@ JobUsageRef.implement({
 const ProviderUsageRef = builder.objectRef<UsageShape & { providerId: string }>('ProviderGpuHours');
 ProviderUsageRef.implement({
   fields: (t) => ({
-    provider: t.field({ type: ProviderRef, resolve: (u, _a, ctx) => providerOf(ctx, { providerId: u.providerId }) }),
+    provider: t.field({ type: ProviderRef, resolve: (u, _a, ctx) => ctx.store.providers.require(u.providerId) }),
     ...usageFields(t),
   }),
 });
@@ -139,7 +140,7 @@ ProjectUsageRef.implement({
     project: t.field({
       type: ProjectRef,
       resolve: async (u, _a, ctx) => {
-        const p = await ctx.loaders.projectById.load(u.projectId);
+        const p = await ctx.store.loaders.projectById.load(u.projectId);
         if (!p) throw new DomainError('NOT_FOUND', `project ${u.projectId} is not cached`);
         return p;
       },
@@ -204,7 +205,7 @@ FleetRef.implement({
         if (!(args.forAtLeast >= 0)) throw new DomainError('BAD_INPUT', '"forAtLeast" must not be negative', { argument: 'forAtLeast' });
         const first = checkPageSize(args.first, ctx.limits.defaultPageSize, ctx.limits.maxPageSize);
         const prepared = await f.prepared;
-        const runs = await new FleetStore(ctx.readThrough.repo.db).idleRuns(prepared.windows, args.threshold, args.forAtLeast, first);
+        const runs = await ctx.store.fleet.idleRuns(prepared.windows, args.threshold, args.forAtLeast, first);
         const jobs = new Map(prepared.jobs.map((j) => [j.id, j]));
         const bySeries = new Map<number, IdleRunRow[]>();
         for (const r of runs) bySeries.set(r.seriesId, [...(bySeries.get(r.seriesId) ?? []), r]);
@@ -251,9 +252,9 @@ builder.queryFields((t) => ({
       }
       const filter = resolveJobFilter(ctx, args.filter);
       const prepared = (async () => {
-        await ctx.readThrough.syncJobLists(filter.providerIds);
+        await ctx.store.syncJobLists(filter.providerIds);
         if (filter.providerIds.length === 0) return { from: args.from, to: args.to, jobs: [], windows: [], problems: [] };
-        return prepareFleet(ctx.readThrough, filter.sql, args.from, args.to, ctx.limits.defaultMaxPoints);
+        return ctx.store.fleet.prepare(filter.jobs, args.from, args.to, ctx.limits.defaultMaxPoints);
       })();
       // Fields that never await it must not leave a rejection unhandled.
       prepared.catch(() => {});
@@ -270,20 +271,8 @@ function byKind(rows: readonly GpuHoursRow[], kind: GpuHoursRow['kind']): GpuHou
   return rows.filter((r) => r.kind === kind);
 }
 
-function providerOf(ctx: Context, job: { providerId: string }) {
-  const p = ctx.providers.find(job.providerId);
-  if (!p) throw new DomainError('NOT_FOUND', `provider "${job.providerId}" is no longer configured`);
-  return p;
-}
-
 // utilization and jobs share one statement: the roll-ups come with the top jobs (up to the page cap).
-const gpuHoursCache = new WeakMap<FleetShape, Promise<GpuHoursRow[]>>();
-
 function gpuHoursOf(f: FleetShape, ctx: Context): Promise<GpuHoursRow[]> {
-  let rows = gpuHoursCache.get(f);
-  if (!rows) {
-    rows = f.prepared.then((p) => new FleetStore(ctx.readThrough.repo.db).gpuHours(p.windows, ctx.limits.maxPageSize));
-    gpuHoursCache.set(f, rows);
-  }
-  return rows;
+  f.gpuHours ??= f.prepared.then((p) => ctx.store.fleet.gpuHours(p.windows, ctx.limits.maxPageSize));
+  return f.gpuHours;
 }

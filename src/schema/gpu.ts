@@ -1,6 +1,6 @@
 import { DomainError } from '../domain/errors.js';
 import type { SystemMetric } from '../domain/types.js';
-import type { GpuRow } from '../store/repository.js';
+import type { GpuRow } from '../store/index.js';
 import type { SeriesArgs } from './args.js';
 import { builder } from './builder.js';
 import type { Context } from './context.js';
@@ -11,7 +11,7 @@ import { systemSeries } from './series-fields.js';
 
 /** A GPU's own series; null where the platform reports only node aggregates (never invented). */
 async function gpuSeries(ctx: Context, gpu: GpuRow, name: SystemMetric, args: SeriesArgs) {
-  const job = await ctx.loaders.jobById.load(gpu.jobId);
+  const job = await ctx.store.loaders.jobById.load(gpu.jobId);
   if (!job) return null;
   const [series] = await systemSeries(ctx, job, { ...args, names: [name], scope: 'GPU' }, (row) => row.gpuId === gpu.id);
   return series ?? null;
@@ -29,11 +29,11 @@ GpuRef.implement({
     return {
       id: t.exposeID('id'),
       index: t.exposeInt('idx', { description: 'The rank / device index within its node' }),
-      node: t.field({ type: NodeRef, nullable: true, resolve: (g, _a, ctx) => ctx.loaders.nodeById.load(g.nodeId) }),
+      node: t.field({ type: NodeRef, nullable: true, resolve: (g, _a, ctx) => ctx.store.loaders.nodeById.load(g.nodeId) }),
       job: t.field({
         type: JobRef,
         resolve: async (g, _a, ctx) => {
-          const job = await ctx.loaders.jobById.load(g.jobId);
+          const job = await ctx.store.loaders.jobById.load(g.jobId);
           if (!job) throw new DomainError('NOT_FOUND', `job ${g.jobId} is gone`);
           return job;
         },

@@ -1,19 +1,18 @@
 // The Relay-style jobs connection: keyset pages over the cache after the providers' lists are
 // refreshed, newest first; used by Query.jobs and Project.jobs.
-import type { JobRow } from '../store/repository.js';
+import type { JobFilter, JobRow } from '../store/index.js';
 import { checkPageSize, decodeJobCursor, encodeJobCursor } from './args.js';
 import { builder } from './builder.js';
 import type { Context } from './context.js';
 import { resolveJobFilter, type JobFilterInput } from './job-filter.js';
 import { SourceErrorRef } from './provider.js';
 import { JobRef } from './refs.js';
-import type { JobFilterSql } from '../store/repository.js';
 
 interface JobConnectionShape {
   rows: JobRow[];
   hasNextPage: boolean;
   hasPreviousPage: boolean;
-  filter: JobFilterSql;
+  filter: JobFilter;
   sourceErrors: { providerId: string; code: string; message: string; cachedAt: Date | null }[];
 }
 
@@ -63,7 +62,7 @@ JobConnectionRef.implement({
         endCursor: c.rows.at(-1) ? encodeJobCursor({ sortAt: c.rows.at(-1)!.sortAt, id: c.rows.at(-1)!.id }) : null,
       }),
     }),
-    totalCount: t.int({ description: 'Jobs matching the filter across all pages', resolve: (c, _a, ctx) => ctx.readThrough.repo.jobsCount(c.filter) }),
+    totalCount: t.int({ description: 'Jobs matching the filter across all pages', resolve: (c, _a, ctx) => ctx.store.jobsCount(c.filter) }),
     sourceErrors: t.field({
       type: [ProviderSourceErrorRef],
       description: 'Platforms that could not be refreshed for this answer (their jobs come from the cache)',
@@ -80,15 +79,15 @@ export async function resolveJobConnection(
   const first = checkPageSize(args.first, ctx.limits.defaultPageSize, ctx.limits.maxPageSize);
   const after = decodeJobCursor(args.after);
   const filter = resolveJobFilter(ctx, args.filter, projectId);
-  const freshness = await ctx.readThrough.syncJobLists(filter.providerIds);
-  const rows = filter.providerIds.length ? await ctx.readThrough.repo.jobsPage(filter.sql, first, after) : [];
+  const freshness = await ctx.store.syncJobLists(filter.providerIds);
+  const rows = filter.providerIds.length ? await ctx.store.jobsPage(filter.jobs, first, after) : [];
   const page = rows.slice(0, first);
-  for (const j of page) ctx.loaders.jobById.prime(j.id, j);
+  for (const j of page) ctx.store.loaders.jobById.prime(j.id, j);
   return {
     rows: page,
     hasNextPage: rows.length > first,
     hasPreviousPage: after !== null,
-    filter: filter.sql,
+    filter: filter.jobs,
     sourceErrors: [...freshness]
       .filter(([, f]) => f.error)
       .map(([providerId, f]) => ({ providerId, code: f.error!.code, message: f.error!.message, cachedAt: f.fetchedAt })),

@@ -2,7 +2,7 @@
 import { DomainError } from '../domain/errors.js';
 import { parseGlobalId } from '../domain/ids.js';
 import type { JobStatus, ProviderKind } from '../domain/types.js';
-import type { JobFilterSql } from '../store/repository.js';
+import type { JobFilter } from '../store/index.js';
 import { builder } from './builder.js';
 import type { Context } from './context.js';
 import { JobStatusEnum, ProviderKindEnum } from './enums.js';
@@ -29,18 +29,18 @@ export const JobFilterRef = builder.inputRef<JobFilterInput>('JobFilter').implem
 export interface ResolvedFilter {
   /** The providers whose jobs can match (and whose lists must be fresh). */
   providerIds: string[];
-  sql: JobFilterSql;
+  jobs: JobFilter;
 }
 
 export function resolveJobFilter(ctx: Context, filter: JobFilterInput | null | undefined, projectId?: string): ResolvedFilter {
-  let ids = ctx.providers.ids();
+  let ids = ctx.store.providers.ids();
   if (filter?.providerIds) {
     const wanted = new Set(filter.providerIds.map(String));
     ids = ids.filter((id) => wanted.has(id));
   }
   if (filter?.kinds) {
     const kinds = new Set(filter.kinds);
-    ids = ids.filter((id) => kinds.has(ctx.providers.find(id)!.kind));
+    ids = ids.filter((id) => kinds.has(ctx.store.providers.find(id)!.kind));
   }
   const project = projectId ?? (filter?.projectId != null ? String(filter.projectId) : null);
   if (project) {
@@ -52,7 +52,7 @@ export function resolveJobFilter(ctx: Context, filter: JobFilterInput | null | u
   }
   return {
     providerIds: ids,
-    sql: {
+    jobs: {
       providerIds: ids,
       statuses: filter?.statuses ?? null,
       projectId: project,

@@ -1,7 +1,6 @@
 import type { LogGap, LogLineRecord, LogPage } from '../domain/types.js';
 import { DomainError } from '../domain/errors.js';
-import type { ProgressRow } from '../store/repository.js';
-import type { Freshness } from '../store/read-through.js';
+import type { Freshness, ProgressRow } from '../store/index.js';
 import { checkPageSize } from './args.js';
 import { builder } from './builder.js';
 import { AcceleratorKindEnum, AggregationEnum, JobStatusEnum, MetricScopeEnum, SystemMetricEnum } from './enums.js';
@@ -90,16 +89,12 @@ JobRef.implement({
     rawStatus: t.string({ nullable: true, description: "The platform's own status string", resolve: (j) => j.rawStatus }),
     provider: t.field({
       type: ProviderRef,
-      resolve: (j, _a, ctx) => {
-        const p = ctx.providers.find(j.providerId);
-        if (!p) throw new DomainError('NOT_FOUND', `provider "${j.providerId}" is no longer configured`);
-        return p;
-      },
+      resolve: (j, _a, ctx) => ctx.store.providers.require(j.providerId),
     }),
     project: t.field({
       type: ProjectRef,
       resolve: async (j, _a, ctx) => {
-        const p = await ctx.loaders.projectById.load(j.projectId);
+        const p = await ctx.store.loaders.projectById.load(j.projectId);
         if (!p) throw new DomainError('NOT_FOUND', `project ${j.projectId} is not cached`);
         return p;
       },
@@ -144,21 +139,21 @@ JobRef.implement({
     nodes: t.field({
       type: [NodeRef],
       resolve: async (j, _a, ctx) => {
-        await ctx.loaders.topology.load(j);
-        return ctx.loaders.nodesOfJob.load(j.id);
+        await ctx.store.loaders.topology.load(j);
+        return ctx.store.loaders.nodesOfJob.load(j.id);
       },
     }),
     gpus: t.field({
       type: [GpuRef],
       resolve: async (j, _a, ctx) => {
-        await ctx.loaders.topology.load(j);
-        return ctx.loaders.gpusOfJob.load(j.id);
+        await ctx.store.loaders.topology.load(j);
+        return ctx.store.loaders.gpusOfJob.load(j.id);
       },
     }),
     topologyFreshness: t.field({
       type: FreshnessRef,
       description: 'How current nodes and gpus are',
-      resolve: (j, _a, ctx) => ctx.loaders.topology.load(j),
+      resolve: (j, _a, ctx) => ctx.store.loaders.topology.load(j),
     }),
     metrics: t.field({
       type: [MetricSeriesRef],
@@ -189,8 +184,8 @@ JobRef.implement({
       type: JobProgressRef,
       nullable: true,
       resolve: async (j, _a, ctx) => {
-        const freshness = await ctx.loaders.progressReady.load(j);
-        const row = await ctx.loaders.progressOfJob.load(j.id);
+        const freshness = await ctx.store.loaders.progressReady.load(j);
+        const row = await ctx.store.loaders.progressOfJob.load(j.id);
         return row ? { row, freshness } : null;
       },
     }),
@@ -205,7 +200,7 @@ JobRef.implement({
       },
       resolve: (j, args, ctx) => {
         const limit = checkPageSize(args.first, ctx.limits.defaultLogLines, ctx.limits.maxLogLines);
-        return ctx.readThrough.logs(j, { after: args.after ?? null, since: args.since ?? null, limit });
+        return ctx.store.logs(j, { after: args.after ?? null, since: args.since ?? null, limit });
       },
     }),
   }),
@@ -217,7 +212,7 @@ builder.queryFields((t) => ({
     nullable: true,
     args: { id: t.arg.id({ required: true }) },
     resolve: async (_r, args, ctx) => {
-      const job = await ctx.loaders.jobById.load(String(args.id));
+      const job = await ctx.store.loaders.jobById.load(String(args.id));
       if (!job) throw new DomainError('NOT_FOUND', `no job with id "${String(args.id).slice(0, 200)}"`);
       return job;
     },

@@ -1,5 +1,4 @@
-import type { Freshness } from '../store/read-through.js';
-import type { SeriesRow } from '../store/repository.js';
+import type { Freshness, SeriesRow } from '../store/index.js';
 import type { CheckedSeriesArgs } from './args.js';
 import { builder } from './builder.js';
 import { MetricScopeEnum, MetricUnitEnum } from './enums.js';
@@ -81,17 +80,17 @@ MetricSeriesRef.implement({
     node: t.field({
       type: NodeRef,
       nullable: true,
-      resolve: (s, _a, ctx) => (s.row.nodeId ? ctx.loaders.nodeById.load(s.row.nodeId) : null),
+      resolve: (s, _a, ctx) => (s.row.nodeId ? ctx.store.loaders.nodeById.load(s.row.nodeId) : null),
     }),
     gpu: t.field({
       type: GpuRef,
       nullable: true,
-      resolve: (s, _a, ctx) => (s.row.gpuId ? ctx.loaders.gpuById.load(s.row.gpuId) : null),
+      resolve: (s, _a, ctx) => (s.row.gpuId ? ctx.store.loaders.gpuById.load(s.row.gpuId) : null),
     }),
     points: t.field({
       type: [MetricPointRef],
       resolve: (s, _a, ctx) =>
-        ctx.loaders.points.load({
+        ctx.store.loaders.points.load({
           seriesId: s.row.id,
           keyedBy: s.row.keyedBy as 'time' | 'step',
           from: s.window.from,
@@ -103,7 +102,7 @@ MetricSeriesRef.implement({
     summary: t.field({
       type: MetricSummaryRef,
       resolve: async (s, _a, ctx) =>
-        (await ctx.loaders.summary.load({ seriesId: s.row.id, keyedBy: s.row.keyedBy as 'time' | 'step', from: s.window.from, to: s.window.to })) ?? {
+        (await ctx.store.loaders.summary.load({ seriesId: s.row.id, keyedBy: s.row.keyedBy as 'time' | 'step', from: s.window.from, to: s.window.to })) ?? {
           count: 0,
           min: null,
           max: null,

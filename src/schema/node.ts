@@ -13,14 +13,14 @@ NodeRef.implement({
     job: t.field({
       type: JobRef,
       resolve: async (n, _a, ctx) => {
-        const job = await ctx.loaders.jobById.load(n.jobId);
+        const job = await ctx.store.loaders.jobById.load(n.jobId);
         if (!job) throw new DomainError('NOT_FOUND', `job ${n.jobId} is gone`);
         return job;
       },
     }),
     gpus: t.field({
       type: [GpuRef],
-      resolve: async (n, _a, ctx) => (await ctx.loaders.gpusOfJob.load(n.jobId)).filter((g) => g.nodeId === n.id),
+      resolve: async (n, _a, ctx) => (await ctx.store.loaders.gpusOfJob.load(n.jobId)).filter((g) => g.nodeId === n.id),
     }),
     metrics: t.field({
       type: [MetricSeriesRef],
@@ -34,7 +34,7 @@ NodeRef.implement({
         aggregation: t.arg({ type: AggregationEnum, required: false }),
       },
       resolve: async (n, args, ctx) => {
-        const job = await ctx.loaders.jobById.load(n.jobId);
+        const job = await ctx.store.loaders.jobById.load(n.jobId);
         if (!job) return [];
         return systemSeries(ctx, job, args, (row) => row.nodeId === n.id);
       },

@@ -14,11 +14,7 @@ ProjectRef.implement({
     name: t.exposeString('name'),
     provider: t.field({
       type: ProviderRef,
-      resolve: (p, _a, ctx) => {
-        const provider = ctx.providers.find(p.providerId);
-        if (!provider) throw new DomainError('NOT_FOUND', `provider "${p.providerId}" is no longer configured`);
-        return provider;
-      },
+      resolve: (p, _a, ctx) => ctx.store.providers.require(p.providerId),
     }),
     jobs: t.field({
       type: JobConnectionRef,
@@ -37,9 +33,9 @@ builder.queryFields((t) => ({
     type: [ProjectRef],
     args: { providerId: t.arg.id({ required: false }) },
     resolve: async (_r, args, ctx) => {
-      const ids = args.providerId != null ? ctx.providers.ids().filter((id) => id === String(args.providerId)) : ctx.providers.ids();
-      await ctx.readThrough.syncJobLists(ids);
-      const projects = await ctx.readThrough.repo.projectsOf(ids);
+      const ids = args.providerId != null ? ctx.store.providers.ids().filter((id) => id === String(args.providerId)) : ctx.store.providers.ids();
+      await ctx.store.syncJobLists(ids);
+      const projects = await ctx.store.projectsOf(ids);
       return ctx.access ? projects.filter((p) => ctx.access!.allowsProject(p.id)) : projects;
     },
   }),
@@ -50,11 +46,11 @@ builder.queryFields((t) => ({
     resolve: async (_r, args, ctx) => {
       const id = String(args.id);
       const { providerId } = parseGlobalId(id, 'project');
-      let project = await ctx.loaders.projectById.load(id);
-      if (!project && ctx.providers.find(providerId)) {
-        await ctx.readThrough.syncJobLists([providerId]);
-        ctx.loaders.projectById.clear(id);
-        project = await ctx.loaders.projectById.load(id);
+      let project = await ctx.store.loaders.projectById.load(id);
+      if (!project && ctx.store.providers.find(providerId)) {
+        await ctx.store.syncJobLists([providerId]);
+        ctx.store.loaders.projectById.clear(id);
+        project = await ctx.store.loaders.projectById.load(id);
       }
       if (!project) throw new DomainError('NOT_FOUND', `no project with id "${id.slice(0, 200)}"`);
       return project;

@@ -1,9 +1,8 @@
-import type { ProviderInstance } from '../providers/provider-set.js';
-import type { ProviderHealth as Health } from '../providers/provider-set.js';
+import type { ProviderHealth as Health, ProviderView } from '../store/index.js';
 import { builder } from './builder.js';
 import { HealthStateEnum, ProviderKindEnum, SystemMetricEnum } from './enums.js';
 
-export const ProviderRef = builder.objectRef<ProviderInstance>('Provider');
+export const ProviderRef = builder.objectRef<ProviderView>('Provider');
 const HealthRef = builder.objectRef<Health>('ProviderHealth');
 const CircuitStateEnum = builder.enumType('CircuitState', {
   description: "A provider's circuit breaker: OPEN refuses calls for a while after repeated failures, HALF_OPEN lets one trial call through",
@@ -39,15 +38,15 @@ ProviderRef.implement({
     kind: t.field({ type: ProviderKindEnum, resolve: (p) => p.kind }),
     name: t.exposeString('name'),
     simulated: t.exposeBoolean('simulated', { description: 'True for the built-in demo simulators' }),
-    health: t.field({ type: HealthRef, resolve: (p, _a, ctx) => ctx.providers.healthOf(p.id) }),
+    health: t.field({ type: HealthRef, resolve: (p) => p.health() }),
     systemMetrics: t.field({
       type: [SystemMetricEnum],
       description: 'The system metrics this platform reports',
-      resolve: (p) => [...p.adapter.capabilities.systemMetrics],
+      resolve: (p) => [...p.capabilities.systemMetrics],
     }),
     perGpuSeries: t.boolean({
       description: 'Whether the platform reports real per-GPU series (otherwise GPU metrics are node aggregates)',
-      resolve: (p) => p.adapter.capabilities.perGpuSeries,
+      resolve: (p) => p.capabilities.perGpuSeries,
     }),
   }),
 });
@@ -56,6 +55,6 @@ builder.queryField('providers', (t) =>
   t.field({
     type: [ProviderRef],
     description: 'Every configured platform, with its health',
-    resolve: (_r, _a, ctx) => ctx.providers.all(),
+    resolve: (_r, _a, ctx) => ctx.store.providers.all(),
   }),
 );

@@ -1,5 +1,5 @@
 // Object refs of the mutually referencing types, declared before any is implemented (TS7022).
-import type { GpuRow, JobRow, NodeRow, ProjectRow } from '../store/repository.js';
+import type { GpuRow, JobRow, NodeRow, ProjectRow } from '../store/index.js';
 import { builder } from './builder.js';
 
 export const ProjectRef = builder.objectRef<ProjectRow>('Project');

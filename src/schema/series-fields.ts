@@ -1,9 +1,7 @@
 // The series questions Job, Node and Gpu share: make sure the data is cached for the window,
 // then pick the stored series that match.
-import { DomainError } from '../domain/errors.js';
 import type { MetricScope, SystemMetric } from '../domain/types.js';
-import { jobWindow } from '../store/read-through.js';
-import type { JobRow, SeriesRow } from '../store/repository.js';
+import { jobWindow, type JobRow, type SeriesRow } from '../store/index.js';
 import { checkSeriesArgs, type SeriesArgs } from './args.js';
 import type { Context } from './context.js';
 import type { SeriesView } from './metric-series.js';
@@ -20,14 +18,12 @@ export async function systemSeries(
   pick: (row: SeriesRow) => boolean = () => true,
 ): Promise<SeriesView[]> {
   const shape = checkSeriesArgs(args, ctx.limits);
-  const provider = ctx.providers.find(job.providerId);
-  if (!provider) throw new DomainError('NOT_FOUND', `provider "${job.providerId}" is no longer configured`);
-  const available = provider.adapter.capabilities.systemMetrics;
+  const available = ctx.store.providers.require(job.providerId).capabilities.systemMetrics;
   const names = args.names?.length ? args.names.filter((n) => available.includes(n)) : available;
   if (names.length === 0) return [];
-  const window = jobWindow(job, ctx.readThrough.now(), shape.from, shape.to);
-  const freshness = await ctx.loaders.metricsReady.load({ job, window, metrics: names, maxPoints: shape.maxPoints });
-  const rows = await ctx.loaders.seriesOfJob.load({ jobId: job.id, kind: 'system' });
+  const window = jobWindow(job, ctx.store.now(), shape.from, shape.to);
+  const freshness = await ctx.store.loaders.metricsReady.load({ job, window, metrics: names, maxPoints: shape.maxPoints });
+  const rows = await ctx.store.loaders.seriesOfJob.load({ jobId: job.id, kind: 'system' });
   return rows
     .filter((r) => names.includes(r.name as SystemMetric) && (!args.scope || r.scope === args.scope) && pick(r))
     .map((row) => ({ row, window, shape, freshness }));
@@ -39,8 +35,8 @@ export interface TrainingSeriesQuery extends SeriesArgs {
 
 export async function trainingSeries(ctx: Context, job: JobRow, args: TrainingSeriesQuery): Promise<SeriesView[]> {
   const shape = checkSeriesArgs(args, ctx.limits);
-  const freshness = await ctx.loaders.trainingReady.load(job);
-  const rows = await ctx.loaders.seriesOfJob.load({ jobId: job.id, kind: 'training' });
+  const freshness = await ctx.store.loaders.trainingReady.load(job);
+  const rows = await ctx.store.loaders.seriesOfJob.load({ jobId: job.id, kind: 'training' });
   const names = args.names?.length ? new Set(args.names) : null;
   return rows
     .filter((r) => !names || names.has(r.name))

@@ -12,6 +12,7 @@ import {
   type SamplePayload,
   type UtilizationPointPayload,
 } from '../live/events.js';
+import { jobMatches } from '../store/index.js';
 import { builder } from './builder.js';
 import type { Context } from './context.js';
 import { JobStatusEnum, MetricScopeEnum } from './enums.js';
@@ -69,7 +70,7 @@ UtilizationSampleRef.implement({
     'The same points answer Job.metrics afterwards.',
   fields: (t) => ({
     jobId: t.exposeID('jobId'),
-    job: t.field({ type: JobRef, nullable: true, resolve: (s, _a, ctx) => ctx.loaders.jobById.load(s.jobId) }),
+    job: t.field({ type: JobRef, nullable: true, resolve: (s, _a, ctx) => ctx.store.loaders.jobById.load(s.jobId) }),
     status: t.field({ type: JobStatusEnum, resolve: (s) => s.status as never }),
     polledAt: t.field({ type: 'DateTime', resolve: (s) => new Date(s.polledAt) }),
     from: t.field({ type: 'DateTime', description: 'The window this poll asked the platform for', resolve: (s) => new Date(s.from) }),
@@ -103,7 +104,7 @@ function unlessError<T>(payload: unknown): T {
 
 async function requireJob(ctx: Context, jobId: string) {
   parseGlobalId(jobId, 'job');
-  const job = await ctx.loaders.jobById.load(jobId);
+  const job = await ctx.store.loaders.jobById.load(jobId);
   if (!job) throw new DomainError('NOT_FOUND', `no job with id "${jobId.slice(0, 200)}"`);
   return job;
 }
@@ -131,9 +132,7 @@ builder.subscriptionType({
       args: { filter: t.arg({ type: JobFilterRef, required: false }) },
       subscribe: (_root, args, ctx) => {
         const live = liveOf(ctx);
-        const { providerIds, sql } = resolveJobFilter(ctx, args.filter);
-        const statuses = sql.statuses ? new Set<string>(sql.statuses) : null;
-        const needle = sql.nameContains?.toLowerCase() ?? null;
+        const { providerIds, jobs } = resolveJobFilter(ctx, args.filter);
         return live.subscribe(
           providerIds.map((pid) => ({ kind: 'status' as const, key: pid })),
           {
@@ -141,12 +140,7 @@ builder.subscriptionType({
             expand: (p) => {
               if (p.type === 'error') return [p];
               if (p.type !== 'status') return [];
-              const job = p.job;
-              if (statuses && !statuses.has(job.status)) return [];
-              if (sql.projectId && job.projectId !== sql.projectId) return [];
-              if (sql.projectIds && !sql.projectIds.includes(job.projectId)) return [];
-              if (needle && !job.name.toLowerCase().includes(needle)) return [];
-              return [p];
+              return jobMatches(jobs, p.job) ? [p] : [];
             },
           },
         );
@@ -154,7 +148,7 @@ builder.subscriptionType({
       resolve: (payload, _args, ctx) => {
         const p = unlessError<{ job: Parameters<typeof jobRowFromJson>[0] }>(payload);
         // One context lives as long as the subscription: each event must read current rows.
-        for (const loader of Object.values(ctx.loaders)) loader.clearAll();
+        for (const loader of Object.values(ctx.store.loaders)) loader.clearAll();
         return jobRowFromJson(p.job);
       },
     }),
@@ -165,8 +159,8 @@ builder.subscriptionType({
       subscribe: async (_root, args, ctx) => {
         const jobId = String(args.jobId);
         const job = await requireJob(ctx, jobId);
-        const provider = ctx.providers.find(job.providerId);
-        if (!provider?.adapter.fetchLogs) throw new DomainError('UNSUPPORTED', `${provider?.kind ?? 'this platform'} has no log API`);
+        const provider = ctx.store.providers.find(job.providerId);
+        if (!provider?.capabilities.logs) throw new DomainError('UNSUPPORTED', `${provider?.kind ?? 'this platform'} has no log API`);
         const live = liveOf(ctx);
         return live.subscribe([{ kind: 'logs', key: jobId }], {
           capacity: live.options.logBuffer,

@@ -8,12 +8,10 @@ import DataLoader from 'dataloader';
 import { GraphQLError } from 'graphql';
 import type { TokenScope, TokenStore } from '../config/security.js';
 import { parseGlobalId } from '../domain/ids.js';
-import type { ProviderSet } from '../providers/provider-set.js';
-import type { Context } from '../schema/context.js';
-import type { Loaders } from '../store/loaders.js';
-import type { GpuRow, JobRow, NodeRow, ProjectRow } from '../store/repository.js';
+import type { Access, Context } from '../schema/context.js';
+import type { GpuRow, JobRow, Loaders, NodeRow, ProjectRow } from '../store/index.js';
 
-export class AccessScope {
+export class AccessScope implements Access {
   private readonly providers: ReadonlySet<string> | null;
   private readonly projects: ReadonlySet<string> | null;
 
@@ -97,8 +95,8 @@ function filtered<T>(inner: DataLoader<string, T | null>, visible: (row: T) => P
 
 /** The request's context narrowed to a token's scope. */
 export function scopeContext(base: Context, scope: AccessScope): Context {
-  const providers: ProviderSet = base.providers.scoped(scope.visibleProviders(base.providers.ids()));
-  const inner = base.loaders;
+  const providers = base.store.providers.narrowed(scope.visibleProviders(base.store.providers.ids()));
+  const inner = base.store.loaders;
   // Ids of providers outside the scope never reach the store or upstream: same answer as unconfigured ones.
   const jobById = new DataLoader<string, JobRow | null>(
     async (ids) =>
@@ -128,5 +126,5 @@ export function scopeContext(base: Context, scope: AccessScope): Context {
     nodeById: filtered<NodeRow>(inner.nodeById, ownJob),
     gpuById: filtered<GpuRow>(inner.gpuById, ownJob),
   };
-  return { ...base, providers, loaders, access: scope };
+  return { ...base, store: base.store.narrowed(providers, loaders), access: scope };
 }

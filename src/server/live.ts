@@ -5,7 +5,7 @@ import type { AppConfig } from '../config/index.js';
 import { createMemoryBus, createRedisBus, type EventBus } from '../live/bus.js';
 import { LiveHub, type LiveOptions } from '../live/hub.js';
 import { createAdvisoryLock, createLocalLock, type PollLock } from '../live/lock.js';
-import type { ReadThrough } from '../store/read-through.js';
+import type { Store } from '../store/index.js';
 
 export interface LiveRuntime {
   hub: LiveHub;
@@ -14,13 +14,13 @@ export interface LiveRuntime {
   close(): Promise<void>;
 }
 
-export async function startLive(deps: { config: AppConfig; readThrough: ReadThrough; logger: Logger; options?: Partial<LiveOptions> }): Promise<LiveRuntime> {
+export async function startLive(deps: { config: AppConfig; store: Store; logger: Logger; options?: Partial<LiveOptions> }): Promise<LiveRuntime> {
   const { config } = deps;
   const bus = config.redisUrl ? await createRedisBus(config.redisUrl, deps.logger) : createMemoryBus();
   // Without Redis each replica only serves its own subscribers, so each must poll for them itself;
   // PGlite is one process by construction.
   const lock = config.redisUrl && config.databaseUrl ? await createAdvisoryLock(config.databaseUrl) : createLocalLock();
-  const hub = new LiveHub({ readThrough: deps.readThrough, bus, lock, logger: deps.logger, options: deps.options });
+  const hub = new LiveHub({ store: deps.store, bus, lock, logger: deps.logger, options: deps.options });
   return {
     hub,
     bus,

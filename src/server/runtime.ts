@@ -11,6 +11,7 @@ import { startDemoProviders, type DemoProvider } from '../simulators/demo.js';
 import { openDatabase, type Database } from '../store/db.js';
 import { DEFAULT_CACHE_POLICY, ReadThrough, type CachePolicy } from '../store/read-through.js';
 import { Repository } from '../store/repository.js';
+import { Store } from '../store/index.js';
 import type { Limits } from '../schema/context.js';
 import { createApp, type App } from './yoga.js';
 import { startLive, type LiveRuntime } from './live.js';
@@ -105,15 +106,15 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const repo = new Repository(database.db);
   await repo.upsertProviders(providers.all().map((p) => ({ id: p.id, kind: p.kind, name: p.name, simulated: p.simulated })));
   const readThrough = new ReadThrough(repo, providers, { ...DEFAULT_CACHE_POLICY, ...opts.cachePolicy }, opts.clock);
-  const live = await startLive({ config, readThrough, logger, options: opts.live });
+  const store = new Store(readThrough);
+  const live = await startLive({ config, store, logger, options: opts.live });
   const metrics = new Metrics({ providers, readThrough, live: live.hub });
   const stopShapeWarnings = warnOnShapeMismatches(providers.all().map((p) => p.id), logger);
   const tracing = config.tracing ? startTracing(config.tracing) : null;
   if (tracing) traceUpstreamCalls(providers, tracing.tracer);
   const front = createHttpFront(logger, metrics);
   const app = createApp({
-    readThrough,
-    providers,
+    store,
     logger,
     limits: opts.limits,
     live: live.hub,

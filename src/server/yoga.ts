@@ -3,11 +3,9 @@ import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { createYoga, type Plugin } from 'graphql-yoga';
 import type { Logger } from 'pino';
 import type { LiveHub } from '../live/hub.js';
-import type { ProviderSet } from '../providers/provider-set.js';
 import { schema } from '../schema/index.js';
 import { DEFAULT_LIMITS, type Context, type Limits } from '../schema/context.js';
-import { createLoaders } from '../store/loaders.js';
-import type { ReadThrough } from '../store/read-through.js';
+import type { Store } from '../store/index.js';
 import { maskError, useErrorCodes } from './plugins/use-error-codes.js';
 import { DEFAULT_REQUEST_LIMITS, type RequestLimits, type TokenStore } from '../config/security.js';
 import { authenticate, scopeContext } from './access.js';
@@ -15,8 +13,7 @@ import { useLimits } from './plugins/use-limits.js';
 import { useStaleErrors } from './plugins/use-stale-errors.js';
 
 export interface YogaDeps {
-  readThrough: ReadThrough;
-  providers: ProviderSet;
+  store: Store;
   logger: Logger;
   limits?: Limits;
   plugins?: Plugin[];
@@ -56,9 +53,7 @@ export function createApp(deps: YogaDeps) {
     plugins: [useErrorCodes(), ...useLimits(deps.requestLimits ?? DEFAULT_REQUEST_LIMITS), useStaleErrors(), ...(deps.plugins ?? [])],
     context: (initial): Context => {
       const base: Context = {
-        loaders: createLoaders(deps.readThrough),
-        readThrough: deps.readThrough,
-        providers: deps.providers,
+        store: deps.store.forRequest(),
         limits,
         live: deps.live,
       };

@@ -17,11 +17,12 @@
 // - Weights: a GPU series counts for 1 GPU; a node aggregate for the node's GPUs (from the cached
 //   topology, or the job's GPU count split evenly over its node series when the topology is not
 //   known); a job aggregate for the job's GPU count.
-import { and, inArray, ne, sql, type SQL } from 'drizzle-orm';
+import { and, ne, sql, type SQL } from 'drizzle-orm';
 import { DomainError } from '../domain/errors.js';
 import type { Db } from './db.js';
 import { jobWindow, type Freshness, type ReadThrough } from './read-through.js';
-import type { JobFilterSql, JobRow } from './repository.js';
+import { jobFilterConditions, type JobFilter } from './job-filter.js';
+import type { JobRow } from './repository.js';
 import { rowsOf, textArray } from './sql-util.js';
 import * as t from './tables.js';
 
@@ -80,7 +81,7 @@ export interface PreparedFleet {
  */
 export async function prepareFleet(
   readThrough: ReadThrough,
-  filter: JobFilterSql,
+  filter: JobFilter,
   from: Date,
   to: Date,
   maxPoints: number,
@@ -124,16 +125,8 @@ export class FleetStore {
   constructor(private readonly db: Db) {}
 
   /** Jobs matching the filter whose life overlaps [from, to] and that hold GPUs (not PENDING). */
-  async jobsInWindow(filter: JobFilterSql, from: Date, to: Date, now: Date): Promise<JobRow[]> {
-    const cond: SQL[] = [ne(t.jobs.status, 'PENDING')];
-    if (filter.providerIds) cond.push(inArray(t.jobs.providerId, [...filter.providerIds]));
-    if (filter.statuses) cond.push(inArray(t.jobs.status, [...filter.statuses]));
-    if (filter.projectId) cond.push(sql`${t.jobs.projectId} = ${filter.projectId}`);
-    if (filter.projectIds) cond.push(inArray(t.jobs.projectId, [...filter.projectIds]));
-    if (filter.nameContains) {
-      const pattern = `%${filter.nameContains.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-      cond.push(sql`${t.jobs.name} ilike ${pattern}`);
-    }
+  async jobsInWindow(filter: JobFilter, from: Date, to: Date, now: Date): Promise<JobRow[]> {
+    const cond: SQL[] = [ne(t.jobs.status, 'PENDING'), ...jobFilterConditions(filter)];
     const [fromAt, toAt, nowAt] = [from, to, now].map((d) => sql`${d.toISOString()}::timestamptz`);
     cond.push(sql`coalesce(${t.jobs.startedAt}, ${t.jobs.createdAt}) < ${toAt}`);
     cond.push(sql`coalesce(${t.jobs.finishedAt}, ${nowAt}) > ${fromAt}`);

@@ -3,7 +3,7 @@
 // Finished jobs' fetched ranges are final and never refetched; running jobs' expire after a TTL.
 // When upstream fails, cached data is served as stale with the error; with no cache, it throws.
 import { DomainError } from '../domain/errors.js';
-import { jobGlobalId, type ParsedId } from '../domain/ids.js';
+import { jobGlobalId, parseGlobalId, type ParsedId } from '../domain/ids.js';
 import { TERMINAL_STATUSES, type JobRecord, type JobRef, type JobStatus, type LogPage, type LogRequest, type ProjectRecord, type SeriesData, type SystemMetric } from '../domain/types.js';
 import type { ProviderAdapter } from '../providers/provider.js';
 import type { ProviderSet } from '../providers/provider-set.js';
@@ -88,9 +88,13 @@ function toErrorInfo(err: unknown): { code: string; message: string } {
 /** Told how many of a batch's lookups the cache answered (hits) and how many went upstream (misses). */
 export type CacheLookupObserver = (dataset: 'metrics' | 'training' | 'progress', hits: number, misses: number) => void;
 
+/** A job whose status changed (previousStatus) or that appeared since the last list (previousStatus null). */
+export type StatusListener = (change: { job: JobRow; previousStatus: string | null }) => void;
+
 export class ReadThrough {
   private readonly inflight = new Map<string, Promise<unknown>>();
   private readonly lookupObservers: CacheLookupObserver[] = [];
+  private readonly statusListeners: StatusListener[] = [];
 
   constructor(
     readonly repo: Repository,
@@ -142,31 +146,86 @@ export class ReadThrough {
           out.set(pid, FRESH_NOW(s.syncedAt));
           return;
         }
-        out.set(pid, await this.once(`jobs:${pid}`, () => this.syncProvider(pid, s?.syncedAt ?? null)));
+        try {
+          out.set(pid, FRESH_NOW(await this.syncJobListNow(pid)));
+        } catch (err) {
+          out.set(pid, { fetchedAt: s?.syncedAt ?? null, stale: true, error: toErrorInfo(err) });
+        }
       }),
     );
     return out;
   }
 
-  private async syncProvider(pid: string, lastSync: Date | null): Promise<Freshness> {
-    const at = this.now();
-    try {
-      const { projects, jobs } = await fetchCatalog(this.providers, pid);
-      await this.repo.upsertCatalog(pid, projects, jobs, at);
-      await this.repo.recordProviderSync({ providerId: pid, dataset: 'jobs', syncedAt: at, attemptedAt: at, errorCode: null, errorMessage: null });
-      return FRESH_NOW(at);
-    } catch (err) {
-      const info = toErrorInfo(err);
-      await this.repo.recordProviderSync({
-        providerId: pid,
-        dataset: 'jobs',
-        syncedAt: null,
-        attemptedAt: at,
-        errorCode: info.code,
-        errorMessage: info.message,
-      });
-      return { fetchedAt: lastSync, stale: true, error: info };
+  /**
+   * Fetches a provider's whole job list now and writes it; returns when it was fetched, or throws
+   * the upstream error (recorded for the next reader). Concurrent syncs of one provider (a query's
+   * and the live status poller's) share one upstream call. Status changes of known jobs, and jobs
+   * new since an earlier sync, are claimed atomically and told to the status listeners.
+   */
+  syncJobListNow(providerId: string, signal?: AbortSignal): Promise<Date> {
+    return this.once(`jobs:${providerId}`, async () => {
+      const at = this.now();
+      try {
+        const [previous] = await this.repo.providerSyncs([providerId], 'jobs');
+        const { projects, jobs } = await fetchCatalog(this.providers, providerId, signal);
+        // Before the first list ever cached, every job would look new: that is a baseline, not news.
+        await this.writeJobsAnnouncing(providerId, jobs, Boolean(previous?.syncedAt), async () => {
+          await this.repo.upsertCatalog(providerId, projects, jobs, at);
+          await this.repo.recordProviderSync({ providerId, dataset: 'jobs', syncedAt: at, attemptedAt: at, errorCode: null, errorMessage: null });
+        });
+        return at;
+      } catch (err) {
+        const info = toErrorInfo(err);
+        await this.repo.recordProviderSync({ providerId, dataset: 'jobs', syncedAt: null, attemptedAt: at, errorCode: info.code, errorMessage: info.message });
+        throw err;
+      }
+    });
+  }
+
+  /** Told of every job whose status changed (previousStatus set) or that appeared (null), once per change. */
+  onStatusChange(listener: StatusListener): void {
+    this.statusListeners.push(listener);
+  }
+
+  /**
+   * Writes job records (through `write`) and tells the status listeners which changed. The claim is
+   * one UPDATE re-checked on the latest row version, so of two concurrent writers of the same change
+   * (two pollers, two replicas) exactly one announces it.
+   */
+  private async writeJobsAnnouncing(providerId: string, jobs: readonly JobRecord[], announceNew: boolean, write: () => Promise<void>) {
+    const ids = jobs.map((j) => jobGlobalId(providerId, j.externalId));
+    const known = new Set((await this.repo.jobsByIds(ids)).map((j) => j.id));
+    const changed = await this.repo.claimStatusChanges(jobs.map((j, i) => ({ id: ids[i]!, status: j.status })).filter((c) => known.has(c.id)));
+    await write();
+    const toAnnounce = [...changed.keys(), ...(announceNew ? ids.filter((id) => !known.has(id)) : [])];
+    if (toAnnounce.length === 0 || this.statusListeners.length === 0) return;
+    for (const row of await this.repo.jobsByIds(toAnnounce)) {
+      for (const listener of this.statusListeners) listener({ job: row, previousStatus: changed.get(row.id) ?? null });
     }
+  }
+
+  /**
+   * The job as the platform has it now (status, nodes), written to the store whatever the TTL says;
+   * throws NOT_FOUND when it is gone. Shares its upstream call with a topology refresh under way.
+   */
+  async refreshJob(jobId: string, signal?: AbortSignal): Promise<JobRow> {
+    const [cached] = await this.jobsByIds([parseGlobalId(jobId, 'job')]);
+    if (cached instanceof Error) throw cached;
+    if (!cached) throw new DomainError('NOT_FOUND', `no job with id "${jobId}"`);
+    const projects = await this.projectExternalIds([cached]);
+    const detail = await this.once(`detail:${cached.id}`, () =>
+      this.providers.call(
+        cached.providerId,
+        (a, sig) => a.getJob({ externalId: cached.externalId, projectExternalId: projects.get(cached.projectId) ?? '' }, sig),
+        signal,
+      ),
+    );
+    if (!detail) throw new DomainError('NOT_FOUND', `job ${jobId} no longer exists upstream`);
+    const at = this.now();
+    await this.writeJobsAnnouncing(cached.providerId, [detail], false, () => this.repo.upsertJobs(cached.providerId, [detail], at, true));
+    if (detail.nodes) await this.repo.writeTopology(cached.providerId, [{ job: cached, nodes: detail.nodes }], at);
+    const [row] = await this.repo.jobsByIds([jobId]);
+    return row ?? cached;
   }
 
   // ---- single jobs --------------------------------------------------------------------------
@@ -482,13 +541,13 @@ export class ReadThrough {
   // ---- logs ---------------------------------------------------------------------------------
 
   /** Log pages come straight from the platform: each page is a moving cursor, not a cacheable range. */
-  async logs(job: JobRow, request: LogRequest): Promise<LogPage> {
+  async logs(job: JobRow, request: LogRequest, signal?: AbortSignal): Promise<LogPage> {
     const provider = this.providers.find(job.providerId);
     if (!provider?.adapter.fetchLogs) {
       throw new DomainError('UNSUPPORTED', `${provider?.kind ?? 'this platform'} has no log API`);
     }
     const [project] = await this.repo.projectsByIds([job.projectId]);
-    return this.providers.call(job.providerId, (a, signal) => a.fetchLogs!(jobRef(job, project?.externalId ?? ''), request, signal));
+    return this.providers.call(job.providerId, (a, sig) => a.fetchLogs!(jobRef(job, project?.externalId ?? ''), request, sig), signal);
   }
 
   // ---- helpers ------------------------------------------------------------------------------
@@ -500,7 +559,7 @@ export class ReadThrough {
 }
 
 /** Every project and job a provider lists, all pages, in one upstream operation. */
-export async function fetchCatalog(
+async function fetchCatalog(
   providers: ProviderSet,
   providerId: string,
   signal?: AbortSignal,

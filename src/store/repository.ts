@@ -5,6 +5,7 @@ import { gpuGlobalId, jobGlobalId, nodeGlobalId, projectGlobalId } from '../doma
 import type { Aggregation, JobRecord, NodeRecord, ProjectRecord, SeriesData } from '../domain/types.js';
 import type { Db } from './db.js';
 import { bigintArray, chunks, rowsOf, textArray, toDate } from './sql-util.js';
+import { jobFilterConditions, type JobFilter } from './job-filter.js';
 import * as t from './tables.js';
 
 export type JobRow = typeof t.jobs.$inferSelect;
@@ -49,14 +50,6 @@ export interface SummaryRow {
   lastAt: Date | null;
 }
 
-export interface JobFilterSql {
-  providerIds?: readonly string[] | null;
-  statuses?: readonly string[] | null;
-  projectId?: string | null;
-  nameContains?: string | null;
-  /** Confines the jobs to these projects (an API token's scope); null = no such confinement. */
-  projectIds?: readonly string[] | null;
-}
 
 export interface JobCursor {
   sortAt: Date;
@@ -223,6 +216,25 @@ export class Repository {
     }
   }
 
+  /**
+   * Sets the status of known jobs and returns those whose status changed, with the previous one.
+   * The UPDATE's WHERE is re-checked on the latest row version, so of two concurrent writers of the
+   * same change (two pollers, two replicas) only one gets the row back.
+   */
+  async claimStatusChanges(claims: readonly { id: string; status: string }[]): Promise<Map<string, string>> {
+    const changed = new Map<string, string>();
+    if (claims.length === 0) return changed;
+    const rows = await rowsOf<{ id: string; previous: string }>(
+      this.db,
+      sql`update jobs set status = x.status
+          from jsonb_to_recordset(${JSON.stringify(claims)}::jsonb) as x(id text, status text), jobs as old
+          where jobs.id = x.id and old.id = x.id and jobs.status is distinct from x.status
+          returning jobs.id, old.status as previous`,
+    );
+    for (const r of rows) changed.set(r.id, r.previous);
+    return changed;
+  }
+
   async jobsByIds(ids: readonly string[]): Promise<JobRow[]> {
     if (ids.length === 0) return [];
     return this.db.select().from(t.jobs).where(inArray(t.jobs.id, [...ids]));
@@ -242,22 +254,9 @@ export class Repository {
       .orderBy(t.projects.providerId, t.projects.name, t.projects.id);
   }
 
-  private jobConditions(filter: JobFilterSql): SQL[] {
-    const cond: SQL[] = [];
-    if (filter.providerIds) cond.push(inArray(t.jobs.providerId, [...filter.providerIds]));
-    if (filter.statuses) cond.push(inArray(t.jobs.status, [...filter.statuses]));
-    if (filter.projectId) cond.push(eq(t.jobs.projectId, filter.projectId));
-    if (filter.projectIds) cond.push(inArray(t.jobs.projectId, [...filter.projectIds]));
-    if (filter.nameContains) {
-      const pattern = `%${filter.nameContains.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-      cond.push(sql`${t.jobs.name} ilike ${pattern}`);
-    }
-    return cond;
-  }
-
   /** One page of jobs, newest first, keyset-paged so deep pages cost the same as the first. */
-  async jobsPage(filter: JobFilterSql, first: number, after: JobCursor | null): Promise<JobRow[]> {
-    const cond = this.jobConditions(filter);
+  async jobsPage(filter: JobFilter, first: number, after: JobCursor | null): Promise<JobRow[]> {
+    const cond = jobFilterConditions(filter);
     if (after) {
       cond.push(or(lt(t.jobs.sortAt, after.sortAt), and(eq(t.jobs.sortAt, after.sortAt), lt(t.jobs.id, after.id)))!);
     }
@@ -269,8 +268,8 @@ export class Repository {
       .limit(first + 1);
   }
 
-  async jobsCount(filter: JobFilterSql): Promise<number> {
-    const cond = this.jobConditions(filter);
+  async jobsCount(filter: JobFilter): Promise<number> {
+    const cond = jobFilterConditions(filter);
     const [row] = await this.db
       .select({ n: sql<number>`count(*)::int` })
       .from(t.jobs)

@@ -1,0 +1,214 @@
+// The store's one door. Resolvers (through the request context) and the live hub see only this:
+// request-scoped loaders, job pages and counts, projects, fleet questions, logs, a read-only view
+// of the configured providers, and the refreshes the live pollers run. Behind it, the read-through
+// cache, the repository's SQL and the provider set stay private to store/ (and server/ wiring).
+import { DomainError } from '../domain/errors.js';
+import type { LogPage, LogRequest, ProviderKind, SystemMetric } from '../domain/types.js';
+import type { ProviderHealth, ProviderSet } from '../providers/provider-set.js';
+import { FleetStore, prepareFleet, type FleetJobWindow, type GpuHoursRow, type IdleRunRow, type PreparedFleet } from './fleet.js';
+import type { JobFilter } from './job-filter.js';
+import { createLoaders, type Loaders } from './loaders.js';
+import type { Freshness, ReadThrough, StatusListener } from './read-through.js';
+import type { GpuRow, JobCursor, JobRow, NodeRow, PointRow, ProjectRow, SeriesRow } from './repository.js';
+
+export { jobMatches, type JobFilter } from './job-filter.js';
+export { MAX_GAP_STEPS, type GpuHoursRow, type IdleRunRow, type PreparedFleet } from './fleet.js';
+export { isTerminal, jobWindow, type Freshness, type StatusListener, type Window } from './read-through.js';
+export type { Loaders } from './loaders.js';
+export type { GpuRow, JobCursor, JobRow, NodeRow, PointRow, ProgressRow, ProjectRow, SeriesRow, SummaryRow } from './repository.js';
+export type { ProviderHealth } from '../providers/provider-set.js';
+export { clientFacingError } from './unavailable.js';
+
+/** What a platform can answer, as the graph and the pollers need to know it. */
+export interface ProviderCapabilities {
+  /** The system metrics this platform can report at all. */
+  systemMetrics: readonly SystemMetric[];
+  /** True when the platform has real per-GPU series; false = node aggregates only. */
+  perGpuSeries: boolean;
+  trainingMetrics: boolean;
+  progress: boolean;
+  logs: boolean;
+}
+
+/** A configured platform instance, read-only: no adapter, no upstream calls. */
+export interface ProviderView {
+  readonly id: string;
+  readonly kind: ProviderKind;
+  readonly name: string;
+  readonly simulated: boolean;
+  /** From the providers file; null = the platform's default poll interval. */
+  readonly pollIntervalSeconds: number | null;
+  readonly capabilities: ProviderCapabilities;
+  /** How calls to it have gone lately, as seen by this server. */
+  health(): ProviderHealth;
+}
+
+/** The providers one request (or the whole server) may see. */
+export class ProviderDirectory {
+  constructor(
+    private readonly views: ReadonlyMap<string, ProviderView>,
+    private readonly visible: ReadonlySet<string> | null = null,
+  ) {}
+
+  all(): ProviderView[] {
+    return [...this.views.values()].filter((p) => this.shows(p.id));
+  }
+
+  ids(): string[] {
+    return this.all().map((p) => p.id);
+  }
+
+  find(id: string): ProviderView | undefined {
+    return this.shows(id) ? this.views.get(id) : undefined;
+  }
+
+  /** The provider of a cached row; a row of a provider since removed from the config (or outside a token's scope) is NOT_FOUND. */
+  require(id: string): ProviderView {
+    const p = this.find(id);
+    if (!p) throw new DomainError('NOT_FOUND', `provider "${id}" is no longer configured`);
+    return p;
+  }
+
+  /** The same providers narrowed to `ids` (a token's scope). */
+  narrowed(ids: Iterable<string>): ProviderDirectory {
+    const keep = new Set(ids);
+    return new ProviderDirectory(this.views, new Set([...keep].filter((id) => this.shows(id))));
+  }
+
+  private shows(id: string): boolean {
+    return this.visible === null || this.visible.has(id);
+  }
+}
+
+/** The points stored for some of a job's system metrics in a window, with the nodes and GPUs they belong to. */
+export interface StoredSample {
+  series: SeriesRow[];
+  nodes: NodeRow[];
+  gpus: GpuRow[];
+  points: PointRow[];
+}
+
+/** The store as one request sees it: fresh loaders (a per-request cache) and the provider view it may see. */
+export class RequestStore {
+  constructor(
+    private readonly rt: ReadThrough,
+    readonly providers: ProviderDirectory,
+    readonly loaders: Loaders,
+  ) {}
+
+  now(): Date {
+    return this.rt.now();
+  }
+
+  /** The same request narrowed to a token's scope: fewer providers, loaders that hide what is outside it. */
+  narrowed(providers: ProviderDirectory, loaders: Loaders): RequestStore {
+    return new RequestStore(this.rt, providers, loaders);
+  }
+
+  /** Refreshes the providers' job lists where stale; the freshness of each (a failure leaves its cache as is). */
+  syncJobLists(providerIds: readonly string[]): Promise<Map<string, Freshness>> {
+    return this.rt.syncJobLists(providerIds);
+  }
+
+  /** One page of cached jobs (first + 1 rows: the extra one says there is a next page), newest first. */
+  jobsPage(filter: JobFilter, first: number, after: JobCursor | null): Promise<JobRow[]> {
+    return this.rt.repo.jobsPage(filter, first, after);
+  }
+
+  jobsCount(filter: JobFilter): Promise<number> {
+    return this.rt.repo.jobsCount(filter);
+  }
+
+  /** Cached projects of the given providers. */
+  projectsOf(providerIds: readonly string[]): Promise<ProjectRow[]> {
+    return this.rt.repo.projectsOf(providerIds);
+  }
+
+  /** A page of a job's log lines, straight from its platform (UNSUPPORTED where it has no log API). */
+  logs(job: JobRow, request: LogRequest, signal?: AbortSignal): Promise<LogPage> {
+    return this.rt.logs(job, request, signal);
+  }
+
+  readonly fleet = {
+    /** Makes sure the GPU utilization of every matching job is cached for [from, to] (src/store/fleet.ts). */
+    prepare: (filter: JobFilter, from: Date, to: Date, maxPoints: number): Promise<PreparedFleet> => prepareFleet(this.rt, filter, from, to, maxPoints),
+    idleRuns: (windows: readonly FleetJobWindow[], threshold: number, forAtLeastSeconds: number, first: number): Promise<IdleRunRow[]> =>
+      new FleetStore(this.rt.repo.db).idleRuns(windows, threshold, forAtLeastSeconds, first),
+    gpuHours: (windows: readonly FleetJobWindow[], topJobs: number): Promise<GpuHoursRow[]> => new FleetStore(this.rt.repo.db).gpuHours(windows, topJobs),
+  };
+}
+
+/** The store as the server holds it: makes request stores, and runs the refreshes the live pollers need. */
+export class Store {
+  readonly providers: ProviderDirectory;
+
+  constructor(private readonly rt: ReadThrough) {
+    this.providers = new ProviderDirectory(new Map(rt.providers.all().map((p) => [p.id, providerView(rt.providers, p.id)])));
+  }
+
+  /** A store for one request (one GraphQL operation): its loaders cache nothing beyond it. */
+  forRequest(): RequestStore {
+    return new RequestStore(this.rt, this.providers, createLoaders(this.rt));
+  }
+
+  now(): Date {
+    return this.rt.now();
+  }
+
+  /** The job's status and nodes as the platform has them now, written through; NOT_FOUND when gone. */
+  refreshJob(jobId: string, signal?: AbortSignal): Promise<JobRow> {
+    return this.rt.refreshJob(jobId, signal);
+  }
+
+  /** Fetches the metrics of [from, to] now whatever the cache TTL says (and learns nodes that metrics reveal); throws the failure. */
+  async refreshMetrics(job: JobRow, from: Date, to: Date, metrics: readonly SystemMetric[]): Promise<void> {
+    const [freshness] = await this.rt.ensureMetrics([{ job, from, to, metrics }], { forceTopology: true });
+    if (freshness instanceof Error) throw freshness;
+    if (freshness?.error) throw new DomainError(freshness.error.code as never, freshness.error.message);
+  }
+
+  /** Every stored point of the given metrics of a job in [from, to], each as itself (no downsampling). */
+  async storedSample(job: JobRow, metrics: readonly SystemMetric[], from: Date, to: Date): Promise<StoredSample> {
+    const repo = this.rt.repo;
+    const wanted = new Set<string>(metrics);
+    const [allSeries, nodes, gpus] = await Promise.all([repo.seriesOfJobs([job.id], 'system'), repo.nodesOfJobs([job.id]), repo.gpusOfJobs([job.id])]);
+    const series = allSeries.filter((s) => wanted.has(s.name));
+    // maxPoints far above any poll window's count: every stored point comes back as itself.
+    const points = await repo.pointsOf(series.map((s) => ({ seriesId: s.id, keyedBy: 'time' as const, from, to })), 1_000_000, 'LAST');
+    return { series, nodes, gpus, points };
+  }
+
+  logs(job: JobRow, request: LogRequest, signal?: AbortSignal): Promise<LogPage> {
+    return this.rt.logs(job, request, signal);
+  }
+
+  /** Fetches and writes a provider's job list now (sharing a sync under way); throws the upstream error. */
+  async syncJobList(providerId: string, signal?: AbortSignal): Promise<void> {
+    await this.rt.syncJobListNow(providerId, signal);
+  }
+
+  /** Told of each job status change (and new job) once, whichever refresh wrote it. */
+  onStatusChange(listener: StatusListener): void {
+    this.rt.onStatusChange(listener);
+  }
+}
+
+function providerView(set: ProviderSet, id: string): ProviderView {
+  const p = set.find(id)!;
+  const caps = p.adapter.capabilities;
+  return {
+    id: p.id,
+    kind: p.kind,
+    name: p.name,
+    simulated: p.simulated,
+    pollIntervalSeconds: p.pollIntervalSeconds,
+    capabilities: {
+      systemMetrics: caps.systemMetrics,
+      perGpuSeries: caps.perGpuSeries,
+      trainingMetrics: caps.trainingMetrics,
+      progress: caps.progress,
+      logs: Boolean(p.adapter.fetchLogs) && caps.logs,
+    },
+    health: () => set.healthOf(id),
+  };
+}

@@ -1,0 +1,81 @@
+// The job filter is one definition with two forms: SQL for pages, counts and fleet windows, and a
+// predicate for jobs arriving on a live status stream. Both must select exactly the same jobs.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { JobRecord } from '../../src/domain/types.js';
+import { jobMatches, type JobFilter } from '../../src/store/job-filter.js';
+import { openDatabase, type Database } from '../../src/store/db.js';
+import { Repository } from '../../src/store/repository.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+
+const job = (externalId: string, name: string, status: JobRecord['status'], projectExternalId: string): JobRecord => ({
+  externalId,
+  projectExternalId,
+  name,
+  status,
+  rawStatus: null,
+  createdAt: new Date('2026-01-01T00:00:00Z'),
+  startedAt: null,
+  finishedAt: null,
+  gpuType: null,
+  gpuCount: null,
+});
+
+const FILTERS: JobFilter[] = [
+  {},
+  { providerIds: ['a'] },
+  { providerIds: [] },
+  { statuses: ['RUNNING'] },
+  { statuses: ['RUNNING', 'FAILED'], providerIds: ['b'] },
+  { projectId: 'a:project:p1' },
+  { projectIds: ['a:project:p1', 'b:project:p3'] },
+  { projectIds: [] },
+  { nameContains: 'LLaMA' },
+  { nameContains: '50%' },
+  { nameContains: 'a_b' },
+  { nameContains: 'train', statuses: ['SUCCEEDED'], projectIds: ['b:project:p3'] },
+];
+
+describe('job filter', () => {
+  let tdb: TestDatabase;
+  let db: Database;
+  let repo: Repository;
+
+  beforeAll(async () => {
+    tdb = await createTestDatabase();
+    db = await openDatabase({ databaseUrl: tdb.databaseUrl, dataDir: tdb.dataDir });
+    repo = new Repository(db.db);
+    await repo.upsertProviders([
+      { id: 'a', kind: 'BASETEN', name: 'a', simulated: true },
+      { id: 'b', kind: 'RUNICORN', name: 'b', simulated: true },
+    ]);
+    const at = new Date('2026-01-02T00:00:00Z');
+    await repo.upsertCatalog('a', [{ externalId: 'p1', name: 'one' }, { externalId: 'p2', name: 'two' }], [
+      job('j1', 'llama-train', 'RUNNING', 'p1'),
+      job('j2', 'LLAMA eval 50% data', 'FAILED', 'p1'),
+      job('j3', 'axb-sweep', 'SUCCEEDED', 'p2'),
+    ], at);
+    await repo.upsertCatalog('b', [{ externalId: 'p3', name: 'three' }], [
+      job('j4', 'a_b-train', 'SUCCEEDED', 'p3'),
+      job('j5', 'Train-llama', 'RUNNING', 'p3'),
+      job('j6', '50 percent', 'FAILED', 'p3'),
+    ], at);
+  });
+  afterAll(async () => {
+    await db?.close();
+    await tdb?.drop();
+  });
+
+  it('selects the same jobs in SQL and as a predicate', async () => {
+    const all = await repo.jobsPage({}, 100, null);
+    expect(all).toHaveLength(6);
+    for (const filter of FILTERS) {
+      const inSql = (await repo.jobsPage(filter, 100, null)).map((j) => j.id).sort();
+      const inJs = all.filter((j) => jobMatches(filter, j)).map((j) => j.id).sort();
+      expect(inJs, JSON.stringify(filter)).toEqual(inSql);
+      expect(await repo.jobsCount(filter)).toBe(inSql.length);
+    }
+    // The cases are not vacuous: some select a few, some none.
+    expect((await repo.jobsPage({ nameContains: '50%' }, 100, null)).map((j) => j.externalId)).toEqual(['j2']);
+    expect((await repo.jobsPage({ nameContains: 'a_b' }, 100, null)).map((j) => j.externalId)).toEqual(['j4']);
+  });
+});
