@@ -1,6 +1,6 @@
 // Demo mode's Baseten provider: the simulator in process on loopback, configured like a real
 // Baseten provider whose API key comes from the secrets map instead of the environment.
-import type { DemoStarter } from '../demo.js';
+import type { DemoStarter } from '../demo-starter.js';
 import { startBasetenSimulator } from './server.js';
 
 export const startBasetenDemo: DemoStarter = async (opts) => {

@@ -1,5 +1,5 @@
 // The ModelArts simulator as an embedded demo provider, signing with AK/SK like most API users do.
-import type { DemoStarter } from '../demo.js';
+import type { DemoStarter } from '../demo-starter.js';
 import { startModelArtsSimulator } from './server.js';
 
 export const startModelArtsDemo: DemoStarter = async (opts) => {

@@ -1,5 +1,5 @@
 // The PAI-DLC simulator as an embedded demo provider, signing with an AccessKey pair (V3).
-import type { DemoStarter } from '../demo.js';
+import type { DemoStarter } from '../demo-starter.js';
 import { startPaiDlcSimulator } from './server.js';
 
 export const startPaiDlcDemo: DemoStarter = async (opts) => {

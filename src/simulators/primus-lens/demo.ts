@@ -1,6 +1,6 @@
 // The Primus-Lens demo provider: the simulator behind a SaFE-style `/lens/v1` prefix with a
 // Bearer API key and a pinned cluster, as a real deployment through the Primus gateway would be.
-import type { DemoStarter } from '../demo.js';
+import type { DemoStarter } from '../demo-starter.js';
 import { startPrimusLensSimulator } from './server.js';
 
 const TOKEN_ENV = 'PRIMUS_LENS_DEMO_TOKEN';

@@ -6,7 +6,7 @@ import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { DemoStarter } from '../demo.js';
+import type { DemoStarter } from '../demo-starter.js';
 import { writeDemoFleet } from './fleet.js';
 
 export const startRunicornDemo: DemoStarter = async (opts) => {

@@ -1,0 +1,18 @@
+// What each platform's demo starter returns: the types the embedded demo (demo.ts) and the
+// per-platform */demo.ts share, kept apart so neither imports the other's module.
+import type { ProviderConfig } from '../config/index.js';
+
+export interface DemoProvider {
+  config: ProviderConfig;
+  /** The environment the config's *Env names resolve against (the simulator's own credentials). */
+  secrets: Record<string, string>;
+  close(): Promise<void>;
+}
+
+export interface DemoOptions {
+  /** Where file-based simulators (Runicorn storage) may write; a temp folder by default. */
+  workDir?: string;
+  now?: () => number;
+}
+
+export type DemoStarter = (opts: DemoOptions) => Promise<DemoProvider>;
