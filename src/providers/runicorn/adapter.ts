@@ -78,24 +78,24 @@ export function createRunicornAdapter(config: RunicornConfig, _secrets: SecretSo
   };
 
   /**
-   * Line timestamps depend on every line before (day roll-over, daylight saving), so each run keeps
-   * one clock fed in file order; viewer mode keeps its lines between pages, so only new lines are
-   * stamped. A new lines array (storage mode reads the file again; a replaced log) starts over.
+   * Line instants depend on the lines around them (day roll-over, daylight saving), so each run
+   * keeps one clock fed every line known so far, in file order. Only new lines are fed: logs.txt
+   * only grows, and a log whose last fed line changed is a new log (the clock starts over).
    */
-  const clocks = new Map<string, { lines: readonly (string | null)[]; clock: LogClock; stamps: (Date | null)[] }>();
-  const stampsFor = (job: JobRef, lines: readonly (string | null)[], upTo: number): (Date | null)[] => {
+  const clocks = new Map<string, { clock: LogClock; last: string | null }>();
+  const clockFor = (job: JobRef, lines: readonly (string | null)[]): LogClock => {
     let entry = clocks.get(job.externalId);
-    if (!entry || entry.lines !== lines || entry.stamps.length > lines.length || Date.now() > entry.clock.validUntil) {
+    const fed = entry?.clock.fed ?? 0;
+    if (!entry || lines.length < fed || (fed > 0 && lines[fed - 1] !== entry.last) || Date.now() > entry.clock.validUntil) {
       const notAfter = () => job.finishedAt ?? new Date();
-      entry = { lines, clock: new LogClock({ runId: job.externalId, createdAt: job.createdAt, notAfter }), stamps: [] };
+      entry = { clock: new LogClock({ runId: job.externalId, createdAt: job.createdAt, notAfter }), last: null };
+      clocks.delete(job.externalId);
       clocks.set(job.externalId, entry);
       if (clocks.size > 64) clocks.delete(clocks.keys().next().value!);
     }
-    for (let i = entry.stamps.length; i < upTo; i++) {
-      const line = lines[i];
-      entry.stamps.push(line === null || line === undefined ? null : entry.clock.stamp(line));
-    }
-    return entry.stamps;
+    for (let i = entry.clock.fed; i < lines.length; i++) entry.clock.feed(lines[i] ?? '');
+    entry.last = lines.length > 0 ? (lines[lines.length - 1] ?? null) : null;
+    return entry.clock;
   };
 
   const requireRun = async (job: Pick<JobRef, 'externalId'>, signal: AbortSignal) => {
@@ -158,7 +158,7 @@ export function createRunicornAdapter(config: RunicornConfig, _secrets: SecretSo
       const follow = !TERMINAL_STATUSES.has(job.status);
       const slice = await source.logLines(job.externalId, end, follow, signal);
       if (!slice) throw new UpstreamError('UPSTREAM_NOT_FOUND', config.id, `run ${job.externalId} not found`, { status: 404 });
-      const stamps = stampsFor(job, slice.lines, Math.min(end, slice.lines.length));
+      const clock = clockFor(job, slice.lines);
       const out: LogLineRecord[] = [];
       const gaps: LogGap[] = [];
       let cursor = start;
@@ -169,7 +169,7 @@ export function createRunicornAdapter(config: RunicornConfig, _secrets: SecretSo
           gaps.push({ after: i === 0 ? null : String(i), lines: 1, reason: VIEWER_CAP_GAP });
           continue;
         }
-        const timestamp = stamps[i] ?? null;
+        const timestamp = clock.at(i);
         if (request.since && timestamp && timestamp < request.since) continue;
         out.push({ timestamp, message, node: null, level: null, cursor: String(i + 1) });
       }

@@ -50,7 +50,7 @@ function allZones(): string[] {
 }
 
 /**
- * A zone's offset changes within [from, to], found by daily samples and bisection to the second
+ * A zone's offset changes within [from, to], found by daily samples and bisection to the millisecond
  * (offset changes are months apart; a change and its reversal within one day would be missed).
  */
 function zoneTimeline(zone: string, from: number, to: number): Timeline | null {
@@ -67,7 +67,7 @@ function zoneTimeline(zone: string, from: number, to: number): Timeline | null {
     if (off !== prevOff) {
       let lo = prevT;
       let hi = at;
-      while (hi - lo > 1000) {
+      while (hi - lo > 1) {
         const mid = Math.floor((lo + hi) / 2);
         if (zoneOffsetMs(zone, mid) === prevOff) lo = mid;
         else hi = mid;
@@ -112,16 +112,20 @@ export interface LogClockOptions {
 }
 
 /**
- * Feeds lines in order and returns each one's instant, or null when it has no clock prefix (console
- * capture) or the instant cannot be told. One clock per run; lines must be fed in file order.
+ * Fed lines in file order; `at(i)` is line i's instant, or null when it has no clock prefix (console
+ * capture) or the instant cannot be told. A reading ruled out by a later line no longer counts for
+ * the earlier ones, so a line's answer can go from null to an instant as more lines are fed (never
+ * from one instant to another). One clock per run.
  */
 export class LogClock {
   private readonly readings: { timeline: Timeline; previous: number; alive: boolean }[] = [];
   private readonly notAfter: () => number;
   private created = 0;
   private offset = 0;
-  /** Zone readings are added at the first gap a zone change could explain (see stamp). */
+  /** Zone readings are added at the first gap a zone change could explain (see feed). */
   private zonesLoaded = false;
+  /** Per line: its instant (all readings agree), null (no clock), or each reading's instant. */
+  private readonly lines: (number | null | (number | null)[])[] = [];
   /** Past this instant (UTC ms) the zone changes looked up no longer cover the run: make a new clock. */
   validUntil = Number.POSITIVE_INFINITY;
 
@@ -133,6 +137,11 @@ export class LogClock {
     this.created = opts.createdAt.getTime();
     this.offset = Math.round((Date.UTC(y!, mo! - 1, d!, h!, mi!, s!) - this.created) / QUARTER_HOUR_MS) * QUARTER_HOUR_MS;
     this.readings.push({ timeline: { from: [Number.NEGATIVE_INFINITY], offsets: [this.offset] }, previous: this.created - 1000, alive: true });
+  }
+
+  /** Lines fed so far. */
+  get fed(): number {
+    return this.lines.length;
   }
 
   /**
@@ -157,9 +166,12 @@ export class LogClock {
     for (const timeline of [...distinct.values()].slice(1)) this.readings.push({ timeline, previous, alive: this.readings[0]!.alive });
   }
 
-  stamp(line: string): Date | null {
+  feed(line: string): void {
     const c = CLOCK_PREFIX.exec(line);
-    if (!c || this.readings.length === 0) return null;
+    if (!c || this.readings.length === 0) {
+      this.lines.push(null);
+      return;
+    }
     const clockMs = ((Number(c[1]) * 60 + Number(c[2])) * 60 + Number(c[3])) * 1000;
     if (!this.zonesLoaded) {
       // A zone change shows as a jump of the fixed-offset reading (forward by the change, or back,
@@ -168,22 +180,39 @@ export class LogClock {
       const x = nextInstant(fixed.timeline, clockMs, fixed.previous - JITTER_MS);
       if (x !== null && x - fixed.previous < ZONE_CHANGE_GAP_MS && x <= this.notAfter()) {
         fixed.previous = Math.max(fixed.previous, x);
-        return new Date(x);
+        this.lines.push(x);
+        return;
       }
       this.loadZones(fixed.previous);
     }
-    const seen = new Set<number>();
     const notAfter = this.notAfter();
+    const each: (number | null)[] = [];
     for (const r of this.readings) {
-      if (!r.alive) continue;
-      const x = nextInstant(r.timeline, clockMs, r.previous - JITTER_MS);
-      if (x === null || x > notAfter) {
-        r.alive = false;
-        continue;
+      let x: number | null = null;
+      if (r.alive) {
+        x = nextInstant(r.timeline, clockMs, r.previous - JITTER_MS);
+        if (x === null || x > notAfter) {
+          r.alive = false;
+          x = null;
+        } else r.previous = Math.max(r.previous, x);
       }
-      r.previous = Math.max(r.previous, x);
-      seen.add(x);
+      each.push(x);
     }
-    return seen.size === 1 ? new Date([...seen][0]!) : null;
+    this.lines.push(each);
+  }
+
+  /** Line i's instant under every reading still possible, or null when they disagree. */
+  at(i: number): Date | null {
+    const v = this.lines[i];
+    if (v === null || v === undefined) return null;
+    if (typeof v === 'number') return new Date(v);
+    let found: number | null = null;
+    for (let k = 0; k < v.length; k++) {
+      if (!this.readings[k]!.alive) continue;
+      const x = v[k];
+      if (x === null || x === undefined || (found !== null && x !== found)) return null;
+      found = x;
+    }
+    return found === null ? null : new Date(found);
   }
 }

@@ -16,6 +16,11 @@ export interface RunSpec {
   createdAt: number;
   /** Offset of the writer's local clock from UTC, in minutes; run ids and log lines use local time. */
   utcOffsetMinutes?: number;
+  /**
+   * The writer's IANA time zone (overrides utcOffsetMinutes): its offset is taken at each instant,
+   * as Python's time.localtime does, so lines after a daylight-saving change use the new offset.
+   */
+  timeZone?: string;
   /** Fixed id; by default `YYYYMMDD_HHMMSS_<6 hex>` from createdAt (local time) and a seeded suffix. */
   id?: string;
   storageDirLabel?: string;
@@ -58,6 +63,15 @@ function defaultOffsetMinutes(epochSeconds: number): number {
   return -new Date(epochSeconds * 1000).getTimezoneOffset();
 }
 
+/** The zone's UTC offset at an instant, in minutes, from the platform's tz database. */
+export function zoneOffsetMinutes(timeZone: string, epochSeconds: number): number {
+  const parts = new Intl.DateTimeFormat('en-US', { timeZone, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric' })
+    .formatToParts(new Date(Math.floor(epochSeconds) * 1000))
+    .reduce<Record<string, number>>((acc, p) => (p.type === 'literal' ? acc : { ...acc, [p.type]: Number(p.value) }), {});
+  const local = Date.UTC(parts.year!, parts.month! - 1, parts.day!, parts.hour!, parts.minute!, parts.second!);
+  return Math.round((local - Math.floor(epochSeconds) * 1000) / 60_000);
+}
+
 export function makeRunId(createdAt: number, utcOffsetMinutes: number, seedText: string): string {
   const { date, time } = localParts(createdAt, utcOffsetMinutes);
   const hex = Math.floor(seededRandom(hashSeed(seedText))() * 0xffffff)
@@ -71,6 +85,7 @@ export class RunicornRunWriter {
   readonly dir: string;
   readonly path: string;
   private readonly utcOffsetMinutes: number;
+  private readonly timeZone: string | undefined;
   private nextStep = 1;
   private startedAt: number;
 
@@ -80,6 +95,7 @@ export class RunicornRunWriter {
     this.dir = runDir;
     this.path = spec.path;
     this.utcOffsetMinutes = spec.utcOffsetMinutes ?? defaultOffsetMinutes(spec.createdAt);
+    this.timeZone = spec.timeZone;
     this.startedAt = spec.createdAt + 0.0003;
     mkdirSync(runDir, { recursive: true });
     const meta: Record<string, unknown> = {
@@ -116,7 +132,8 @@ export class RunicornRunWriter {
 
   /** run.log_text: "HH:MM:SS | text" in the writer's local time, no date. */
   logText(text: string, ts: number): void {
-    appendFileSync(join(this.dir, 'logs.txt'), `${localParts(ts, this.utcOffsetMinutes).clock} | ${text}\n`);
+    const offset = this.timeZone ? zoneOffsetMinutes(this.timeZone, ts) : this.utcOffsetMinutes;
+    appendFileSync(join(this.dir, 'logs.txt'), `${localParts(ts, offset).clock} | ${text}\n`);
   }
 
   summary(data: Record<string, unknown>): void {
@@ -137,7 +154,7 @@ export class RunicornRunWriter {
 
 /** A run in the current layout: <root>/runs/<path>/<run_id>/. */
 export function createRun(storageRoot: string, spec: RunSpec): RunicornRunWriter {
-  const offset = spec.utcOffsetMinutes ?? defaultOffsetMinutes(spec.createdAt);
+  const offset = spec.timeZone ? zoneOffsetMinutes(spec.timeZone, spec.createdAt) : (spec.utcOffsetMinutes ?? defaultOffsetMinutes(spec.createdAt));
   const id = spec.id ?? makeRunId(spec.createdAt, offset, `${spec.path}/${spec.alias ?? ''}/${spec.createdAt}`);
   const segments = spec.path.split('/').filter((s) => s !== '');
   const runDir = join(storageRoot, 'runs', ...segments, id);
