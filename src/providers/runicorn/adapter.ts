@@ -70,7 +70,7 @@ export function createRunicornAdapter(config: RunicornConfig, _secrets: SecretSo
       rawStatus: run.status,
       createdAt: epochSecondsToDate(run.createdTime),
       startedAt: epochSecondsToDate(run.startedAt),
-      // Storage mode reads status.json's ended_at; the 0.6.0 viewer exposes no end at all.
+      // Storage mode reads status.json's ended_at; viewer mode the last metric event (getJob only).
       finishedAt: status === 'RUNNING' ? null : epochSecondsToDate(run.endedAt),
       gpuType: null,
       gpuCount: null,
@@ -148,7 +148,9 @@ export function createRunicornAdapter(config: RunicornConfig, _secrets: SecretSo
     async fetchProgress(job, signal) {
       const table = await requireRun(job, signal);
       const run = await source.getRun(job.externalId, signal);
-      return progressFromTable(table, targetIterationFrom(run?.summary, run?.meta));
+      // Storage mode: summary.json / meta.json; viewer mode: a newer viewer's summary, else the
+      // logged config (assets.json). Which keys mean "target" is a convention (see targetIterationFrom).
+      return progressFromTable(table, targetIterationFrom(run?.summary, run?.meta, run?.config));
     },
 
     async fetchLogs(job, request: LogRequest, signal): Promise<LogPage> {

@@ -12,8 +12,12 @@ export interface RunSnapshot {
   createdTime: number | null;
   startedAt: number | null;
   endedAt: number | null;
-  /** The writer's host; the viewer API does not expose it. */
+  /** Where endedAt came from: status.json / a viewer field, or the last metric event (viewer 0.6.0). */
+  endedAtFrom?: 'status' | 'viewer' | 'last-metric-event' | null;
+  /** The writer's host (meta.json; the 0.6.0 viewer does not serve it). */
   hostname: string | null;
+  /** assets.json's `config` (viewer mode; what a script logged as its configuration). */
+  config?: Record<string, unknown> | null;
   /** summary.json (storage mode; the viewer only in versions that return it). */
   summary: Record<string, unknown> | null;
   meta: Record<string, unknown> | null;

@@ -25,6 +25,9 @@ const runDetail = z.object({
   start_time: z.number().nullable().optional(),
   duration: z.number().nullable().optional(),
   summary: z.record(z.string(), z.unknown()).nullable().optional(),
+  hostname: z.string().nullable().optional(),
+  // assets.json as the run wrote it; `config` is what a script logged as its configuration.
+  assets: z.object({ config: z.record(z.string(), z.unknown()).nullable().optional() }).loose().nullable().optional(),
 });
 
 const cell = z.union([z.number(), z.string(), z.boolean(), z.null()]);
@@ -39,9 +42,16 @@ const errorBody = z.object({
   retry_after: z.number().optional(),
 });
 
+/** How long a list answer may serve the next ask (a refresh's projects-then-jobs pair). */
+const LIST_REUSE_MS = 2_000;
+
 export class ViewerSource implements RunicornSource {
   private readonly base: string;
   private readonly logs: LogReplays;
+  private readonly listed = new Map<string, RunSnapshot>();
+  private spareList: { at: number; runs: RunSnapshot[] } | null = null;
+  private listInFlight: Promise<RunSnapshot[]> | null = null;
+  private readonly lastEvents = new Map<string, number | null>();
 
   constructor(
     private readonly providerId: string,
@@ -89,9 +99,25 @@ export class ViewerSource implements RunicornSource {
     return parsed.data;
   }
 
+  /**
+   * One list call per refresh: a refresh asks for projects and then jobs, so an answer is kept
+   * for one more ask within LIST_REUSE_MS, and concurrent asks share one call.
+   */
   async listRuns(signal: AbortSignal): Promise<RunSnapshot[]> {
+    if (this.spareList && Date.now() - this.spareList.at < LIST_REUSE_MS) {
+      const runs = this.spareList.runs;
+      this.spareList = null;
+      return runs;
+    }
+    this.listInFlight ??= this.fetchList(signal).finally(() => (this.listInFlight = null));
+    const runs = await this.listInFlight;
+    this.spareList = { at: Date.now(), runs };
+    return runs;
+  }
+
+  private async fetchList(signal: AbortSignal): Promise<RunSnapshot[]> {
     const items = (await this.get('/api/runs', runList, signal, false)) ?? [];
-    return items.map((it) => ({
+    const runs = items.map((it) => ({
       id: it.id,
       path: it.path ?? null,
       alias: it.alias ?? null,
@@ -104,16 +130,21 @@ export class ViewerSource implements RunicornSource {
       summary: null,
       meta: null,
     }));
+    for (const run of runs) this.listed.set(run.id, run);
+    return runs;
   }
 
   async getRun(id: string, signal: AbortSignal): Promise<RunSnapshot | null> {
     const detail = await this.get(`/api/runs/${encodeURIComponent(id)}`, runDetail, signal, true);
     if (!detail) return null;
-    // The detail has no created_time; the list has it (and runs the same crash check).
-    const listed = (await this.listRuns(signal)).find((r) => r.id === id);
+    // The detail has no created_time; the list has it, and it never changes, so the list is only
+    // asked for a run it has not shown yet.
+    if (!this.listed.has(id)) await this.listRuns(signal);
+    const listed = this.listed.get(id);
     const status = detail.status || 'finished';
     const startedAt = detail.start_time ?? listed?.startedAt ?? null;
-    const endedAt = status !== 'running' && detail.start_time != null && detail.duration != null ? detail.start_time + detail.duration : null;
+    let endedAt = status !== 'running' && detail.start_time != null && detail.duration != null ? detail.start_time + detail.duration : null;
+    if (endedAt === null && status !== 'running') endedAt = await this.lastEventTime(id, signal);
     return {
       id: detail.id,
       path: detail.path ?? listed?.path ?? null,
@@ -122,10 +153,28 @@ export class ViewerSource implements RunicornSource {
       createdTime: listed?.createdTime ?? null,
       startedAt,
       endedAt,
-      hostname: null,
+      endedAtFrom: endedAt === null ? null : detail.duration != null ? 'viewer' : 'last-metric-event',
+      hostname: detail.hostname ?? null,
       summary: detail.summary ?? null,
       meta: null,
+      config: detail.assets?.config ?? null,
     };
+  }
+
+  /**
+   * A finished run's end as the viewer can tell it: 0.6.0 serves no end time, so the time of the
+   * run's last metric event (metrics_step always keeps the last row, so downsample=100 suffices).
+   * It is at or shortly before the real end (status.json's ended_at). Cached: a finished run's
+   * events do not change.
+   */
+  private async lastEventTime(id: string, signal: AbortSignal): Promise<number | null> {
+    if (this.lastEvents.has(id)) return this.lastEvents.get(id)!;
+    const body = await this.get(`/api/runs/${encodeURIComponent(id)}/metrics_step?downsample=100`, metricsBody, signal, true);
+    let last: number | null = null;
+    for (const row of body?.rows ?? []) if (typeof row.time === 'number' && (last === null || row.time > last)) last = row.time;
+    this.lastEvents.set(id, last);
+    if (this.lastEvents.size > 10_000) this.lastEvents.delete(this.lastEvents.keys().next().value!);
+    return last;
   }
 
   async metricTable(id: string, signal: AbortSignal): Promise<MetricTable | null> {

@@ -93,6 +93,34 @@ describe('viewer mode against the simulator', () => {
     expect(viewer.count('logs_ws')).toBe(1);
   });
 
+  it('makes one list call per refresh and one detail call per job lookup', async () => {
+    const fresh = createRunicornAdapter({ id: 'rc', kind: 'RUNICORN', baseUrl: viewer.url, timeoutSeconds: 5 }, {});
+    viewer.resetStats();
+    // A refresh: projects, then jobs.
+    await fresh.listProjects(signal());
+    await fresh.listJobs(null, signal());
+    expect(viewer.count('runs')).toBe(1);
+    // Job lookups: the detail only; created_time is known from the list and never changes.
+    const live = runNamed('live-run');
+    for (let i = 0; i < 3; i++) await fresh.getJob({ externalId: live.id, projectExternalId: 'demo/live' }, signal());
+    expect(viewer.count('run_detail')).toBe(3);
+    expect(viewer.count('runs')).toBe(1);
+  });
+
+  it("gives a finished run's end as its last metric event, once (the 0.6.0 viewer serves no end time)", async () => {
+    const fresh = createRunicornAdapter({ id: 'rc', kind: 'RUNICORN', baseUrl: viewer.url, timeoutSeconds: 5 }, {});
+    const baseline = runNamed('baseline');
+    viewer.resetStats();
+    const job = await fresh.getJob({ externalId: baseline.id, projectExternalId: 'demo/mnist' }, signal());
+    // The fleet's baseline logs step 400 at anchor - 6 h + 800 s and its eval 0.4 ms later; finish() at + 801 s.
+    const anchor = Date.UTC(2026, 10, 22) / 1000;
+    expect(job!.finishedAt!.getTime()).toBe(Math.round((anchor - 6 * 3600 + 800.0004) * 1000));
+    await fresh.getJob({ externalId: baseline.id, projectExternalId: 'demo/mnist' }, signal());
+    expect(viewer.count('metrics_step')).toBe(1);
+    // A running run has no end.
+    expect((await fresh.getJob({ externalId: runNamed('live-run').id, projectExternalId: 'demo/live' }, signal()))!.finishedAt).toBeNull();
+  });
+
   it('fails with UPSTREAM_NOT_FOUND for the logs or metrics of an unknown run', async () => {
     await expect(adapter.fetchLogs!(ref('nope_123'), { after: null, since: null, limit: 5 }, signal())).rejects.toMatchObject({ code: 'UPSTREAM_NOT_FOUND' });
     await expect(adapter.fetchTrainingMetrics!(ref('nope_123'), all, signal())).rejects.toMatchObject({ code: 'UPSTREAM_NOT_FOUND' });
@@ -118,8 +146,9 @@ describe('viewer mode against the simulator', () => {
     const strict = await startRunicornViewer({ storageDir: dir, now: () => NOW, rateLimit: { enforce: true, runsLimit: 1 } });
     try {
       const a = createRunicornAdapter({ id: 'rc', kind: 'RUNICORN', baseUrl: strict.url }, {});
+      const b = createRunicornAdapter({ id: 'rc', kind: 'RUNICORN', baseUrl: strict.url }, {});
       await a.listJobs(null, signal());
-      await expect(a.listJobs(null, signal())).rejects.toMatchObject({ code: 'UPSTREAM_RATE_LIMITED', retryAfterSeconds: 61 });
+      await expect(b.listJobs(null, signal())).rejects.toMatchObject({ code: 'UPSTREAM_RATE_LIMITED', retryAfterSeconds: 61 });
     } finally {
       await strict.close();
     }

@@ -152,13 +152,14 @@ describe('viewer mode (captured responses) and storage mode (captured folder) ag
     expect(await storageMode.listProjects(signal())).toEqual(await viewerMode.listProjects(signal()));
   });
 
-  it('storage mode has start and end from status.json; the viewer exposes neither', async () => {
+  it('storage mode has start and end from status.json; the viewer only its last metric event', async () => {
     const fromStorage = await storageMode.getJob({ externalId: FINISHED_RUN, projectExternalId: 'demo/mnist' }, signal());
     expect(fromStorage?.startedAt?.toISOString()).toBe('2026-11-22T02:32:54.809Z');
     expect(fromStorage?.finishedAt?.toISOString()).toBe('2026-11-22T02:32:55.372Z');
     expect(fromStorage?.nodes).toEqual([{ externalId: 'host', name: 'vm', gpus: [] }]);
     const fromViewer = await viewerMode.getJob({ externalId: FINISHED_RUN, projectExternalId: 'demo/mnist' }, signal());
-    expect(fromViewer).toMatchObject({ status: 'SUCCEEDED', finishedAt: null, createdAt: new Date('2026-11-22T02:32:54.808Z') });
+    // The viewer serves no end: its answer is the last metric event, 64 ms before ended_at.
+    expect(fromViewer).toMatchObject({ status: 'SUCCEEDED', finishedAt: new Date('2026-11-22T02:32:55.308Z'), createdAt: new Date('2026-11-22T02:32:54.808Z') });
     expect(fromViewer?.nodes).toEqual([{ externalId: 'host', name: 'host', gpus: [] }]);
   });
 
