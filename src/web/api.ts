@@ -1,77 +1,231 @@
 // The page's GraphQL client: queries over HTTP POST, subscriptions over graphql-ws, both on the
-// same /graphql endpoint the page was served from.
+// same /graphql endpoint the page was served from. Everything the views draw goes through here, in
+// the page's own shapes (series of [x, value] keyed by a line label), so a change of the API's
+// wire shapes changes this file only.
 import { createClient, type Client } from 'graphql-ws';
+
+export interface GraphQLErrorShape {
+  message: string;
+  path?: (string | number)[];
+  extensions?: { code?: string };
+}
+
+export interface Answer<T> {
+  data: T | null;
+  errors: GraphQLErrorShape[];
+}
+
+export class ApiError extends Error {}
+
+async function request<T>(text: string, variables: Record<string, unknown> = {}): Promise<Answer<T>> {
+  const res = await fetch('/graphql', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ query: text, variables }),
+  });
+  const body = (await res.json().catch(() => ({}))) as { data?: T | null; errors?: GraphQLErrorShape[] };
+  if (!body.data && !body.errors) throw new ApiError(`HTTP ${res.status}`);
+  return { data: body.data ?? null, errors: body.errors ?? [] };
+}
+
+/** Data or an error: for queries whose parts are useless alone. */
+async function query<T>(text: string, variables: Record<string, unknown> = {}): Promise<T> {
+  const answer = await request<T>(text, variables);
+  if (!answer.data) throw new ApiError(answer.errors.map((e) => e.message).join('; ') || 'no data');
+  return answer.data;
+}
+
+/** The errors of an answer at a path under `prefix` (e.g. ['job', 'logs']). */
+export function errorsAt(errors: GraphQLErrorShape[], ...prefix: (string | number)[]): string | null {
+  const hits = errors.filter((e) => prefix.every((p, i) => e.path?.[i] === p));
+  return hits.length ? hits.map((e) => e.message).join('; ') : null;
+}
+
+export interface ProviderInfo {
+  id: string;
+  kind: string;
+  name: string;
+  simulated: boolean;
+  perGpuSeries: boolean;
+  systemMetrics: string[];
+}
 
 export interface JobSummary {
   id: string;
   name: string;
   status: string;
   gpuCount: number | null;
-  provider: { kind: string; name: string; simulated: boolean };
+  provider: { id: string; kind: string; name: string; simulated: boolean };
+}
+
+export interface Progress {
+  fraction: number | null;
+  iteration: number | null;
+  targetIteration: number | null;
+  rate: number | null;
+  etaSeconds: number | null;
+  updatedAt: string | null;
 }
 
 export interface JobDetail {
+  id: string;
+  name: string;
   status: string;
-  progress: { fraction: number | null; iteration: number | null; targetIteration: number | null; etaSeconds: number | null } | null;
+  rawStatus: string | null;
+  createdAt: string | null;
+  startedAt: string | null;
+  finishedAt: string | null;
+  gpuCount: number | null;
+  gpuType: string | null;
+  /** Only where the server's schema has the field (see optionalJobFields). */
+  failureReason?: string | null;
+  provider: ProviderInfo;
+  project: { id: string; name: string };
+  progress: Progress | null;
 }
 
-export interface UtilizationPoint {
-  timestamp: string;
-  gpuUtilization: number | null;
-  npuUtilization: number | null;
-  gpuMemoryUsedBytes: number | null;
-  gpuMemoryUtilization: number | null;
-  npuMemoryUtilization: number | null;
+const PROVIDER_FIELDS = 'id kind name simulated perGpuSeries systemMetrics';
+
+let jobFields: Promise<Set<string>> | null = null;
+
+/**
+ * Job fields this page shows when the server has them (a failure reason lands with a later server
+ * version): asked of the schema once; with introspection turned off, none.
+ */
+export function optionalJobFields(): Promise<Set<string>> {
+  jobFields ??= query<{ __type: { fields: { name: string }[] } | null }>(`query LiveViewJobFields { __type(name: "Job") { fields { name } } }`)
+    .then((d) => new Set((d.__type?.fields ?? []).map((f) => f.name).filter((n) => n === 'failureReason')))
+    .catch(() => new Set<string>());
+  return jobFields;
 }
 
-export interface UtilizationSample {
-  status: string;
-  polledAt: string;
-  granularity: 'GPU' | 'NODE' | 'JOB';
-  final: boolean;
-  gpus: { nodeName: string | null; index: number; points: UtilizationPoint[] }[];
-  nodes: { name: string; points: UtilizationPoint[] }[];
-}
-
-const POINT_FIELDS = 'timestamp gpuUtilization npuUtilization gpuMemoryUsedBytes gpuMemoryUtilization npuMemoryUtilization';
-
-const UTILIZATION = `subscription LiveUtilization($jobId: ID!) {
-  jobUtilization(jobId: $jobId) {
-    status polledAt granularity final
-    gpus { nodeName index points { ${POINT_FIELDS} } }
-    nodes { name points { ${POINT_FIELDS} } }
-  }
+const JOBS = `query LiveViewJobs {
+  jobs(first: 100) { nodes { id name status gpuCount provider { id kind name simulated } } }
 }`;
 
-async function query<T>(text: string, variables: Record<string, unknown> = {}): Promise<T> {
-  const res = await fetch('/graphql', {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ query: text, variables }),
-  });
-  const body = (await res.json()) as { data?: T; errors?: { message: string }[] };
-  if (!body.data) throw new Error(body.errors?.map((e) => e.message).join('; ') ?? `HTTP ${res.status}`);
-  return body.data;
-}
-
-const JOBS = `query LiveViewJobs($statuses: [JobStatus!]) {
-  jobs(first: 100, filter: { statuses: $statuses }) { edges { node { id name status gpuCount provider { kind name simulated } } } }
-}`;
-
-/** The jobs worth watching live (running or about to), or the latest jobs when none is. */
+/** Jobs for the picker, newest first as the API lists them. */
 export async function listJobs(): Promise<JobSummary[]> {
-  type Jobs = { jobs: { edges: { node: JobSummary }[] } };
-  const live = await query<Jobs>(JOBS, { statuses: ['RUNNING', 'PENDING'] });
-  const jobs = live.jobs.edges.length > 0 ? live : await query<Jobs>(JOBS, { statuses: null });
-  return jobs.jobs.edges.map((e) => e.node);
+  const data = await query<{ jobs: { nodes: (JobSummary | null)[] } }>(JOBS);
+  return data.jobs.nodes.filter((j): j is JobSummary => j !== null);
 }
 
+/** The job, or null when the server knows no job with that id. */
 export async function jobDetail(id: string): Promise<JobDetail | null> {
+  const extra = [...(await optionalJobFields())].join(' ');
   const data = await query<{ job: JobDetail | null }>(
-    `query LiveViewJob($id: ID!) { job(id: $id) { status progress { fraction iteration targetIteration etaSeconds } } }`,
+    `query LiveViewJob($id: ID!) { job(id: $id) {
+      id name status rawStatus createdAt startedAt finishedAt gpuCount gpuType ${extra}
+      provider { ${PROVIDER_FIELDS} } project { id name }
+      progress { fraction iteration targetIteration rate etaSeconds updatedAt }
+    } }`,
     { id },
   );
   return data.job;
+}
+
+/** Which chart a system metric goes to. */
+export type ChartKind = 'utilization' | 'memoryBytes' | 'memoryRatio';
+
+/** A line: its label (a GPU "node #index", a node name, or "job") and its points. */
+export interface Line {
+  label: string;
+  points: [x: number, value: number | null][];
+}
+
+export type ChartLines = Record<ChartKind, Line[]>;
+
+const METRIC_CHART: Record<string, ChartKind> = {
+  GPU_UTILIZATION: 'utilization',
+  NPU_UTILIZATION: 'utilization',
+  GPU_MEMORY_USED: 'memoryBytes',
+  GPU_MEMORY_UTILIZATION: 'memoryRatio',
+  NPU_MEMORY_UTILIZATION: 'memoryRatio',
+};
+const SCOPE_RANK: Record<string, number> = { GPU: 0, NODE: 1, JOB: 2 };
+
+export const gpuLabel = (nodeName: string | null | undefined, index: number) => `${nodeName ?? 'gpu'} #${index}`;
+
+interface SeriesWire {
+  name: string;
+  scope: 'GPU' | 'NODE' | 'JOB';
+  node: { name: string } | null;
+  gpu: { index: number; node: { name: string } | null } | null;
+  points: { timestamp: string | null; value: number | null }[];
+}
+
+export interface History {
+  lines: ChartLines;
+  /** The finest scope found, per chart. */
+  scope: 'GPU' | 'NODE' | 'JOB' | null;
+  /** Why part of the history is missing (an upstream error), or null. */
+  error: string | null;
+}
+
+/**
+ * Accelerator series of a job over [from, to], downsampled by the store: per chart, only the
+ * finest scope the platform has (per-GPU lines, else per node, else the job).
+ */
+export async function jobHistory(id: string, from: string | null, to: string | null, maxPoints = 300): Promise<History> {
+  const answer = await request<{ job: { metrics: SeriesWire[] | null } | null }>(
+    `query LiveViewHistory($id: ID!, $from: DateTime, $to: DateTime, $maxPoints: Int) { job(id: $id) {
+      metrics(names: [GPU_UTILIZATION, NPU_UTILIZATION, GPU_MEMORY_USED, GPU_MEMORY_UTILIZATION, NPU_MEMORY_UTILIZATION], from: $from, to: $to, maxPoints: $maxPoints) {
+        name scope node { name } gpu { index node { name } } points { timestamp value }
+      }
+    } }`,
+    { id, from, to, maxPoints },
+  );
+  const series = answer.data?.job?.metrics ?? [];
+  const lines: ChartLines = { utilization: [], memoryBytes: [], memoryRatio: [] };
+  let finest: History['scope'] = null;
+  for (const kind of Object.keys(lines) as ChartKind[]) {
+    const mine = series.filter((s) => METRIC_CHART[s.name] === kind && s.points.length > 0);
+    const best = Math.min(...mine.map((s) => SCOPE_RANK[s.scope]!));
+    for (const s of mine.filter((s) => SCOPE_RANK[s.scope] === best)) {
+      const label = s.gpu ? gpuLabel(s.gpu.node?.name ?? s.node?.name, s.gpu.index) : (s.node?.name ?? 'job');
+      lines[kind].push({ label, points: s.points.filter((p) => p.timestamp).map((p) => [Date.parse(p.timestamp!), p.value]) });
+      if (finest === null || SCOPE_RANK[s.scope]! < SCOPE_RANK[finest]!) finest = s.scope;
+    }
+  }
+  return { lines, scope: finest, error: errorsAt(answer.errors, 'job', 'metrics') };
+}
+
+export interface TrainingSeries {
+  name: string;
+  stage: string | null;
+  source: string;
+  points: [step: number, value: number | null][];
+}
+
+/** Training metrics by step; `error` says why they could not be read. */
+export async function trainingMetrics(id: string, maxPoints = 400): Promise<{ series: TrainingSeries[]; error: string | null }> {
+  const answer = await request<{ job: { trainingMetrics: { name: string; stage: string | null; source: string; points: { step: number | null; value: number | null }[] }[] | null } | null }>(
+    `query LiveViewTraining($id: ID!, $maxPoints: Int) { job(id: $id) { trainingMetrics(maxPoints: $maxPoints) { name stage source points { step value } } } }`,
+    { id, maxPoints },
+  );
+  const series = (answer.data?.job?.trainingMetrics ?? []).map((s) => ({
+    name: s.name,
+    stage: s.stage,
+    source: s.source,
+    points: s.points.filter((p) => p.step !== null).map((p) => [p.step!, p.value] as [number, number | null]),
+  }));
+  return { series, error: errorsAt(answer.errors, 'job', 'trainingMetrics') ?? (answer.data ? null : answer.errors.map((e) => e.message).join('; ') || null) };
+}
+
+export interface LogEntry {
+  timestamp: string | null;
+  message: string;
+  node: string | null;
+  level: string | null;
+}
+
+/** Log lines of a finished job from `since` on (the tail: the last `keep` of them). */
+export async function logTail(id: string, since: string | null, keep = 300): Promise<{ lines: LogEntry[]; error: string | null }> {
+  const answer = await request<{ job: { logs: { lines: LogEntry[] } | null } | null }>(
+    `query LiveViewLogs($id: ID!, $since: DateTime) { job(id: $id) { logs(first: 1000, since: $since) { lines { timestamp message node level } } } }`,
+    { id, since },
+  );
+  const lines = answer.data?.job?.logs?.lines ?? [];
+  return { lines: lines.slice(-keep), error: errorsAt(answer.errors, 'job', 'logs') };
 }
 
 /** graphql-ws reports a failed socket as its CloseEvent, a failed operation as GraphQL errors. */
@@ -84,19 +238,302 @@ function describeFailure(err: unknown): string {
 
 let socket: Client | null = null;
 
-/** One shared graphql-ws connection; each subscription returns its unsubscribe function. */
-export function subscribeUtilization(jobId: string, on: { sample(s: UtilizationSample): void; error(message: string): void; complete(): void }): () => void {
+export interface Handlers<T> {
+  next(value: T): void;
+  /** An upstream failure (the stream goes on) or the end of the stream with an error. */
+  error(message: string): void;
+  complete(): void;
+}
+
+/**
+ * One subscription on the shared graphql-ws connection. The returned function ends it; after
+ * that, nothing reaches `on` any more, not even the `complete` graphql-ws still calls after a
+ * dispose (that late call used to clear the handle of the next job's subscription).
+ */
+function subscribe<T>(text: string, variables: Record<string, unknown>, pick: (data: Record<string, unknown>) => T | undefined, on: Handlers<T>): () => void {
   socket ??= createClient({ url: `${location.origin.replace(/^http/, 'ws')}/graphql`, retryAttempts: 5 });
-  return socket.subscribe<{ jobUtilization: UtilizationSample }>(
-    { query: UTILIZATION, variables: { jobId } },
+  let open = true;
+  const dispose = socket.subscribe<Record<string, unknown>>(
+    { query: text, variables },
     {
       next: (msg) => {
+        if (!open) return;
         // An upstream failure arrives as a `next` with errors; the stream goes on after it.
         if (msg.errors?.length) on.error(msg.errors.map((e) => e.message).join('; '));
-        if (msg.data?.jobUtilization) on.sample(msg.data.jobUtilization);
+        const value = msg.data ? pick(msg.data) : undefined;
+        if (value !== undefined) on.next(value);
       },
-      error: (err) => on.error(describeFailure(err)),
-      complete: on.complete,
+      // Terminal in graphql-ws: no complete follows that should say otherwise.
+      error: (err) => {
+        if (!open) return;
+        open = false;
+        on.error(describeFailure(err));
+      },
+      complete: () => {
+        if (!open) return;
+        open = false;
+        on.complete();
+      },
     },
   );
+  return () => {
+    if (!open) return;
+    open = false;
+    dispose();
+  };
+}
+
+export interface LiveSample {
+  status: string;
+  polledAt: number;
+  intervalSeconds: number;
+  granularity: 'GPU' | 'NODE' | 'JOB';
+  final: boolean;
+  lines: ChartLines;
+}
+
+const POINT_FIELDS = 'timestamp gpuUtilization npuUtilization gpuMemoryUsedBytes gpuMemoryUtilization npuMemoryUtilization';
+
+const UTILIZATION = `subscription LiveUtilization($jobId: ID!) {
+  jobUtilization(jobId: $jobId) {
+    status polledAt intervalSeconds granularity final
+    gpus { nodeName index points { ${POINT_FIELDS} } }
+    nodes { name points { ${POINT_FIELDS} } }
+    jobPoints { ${POINT_FIELDS} }
+  }
+}`;
+
+interface PointWire {
+  timestamp: string;
+  gpuUtilization: number | null;
+  npuUtilization: number | null;
+  gpuMemoryUsedBytes: number | null;
+  gpuMemoryUtilization: number | null;
+  npuMemoryUtilization: number | null;
+}
+
+interface SampleWire {
+  status: string;
+  polledAt: string;
+  intervalSeconds: number;
+  granularity: 'GPU' | 'NODE' | 'JOB';
+  final: boolean;
+  gpus: { nodeName: string | null; index: number; points: PointWire[] }[];
+  nodes: { name: string; points: PointWire[] }[];
+  jobPoints: PointWire[];
+}
+
+function toLines(label: string, points: PointWire[], into: ChartLines) {
+  const pick = (kind: ChartKind, value: (p: PointWire) => number | null) => {
+    const pts = points.map((p) => [Date.parse(p.timestamp), value(p)] as [number, number | null]).filter(([, v]) => v !== null);
+    if (pts.length) into[kind].push({ label, points: pts });
+  };
+  pick('utilization', (p) => p.gpuUtilization ?? p.npuUtilization);
+  pick('memoryBytes', (p) => p.gpuMemoryUsedBytes);
+  pick('memoryRatio', (p) => p.gpuMemoryUtilization ?? p.npuMemoryUtilization);
+}
+
+/** A job's samples as they are polled, in the same line labels as jobHistory. */
+export function subscribeUtilization(jobId: string, on: Handlers<LiveSample>): () => void {
+  return subscribe<LiveSample>(
+    UTILIZATION,
+    { jobId },
+    (data) => {
+      const s = data.jobUtilization as SampleWire | undefined;
+      if (!s) return undefined;
+      const lines: ChartLines = { utilization: [], memoryBytes: [], memoryRatio: [] };
+      // The finest scope the platform has, as jobHistory does.
+      if (s.gpus.length) for (const g of s.gpus) toLines(gpuLabel(g.nodeName, g.index), g.points, lines);
+      else if (s.nodes.length) for (const n of s.nodes) toLines(n.name, n.points, lines);
+      else toLines('job', s.jobPoints, lines);
+      return { status: s.status, polledAt: Date.parse(s.polledAt), intervalSeconds: s.intervalSeconds, granularity: s.granularity, final: s.final, lines };
+    },
+    on,
+  );
+}
+
+/** A job's log lines as they arrive (from about a minute back). */
+export function subscribeLogs(jobId: string, on: Handlers<LogEntry>): () => void {
+  return subscribe<LogEntry>(
+    `subscription LiveLogs($jobId: ID!) { jobLogs(jobId: $jobId) { timestamp message node level } }`,
+    { jobId },
+    (data) => data.jobLogs as LogEntry | undefined,
+    on,
+  );
+}
+
+/** Status changes of jobs on the given platforms (all when null). */
+export function subscribeStatusChanges(providerIds: string[] | null, on: Handlers<{ id: string; status: string }>): () => void {
+  return subscribe<{ id: string; status: string }>(
+    `subscription LiveStatus($filter: JobFilter) { jobStatusChanged(filter: $filter) { id status } }`,
+    { filter: providerIds ? { providerIds } : null },
+    (data) => data.jobStatusChanged as { id: string; status: string } | undefined,
+    on,
+  );
+}
+
+// ---- the fleet view
+
+export interface FleetCell {
+  /** "node #index" for a GPU, the node name for a node aggregate, "job" for a job aggregate. */
+  label: string;
+  scope: 'GPU' | 'NODE' | 'JOB';
+  gpuId: string | null;
+  nodeId: string | null;
+  /** Latest utilization in the recent window, 0..1; null when none was reported. */
+  utilization: number | null;
+  at: string | null;
+}
+
+export interface FleetJob {
+  id: string;
+  name: string;
+  status: string;
+  gpuCount: number | null;
+  gpuType: string | null;
+  startedAt: string | null;
+  provider: { id: string; kind: string; name: string; simulated: boolean; systemMetrics: string[] };
+  project: { id: string; name: string };
+  progress: { fraction: number | null; etaSeconds: number | null } | null;
+  /** Null when the job's metrics could not be read (see metricsError). */
+  cells: FleetCell[] | null;
+  metricsError: string | null;
+}
+
+export interface IdleMark {
+  jobId: string;
+  scope: string;
+  gpuId: string | null;
+  nodeId: string | null;
+  gpuCount: number;
+  idleSeconds: number;
+}
+
+export interface JobWaste {
+  jobId: string;
+  allocatedGpuHours: number;
+  usedGpuHours: number;
+  wasteGpuHours: number;
+  utilization: number | null;
+  efficiency: number | null;
+  coverage: number | null;
+}
+
+export interface FleetAnswer {
+  jobs: FleetJob[];
+  totalCount: number;
+  idle: IdleMark[];
+  waste: Map<string, JobWaste>;
+  /** Platforms or jobs whose data is cached or missing, said in words. */
+  problems: string[];
+  from: string;
+  to: string;
+}
+
+export interface FleetOptions {
+  providerId: string | null;
+  projectId: string | null;
+  /** The window for waste and idle stretches, seconds back from now. */
+  windowSeconds: number;
+  /** The latest utilization is read from this many seconds back. */
+  recentSeconds: number;
+  idleThreshold: number;
+  idleForAtLeast: string;
+}
+
+const FLEET = `query LiveViewFleet($filter: JobFilter, $from: DateTime!, $to: DateTime!, $recent: DateTime!, $threshold: Float!, $forAtLeast: Duration!) {
+  jobs(first: 100, filter: $filter) {
+    totalCount
+    sourceErrors { providerId message }
+    nodes {
+      id name status gpuCount gpuType startedAt
+      provider { id kind name simulated systemMetrics } project { id name }
+      progress { fraction etaSeconds }
+      metrics(names: [GPU_UTILIZATION, NPU_UTILIZATION], from: $recent, maxPoints: 1, aggregation: LAST) {
+        scope node { id name } gpu { id index node { id name } } summary { last lastAt }
+      }
+    }
+  }
+  fleet(filter: $filter, from: $from, to: $to) {
+    idleGpus(threshold: $threshold, forAtLeast: $forAtLeast) { job { id } scope gpuCount node { id } gpu { id } idleSeconds }
+    jobs { job { id } allocatedGpuHours usedGpuHours wasteGpuHours utilization efficiency coverage }
+    problems { job { id name } stale message }
+  }
+}`;
+
+interface FleetWire {
+  jobs: {
+    totalCount: number;
+    sourceErrors: { providerId: string; message: string }[];
+    nodes: (Omit<FleetJob, 'cells' | 'metricsError'> & {
+      metrics: { scope: 'GPU' | 'NODE' | 'JOB'; node: { id: string; name: string } | null; gpu: { id: string; index: number; node: { id: string; name: string } | null } | null; summary: { last: number | null; lastAt: string | null } }[] | null;
+    } | null)[];
+  };
+  fleet: {
+    idleGpus: { job: { id: string }; scope: string; gpuCount: number; node: { id: string } | null; gpu: { id: string } | null; idleSeconds: number }[];
+    jobs: ({ job: { id: string } } & Omit<JobWaste, 'jobId'>)[];
+    problems: { job: { id: string; name: string }; stale: boolean; message: string }[];
+  } | null;
+}
+
+/** Every running job (of one platform or project, when given) with its accelerators now and its waste in the window. */
+export async function fleet(opts: FleetOptions, now = Date.now()): Promise<FleetAnswer> {
+  const filter = { statuses: ['RUNNING'], providerIds: opts.providerId ? [opts.providerId] : null, projectId: opts.projectId };
+  const from = new Date(now - opts.windowSeconds * 1000).toISOString();
+  const to = new Date(now).toISOString();
+  const answer = await request<FleetWire>(FLEET, {
+    filter,
+    from,
+    to,
+    recent: new Date(now - opts.recentSeconds * 1000).toISOString(),
+    threshold: opts.idleThreshold,
+    forAtLeast: opts.idleForAtLeast,
+  });
+  if (!answer.data?.jobs) throw new ApiError(answer.errors.map((e) => e.message).join('; ') || 'no answer');
+  const problems: string[] = answer.data.jobs.sourceErrors.map((e) => `${e.providerId}: ${e.message} (jobs shown from the cache)`);
+  const jobs: FleetJob[] = [];
+  answer.data.jobs.nodes.forEach((j, i) => {
+    if (!j) return;
+    const metricsError = errorsAt(answer.errors, 'jobs', 'nodes', i, 'metrics');
+    let cells: FleetCell[] | null = null;
+    if (j.metrics) {
+      const best = Math.min(...j.metrics.map((m) => SCOPE_RANK[m.scope]!));
+      cells = j.metrics
+        .filter((m) => SCOPE_RANK[m.scope] === best)
+        .map((m) => ({
+          label: m.gpu ? gpuLabel(m.gpu.node?.name ?? m.node?.name, m.gpu.index) : (m.node?.name ?? 'job'),
+          scope: m.scope,
+          gpuId: m.gpu?.id ?? null,
+          nodeId: m.node?.id ?? m.gpu?.node?.id ?? null,
+          utilization: m.summary.last,
+          at: m.summary.lastAt,
+        }))
+        .sort((a, b) => a.label.localeCompare(b.label, undefined, { numeric: true }));
+    }
+    const { metrics: _m, ...rest } = j;
+    jobs.push({ ...rest, cells, metricsError });
+  });
+  const f = answer.data.fleet;
+  const fleetError = errorsAt(answer.errors, 'fleet');
+  if (fleetError) problems.push(`waste and idle GPUs are unavailable: ${fleetError}`);
+  for (const p of f?.problems ?? []) problems.push(`${p.job.name}: ${p.message}${p.stale ? ' (counted from older cached data)' : ' (no data)'}`);
+  return {
+    jobs,
+    totalCount: answer.data.jobs.totalCount,
+    idle: (f?.idleGpus ?? []).map((g) => ({ jobId: g.job.id, scope: g.scope, gpuId: g.gpu?.id ?? null, nodeId: g.node?.id ?? null, gpuCount: g.gpuCount, idleSeconds: g.idleSeconds })),
+    waste: new Map((f?.jobs ?? []).map((w) => [w.job.id, { jobId: w.job.id, allocatedGpuHours: w.allocatedGpuHours, usedGpuHours: w.usedGpuHours, wasteGpuHours: w.wasteGpuHours, utilization: w.utilization, efficiency: w.efficiency, coverage: w.coverage }])),
+    problems,
+    from,
+    to,
+  };
+}
+
+export interface Catalog {
+  providers: { id: string; kind: string; name: string; simulated: boolean }[];
+  projects: { id: string; name: string; provider: { id: string } }[];
+}
+
+/** The platforms and projects the filters offer. */
+export function catalog(): Promise<Catalog> {
+  return query<Catalog>(`query LiveViewCatalog { providers { id kind name simulated } projects { id name provider { id } } }`);
 }

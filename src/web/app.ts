@@ -1,121 +1,130 @@
 /// <reference lib="dom" />
-// The live view page: pick a job, watch its per-GPU (or per-node, where the platform reports
-// only node aggregates) utilization and memory arrive sample by sample, with its status and
-// progress. A deliberately small example of a client of this API.
-import { jobDetail, listJobs, subscribeUtilization, type JobSummary, type UtilizationPoint, type UtilizationSample } from './api.js';
-import { LiveChart, type ChartSpec } from './chart.js';
+// The live view page: a fleet view of every running job and a job view of one job, switched by the
+// URL's hash (see route.ts) so views can be shared and back/forward walk them; keyboard shortcuts
+// for the common moves.
+import { listJobs, type JobDetail, type JobSummary } from './api.js';
+import { FleetView } from './fleet-view.js';
+import { JobView } from './job-view.js';
+import { formatRoute, parseRoute, type Route } from './route.js';
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
-const GIB = 1024 ** 3;
-const percent: ChartSpec['format'] = (v) => `${(v * 100).toFixed(0)}%`;
-const PROGRESS_REFRESH_MS = 5000;
+const FINISHED = new Set(['SUCCEEDED', 'FAILED', 'STOPPED', 'UNKNOWN']);
 
-const utilization = new LiveChart($('utilization'), { title: 'Utilization', format: percent });
-const memory = new LiveChart($('memory'), { title: 'Memory used', format: (v) => `${(v / GIB).toFixed(1)} GiB` });
+let jobs: JobSummary[] = [];
 
-let unsubscribe: (() => void) | null = null;
-let updates = 0;
-let lastProgressAt = 0;
-/** Memory is charted in bytes when the platform reports bytes, else as a ratio of capacity. */
-let memoryInBytes: boolean | null = null;
-
-function setText(id: string, text: string) {
-  $(id).textContent = text;
+function navigate(route: Route) {
+  const hash = formatRoute(route);
+  if (location.hash !== hash) location.hash = hash; // a history entry; hashchange renders it
+  else show(route);
 }
 
-function showStatus(status: string) {
-  const el = $('status');
-  el.textContent = status;
-  el.className = `status ${status}`;
-}
+const jobView = new JobView((job) => ensureOption(job));
+const fleetView = new FleetView(navigate);
 
-async function refreshDetail(jobId: string) {
-  lastProgressAt = Date.now();
-  const job = await jobDetail(jobId);
-  if (!job) return;
-  showStatus(job.status);
-  const p = job.progress;
-  const bar = $<HTMLProgressElement>('progress-bar');
-  bar.hidden = p?.fraction == null;
-  if (p?.fraction != null) {
-    bar.value = p.fraction;
-    const eta = p.etaSeconds != null ? `, ${Math.round(p.etaSeconds / 60)} min left` : '';
-    setText('progress', `${(p.fraction * 100).toFixed(1)}% (${p.iteration} / ${p.targetIteration}${eta})`);
+function show(route: Route) {
+  document.body.dataset.view = route.view;
+  $('job-view').hidden = route.view !== 'job';
+  $('fleet-view').hidden = route.view !== 'fleet';
+  $('nav-fleet').setAttribute('aria-current', route.view === 'fleet' ? 'page' : 'false');
+  const picker = $<HTMLSelectElement>('job');
+  if (route.view === 'job') {
+    fleetView.close();
+    jobView.open(route.jobId);
+    picker.value = route.jobId;
+    document.title = `Job ${route.jobId} · Training graph`;
   } else {
-    setText('progress', 'not reported by this platform');
+    jobView.close();
+    fleetView.open(route);
+    picker.value = '';
+    document.title = 'Fleet · Training graph';
   }
 }
 
-function plot(line: string, points: UtilizationPoint[]) {
-  for (const p of points) {
-    const t = Date.parse(p.timestamp);
-    utilization.add(line, t, p.gpuUtilization ?? p.npuUtilization);
-    const bytes = p.gpuMemoryUsedBytes;
-    const ratio = p.gpuMemoryUtilization ?? p.npuMemoryUtilization;
-    if (memoryInBytes === null && (bytes !== null || ratio !== null)) {
-      memoryInBytes = bytes !== null;
-      memory.reset(memoryInBytes ? undefined : { title: 'Memory used (share of capacity)', format: percent });
-    }
-    if (memoryInBytes !== null) memory.add(line, t, memoryInBytes ? bytes : ratio);
+function optionLabel(j: { name: string; status: string; gpuCount: number | null; provider: { kind: string } }) {
+  return `${j.name} · ${j.provider.kind} · ${j.status}${j.gpuCount ? ` · ${j.gpuCount} GPU` : ''}`;
+}
+
+/** The picker lists running jobs first, then pending, then finished ones. */
+function fillPicker() {
+  const picker = $<HTMLSelectElement>('job');
+  const groups: [string, (j: JobSummary) => boolean][] = [
+    ['Running', (j) => j.status === 'RUNNING'],
+    ['Pending', (j) => j.status === 'PENDING'],
+    ['Finished', (j) => FINISHED.has(j.status)],
+  ];
+  const placeholder = new Option('Open a job…', '');
+  const children: HTMLElement[] = [placeholder];
+  for (const [label, test] of groups) {
+    const mine = jobs.filter(test).sort((a, b) => a.name.localeCompare(b.name));
+    if (!mine.length) continue;
+    const g = document.createElement('optgroup');
+    g.label = label;
+    g.append(...mine.map((j) => new Option(optionLabel(j), j.id)));
+    children.push(g);
+  }
+  picker.replaceChildren(...children);
+  const route = parseRoute(location.hash);
+  picker.value = route.view === 'job' ? route.jobId : '';
+}
+
+/** A job opened by URL that the picker's first page does not list still shows as picked. */
+function ensureOption(job: JobDetail) {
+  const picker = $<HTMLSelectElement>('job');
+  if (![...picker.options].some((o) => o.value === job.id)) picker.append(new Option(optionLabel(job), job.id));
+  if (document.body.dataset.view === 'job' && jobView.currentJobId === job.id) picker.value = job.id;
+}
+
+function stepJob(delta: number) {
+  const picker = $<HTMLSelectElement>('job');
+  const ids = [...picker.options].map((o) => o.value).filter(Boolean);
+  if (!ids.length) return;
+  const i = ids.indexOf(picker.value);
+  const next = ids[(i + delta + ids.length) % ids.length]!;
+  navigate({ view: 'job', jobId: next });
+}
+
+function onKey(e: KeyboardEvent) {
+  if (e.ctrlKey || e.metaKey || e.altKey) return;
+  const target = e.target as HTMLElement;
+  if (['INPUT', 'SELECT', 'TEXTAREA'].includes(target.tagName) && e.key !== 'Escape') return;
+  const actions: Record<string, () => void> = {
+    f: () => navigate(parseRoute('#fleet')),
+    j: () => $('job').focus(),
+    ']': () => stepJob(1),
+    '[': () => stepJob(-1),
+    l: () => $('log-pane').focus(),
+    '?': () => toggleHelp(),
+    Escape: () => toggleHelp(false),
+  };
+  const act = actions[e.key];
+  if (act) {
+    e.preventDefault();
+    act();
   }
 }
 
-function onSample(jobId: string, sample: UtilizationSample) {
-  updates++;
-  setText('updates', String(updates));
-  document.body.dataset.updates = String(updates);
-  setText('granularity', sample.granularity === 'GPU' ? 'per GPU' : 'per node (the platform reports no per-GPU series)');
-  showStatus(sample.status);
-  setText('error', '');
-  if (sample.granularity === 'GPU') {
-    for (const g of sample.gpus) plot(`${g.nodeName ?? 'gpu'} #${g.index}`, g.points);
-  } else {
-    for (const n of sample.nodes) plot(n.name, n.points);
-  }
-  utilization.render();
-  memory.render();
-  if (sample.final) setText('error', 'The job has finished: this was its last sample.');
-  if (sample.final || Date.now() - lastProgressAt > PROGRESS_REFRESH_MS) void refreshDetail(jobId).catch(showError);
-}
-
-function showError(err: unknown) {
-  setText('error', err instanceof Error ? err.message : String(err));
-}
-
-function watch(job: JobSummary) {
-  unsubscribe?.();
-  updates = 0;
-  memoryInBytes = null;
-  setText('updates', '0');
-  document.body.dataset.updates = '0';
-  document.body.dataset.job = job.id;
-  setText('provider', `${job.provider.name}${job.provider.simulated ? ' (simulated)' : ''}`);
-  setText('granularity', '–');
-  utilization.reset();
-  memory.reset({ title: 'Memory used', format: (v) => `${(v / GIB).toFixed(1)} GiB` });
-  history.replaceState(null, '', `#job=${encodeURIComponent(job.id)}`);
-  void refreshDetail(job.id).catch(showError);
-  unsubscribe = subscribeUtilization(job.id, {
-    sample: (s) => onSample(job.id, s),
-    error: showError,
-    complete: () => (unsubscribe = null),
-  });
+function toggleHelp(open?: boolean) {
+  const help = $('help');
+  help.hidden = open === undefined ? !help.hidden : !open;
+  $('help-toggle').setAttribute('aria-expanded', String(!help.hidden));
 }
 
 async function main() {
-  const jobs = await listJobs();
-  // Running jobs first: they are the ones that move.
-  jobs.sort((a, b) => Number(b.status === 'RUNNING') - Number(a.status === 'RUNNING') || a.name.localeCompare(b.name));
-  const select = $<HTMLSelectElement>('job');
-  select.replaceChildren(
-    ...jobs.map((j) => new Option(`${j.name} · ${j.provider.kind} · ${j.status}${j.gpuCount ? ` · ${j.gpuCount} GPU` : ''}`, j.id)),
-  );
-  const wanted = new URLSearchParams(location.hash.slice(1)).get('job');
-  const first = jobs.find((j) => j.id === wanted) ?? jobs[0];
-  if (!first) return setText('error', 'No jobs: no provider answered.');
-  select.value = first.id;
-  select.addEventListener('change', () => watch(jobs.find((j) => j.id === select.value)!));
-  watch(first);
+  $<HTMLSelectElement>('job').addEventListener('change', (e) => {
+    const id = (e.target as HTMLSelectElement).value;
+    if (id) navigate({ view: 'job', jobId: id });
+  });
+  $('help-toggle').addEventListener('click', () => toggleHelp());
+  document.addEventListener('keydown', onKey);
+  window.addEventListener('hashchange', () => show(parseRoute(location.hash)));
+  // The bare address opens the fleet; replace (not push) so back leaves the page as expected.
+  if (!location.hash) history.replaceState(null, '', formatRoute(parseRoute('')));
+  show(parseRoute(location.hash));
+  jobs = await listJobs();
+  fillPicker();
+  document.body.dataset.ready = 'true';
 }
 
-main().catch(showError);
+main().catch((err) => {
+  $('notice').textContent = err instanceof Error ? err.message : String(err);
+});
