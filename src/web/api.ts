@@ -129,6 +129,8 @@ export type ChartKind = 'utilization' | 'memoryBytes' | 'memoryRatio';
 /** A line: its label (a GPU "node #index", a node name, or "job") and its points. */
 export interface Line {
   label: string;
+  /** What the line stands for: one GPU, a node aggregate or the whole job. */
+  scope: 'GPU' | 'NODE' | 'JOB';
   points: [x: number, value: number | null][];
 }
 
@@ -166,15 +168,23 @@ export interface History {
  * finest scope the platform has (per-GPU lines, else per node, else the job).
  */
 export async function jobHistory(id: string, from: string | null, to: string | null, maxPoints = 300): Promise<History> {
-  const answer = await request<{ job: { metrics: SeriesWire[] | null } | null }>(
-    `query LiveViewHistory($id: ID!, $from: DateTime, $to: DateTime, $maxPoints: Int) { job(id: $id) {
-      metrics(names: [GPU_UTILIZATION, NPU_UTILIZATION, GPU_MEMORY_USED, GPU_MEMORY_UTILIZATION, NPU_MEMORY_UTILIZATION], from: $from, to: $to, maxPoints: $maxPoints) {
-        name scope node { name } gpu { index node { name } } points { timestamp value }
-      }
-    } }`,
-    { id, from, to, maxPoints },
-  );
-  const series = answer.data?.job?.metrics ?? [];
+  const ask = () =>
+    request<{ job: { metrics: SeriesWire[] | null } | null }>(
+      // nodes: reading the topology stores it, so a series' node resolves (see below).
+      `query LiveViewHistory($id: ID!, $from: DateTime, $to: DateTime, $maxPoints: Int) { job(id: $id) {
+        nodes { id }
+        metrics(names: [GPU_UTILIZATION, NPU_UTILIZATION, GPU_MEMORY_USED, GPU_MEMORY_UTILIZATION, NPU_MEMORY_UTILIZATION], from: $from, to: $to, maxPoints: $maxPoints) {
+          name scope node { name } gpu { index node { name } } points { timestamp value }
+        }
+      } }`,
+      { id, from, to, maxPoints },
+    );
+  const orphan = (s: SeriesWire) => (s.scope === 'NODE' && !s.node) || (s.scope === 'GPU' && !s.gpu);
+  let answer = await ask();
+  // On a cold cache a NODE or GPU series can come back before its node is stored, with node null;
+  // asked again it has it. A line without its node would be drawn under a wrong name, so ask once more.
+  if ((answer.data?.job?.metrics ?? []).some(orphan)) answer = await ask();
+  const series = (answer.data?.job?.metrics ?? []).filter((s) => !orphan(s));
   const lines: ChartLines = { utilization: [], memoryBytes: [], memoryRatio: [] };
   let finest: History['scope'] = null;
   for (const kind of Object.keys(lines) as ChartKind[]) {
@@ -182,7 +192,7 @@ export async function jobHistory(id: string, from: string | null, to: string | n
     const best = Math.min(...mine.map((s) => SCOPE_RANK[s.scope]!));
     for (const s of mine.filter((s) => SCOPE_RANK[s.scope] === best)) {
       const label = s.gpu ? gpuLabel(s.gpu.node?.name ?? s.node?.name, s.gpu.index) : (s.node?.name ?? 'job');
-      lines[kind].push({ label, points: s.points.filter((p) => p.timestamp).map((p) => [Date.parse(p.timestamp!), p.value]) });
+      lines[kind].push({ label, scope: s.scope, points: s.points.filter((p) => p.timestamp).map((p) => [Date.parse(p.timestamp!), p.value]) });
       if (finest === null || SCOPE_RANK[s.scope]! < SCOPE_RANK[finest]!) finest = s.scope;
     }
   }
@@ -323,10 +333,10 @@ interface SampleWire {
   jobPoints: PointWire[];
 }
 
-function toLines(label: string, points: PointWire[], into: ChartLines) {
+function toLines(label: string, scope: Line['scope'], points: PointWire[], into: ChartLines) {
   const pick = (kind: ChartKind, value: (p: PointWire) => number | null) => {
     const pts = points.map((p) => [Date.parse(p.timestamp), value(p)] as [number, number | null]).filter(([, v]) => v !== null);
-    if (pts.length) into[kind].push({ label, points: pts });
+    if (pts.length) into[kind].push({ label, scope, points: pts });
   };
   pick('utilization', (p) => p.gpuUtilization ?? p.npuUtilization);
   pick('memoryBytes', (p) => p.gpuMemoryUsedBytes);
@@ -342,10 +352,10 @@ export function subscribeUtilization(jobId: string, on: Handlers<LiveSample>): (
       const s = data.jobUtilization as SampleWire | undefined;
       if (!s) return undefined;
       const lines: ChartLines = { utilization: [], memoryBytes: [], memoryRatio: [] };
-      // The finest scope the platform has, as jobHistory does.
-      if (s.gpus.length) for (const g of s.gpus) toLines(gpuLabel(g.nodeName, g.index), g.points, lines);
-      else if (s.nodes.length) for (const n of s.nodes) toLines(n.name, n.points, lines);
-      else toLines('job', s.jobPoints, lines);
+      // Every scope the sample has; the view keeps the finest per chart, as jobHistory does.
+      for (const g of s.gpus) toLines(gpuLabel(g.nodeName, g.index), 'GPU', g.points, lines);
+      for (const n of s.nodes) toLines(n.name, 'NODE', n.points, lines);
+      toLines('job', 'JOB', s.jobPoints, lines);
       return { status: s.status, polledAt: Date.parse(s.polledAt), intervalSeconds: s.intervalSeconds, granularity: s.granularity, final: s.final, lines };
     },
     on,
@@ -419,17 +429,6 @@ export interface JobWaste {
   coverage: number | null;
 }
 
-export interface FleetAnswer {
-  jobs: FleetJob[];
-  totalCount: number;
-  idle: IdleMark[];
-  waste: Map<string, JobWaste>;
-  /** Platforms or jobs whose data is cached or missing, said in words. */
-  problems: string[];
-  from: string;
-  to: string;
-}
-
 export interface FleetOptions {
   providerId: string | null;
   projectId: string | null;
@@ -441,7 +440,7 @@ export interface FleetOptions {
   idleForAtLeast: string;
 }
 
-const FLEET = `query LiveViewFleet($filter: JobFilter, $from: DateTime!, $to: DateTime!, $recent: DateTime!, $threshold: Float!, $forAtLeast: Duration!) {
+const FLEET_JOBS = `query LiveViewFleetJobs($filter: JobFilter, $recent: DateTime!) {
   jobs(first: 100, filter: $filter) {
     totalCount
     sourceErrors { providerId message }
@@ -454,6 +453,9 @@ const FLEET = `query LiveViewFleet($filter: JobFilter, $from: DateTime!, $to: Da
       }
     }
   }
+}`;
+
+const FLEET_WASTE = `query LiveViewFleetWaste($filter: JobFilter, $from: DateTime!, $to: DateTime!, $threshold: Float!, $forAtLeast: Duration!) {
   fleet(filter: $filter, from: $from, to: $to) {
     idleGpus(threshold: $threshold, forAtLeast: $forAtLeast) { job { id } scope gpuCount node { id } gpu { id } idleSeconds }
     jobs { job { id } allocatedGpuHours usedGpuHours wasteGpuHours utilization efficiency coverage }
@@ -461,7 +463,7 @@ const FLEET = `query LiveViewFleet($filter: JobFilter, $from: DateTime!, $to: Da
   }
 }`;
 
-interface FleetWire {
+interface FleetJobsWire {
   jobs: {
     totalCount: number;
     sourceErrors: { providerId: string; message: string }[];
@@ -469,6 +471,9 @@ interface FleetWire {
       metrics: { scope: 'GPU' | 'NODE' | 'JOB'; node: { id: string; name: string } | null; gpu: { id: string; index: number; node: { id: string; name: string } | null } | null; summary: { last: number | null; lastAt: string | null } }[] | null;
     } | null)[];
   };
+}
+
+interface FleetWasteWire {
   fleet: {
     idleGpus: { job: { id: string }; scope: string; gpuCount: number; node: { id: string } | null; gpu: { id: string } | null; idleSeconds: number }[];
     jobs: ({ job: { id: string } } & Omit<JobWaste, 'jobId'>)[];
@@ -476,19 +481,19 @@ interface FleetWire {
   } | null;
 }
 
-/** Every running job (of one platform or project, when given) with its accelerators now and its waste in the window. */
-export async function fleet(opts: FleetOptions, now = Date.now()): Promise<FleetAnswer> {
-  const filter = { statuses: ['RUNNING'], providerIds: opts.providerId ? [opts.providerId] : null, projectId: opts.projectId };
-  const from = new Date(now - opts.windowSeconds * 1000).toISOString();
-  const to = new Date(now).toISOString();
-  const answer = await request<FleetWire>(FLEET, {
-    filter,
-    from,
-    to,
-    recent: new Date(now - opts.recentSeconds * 1000).toISOString(),
-    threshold: opts.idleThreshold,
-    forAtLeast: opts.idleForAtLeast,
-  });
+const fleetFilter = (opts: FleetOptions) => ({ statuses: ['RUNNING'], providerIds: opts.providerId ? [opts.providerId] : null, projectId: opts.projectId });
+
+export interface FleetJobs {
+  jobs: FleetJob[];
+  totalCount: number;
+  problems: string[];
+  /** When the answer was asked for. */
+  at: string;
+}
+
+/** Every running job (of one platform or project, when given) with its accelerators' latest utilization. */
+export async function fleetJobs(opts: FleetOptions, now = Date.now()): Promise<FleetJobs> {
+  const answer = await request<FleetJobsWire>(FLEET_JOBS, { filter: fleetFilter(opts), recent: new Date(now - opts.recentSeconds * 1000).toISOString() });
   if (!answer.data?.jobs) throw new ApiError(answer.errors.map((e) => e.message).join('; ') || 'no answer');
   const problems: string[] = answer.data.jobs.sourceErrors.map((e) => `${e.providerId}: ${e.message} (jobs shown from the cache)`);
   const jobs: FleetJob[] = [];
@@ -513,16 +518,28 @@ export async function fleet(opts: FleetOptions, now = Date.now()): Promise<Fleet
     const { metrics: _m, ...rest } = j;
     jobs.push({ ...rest, cells, metricsError });
   });
-  const f = answer.data.fleet;
-  const fleetError = errorsAt(answer.errors, 'fleet');
-  if (fleetError) problems.push(`waste and idle GPUs are unavailable: ${fleetError}`);
-  for (const p of f?.problems ?? []) problems.push(`${p.job.name}: ${p.message}${p.stale ? ' (counted from older cached data)' : ' (no data)'}`);
+  return { jobs, totalCount: answer.data.jobs.totalCount, problems, at: new Date(now).toISOString() };
+}
+
+export interface FleetWaste {
+  idle: IdleMark[];
+  waste: Map<string, JobWaste>;
+  problems: string[];
+  from: string;
+  to: string;
+}
+
+/** Waste and idle accelerators of the running jobs over the window (the fleet query; slower: it reads every job's window). */
+export async function fleetWaste(opts: FleetOptions, now = Date.now()): Promise<FleetWaste> {
+  const from = new Date(now - opts.windowSeconds * 1000).toISOString();
+  const to = new Date(now).toISOString();
+  const answer = await request<FleetWasteWire>(FLEET_WASTE, { filter: fleetFilter(opts), from, to, threshold: opts.idleThreshold, forAtLeast: opts.idleForAtLeast });
+  const f = answer.data?.fleet;
+  if (!f) throw new ApiError(answer.errors.map((e) => e.message).join('; ') || 'no answer');
   return {
-    jobs,
-    totalCount: answer.data.jobs.totalCount,
-    idle: (f?.idleGpus ?? []).map((g) => ({ jobId: g.job.id, scope: g.scope, gpuId: g.gpu?.id ?? null, nodeId: g.node?.id ?? null, gpuCount: g.gpuCount, idleSeconds: g.idleSeconds })),
-    waste: new Map((f?.jobs ?? []).map((w) => [w.job.id, { jobId: w.job.id, allocatedGpuHours: w.allocatedGpuHours, usedGpuHours: w.usedGpuHours, wasteGpuHours: w.wasteGpuHours, utilization: w.utilization, efficiency: w.efficiency, coverage: w.coverage }])),
-    problems,
+    idle: f.idleGpus.map((g) => ({ jobId: g.job.id, scope: g.scope, gpuId: g.gpu?.id ?? null, nodeId: g.node?.id ?? null, gpuCount: g.gpuCount, idleSeconds: g.idleSeconds })),
+    waste: new Map(f.jobs.map((w) => [w.job.id, { jobId: w.job.id, allocatedGpuHours: w.allocatedGpuHours, usedGpuHours: w.usedGpuHours, wasteGpuHours: w.wasteGpuHours, utilization: w.utilization, efficiency: w.efficiency, coverage: w.coverage }])),
+    problems: f.problems.map((p) => `${p.job.name}: ${p.message}${p.stale ? ' (counted from older cached data)' : ' (no data)'}`),
     from,
     to,
   };

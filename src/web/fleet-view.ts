@@ -3,7 +3,7 @@
 // accelerators' latest utilization (idle ones marked from the fleet query's idleGpus), its waste
 // over the last hour, sortable and filterable by platform and project. Refreshed on a timer and
 // at once when a job changes status (the jobStatusChanged subscription).
-import { catalog, fleet, subscribeStatusChanges, type Catalog, type FleetAnswer, type FleetJob } from './api.js';
+import { catalog, fleetJobs, fleetWaste, subscribeStatusChanges, type Catalog, type FleetJob, type FleetJobs, type FleetOptions, type FleetWaste } from './api.js';
 import { ago, clock, duration, percent, providerLabel } from './format.js';
 import { utilizationColour } from './palette.js';
 import type { FleetSort, Route } from './route.js';
@@ -29,7 +29,10 @@ const COLUMNS: { key: FleetSort | null; title: string; className?: string }[] = 
 
 export class FleetView {
   private route: FleetRoute | null = null;
-  private data: FleetAnswer | null = null;
+  private data: FleetJobs | null = null;
+  /** Waste and idle marks: a slower query, drawn when it lands (null until then). */
+  private waste: FleetWaste | null = null;
+  private wasteError: string | null = null;
   private catalog: Catalog | null = null;
   private timer: ReturnType<typeof setTimeout> | null = null;
   private unsubscribe: (() => void) | null = null;
@@ -59,6 +62,8 @@ export class FleetView {
     this.route = route;
     const generation = ++this.generation;
     this.data = null;
+    this.waste = null;
+    this.wasteError = null;
     this.render();
     void this.fillFilters();
     this.unsubscribe = subscribeStatusChanges(route.provider ? [route.provider] : null, {
@@ -88,29 +93,47 @@ export class FleetView {
     if (generation !== this.generation || !this.route) return;
     this.inFlight = true;
     const route = this.route;
-    try {
-      const data = await fleet({
-        providerId: route.provider,
-        projectId: route.project,
-        windowSeconds: FLEET_WINDOW_SECONDS,
-        recentSeconds: RECENT_SECONDS,
-        idleThreshold: IDLE_THRESHOLD,
-        idleForAtLeast: IDLE_FOR_AT_LEAST,
-      });
-      if (generation !== this.generation) return;
-      this.data = data;
-      this.refreshes++;
-      document.body.dataset.fleetRefreshes = String(this.refreshes);
-      document.body.dataset.fleetUpdated = data.to;
-      $('fleet-error').textContent = '';
-      this.render();
-    } catch (err) {
-      if (generation === this.generation) $('fleet-error').textContent = `The fleet could not be read: ${err instanceof Error ? err.message : String(err)} (retrying)`;
-    } finally {
-      if (generation === this.generation) {
-        this.inFlight = false;
-        this.timer = setTimeout(() => void this.refresh(generation), REFRESH_MS);
-      }
+    const opts: FleetOptions = {
+      providerId: route.provider,
+      projectId: route.project,
+      windowSeconds: FLEET_WINDOW_SECONDS,
+      recentSeconds: RECENT_SECONDS,
+      idleThreshold: IDLE_THRESHOLD,
+      idleForAtLeast: IDLE_FOR_AT_LEAST,
+    };
+    const current = () => generation === this.generation;
+    const jobs = fleetJobs(opts).then(
+      (data) => {
+        if (!current()) return;
+        this.data = data;
+        this.refreshes++;
+        document.body.dataset.fleetRefreshes = String(this.refreshes);
+        document.body.dataset.fleetUpdated = data.at;
+        $('fleet-error').textContent = '';
+        this.render();
+      },
+      (err: unknown) => {
+        if (current()) $('fleet-error').textContent = `The running jobs could not be read: ${err instanceof Error ? err.message : String(err)} (retrying)`;
+      },
+    );
+    const waste = fleetWaste(opts).then(
+      (w) => {
+        if (!current()) return;
+        this.waste = w;
+        this.wasteError = null;
+        document.body.dataset.fleetWasteUpdated = w.to;
+        this.render();
+      },
+      (err: unknown) => {
+        if (!current()) return;
+        this.wasteError = err instanceof Error ? err.message : String(err);
+        this.render();
+      },
+    );
+    await Promise.all([jobs, waste]);
+    if (current()) {
+      this.inFlight = false;
+      this.timer = setTimeout(() => void this.refresh(generation), REFRESH_MS);
     }
   }
 
@@ -129,7 +152,7 @@ export class FleetView {
 
   private showUpdated() {
     if (!this.data || document.body.dataset.view !== 'fleet') return;
-    const at = Date.parse(this.data.to);
+    const at = Date.parse(this.data.at);
     $('fleet-updated').textContent = `Updated ${clock(at)} (${ago(at)}); refreshed every ${REFRESH_MS / 1000} s and on every status change.`;
   }
 
@@ -145,24 +168,33 @@ export class FleetView {
       return;
     }
     const d = this.data;
+    const w = this.waste;
     this.showUpdated();
     const rows = this.sorted(d.jobs, route);
     const gpus = d.jobs.reduce((n, j) => n + (j.gpuCount ?? 0), 0);
-    const idleGpus = d.idle.reduce((n, g) => n + g.gpuCount, 0);
-    const waste = [...d.waste.values()].reduce((n, w) => n + w.wasteGpuHours, 0);
-    const used = [...d.waste.values()].reduce((n, w) => n + w.usedGpuHours, 0);
-    const allocated = [...d.waste.values()].reduce((n, w) => n + w.allocatedGpuHours, 0);
     const platforms = new Set(d.jobs.map((j) => j.provider.kind)).size;
-    summary.replaceChildren(
+    const facts = [
       fact('Running jobs', `${d.jobs.length}${d.totalCount > d.jobs.length ? ` of ${d.totalCount}` : ''}`),
       fact('Platforms', String(platforms)),
       fact('GPUs held', String(gpus)),
-      fact('Used / held, last hour', allocated > 0 ? `${used.toFixed(1)} / ${allocated.toFixed(1)} GPU-h (${percent(used / allocated)})` : '–'),
-      fact('Waste, last hour', `${waste.toFixed(1)} GPU-h`),
-      fact('Idle accelerators', `${idleGpus % 1 === 0 ? idleGpus : idleGpus.toFixed(1)} (under ${percent(IDLE_THRESHOLD)} for ${IDLE_FOR_AT_LEAST.slice(2).toLowerCase()}+)`),
-    );
-    $('fleet-problems').replaceChildren(...d.problems.map((p) => Object.assign(document.createElement('li'), { textContent: p })));
-    body.replaceChildren(...(rows.length ? rows.map((j) => this.row(j, d)) : [emptyRow(route.provider || route.project ? 'No running jobs match these filters.' : 'No running jobs on any platform.')]));
+    ];
+    if (w) {
+      const idleGpus = w.idle.reduce((n, g) => n + g.gpuCount, 0);
+      const waste = [...w.waste.values()].reduce((n, x) => n + x.wasteGpuHours, 0);
+      const used = [...w.waste.values()].reduce((n, x) => n + x.usedGpuHours, 0);
+      const allocated = [...w.waste.values()].reduce((n, x) => n + x.allocatedGpuHours, 0);
+      facts.push(
+        fact('Used / held, last hour', allocated > 0 ? `${used.toFixed(1)} / ${allocated.toFixed(1)} GPU-h (${percent(used / allocated)})` : '–'),
+        fact('Waste, last hour', `${waste.toFixed(1)} GPU-h`),
+        fact('Idle accelerators', `${idleGpus % 1 === 0 ? idleGpus : idleGpus.toFixed(1)} (under ${percent(IDLE_THRESHOLD)} for ${IDLE_FOR_AT_LEAST.slice(2).toLowerCase()}+)`),
+      );
+    } else {
+      facts.push(fact('Waste, last hour', this.wasteError ? `unavailable: ${this.wasteError}` : 'computing…'));
+    }
+    summary.replaceChildren(...facts);
+    const problems = [...d.problems, ...(w?.problems ?? [])];
+    $('fleet-problems').replaceChildren(...problems.map((p) => Object.assign(document.createElement('li'), { textContent: p })));
+    body.replaceChildren(...(rows.length ? rows.map((j) => this.row(j, w)) : [emptyRow(route.provider || route.project ? 'No running jobs match these filters.' : 'No running jobs on any platform.')]));
   }
 
   private renderHead(route: FleetRoute) {
@@ -192,11 +224,11 @@ export class FleetView {
   }
 
   private sorted(jobs: FleetJob[], route: FleetRoute): FleetJob[] {
-    const d = this.data!;
+    const w = this.waste;
     const key = (j: FleetJob): number | string => {
       switch (route.sort) {
         case 'waste':
-          return d.waste.get(j.id)?.wasteGpuHours ?? -1;
+          return w?.waste.get(j.id)?.wasteGpuHours ?? -1;
         case 'utilization':
           return meanNow(j) ?? -1;
         case 'gpus':
@@ -216,7 +248,7 @@ export class FleetView {
     });
   }
 
-  private row(j: FleetJob, d: FleetAnswer): HTMLTableRowElement {
+  private row(j: FleetJob, d: FleetWaste | null): HTMLTableRowElement {
     const tr = document.createElement('tr');
     tr.dataset.job = j.id;
     tr.dataset.provider = j.provider.kind;
@@ -224,7 +256,7 @@ export class FleetView {
     name.href = `#job=${encodeURIComponent(j.id)}`;
     name.textContent = j.name;
     const started = j.startedAt ? `running ${duration((Date.now() - Date.parse(j.startedAt)) / 1000)}` : '';
-    const w = d.waste.get(j.id);
+    const w = d?.waste.get(j.id);
     const mean = meanNow(j);
     tr.append(
       cell([name, small(started)]),
@@ -232,13 +264,18 @@ export class FleetView {
       cell([text(j.gpuCount === null ? '–' : String(j.gpuCount)), small(j.gpuType ?? '')], 'num'),
       cell([this.strip(j, d)]),
       cell([text(mean === null ? '–' : percent(mean))], 'num'),
-      cell(w ? [text(`${w.wasteGpuHours.toFixed(1)} GPU-h`), small(w.efficiency === null ? '' : `${percent(w.efficiency)} of held GPU time used${w.coverage !== null && w.coverage < 0.95 ? `, data for ${percent(w.coverage)}` : ''}`)] : [text('–'), small(j.gpuCount ? 'no GPU data in the window' : 'holds no GPUs')], 'num'),
+      cell(
+        w
+          ? [text(`${w.wasteGpuHours.toFixed(1)} GPU-h`), small(w.efficiency === null ? '' : `${percent(w.efficiency)} of held GPU time used${w.coverage !== null && w.coverage < 0.95 ? `, data for ${percent(w.coverage)}` : ''}`)]
+          : [text('–'), small(!d ? (this.wasteError ? 'unavailable' : 'computing…') : j.gpuCount ? 'no GPU data in the window' : 'holds no GPUs')],
+        'num',
+      ),
       cell(progressCell(j)),
     );
     return tr;
   }
 
-  private strip(j: FleetJob, d: FleetAnswer): HTMLElement {
+  private strip(j: FleetJob, d: FleetWaste | null): HTMLElement {
     const strip = document.createElement('div');
     strip.className = 'strip';
     strip.setAttribute('role', 'img');
@@ -259,7 +296,7 @@ export class FleetView {
       strip.dataset.empty = why;
       return strip;
     }
-    const idle = d.idle.filter((g) => g.jobId === j.id);
+    const idle = (d?.idle ?? []).filter((g) => g.jobId === j.id);
     const perCell = j.cells[0]!.scope === 'GPU' ? 1 : j.gpuCount ? j.gpuCount / j.cells.length : 1;
     let idleCount = 0;
     for (const c of j.cells) {

@@ -13,6 +13,7 @@ import {
   type ChartKind,
   type ChartLines,
   type JobDetail,
+  type Line,
   type LogEntry,
   type TrainingSeries,
 } from './api.js';
@@ -26,6 +27,7 @@ const TRAINING_PLATFORMS = new Set(['PRIMUS_LENS', 'RUNICORN']);
 const HISTORY_SECONDS = 30 * 60;
 const LOG_LINES_KEPT = 500;
 const MIN_REFRESH_MS = 5000;
+const SCOPE_RANK = { GPU: 0, NODE: 1, JOB: 2 } as const;
 
 const UTILIZATION: ChartSpec = { title: 'Accelerator utilization', format: percent, x: 'time', aggregate: true, yRange: [0, 1] };
 const MEMORY_BYTES: ChartSpec = { title: 'Accelerator memory used', format: gib, x: 'time', aggregate: true };
@@ -58,6 +60,7 @@ export class JobView {
   private readonly utilization = new SeriesChart($('utilization'), UTILIZATION);
   private readonly memory = new SeriesChart($('memory'), MEMORY_BYTES);
   private memoryKind: ChartKind | null = null;
+  private chartScope: Record<'utilization' | 'memory', number | null> = { utilization: null, memory: null };
   private job: JobDetail | null = null;
   private lastSampleAt: number | null = null;
   private intervalSeconds: number | null = null;
@@ -88,6 +91,7 @@ export class JobView {
     this.lastSampleAt = null;
     this.intervalSeconds = null;
     this.memoryKind = null;
+    this.chartScope = { utilization: null, memory: null };
     document.body.dataset.job = jobId;
     document.body.dataset.jobState = 'loading';
     document.body.dataset.updates = '0';
@@ -190,11 +194,23 @@ export class JobView {
   }
 
   private plot(lines: ChartLines) {
-    for (const l of lines.utilization) for (const [x, v] of l.points) this.utilization.add(l.label, x, v);
-    const scale = this.memoryKind === 'memoryBytes' ? 1 / GIB : 1;
-    if (this.memoryKind) for (const l of lines[this.memoryKind]) for (const [x, v] of l.points) this.memory.add(l.label, x, v === null ? null : v * scale);
-    this.utilization.render();
-    this.memory.render();
+    this.plotInto(this.utilization, 'utilization', lines.utilization, 1);
+    if (this.memoryKind) this.plotInto(this.memory, 'memory', lines[this.memoryKind], this.memoryKind === 'memoryBytes' ? 1 / GIB : 1);
+  }
+
+  /**
+   * Only the finest scope a chart has seen is drawn: per-GPU lines where there are any, else per
+   * node, else the job; a job-level point never joins per-node lines (it would read as a node).
+   */
+  private plotInto(chart: SeriesChart, key: 'utilization' | 'memory', lines: Line[], scale: number) {
+    if (!lines.length) return;
+    const finest = Math.min(...lines.map((l) => SCOPE_RANK[l.scope]));
+    const current = this.chartScope[key];
+    if (current !== null && finest > current) return;
+    if (current !== null && finest < current) chart.clearPoints();
+    this.chartScope[key] = finest;
+    for (const l of lines) if (SCOPE_RANK[l.scope] === finest) for (const [x, v] of l.points) chart.add(l.label, x, v === null ? null : v * scale);
+    chart.render();
   }
 
   private subscribe(session: Session) {

@@ -6,7 +6,7 @@
 // own server (no CDN). Screenshots of each view are kept in E2E_ARTIFACTS_DIR.
 import path from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { artifactsDir, launchBrowser, startDemoServer, type Browser, type DemoServer } from './browser.js';
 
 interface DemoJob {
@@ -25,6 +25,8 @@ describe('live view page (Chromium)', () => {
   let browser: Browser;
   let origin: string;
   let jobs: DemoJob[];
+  /** Closed after each test, so one test's live subscriptions and timers do not load the next. */
+  const pages: Page[] = [];
 
   async function gql<T>(query: string, variables: Record<string, unknown> = {}): Promise<T> {
     const res = await fetch(`${origin}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, variables }) });
@@ -47,6 +49,7 @@ describe('live view page (Chromium)', () => {
   /** A page that records page errors and any request leaving our server. */
   async function openPage(): Promise<{ page: Page; pageErrors: string[]; foreign: string[] }> {
     const page = await browser.context.newPage();
+    pages.push(page);
     await page.setViewportSize(LAPTOP);
     const pageErrors: string[] = [];
     const foreign: string[] = [];
@@ -63,6 +66,9 @@ describe('live view page (Chromium)', () => {
     [server, browser] = await Promise.all([startDemoServer(), launchBrowser()]);
     origin = new URL(server.runtime.url).origin;
     jobs = (await gql<{ jobs: { nodes: DemoJob[] } }>(`{ jobs(first: 100) { nodes { id name status provider { kind } } } }`)).jobs.nodes;
+  });
+  afterEach(async () => {
+    for (const page of pages.splice(0)) await page.close();
   });
   afterAll(async () => {
     await browser?.close();
@@ -180,8 +186,8 @@ describe('live view page (Chromium)', () => {
       const job = pick(kind, status);
       await page.goto(`${origin}/#job=${encodeURIComponent(job.id)}`);
       const loss = page.locator('#training-charts [data-metric="loss"]');
-      await loss.waitFor({ timeout: 30_000 });
-      await page.waitForFunction(() => document.querySelector<HTMLElement>('#training-charts [data-metric="loss"]')?.dataset.state === 'data', undefined, { timeout: 30_000 });
+      await loss.waitFor({ timeout: 90_000 });
+      await page.waitForFunction(() => document.querySelector<HTMLElement>('#training-charts [data-metric="loss"]')?.dataset.state === 'data', undefined, { timeout: 90_000 });
       expect(Number(await loss.getAttribute('data-points'))).toBeGreaterThan(1);
       expect(await loss.locator('canvas').count()).toBe(1);
       if (kind === 'RUNICORN') {
@@ -199,9 +205,10 @@ describe('live view page (Chromium)', () => {
 
   it('lists running jobs of all five platforms in the fleet view, refreshes in place and filters by platform in the URL', async () => {
     const { page, pageErrors, foreign } = await openPage();
+    onTestFailed(() => shot(page, 'fleet-failure.png'));
     await page.goto(`${origin}/`);
     expect(page.url()).toMatch(/#fleet$/);
-    await page.waitForFunction(() => Number(document.body.dataset.fleetRefreshes ?? 0) >= 1, undefined, { timeout: 60_000 });
+    await page.waitForFunction(() => Number(document.body.dataset.fleetRefreshes ?? 0) >= 1, undefined, { timeout: 120_000 });
     const kinds = await page.locator('#fleet-rows tr[data-provider]').evaluateAll((rows) => [...new Set(rows.map((r) => (r as HTMLElement).dataset.provider))].sort());
     expect(kinds).toEqual(['BASETEN', 'MODELARTS', 'PAI_DLC', 'PRIMUS_LENS', 'RUNICORN']);
     // Rows are sorted by waste, most first, and per-GPU jobs show one strip cell per GPU.
@@ -213,7 +220,7 @@ describe('live view page (Chromium)', () => {
     // Updated live: a later refresh lands without a reload (the page's own state survives).
     await page.evaluate(() => ((window as unknown as { marker: number }).marker = 1));
     const first = await page.evaluate(() => document.body.dataset.fleetUpdated);
-    await page.waitForFunction((t) => document.body.dataset.fleetUpdated !== t, first, { timeout: 60_000 });
+    await page.waitForFunction((t) => document.body.dataset.fleetUpdated !== t, first, { timeout: 120_000 });
     expect(await page.evaluate(() => (window as unknown as { marker?: number }).marker)).toBe(1);
 
     // Filter by platform: the URL says so, every row is that platform's, back clears it.
@@ -223,10 +230,10 @@ describe('live view page (Chromium)', () => {
     await page.waitForFunction(() => {
       const rows = [...document.querySelectorAll<HTMLElement>('#fleet-rows tr[data-provider]')];
       return rows.length > 0 && rows.every((r) => r.dataset.provider === 'PRIMUS_LENS');
-    }, undefined, { timeout: 60_000 });
+    }, undefined, { timeout: 120_000 });
     await shot(page, 'fleet-primus-lens.png');
     await page.goBack();
-    await page.waitForFunction(() => location.hash === '#fleet' && new Set([...document.querySelectorAll<HTMLElement>('#fleet-rows tr[data-provider]')].map((r) => r.dataset.provider)).size === 5, undefined, { timeout: 60_000 });
+    await page.waitForFunction(() => location.hash === '#fleet' && new Set([...document.querySelectorAll<HTMLElement>('#fleet-rows tr[data-provider]')].map((r) => r.dataset.provider)).size === 5, undefined, { timeout: 120_000 });
 
     // A row opens its job (keyboard: focus the link, Enter).
     const link = page.locator(`#fleet-rows tr[data-job="${lens.id}"] a`);
