@@ -205,7 +205,9 @@ describe('live view page (Chromium)', () => {
 
   it('lists running jobs of all five platforms in the fleet view, refreshes in place and filters by platform in the URL', async () => {
     const { page, pageErrors, foreign } = await openPage();
-    onTestFailed(() => shot(page, 'fleet-failure.png'));
+    onTestFailed(async () => {
+      await shot(page, 'fleet-failure.png');
+    });
     await page.goto(`${origin}/`);
     expect(page.url()).toMatch(/#fleet$/);
     await page.waitForFunction(() => Number(document.body.dataset.fleetRefreshes ?? 0) >= 1, undefined, { timeout: 120_000 });
