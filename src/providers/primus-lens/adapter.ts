@@ -22,6 +22,7 @@ import type {
 } from '../../domain/types.js';
 import { epochMillisToDate, epochSecondsToDate, finiteOrNull, percentToRatio } from '../../domain/units.js';
 import type { JobDetailResult, ProviderAdapter, SystemMetricsResult } from '../provider.js';
+import { reportShapeMismatch } from '../shape-watch.js';
 import { LensClient, isLensNotFound } from './client.js';
 import {
   availableMetricsSchema,
@@ -57,8 +58,21 @@ const STATUS: Record<string, JobStatus> = {
   Pending: 'PENDING',
   Done: 'SUCCEEDED',
   Failed: 'FAILED',
-  Deleted: 'STOPPED',
 };
+
+/**
+ * `Deleted` says the Kubernetes object is gone, not how the run ended. Lens keeps the pods' last
+ * phases, so the last known status is read from them: all Succeeded = SUCCEEDED, any Failed =
+ * FAILED, still Running/Pending when deleted = STOPPED; rawStatus stays "Deleted".
+ */
+function lastKnownStatus(pods: LensPod[]): JobStatus {
+  const phases = latestPods(pods).map((p) => p.phase ?? '');
+  if (phases.length === 0) return 'UNKNOWN';
+  if (phases.some((p) => p === 'Failed')) return 'FAILED';
+  if (phases.every((p) => p === 'Succeeded')) return 'SUCCEEDED';
+  if (phases.some((p) => p === 'Running' || p === 'Pending')) return 'STOPPED';
+  return 'UNKNOWN';
+}
 
 const SYSTEM_METRICS: readonly SystemMetric[] = ['GPU_UTILIZATION', 'GPU_MEMORY_UTILIZATION'];
 
@@ -146,6 +160,21 @@ export function createPrimusLensAdapter(config: PrimusLensConfig, secrets: Secre
     headers,
     timeoutMs: (config.timeoutSeconds ?? 30) * 1000,
   });
+
+  const deletedStatuses = new Map<string, JobStatus>();
+  async function deletedStatus(uid: string, signal: AbortSignal): Promise<JobStatus> {
+    const known = deletedStatuses.get(uid);
+    if (known) return known;
+    let status: JobStatus = 'UNKNOWN';
+    try {
+      status = lastKnownStatus((await getDetail(uid, signal)).pods);
+    } catch (err) {
+      if (!isLensNotFound(err)) throw err;
+    }
+    deletedStatuses.set(uid, status);
+    if (deletedStatuses.size > 10_000) deletedStatuses.delete(deletedStatuses.keys().next().value!);
+    return status;
+  }
 
   const getDetail = (uid: string, signal: AbortSignal) => client.get(`/workloads/${encodeURIComponent(uid)}`, {}, workloadDetailSchema, signal);
 
@@ -245,8 +274,26 @@ export function createPrimusLensAdapter(config: PrimusLensConfig, secrets: Secre
     },
 
     async listProjects(signal): Promise<ProjectRecord[]> {
-      const meta = await client.get('/workloadMetadata', {}, workloadMetadataSchema, signal);
-      return meta.namespaces.map((ns) => ({ externalId: ns, name: ns, createdAt: null }));
+      let namespaces: string[];
+      try {
+        namespaces = (await client.get('/workloadMetadata', {}, workloadMetadataSchema, signal)).namespaces;
+      } catch (err) {
+        // Refusals that would stop the workloads call too (auth, rate limit, time-out) are not a
+        // missing or failing route: they fail this call as they are.
+        const code = (err as { code?: string }).code;
+        if (signal.aborted || code === 'UPSTREAM_AUTH' || code === 'UPSTREAM_RATE_LIMITED' || code === 'UPSTREAM_TIMEOUT') throw err;
+        // Older Lens builds fail here; the workloads name their namespaces too (and every job
+        // carries its projectName), so the job list never depends on this route.
+        reportShapeMismatch({ providerId, assumption: 'primus-lens.workload-metadata-route', detail: `/workloadMetadata failed (${(err as Error).message}); projects taken from the workloads' namespaces` });
+        const seen = new Set<string>();
+        for (let pageNum = 1; pageNum <= 1000; pageNum++) {
+          const page = await client.get('/workloads', { page_num: pageNum, page_size: PAGE_SIZE }, workloadListSchema, signal);
+          for (const item of page.data) seen.add(item.namespace);
+          if (pageNum * PAGE_SIZE >= page.total || page.data.length === 0) break;
+        }
+        namespaces = [...seen].sort();
+      }
+      return namespaces.map((ns) => ({ externalId: ns, name: ns, createdAt: null }));
     },
 
     async listJobs(cursor, signal): Promise<JobPage> {
@@ -255,8 +302,16 @@ export function createPrimusLensAdapter(config: PrimusLensConfig, secrets: Secre
       // Newest first: a workload created while paging pushes older ones down, so an item can be
       // seen twice across pages but never skipped.
       const page = await client.get('/workloads', { page_num: pageNum, page_size: PAGE_SIZE, order_by: 'start_at' }, workloadListSchema, signal);
+      const jobs = page.data.map(jobFromListItem);
+      // A deleted workload's last known status comes from its detail, once (it no longer changes).
+      await Promise.all(
+        jobs.map(async (job) => {
+          if (job.rawStatus !== 'Deleted') return;
+          job.status = await deletedStatus(job.externalId, signal);
+        }),
+      );
       return {
-        jobs: page.data.map(jobFromListItem),
+        jobs,
         nextCursor: pageNum * PAGE_SIZE < page.total && page.data.length > 0 ? String(pageNum + 1) : null,
       };
     },
@@ -270,7 +325,7 @@ export function createPrimusLensAdapter(config: PrimusLensConfig, secrets: Secre
         throw err;
       }
       const [item, nodes] = await Promise.all([findListItem(detail, signal), nodesOf(detail, signal)]);
-      const status = item ? statusOf(item.status) : 'UNKNOWN';
+      const status = item ? (item.status === 'Deleted' ? lastKnownStatus(detail.pods) : statusOf(item.status)) : 'UNKNOWN';
       const created = epochSecondsToDate(detail.startTime);
       return {
         externalId: detail.uid,

@@ -23,10 +23,19 @@ const safeErrorSchema = z.object({ errorCode: z.string(), errorMessage: z.string
 const lensAuthErrorSchema = z.object({ code: z.number(), message: z.string().nullish() });
 const legacyErrorSchema = z.object({ error: z.string() });
 
-/** A handler error's meta.code, as the sheet groups them. */
-export function errorCodeForLensCode(code: number): ErrorCode {
+/** Lens' handle-error middleware answers every untyped failure so, bad parameters included (page_num=abc). */
+export const LENS_UNTYPED_ERROR = 'Unknown error';
+
+/**
+ * A handler error's meta.code, as the sheet groups them. 5000 "Unknown error" is Lens' answer to
+ * an untyped failure, which is how a request Lens cannot bind (bad parameters) comes back: asking
+ * again would fail the same way, so it is not retryable. A typed 5000 (another message) is an
+ * internal error and is.
+ */
+export function errorCodeForLensCode(code: number, message?: string | null): ErrorCode {
   if (code === 4004) return 'UPSTREAM_NOT_FOUND';
   if (code === 4003 || code === 4005) return 'UPSTREAM_AUTH';
+  if (code === 5000 && message === LENS_UNTYPED_ERROR) return 'UPSTREAM_BAD_RESPONSE';
   if (code >= 5000 && code < 6000) return 'UPSTREAM_UNAVAILABLE';
   // 4001 (bad parameter) and the codes the sheet lists without meaning (4002, 4016, 6001, ...).
   return 'UPSTREAM_BAD_RESPONSE';
@@ -85,7 +94,7 @@ export class LensClient {
     }
     if (meta.data.code === LENS_OK) return (body as { data?: unknown }).data;
     throw new UpstreamError(
-      errorCodeForLensCode(meta.data.code),
+      errorCodeForLensCode(meta.data.code, meta.data.message),
       this.opts.providerId,
       `Primus-Lens error ${meta.data.code} on ${path}: ${short(meta.data.message)}`,
       { status, upstreamCode: String(meta.data.code) },
@@ -127,7 +136,7 @@ export class LensClient {
     if (body !== null && typeof body === 'object' && 'meta' in body) {
       const meta = metaSchema.safeParse((body as { meta: unknown }).meta);
       if (meta.success && meta.data.code !== LENS_OK) {
-        return new UpstreamError(errorCodeForLensCode(meta.data.code), id, `Primus-Lens error ${meta.data.code} on ${path}: ${short(meta.data.message)}`, {
+        return new UpstreamError(errorCodeForLensCode(meta.data.code, meta.data.message), id, `Primus-Lens error ${meta.data.code} on ${path}: ${short(meta.data.message)}`, {
           status: res.status,
           upstreamCode: String(meta.data.code),
         });

@@ -36,6 +36,7 @@ const podSchema = z.object({
   podName: z.string(),
   nodeName: z.string().nullish(),
   gpuAllocated: z.number().nullish(),
+  phase: z.string().nullish(),
   createdAt: z.number().nullish(),
   updatedAt: z.number().nullish(),
 });

@@ -597,7 +597,8 @@ export async function startPrimusLensSimulator(opts: PrimusLensSimulatorOptions 
         // A status of 1000 and above is a Lens meta.code: the handler error arrives as HTTP 200.
         if (code >= 1000) {
           if (legacyRoute) return { status: code >= 5000 ? 500 : 400, body: { error: `simulated error ${code}` } };
-          return envelopeError(code, code === 4004 ? 'workload not found' : code >= 5000 ? 'Unknown error' : 'simulated error');
+          // An injected 5xxx is a typed internal error; "Unknown error" is only for untyped failures (bad parameters).
+          return envelopeError(code, code === 4004 ? 'workload not found' : code >= 5000 ? 'internal error' : 'simulated error');
         }
         if (code === 502 || code === 503 || code === 504) {
           return { status: code, headers: { 'content-type': 'text/plain' }, rawText: 'upstream connect error or disconnect/reset before headers. reset reason: connection termination' };

@@ -4,6 +4,9 @@ import { primusLensConfig, type PrimusLensConfig } from '../../../src/config/ind
 import type { JobRef } from '../../../src/domain/types.js';
 import { createPrimusLensAdapter } from '../../../src/providers/primus-lens/adapter.js';
 import type { ProviderAdapter } from '../../../src/providers/provider.js';
+import { LensClient } from '../../../src/providers/primus-lens/client.js';
+import { workloadListSchema } from '../../../src/providers/primus-lens/schemas.js';
+import { onShapeMismatch } from '../../../src/providers/shape-watch.js';
 import { startPrimusLensDemo } from '../../../src/simulators/primus-lens/demo.js';
 import {
   SOURCE_METRICS,
@@ -71,7 +74,8 @@ describe('workloads, pods and nodes', () => {
     const mine = lens.fleet.workloads.filter((w) => w.cluster === 'gpu-cluster-a');
     expect(page.jobs).toHaveLength(mine.length);
     expect(page.nextCursor).toBeNull();
-    const expected = { Running: 'RUNNING', Pending: 'PENDING', Done: 'SUCCEEDED', Failed: 'FAILED', Deleted: 'STOPPED' } as const;
+    // Deleted is not a way of ending: the pods' last phases (Failed in the simulator) say how it did.
+    const expected = { Running: 'RUNNING', Pending: 'PENDING', Done: 'SUCCEEDED', Failed: 'FAILED', Deleted: 'FAILED' } as const;
     for (const w of mine) {
       const job = page.jobs.find((j) => j.externalId === w.uid)!;
       expect(job.status).toBe(expected[w.status]);
@@ -344,8 +348,27 @@ describe('faults', () => {
   it('5xx and gateway text bodies', async () => {
     lens.inject({ kind: 'status', status: 503, route: 'workloads', times: 1 });
     await expect(adapter.listJobs(null, signal)).rejects.toMatchObject({ code: 'UPSTREAM_UNAVAILABLE', status: 503 });
-    lens.inject({ kind: 'status', status: 500, route: 'workloadMetadata', times: 1 });
-    await expect(adapter.listProjects(signal)).rejects.toMatchObject({ code: 'UPSTREAM_UNAVAILABLE', status: 500 });
+  });
+
+  it('a failing /workloadMetadata (older Lens) does not stop projects: they come from the workloads, with a counted warning', async () => {
+    const seen: string[] = [];
+    const stop = onShapeMismatch((m) => seen.push(m.assumption));
+    try {
+      lens.inject({ kind: 'status', status: 500, route: 'workloadMetadata', times: 1 });
+      const projects = await adapter.listProjects(signal);
+      expect(projects.map((p) => p.externalId)).toEqual(['research', 'team-llm', 'team-vision']);
+      expect(seen).toEqual(['primus-lens.workload-metadata-route']);
+    } finally {
+      stop();
+    }
+  });
+
+  it('5000 "Unknown error" (how Lens answers bad parameters) is not retryable; a typed 5000 is', async () => {
+    const client = new LensClient({ providerId: 'lens', baseUrl: lens.baseUrl, cluster: 'gpu-cluster-a', headers: {}, timeoutMs: 5000 });
+    const bad = await client.get('/workloads', { page_num: 'abc' }, workloadListSchema, signal).catch((e: unknown) => e);
+    expect(bad).toMatchObject({ code: 'UPSTREAM_BAD_RESPONSE', retryable: false, details: { upstreamCode: '5000' } });
+    lens.inject({ kind: 'status', status: 5000, route: 'workloads', times: 1 });
+    await expect(adapter.listJobs(null, signal)).rejects.toMatchObject({ code: 'UPSTREAM_UNAVAILABLE', retryable: true });
   });
 
   it('time-out', async () => {

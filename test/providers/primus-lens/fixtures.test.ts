@@ -235,7 +235,7 @@ describe('error fixtures become typed errors, never data', () => {
   const cases: [file: string, route: string, code: string][] = [
     ['errors/error_workload_not_found.json', 'data', 'UPSTREAM_NOT_FOUND'],
     ['errors/error_invalid_time.json', 'data', 'UPSTREAM_BAD_RESPONSE'],
-    ['errors/error_unknown.json', 'data', 'UPSTREAM_UNAVAILABLE'],
+    ['errors/error_unknown.json', 'data', 'UPSTREAM_BAD_RESPONSE'],
     ['errors/error_lens_auth_required.json', 'data', 'UPSTREAM_AUTH'],
     ['errors/error_lens_unified_route_missing.json', 'sources', 'UPSTREAM_NOT_FOUND'],
     ['errors/error_safe_robust_not_installed.json', 'data', 'UPSTREAM_UNAVAILABLE'],
@@ -261,6 +261,7 @@ describe('error fixtures become typed errors, never data', () => {
     answers.detail = { status: 404, body: fixture('errors/error_lens_unified_route_missing.json') };
     await expect(adapter().getJob({ externalId: UID, projectExternalId: 'team-llm' }, signal)).rejects.toMatchObject({ code: 'UPSTREAM_NOT_FOUND' });
     answers.list = ok('errors/error_unknown.json');
-    await expect(adapter().listJobs(null, signal)).rejects.toMatchObject({ code: 'UPSTREAM_UNAVAILABLE', details: { upstreamCode: '5000' } });
+    // 5000 "Unknown error" is Lens' untyped failure (bad parameters among them): not retried.
+    await expect(adapter().listJobs(null, signal)).rejects.toMatchObject({ code: 'UPSTREAM_BAD_RESPONSE', retryable: false, details: { upstreamCode: '5000' } });
   });
 });
