@@ -22,8 +22,6 @@ export interface ProviderCapabilities {
   systemMetrics: readonly SystemMetric[];
   /** True when the platform has real per-GPU series (Baseten ranks, Lens gpu_id); false = node aggregates only. */
   perGpuSeries: boolean;
-  /** True when one metrics call returns every metric (Baseten), false when each metric is its own call (PAI-DLC). */
-  metricsInOneCall: boolean;
   trainingMetrics: boolean;
   progress: boolean;
   logs: boolean;

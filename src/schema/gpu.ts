@@ -2,7 +2,6 @@ import { DomainError } from '../domain/errors.js';
 import type { SystemMetric } from '../domain/types.js';
 import type { GpuRow } from '../store/index.js';
 import type { SeriesArgs } from './args.js';
-import { builder } from './builder.js';
 import type { Context } from './context.js';
 import { AggregationEnum } from './enums.js';
 import { MetricSeriesRef } from './metric-series.js';

@@ -5,7 +5,6 @@ import { checkPageSize, decodeJobCursor, encodeJobCursor } from './args.js';
 import { builder } from './builder.js';
 import type { Context } from './context.js';
 import { resolveJobFilter, type JobFilterInput } from './job-filter.js';
-import { SourceErrorRef } from './provider.js';
 import { JobRef } from './refs.js';
 
 interface JobConnectionShape {

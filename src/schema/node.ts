@@ -1,5 +1,4 @@
 import { DomainError } from '../domain/errors.js';
-import { builder } from './builder.js';
 import { AggregationEnum, MetricScopeEnum, SystemMetricEnum } from './enums.js';
 import { MetricSeriesRef } from './metric-series.js';
 import { GpuRef, JobRef, NodeRef } from './refs.js';

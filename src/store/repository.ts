@@ -4,7 +4,7 @@ import { and, desc, eq, inArray, lt, or, sql, type SQL } from 'drizzle-orm';
 import { gpuGlobalId, jobGlobalId, nodeGlobalId, projectGlobalId } from '../domain/ids.js';
 import type { Aggregation, JobRecord, NodeRecord, ProjectRecord, SeriesData } from '../domain/types.js';
 import type { Db } from './db.js';
-import { bigintArray, chunks, rowsOf, textArray, toDate } from './sql-util.js';
+import { chunks, rowsOf, textArray, toDate } from './sql-util.js';
 import { jobFilterConditions, type JobFilter } from './job-filter.js';
 import * as t from './tables.js';
 

@@ -7,10 +7,6 @@ export function textArray(values: readonly string[]): SQL {
   return sql`array(select jsonb_array_elements_text(${JSON.stringify(values)}::jsonb))`;
 }
 
-export function bigintArray(values: readonly number[]): SQL {
-  return sql`array(select jsonb_array_elements_text(${JSON.stringify(values)}::jsonb)::bigint)`;
-}
-
 export async function rowsOf<T>(db: Db, query: SQL): Promise<T[]> {
   const res = (await db.execute(query)) as unknown;
   return (Array.isArray(res) ? res : ((res as { rows: T[] }).rows ?? [])) as T[];

@@ -4,13 +4,26 @@ import { requireSecret, type BasetenConfig, type SecretSource } from '../../conf
 import { DomainError, UpstreamError } from '../../domain/errors.js';
 import type { JobPage, JobRef, LogPage, LogRequest, MetricFetchRequest, ProjectRecord } from '../../domain/types.js';
 import { epochNanosStringToDate, isoToDate } from '../../domain/units.js';
-import { errorCodeForStatus, parseJsonBody, retryAfterFromHeader, sendHttp, type HttpResponse } from '../http-client.js';
+import { requestJson, type ErrorClassifier, type HttpResponse } from '../http-client.js';
 import type { JobDetailResult, ProviderAdapter, SystemMetricsResult } from '../provider.js';
 import { mapJob, mapMetrics } from './mapping.js';
 import { jobResponse, logsResponse, metricsResponse, projectsResponse, searchResponse } from './wire.js';
 
 const LOG_WINDOW_MS = 7 * 24 * 3600 * 1000; // the current spec's maximum log window
 const MAX_LOG_LIMIT = 1000;
+
+/**
+ * Baseten's error bodies are not documented (fact sheet) beyond 429's `retry_after` (seconds);
+ * `message` or `error` is read when present, otherwise the status alone speaks.
+ */
+export const classifyBasetenError: ErrorClassifier = (res, body) => {
+  const b = body && typeof body === 'object' ? (body as Record<string, unknown>) : {};
+  const upstreamMessage = typeof b.message === 'string' ? b.message : typeof b.error === 'string' ? b.error : null;
+  return {
+    message: `Baseten answered ${res.status}${upstreamMessage ? `: ${upstreamMessage}` : ''}`,
+    retryAfterSeconds: typeof b.retry_after === 'number' ? b.retry_after : null,
+  };
+};
 
 export function createBasetenAdapter(config: BasetenConfig, secrets: SecretSource): ProviderAdapter {
   const apiKey = requireSecret(secrets, config.apiKeyEnv, config.id);
@@ -25,7 +38,7 @@ export function createBasetenAdapter(config: BasetenConfig, secrets: SecretSourc
     opts: { query?: Record<string, string>; body?: unknown; signal: AbortSignal; notFoundIsNull?: boolean },
   ): Promise<T | null> {
     const qs = opts.query ? `?${new URLSearchParams(opts.query).toString()}` : '';
-    const res = await sendHttp(providerId, {
+    return requestJson(providerId, {
       method,
       url: `${base}${path}${qs}`,
       headers: {
@@ -37,34 +50,10 @@ export function createBasetenAdapter(config: BasetenConfig, secrets: SecretSourc
       body: opts.body !== undefined ? JSON.stringify(opts.body) : undefined,
       timeoutMs,
       signal: opts.signal,
-    });
-    if (res.status === 404 && opts.notFoundIsNull) return null;
-    if (res.status < 200 || res.status >= 300) throw toError(res);
-    const parsed = schema.safeParse(parseJsonBody(providerId, res));
-    if (!parsed.success) {
-      throw new UpstreamError('UPSTREAM_BAD_RESPONSE', providerId, `unexpected response shape from ${path.split('/').slice(0, 3).join('/')}`, {
-        status: res.status,
-      });
-    }
-    return parsed.data;
-  }
-
-  function toError(res: HttpResponse): UpstreamError {
-    let body: Record<string, unknown> = {};
-    try {
-      const parsed = JSON.parse(res.text);
-      if (parsed && typeof parsed === 'object') body = parsed as Record<string, unknown>;
-    } catch {
-      // Error bodies are not documented (fact sheet): a non-JSON body keeps the generic message.
-    }
-    const upstreamMessage = typeof body.message === 'string' ? body.message : typeof body.error === 'string' ? body.error : null;
-    const code = errorCodeForStatus(res.status);
-    // 429 documents `retry_after` (seconds) in the body; a Retry-After header is unconfirmed but honoured.
-    const retryAfter =
-      typeof body.retry_after === 'number' ? body.retry_after : res.status === 429 ? retryAfterFromHeader(res.headers) : null;
-    return new UpstreamError(code, providerId, `Baseten answered ${res.status}${upstreamMessage ? `: ${upstreamMessage}` : ''}`, {
-      status: res.status,
-      retryAfterSeconds: retryAfter,
+      schema,
+      what: `${method} ${path.split('/').slice(0, 3).join('/')}`,
+      classify: classifyBasetenError,
+      absent: (res: HttpResponse) => res.status === 404 && opts.notFoundIsNull === true,
     });
   }
 
@@ -95,7 +84,6 @@ export function createBasetenAdapter(config: BasetenConfig, secrets: SecretSourc
         'STORAGE_UTILIZATION',
       ],
       perGpuSeries: true,
-      metricsInOneCall: true,
       trainingMetrics: false,
       progress: false,
       logs: true,

@@ -165,7 +165,6 @@ export function createModelArtsAdapter(config: ModelArtsConfig, secrets: SecretS
   const capabilities: ProviderCapabilities = {
     systemMetrics: SYSTEM_METRICS,
     perGpuSeries: false,
-    metricsInOneCall: true,
     trainingMetrics: false,
     progress: false,
     logs: true,

@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { UpstreamError } from '../../domain/errors.js';
 import { isoToDate } from '../../domain/units.js';
-import { parseJsonBody, retryAfterFromHeader, sendHttp, type HttpResponse } from '../http-client.js';
+import { readJson, sendHttp, upstreamError, type ErrorClassifier, type HttpResponse } from '../http-client.js';
 import { signRequest, type AkSkCredentials } from './signer.js';
 
 export type ModelArtsAuth =
@@ -36,34 +36,23 @@ interface CachedToken {
   refreshAt: number;
 }
 
-function readErrorBody(text: string): { code: string | null; message: string | null } {
-  try {
-    const body = JSON.parse(text) as Record<string, unknown>;
-    // ModelArts: {error_code, error_msg}; the SDK also accepts {code, message}; IAM: {error: {message}}.
-    const nested = typeof body.error === 'object' && body.error !== null ? (body.error as Record<string, unknown>) : {};
-    const code = body.error_code ?? body.code;
-    const message = body.error_msg ?? body.message ?? nested.message;
-    return { code: typeof code === 'string' ? code : null, message: typeof message === 'string' ? message : null };
-  } catch {
-    return { code: null, message: null };
-  }
-}
-
-export function upstreamErrorFor(providerId: string, res: HttpResponse, what: string, now: number): UpstreamError {
-  const { code, message } = readErrorBody(res.text);
-  const detail = `${what}: HTTP ${res.status}${code ? ` ${code}` : ''}${message ? ` (${message})` : ''}`;
-  const opts = { status: res.status, upstreamCode: code };
-  if (res.status === 429 || (code !== null && THROTTLING_CODES.has(code))) {
-    return new UpstreamError('UPSTREAM_RATE_LIMITED', providerId, detail, { ...opts, retryAfterSeconds: retryAfterFromHeader(res.headers, now) });
-  }
-  if (code === JOB_NOT_FOUND_CODE) return new UpstreamError('UPSTREAM_NOT_FOUND', providerId, detail, opts);
-  if (res.status === 401 || res.status === 403 || code === TOKEN_PROJECT_MISMATCH_CODE) {
-    return new UpstreamError('UPSTREAM_AUTH', providerId, detail, opts);
-  }
-  if (res.status >= 500) return new UpstreamError('UPSTREAM_UNAVAILABLE', providerId, detail, opts);
-  if (res.status === 404) return new UpstreamError('UPSTREAM_NOT_FOUND', providerId, detail, opts);
-  return new UpstreamError('UPSTREAM_BAD_RESPONSE', providerId, detail, opts);
-}
+/**
+ * ModelArts' error body is {error_code, error_msg} (the SDK also accepts {code, message}; IAM sends
+ * {error: {message}}); its codes decide before the status does.
+ */
+export const classifyModelArtsError: ErrorClassifier = (res, raw, what) => {
+  const body = raw && typeof raw === 'object' ? (raw as Record<string, unknown>) : {};
+  const nested = typeof body.error === 'object' && body.error !== null ? (body.error as Record<string, unknown>) : {};
+  const rawCode = body.error_code ?? body.code;
+  const rawMessage = body.error_msg ?? body.message ?? nested.message;
+  const code = typeof rawCode === 'string' ? rawCode : null;
+  const message = typeof rawMessage === 'string' ? rawMessage : null;
+  const reading = { message: `${what}: HTTP ${res.status}${code ? ` ${code}` : ''}${message ? ` (${message})` : ''}`, upstreamCode: code };
+  if (res.status === 429 || (code !== null && THROTTLING_CODES.has(code))) return { ...reading, code: 'UPSTREAM_RATE_LIMITED' };
+  if (code === JOB_NOT_FOUND_CODE) return { ...reading, code: 'UPSTREAM_NOT_FOUND' };
+  if (res.status === 401 || res.status === 403 || code === TOKEN_PROJECT_MISMATCH_CODE) return { ...reading, code: 'UPSTREAM_AUTH' };
+  return reading;
+};
 
 export class ModelArtsClient {
   private token: CachedToken | null = null;
@@ -87,18 +76,12 @@ export class ModelArtsClient {
       res = await this.sendOnce(method, path, bodyText, signal, true);
     }
     if (res.status >= 200 && res.status < 300) return res;
-    throw upstreamErrorFor(this.opts.providerId, res, `${method} ${path}`, this.opts.now());
+    throw upstreamError(this.opts.providerId, res, `${method} ${path}`, classifyModelArtsError, this.opts.now());
   }
 
   /** Parses a JSON answer against a schema, or fails with UPSTREAM_BAD_RESPONSE. */
   parse<T>(res: HttpResponse, schema: z.ZodType<T>, what: string): T {
-    const parsed = schema.safeParse(parseJsonBody(this.opts.providerId, res));
-    if (!parsed.success) {
-      throw new UpstreamError('UPSTREAM_BAD_RESPONSE', this.opts.providerId, `${what}: unexpected shape (${parsed.error.issues[0]?.message ?? 'invalid'})`, {
-        status: res.status,
-      });
-    }
-    return parsed.data;
+    return readJson(this.opts.providerId, res, schema, what);
   }
 
   private async sendOnce(method: 'GET' | 'POST', path: string, bodyText: string, signal: AbortSignal, freshToken: boolean): Promise<HttpResponse> {
@@ -156,7 +139,7 @@ export class ModelArtsClient {
       timeoutMs: this.opts.timeoutMs,
       signal,
     });
-    if (res.status !== 201 && res.status !== 200) throw upstreamErrorFor(this.opts.providerId, res, 'IAM token request', this.opts.now());
+    if (res.status !== 201 && res.status !== 200) throw upstreamError(this.opts.providerId, res, 'IAM token request', classifyModelArtsError, this.opts.now());
     const value = res.headers.get('x-subject-token');
     if (!value) {
       throw new UpstreamError('UPSTREAM_BAD_RESPONSE', this.opts.providerId, 'IAM token answer has no X-Subject-Token header', { status: res.status });

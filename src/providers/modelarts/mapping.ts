@@ -77,7 +77,7 @@ const STATUS_BY_PHASE: Record<string, JobStatus> = {
   Terminated: 'STOPPED',
 };
 
-export function statusForPhase(phase: string): JobStatus {
+export function mapStatus(phase: string): JobStatus {
   return STATUS_BY_PHASE[phase] ?? 'UNKNOWN';
 }
 
@@ -113,7 +113,7 @@ export function mapJob(job: ModelArtsJob): JobRecord {
     projectExternalId: workspaceId,
     projectName: workspaceName(workspaceId),
     name: job.metadata.name,
-    status: statusForPhase(job.status.phase),
+    status: mapStatus(job.status.phase),
     rawStatus: job.status.phase,
     createdAt: epochMillisToDate(job.metadata.create_time),
     startedAt,

@@ -36,7 +36,7 @@ import {
   type WirePod,
 } from './wire.js';
 
-export { PAI_DLC_VERSION, retryAfterOf } from './client.js';
+export { PAI_DLC_VERSION } from './client.js';
 
 /**
  * ListJobs silently hides jobs created more than 7 days ago unless StartTime is given; we ask for a
@@ -250,7 +250,6 @@ export function createPaiDlcAdapter(config: PaiDlcConfig, secrets: SecretSource)
     capabilities: {
       systemMetrics: [...METRIC_TYPES.keys()],
       perGpuSeries: false,
-      metricsInOneCall: false,
       trainingMetrics: false,
       progress: false,
       logs: true,

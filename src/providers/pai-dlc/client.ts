@@ -2,8 +2,7 @@
 // UpstreamErrors, throttling hints, and JSON validated against the wire schemas.
 import type { z } from 'zod';
 import { requireSecret, type PaiDlcConfig, type SecretSource } from '../../config/index.js';
-import { UpstreamError } from '../../domain/errors.js';
-import { errorCodeForStatus, parseJsonBody, retryAfterFromHeader, sendHttp, type HttpResponse } from '../http-client.js';
+import { requestJson, type ErrorClassifier } from '../http-client.js';
 import { canonicalQueryString, signedHeadersFor, type Acs3Credentials } from './signer.js';
 import { errorBody } from './wire.js';
 
@@ -21,19 +20,36 @@ export interface CallOptions {
 }
 
 /**
- * Seconds to wait from a throttling answer: `x-acs-retry-after` (read as milliseconds, our reading,
- * unconfirmed), the older `x-ratelimit-user-api` / `x-ratelimit-user` headers (`TimeLeft:<ms>`), or
- * a standard Retry-After.
+ * Alibaba's own throttling hints: `x-acs-retry-after` (read as milliseconds, our reading,
+ * unconfirmed) or the older `x-ratelimit-user-api` / `x-ratelimit-user` (`TimeLeft:<ms>`). The
+ * standard Retry-After is read by http-client.ts, which waits for the longer of the two.
  */
-export function retryAfterOf(headers: Headers): number | null {
+function acsRetryAfter(headers: Headers): number | null {
   const acs = headers.get('x-acs-retry-after');
   if (acs && /^\d+(\.\d+)?$/.test(acs.trim())) return Math.ceil(Number(acs) / 1000);
   for (const name of ['x-ratelimit-user-api', 'x-ratelimit-user']) {
     const m = /TimeLeft:\s*(\d+)/i.exec(headers.get(name) ?? '');
     if (m) return Math.ceil(Number(m[1]) / 1000);
   }
-  return retryAfterFromHeader(headers);
+  return null;
 }
+
+/** Alibaba's JSON error body ({Code, Message, RequestId}); its codes decide before the status does. */
+export const classifyPaiDlcError: ErrorClassifier = (res, raw, what) => {
+  const body = errorBody.safeParse(raw);
+  const code = body.success ? (body.data.Code ?? body.data.code ?? null) : null;
+  const message = body.success ? (body.data.Message ?? body.data.message ?? null) : null;
+  const requestId = body.success ? (body.data.RequestId ?? body.data.requestId ?? null) : null;
+  const text = `${what} answered ${res.status}${code ? ` ${code}` : ''}${message ? `: ${message}` : ''}${requestId ? ` (RequestId ${requestId})` : ''}`;
+  const reading = { message: text, upstreamCode: code };
+  if ((code && /Throttling/i.test(code)) || res.status === 429) {
+    return { ...reading, code: 'UPSTREAM_RATE_LIMITED', retryAfterSeconds: acsRetryAfter(res.headers) };
+  }
+  // Checked before not-found: an unknown AccessKeyId comes back as 404 InvalidAccessKeyId.NotFound.
+  if ((code && AUTH_CODE.test(code)) || res.status === 401 || res.status === 403) return { ...reading, code: 'UPSTREAM_AUTH' };
+  if ((code && NOT_FOUND_CODE.test(code)) || res.status === 404) return { ...reading, code: 'UPSTREAM_NOT_FOUND' };
+  return reading;
+};
 
 export interface PaiDlcClient {
   readonly providerId: string;
@@ -51,35 +67,6 @@ export function createPaiDlcClient(config: PaiDlcConfig, secrets: SecretSource):
   const basePath = base.pathname.replace(/\/+$/, '');
   const timeoutMs = (config.timeoutSeconds ?? 30) * 1000;
 
-  function toError(res: HttpResponse, action: string): UpstreamError {
-    let code: string | null = null;
-    let message: string | null = null;
-    let requestId: string | null = null;
-    try {
-      const body = errorBody.safeParse(JSON.parse(res.text));
-      if (body.success) {
-        code = body.data.Code ?? body.data.code ?? null;
-        message = body.data.Message ?? body.data.message ?? null;
-        requestId = body.data.RequestId ?? body.data.requestId ?? null;
-      }
-    } catch {
-      // Not Alibaba's JSON error body (a proxy's HTML page, say): the status alone decides.
-    }
-    const text = `PAI-DLC ${action} answered ${res.status}${code ? ` ${code}` : ''}${message ? `: ${message}` : ''}${requestId ? ` (RequestId ${requestId})` : ''}`;
-    const opts = { status: res.status, upstreamCode: code };
-    if ((code && /Throttling/i.test(code)) || res.status === 429) {
-      return new UpstreamError('UPSTREAM_RATE_LIMITED', providerId, text, { ...opts, retryAfterSeconds: retryAfterOf(res.headers) });
-    }
-    // Checked before not-found: an unknown AccessKeyId comes back as 404 InvalidAccessKeyId.NotFound.
-    if ((code && AUTH_CODE.test(code)) || res.status === 401 || res.status === 403) {
-      return new UpstreamError('UPSTREAM_AUTH', providerId, text, opts);
-    }
-    if ((code && NOT_FOUND_CODE.test(code)) || res.status === 404) {
-      return new UpstreamError('UPSTREAM_NOT_FOUND', providerId, text, opts);
-    }
-    return new UpstreamError(errorCodeForStatus(res.status), providerId, text, opts);
-  }
-
   return {
     providerId,
     async call<T>(opts: CallOptions, schema: z.ZodType<T>): Promise<T> {
@@ -94,21 +81,16 @@ export function createPaiDlcClient(config: PaiDlcConfig, secrets: SecretSource):
       // fetch derives Host from the URL (the same host[:port] we signed); it may not be set by hand.
       delete headers.host;
       const qs = canonicalQueryString(query);
-      const res = await sendHttp(providerId, {
+      return requestJson(providerId, {
         method,
         url: `${base.protocol}//${base.host}${path}${qs ? `?${qs}` : ''}`,
         headers,
         timeoutMs,
         signal: opts.signal,
+        schema,
+        what: `PAI-DLC ${opts.action}`,
+        classify: classifyPaiDlcError,
       });
-      if (res.status < 200 || res.status >= 300) throw toError(res, opts.action);
-      const parsed = schema.safeParse(parseJsonBody(providerId, res));
-      if (!parsed.success) {
-        throw new UpstreamError('UPSTREAM_BAD_RESPONSE', providerId, `PAI-DLC ${opts.action} answered an unexpected shape`, {
-          status: res.status,
-        });
-      }
-      return parsed.data;
     },
   };
 }

@@ -113,12 +113,12 @@ function gpusPerNode(detail: WorkloadDetail): Map<string, number> {
   return out;
 }
 
-function statusOf(raw: string): JobStatus {
+function mapStatus(raw: string): JobStatus {
   return STATUS[raw] ?? 'UNKNOWN';
 }
 
 function jobFromListItem(item: WorkloadListItem): JobRecord {
-  const status = statusOf(item.status);
+  const status = mapStatus(item.status);
   const created = epochSecondsToDate(item.start_at);
   return {
     externalId: item.uid,
@@ -267,7 +267,6 @@ export function createPrimusLensAdapter(config: PrimusLensConfig, secrets: Secre
     capabilities: {
       systemMetrics: SYSTEM_METRICS,
       perGpuSeries: true,
-      metricsInOneCall: true,
       trainingMetrics: true,
       progress: true,
       logs: false,
@@ -325,7 +324,7 @@ export function createPrimusLensAdapter(config: PrimusLensConfig, secrets: Secre
         throw err;
       }
       const [item, nodes] = await Promise.all([findListItem(detail, signal), nodesOf(detail, signal)]);
-      const status = item ? (item.status === 'Deleted' ? lastKnownStatus(detail.pods) : statusOf(item.status)) : 'UNKNOWN';
+      const status = item ? (item.status === 'Deleted' ? lastKnownStatus(detail.pods) : mapStatus(item.status)) : 'UNKNOWN';
       const created = epochSecondsToDate(detail.startTime);
       return {
         externalId: detail.uid,

@@ -3,7 +3,7 @@
 // fact sheet lists turned into a typed UpstreamError.
 import { z } from 'zod';
 import { UpstreamError, type ErrorCode } from '../../domain/errors.js';
-import { errorCodeForStatus, parseJsonBody, retryAfterFromHeader, sendHttp, type HttpResponse } from '../http-client.js';
+import { errorCodeForStatus, requestJson, type ErrorClassifier } from '../http-client.js';
 
 export const LENS_OK = 2000;
 
@@ -64,22 +64,17 @@ export class LensClient {
     const url = new URL(`${this.opts.baseUrl.replace(/\/+$/, '')}/v1${path}`);
     const params: Query = { ...query, cluster: this.opts.cluster };
     for (const [k, v] of Object.entries(params)) if (v !== undefined) url.searchParams.set(k, String(v));
-    const res = await sendHttp(this.opts.providerId, {
+    return requestJson(this.opts.providerId, {
       method: 'GET',
       url: url.toString(),
       headers: { accept: 'application/json', ...this.opts.headers },
       timeoutMs: this.opts.timeoutMs,
       signal,
+      schema,
+      what: path,
+      classify: classifyLensError,
+      unwrap: (body, res) => this.unwrap(body, res.status, path),
     });
-    if (res.status < 200 || res.status >= 300) throw this.errorFor(res, path);
-    const payload = this.unwrap(parseJsonBody(this.opts.providerId, res), res.status, path);
-    const parsed = schema.safeParse(payload);
-    if (!parsed.success) {
-      throw new UpstreamError('UPSTREAM_BAD_RESPONSE', this.opts.providerId, `unexpected shape from ${path}: ${short(parsed.error.message)}`, {
-        status: res.status,
-      });
-    }
-    return parsed.data;
   }
 
   /**
@@ -100,51 +95,41 @@ export class LensClient {
       { status, upstreamCode: String(meta.data.code) },
     );
   }
-
-  private errorFor(res: HttpResponse, path: string): UpstreamError {
-    const id = this.opts.providerId;
-    if (res.status === 429) {
-      return new UpstreamError('UPSTREAM_RATE_LIMITED', id, `rate limited on ${path}`, {
-        status: 429,
-        retryAfterSeconds: retryAfterFromHeader(res.headers),
-      });
-    }
-    let body: unknown = null;
-    try {
-      body = JSON.parse(res.text);
-    } catch {
-      // Gateways answer 502/503 with text; the status alone says what happened.
-    }
-    const safe = safeErrorSchema.safeParse(body);
-    if (safe.success) {
-      const { errorCode, errorMessage } = safe.data;
-      // Match SaFE errors on the code, not the status (Primus.00050 is an HTTP 404 today).
-      const code: ErrorCode =
-        errorCode === 'Primus.00050'
-          ? 'UPSTREAM_UNAVAILABLE'
-          : errorCode === 'Primus.00009'
-            ? 'UPSTREAM_AUTH'
-            : errorCode === 'Primus.00002'
-              ? 'UPSTREAM_BAD_RESPONSE'
-              : errorCodeForStatus(res.status);
-      const hint = errorCode === 'Primus.00002' ? ' (set `cluster` in the provider config)' : '';
-      return new UpstreamError(code, id, `SaFE ${errorCode} on ${path}: ${short(errorMessage)}${hint}`, {
-        status: res.status,
-        upstreamCode: errorCode,
-      });
-    }
-    if (body !== null && typeof body === 'object' && 'meta' in body) {
-      const meta = metaSchema.safeParse((body as { meta: unknown }).meta);
-      if (meta.success && meta.data.code !== LENS_OK) {
-        return new UpstreamError(errorCodeForLensCode(meta.data.code, meta.data.message), id, `Primus-Lens error ${meta.data.code} on ${path}: ${short(meta.data.message)}`, {
-          status: res.status,
-          upstreamCode: String(meta.data.code),
-        });
-      }
-    }
-    const lensAuth = lensAuthErrorSchema.safeParse(body);
-    const legacy = legacyErrorSchema.safeParse(body);
-    const message = lensAuth.success ? lensAuth.data.message : legacy.success ? legacy.data.error : res.text;
-    return new UpstreamError(errorCodeForStatus(res.status), id, `HTTP ${res.status} on ${path}: ${short(message)}`, { status: res.status });
-  }
 }
+
+/**
+ * Every error shape the fact sheet lists: SaFE's {errorCode, errorMessage} (matched on the code, not
+ * the status: Primus.00050 is an HTTP 404 today), Lens' envelope with meta.code, its auth body
+ * {code, message}, the legacy {error}, and gateways' plain-text 502/503 pages (the status decides).
+ */
+export const classifyLensError: ErrorClassifier = (res, body, path) => {
+  if (res.status === 429) return { code: 'UPSTREAM_RATE_LIMITED', message: `rate limited on ${path}` };
+  const safe = safeErrorSchema.safeParse(body);
+  if (safe.success) {
+    const { errorCode, errorMessage } = safe.data;
+    const code: ErrorCode =
+      errorCode === 'Primus.00050'
+        ? 'UPSTREAM_UNAVAILABLE'
+        : errorCode === 'Primus.00009'
+          ? 'UPSTREAM_AUTH'
+          : errorCode === 'Primus.00002'
+            ? 'UPSTREAM_BAD_RESPONSE'
+            : errorCodeForStatus(res.status);
+    const hint = errorCode === 'Primus.00002' ? ' (set `cluster` in the provider config)' : '';
+    return { code, message: `SaFE ${errorCode} on ${path}: ${short(errorMessage)}${hint}`, upstreamCode: errorCode };
+  }
+  if (body !== null && typeof body === 'object' && 'meta' in body) {
+    const meta = metaSchema.safeParse((body as { meta: unknown }).meta);
+    if (meta.success && meta.data.code !== LENS_OK) {
+      return {
+        code: errorCodeForLensCode(meta.data.code, meta.data.message),
+        message: `Primus-Lens error ${meta.data.code} on ${path}: ${short(meta.data.message)}`,
+        upstreamCode: String(meta.data.code),
+      };
+    }
+  }
+  const lensAuth = lensAuthErrorSchema.safeParse(body);
+  const legacy = legacyErrorSchema.safeParse(body);
+  const message = lensAuth.success ? lensAuth.data.message : legacy.success ? legacy.data.error : res.text;
+  return { message: `HTTP ${res.status} on ${path}: ${short(message)}` };
+};

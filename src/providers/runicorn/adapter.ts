@@ -36,7 +36,6 @@ const CAPABILITIES: ProviderCapabilities = {
   // Runicorn has no per-run system metrics; /api/gpu/telemetry is a host snapshot tied to no run.
   systemMetrics: [],
   perGpuSeries: false,
-  metricsInOneCall: true,
   trainingMetrics: true,
   progress: true,
   logs: true,

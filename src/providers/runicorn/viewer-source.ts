@@ -1,7 +1,6 @@
 // Viewer mode: the Runicorn viewer's HTTP API (no auth, no envelope) and its log WebSocket.
 import { z } from 'zod';
-import { UpstreamError } from '../../domain/errors.js';
-import { errorCodeForStatus, parseJsonBody, retryAfterFromHeader, sendHttp, type HttpResponse } from '../http-client.js';
+import { requestJson, type ErrorClassifier, type HttpResponse } from '../http-client.js';
 import type { MetricTable } from './events.js';
 import { LogReplays, type LogSlice } from './log-replay.js';
 import type { RunicornSource, RunSnapshot } from './source.js';
@@ -45,6 +44,17 @@ const errorBody = z.object({
 /** How long a list answer may serve the next ask (a refresh's projects-then-jobs pair). */
 const LIST_REUSE_MS = 2_000;
 
+/** The viewer's FastAPI errors: {detail} (a string, or validation items), and `retry_after` (seconds) on 429. */
+const classifyViewerError: ErrorClassifier = (res, body, what) => {
+  const parsed = errorBody.safeParse(body);
+  const d = parsed.success ? parsed.data.detail : null;
+  const detail = d === null ? '' : typeof d === 'string' ? d : d.map((i) => `${(i.loc ?? []).join('.')}: ${i.msg ?? ''}`).join('; ');
+  return {
+    message: `${what}: HTTP ${res.status}${detail ? ` (${detail})` : ''}`,
+    retryAfterSeconds: parsed.success ? (parsed.data.retry_after ?? null) : null,
+  };
+};
+
 export class ViewerSource implements RunicornSource {
   private readonly base: string;
   private readonly logs: LogReplays;
@@ -62,41 +72,18 @@ export class ViewerSource implements RunicornSource {
     this.logs = new LogReplays({ providerId, baseUrl: this.base, timeoutMs });
   }
 
-  private fail(res: HttpResponse, what: string): never {
-    let detail = '';
-    let bodyRetryAfter: number | null = null;
-    try {
-      const parsed = errorBody.safeParse(JSON.parse(res.text));
-      if (parsed.success) {
-        const d = parsed.data.detail;
-        detail = typeof d === 'string' ? d : d.map((i) => `${(i.loc ?? []).join('.')}: ${i.msg ?? ''}`).join('; ');
-        bodyRetryAfter = parsed.data.retry_after ?? null;
-      }
-    } catch {
-      // a non-JSON error body: the status alone decides
-    }
-    const message = `${what}: HTTP ${res.status}${detail ? ` (${detail})` : ''}`;
-    if (res.status === 429) {
-      throw new UpstreamError('UPSTREAM_RATE_LIMITED', this.providerId, message, {
-        status: 429,
-        retryAfterSeconds: retryAfterFromHeader(res.headers) ?? bodyRetryAfter,
-      });
-    }
-    throw new UpstreamError(errorCodeForStatus(res.status), this.providerId, message, { status: res.status });
-  }
-
   /** GET a JSON route; `null` when the viewer says the run does not exist. */
   private async get<T>(path: string, schema: z.ZodType<T>, signal: AbortSignal, runRoute: boolean): Promise<T | null> {
-    const res = await sendHttp(this.providerId, { method: 'GET', url: `${this.base}${path}`, timeoutMs: this.timeoutMs, signal });
-    if (res.status === 404 && runRoute && /"Run not found"/.test(res.text)) return null;
-    if (res.status !== 200) this.fail(res, `GET ${path}`);
-    const parsed = schema.safeParse(parseJsonBody(this.providerId, res));
-    if (!parsed.success) {
-      throw new UpstreamError('UPSTREAM_BAD_RESPONSE', this.providerId, `GET ${path}: unexpected body (${parsed.error.issues[0]?.message ?? 'wrong shape'})`, {
-        status: res.status,
-      });
-    }
-    return parsed.data;
+    return requestJson(this.providerId, {
+      method: 'GET',
+      url: `${this.base}${path}`,
+      timeoutMs: this.timeoutMs,
+      signal,
+      schema,
+      what: `GET ${path}`,
+      classify: classifyViewerError,
+      absent: (res: HttpResponse) => res.status === 404 && runRoute && /"Run not found"/.test(res.text),
+    });
   }
 
   /**
