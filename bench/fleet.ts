@@ -36,7 +36,7 @@ const FLEET_BENCH_QUERY = `query FleetBench($filter: JobFilter, $from: DateTime!
     utilization {
       total { allocatedGpuHours usedGpuHours coverage }
       byProvider { provider { id } allocatedGpuHours usedGpuHours coverage }
-      byGpuModel { model allocatedGpuHours usedGpuHours }
+      byGpuModel { gpuModel allocatedGpuHours usedGpuHours }
     }
     jobs { job { id } wasteGpuHours }
   }

@@ -129,7 +129,7 @@ async function measureGraphql(): Promise<Result & { template: string }> {
   let template = '';
   let received = 0;
   const clients: Client[] = [];
-  const query = `subscription($id: ID!) { jobUtilization(jobId: $id) { polledAt status granularity gpus { nodeName index latest { timestamp gpuUtilization gpuMemoryUsedBytes } } nodes { name latest { timestamp cpuUsageCores memoryUsedBytes } } } }`;
+  const query = `subscription($id: ID!) { jobUtilization(jobId: $id, names: [GPU_UTILIZATION, GPU_MEMORY_USED, CPU_USAGE, MEMORY_USED], maxPoints: 60) { polledAt granularity job { id status } series { id name scope points { timestamp value } } } }`;
   // 100 subscriptions per connection (the server's cap): N subscribers, N/100 sockets.
   const perSocket = 100;
   const sockets = Math.ceil(N / perSocket);

@@ -2,34 +2,6 @@
 // ISO strings so the in-memory and Redis transports carry identical payloads.
 import type { JobRow } from '../store/repository.js';
 
-/** One instant of one entity (a GPU, a node, the job): the utilization and memory metrics at that time. */
-export interface UtilizationPointPayload {
-  t: string;
-  gpuUtilization?: number | null;
-  gpuMemoryUsedBytes?: number | null;
-  gpuMemoryUtilization?: number | null;
-  npuUtilization?: number | null;
-  npuMemoryUtilization?: number | null;
-  cpuUsageCores?: number | null;
-  cpuUtilization?: number | null;
-  memoryUsedBytes?: number | null;
-  memoryUtilization?: number | null;
-}
-
-export interface GpuUtilizationPayload {
-  gpuId: string | null;
-  nodeId: string | null;
-  nodeName: string | null;
-  index: number;
-  points: UtilizationPointPayload[];
-}
-
-export interface NodeUtilizationPayload {
-  nodeId: string | null;
-  name: string;
-  points: UtilizationPointPayload[];
-}
-
 export interface SamplePayload {
   type: 'sample';
   jobId: string;
@@ -41,9 +13,12 @@ export interface SamplePayload {
   granularity: 'GPU' | 'NODE' | 'JOB';
   /** The job had finished when this was polled: it is the last sample. */
   final: boolean;
-  job: UtilizationPointPayload[];
-  nodes: NodeUtilizationPayload[];
-  gpus: GpuUtilizationPayload[];
+  /**
+   * The store keys (SeriesRow.seriesKey) of the series this poll wrote points to. A subscriber
+   * answers them as MetricSeries read from the store, the same objects (and ids) Job.metrics
+   * answers, so the payload stays small and identical for every subscriber.
+   */
+  series: string[];
   /** The newest point time seen so far: the next poll, on whichever replica, resumes after it. */
   cursor: string | null;
 }

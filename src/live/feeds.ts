@@ -5,13 +5,7 @@
 // (the hub publishes what the store tells it).
 import type { LogPage, SystemMetric } from '../domain/types.js';
 import { isTerminal, type ProviderView, type Store, type StoredSample } from '../store/index.js';
-import {
-  type GpuUtilizationPayload,
-  type LivePayload,
-  type LogLinePayload,
-  type NodeUtilizationPayload,
-  type UtilizationPointPayload,
-} from './events.js';
+import type { LivePayload, LogLinePayload } from './events.js';
 
 export type FeedKind = 'utilization' | 'logs' | 'status';
 
@@ -36,18 +30,18 @@ export type PollOutcome = 'continue' | 'end';
 
 export const statusTopic = (providerId: string) => `live:status:${providerId}`;
 
-/** Canonical metric -> field of a utilization point. */
-export const UTILIZATION_FIELDS: Partial<Record<SystemMetric, keyof Omit<UtilizationPointPayload, 't'>>> = {
-  GPU_UTILIZATION: 'gpuUtilization',
-  GPU_MEMORY_USED: 'gpuMemoryUsedBytes',
-  GPU_MEMORY_UTILIZATION: 'gpuMemoryUtilization',
-  NPU_UTILIZATION: 'npuUtilization',
-  NPU_MEMORY_UTILIZATION: 'npuMemoryUtilization',
-  CPU_USAGE: 'cpuUsageCores',
-  CPU_UTILIZATION: 'cpuUtilization',
-  MEMORY_USED: 'memoryUsedBytes',
-  MEMORY_UTILIZATION: 'memoryUtilization',
-};
+/** The system metrics a live utilization feed polls (where the platform has them). */
+export const LIVE_METRICS: ReadonlySet<SystemMetric> = new Set([
+  'GPU_UTILIZATION',
+  'GPU_MEMORY_USED',
+  'GPU_MEMORY_UTILIZATION',
+  'NPU_UTILIZATION',
+  'NPU_MEMORY_UTILIZATION',
+  'CPU_USAGE',
+  'CPU_UTILIZATION',
+  'MEMORY_USED',
+  'MEMORY_UTILIZATION',
+]);
 
 /** How far back the first sample of a feed reaches, so a new dashboard starts with a short history. */
 const FIRST_SAMPLE_LOOKBACK_MS = 5 * 60_000;
@@ -64,7 +58,7 @@ export async function pollUtilization(ctx: PollContext, jobId: string): Promise<
   const to = terminal && job.finishedAt && job.finishedAt < now ? job.finishedAt : now;
   const cursorMs = ctx.state.cursor ? Date.parse(ctx.state.cursor) : null;
   const from = new Date(cursorMs ?? to.getTime() - Math.max(FIRST_SAMPLE_LOOKBACK_MS, 4 * ctx.intervalMs));
-  const metrics = ctx.provider.capabilities.systemMetrics.filter((m) => UTILIZATION_FIELDS[m]);
+  const metrics = ctx.provider.capabilities.systemMetrics.filter((m) => LIVE_METRICS.has(m));
   if (metrics.length > 0 && from <= to) await store.refreshMetrics(job, from, to, metrics);
   const sample = toSample(await store.storedSample(job, metrics, cursorMs === null ? from : new Date(cursorMs + 1), to));
   const cursor = sample.newest ?? ctx.state.cursor;
@@ -80,61 +74,26 @@ export async function pollUtilization(ctx: PollContext, jobId: string): Promise<
     intervalSeconds: ctx.intervalMs / 1000,
     granularity: sample.granularity,
     final: terminal,
-    job: sample.job,
-    nodes: sample.nodes,
-    gpus: sample.gpus,
+    series: sample.series,
     cursor,
   });
   return terminal ? 'end' : 'continue';
 }
 
-/** The stored points of one poll window, arranged per job, node and GPU, oldest first. */
-function toSample({ series, nodes, gpus, points }: StoredSample) {
-  const nodeById = new Map(nodes.map((n) => [n.id, n]));
-  const gpuById = new Map(gpus.map((g) => [g.id, g]));
-  const seriesById = new Map(series.map((s) => [s.id, s]));
-
-  type Entity = { key: string; scope: 'JOB' | 'NODE' | 'GPU'; nodeId: string | null; gpuId: string | null; byTime: Map<number, UtilizationPointPayload> };
-  const entities = new Map<string, Entity>();
+/** Which series got points in the poll window, the newest point time among them, and the finest scope. */
+function toSample({ series, points }: StoredSample) {
+  const keyOf = new Map(series.map((s) => [s.id, s.seriesKey]));
+  const touched = new Set<string>();
   let newest: number | null = null;
   for (const p of points) {
-    const s = seriesById.get(p.seriesId);
-    if (!s || !p.ts) continue;
-    const field = UTILIZATION_FIELDS[s.name as SystemMetric]!;
-    const key = `${s.scope}|${s.nodeId ?? ''}|${s.gpuId ?? ''}`;
-    let e = entities.get(key);
-    if (!e) entities.set(key, (e = { key, scope: s.scope as Entity['scope'], nodeId: s.nodeId, gpuId: s.gpuId, byTime: new Map() }));
+    if (!p.ts || !keyOf.has(p.seriesId)) continue;
+    touched.add(keyOf.get(p.seriesId)!);
     const t = p.ts.getTime();
-    let point = e.byTime.get(t);
-    if (!point) e.byTime.set(t, (point = { t: p.ts.toISOString() }));
-    point[field] = p.value;
     if (newest === null || t > newest) newest = t;
   }
-  const ordered = (e: Entity) => [...e.byTime.entries()].sort((a, b) => a[0] - b[0]).map(([, v]) => v);
-  const jobPoints: UtilizationPointPayload[] = [];
-  const nodeOut: NodeUtilizationPayload[] = [];
-  const gpuOut: GpuUtilizationPayload[] = [];
-  for (const e of entities.values()) {
-    if (e.scope === 'JOB') jobPoints.push(...ordered(e));
-    else if (e.scope === 'NODE') {
-      nodeOut.push({ nodeId: e.nodeId, name: (e.nodeId && nodeById.get(e.nodeId)?.name) || (e.nodeId?.split('#').pop() ?? 'job'), points: ordered(e) });
-    } else {
-      const gpu = e.gpuId ? gpuById.get(e.gpuId) : undefined;
-      const nodeId = gpu?.nodeId ?? e.nodeId;
-      gpuOut.push({
-        gpuId: e.gpuId,
-        nodeId,
-        nodeName: (nodeId && nodeById.get(nodeId)?.name) || null,
-        index: gpu?.idx ?? Number(e.gpuId?.split('#').pop() ?? 0),
-        points: ordered(e),
-      });
-    }
-  }
-  nodeOut.sort((a, b) => (nodeById.get(a.nodeId ?? '')?.ord ?? 0) - (nodeById.get(b.nodeId ?? '')?.ord ?? 0) || a.name.localeCompare(b.name));
-  gpuOut.sort((a, b) => (a.nodeName ?? '').localeCompare(b.nodeName ?? '') || a.index - b.index);
   const scopes = new Set(series.map((s) => s.scope));
   const granularity: 'GPU' | 'NODE' | 'JOB' = scopes.has('GPU') ? 'GPU' : scopes.has('NODE') ? 'NODE' : 'JOB';
-  return { job: jobPoints.sort((a, b) => a.t.localeCompare(b.t)), nodes: nodeOut, gpus: gpuOut, granularity, newest: newest === null ? null : new Date(newest).toISOString() };
+  return { series: [...touched], granularity, newest: newest === null ? null : new Date(newest).toISOString() };
 }
 
 // ---- logs -----------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import { parseGlobalId } from '../domain/ids.js';
 import { clientFacingError, type ProviderView, type Store } from '../store/index.js';
 import { BoundedChannel } from './buffer.js';
 import type { EventBus } from './bus.js';
-import { jobRowToJson, type LivePayload } from './events.js';
+import { jobRowToJson, type LivePayload, type SamplePayload } from './events.js';
 import { pollLogs, pollStatuses, pollUtilization, statusTopic, type FeedKind, type FeedState, type PollContext, type PollOutcome } from './feeds.js';
 import { pollIntervalMs } from './intervals.js';
 import type { PollLock } from './lock.js';
@@ -74,6 +74,9 @@ class Feed {
   private failures = 0;
   /** Polls this replica ran for the feed (tests read it to prove there is one poller). */
   polls = 0;
+  /** The latest sample heard (from whichever replica polled), and every series any sample named. */
+  private latestSample: SamplePayload | null = null;
+  private readonly seenSeries = new Set<string>();
 
   constructor(
     readonly topic: string,
@@ -99,13 +102,26 @@ class Feed {
 
   private onEvent(payload: LivePayload) {
     // Whoever polled, the cursor moves: a replica taking over resumes exactly after it.
-    if (payload.type === 'sample' && payload.cursor) this.state.cursor = payload.cursor;
+    if (payload.type === 'sample') {
+      if (payload.cursor) this.state.cursor = payload.cursor;
+      this.latestSample = payload;
+      for (const key of payload.series) this.seenSeries.add(key);
+    }
     if (payload.type === 'logs') {
       this.state.cursor = payload.cursor;
       this.state.since = payload.since;
     }
     if (payload.type === 'end') this.done = true;
     for (const sink of [...this.sinks]) sink.deliver(payload);
+  }
+
+  /**
+   * What a subscriber joining a running feed gets at once: the latest sample naming every series
+   * the feed has sampled, so it starts with the same series (read from the store over its window)
+   * the first subscriber built up, instead of nothing until the next poll.
+   */
+  backfill(): SamplePayload | null {
+    return this.latestSample ? { ...this.latestSample, series: [...this.seenSeries] } : null;
   }
 
   private schedule(delayMs: number) {
@@ -266,6 +282,8 @@ export class LiveHub {
       let feed = this.feeds.get(topic);
       // A finished feed whose slow readers still drain it is left to them; a newcomer gets a new one.
       if (!feed || feed.isDone) this.feeds.set(topic, (feed = new Feed(topic, spec, providers[i]!, this)));
+      const backfill = feed.backfill();
+      if (backfill) sink.deliver(backfill);
       feed.sinks.add(sink);
       attached.push(feed);
     });

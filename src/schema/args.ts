@@ -38,10 +38,10 @@ export function checkSeriesArgs(args: SeriesArgs, limits: Limits): CheckedSeries
   return { from, to, maxPoints, aggregation: args.aggregation ?? 'AVG' };
 }
 
-export function checkPageSize(first: number | null | undefined, def: number, cap: number): number {
+export function checkPageSize(first: number | null | undefined, def: number, cap: number, argument = 'first'): number {
   const n = first ?? def;
   if (!Number.isInteger(n) || n < 0 || n > cap) {
-    throw new DomainError('BAD_INPUT', `"first" must be between 0 and ${cap}, got ${n}`, { argument: 'first' });
+    throw new DomainError('BAD_INPUT', `"${argument}" must be between 0 and ${cap}, got ${n}`, { argument });
   }
   return n;
 }
@@ -50,7 +50,7 @@ export function encodeJobCursor(c: JobCursor): string {
   return Buffer.from(JSON.stringify([c.sortAt.getTime(), c.id]), 'utf8').toString('base64url');
 }
 
-export function decodeJobCursor(cursor: string | null | undefined): JobCursor | null {
+export function decodeJobCursor(cursor: string | null | undefined, argument: 'after' | 'before' = 'after'): JobCursor | null {
   if (cursor === null || cursor === undefined) return null;
   try {
     const [ms, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
@@ -60,5 +60,5 @@ export function decodeJobCursor(cursor: string | null | undefined): JobCursor | 
   } catch {
     // fall through to the coded error
   }
-  throw new DomainError('BAD_INPUT', `"after" is not a cursor this API issued`, { argument: 'after' });
+  throw new DomainError('BAD_INPUT', `"${argument}" is not a cursor this API issued`, { argument });
 }

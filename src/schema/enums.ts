@@ -3,15 +3,77 @@ import { ACCELERATOR_KINDS, AGGREGATIONS, JOB_STATUSES, METRIC_SCOPES, METRIC_UN
 import { METRIC_CATALOG } from '../domain/metric-catalog.js';
 import { builder } from './builder.js';
 
-export const ProviderKindEnum = builder.enumType('ProviderKind', { values: PROVIDER_KINDS });
-export const JobStatusEnum = builder.enumType('JobStatus', { values: JOB_STATUSES });
-export const MetricUnitEnum = builder.enumType('MetricUnit', { values: METRIC_UNITS });
-export const MetricScopeEnum = builder.enumType('MetricScope', { values: METRIC_SCOPES });
+/** Enum values with their descriptions, checked to cover exactly the domain's list. */
+function documented<T extends string>(values: readonly T[], docs: Record<T, string>) {
+  return Object.fromEntries(values.map((v) => [v, { description: docs[v] }])) as Record<T, { description: string }>;
+}
+
+export const ProviderKindEnum = builder.enumType('ProviderKind', {
+  description: 'Which training platform a provider is',
+  values: documented(PROVIDER_KINDS, {
+    BASETEN: 'Baseten training (projects, jobs, per-node and per-GPU-rank metrics, logs)',
+    MODELARTS: 'Huawei Cloud ModelArts training jobs (per-task 1-minute running metrics)',
+    PAI_DLC: 'Alibaba Cloud PAI-DLC jobs (per-pod monitoring series)',
+    PRIMUS_LENS: 'AMD Primus-Lens workloads (training metrics, iteration times, per-GPU metrics)',
+    RUNICORN: 'Runicorn local runs (step and time metrics, progress, logs)',
+  }),
+});
+const JOB_STATUS_DOCS = {
+  PENDING: 'Submitted, not running yet (queued, scheduling, creating)',
+  RUNNING: 'Running (including restarting and stopping in progress)',
+  SUCCEEDED: 'Ended successfully (terminal)',
+  FAILED: 'Ended with an error (terminal)',
+  STOPPED: 'Stopped or cancelled by a user (terminal)',
+  UNKNOWN: 'A platform status this server does not recognise (see rawStatus)',
+} as const;
+export const JobStatusEnum = builder.enumType('JobStatus', {
+  description: "A job's status on the common scale every platform's own status maps to (Job.rawStatus keeps the original)",
+  values: documented(JOB_STATUSES, JOB_STATUS_DOCS),
+});
+// The same values as an input of its own: JobStatus is then output-only, and a supergraph in
+// which another subgraph has a JobStatus of its own (CI jobs, batch jobs) still composes (output
+// enums merge as a union; an enum used as input must be identical in every subgraph).
+export const JobStatusFilterEnum = builder.enumType('JobStatusFilter', {
+  description: 'A JobStatus to select by in JobFilter.statuses (the same values as JobStatus)',
+  values: documented(JOB_STATUSES, JOB_STATUS_DOCS),
+});
+export const MetricUnitEnum = builder.enumType('MetricUnit', {
+  description: "The canonical unit of a series' values",
+  values: documented(METRIC_UNITS, {
+    RATIO: 'A fraction 0..1 (a platform percentage divided by 100)',
+    BYTES: 'Bytes',
+    CORES: 'CPU cores in use (1.0 = one core busy)',
+    BYTES_PER_SECOND: 'Bytes per second',
+    COUNT: 'A count of things',
+    NONE: 'No unit (a training metric such as loss, as the run logged it)',
+  }),
+});
+export const MetricScopeEnum = builder.enumType('MetricScope', {
+  description: 'What one series measures: a whole job, one node, or one GPU',
+  values: documented(METRIC_SCOPES, {
+    JOB: 'The whole job (an aggregate over its nodes, or a job-level number)',
+    NODE: 'One compute node (task, pod, host); its GPU numbers are node aggregates',
+    GPU: 'One GPU (or NPU)',
+  }),
+});
 export const AggregationEnum = builder.enumType('Aggregation', {
   description: 'How points are combined when a series is downsampled to maxPoints',
-  values: AGGREGATIONS,
+  values: documented(AGGREGATIONS, {
+    AVG: 'The mean of the points in a bucket (gaps not counted)',
+    MIN: 'The lowest point in a bucket',
+    MAX: 'The highest point in a bucket',
+    LAST: 'The latest point in a bucket',
+  }),
+});
+export const SeriesKeyEnum = builder.enumType('SeriesKey', {
+  description: "What orders a series' points",
+  values: {
+    TIME: { description: 'Wall-clock time (system metrics): MetricPoint.timestamp is set' },
+    STEP: { description: 'Training step (training metrics): MetricPoint.step is set, timestamp where the platform logged one' },
+  },
 });
 export const SystemMetricEnum = builder.enumType('SystemMetric', {
+  description: 'The canonical system metrics, each in one unit whatever the platform reports',
   values: Object.fromEntries(
     SYSTEM_METRICS.map((m) => {
       const def = METRIC_CATALOG.get(m)!;
@@ -19,7 +81,16 @@ export const SystemMetricEnum = builder.enumType('SystemMetric', {
     }),
   ) as Record<(typeof SYSTEM_METRICS)[number], { description: string }>,
 });
-export const HealthStateEnum = builder.enumType('HealthState', { values: ['OK', 'DEGRADED', 'DOWN', 'UNKNOWN'] as const });
+export const HealthStateEnum = builder.enumType('HealthState', {
+  description: "How a platform's calls have gone lately, as seen by this server",
+  values: {
+    OK: { description: 'The latest call succeeded' },
+    DEGRADED: { description: 'The latest calls failed (consecutiveFailures > 0), or the circuit breaker lets one trial call through' },
+    DOWN: { description: 'The circuit breaker is open: calls are refused until retryAt' },
+    UNKNOWN: { description: 'No call made yet since the server started' },
+  },
+});
+
 export const AcceleratorKindEnum = builder.enumType('AcceleratorKind', {
   description: 'What kind of accelerator a job holds',
   values: {
@@ -28,3 +99,26 @@ export const AcceleratorKindEnum = builder.enumType('AcceleratorKind', {
     NONE: { description: 'No accelerator: a CPU-only job' },
   } satisfies Record<(typeof ACCELERATOR_KINDS)[number], { description: string }>,
 });
+
+export const LOG_LEVELS = ['DEBUG', 'INFO', 'WARNING', 'ERROR', 'CRITICAL'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+export const LogLevelEnum = builder.enumType('LogLevel', {
+  description: "A log line's severity, read from the platform's own level name (rawLevel keeps that name)",
+  values: {
+    DEBUG: { description: 'Diagnostic detail (platform names: debug, trace)' },
+    INFO: { description: 'Normal operation (platform names: info, notice)' },
+    WARNING: { description: 'Something unexpected that did not stop the work (platform names: warn, warning)' },
+    ERROR: { description: 'A failure of some part of the work (platform names: error, err)' },
+    CRITICAL: { description: 'A failure that stops the work (platform names: critical, fatal, panic)' },
+  } satisfies Record<LogLevel, { description: string }>,
+});
+
+const LEVEL_NAMES: Record<string, LogLevel> = {
+  trace: 'DEBUG', debug: 'DEBUG', info: 'INFO', notice: 'INFO', warn: 'WARNING', warning: 'WARNING',
+  err: 'ERROR', error: 'ERROR', critical: 'CRITICAL', crit: 'CRITICAL', fatal: 'CRITICAL', panic: 'CRITICAL',
+};
+
+/** The level a platform's name stands for; null for a name we do not recognise (never a guess). */
+export function logLevelOf(raw: string | null): LogLevel | null {
+  return raw ? (LEVEL_NAMES[raw.trim().toLowerCase()] ?? null) : null;
+}

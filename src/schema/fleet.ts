@@ -1,7 +1,6 @@
 // Query.fleet: questions across every platform at once (idle GPUs, GPU-hours allocated vs used,
 // jobs ranked by waste), answered in SQL over the cached GPU utilization (src/store/fleet.ts)
 // after the read-through store has fetched what the window needs.
-import type { ObjectFieldBuilder } from '@pothos/core';
 import { DomainError } from '../domain/errors.js';
 import { MAX_GAP_STEPS, type GpuHoursRow, type IdleRunRow, type JobRow, type PreparedFleet } from '../store/index.js';
 import { checkPageSize } from './args.js';
@@ -10,7 +9,7 @@ import type { Context } from './context.js';
 import { MetricScopeEnum } from './enums.js';
 import { JobFilterRef, resolveJobFilter } from './job-filter.js';
 import { ProviderRef } from './provider.js';
-import { GpuRef, JobRef, NodeRef, ProjectRef } from './refs.js';
+import { ComputeNodeRef, GpuRef, JobRef, ProjectRef, SourceErrorRef } from './refs.js';
 
 const SEMANTICS =
   `Each job counts for its part of [from, to] inside its life (start to end, or now); PENDING jobs hold no GPUs and are left out. ` +
@@ -24,8 +23,6 @@ const SEMANTICS =
 interface FleetShape {
   prepared: Promise<PreparedFleet>;
   askedFrom: Date;
-  /** The roll-ups, read once for whichever of `utilization` and `jobs` asks first. */
-  gpuHours?: Promise<GpuHoursRow[]>;
 }
 
 interface IdleGpuShape {
@@ -33,20 +30,16 @@ interface IdleGpuShape {
   runs: IdleRunRow[];
 }
 
-interface UsageShape {
-  row: GpuHoursRow;
-}
-
 const IdleIntervalRef = builder.objectRef<{ run: IdleRunRow }>('IdleInterval');
 IdleIntervalRef.implement({
   description: 'A stretch in which utilization stayed under the threshold, with data all along',
   fields: (t) => ({
-    from: t.field({ type: 'DateTime', resolve: ({ run }) => run.from }),
-    to: t.field({ type: 'DateTime', resolve: ({ run }) => run.to }),
-    seconds: t.float({ resolve: ({ run }) => seconds(run) }),
-    gpuHours: t.float({ description: 'seconds / 3600 x the GPUs the series stands for', resolve: ({ run }) => (seconds(run) / 3600) * run.gpus }),
-    avgUtilization: t.float({ description: 'Time-weighted mean utilization in the stretch, 0..1', resolve: ({ run }) => run.avgUtilization }),
-    maxUtilization: t.float({ resolve: ({ run }) => run.maxUtilization }),
+    from: t.field({ type: 'DateTime', description: 'Start of the stretch', resolve: ({ run }) => run.from }),
+    to: t.field({ type: 'DateTime', description: 'End of the stretch', resolve: ({ run }) => run.to }),
+    duration: t.field({ type: 'Duration', description: 'How long the stretch lasted (to - from)', resolve: ({ run }) => seconds(run) }),
+    gpuHours: t.float({ description: 'GPU-hours: duration in hours x the GPUs the series stands for', resolve: ({ run }) => (seconds(run) / 3600) * run.gpus }),
+    avgUtilization: t.float({ description: 'Ratio 0..1: time-weighted mean utilization in the stretch', resolve: ({ run }) => run.avgUtilization }),
+    maxUtilization: t.float({ description: 'Ratio 0..1: the highest point in the stretch (under the threshold)', resolve: ({ run }) => run.maxUtilization }),
   }),
 });
 
@@ -54,8 +47,8 @@ const IdleGpuRef = builder.objectRef<IdleGpuShape>('IdleGpu');
 IdleGpuRef.implement({
   description: `A GPU, or a node or job aggregate standing for several GPUs, that stayed under the threshold for long enough. ${SEMANTICS}`,
   fields: (t) => ({
-    job: t.field({ type: JobRef, resolve: (g) => g.job }),
-    provider: t.field({ type: ProviderRef, resolve: (g, _a, ctx) => ctx.store.providers.require(g.job.providerId) }),
+    job: t.field({ type: JobRef, description: 'The job the GPU (or aggregate) belongs to', resolve: (g) => g.job }),
+    provider: t.field({ type: ProviderRef, description: "The job's platform", resolve: (g, _a, ctx) => providerOf(ctx, g.job) }),
     scope: t.field({ type: MetricScopeEnum, description: 'GPU, or NODE / JOB for an aggregate series', resolve: (g) => g.runs[0]!.scope }),
     aggregate: t.boolean({
       description: 'True when the platform has no per-GPU series and this is a node (or job) aggregate counted for all its GPUs',
@@ -66,13 +59,15 @@ IdleGpuRef.implement({
       resolve: (g) => g.runs[0]!.gpus,
     }),
     node: t.field({
-      type: NodeRef,
+      type: ComputeNodeRef,
       nullable: true,
+      description: 'The node of a GPU or node series; null for a job aggregate',
       resolve: (g, _a, ctx) => (g.runs[0]!.nodeId ? ctx.store.loaders.nodeById.load(g.runs[0]!.nodeId) : null),
     }),
     gpu: t.field({
       type: GpuRef,
       nullable: true,
+      description: 'The GPU of a per-GPU series; null for an aggregate',
       resolve: (g, _a, ctx) => (g.runs[0]!.gpuId ? ctx.store.loaders.gpuById.load(g.runs[0]!.gpuId) : null),
     }),
     model: t.string({
@@ -84,102 +79,96 @@ IdleGpuRef.implement({
       },
     }),
     intervals: t.field({ type: [IdleIntervalRef], description: 'Oldest first', resolve: (g) => g.runs.map((run) => ({ run })) }),
-    idleSeconds: t.float({ resolve: (g) => g.runs.reduce((a, r) => a + seconds(r), 0) }),
-    idleGpuHours: t.float({ resolve: (g) => g.runs.reduce((a, r) => a + (seconds(r) / 3600) * r.gpus, 0) }),
+    idleDuration: t.field({ type: 'Duration', description: 'The idle stretches together', resolve: (g) => g.runs.reduce((a, r) => a + seconds(r), 0) }),
+    idleGpuHours: t.float({ description: 'GPU-hours: the idle stretches x the GPUs the series stands for', resolve: (g) => g.runs.reduce((a, r) => a + (seconds(r) / 3600) * r.gpus, 0) }),
   }),
 });
 
-type Types = typeof builder.$inferSchemaTypes;
+/**
+ * GPU-hours of one group (the whole fleet, a platform, a project, a GPU model or a job): one type
+ * for every roll-up, whose group field says which group it is.
+ */
+interface GpuHoursShape {
+  row: GpuHoursRow;
+  providerId?: string;
+  projectId?: string;
+  model?: string;
+  job?: JobRow;
+}
 
-/** The GPU-hour figures every roll-up shares, defined once for each of its types. */
-function usageFields<T extends UsageShape>(t: ObjectFieldBuilder<Types, T>) {
-  return {
-    jobCount: t.int({ resolve: ({ row }) => row.jobs }),
-    allocatedGpuHours: t.float({ description: 'GPUs held x time in the window', resolve: ({ row }) => row.allocatedGpuHours }),
-    coveredGpuHours: t.float({ description: 'The part of allocatedGpuHours with utilization data', resolve: ({ row }) => row.coveredGpuHours }),
-    usedGpuHours: t.float({ description: 'Sum of utilization x time x GPUs over the covered time', resolve: ({ row }) => row.usedGpuHours }),
+const GpuHoursRef = builder.objectRef<GpuHoursShape>('GpuHours');
+GpuHoursRef.implement({
+  description:
+    'GPU-hours allocated vs used for one group of jobs in the window: the whole fleet (no group field set), one platform (provider), one project, one GPU model or one job',
+  fields: (t) => ({
+    provider: t.field({
+      type: ProviderRef,
+      nullable: true,
+      description: 'The platform, in Fleet.utilization.byProvider; null in other roll-ups',
+      resolve: (u, _a, ctx) => (u.providerId ? providerOf(ctx, { providerId: u.providerId }) : null),
+    }),
+    project: t.field({
+      type: ProjectRef,
+      nullable: true,
+      description: 'The project, in Fleet.utilization.byProject; null in other roll-ups',
+      resolve: (u, _a, ctx) => (u.projectId ? ctx.store.loaders.projectById.load(u.projectId) : null),
+    }),
+    gpuModel: t.string({
+      nullable: true,
+      description: 'The platform\'s GPU type name ("unknown" where it does not say; platforms name the same model differently), in Fleet.utilization.byGpuModel; null in other roll-ups',
+      resolve: (u) => u.model ?? null,
+    }),
+    job: t.field({ type: JobRef, nullable: true, description: 'The job, in Fleet.jobs; null in other roll-ups', resolve: (u) => u.job ?? null }),
+    jobCount: t.int({ description: 'Jobs counted in this group (a count)', resolve: ({ row }) => row.jobs }),
+    allocatedGpuHours: t.float({ description: 'GPU-hours held: GPUs x hours in the window', resolve: ({ row }) => row.allocatedGpuHours }),
+    coveredGpuHours: t.float({ description: 'GPU-hours: the part of allocatedGpuHours with utilization data', resolve: ({ row }) => row.coveredGpuHours }),
+    usedGpuHours: t.float({ description: 'GPU-hours: the sum of utilization x hours x GPUs over the covered time', resolve: ({ row }) => row.usedGpuHours }),
     wasteGpuHours: t.float({
-      description: 'allocatedGpuHours - usedGpuHours: time without data counts as waste (unmeasured use is not shown as use)',
+      description: 'GPU-hours: allocatedGpuHours - usedGpuHours; time without data counts as waste (unmeasured use is not shown as use)',
       resolve: ({ row }) => row.allocatedGpuHours - row.usedGpuHours,
     }),
     coverage: t.float({
       nullable: true,
-      description: 'coveredGpuHours / allocatedGpuHours, 0..1: how much of the window had data',
+      description: 'Ratio 0..1: coveredGpuHours / allocatedGpuHours, how much of the window had data; null when nothing was allocated',
       resolve: ({ row }) => (row.allocatedGpuHours > 0 ? row.coveredGpuHours / row.allocatedGpuHours : null),
     }),
     utilization: t.float({
       nullable: true,
-      description: 'usedGpuHours / coveredGpuHours: mean utilization where measured',
+      description: 'Ratio 0..1: usedGpuHours / coveredGpuHours, mean utilization where measured; null without data',
       resolve: ({ row }) => (row.coveredGpuHours > 0 ? row.usedGpuHours / row.coveredGpuHours : null),
     }),
     efficiency: t.float({
       nullable: true,
-      description: 'usedGpuHours / allocatedGpuHours: use of what was paid for (no data counts as unused)',
+      description: 'Ratio 0..1: usedGpuHours / allocatedGpuHours, use of what was paid for (no data counts as unused); null when nothing was allocated',
       resolve: ({ row }) => (row.allocatedGpuHours > 0 ? row.usedGpuHours / row.allocatedGpuHours : null),
     }),
-  };
-}
-
-const JobUsageRef = builder.objectRef<UsageShape & { job: JobRow }>('JobGpuHours');
-JobUsageRef.implement({
-  description: "One job's GPU-hours in the window",
-  fields: (t) => ({ job: t.field({ type: JobRef, resolve: (u) => u.job }), ...usageFields(t) }),
-});
-
-const ProviderUsageRef = builder.objectRef<UsageShape & { providerId: string }>('ProviderGpuHours');
-ProviderUsageRef.implement({
-  fields: (t) => ({
-    provider: t.field({ type: ProviderRef, resolve: (u, _a, ctx) => ctx.store.providers.require(u.providerId) }),
-    ...usageFields(t),
   }),
 });
-
-const ProjectUsageRef = builder.objectRef<UsageShape & { projectId: string }>('ProjectGpuHours');
-ProjectUsageRef.implement({
-  fields: (t) => ({
-    project: t.field({
-      type: ProjectRef,
-      resolve: async (u, _a, ctx) => {
-        const p = await ctx.store.loaders.projectById.load(u.projectId);
-        if (!p) throw new DomainError('NOT_FOUND', `project ${u.projectId} is not cached`);
-        return p;
-      },
-    }),
-    ...usageFields(t),
-  }),
-});
-
-const ModelUsageRef = builder.objectRef<UsageShape & { model: string }>('GpuModelGpuHours');
-ModelUsageRef.implement({
-  description: "GPU-hours by the platform's GPU type name (platforms name the same model differently)",
-  fields: (t) => ({ model: t.string({ description: '"unknown" where the platform does not say', resolve: (u) => u.model }), ...usageFields(t) }),
-});
-
-const TotalUsageRef = builder.objectRef<UsageShape>('FleetGpuHours');
-TotalUsageRef.implement({ fields: (t) => usageFields(t) });
 
 const FleetUtilizationRef = builder.objectRef<{ rows: GpuHoursRow[] }>('FleetUtilization');
 FleetUtilizationRef.implement({
   description: `GPU-hours allocated vs used, rolled up. Jobs with no known GPUs and no GPU series are left out. ${SEMANTICS}`,
   fields: (t) => ({
     total: t.field({
-      type: TotalUsageRef,
+      type: GpuHoursRef,
+      description: 'Every matching job together',
       resolve: ({ rows }) => ({ row: rows.find((r) => r.kind === 'total') ?? { kind: 'total', key: null, jobs: 0, allocatedGpuHours: 0, coveredGpuHours: 0, usedGpuHours: 0 } }),
     }),
-    byProvider: t.field({ type: [ProviderUsageRef], resolve: ({ rows }) => byKind(rows, 'provider').map((row) => ({ row, providerId: row.key! })) }),
-    byProject: t.field({ type: [ProjectUsageRef], resolve: ({ rows }) => byKind(rows, 'project').map((row) => ({ row, projectId: row.key! })) }),
-    byGpuModel: t.field({ type: [ModelUsageRef], resolve: ({ rows }) => byKind(rows, 'model').map((row) => ({ row, model: row.key! })) }),
-  }),
-});
-
-const FleetProblemRef = builder.objectRef<PreparedFleet['problems'][number]>('FleetProblem');
-FleetProblemRef.implement({
-  description: "A job whose utilization could not be refreshed: it is counted from the cache (stale) or has no data",
-  fields: (t) => ({
-    job: t.field({ type: JobRef, resolve: (p) => p.job }),
-    stale: t.exposeBoolean('stale', { description: 'True when older cached data was used; false when there was none' }),
-    code: t.exposeString('code'),
-    message: t.exposeString('message'),
+    byProvider: t.field({
+      type: [GpuHoursRef],
+      description: 'One per platform with matching jobs (provider set)',
+      resolve: ({ rows }) => byKind(rows, 'provider').map((row) => ({ row, providerId: row.key! })),
+    }),
+    byProject: t.field({
+      type: [GpuHoursRef],
+      description: 'One per project with matching jobs (project set)',
+      resolve: ({ rows }) => byKind(rows, 'project').map((row) => ({ row, projectId: row.key! })),
+    }),
+    byGpuModel: t.field({
+      type: [GpuHoursRef],
+      description: "One per GPU type name as the platforms give it (gpuModel set)",
+      resolve: ({ rows }) => byKind(rows, 'model').map((row) => ({ row, model: row.key! })),
+    }),
   }),
 });
 
@@ -187,7 +176,7 @@ const FleetRef = builder.objectRef<FleetShape>('Fleet');
 FleetRef.implement({
   description: `GPU questions across every matching job of every platform in one window. ${SEMANTICS}`,
   fields: (t) => ({
-    from: t.field({ type: 'DateTime', resolve: (f) => f.askedFrom }),
+    from: t.field({ type: 'DateTime', description: 'The window start, as asked', resolve: (f) => f.askedFrom }),
     to: t.field({ type: 'DateTime', description: 'The window end, capped at now', resolve: async (f) => (await f.prepared).to }),
     jobCount: t.int({ description: 'Matching jobs that held GPUs in the window (not PENDING)', resolve: async (f) => (await f.prepared).windows.length }),
     idleGpus: t.field({
@@ -214,10 +203,11 @@ FleetRef.implement({
     }),
     utilization: t.field({
       type: FleetUtilizationRef,
+      description: 'GPU-hours allocated vs used, in total and by platform, project and GPU model',
       resolve: async (f, _a, ctx) => ({ rows: await gpuHoursOf(f, ctx) }),
     }),
     jobs: t.field({
-      type: [JobUsageRef],
+      type: [GpuHoursRef],
       description: 'Jobs ranked by waste (allocated minus used GPU-hours), most first',
       args: { first: t.arg.int({ required: false, description: 'Default and cap: the page size limits' }) },
       resolve: async (f, args, ctx) => {
@@ -230,9 +220,9 @@ FleetRef.implement({
       },
     }),
     problems: t.field({
-      type: [FleetProblemRef],
-      description: 'Jobs whose utilization could not be refreshed for this answer',
-      resolve: async (f) => (await f.prepared).problems,
+      type: [SourceErrorRef],
+      description: 'One per job whose utilization could not be refreshed for this answer (job set): counted from the cache when stale, otherwise left without data',
+      resolve: async (f) => (await f.prepared).problems.map((p) => ({ ...p, providerId: p.job.providerId })),
     }),
   }),
 });
@@ -242,9 +232,9 @@ builder.queryFields((t) => ({
     type: FleetRef,
     description: 'GPU questions across every platform: idle GPUs, GPU-hours allocated vs used, jobs ranked by waste',
     args: {
-      filter: t.arg({ type: JobFilterRef, required: false }),
-      from: t.arg({ type: 'DateTime', required: true }),
-      to: t.arg({ type: 'DateTime', required: true }),
+      filter: t.arg({ type: JobFilterRef, required: false, description: 'Which jobs count; default: all jobs the caller may see' }),
+      from: t.arg({ type: 'DateTime', required: true, description: 'Window start (inclusive)' }),
+      to: t.arg({ type: 'DateTime', required: true, description: 'Window end, capped at now; must be after `from`' }),
     },
     resolve: (_r, args, ctx) => {
       if (args.from >= args.to) {
@@ -271,8 +261,20 @@ function byKind(rows: readonly GpuHoursRow[], kind: GpuHoursRow['kind']): GpuHou
   return rows.filter((r) => r.kind === kind);
 }
 
+function providerOf(ctx: Context, job: { providerId: string }) {
+  const p = ctx.store.providers.find(job.providerId);
+  if (!p) throw new DomainError('NOT_FOUND', `provider "${job.providerId}" is no longer configured`);
+  return p;
+}
+
 // utilization and jobs share one statement: the roll-ups come with the top jobs (up to the page cap).
+const gpuHoursCache = new WeakMap<FleetShape, Promise<GpuHoursRow[]>>();
+
 function gpuHoursOf(f: FleetShape, ctx: Context): Promise<GpuHoursRow[]> {
-  f.gpuHours ??= f.prepared.then((p) => ctx.store.fleet.gpuHours(p.windows, ctx.limits.maxPageSize));
-  return f.gpuHours;
+  let rows = gpuHoursCache.get(f);
+  if (!rows) {
+    rows = f.prepared.then((p) => ctx.store.fleet.gpuHours(p.windows, ctx.limits.maxPageSize));
+    gpuHoursCache.set(f, rows);
+  }
+  return rows;
 }

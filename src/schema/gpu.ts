@@ -3,9 +3,8 @@ import type { SystemMetric } from '../domain/types.js';
 import type { GpuRow } from '../store/index.js';
 import type { SeriesArgs } from './args.js';
 import type { Context } from './context.js';
-import { AggregationEnum } from './enums.js';
-import { MetricSeriesRef } from './metric-series.js';
-import { GpuRef, JobRef, NodeRef } from './refs.js';
+import { MetricSeriesRef, windowArgs } from './metric-series.js';
+import { ComputeNodeRef, GpuRef, JobRef, NodeInterfaceRef } from './refs.js';
 import { systemSeries } from './series-fields.js';
 
 /** A GPU's own series; null where the platform reports only node aggregates (never invented). */
@@ -17,47 +16,49 @@ async function gpuSeries(ctx: Context, gpu: GpuRow, name: SystemMetric, args: Se
 }
 
 GpuRef.implement({
+  interfaces: [NodeInterfaceRef],
   description: 'One GPU of a job. Its series exist only where the platform reports per-GPU numbers',
   fields: (t) => {
-    const windowArgs = {
-      from: t.arg({ type: 'DateTime', required: false }),
-      to: t.arg({ type: 'DateTime', required: false }),
-      maxPoints: t.arg.int({ required: false }),
-      aggregation: t.arg({ type: AggregationEnum, required: false }),
-    };
+    const args = windowArgs(t.arg);
     return {
-      id: t.exposeID('id'),
-      index: t.exposeInt('idx', { description: 'The rank / device index within its node' }),
-      node: t.field({ type: NodeRef, nullable: true, resolve: (g, _a, ctx) => ctx.store.loaders.nodeById.load(g.nodeId) }),
+      id: t.exposeID('id', { description: 'Global id, `<providerId>:gpu:<job external id>#<node name>#<index>`; stable across restarts' }),
+      index: t.exposeInt('idx', { description: 'The rank / device index within its node, from 0' }),
+      node: t.field({
+        type: ComputeNodeRef,
+        nullable: true,
+        description: 'The node this GPU is in; null if the node is no longer cached',
+        resolve: (g, _a, ctx) => ctx.store.loaders.nodeById.load(g.nodeId),
+      }),
       job: t.field({
         type: JobRef,
+        description: 'The job this GPU belongs to',
         resolve: async (g, _a, ctx) => {
           const job = await ctx.store.loaders.jobById.load(g.jobId);
           if (!job) throw new DomainError('NOT_FOUND', `job ${g.jobId} is gone`);
           return job;
         },
       }),
-      model: t.string({ nullable: true, resolve: (g) => g.model }),
-      memoryTotalBytes: t.float({ nullable: true, resolve: (g) => g.memoryTotalBytes }),
+      model: t.string({ nullable: true, description: "The platform's GPU model name (e.g. H100); null where it does not say", resolve: (g) => g.model }),
+      memoryTotalBytes: t.float({ nullable: true, description: 'GPU memory, bytes; null where the platform does not say', resolve: (g) => g.memoryTotalBytes }),
       utilization: t.field({
         type: MetricSeriesRef,
         nullable: true,
-        description: 'GPU_UTILIZATION of this GPU (RATIO)',
-        args: windowArgs,
+        description: 'GPU_UTILIZATION of this GPU (RATIO 0..1); null where the platform has no per-GPU series (see Provider.perGpuSeries)',
+        args,
         resolve: (g, args, ctx) => gpuSeries(ctx, g, 'GPU_UTILIZATION', args),
       }),
       memoryUsed: t.field({
         type: MetricSeriesRef,
         nullable: true,
-        description: 'GPU_MEMORY_USED of this GPU (BYTES)',
-        args: windowArgs,
+        description: 'GPU_MEMORY_USED of this GPU (BYTES); null where the platform has no per-GPU series',
+        args,
         resolve: (g, args, ctx) => gpuSeries(ctx, g, 'GPU_MEMORY_USED', args),
       }),
       memoryUtilization: t.field({
         type: MetricSeriesRef,
         nullable: true,
-        description: 'GPU_MEMORY_UTILIZATION of this GPU (RATIO)',
-        args: windowArgs,
+        description: 'GPU_MEMORY_UTILIZATION of this GPU (RATIO 0..1); null where the platform has no per-GPU series',
+        args,
         resolve: (g, args, ctx) => gpuSeries(ctx, g, 'GPU_MEMORY_UTILIZATION', args),
       }),
     };

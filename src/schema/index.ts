@@ -2,17 +2,19 @@
 import { builder } from './builder.js';
 import './enums.js';
 import './provider.js';
+import './source-error.js';
 import './metric-series.js';
 import './job-filter.js';
 import './job-connection.js';
 import './project.js';
 import './job.js';
-import './node.js';
+import './compute-node.js';
 import './gpu.js';
 import './subscription.js';
 import './duration.js';
 import './fleet.js';
 import './entities.js';
+import './relay.js';
 
 /** The plain schema (schema/schema.graphql), as a client that knows nothing of federation sees it. */
 export const plainSchema = builder.toSchema({ sortSchema: false });

@@ -1,94 +1,140 @@
-// The Relay-style jobs connection: keyset pages over the cache after the providers' lists are
-// refreshed, newest first; used by Query.jobs and Project.jobs.
+// The Relay connection of jobs: keyset pages over the cache after the providers' lists are
+// refreshed, newest first (forward with first/after, backward with last/before); used by
+// Query.jobs and Project.jobs. Edges are never null: a job's failing part is null on its own
+// field (with its error), the job stays listed.
+import type { ArgBuilder } from '@pothos/core';
+import { DomainError } from '../domain/errors.js';
 import type { JobFilter, JobRow } from '../store/index.js';
 import { checkPageSize, decodeJobCursor, encodeJobCursor } from './args.js';
 import { builder } from './builder.js';
 import type { Context } from './context.js';
-import { resolveJobFilter, type JobFilterInput } from './job-filter.js';
-import { JobRef } from './refs.js';
+import { JobFilterRef, resolveJobFilter, type JobFilterInput } from './job-filter.js';
+import { JobRef, SourceErrorRef, type SourceErrorShape } from './refs.js';
 
 interface JobConnectionShape {
   rows: JobRow[];
   hasNextPage: boolean;
   hasPreviousPage: boolean;
   filter: JobFilter;
-  sourceErrors: { providerId: string; code: string; message: string; cachedAt: Date | null }[];
+  sourceErrors: SourceErrorShape[];
 }
 
-const PageInfoRef = builder.objectRef<{ hasNextPage: boolean; hasPreviousPage: boolean; startCursor: string | null; endCursor: string | null }>(
-  'PageInfo',
-);
+interface PageInfoShape {
+  hasNextPage: boolean;
+  hasPreviousPage: boolean;
+  startCursor: string | null;
+  endCursor: string | null;
+}
+
+export const PageInfoRef = builder.objectRef<PageInfoShape>('PageInfo');
 PageInfoRef.implement({
+  description: 'Where a page of a Relay connection sits in the whole list (the Relay Cursor Connections contract)',
+  shareable: true,
   fields: (t) => ({
-    hasNextPage: t.exposeBoolean('hasNextPage'),
-    hasPreviousPage: t.exposeBoolean('hasPreviousPage'),
-    startCursor: t.string({ nullable: true, resolve: (p) => p.startCursor }),
-    endCursor: t.string({ nullable: true, resolve: (p) => p.endCursor }),
+    hasNextPage: t.exposeBoolean('hasNextPage', {
+      description: 'True when more items follow endCursor (asked with first/after); with last/before: true when `before` was given',
+    }),
+    hasPreviousPage: t.exposeBoolean('hasPreviousPage', {
+      description: 'True when more items precede startCursor (asked with last/before); with first/after: true when `after` was given',
+    }),
+    startCursor: t.string({ nullable: true, description: 'The cursor of the first item of the page; null for an empty page', resolve: (p) => p.startCursor }),
+    endCursor: t.string({ nullable: true, description: 'The cursor of the last item of the page; null for an empty page', resolve: (p) => p.endCursor }),
   }),
 });
+
+const cursorOf = (j: JobRow) => encodeJobCursor({ sortAt: j.sortAt, id: j.id });
 
 const JobEdgeRef = builder.objectRef<JobRow>('JobEdge');
 JobEdgeRef.implement({
+  description: 'One job of a page, with the cursor that continues after (or before) it',
   fields: (t) => ({
-    cursor: t.string({ resolve: (j) => encodeJobCursor({ sortAt: j.sortAt, id: j.id }) }),
-    node: t.field({ type: JobRef, resolve: (j) => j }),
-  }),
-});
-
-const ProviderSourceErrorRef = builder.objectRef<JobConnectionShape['sourceErrors'][number]>('ProviderSourceError');
-ProviderSourceErrorRef.implement({
-  description: 'A platform whose job list could not be refreshed: its jobs are answered from the cache as of cachedAt',
-  fields: (t) => ({
-    providerId: t.exposeID('providerId'),
-    code: t.exposeString('code'),
-    message: t.exposeString('message'),
-    cachedAt: t.field({ type: 'DateTime', nullable: true, resolve: (e) => e.cachedAt }),
+    cursor: t.string({ description: 'Opaque; pass as `after` (or `before`) to continue from this job', resolve: cursorOf }),
+    node: t.field({ type: JobRef, description: 'The job', resolve: (j) => j }),
   }),
 });
 
 export const JobConnectionRef = builder.objectRef<JobConnectionShape>('JobConnection');
 JobConnectionRef.implement({
+  description: 'A page of jobs, newest first (by start, else creation time), with where it sits in the whole list',
   fields: (t) => ({
-    // Edge items are nullable so one job's failing field cannot erase the whole page.
-    edges: t.field({ type: [JobEdgeRef], nullable: { list: false, items: true }, resolve: (c) => c.rows }),
-    nodes: t.field({ type: [JobRef], nullable: { list: false, items: true }, resolve: (c) => c.rows }),
+    edges: t.field({ type: [JobEdgeRef], description: 'The jobs of this page with their cursors, newest first', resolve: (c) => c.rows }),
+    nodes: t.field({ type: [JobRef], description: 'The jobs of this page, newest first (edges without the cursors)', resolve: (c) => c.rows }),
     pageInfo: t.field({
       type: PageInfoRef,
+      description: 'Cursors of this page and whether there is more either side',
       resolve: (c) => ({
         hasNextPage: c.hasNextPage,
         hasPreviousPage: c.hasPreviousPage,
-        startCursor: c.rows[0] ? encodeJobCursor({ sortAt: c.rows[0].sortAt, id: c.rows[0].id }) : null,
-        endCursor: c.rows.at(-1) ? encodeJobCursor({ sortAt: c.rows.at(-1)!.sortAt, id: c.rows.at(-1)!.id }) : null,
+        startCursor: c.rows[0] ? cursorOf(c.rows[0]) : null,
+        endCursor: c.rows.at(-1) ? cursorOf(c.rows.at(-1)!) : null,
       }),
     }),
-    totalCount: t.int({ description: 'Jobs matching the filter across all pages', resolve: (c, _a, ctx) => ctx.store.jobsCount(c.filter) }),
+    totalCount: t.int({
+      description: 'Jobs matching the filter across all pages (a count)',
+      resolve: (c, _a, ctx) => ctx.store.jobsCount(c.filter),
+    }),
     sourceErrors: t.field({
-      type: [ProviderSourceErrorRef],
-      description: 'Platforms that could not be refreshed for this answer (their jobs come from the cache)',
+      type: [SourceErrorRef],
+      description: 'One per platform whose job list could not be refreshed for this answer: its jobs come from the cache as of cachedAt',
       resolve: (c) => c.sourceErrors,
     }),
   }),
 });
 
-export async function resolveJobConnection(
-  ctx: Context,
-  args: { filter?: JobFilterInput | null; first?: number | null; after?: string | null },
-  projectId?: string,
-): Promise<JobConnectionShape> {
-  const first = checkPageSize(args.first, ctx.limits.defaultPageSize, ctx.limits.maxPageSize);
-  const after = decodeJobCursor(args.after);
+export interface ConnectionArgs {
+  filter?: JobFilterInput | null;
+  first?: number | null;
+  after?: string | null;
+  last?: number | null;
+  before?: string | null;
+}
+
+/** The argument descriptions every jobs connection shares. */
+export const CONNECTION_ARG_DOCS = {
+  filter: 'Which jobs; default: all jobs the caller may see',
+  first: 'Page size going forward (newest first), 0..the server cap (default 50, cap 500 unless configured); not with `last`',
+  after: 'A cursor from this connection: the page starts strictly after it',
+  last: 'Page size going backward (the jobs just before `before`, or the oldest ones), 0..the server cap; not with `first`',
+  before: 'A cursor from this connection: with `last`, the page ends strictly before it',
+} as const;
+
+type Types = typeof builder.$inferSchemaTypes;
+
+/** filter, first/after and last/before, as every jobs connection takes them. */
+export function jobConnectionArgs(arg: ArgBuilder<Types>) {
+  return {
+    filter: arg({ type: JobFilterRef, required: false, description: CONNECTION_ARG_DOCS.filter }),
+    first: arg.int({ required: false, description: CONNECTION_ARG_DOCS.first }),
+    after: arg.string({ required: false, description: CONNECTION_ARG_DOCS.after }),
+    last: arg.int({ required: false, description: CONNECTION_ARG_DOCS.last }),
+    before: arg.string({ required: false, description: CONNECTION_ARG_DOCS.before }),
+  };
+}
+
+export async function resolveJobConnection(ctx: Context, args: ConnectionArgs, projectId?: string): Promise<JobConnectionShape> {
+  if (args.first != null && args.last != null) {
+    throw new DomainError('BAD_INPUT', 'give "first" (forward) or "last" (backward), not both', { argument: 'last' });
+  }
+  const backward = args.last != null || (args.before != null && args.first == null);
+  const size = backward
+    ? checkPageSize(args.last, ctx.limits.defaultPageSize, ctx.limits.maxPageSize, 'last')
+    : checkPageSize(args.first, ctx.limits.defaultPageSize, ctx.limits.maxPageSize, 'first');
+  const after = decodeJobCursor(args.after, 'after');
+  const before = decodeJobCursor(args.before, 'before');
   const filter = resolveJobFilter(ctx, args.filter, projectId);
   const freshness = await ctx.store.syncJobLists(filter.providerIds);
-  const rows = filter.providerIds.length ? await ctx.store.jobsPage(filter.jobs, first, after) : [];
-  const page = rows.slice(0, first);
+  const rows = filter.providerIds.length ? await ctx.store.jobsPage(filter.jobs, size, backward ? before : after, backward ? 'backward' : 'forward') : [];
+  // Backward pages are read nearest-first; a page is always presented newest first.
+  const page = backward ? rows.slice(0, size).reverse() : rows.slice(0, size);
   for (const j of page) ctx.store.loaders.jobById.prime(j.id, j);
+  const more = rows.length > size;
   return {
     rows: page,
-    hasNextPage: rows.length > first,
-    hasPreviousPage: after !== null,
+    hasNextPage: backward ? before !== null : more,
+    hasPreviousPage: backward ? more : after !== null,
     filter: filter.jobs,
     sourceErrors: [...freshness]
       .filter(([, f]) => f.error)
-      .map(([providerId, f]) => ({ providerId, code: f.error!.code, message: f.error!.message, cachedAt: f.fetchedAt })),
+      .map(([providerId, f]) => ({ providerId, code: f.error!.code, message: f.error!.message, stale: f.fetchedAt !== null, cachedAt: f.fetchedAt })),
   };
 }

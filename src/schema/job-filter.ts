@@ -5,7 +5,7 @@ import type { JobStatus, ProviderKind } from '../domain/types.js';
 import type { JobFilter } from '../store/index.js';
 import { builder } from './builder.js';
 import type { Context } from './context.js';
-import { JobStatusEnum, ProviderKindEnum } from './enums.js';
+import { JobStatusFilterEnum, ProviderKindEnum } from './enums.js';
 
 export interface JobFilterInput {
   providerIds?: readonly (string | number)[] | null;
@@ -18,11 +18,11 @@ export interface JobFilterInput {
 export const JobFilterRef = builder.inputRef<JobFilterInput>('JobFilter').implement({
   description: 'All given conditions must hold',
   fields: (t) => ({
-    providerIds: t.idList({ required: false }),
-    kinds: t.field({ type: [ProviderKindEnum], required: false }),
-    statuses: t.field({ type: [JobStatusEnum], required: false }),
-    projectId: t.id({ required: false }),
-    nameContains: t.string({ required: false, description: 'Case-insensitive substring of the job name' }),
+    providerIds: t.idList({ required: false, description: 'Only jobs of these providers (ids from the providers file); default: all' }),
+    kinds: t.field({ type: [ProviderKindEnum], required: false, description: 'Only jobs on these platforms; default: all' }),
+    statuses: t.field({ type: [JobStatusFilterEnum], required: false, description: 'Only jobs in these statuses; default: any' }),
+    projectId: t.id({ required: false, description: 'Only jobs of this project (a Project id); default: any' }),
+    nameContains: t.string({ required: false, description: 'Case-insensitive substring of the job name, at most 200 characters; default: any name' }),
   }),
 });
 

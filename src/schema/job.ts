@@ -3,27 +3,39 @@ import { DomainError } from '../domain/errors.js';
 import type { Freshness, ProgressRow } from '../store/index.js';
 import { checkPageSize } from './args.js';
 import { builder } from './builder.js';
-import { AcceleratorKindEnum, AggregationEnum, JobStatusEnum, MetricScopeEnum, SystemMetricEnum } from './enums.js';
-import { JobConnectionRef, resolveJobConnection } from './job-connection.js';
-import { JobFilterRef } from './job-filter.js';
-import { FreshnessRef, MetricSeriesRef } from './metric-series.js';
+import { AcceleratorKindEnum, JobStatusEnum, LogLevelEnum, logLevelOf } from './enums.js';
+import { JobConnectionRef, jobConnectionArgs, resolveJobConnection } from './job-connection.js';
+import { FreshnessRef, MetricSeriesRef, systemSeriesArgs, windowArgs } from './metric-series.js';
 import { ProviderRef } from './provider.js';
-import { GpuRef, JobRef, NodeRef, ProjectRef } from './refs.js';
+import { ComputeNodeRef, GpuRef, JobRef, NodeInterfaceRef, ProjectRef } from './refs.js';
 import { systemSeries, trainingSeries } from './series-fields.js';
 
 const JobProgressRef = builder.objectRef<{ row: ProgressRow; freshness: Freshness }>('JobProgress');
 JobProgressRef.implement({
   description: 'Training progress: from iteration times (Primus-Lens) or steps over time (Runicorn)',
   fields: (t) => ({
-    iteration: t.float({ nullable: true, resolve: (p) => p.row.iteration }),
-    targetIteration: t.float({ nullable: true, resolve: (p) => p.row.targetIteration }),
+    iteration: t.int({
+      nullable: true,
+      description: 'The latest iteration (step) recorded, a count from 0; null until the platform reports one',
+      resolve: (p) => wholeCount(p.row.iteration),
+    }),
+    targetIteration: t.int({
+      nullable: true,
+      description: 'The iteration the run is configured to reach (a count); null where the platform does not say',
+      resolve: (p) => wholeCount(p.row.targetIteration),
+    }),
     fraction: t.float({
       nullable: true,
       description: 'iteration / targetIteration, 0..1',
       resolve: ({ row }) => (row.iteration !== null && row.targetIteration ? Math.min(1, row.iteration / row.targetIteration) : null),
     }),
-    rate: t.float({ nullable: true, description: 'Iterations per second, recently', resolve: (p) => p.row.rate }),
-    etaSeconds: t.float({ nullable: true, description: 'Seconds left at the current rate', resolve: ({ row }) => etaSeconds(row) }),
+    rate: t.float({ nullable: true, description: 'Iterations per second over the recent iterations; null until two are known', resolve: (p) => p.row.rate }),
+    remaining: t.field({
+      type: 'Duration',
+      nullable: true,
+      description: 'Time left until the target iteration at the current rate; null without a target or a rate',
+      resolve: ({ row }) => etaSeconds(row),
+    }),
     eta: t.field({
       type: 'DateTime',
       nullable: true,
@@ -34,9 +46,14 @@ JobProgressRef.implement({
       },
     }),
     updatedAt: t.field({ type: 'DateTime', nullable: true, description: 'When the latest iteration was recorded', resolve: (p) => p.row.updatedAt }),
-    freshness: t.field({ type: FreshnessRef, resolve: (p) => p.freshness }),
+    freshness: t.field({ type: FreshnessRef, description: 'How current this progress is', resolve: (p) => p.freshness }),
   }),
 });
+
+/** Iterations are whole counts; a platform's fractional or out-of-range number is not passed off as one. */
+function wholeCount(n: number | null): number | null {
+  return n !== null && Number.isInteger(n) && Math.abs(n) <= 2_147_483_647 ? n : null;
+}
 
 function etaSeconds(row: ProgressRow): number | null {
   if (row.iteration === null || !row.targetIteration || !row.rate || row.rate <= 0) return null;
@@ -47,11 +64,18 @@ export const LogLineRef = builder.objectRef<LogLineRecord>(
   'LogLine',
 );
 LogLineRef.implement({
+  description: 'One log line of a job, as the platform wrote it',
   fields: (t) => ({
-    timestamp: t.field({ type: 'DateTime', nullable: true, resolve: (l) => l.timestamp }),
-    message: t.exposeString('message'),
+    timestamp: t.field({ type: 'DateTime', nullable: true, description: 'When the line was written; null where the platform gives no time (PAI-DLC, Runicorn)', resolve: (l) => l.timestamp }),
+    message: t.exposeString('message', { description: 'The line as written, without its trailing newline (secrets the server knows are redacted)' }),
     node: t.string({ nullable: true, description: 'The node, replica or pod that wrote the line', resolve: (l) => l.node }),
-    level: t.string({ nullable: true, resolve: (l) => l.level }),
+    level: t.field({
+      type: LogLevelEnum,
+      nullable: true,
+      description: 'The severity, where the platform labels one with a known name; null otherwise (see rawLevel)',
+      resolve: (l) => logLevelOf(l.level),
+    }),
+    rawLevel: t.string({ nullable: true, description: "The platform's own level name, as written (null where it has none)", resolve: (l) => l.level }),
     cursor: t.exposeString('cursor', { description: 'Pass as `after` to continue strictly after this line' }),
   }),
 });
@@ -68,8 +92,9 @@ LogGapRef.implement({
 
 const LogPageRef = builder.objectRef<LogPage>('LogPage');
 LogPageRef.implement({
+  description: 'A page of log lines, oldest first, with the cursor for the next page',
   fields: (t) => ({
-    lines: t.field({ type: [LogLineRef], resolve: (p) => p.lines }),
+    lines: t.field({ type: [LogLineRef], description: 'Oldest first, at most `first` lines', resolve: (p) => p.lines }),
     gaps: t.field({
       type: [LogGapRef],
       description: "Lines inside this page's range that exist upstream but could not be read (e.g. the Runicorn viewer's 10,000-line replay cap); empty = none",
@@ -80,28 +105,35 @@ LogPageRef.implement({
 });
 
 JobRef.implement({
+  interfaces: [NodeInterfaceRef],
   description: 'A training job on one platform',
   fields: (t) => ({
-    id: t.exposeID('id'),
+    id: t.exposeID('id', { description: 'Global id, `<providerId>:job:<platform job id>`; stable across restarts' }),
     externalId: t.exposeString('externalId', { description: "The platform's own id for the job" }),
-    name: t.exposeString('name'),
-    status: t.field({ type: JobStatusEnum, resolve: (j) => j.status as never }),
+    name: t.exposeString('name', { description: "The job's name on the platform" }),
+    status: t.field({ type: JobStatusEnum, description: "The platform's status mapped to the common set (rawStatus keeps the original)", resolve: (j) => j.status as never }),
     rawStatus: t.string({ nullable: true, description: "The platform's own status string", resolve: (j) => j.rawStatus }),
     provider: t.field({
       type: ProviderRef,
-      resolve: (j, _a, ctx) => ctx.store.providers.require(j.providerId),
+      description: 'The platform the job runs on',
+      resolve: (j, _a, ctx) => {
+        const p = ctx.store.providers.find(j.providerId);
+        if (!p) throw new DomainError('NOT_FOUND', `provider "${j.providerId}" is no longer configured`);
+        return p;
+      },
     }),
     project: t.field({
       type: ProjectRef,
+      description: 'The project (workspace, namespace, path) the job belongs to',
       resolve: async (j, _a, ctx) => {
         const p = await ctx.store.loaders.projectById.load(j.projectId);
         if (!p) throw new DomainError('NOT_FOUND', `project ${j.projectId} is not cached`);
         return p;
       },
     }),
-    createdAt: t.field({ type: 'DateTime', nullable: true, resolve: (j) => j.createdAt }),
-    startedAt: t.field({ type: 'DateTime', nullable: true, resolve: (j) => j.startedAt }),
-    finishedAt: t.field({ type: 'DateTime', nullable: true, resolve: (j) => j.finishedAt }),
+    createdAt: t.field({ type: 'DateTime', nullable: true, description: 'When the job was submitted; null where the platform does not say', resolve: (j) => j.createdAt }),
+    startedAt: t.field({ type: 'DateTime', nullable: true, description: 'When the job started running; null until it does', resolve: (j) => j.startedAt }),
+    finishedAt: t.field({ type: 'DateTime', nullable: true, description: 'When the job ended (any terminal status); null while it runs', resolve: (j) => j.finishedAt }),
     gpuType: t.string({
       nullable: true,
       description: 'The accelerator model (a GPU or NPU model, see acceleratorKind); null when the platform does not say',
@@ -137,7 +169,9 @@ JobRef.implement({
       resolve: (j) => j.restartCount,
     }),
     nodes: t.field({
-      type: [NodeRef],
+      type: [ComputeNodeRef],
+      nullable: true,
+      description: "The job's compute nodes (tasks, pods, hosts), in the platform's order; null (with the error at this path) when the platform's topology call failed and nothing is cached",
       resolve: async (j, _a, ctx) => {
         await ctx.store.loaders.topology.load(j);
         return ctx.store.loaders.nodesOfJob.load(j.id);
@@ -145,6 +179,8 @@ JobRef.implement({
     }),
     gpus: t.field({
       type: [GpuRef],
+      nullable: true,
+      description: "The job's GPUs (or NPUs) across its nodes; null (with the error at this path) when the platform's topology call failed and nothing is cached",
       resolve: async (j, _a, ctx) => {
         await ctx.store.loaders.topology.load(j);
         return ctx.store.loaders.gpusOfJob.load(j.id);
@@ -157,32 +193,27 @@ JobRef.implement({
     }),
     metrics: t.field({
       type: [MetricSeriesRef],
-      description: 'System metrics of the job at every scope it has (JOB, NODE, GPU), or only `scope`',
-      args: {
-        names: t.arg({ type: [SystemMetricEnum], required: false }),
-        scope: t.arg({ type: MetricScopeEnum, required: false }),
-        from: t.arg({ type: 'DateTime', required: false, description: 'Default: the job start' }),
-        to: t.arg({ type: 'DateTime', required: false, description: 'Default: the job end, or now' }),
-        maxPoints: t.arg.int({ required: false }),
-        aggregation: t.arg({ type: AggregationEnum, required: false }),
-      },
+      nullable: true,
+      description:
+        'System metrics of the job at every scope it has (JOB, NODE, GPU), or only `scope`; null (with the error at this path) when the platform failed and nothing is cached, otherwise a failed refresh shows as freshness.stale',
+      args: systemSeriesArgs(t.arg),
       resolve: (j, args, ctx) => systemSeries(ctx, j, args),
     }),
     trainingMetrics: t.field({
       type: [MetricSeriesRef],
-      description: 'Training metrics (loss, accuracy, ...) keyed by step, where the platform has them',
+      nullable: true,
+      description:
+        'Training metrics (loss, accuracy, ...) keyed by step, where the platform has them; null (with the error at this path) when the platform failed and nothing is cached, otherwise a failed refresh shows as freshness.stale',
       args: {
-        names: t.arg.stringList({ required: false }),
-        from: t.arg({ type: 'DateTime', required: false }),
-        to: t.arg({ type: 'DateTime', required: false }),
-        maxPoints: t.arg.int({ required: false }),
-        aggregation: t.arg({ type: AggregationEnum, required: false }),
+        names: t.arg.stringList({ required: false, description: 'Only these metric names (as the platform logs them, e.g. "loss"); default: all' }),
+        ...windowArgs(t.arg, { from: 'the first point', to: 'the latest point' }),
       },
       resolve: (j, args, ctx) => trainingSeries(ctx, j, args),
     }),
     progress: t.field({
       type: JobProgressRef,
       nullable: true,
+      description: 'Training progress where the platform reports iterations (Primus-Lens, Runicorn); null elsewhere, or (with the error at this path) when the platform failed and nothing is cached',
       resolve: async (j, _a, ctx) => {
         const freshness = await ctx.store.loaders.progressReady.load(j);
         const row = await ctx.store.loaders.progressOfJob.load(j.id);
@@ -192,11 +223,11 @@ JobRef.implement({
     logs: t.field({
       type: LogPageRef,
       nullable: true,
-      description: 'Log lines oldest first, read from the platform (not cached)',
+      description: 'Log lines oldest first, read from the platform (not cached); null (with the error at this path) when the platform failed',
       args: {
-        first: t.arg.int({ required: false }),
-        after: t.arg.string({ required: false }),
-        since: t.arg({ type: 'DateTime', required: false }),
+        first: t.arg.int({ required: false, description: 'Lines per page, 0..the server cap (default 200, cap 1000 unless configured)' }),
+        after: t.arg.string({ required: false, description: 'A cursor (LogLine.cursor or LogPage.nextCursor): continue strictly after it' }),
+        since: t.arg({ type: 'DateTime', required: false, description: 'Without `after`: start at this time; default: the oldest line the platform keeps' }),
       },
       resolve: (j, args, ctx) => {
         const limit = checkPageSize(args.first, ctx.limits.defaultLogLines, ctx.limits.maxLogLines);
@@ -210,7 +241,8 @@ builder.queryFields((t) => ({
   job: t.field({
     type: JobRef,
     nullable: true,
-    args: { id: t.arg.id({ required: true }) },
+    description: 'One job by its id; a NOT_FOUND error when there is none',
+    args: { id: t.arg.id({ required: true, description: 'A Job id (`<providerId>:job:<platform job id>`)' }) },
     resolve: async (_r, args, ctx) => {
       const job = await ctx.store.loaders.jobById.load(String(args.id));
       if (!job) throw new DomainError('NOT_FOUND', `no job with id "${String(args.id).slice(0, 200)}"`);
@@ -219,11 +251,8 @@ builder.queryFields((t) => ({
   }),
   jobs: t.field({
     type: JobConnectionRef,
-    args: {
-      filter: t.arg({ type: JobFilterRef, required: false }),
-      first: t.arg.int({ required: false }),
-      after: t.arg.string({ required: false }),
-    },
+    description: 'Jobs of every configured platform as a Relay connection, newest first',
+    args: jobConnectionArgs(t.arg),
     resolve: (_r, args, ctx) => resolveJobConnection(ctx, args),
   }),
 }));

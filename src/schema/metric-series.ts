@@ -1,16 +1,63 @@
+import { parseGlobalId, seriesGlobalId } from '../domain/ids.js';
 import type { Freshness, SeriesRow } from '../store/index.js';
 import type { CheckedSeriesArgs } from './args.js';
 import { builder } from './builder.js';
-import { MetricScopeEnum, MetricUnitEnum } from './enums.js';
-import { GpuRef, NodeRef } from './refs.js';
-import { SourceErrorRef } from './provider.js';
+import type { ArgBuilder } from '@pothos/core';
+import { AggregationEnum, MetricScopeEnum, MetricUnitEnum, SeriesKeyEnum, SystemMetricEnum } from './enums.js';
+import { ComputeNodeRef, GpuRef, NodeInterfaceRef } from './refs.js';
+import { SourceErrorRef } from './refs.js';
 
 /** A stored series plus the window and shaping a field asked for it. */
 export interface SeriesView {
+  /** The global id: series and the asked window and shaping (seriesGlobalId). */
+  id: string;
   row: SeriesRow;
   window: { from: Date | null; to: Date | null };
   shape: CheckedSeriesArgs;
   freshness: Freshness;
+}
+
+export function seriesView(row: SeriesRow, window: SeriesView['window'], shape: CheckedSeriesArgs, freshness: Freshness): SeriesView {
+  const id = seriesGlobalId(parseGlobalId(row.jobId, 'job').providerId, {
+    seriesKey: row.seriesKey,
+    from: shape.from,
+    to: shape.to,
+    maxPoints: shape.maxPoints,
+    aggregation: shape.aggregation,
+  });
+  return { id, row, window, shape, freshness };
+}
+
+type Types = typeof builder.$inferSchemaTypes;
+
+/** from, to, maxPoints and aggregation, as every series field takes them. */
+export function windowArgs(arg: ArgBuilder<Types>, defaults: { from: string; to: string } = { from: 'the job start', to: 'the job end, or now' }) {
+  return {
+    from: arg({ type: 'DateTime', required: false, description: `Window start (inclusive); default: ${defaults.from}` }),
+    to: arg({
+      type: 'DateTime',
+      required: false,
+      description: `Window end (inclusive); default: ${defaults.to}. [from, to] may span at most 366 days unless configured`,
+    }),
+    maxPoints: arg.int({
+      required: false,
+      description: 'At most this many points per series, downsampled in equal-width buckets beyond it: 1..the server cap (default 500, cap 10000 unless configured)',
+    }),
+    aggregation: arg({ type: AggregationEnum, required: false, description: 'How points in one bucket are combined when downsampling; default AVG' }),
+  };
+}
+
+/** names and scope plus the window: the arguments of Job.metrics and ComputeNode.metrics. */
+export function systemSeriesArgs(arg: ArgBuilder<Types>) {
+  return {
+    names: arg({
+      type: [SystemMetricEnum],
+      required: false,
+      description: 'Only these metrics (those the platform does not report are skipped); default: every metric the platform reports',
+    }),
+    scope: arg({ type: MetricScopeEnum, required: false, description: 'Only series of this scope; default: every scope' }),
+    ...windowArgs(arg),
+  };
 }
 
 export const MetricSeriesRef = builder.objectRef<SeriesView>('MetricSeries');
@@ -27,68 +74,85 @@ const MetricSummaryRef = builder.objectRef<{
 export const FreshnessRef = builder.objectRef<Freshness>('Freshness');
 
 FreshnessRef.implement({
+  shareable: true,
   description: 'How current an answer is: when it was fetched upstream and whether a due refresh failed',
   fields: (t) => ({
-    fetchedAt: t.field({ type: 'DateTime', nullable: true, resolve: (f) => f.fetchedAt }),
+    fetchedAt: t.field({ type: 'DateTime', nullable: true, description: 'When the data answered was fetched from the platform; null if never', resolve: (f) => f.fetchedAt }),
     stale: t.exposeBoolean('stale', { description: 'True when a refresh failed and an older cached copy is served' }),
-    error: t.field({ type: SourceErrorRef, nullable: true, resolve: (f) => f.error }),
+    error: t.field({
+      type: SourceErrorRef,
+      nullable: true,
+      description: 'Why the due refresh failed; null when it did not fail',
+      resolve: (f) => (f.error ? { ...f.error, stale: f.stale, cachedAt: f.fetchedAt } : null),
+    }),
   }),
 });
 
 MetricPointRef.implement({
+  shareable: true,
   description: 'One point (or one downsampled bucket, stamped with its first point). A null value is a gap the platform reported.',
   fields: (t) => ({
     timestamp: t.field({
       type: 'DateTime',
       // Step-keyed training points without a wall-clock time fall back to nothing rather than a guess.
       nullable: true,
+      description: "When the point (or its bucket's first point) was measured; null for a step-keyed point the platform logged without a time",
       resolve: (p) => p.ts,
     }),
-    step: t.field({ type: 'Int', nullable: true, resolve: (p) => p.step }),
-    value: t.field({ type: 'Float', nullable: true, resolve: (p) => p.value }),
+    step: t.field({ type: 'Int', nullable: true, description: 'The training step (a count) of a step-keyed point; null for time-keyed ones', resolve: (p) => p.step }),
+    value: t.field({ type: 'Float', nullable: true, description: "The value in the series' unit; null for a gap the platform reported", resolve: (p) => p.value }),
   }),
 });
 
 MetricSummaryRef.implement({
+  shareable: true,
   description: 'Statistics over the raw (not downsampled) points in the window; gaps are not counted',
   fields: (t) => ({
-    count: t.exposeInt('count'),
-    min: t.field({ type: 'Float', nullable: true, resolve: (s) => s.min }),
-    max: t.field({ type: 'Float', nullable: true, resolve: (s) => s.max }),
-    avg: t.field({ type: 'Float', nullable: true, resolve: (s) => s.avg }),
-    last: t.field({ type: 'Float', nullable: true, resolve: (s) => s.last }),
-    firstAt: t.field({ type: 'DateTime', nullable: true, resolve: (s) => s.firstAt }),
-    lastAt: t.field({ type: 'DateTime', nullable: true, resolve: (s) => s.lastAt }),
+    count: t.exposeInt('count', { description: 'Points with a value in the window (a count)' }),
+    min: t.field({ type: 'Float', nullable: true, description: "The lowest value, in the series' unit; null without points", resolve: (s) => s.min }),
+    max: t.field({ type: 'Float', nullable: true, description: "The highest value, in the series' unit; null without points", resolve: (s) => s.max }),
+    avg: t.field({ type: 'Float', nullable: true, description: "The mean of the values (not time-weighted), in the series' unit; null without points", resolve: (s) => s.avg }),
+    last: t.field({ type: 'Float', nullable: true, description: "The latest value, in the series' unit; null without points", resolve: (s) => s.last }),
+    firstAt: t.field({ type: 'DateTime', nullable: true, description: 'When the first point was measured; null without timed points', resolve: (s) => s.firstAt }),
+    lastAt: t.field({ type: 'DateTime', nullable: true, description: 'When the latest point was measured; null without timed points', resolve: (s) => s.lastAt }),
   }),
 });
 
 MetricSeriesRef.implement({
+  interfaces: [NodeInterfaceRef],
   description: 'A series in canonical units, downsampled in the store to at most maxPoints',
   fields: (t) => ({
+    id: t.exposeID('id', {
+      description:
+        'Global id of this series as asked: job, scope, node or GPU, metric, and the window and shaping arguments (the same series with other points is another object). Opaque and stable; live samples carry the same ids as Job.metrics with the same arguments',
+    }),
     name: t.string({ description: 'The canonical SystemMetric name, or the training metric name', resolve: (s) => s.row.name }),
     rawName: t.string({ nullable: true, description: "The platform's own metric name", resolve: (s) => s.row.rawName }),
-    unit: t.field({ type: MetricUnitEnum, resolve: (s) => s.row.unit as never }),
-    scope: t.field({ type: MetricScopeEnum, resolve: (s) => s.row.scope as never }),
+    unit: t.field({ type: MetricUnitEnum, description: 'The canonical unit of every value', resolve: (s) => s.row.unit as never }),
+    scope: t.field({ type: MetricScopeEnum, description: 'Whether this series is one GPU, one node or the whole job', resolve: (s) => s.row.scope as never }),
     source: t.string({ description: 'The platform, or the training metric source (wandb, log, tensorflow, runicorn)', resolve: (s) => s.row.source }),
     stage: t.string({ nullable: true, description: 'Training stage (train, eval, ...) where the platform labels one', resolve: (s) => s.row.stage }),
-    keyedBy: t.string({ description: '"time" for system metrics, "step" for training metrics', resolve: (s) => s.row.keyedBy }),
+    keyedBy: t.field({ type: SeriesKeyEnum, description: 'TIME for system metrics, STEP for training metrics', resolve: (s) => (s.row.keyedBy === 'step' ? 'STEP' : 'TIME') }),
     meta: t.field({
       type: 'JSON',
       description: 'How to read the series honestly: derived values, inferred timestamps and the like',
       resolve: (s) => s.row.meta,
     }),
     node: t.field({
-      type: NodeRef,
+      type: ComputeNodeRef,
       nullable: true,
+      description: 'The node a NODE- or GPU-scope series belongs to; null for JOB scope',
       resolve: (s, _a, ctx) => (s.row.nodeId ? ctx.store.loaders.nodeById.load(s.row.nodeId) : null),
     }),
     gpu: t.field({
       type: GpuRef,
       nullable: true,
+      description: 'The GPU of a GPU-scope series; null for other scopes',
       resolve: (s, _a, ctx) => (s.row.gpuId ? ctx.store.loaders.gpuById.load(s.row.gpuId) : null),
     }),
     points: t.field({
       type: [MetricPointRef],
+      description: 'The points in the window, oldest first, at most maxPoints (downsampled in equal-width buckets beyond it)',
       resolve: (s, _a, ctx) =>
         ctx.store.loaders.points.load({
           seriesId: s.row.id,
@@ -101,6 +165,7 @@ MetricSeriesRef.implement({
     }),
     summary: t.field({
       type: MetricSummaryRef,
+      description: 'Statistics over the raw points in the window',
       resolve: async (s, _a, ctx) =>
         (await ctx.store.loaders.summary.load({ seriesId: s.row.id, keyedBy: s.row.keyedBy as 'time' | 'step', from: s.window.from, to: s.window.to })) ?? {
           count: 0,
@@ -112,6 +177,6 @@ MetricSeriesRef.implement({
           lastAt: null,
         },
     }),
-    freshness: t.field({ type: FreshnessRef, resolve: (s) => s.freshness }),
+    freshness: t.field({ type: FreshnessRef, description: 'How current the points are, and the error of a failed refresh', resolve: (s) => s.freshness }),
   }),
 });

@@ -1,28 +1,30 @@
 import { DomainError } from '../domain/errors.js';
 import { parseGlobalId } from '../domain/ids.js';
 import { builder } from './builder.js';
-import { JobConnectionRef, resolveJobConnection } from './job-connection.js';
-import { JobFilterRef } from './job-filter.js';
+import { JobConnectionRef, jobConnectionArgs, resolveJobConnection } from './job-connection.js';
 import { ProviderRef } from './provider.js';
-import { ProjectRef } from './refs.js';
+import { NodeInterfaceRef, ProjectRef } from './refs.js';
 
 ProjectRef.implement({
+  interfaces: [NodeInterfaceRef],
   description: 'A group of jobs on one platform: a Baseten project, a ModelArts or PAI-DLC workspace, a Lens namespace, a Runicorn path',
   fields: (t) => ({
-    id: t.exposeID('id'),
+    id: t.exposeID('id', { description: 'Global id, `<providerId>:project:<platform project id>`; stable across restarts' }),
     externalId: t.exposeString('externalId', { description: "The platform's own id for the project" }),
-    name: t.exposeString('name'),
+    name: t.exposeString('name', { description: "The project's name on the platform" }),
     provider: t.field({
       type: ProviderRef,
-      resolve: (p, _a, ctx) => ctx.store.providers.require(p.providerId),
+      description: 'The platform the project is on',
+      resolve: (p, _a, ctx) => {
+        const provider = ctx.store.providers.find(p.providerId);
+        if (!provider) throw new DomainError('NOT_FOUND', `provider "${p.providerId}" is no longer configured`);
+        return provider;
+      },
     }),
     jobs: t.field({
       type: JobConnectionRef,
-      args: {
-        filter: t.arg({ type: JobFilterRef, required: false }),
-        first: t.arg.int({ required: false }),
-        after: t.arg.string({ required: false }),
-      },
+      description: "This project's jobs as a Relay connection, newest first",
+      args: jobConnectionArgs(t.arg),
       resolve: (p, args, ctx) => resolveJobConnection(ctx, args, p.id),
     }),
   }),
@@ -31,7 +33,8 @@ ProjectRef.implement({
 builder.queryFields((t) => ({
   projects: t.field({
     type: [ProjectRef],
-    args: { providerId: t.arg.id({ required: false }) },
+    description: 'Every project of every configured platform (or of one), learnt from their job lists; at most a few thousand, unpaged',
+    args: { providerId: t.arg.id({ required: false, description: "Only this provider's projects (its id from the providers file); default: all" }) },
     resolve: async (_r, args, ctx) => {
       const ids = args.providerId != null ? ctx.store.providers.ids().filter((id) => id === String(args.providerId)) : ctx.store.providers.ids();
       await ctx.store.syncJobLists(ids);
@@ -42,7 +45,8 @@ builder.queryFields((t) => ({
   project: t.field({
     type: ProjectRef,
     nullable: true,
-    args: { id: t.arg.id({ required: true }) },
+    description: 'One project by its id; a NOT_FOUND error when there is none',
+    args: { id: t.arg.id({ required: true, description: 'A Project id (`<providerId>:project:<platform project id>`)' }) },
     resolve: async (_r, args, ctx) => {
       const id = String(args.id);
       const { providerId } = parseGlobalId(id, 'project');

@@ -1,44 +1,47 @@
-import type { ProviderHealth as Health, ProviderView } from '../store/index.js';
+import type { ProviderHealth as Health } from '../providers/provider-set.js';
 import { builder } from './builder.js';
+import { NodeInterfaceRef, ProviderRef, SourceErrorRef } from './refs.js';
+
+export { ProviderRef };
 import { HealthStateEnum, ProviderKindEnum, SystemMetricEnum } from './enums.js';
 
-export const ProviderRef = builder.objectRef<ProviderView>('Provider');
 const HealthRef = builder.objectRef<Health>('ProviderHealth');
 const CircuitStateEnum = builder.enumType('CircuitState', {
   description: "A provider's circuit breaker: OPEN refuses calls for a while after repeated failures, HALF_OPEN lets one trial call through",
-  values: ['CLOSED', 'OPEN', 'HALF_OPEN'] as const,
-});
-export const SourceErrorRef = builder.objectRef<{ code: string; message: string }>('SourceError');
-
-SourceErrorRef.implement({
-  description: 'Why data from a platform could not be refreshed (secrets and internals never appear here)',
-  fields: (t) => ({
-    code: t.exposeString('code'),
-    message: t.exposeString('message'),
-  }),
+  values: {
+    CLOSED: { description: 'Calls go through' },
+    OPEN: { description: 'Calls are refused (UPSTREAM_UNAVAILABLE) until retryAt' },
+    HALF_OPEN: { description: 'One trial call is let through; its outcome closes or reopens the circuit' },
+  },
 });
 
 HealthRef.implement({
   description: 'How calls to this platform have gone lately, as seen by this server',
   fields: (t) => ({
-    state: t.field({ type: HealthStateEnum, resolve: (h) => h.state }),
-    lastSuccessAt: t.field({ type: 'DateTime', nullable: true, resolve: (h) => h.lastSuccessAt }),
-    lastErrorAt: t.field({ type: 'DateTime', nullable: true, resolve: (h) => h.lastErrorAt }),
-    lastError: t.field({ type: SourceErrorRef, nullable: true, resolve: (h) => h.lastError }),
-    consecutiveFailures: t.exposeInt('consecutiveFailures'),
-    circuit: t.field({ type: CircuitStateEnum, resolve: (h) => h.circuit }),
+    state: t.field({ type: HealthStateEnum, description: 'The summary: OK, DEGRADED, DOWN or UNKNOWN', resolve: (h) => h.state }),
+    lastSuccessAt: t.field({ type: 'DateTime', nullable: true, description: 'When a call last succeeded; null if none has since start', resolve: (h) => h.lastSuccessAt }),
+    lastErrorAt: t.field({ type: 'DateTime', nullable: true, description: 'When a call last failed; null if none has since start', resolve: (h) => h.lastErrorAt }),
+    lastError: t.field({
+      type: SourceErrorRef,
+      nullable: true,
+      description: 'The latest failure; null if none since start',
+      resolve: (h) => (h.lastError ? { ...h.lastError, stale: false } : null),
+    }),
+    consecutiveFailures: t.exposeInt('consecutiveFailures', { description: 'Failed calls in a row since the last success (a count)' }),
+    circuit: t.field({ type: CircuitStateEnum, description: "The circuit breaker's position", resolve: (h) => h.circuit }),
     retryAt: t.field({ type: 'DateTime', nullable: true, description: 'While the circuit is open: when a trial call is next let through', resolve: (h) => h.retryAt }),
   }),
 });
 
 ProviderRef.implement({
   description: 'A configured platform instance (one Baseten org, one ModelArts project, ...)',
+  interfaces: [NodeInterfaceRef],
   fields: (t) => ({
     id: t.exposeID('id', { description: 'The id given in the providers file; the first part of every id below it' }),
-    kind: t.field({ type: ProviderKindEnum, resolve: (p) => p.kind }),
-    name: t.exposeString('name'),
+    kind: t.field({ type: ProviderKindEnum, description: 'Which platform this is', resolve: (p) => p.kind }),
+    name: t.exposeString('name', { description: 'A display name (the providers file `name`, default: the id)' }),
     simulated: t.exposeBoolean('simulated', { description: 'True for the built-in demo simulators' }),
-    health: t.field({ type: HealthRef, resolve: (p) => p.health() }),
+    health: t.field({ type: HealthRef, description: 'How calls to this platform have gone lately', resolve: (p) => p.health() }),
     systemMetrics: t.field({
       type: [SystemMetricEnum],
       description: 'The system metrics this platform reports',

@@ -4,7 +4,7 @@ import type { MetricScope, SystemMetric } from '../domain/types.js';
 import { jobWindow, type JobRow, type SeriesRow } from '../store/index.js';
 import { checkSeriesArgs, type SeriesArgs } from './args.js';
 import type { Context } from './context.js';
-import type { SeriesView } from './metric-series.js';
+import { seriesView, type SeriesView } from './metric-series.js';
 
 export interface SystemSeriesQuery extends SeriesArgs {
   names?: readonly SystemMetric[] | null;
@@ -26,7 +26,7 @@ export async function systemSeries(
   const rows = await ctx.store.loaders.seriesOfJob.load({ jobId: job.id, kind: 'system' });
   return rows
     .filter((r) => names.includes(r.name as SystemMetric) && (!args.scope || r.scope === args.scope) && pick(r))
-    .map((row) => ({ row, window, shape, freshness }));
+    .map((row) => seriesView(row, window, shape, freshness));
 }
 
 export interface TrainingSeriesQuery extends SeriesArgs {
@@ -40,5 +40,5 @@ export async function trainingSeries(ctx: Context, job: JobRow, args: TrainingSe
   const names = args.names?.length ? new Set(args.names) : null;
   return rows
     .filter((r) => !names || names.has(r.name))
-    .map((row) => ({ row, window: { from: shape.from, to: shape.to }, shape, freshness }));
+    .map((row) => seriesView(row, { from: shape.from, to: shape.to }, shape, freshness));
 }

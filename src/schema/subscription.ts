@@ -3,90 +3,75 @@
 import { DomainError, type ErrorCode } from '../domain/errors.js';
 import { parseGlobalId } from '../domain/ids.js';
 import type { LiveHub } from '../live/hub.js';
-import {
-  jobRowFromJson,
-  type GpuUtilizationPayload,
-  type LivePayload,
-  type LogLinePayload,
-  type NodeUtilizationPayload,
-  type SamplePayload,
-  type UtilizationPointPayload,
-} from '../live/events.js';
-import { jobMatches } from '../store/index.js';
+import { jobRowFromJson, type LivePayload, type LogLinePayload, type SamplePayload } from '../live/events.js';
+import { jobMatches, jobWindow, type JobRow } from '../store/index.js';
+import { checkSeriesArgs } from './args.js';
 import { builder } from './builder.js';
 import type { Context } from './context.js';
-import { JobStatusEnum, MetricScopeEnum } from './enums.js';
+import { AggregationEnum, MetricScopeEnum, SystemMetricEnum } from './enums.js';
 import { JobFilterRef, resolveJobFilter } from './job-filter.js';
 import { LogLineRef } from './job.js';
+import { MetricSeriesRef, seriesView } from './metric-series.js';
 import { JobRef } from './refs.js';
+import type { SystemSeriesQuery } from './series-fields.js';
 
-const UtilizationPointRef = builder.objectRef<UtilizationPointPayload>('UtilizationPoint');
-const GpuUtilizationRef = builder.objectRef<GpuUtilizationPayload>('GpuUtilization');
-const NodeUtilizationRef = builder.objectRef<NodeUtilizationPayload>('NodeUtilization');
-const UtilizationSampleRef = builder.objectRef<SamplePayload>('UtilizationSample');
+interface SampleView {
+  payload: SamplePayload;
+  args: SystemSeriesQuery;
+}
 
-const ratio = 'ratio 0..1';
-UtilizationPointRef.implement({
-  description: 'One instant of one GPU, node or job. Only the metrics the platform reports at that scope are set; null = not reported (or a gap).',
-  fields: (t) => ({
-    timestamp: t.field({ type: 'DateTime', resolve: (p) => new Date(p.t) }),
-    gpuUtilization: t.float({ nullable: true, description: ratio, resolve: (p) => p.gpuUtilization ?? null }),
-    gpuMemoryUsedBytes: t.float({ nullable: true, resolve: (p) => p.gpuMemoryUsedBytes ?? null }),
-    gpuMemoryUtilization: t.float({ nullable: true, description: ratio, resolve: (p) => p.gpuMemoryUtilization ?? null }),
-    npuUtilization: t.float({ nullable: true, description: ratio, resolve: (p) => p.npuUtilization ?? null }),
-    npuMemoryUtilization: t.float({ nullable: true, description: ratio, resolve: (p) => p.npuMemoryUtilization ?? null }),
-    cpuUsageCores: t.float({ nullable: true, resolve: (p) => p.cpuUsageCores ?? null }),
-    cpuUtilization: t.float({ nullable: true, description: ratio, resolve: (p) => p.cpuUtilization ?? null }),
-    memoryUsedBytes: t.float({ nullable: true, resolve: (p) => p.memoryUsedBytes ?? null }),
-    memoryUtilization: t.float({ nullable: true, description: ratio, resolve: (p) => p.memoryUtilization ?? null }),
-  }),
-});
+/** The job as stored after the poll (read only when a selected field needs it). */
+const jobOf = (ctx: Context, s: SampleView): Promise<JobRow | null> => ctx.store.loaders.jobById.load(s.payload.jobId);
 
-GpuUtilizationRef.implement({
-  description: 'One GPU (or NPU) of the job: its points in this sample, oldest first',
-  fields: (t) => ({
-    gpuId: t.id({ nullable: true, description: 'The Gpu id, for Query.job(...).gpus', resolve: (g) => g.gpuId }),
-    nodeId: t.id({ nullable: true, resolve: (g) => g.nodeId }),
-    nodeName: t.string({ nullable: true, resolve: (g) => g.nodeName }),
-    index: t.exposeInt('index'),
-    latest: t.field({ type: UtilizationPointRef, nullable: true, resolve: (g) => g.points.at(-1) ?? null }),
-    points: t.field({ type: [UtilizationPointRef], resolve: (g) => g.points }),
-  }),
-});
-
-NodeUtilizationRef.implement({
-  description: 'One node (task, pod, host) of the job: its node-level points in this sample, oldest first',
-  fields: (t) => ({
-    nodeId: t.id({ nullable: true, resolve: (n) => n.nodeId }),
-    name: t.exposeString('name'),
-    latest: t.field({ type: UtilizationPointRef, nullable: true, resolve: (n) => n.points.at(-1) ?? null }),
-    points: t.field({ type: [UtilizationPointRef], resolve: (n) => n.points }),
-  }),
-});
-
+const UtilizationSampleRef = builder.objectRef<SampleView>('UtilizationSample');
 UtilizationSampleRef.implement({
   description:
-    'One poll of a job: the points stored since the previous sample, per GPU, per node and for the whole job, in canonical units. ' +
-    'The same points answer Job.metrics afterwards.',
+    "One poll of a job's platform: the job's series that got new points, as the same MetricSeries objects (same ids, same window and shaping) Job.metrics answers for the same arguments, read from the store after the poll wrote them. A client cache that holds the series from a query sees them updated in place.",
   fields: (t) => ({
-    jobId: t.exposeID('jobId'),
-    job: t.field({ type: JobRef, nullable: true, resolve: (s, _a, ctx) => ctx.store.loaders.jobById.load(s.jobId) }),
-    status: t.field({ type: JobStatusEnum, resolve: (s) => s.status as never }),
-    polledAt: t.field({ type: 'DateTime', resolve: (s) => new Date(s.polledAt) }),
-    from: t.field({ type: 'DateTime', description: 'The window this poll asked the platform for', resolve: (s) => new Date(s.from) }),
-    to: t.field({ type: 'DateTime', resolve: (s) => new Date(s.to) }),
-    intervalSeconds: t.exposeFloat('intervalSeconds', { description: 'How often this job is polled' }),
+    job: t.field({
+      type: JobRef,
+      nullable: true,
+      description: 'The job as stored after this poll (its status is the polled one); null if it is gone',
+      resolve: (s, _a, ctx) => jobOf(ctx, s),
+    }),
+    polledAt: t.field({ type: 'DateTime', description: "When the poll's result went out", resolve: (s) => new Date(s.payload.polledAt) }),
+    from: t.field({ type: 'DateTime', description: 'Start of the window this poll asked the platform for', resolve: (s) => new Date(s.payload.from) }),
+    to: t.field({ type: 'DateTime', description: 'End of the window this poll asked the platform for', resolve: (s) => new Date(s.payload.to) }),
+    interval: t.field({
+      type: 'Duration',
+      description: "How often this job is polled (the provider's pollIntervalSeconds; failures back off up to 5 minutes)",
+      resolve: (s) => s.payload.intervalSeconds,
+    }),
     granularity: t.field({
       type: MetricScopeEnum,
       description: 'The finest scope the platform reports: GPU when it has per-GPU series, NODE when only node aggregates',
-      resolve: (s) => s.granularity,
+      resolve: (s) => s.payload.granularity,
     }),
-    final: t.exposeBoolean('final', { description: 'The job has finished: this is the last sample and the stream completes' }),
-    gpus: t.field({ type: [GpuUtilizationRef], resolve: (s) => s.gpus }),
-    nodes: t.field({ type: [NodeUtilizationRef], resolve: (s) => s.nodes }),
-    jobPoints: t.field({ type: [UtilizationPointRef], description: 'Job-level points, where the platform reports job aggregates', resolve: (s) => s.job }),
+    final: t.boolean({ description: 'The job has finished: this is the last sample and the stream completes', resolve: (s) => s.payload.final }),
+    series: t.field({
+      type: [MetricSeriesRef],
+      description:
+        "The series that got points in this poll (on a subscriber's first sample: every series the feed has sampled), each over the job's whole window (start to now) at the subscription's maxPoints and aggregation, as Job.metrics answers them",
+      resolve: (s, _a, ctx) => liveSeries(ctx, s),
+    }),
   }),
 });
+
+/** The sample's series as Job.metrics(names, scope, maxPoints, aggregation) would answer them, read from the store. */
+async function liveSeries(ctx: Context, s: SampleView) {
+  const job = await jobOf(ctx, s);
+  if (!job) return [];
+  const shape = checkSeriesArgs(s.args, ctx.limits);
+  const keys = new Set(s.payload.series);
+  const names = s.args.names?.length ? new Set<string>(s.args.names) : null;
+  const rows = await ctx.store.loaders.seriesOfJob.load({ jobId: job.id, kind: 'system' });
+  const window = jobWindow(job, ctx.store.now(), null, null);
+  // Just written by the poll, so as fresh as the poll.
+  const freshness = { fetchedAt: new Date(s.payload.polledAt), stale: false, error: null };
+  return rows
+    .filter((r) => keys.has(r.seriesKey) && (!names || names.has(r.name)) && (!s.args.scope || r.scope === s.args.scope))
+    .map((row) => seriesView(row, window, shape, freshness));
+}
 
 function liveOf(ctx: Context): LiveHub {
   if (!ctx.live) throw new DomainError('UNSUPPORTED', 'live subscriptions are not enabled on this server');
@@ -113,10 +98,25 @@ builder.subscriptionType({
   fields: (t) => ({
     jobUtilization: t.field({
       type: UtilizationSampleRef,
-      description: "Per-GPU and per-node utilization and memory of a job, one sample per poll of its platform; completes when the job has finished",
-      args: { jobId: t.arg.id({ required: true }) },
+      description:
+        "Live utilization and memory series of a job (per GPU where the platform has them, else per node), one sample per poll of its platform, shared by all subscribers; a subscriber joining a running feed first gets the series so far; completes when the job has finished",
+      args: {
+        jobId: t.arg.id({ required: true, description: 'The Job id' }),
+        names: t.arg({
+          type: [SystemMetricEnum],
+          required: false,
+          description: 'Only these metrics; default: every utilization and memory metric the platform reports',
+        }),
+        scope: t.arg({ type: MetricScopeEnum, required: false, description: 'Only series of this scope; default: every scope' }),
+        maxPoints: t.arg.int({
+          required: false,
+          description: 'Points per series over the whole window, 1..the server cap (default 500, cap 10000 unless configured)',
+        }),
+        aggregation: t.arg({ type: AggregationEnum, required: false, description: 'How buckets are combined when downsampled; default AVG' }),
+      },
       subscribe: async (_root, args, ctx) => {
         const jobId = String(args.jobId);
+        checkSeriesArgs(args, ctx.limits);
         await requireJob(ctx, jobId);
         const live = liveOf(ctx);
         return live.subscribe([{ kind: 'utilization', key: jobId }], {
@@ -124,12 +124,17 @@ builder.subscriptionType({
           expand: (p) => (p.type === 'sample' || p.type === 'error' ? [p] : []),
         });
       },
-      resolve: (payload) => unlessError<SamplePayload>(payload),
+      resolve: async (payload, args, ctx) => {
+        const p = unlessError<SamplePayload>(payload);
+        // One context lives as long as the subscription: each event must read current rows.
+        for (const loader of Object.values(ctx.store.loaders)) loader.clearAll();
+        return { payload: p, args };
+      },
     }),
     jobStatusChanged: t.field({
       type: JobRef,
       description: 'Jobs whose status changed (or that appeared), among those the filter selects',
-      args: { filter: t.arg({ type: JobFilterRef, required: false }) },
+      args: { filter: t.arg({ type: JobFilterRef, required: false, description: 'Which jobs to hear about; default: every job the caller may see' }) },
       subscribe: (_root, args, ctx) => {
         const live = liveOf(ctx);
         const { providerIds, jobs } = resolveJobFilter(ctx, args.filter);
@@ -155,7 +160,7 @@ builder.subscriptionType({
     jobLogs: t.field({
       type: LogLineRef,
       description: 'Log lines of a job as they arrive (from about a minute back), in order, none twice; completes when the job has finished',
-      args: { jobId: t.arg.id({ required: true }) },
+      args: { jobId: t.arg.id({ required: true, description: 'The Job id' }) },
       subscribe: async (_root, args, ctx) => {
         const jobId = String(args.jobId);
         const job = await requireJob(ctx, jobId);

@@ -1,5 +1,6 @@
 // The yoga app: schema, per-request context (fresh loaders), error codes, offline GraphiQL.
 import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
+import { useAPQ } from '@graphql-yoga/plugin-apq';
 import { createYoga, type Plugin } from 'graphql-yoga';
 import type { Logger } from 'pino';
 import type { LiveHub } from '../live/hub.js';
@@ -50,7 +51,15 @@ export function createApp(deps: YogaDeps) {
     graphiql: { title: 'Training graph', defaultQuery: EXAMPLE_QUERY },
     maskedErrors: { maskError: maskError(deps.logger) },
     logging: false,
-    plugins: [useErrorCodes(), ...useLimits(deps.requestLimits ?? DEFAULT_REQUEST_LIMITS), useStaleErrors(), ...(deps.plugins ?? [])],
+    plugins: [
+      useErrorCodes(),
+      // Automatic persisted queries (Apollo's protocol): a client sends a query's sha256 alone and
+      // the text only once per replica (kept in an in-memory LRU of 1000 queries per replica).
+      useAPQ(),
+      ...useLimits(deps.requestLimits ?? DEFAULT_REQUEST_LIMITS),
+      useStaleErrors(),
+      ...(deps.plugins ?? []),
+    ],
     context: (initial): Context => {
       const base: Context = {
         store: deps.store.forRequest(),

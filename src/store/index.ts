@@ -110,9 +110,12 @@ export class RequestStore {
     return this.rt.syncJobLists(providerIds);
   }
 
-  /** One page of cached jobs (first + 1 rows: the extra one says there is a next page), newest first. */
-  jobsPage(filter: JobFilter, first: number, after: JobCursor | null): Promise<JobRow[]> {
-    return this.rt.repo.jobsPage(filter, first, after);
+  /**
+   * One page of cached jobs (limit + 1 rows: the extra one says there is more), newest first after
+   * `cursor`, or going backward the nearest ones before it (nearest first).
+   */
+  jobsPage(filter: JobFilter, limit: number, cursor: JobCursor | null, direction: 'forward' | 'backward' = 'forward'): Promise<JobRow[]> {
+    return this.rt.repo.jobsPage(filter, limit, cursor, direction);
   }
 
   jobsCount(filter: JobFilter): Promise<number> {

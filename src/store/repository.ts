@@ -1,6 +1,6 @@
 // Every SQL statement the graph runs lives here: bulk upserts through jsonb_to_recordset (one
 // statement per table per batch, whatever the fan-out) and set-based reads keyed by id lists.
-import { and, desc, eq, inArray, lt, or, sql, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, inArray, lt, or, sql, type SQL } from 'drizzle-orm';
 import { gpuGlobalId, jobGlobalId, nodeGlobalId, projectGlobalId } from '../domain/ids.js';
 import type { Aggregation, JobRecord, NodeRecord, ProjectRecord, SeriesData } from '../domain/types.js';
 import type { Db } from './db.js';
@@ -255,17 +255,24 @@ export class Repository {
   }
 
   /** One page of jobs, newest first, keyset-paged so deep pages cost the same as the first. */
-  async jobsPage(filter: JobFilter, first: number, after: JobCursor | null): Promise<JobRow[]> {
+  /**
+   * Up to `limit + 1` jobs newest first (sortAt, id descending) strictly after `cursor`, or, going
+   * backward, the `limit + 1` strictly before it (nearest first). The extra row tells whether there
+   * is more in that direction.
+   */
+  async jobsPage(filter: JobFilter, limit: number, cursor: JobCursor | null, direction: 'forward' | 'backward' = 'forward'): Promise<JobRow[]> {
     const cond = jobFilterConditions(filter);
-    if (after) {
-      cond.push(or(lt(t.jobs.sortAt, after.sortAt), and(eq(t.jobs.sortAt, after.sortAt), lt(t.jobs.id, after.id)))!);
+    const newer = direction === 'backward';
+    if (cursor) {
+      const cmp = newer ? gt : lt;
+      cond.push(or(cmp(t.jobs.sortAt, cursor.sortAt), and(eq(t.jobs.sortAt, cursor.sortAt), cmp(t.jobs.id, cursor.id)))!);
     }
     return this.db
       .select()
       .from(t.jobs)
       .where(cond.length ? and(...cond) : undefined)
-      .orderBy(desc(t.jobs.sortAt), desc(t.jobs.id))
-      .limit(first + 1);
+      .orderBy(...(newer ? [asc(t.jobs.sortAt), asc(t.jobs.id)] : [desc(t.jobs.sortAt), desc(t.jobs.id)]))
+      .limit(limit + 1);
   }
 
   async jobsCount(filter: JobFilter): Promise<number> {

@@ -86,6 +86,20 @@ export interface JobDetail {
 
 const PROVIDER_FIELDS = 'id kind name simulated perGpuSeries systemMetrics';
 
+/** Seconds of an ISO-8601 duration of days, hours, minutes and seconds (what Duration fields answer). */
+export function durationSeconds(iso: string): number {
+  const m = /^P(?:([\d.]+)D)?(?:T(?:([\d.]+)H)?(?:([\d.]+)M)?(?:([\d.]+)S)?)?$/.exec(iso);
+  if (!m) return NaN;
+  return Number(m[1] ?? 0) * 86_400 + Number(m[2] ?? 0) * 3600 + Number(m[3] ?? 0) * 60 + Number(m[4] ?? 0);
+}
+
+/** `remaining` (a Duration) as the seconds the views show. */
+function withEta<P extends { remaining?: string | null }>(p: P | null): (Omit<P, 'remaining'> & { etaSeconds: number | null }) | null {
+  if (!p) return null;
+  const { remaining, ...rest } = p;
+  return { ...rest, etaSeconds: remaining ? durationSeconds(remaining) : null };
+}
+
 let jobFields: Promise<Set<string>> | null = null;
 
 /**
@@ -112,15 +126,15 @@ export async function listJobs(): Promise<JobSummary[]> {
 /** The job, or null when the server knows no job with that id. */
 export async function jobDetail(id: string): Promise<JobDetail | null> {
   const extra = [...(await optionalJobFields())].join(' ');
-  const data = await query<{ job: JobDetail | null }>(
+  const data = await query<{ job: (Omit<JobDetail, 'progress'> & { progress: (Omit<Progress, 'etaSeconds'> & { remaining: string | null }) | null }) | null }>(
     `query LiveViewJob($id: ID!) { job(id: $id) {
       id name status rawStatus createdAt startedAt finishedAt gpuCount gpuType ${extra}
       provider { ${PROVIDER_FIELDS} } project { id name }
-      progress { fraction iteration targetIteration rate etaSeconds updatedAt }
+      progress { fraction iteration targetIteration rate remaining updatedAt }
     } }`,
     { id },
   );
-  return data.job;
+  return data.job ? { ...data.job, progress: withEta(data.job.progress) } : null;
 }
 
 /** Which chart a system metric goes to. */
@@ -302,61 +316,55 @@ export interface LiveSample {
   lines: ChartLines;
 }
 
-const POINT_FIELDS = 'timestamp gpuUtilization npuUtilization gpuMemoryUsedBytes gpuMemoryUtilization npuMemoryUtilization';
-
-const UTILIZATION = `subscription LiveUtilization($jobId: ID!) {
-  jobUtilization(jobId: $jobId) {
-    status polledAt intervalSeconds granularity final
-    gpus { nodeName index points { ${POINT_FIELDS} } }
-    nodes { name points { ${POINT_FIELDS} } }
-    jobPoints { ${POINT_FIELDS} }
+// The subscription sends MetricSeries, the same objects (and ids) Job.metrics answers for the same
+// arguments, each over the job's whole window. The charts already hold the history (jobHistory),
+// so only the points of this poll's window are added: at the cap's resolution they are the raw
+// points (a job with more than 10,000 points since its start gets bucketed ones).
+const UTILIZATION = `subscription LiveUtilization($jobId: ID!, $maxPoints: Int) {
+  jobUtilization(jobId: $jobId, maxPoints: $maxPoints,
+    names: [GPU_UTILIZATION, NPU_UTILIZATION, GPU_MEMORY_USED, GPU_MEMORY_UTILIZATION, NPU_MEMORY_UTILIZATION]) {
+    job { status } polledAt from interval granularity final
+    series { id name scope node { name } gpu { index node { name } } points { timestamp value } }
   }
 }`;
 
-interface PointWire {
-  timestamp: string;
-  gpuUtilization: number | null;
-  npuUtilization: number | null;
-  gpuMemoryUsedBytes: number | null;
-  gpuMemoryUtilization: number | null;
-  npuMemoryUtilization: number | null;
-}
-
 interface SampleWire {
-  status: string;
+  job: { status: string } | null;
   polledAt: string;
-  intervalSeconds: number;
+  from: string;
+  interval: string;
   granularity: 'GPU' | 'NODE' | 'JOB';
   final: boolean;
-  gpus: { nodeName: string | null; index: number; points: PointWire[] }[];
-  nodes: { name: string; points: PointWire[] }[];
-  jobPoints: PointWire[];
-}
-
-function toLines(label: string, scope: Line['scope'], points: PointWire[], into: ChartLines) {
-  const pick = (kind: ChartKind, value: (p: PointWire) => number | null) => {
-    const pts = points.map((p) => [Date.parse(p.timestamp), value(p)] as [number, number | null]).filter(([, v]) => v !== null);
-    if (pts.length) into[kind].push({ label, scope, points: pts });
-  };
-  pick('utilization', (p) => p.gpuUtilization ?? p.npuUtilization);
-  pick('memoryBytes', (p) => p.gpuMemoryUsedBytes);
-  pick('memoryRatio', (p) => p.gpuMemoryUtilization ?? p.npuMemoryUtilization);
+  series: (SeriesWire & { id: string })[];
 }
 
 /** A job's samples as they are polled, in the same line labels as jobHistory. */
-export function subscribeUtilization(jobId: string, on: Handlers<LiveSample>): () => void {
+export function subscribeUtilization(jobId: string, on: Handlers<LiveSample>, maxPoints = 10_000): () => void {
   return subscribe<LiveSample>(
     UTILIZATION,
-    { jobId },
+    { jobId, maxPoints },
     (data) => {
       const s = data.jobUtilization as SampleWire | undefined;
       if (!s) return undefined;
       const lines: ChartLines = { utilization: [], memoryBytes: [], memoryRatio: [] };
+      const since = Date.parse(s.from);
       // Every scope the sample has; the view keeps the finest per chart, as jobHistory does.
-      for (const g of s.gpus) toLines(gpuLabel(g.nodeName, g.index), 'GPU', g.points, lines);
-      for (const n of s.nodes) toLines(n.name, 'NODE', n.points, lines);
-      toLines('job', 'JOB', s.jobPoints, lines);
-      return { status: s.status, polledAt: Date.parse(s.polledAt), intervalSeconds: s.intervalSeconds, granularity: s.granularity, final: s.final, lines };
+      for (const x of s.series) {
+        const kind = METRIC_CHART[x.name];
+        const points = x.points.filter((p) => p.timestamp && p.value !== null).map((p) => [Date.parse(p.timestamp!), p.value] as [number, number | null])
+          .filter(([x]) => x >= since);
+        if (!kind || points.length === 0) continue;
+        const label = x.gpu ? gpuLabel(x.gpu.node?.name ?? x.node?.name, x.gpu.index) : (x.node?.name ?? 'job');
+        lines[kind].push({ label, scope: x.scope, points });
+      }
+      return {
+        status: s.job?.status ?? 'UNKNOWN',
+        polledAt: Date.parse(s.polledAt),
+        intervalSeconds: durationSeconds(s.interval),
+        granularity: s.granularity,
+        final: s.final,
+        lines,
+      };
     },
     on,
   );
@@ -443,11 +451,11 @@ export interface FleetOptions {
 const FLEET_JOBS = `query LiveViewFleetJobs($filter: JobFilter, $recent: DateTime!) {
   jobs(first: 100, filter: $filter) {
     totalCount
-    sourceErrors { providerId message }
+    sourceErrors { provider { id } message }
     nodes {
       id name status gpuCount gpuType startedAt
       provider { id kind name simulated systemMetrics } project { id name }
-      progress { fraction etaSeconds }
+      progress { fraction remaining }
       metrics(names: [GPU_UTILIZATION, NPU_UTILIZATION], from: $recent, maxPoints: 1, aggregation: LAST) {
         scope node { id name } gpu { id index node { id name } } summary { last lastAt }
       }
@@ -457,7 +465,7 @@ const FLEET_JOBS = `query LiveViewFleetJobs($filter: JobFilter, $recent: DateTim
 
 const FLEET_WASTE = `query LiveViewFleetWaste($filter: JobFilter, $from: DateTime!, $to: DateTime!, $threshold: Float!, $forAtLeast: Duration!) {
   fleet(filter: $filter, from: $from, to: $to) {
-    idleGpus(threshold: $threshold, forAtLeast: $forAtLeast) { job { id } scope gpuCount node { id } gpu { id } idleSeconds }
+    idleGpus(threshold: $threshold, forAtLeast: $forAtLeast) { job { id } scope gpuCount node { id } gpu { id } idleDuration }
     jobs { job { id } allocatedGpuHours usedGpuHours wasteGpuHours utilization efficiency coverage }
     problems { job { id name } stale message }
   }
@@ -466,8 +474,9 @@ const FLEET_WASTE = `query LiveViewFleetWaste($filter: JobFilter, $from: DateTim
 interface FleetJobsWire {
   jobs: {
     totalCount: number;
-    sourceErrors: { providerId: string; message: string }[];
-    nodes: (Omit<FleetJob, 'cells' | 'metricsError'> & {
+    sourceErrors: { provider: { id: string } | null; message: string }[];
+    nodes: (Omit<FleetJob, 'cells' | 'metricsError' | 'progress'> & {
+      progress: { fraction: number | null; remaining: string | null } | null;
       metrics: { scope: 'GPU' | 'NODE' | 'JOB'; node: { id: string; name: string } | null; gpu: { id: string; index: number; node: { id: string; name: string } | null } | null; summary: { last: number | null; lastAt: string | null } }[] | null;
     } | null)[];
   };
@@ -475,7 +484,7 @@ interface FleetJobsWire {
 
 interface FleetWasteWire {
   fleet: {
-    idleGpus: { job: { id: string }; scope: string; gpuCount: number; node: { id: string } | null; gpu: { id: string } | null; idleSeconds: number }[];
+    idleGpus: { job: { id: string }; scope: string; gpuCount: number; node: { id: string } | null; gpu: { id: string } | null; idleDuration: string }[];
     jobs: ({ job: { id: string } } & Omit<JobWaste, 'jobId'>)[];
     problems: { job: { id: string; name: string }; stale: boolean; message: string }[];
   } | null;
@@ -495,7 +504,7 @@ export interface FleetJobs {
 export async function fleetJobs(opts: FleetOptions, now = Date.now()): Promise<FleetJobs> {
   const answer = await request<FleetJobsWire>(FLEET_JOBS, { filter: fleetFilter(opts), recent: new Date(now - opts.recentSeconds * 1000).toISOString() });
   if (!answer.data?.jobs) throw new ApiError(answer.errors.map((e) => e.message).join('; ') || 'no answer');
-  const problems: string[] = answer.data.jobs.sourceErrors.map((e) => `${e.providerId}: ${e.message} (jobs shown from the cache)`);
+  const problems: string[] = answer.data.jobs.sourceErrors.map((e) => `${e.provider?.id ?? 'a platform'}: ${e.message} (jobs shown from the cache)`);
   const jobs: FleetJob[] = [];
   answer.data.jobs.nodes.forEach((j, i) => {
     if (!j) return;
@@ -515,8 +524,8 @@ export async function fleetJobs(opts: FleetOptions, now = Date.now()): Promise<F
         }))
         .sort((a, b) => a.label.localeCompare(b.label, undefined, { numeric: true }));
     }
-    const { metrics: _m, ...rest } = j;
-    jobs.push({ ...rest, cells, metricsError });
+    const { metrics: _m, progress, ...rest } = j;
+    jobs.push({ ...rest, progress: withEta(progress), cells, metricsError });
   });
   return { jobs, totalCount: answer.data.jobs.totalCount, problems, at: new Date(now).toISOString() };
 }
@@ -537,7 +546,7 @@ export async function fleetWaste(opts: FleetOptions, now = Date.now()): Promise<
   const f = answer.data?.fleet;
   if (!f) throw new ApiError(answer.errors.map((e) => e.message).join('; ') || 'no answer');
   return {
-    idle: f.idleGpus.map((g) => ({ jobId: g.job.id, scope: g.scope, gpuId: g.gpu?.id ?? null, nodeId: g.node?.id ?? null, gpuCount: g.gpuCount, idleSeconds: g.idleSeconds })),
+    idle: f.idleGpus.map((g) => ({ jobId: g.job.id, scope: g.scope, gpuId: g.gpu?.id ?? null, nodeId: g.node?.id ?? null, gpuCount: g.gpuCount, idleSeconds: durationSeconds(g.idleDuration) })),
     waste: new Map(f.jobs.map((w) => [w.job.id, { jobId: w.job.id, allocatedGpuHours: w.allocatedGpuHours, usedGpuHours: w.usedGpuHours, wasteGpuHours: w.wasteGpuHours, utilization: w.utilization, efficiency: w.efficiency, coverage: w.coverage }])),
     problems: f.problems.map((p) => `${p.job.name}: ${p.message}${p.stale ? ' (counted from older cached data)' : ' (no data)'}`),
     from,

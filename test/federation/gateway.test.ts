@@ -152,7 +152,7 @@ describe('composition', () => {
       [...supergraphSdl.matchAll(new RegExp(`type ${type}\\b[^{]*`, 'g'))].flatMap((m) =>
         [...m[0].matchAll(/@join__type\(graph: (\w+), key: "([^"]*)"\)/g)].map((k) => `${k[1]} ${k[2]}`),
       );
-    for (const type of ['Provider', 'Job', 'Node', 'Gpu']) expect(keyedIn(type), type).toEqual(['TRAINING id']);
+    for (const type of ['Provider', 'Job', 'ComputeNode', 'Gpu']) expect(keyedIn(type), type).toEqual(['TRAINING id']);
     expect(keyedIn('Project').sort()).toEqual(['TEAMS id', 'TRAINING id']);
   });
 });
@@ -236,9 +236,9 @@ describe('_entities on this subgraph', () => {
     const res = await post(
       subgraphUrl,
       `query ($representations: [_Any!]!) {
-        _entities(representations: $representations) { ... on Node { id job { id } } ... on Gpu { id job { id } } }
+        _entities(representations: $representations) { ... on ComputeNode { id job { id } } ... on Gpu { id job { id } } }
       }`,
-      { representations: [...nodeIds.map((id) => ({ __typename: 'Node', id })), ...gpuIds.map((id) => ({ __typename: 'Gpu', id }))] },
+      { representations: [...nodeIds.map((id) => ({ __typename: 'ComputeNode', id })), ...gpuIds.map((id) => ({ __typename: 'Gpu', id }))] },
     );
     expect(res.errors).toBeUndefined();
     expect(res.data._entities.map((e: { id: string }) => e.id)).toEqual([...nodeIds, ...gpuIds]);
@@ -264,7 +264,7 @@ describe('_entities on this subgraph', () => {
           ... on Provider { id kind }
           ... on Project { id name }
           ... on Job { id }
-          ... on Node { id name }
+          ... on ComputeNode { id name }
           ... on Gpu { id index }
         }
       }`,
@@ -273,11 +273,11 @@ describe('_entities on this subgraph', () => {
           { __typename: 'Provider', id: 'bt' },
           { __typename: 'Project', id: projects[1]!.id },
           { __typename: 'Job', id: jobIds[5] },
-          { __typename: 'Node', id: nodeId },
+          { __typename: 'ComputeNode', id: nodeId },
           { __typename: 'Gpu', id: gpuId },
           { __typename: 'Provider', id: 'missing' },
           { __typename: 'Project', id: 'bt:project:missing' },
-          { __typename: 'Node', id: `${jobIds[0]!.replace(':job:', ':node:')}#missing` },
+          { __typename: 'ComputeNode', id: `${jobIds[0]!.replace(':job:', ':node:')}#missing` },
           { __typename: 'Gpu', id: `${gpuId}99` },
         ],
       },
@@ -287,7 +287,7 @@ describe('_entities on this subgraph', () => {
       ['Provider', 'bt'],
       ['Project', projects[1]!.id],
       ['Job', jobIds[5]],
-      ['Node', nodeId],
+      ['ComputeNode', nodeId],
       ['Gpu', gpuId],
     ]);
     expect(res.data._entities.slice(5)).toEqual([null, null, null, null]);

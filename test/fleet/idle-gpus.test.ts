@@ -3,6 +3,7 @@
 // ground truth (metricValue at every sample time) gives under the documented rules.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gpuGlobalId, jobGlobalId, projectGlobalId } from '../../src/domain/ids.js';
+import { parseDuration } from '../../src/schema/duration.js';
 import { metricValue, nodeIds, rankKeys, type FleetJob } from '../../src/simulators/baseten/fleet.js';
 import { ANCHOR, startTestServer, type TestServer } from '../support/runtime.js';
 import { IDLE_QUERY, USAGE_QUERY } from './queries.js';
@@ -87,15 +88,15 @@ describe('fleet over per-GPU series (Baseten)', () => {
       expect(a.intervals.map((i: any) => [i.from, i.to])).toEqual(g.runs.map((r) => [new Date(r.from).toISOString(), new Date(r.to).toISOString()]));
       a.intervals.forEach((i: any, k: number) => {
         const r = g.runs[k]!;
-        expect(i.seconds).toBe((r.to - r.from) / 1000);
+        expect(parseDuration(i.duration)).toBe((r.to - r.from) / 1000);
         expect(i.gpuHours).toBeCloseTo((r.to - r.from) / H, 9);
         expect(i.avgUtilization).toBeCloseTo(r.avg, 9);
         expect(i.maxUtilization).toBeCloseTo(r.max, 9);
         expect(i.maxUtilization).toBeLessThan(THRESHOLD);
-        expect(i.seconds).toBeGreaterThanOrEqual(MIN_IDLE_S);
+        expect(parseDuration(i.duration)).toBeGreaterThanOrEqual(MIN_IDLE_S);
       });
       const idleMs = g.runs.reduce((x, r) => x + r.to - r.from, 0);
-      expect(a.idleSeconds).toBe(idleMs / 1000);
+      expect(parseDuration(a.idleDuration)).toBe(idleMs / 1000);
       expect(a.idleGpuHours).toBeCloseTo(idleMs / H, 9);
     }
     // Most idle GPU-hours first.
@@ -148,10 +149,10 @@ describe('fleet over per-GPU series (Baseten)', () => {
       expect(p.allocatedGpuHours).toBeCloseTo(e.alloc / H, 9);
       expect(p.usedGpuHours).toBeCloseTo(e.used / H, 9);
     }
-    expect(u.byGpuModel.map((m: any) => m.model).sort()).toEqual([...byModel.keys()].sort());
+    expect(u.byGpuModel.map((m: any) => m.gpuModel).sort()).toEqual([...byModel.keys()].sort());
     for (const m of u.byGpuModel) {
-      expect(m.usedGpuHours).toBeCloseTo(byModel.get(m.model)!.used / H, 9);
-      expect(m.jobCount).toBe(byModel.get(m.model)!.n);
+      expect(m.usedGpuHours).toBeCloseTo(byModel.get(m.gpuModel)!.used / H, 9);
+      expect(m.jobCount).toBe(byModel.get(m.gpuModel)!.n);
     }
 
     // Jobs ranked by waste, each with its own figures.

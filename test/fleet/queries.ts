@@ -5,7 +5,7 @@ export const IDLE_QUERY = `query($filter: JobFilter, $from: DateTime!, $to: Date
     jobCount
     idleGpus(threshold: $threshold, forAtLeast: $min) {
       job { id } provider { id kind } scope aggregate gpuCount node { id } gpu { id } model
-      intervals { from to seconds gpuHours avgUtilization maxUtilization } idleSeconds idleGpuHours
+      intervals { from to duration gpuHours avgUtilization maxUtilization } idleDuration idleGpuHours
     }
     problems { job { id } code stale }
   }
@@ -18,7 +18,7 @@ export const USAGE_QUERY = `query($filter: JobFilter, $from: DateTime!, $to: Dat
       total { jobCount allocatedGpuHours coveredGpuHours usedGpuHours wasteGpuHours coverage utilization efficiency }
       byProvider { provider { id } jobCount allocatedGpuHours coveredGpuHours usedGpuHours coverage }
       byProject { project { id } jobCount allocatedGpuHours usedGpuHours }
-      byGpuModel { model jobCount allocatedGpuHours usedGpuHours }
+      byGpuModel { gpuModel jobCount allocatedGpuHours usedGpuHours }
     }
     jobs { job { id } allocatedGpuHours coveredGpuHours usedGpuHours wasteGpuHours coverage }
   }

@@ -48,26 +48,44 @@ export function client(httpUrl: string): Client {
   return createClient({ url: wsUrl(httpUrl), webSocketImpl: WebSocket, retryAttempts: 0, lazy: true });
 }
 
-export const UTILIZATION = /* GraphQL */ `
+/** The selection of a full sample: its series are MetricSeries, as Job.metrics answers them. */
+export const SAMPLE_FIELDS = /* GraphQL */ `
+  job { id status } polledAt from to granularity final interval
+  series { id name scope unit node { id name } gpu { id index } points { timestamp value } }`;
+
+/** Just the poll: what a test of poll sharing needs (no series read per subscriber). */
+export const POLL_FIELDS = /* GraphQL */ `polledAt from to granularity final interval`;
+
+export const utilizationQuery = (fields: string = SAMPLE_FIELDS, maxPoints = 10_000) => /* GraphQL */ `
   subscription U($id: ID!) {
-    jobUtilization(jobId: $id) {
-      jobId status polledAt from to granularity final intervalSeconds
-      gpus { gpuId nodeName index latest { timestamp gpuUtilization } points { timestamp gpuUtilization gpuMemoryUsedBytes gpuMemoryUtilization } }
-      nodes { nodeId name points { timestamp cpuUsageCores memoryUsedBytes } }
-    }
+    jobUtilization(jobId: $id, maxPoints: ${maxPoints}) { ${fields} }
   }`;
 
+export interface LiveSeries {
+  id: string;
+  name: string;
+  scope: 'GPU' | 'NODE' | 'JOB';
+  unit: string;
+  node: { id: string; name: string } | null;
+  gpu: { id: string; index: number } | null;
+  points: { timestamp: string; value: number | null }[];
+}
+
 export interface Sample {
-  jobId: string;
-  status: string;
+  job: { id: string; status: string } | null;
   polledAt: string;
   from: string;
   to: string;
   granularity: string;
   final: boolean;
-  intervalSeconds: number;
-  gpus: { gpuId: string; nodeName: string; index: number; latest: { timestamp: string; gpuUtilization: number } | null; points: { timestamp: string; gpuUtilization: number | null; gpuMemoryUsedBytes: number | null; gpuMemoryUtilization: number | null }[] }[];
-  nodes: { nodeId: string; name: string; points: { timestamp: string; cpuUsageCores: number | null; memoryUsedBytes: number | null }[] }[];
+  /** ISO-8601 duration. */
+  interval: string;
+  series: LiveSeries[];
+}
+
+/** Every point of every series of a sample with the given metric name. */
+export function seriesNamed(s: Sample, name: string): LiveSeries[] {
+  return s.series.filter((x) => x.name === name);
 }
 
 export interface Subscriber {
@@ -77,10 +95,10 @@ export interface Subscriber {
   stop(): void;
 }
 
-export function subscribeUtilization(c: Client, jobId: string): Subscriber {
+export function subscribeUtilization(c: Client, jobId: string, fields: string = SAMPLE_FIELDS): Subscriber {
   const sub: Subscriber = { samples: [], errors: [], completed: false, stop: () => {} };
   sub.stop = c.subscribe<{ jobUtilization: Sample }>(
-    { query: UTILIZATION, variables: { id: jobId } },
+    { query: utilizationQuery(fields), variables: { id: jobId } },
     {
       next: (r) => {
         if (r.data?.jobUtilization) sub.samples.push(r.data.jobUtilization);

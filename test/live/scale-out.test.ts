@@ -64,7 +64,7 @@ async function waitForReady(url: string, name: string) {
 
 const newestPoint = (samples: Sample[]): string | null => {
   let newest: string | null = null;
-  for (const s of samples) for (const g of [...s.gpus, ...s.nodes]) for (const p of g.points) if (!newest || p.timestamp > newest) newest = p.timestamp;
+  for (const s of samples) for (const g of s.series) for (const p of g.points) if (!newest || p.timestamp > newest) newest = p.timestamp;
   return newest;
 };
 

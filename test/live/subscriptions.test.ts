@@ -5,7 +5,7 @@ import type { Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import type { Runtime } from '../../src/server/runtime.js';
 import type { BasetenSimulator } from '../../src/simulators/baseten/server.js';
-import { client, runningJobId, sleep, startSim, startTestRuntime, subscribeUtilization, waitFor, wsUrl, type Subscriber } from './helpers.js';
+import { client, POLL_FIELDS, runningJobId, seriesNamed, sleep, startSim, startTestRuntime, subscribeUtilization, waitFor, wsUrl, type Sample, type Subscriber } from './helpers.js';
 
 const INTERVAL_S = 0.5;
 const INTERVAL_MS = INTERVAL_S * 1000;
@@ -29,12 +29,13 @@ describe('jobUtilization', () => {
     const subs: Subscriber[] = [];
     const first = client(rt.url);
     clients.push(first);
-    subs.push(subscribeUtilization(first, jobId));
+    // Only the poll's own fields: this is about sharing polls, not about reading series 1,000 times.
+    subs.push(subscribeUtilization(first, jobId, POLL_FIELDS));
     await waitFor(() => subs[0]!.samples.length >= 1, 10_000, 'the first sample');
     for (let i = 1; i < 1000; i++) {
       const c = client(rt.url);
       clients.push(c);
-      subs.push(subscribeUtilization(c, jobId));
+      subs.push(subscribeUtilization(c, jobId, POLL_FIELDS));
     }
     await waitFor(() => subs.every((s) => s.samples.length >= 1), 20_000, 'every subscriber to get a sample');
     expect(rt.live.hub.stats().subscribers).toBe(1000);
@@ -70,37 +71,63 @@ describe('jobUtilization', () => {
     expect(rt.live.hub.stats()).toMatchObject({ feeds: 0, subscribers: 0, leading: [] });
   }, 60_000);
 
-  it('a live sample equals the history query point for point', async () => {
+  it('a live sample is the series Job.metrics answers: same ids, same points', async () => {
     const c = client(rt.url);
     const sub = subscribeUtilization(c, jobId);
-    await waitFor(() => sub.samples.some((s) => s.gpus.some((g) => g.points.length > 0)), 10_000, 'a sample with points');
+    const withPoints = (x: Sample) => seriesNamed(x, 'GPU_UTILIZATION').some((g) => g.points.length > 0);
+    await waitFor(() => sub.samples.some(withPoints), 10_000, 'a sample with points');
     sub.stop();
     await c.dispose();
-    const sample = sub.samples.find((s) => s.gpus.some((g) => g.points.length > 0))!;
-    const from = sample.gpus[0]!.points[0]!.timestamp;
-    const to = sample.gpus[0]!.points.at(-1)!.timestamp;
+    const sample = sub.samples.find(withPoints)!;
     const res = await fetch(`${rt.url}/graphql`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({
-        query: `query H($id: ID!, $from: DateTime!, $to: DateTime!) { job(id: $id) { metrics(names: [GPU_UTILIZATION, GPU_MEMORY_USED], scope: GPU, from: $from, to: $to, maxPoints: 10000) {
-          name gpu { id } points { timestamp value } } } }`,
-        variables: { id: jobId, from, to },
+        query: `query H($id: ID!) { job(id: $id) { metrics(names: [GPU_UTILIZATION, GPU_MEMORY_USED], scope: GPU, maxPoints: 10000) {
+          id name gpu { id } points { timestamp value } } } }`,
+        variables: { id: jobId },
       }),
     });
-    const body = (await res.json()) as { data: { job: { metrics: { name: string; gpu: { id: string }; points: { timestamp: string; value: number }[] }[] } }; errors?: unknown };
+    const body = (await res.json()) as { data: { job: { metrics: { id: string; name: string; gpu: { id: string }; points: { timestamp: string; value: number }[] }[] } }; errors?: unknown };
     expect(body.errors).toBeUndefined();
     let compared = 0;
-    for (const gpu of sample.gpus) {
-      for (const [metric, field] of [['GPU_UTILIZATION', 'gpuUtilization'], ['GPU_MEMORY_USED', 'gpuMemoryUsedBytes']] as const) {
-        const history = body.data.job.metrics.find((m) => m.name === metric && m.gpu.id === gpu.gpuId)!;
-        const live = gpu.points.map((p) => ({ timestamp: p.timestamp, value: p[field] }));
-        expect(history.points).toEqual(live);
-        compared += live.length;
-      }
+    for (const live of sample.series.filter((x) => x.scope === 'GPU' && (x.name === 'GPU_UTILIZATION' || x.name === 'GPU_MEMORY_USED'))) {
+      // The same id: a client cache holding the query's series is updated by the sample.
+      const history = body.data.job.metrics.find((m) => m.id === live.id)!;
+      expect(history, live.id).toBeDefined();
+      expect(history.gpu.id).toBe(live.gpu!.id);
+      // The query fetches the whole job window (the poll only its recent minutes), and later polls
+      // may have added points: over the sample's span the two are the same points.
+      const [first, last] = [live.points[0]!.timestamp, live.points.at(-1)!.timestamp];
+      expect(history.points.filter((p) => p.timestamp >= first && p.timestamp <= last)).toEqual(live.points);
+      compared += live.points.length;
     }
     expect(compared).toBeGreaterThan(0);
   });
+
+  it('a late subscriber gets the series so far at once, not only after the next poll', async () => {
+    // Polls 30 s apart: the first comes at once, so anything the late subscriber gets sooner is the backfill.
+    const slow = await startTestRuntime(sim, 30);
+    try {
+      const c1 = client(slow.url);
+      const early = subscribeUtilization(c1, jobId);
+      await waitFor(() => early.samples.some((x) => seriesNamed(x, 'GPU_UTILIZATION').length > 0), 10_000, 'the first sample');
+      const c2 = client(slow.url);
+      const late = subscribeUtilization(c2, jobId);
+      await waitFor(() => late.samples.length >= 1, 10_000, "the late subscriber's first sample");
+      expect(slow.live.hub.stats().polls[`live:utilization:${jobId}`]).toBe(1);
+      const first = late.samples[0]!;
+      expect(first.polledAt).toBe(early.samples[0]!.polledAt);
+      // The series the first subscriber has, with the same ids and points.
+      expect(first.series.length).toBeGreaterThan(0);
+      expect(first.series).toEqual(early.samples[0]!.series);
+      early.stop();
+      late.stop();
+      await Promise.all([c1.dispose(), c2.dispose()]);
+    } finally {
+      await slow.close();
+    }
+  }, 120_000);
 
   it('reports upstream failures as error events, backs off, and recovers on the same stream', async () => {
     const c = client(rt.url);
@@ -190,7 +217,7 @@ describe('protection', () => {
     await new Promise((r) => ws.once('open', r));
     ws.send(JSON.stringify({ type: 'connection_init' }));
     await new Promise((r) => ws.once('message', r));
-    ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: 'subscription($id: ID!) { jobUtilization(jobId: $id) { polledAt nodes { name } } }', variables: { id: jobId } } }));
+    ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: 'subscription($id: ID!) { jobUtilization(jobId: $id) { polledAt from } }', variables: { id: jobId } } }));
     await new Promise((r) => ws.once('message', r));
     // Stop reading: the kernel buffers fill, graphql-ws waits on the send, the queue fills.
     (ws as unknown as { _socket: { pause(): void } })._socket.pause();
@@ -200,8 +227,8 @@ describe('protection', () => {
     for (let i = 0; i < 3000; i++) {
       rt.live.hub.bus.publish(topic, {
         type: 'sample', jobId, status: 'RUNNING', polledAt: new Date().toISOString(), from: new Date().toISOString(), to: new Date().toISOString(),
-        intervalSeconds: INTERVAL_S, granularity: 'NODE', final: false, job: [], gpus: [], cursor: null,
-        nodes: [{ nodeId: null, name: big, points: [] }],
+        intervalSeconds: INTERVAL_S, granularity: 'NODE', final: false, cursor: null,
+        series: [big],
       });
       if (i % 100 === 0) await sleep(5);
     }

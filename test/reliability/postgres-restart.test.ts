@@ -231,7 +231,7 @@ describe.runIf(REAL_POSTGRES_URL)('Postgres lost during a write burst (real Post
     const ws = client(victim.url);
     cleanups.push(async () => ws.dispose());
     const live = subscribeUtilization(ws, runningId);
-    await eventually(() => (live.samples.filter((s) => s.gpus.some((g) => g.points.length > 0)).length >= 1 ? true : undefined), 20_000, 'a first live sample with points');
+    await eventually(() => (live.samples.filter((s) => gpuSeries(s).some((g) => g.points.length > 0)).length >= 1 ? true : undefined), 20_000, 'a first live sample with points');
 
     // The burst; the kill lands as soon as its first writes have committed, so some jobs' points are
     // in the database and the rest are in flight.
@@ -271,7 +271,7 @@ describe.runIf(REAL_POSTGRES_URL)('Postgres lost during a write burst (real Post
     // after the outage; every point of the job between its first and last sample reached the
     // subscriber (nothing skipped while the writes failed).
     await eventually(
-      () => (live.samples.some((s) => s.gpus.some((g) => g.points.some((p) => Date.parse(p.timestamp) > killedAt))) ? true : undefined),
+      () => (live.samples.some((s) => gpuSeries(s).some((g) => g.points.some((p) => Date.parse(p.timestamp) > killedAt))) ? true : undefined),
       40_000,
       'a live sample with a point from after the outage',
     );
@@ -289,16 +289,21 @@ describe.runIf(REAL_POSTGRES_URL)('Postgres lost during a write burst (real Post
     expect(warnings.length).toBeLessThanOrEqual(Math.ceil((restartedAt - killedAt) / 5000) + 2);
   }, 120_000);
 
+  /** Each sample's per-GPU utilization series (MetricSeries over the job's window). */
+  function gpuSeries(s: Sample) {
+    return s.series.filter((x) => x.scope === 'GPU' && x.name === 'GPU_UTILIZATION');
+  }
+
   /** The union of the samples' GPU points equals the stored history over the samples' whole span. */
   async function expectLiveHasNoGap(victim: Server, samples: Sample[]) {
     const from = samples[0]!.from;
     const to = samples.at(-1)!.to;
     const delivered = new Map<string, Map<string, number | null>>();
     for (const s of samples) {
-      for (const g of s.gpus) {
-        const byTime = delivered.get(g.gpuId) ?? new Map<string, number | null>();
-        for (const p of g.points) byTime.set(p.timestamp, p.gpuUtilization);
-        delivered.set(g.gpuId, byTime);
+      for (const g of gpuSeries(s)) {
+        const byTime = delivered.get(g.gpu!.id) ?? new Map<string, number | null>();
+        for (const p of g.points) if (p.timestamp >= from && p.timestamp <= to) byTime.set(p.timestamp, p.value);
+        delivered.set(g.gpu!.id, byTime);
       }
     }
     const history = await gql(

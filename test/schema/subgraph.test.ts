@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { plainSchema, schema } from '../../src/schema/index.js';
 import { SCHEMA_FILE, SUBGRAPH_FILE, printedSchema, printedSubgraph } from '../../src/schema/print.js';
 
-const ENTITIES = ['Provider', 'Project', 'Job', 'Node', 'Gpu'];
+const ENTITIES = ['Provider', 'Project', 'Job', 'ComputeNode', 'Gpu'];
 
 function keysOf(sdl: string, typeName: string): string[] {
   const def = parse(sdl).definitions.find((d) => d.kind === 'ObjectTypeDefinition' && d.name.value === typeName);

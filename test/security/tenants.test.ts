@@ -152,14 +152,14 @@ describe('tenants', () => {
         const owner = all.find((j) => j.id === e.node.id)!;
         reps.push({ __typename: 'Job', id: e.node.id, owner }, { __typename: 'Project', id: owner.projectId, owner }, { __typename: 'Provider', id: owner.providerId, owner });
         for (const n of e.node.nodes) {
-          reps.push({ __typename: 'Node', id: n.id, owner });
+          reps.push({ __typename: 'ComputeNode', id: n.id, owner });
           for (const g of n.gpus) reps.push({ __typename: 'Gpu', id: g.id, owner });
         }
       }
       expect(reps.some((r) => r.__typename === 'Gpu')).toBe(true);
       const res = await gql(
         tokenOf[t],
-        'query($r: [_Any!]!) { _entities(representations: $r) { ... on Job { id } ... on Project { id } ... on Provider { id } ... on Node { id } ... on Gpu { id } } }',
+        'query($r: [_Any!]!) { _entities(representations: $r) { ... on Job { id } ... on Project { id } ... on Provider { id } ... on ComputeNode { id } ... on Gpu { id } } }',
         { r: reps.map(({ __typename, id }) => ({ __typename, id })) },
       );
       expect(res.body.errors).toBeUndefined();
@@ -179,7 +179,7 @@ describe('tenants', () => {
       new Promise<{ data?: any; errors?: any[] }>((resolve) => {
         let done = false;
         const stop = client.subscribe(
-          { query: 'subscription($id: ID!) { jobUtilization(jobId: $id) { jobId } }', variables: { id: jobId } },
+          { query: 'subscription($id: ID!) { jobUtilization(jobId: $id) { job { id } } }', variables: { id: jobId } },
           {
             next: (v) => {
               if (!done) (done = true), stop(), resolve(v as never);
@@ -195,7 +195,7 @@ describe('tenants', () => {
       });
     const own = await first(jobA);
     expect(own.errors).toBeUndefined();
-    expect(own.data.jobUtilization.jobId).toBe(jobA);
+    expect(own.data.jobUtilization.job.id).toBe(jobA);
     const foreign = await first(jobB);
     expect((foreign.errors as any[])[0].extensions.code).toBe('NOT_FOUND');
     // Revoke A: the open connection's next subscription is refused.
