@@ -1,9 +1,7 @@
 // Where live events travel: in process when there is one replica, through Redis (yoga's redis
 // event target) when REDIS_URL is set, so a subscriber on any replica sees what any replica polled.
 // Payloads are plain JSON (dates as ISO strings) so both transports carry exactly the same thing.
-import { createRedisEventTarget } from '@graphql-yoga/redis-event-target';
 import type { TypedEventTarget } from '@graphql-yoga/typed-event-target';
-import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 
 export type Listener = (payload: unknown) => void;
@@ -41,6 +39,8 @@ export function createMemoryBus(): EventBus {
 }
 
 export async function createRedisBus(redisUrl: string, logger: Logger): Promise<EventBus> {
+  // Loaded only with REDIS_URL: a single replica never needs a Redis client in memory.
+  const [{ Redis }, { createRedisEventTarget }] = await Promise.all([import('ioredis'), import('@graphql-yoga/redis-event-target')]);
   // A subscribed ioredis connection can do nothing else, hence two. Through a Redis restart ioredis
   // reconnects with backoff, re-subscribes its channels, and holds publishes in its offline queue
   // (maxRetriesPerRequest: null: they wait rather than fail), so events are late, not lost.

@@ -7,7 +7,7 @@ import type { AppConfig, ProviderConfig, SecretSource } from '../config/index.js
 import { ProviderSet, type ProviderInstance, type ResilienceOptions } from '../providers/provider-set.js';
 import { createAdapter } from '../providers/registry.js';
 import { onShapeMismatch } from '../providers/shape-watch.js';
-import { startDemoProviders, type DemoProvider } from '../simulators/demo.js';
+import type { DemoProvider } from '../simulators/demo.js';
 import { openDatabase, type Database } from '../store/db.js';
 import { DEFAULT_CACHE_POLICY, ReadThrough, type CachePolicy } from '../store/read-through.js';
 import { Repository } from '../store/repository.js';
@@ -22,7 +22,6 @@ import { isLoopbackHost, redactSecrets, secretValues } from '../config/security.
 import { useSecretRedaction } from './plugins/use-redaction.js';
 import { Metrics } from './metrics.js';
 import { createHttpFront } from './http-front.js';
-import { startTracing, traceUpstreamCalls } from './tracing.js';
 import { useMetrics } from './plugins/use-metrics.js';
 import { useTracing } from './plugins/use-tracing.js';
 import { serveWebPage } from './web.js';
@@ -96,7 +95,9 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   // stdout is written synchronously: pino's default async stream, flushed by process.exit(), can
   // reorder or drop the last lines when a write is still in the thread pool (seen on SIGTERM).
   const logger = opts.logger ?? pino(loggerOptions, opts.logDestination ?? destination({ dest: 1, sync: true }));
-  const demo = config.providers ? [] : await startDemoProviders({ workDir: opts.demoWorkDir, now: opts.clock });
+  // The simulators (and the OpenTelemetry SDK below) are loaded only when used: a deployment with a
+  // providers file never has them in memory.
+  const demo = config.providers ? [] : await (await import('../simulators/demo.js')).startDemoProviders({ workDir: opts.demoWorkDir, now: opts.clock });
   const configs = config.providers ?? demo.map((d) => d.config);
   const env: SecretSource = config.providers ? (opts.env ?? process.env) : Object.assign({}, ...demo.map((d) => d.secrets));
   const providers = new ProviderSet(buildProviders(configs, env, !config.providers), opts.resilience);
@@ -110,8 +111,9 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const live = await startLive({ config, store, logger, options: opts.live });
   const metrics = new Metrics({ providers, readThrough, live: live.hub });
   const stopShapeWarnings = warnOnShapeMismatches(providers.all().map((p) => p.id), logger);
-  const tracing = config.tracing ? startTracing(config.tracing) : null;
-  if (tracing) traceUpstreamCalls(providers, tracing.tracer);
+  const tracingModule = config.tracing ? await import('./tracing.js') : null;
+  const tracing = config.tracing && tracingModule ? tracingModule.startTracing(config.tracing) : null;
+  if (tracing) tracingModule!.traceUpstreamCalls(providers, tracing.tracer);
   const front = createHttpFront(logger, metrics);
   const app = createApp({
     store,

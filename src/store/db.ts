@@ -1,6 +1,5 @@
 // Opens the cache database: embedded PGlite in a folder when no DATABASE_URL is given, a real
 // Postgres through postgres.js otherwise. Both get the same drizzle schema and migrations.
-import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
@@ -66,12 +65,11 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
       close: () => client.end({ timeout: 5 }),
     };
   }
-  const { PGlite } = await import('@electric-sql/pglite');
+  // PGlite first: drizzle's PGlite driver imports it too, and loadPglite says what to do without it.
+  const { openPglite } = await import('./pglite.js');
+  const client = await openPglite(opts.dataDir ?? './.data');
   const { drizzle } = await import('drizzle-orm/pglite');
   const { migrate } = await import('drizzle-orm/pglite/migrator');
-  const dir = opts.dataDir ?? './.data';
-  if (!dir.startsWith('memory://')) mkdirSync(dir, { recursive: true });
-  const client = new PGlite(dir);
   const db = drizzle(client, { schema: tables, logger });
   await migrate(db, { migrationsFolder: MIGRATIONS_DIR });
   return {

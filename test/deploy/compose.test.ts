@@ -56,7 +56,7 @@ describe('docker-compose.yml', () => {
       expect(context).toBe('.');
       expect(api.ports).toBeUndefined(); // reached only through the gateway
       expect(api.depends_on).toMatchObject({ postgres: { condition: 'service_healthy' }, redis: { condition: 'service_healthy' } });
-      // The image's own command (src/main.ts) runs unless compose overrides it.
+      // The image's own command (node dist/main.js) runs unless compose overrides it.
       expect(api.command).toBeUndefined();
     }
     expect(apis[1]![1].environment).toEqual(apis[0]![1].environment);
@@ -111,17 +111,24 @@ describe('docker-compose.yml', () => {
 });
 
 describe('Dockerfile', () => {
-  it('is multi-stage, runs as a non-root user, health-checks /readyz and starts src/main.ts', () => {
+  it('is multi-stage, runs as a non-root user, health-checks /readyz and starts the built dist/main.js', () => {
     expect(dockerfile.match(/^FROM /gm)!.length).toBeGreaterThanOrEqual(2);
     const user = dockerfile.match(/^USER (\S+)/m)?.[1];
     expect(user).toBeDefined();
     expect(['root', '0']).not.toContain(user);
     expect(dockerfile).toMatch(/^HEALTHCHECK .*\/readyz/m);
     expect(dockerfile).toMatch(/^EXPOSE 4000$/m);
-    expect(dockerfile).toMatch(/^CMD \[.*"src\/main\.ts"\]$/m);
-    // The live view page is bundled in a build stage (esbuild is a dev dependency) and copied.
-    expect(dockerfile).toMatch(/src\/web\/build\.ts dist\/web/);
-    expect(dockerfile).toMatch(/^COPY --from=\w+ \/app\/dist\/web \.\/dist\/web$/m);
+    expect(dockerfile).toMatch(/^CMD \["node", "dist\/main\.js"\]$/m);
+    // Compiled (and the live view page bundled) in a build stage with the dev tools, then copied;
+    // the runtime's install leaves out dev and optional dependencies (PGlite): it serves a Postgres.
+    expect(dockerfile).toMatch(/^RUN node scripts\/build\.mjs dist$/m);
+    expect(dockerfile).toMatch(/^COPY --from=\w+ \/app\/dist \.\/dist$/m);
+    expect(dockerfile).toMatch(/^RUN npm ci --omit=dev --omit=optional /m);
+    expect(dockerfile).not.toMatch(/tsx/);
+    // scripts/build-image-root.sh runs the same steps where no Docker engine is (built-server.test.ts).
+    const script = readFileSync(path.join(root, 'scripts/build-image-root.sh'), 'utf8');
+    expect(script).toContain('npm ci --omit=dev --omit=optional');
+    expect(script).toContain('scripts/build.mjs');
   });
 
   it('has the driver patches in place before every npm ci, and patch-package among production dependencies', () => {

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# `npm run build:image-root [folder]`: the Dockerfile's build steps without a Docker engine. Writes
+# the image's /app into a folder (default .tmp/image-root): dist/ from the build stage, the
+# production node_modules of the deps stage (npm ci --omit=dev --omit=optional: no PGlite, no
+# TypeScript tooling), package.json and migrations/. `node dist/main.js` there is the image's CMD;
+# test/deploy/built-server.test.ts starts it. Prints the folder's sizes.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+out="$(mkdir -p "${1:-$root/.tmp/image-root}" && cd "${1:-$root/.tmp/image-root}" && pwd)"
+
+# build stage (this checkout's own full install stands in for its npm ci)
+node "$root/scripts/build.mjs" "$out/dist"
+
+# deps stage; skipped when the folder already holds an install of this very lockfile
+cp "$root/package.json" "$root/package-lock.json" "$out/"
+rm -rf "$out/patches" && cp -r "$root/patches" "$out/patches"
+stamp="$(cat "$root/package-lock.json" "$root"/patches/* | sha256sum | cut -d' ' -f1)"
+if [ "$(cat "$out/node_modules/.installed-stamp" 2>/dev/null)" != "$stamp" ]; then
+  rm -rf "$out/node_modules"
+  (cd "$out" && npm ci --omit=dev --omit=optional --no-audit --no-fund --loglevel=error)
+  echo "$stamp" > "$out/node_modules/.installed-stamp"
+fi
+
+# runtime stage
+rm -rf "$out/migrations" && cp -r "$root/migrations" "$out/migrations"
+echo "image root: $out"
+for f in "$out/dist" "$out/node_modules" "$out"; do du -sh "$f"; done
