@@ -5,6 +5,7 @@
 // postgres://postgres@127.0.0.1:5432/), --quick (fewer samples).
 import { loadSecurityConfig } from '../src/config/security.js';
 import { benchFleet } from './fleet.js';
+import { benchFootprint } from './footprint.js';
 import { fork, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -560,6 +561,12 @@ async function main() {
 
   const order = ['warm dashboard query', 'cold dashboard query', 'fan-out cost', 'fleet query', 'ingest', 'downsample', 'live fan-out'];
   rows.sort((a, b) => order.indexOf(a.scenario) - order.indexOf(b.scenario));
+
+  // The built server's memory and time to ready on both databases (issue 23), in processes of their own.
+  log('footprint: node dist/main.js on PGlite and PostgreSQL (bench/footprint.ts)');
+  const footprint = await benchFootprint({ postgresUrl: flags.db!, log });
+  rows.push(...footprint.rows);
+  details.footprint = footprint.details;
   const wallSeconds = (performance.now() - started) / 1000;
   const table = [
     '| scenario | measured | baseline (same run, same data) | ratio | goal | met |',

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # `npm run build:image-root [folder]`: the Dockerfile's build steps without a Docker engine. Writes
-# the image's /app into a folder (default .tmp/image-root): dist/ from the build stage, the
+# the image's /app into a folder (default $TMPDIR/training-graph-image-root): dist/ from the build stage, the
 # production node_modules of the deps stage (npm ci --omit=dev --omit=optional: no PGlite, no
 # TypeScript tooling), package.json and migrations/. `node dist/main.js` there is the image's CMD;
 # test/deploy/built-server.test.ts starts it. Prints the folder's sizes.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-out="$(mkdir -p "${1:-$root/.tmp/image-root}" && cd "${1:-$root/.tmp/image-root}" && pwd)"
+# Outside the checkout: Node looks for packages in every parent folder, and the checkout's own
+# node_modules (with PGlite and the dev tools) would stand in for whatever the image lacks.
+out="${1:-${TMPDIR:-/tmp}/training-graph-image-root}"
+mkdir -p "$out" && out="$(cd "$out" && pwd)"
+case "$out/" in "$root/"*) echo "build-image-root: $out is inside the checkout $root; give a folder outside it" >&2; exit 2 ;; esac
 
 # build stage (this checkout's own full install stands in for its npm ci)
 node "$root/scripts/build.mjs" "$out/dist"
@@ -17,7 +21,7 @@ rm -rf "$out/patches" && cp -r "$root/patches" "$out/patches"
 stamp="$(cat "$root/package-lock.json" "$root"/patches/* | sha256sum | cut -d' ' -f1)"
 if [ "$(cat "$out/node_modules/.installed-stamp" 2>/dev/null)" != "$stamp" ]; then
   rm -rf "$out/node_modules"
-  (cd "$out" && npm ci --omit=dev --omit=optional --no-audit --no-fund --loglevel=error)
+  (cd "$out" && npm ci --omit=dev --omit=optional --prefer-offline --no-audit --no-fund --loglevel=error)
   echo "$stamp" > "$out/node_modules/.installed-stamp"
 fi
 

@@ -11,11 +11,12 @@ import { build } from 'esbuild';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const out = path.resolve(process.argv[2] ?? path.join(root, 'dist'));
-// The page's own sources run in the browser and reach it only through the bundle in dist/web.
-const BROWSER_ONLY = new Set(['web/app.ts', 'web/api.ts', 'web/chart.ts']);
+// src/web holds the page's own sources, which run in the browser and reach it only through the
+// bundle in dist/web; the server needs only web/build.ts (it reads the bundle back).
+const serverSide = (f) => !f.startsWith('web/') || f === 'web/build.ts';
 
 const entryPoints = readdirSync(path.join(root, 'src'), { recursive: true, encoding: 'utf8' })
-  .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && !BROWSER_ONLY.has(f.split(path.sep).join('/')))
+  .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && serverSide(f.split(path.sep).join('/')))
   .map((f) => path.join(root, 'src', f));
 
 rmSync(out, { recursive: true, force: true });

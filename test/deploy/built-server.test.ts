@@ -2,7 +2,8 @@
 // script): the folder it writes is what the image holds in /app, and `node dist/main.js` in it is
 // the image's command. Started here for real, on the real Postgres when TEST_DATABASE_URL is set;
 // on the PGlite run the same dist/ is started beside the full install (the image has no PGlite).
-import { spawn, execFile } from 'node:child_process';
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -12,9 +13,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, REAL_POSTGRES_URL, type TestDatabase } from '../support/database.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
-// Kept between runs (git-ignored): its npm ci runs again only when the lockfile or patches change.
-const imageRoot = path.join(root, '.tmp/image-root-test');
+// Outside the checkout (packages are looked up in parent folders, and the checkout's own
+// node_modules would stand in for what the image lacks); kept between runs, one per checkout: its
+// npm ci runs again only when the lockfile or patches change.
+const imageRoot = path.join(tmpdir(), `tg-image-root-${createHash('sha256').update(root).digest('hex').slice(0, 12)}`);
 const scratch = mkdtempSync(path.join(tmpdir(), 'tg-built-'));
+
+/** Servers still running when the file ends (a failed or timed-out test) are killed then. */
+const running = new Set<ChildProcess>();
 
 interface Started {
   url: string;
@@ -32,6 +38,8 @@ function startBuilt(cwd: string, settings: Record<string, string>): Promise<Star
   let stderr = '';
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
   const exited = new Promise<{ code: number | null; stderr: string }>((resolve) => child.once('exit', (code) => resolve({ code, stderr })));
+  running.add(child);
+  void exited.then(() => running.delete(child));
   return new Promise((resolve, reject) => {
     createInterface({ input: child.stdout }).on('line', (line) => {
       const entry = JSON.parse(line) as { msg?: string; url?: string };
@@ -45,8 +53,9 @@ describe('the image root (scripts/build-image-root.sh)', () => {
   let db: TestDatabase | null = null;
   beforeAll(async () => {
     await promisify(execFile)('bash', [path.join(root, 'scripts/build-image-root.sh'), imageRoot], { cwd: root, maxBuffer: 16 << 20 });
-  }, 300_000);
+  }, 600_000);
   afterAll(async () => {
+    for (const child of running) child.kill('SIGKILL');
     await db?.drop();
     rmSync(scratch, { recursive: true, force: true });
   });
@@ -68,9 +77,11 @@ describe('the image root (scripts/build-image-root.sh)', () => {
       env: { PATH: process.env.PATH ?? '', HOME: scratch, PORT: '0', LOG_LEVEL: 'silent', DATA_DIR: path.join(scratch, 'no-pglite') },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
+    running.add(child);
     let stderr = '';
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    running.delete(child);
     expect(code).toBe(1);
     expect(stderr).toContain('embedded PGlite is not installed');
     expect(stderr).toContain('DATABASE_URL');
