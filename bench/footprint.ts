@@ -84,7 +84,7 @@ export async function measureServer(env: Record<string, string>, opts: { queries
 }
 
 /** An hour of the live page on the embedded default, time-compressed (bench/live-hour.mjs). */
-export function measureLiveHour(dataDir: string): { rssMb: number; peakRssMb: number; polls: number; events: number } {
+export function measureLiveHour(dataDir: string): { rssMb: number; peakRssMb: number; watchedJobs: number; events: number; errors: number; errorSamples: string[] } {
   const res = spawnSync(process.execPath, [path.join(ROOT, 'bench/live-hour.mjs'), dataDir], { cwd: ROOT, encoding: 'utf8', timeout: 600_000, stdio: ['ignore', 'pipe', 'inherit'] });
   if (res.status !== 0) throw new Error(`live-hour failed (exit ${res.status})`);
   return JSON.parse(res.stdout.trim().split('\n').at(-1)!);
@@ -122,7 +122,7 @@ export async function benchFootprint(opts: { postgresUrl: string; log?: (...a: u
       },
       {
         scenario: 'RSS after the README queries and an hour of the live page, embedded',
-        measured: `${embedded.afterQueriesRssMb} MB after the queries (new folder ${first.afterQueriesRssMb} MB); ${live.rssMb} MB after the hour (${live.polls} polls, ${live.events} events), peak ${Math.max(embedded.peakRssMb, first.peakRssMb, live.peakRssMb)} MB`,
+        measured: `${embedded.afterQueriesRssMb} MB after the queries (new folder ${first.afterQueriesRssMb} MB); ${live.rssMb} MB after the hour (${live.watchedJobs} jobs watched, ${live.events} events), peak ${Math.max(embedded.peakRssMb, first.peakRssMb, live.peakRssMb)} MB`,
         baseline: `PostgreSQL ${pg.afterQueriesRssMb} MB after the queries`,
         ratio: Math.max(embedded.afterQueriesRssMb, live.rssMb) / pg.afterQueriesRssMb,
         goal: '< 600 MB',
