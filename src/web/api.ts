@@ -77,8 +77,11 @@ export interface JobDetail {
   finishedAt: string | null;
   gpuCount: number | null;
   gpuType: string | null;
-  /** Only where the server's schema has the field (see optionalJobFields). */
+  /** The next four only where the server's schema has the field (see optionalJobFields). */
   failureReason?: string | null;
+  consoleUrl?: string | null;
+  restartCount?: number | null;
+  acceleratorKind?: 'GPU' | 'NPU' | 'NONE' | null;
   provider: ProviderInfo;
   project: { id: string; name: string };
   progress: Progress | null;
@@ -102,13 +105,15 @@ function withEta<P extends { remaining?: string | null }>(p: P | null): (Omit<P,
 
 let jobFields: Promise<Set<string>> | null = null;
 
+const OPTIONAL_JOB_FIELDS = new Set(['failureReason', 'consoleUrl', 'restartCount', 'acceleratorKind']);
+
 /**
- * Job fields this page shows when the server has them (a failure reason lands with a later server
- * version): asked of the schema once; with introspection turned off, none.
+ * Job fields this page shows when the server has them (they came with a later server version than
+ * the page's first): asked of the schema once; with introspection turned off, none.
  */
 export function optionalJobFields(): Promise<Set<string>> {
   jobFields ??= query<{ __type: { fields: { name: string }[] } | null }>(`query LiveViewJobFields { __type(name: "Job") { fields { name } } }`)
-    .then((d) => new Set((d.__type?.fields ?? []).map((f) => f.name).filter((n) => n === 'failureReason')))
+    .then((d) => new Set((d.__type?.fields ?? []).map((f) => f.name).filter((n) => OPTIONAL_JOB_FIELDS.has(n))))
     .catch(() => new Set<string>());
   return jobFields;
 }
@@ -242,14 +247,23 @@ export interface LogEntry {
   level: string | null;
 }
 
-/** Log lines of a finished job from `since` on (the tail: the last `keep` of them). */
-export async function logTail(id: string, since: string | null, keep = 300): Promise<{ lines: LogEntry[]; error: string | null }> {
-  const answer = await request<{ job: { logs: { lines: LogEntry[] } | null } | null }>(
-    `query LiveViewLogs($id: ID!, $since: DateTime) { job(id: $id) { logs(first: 1000, since: $since) { lines { timestamp message node level } } } }`,
-    { id, since },
-  );
-  const lines = answer.data?.job?.logs?.lines ?? [];
-  return { lines: lines.slice(-keep), error: errorsAt(answer.errors, 'job', 'logs') };
+/** Log lines of a finished job from `since` on: the last `keep` of them, reading at most `maxPages` pages. */
+export async function logTail(id: string, since: string | null, keep = 300, maxPages = 5): Promise<{ lines: LogEntry[]; error: string | null; complete: boolean }> {
+  let lines: LogEntry[] = [];
+  let after: string | null = null;
+  for (let page = 0; page < maxPages; page++) {
+    const answer: Answer<{ job: { logs: { lines: LogEntry[]; nextCursor: string | null } | null } | null }> = await request(
+      `query LiveViewLogs($id: ID!, $since: DateTime, $after: String) { job(id: $id) { logs(first: 1000, since: $since, after: $after) { lines { timestamp message node level } nextCursor } } }`,
+      { id, since, after },
+    );
+    const error = errorsAt(answer.errors, 'job', 'logs');
+    if (error) return { lines: lines.slice(-keep), error, complete: false };
+    const logs = answer.data?.job?.logs;
+    lines = [...lines, ...(logs?.lines ?? [])].slice(-keep);
+    after = logs?.nextCursor ?? null;
+    if (!after || !logs?.lines.length) return { lines, error: null, complete: true };
+  }
+  return { lines, error: null, complete: false };
 }
 
 /** graphql-ws reports a failed socket as its CloseEvent, a failed operation as GraphQL errors. */

@@ -23,6 +23,7 @@ const BAND_FILL = 'rgba(120, 120, 140, 0.18)';
 
 export class SeriesChart {
   private readonly values = new Map<number, Map<string, number | null>>();
+  private aggregating = false;
   private lines: string[] = [];
   private plot: uPlot | null = null;
   private readonly titleEl: HTMLElement;
@@ -95,7 +96,9 @@ export class SeriesChart {
     const lines = [...new Set([...this.values.values()].flatMap((row) => [...row.keys()]))].sort((a, b) => a.localeCompare(b, undefined, { numeric: true }));
     const columns = lines.map((l) => xs.map((x) => this.values.get(x)!.get(l) ?? null));
     const data: (number | null)[][] = [xs];
-    if (this.spec.aggregate) {
+    // A mean and a band of one line would only repeat it.
+    this.aggregating = this.spec.aggregate && lines.length > 1;
+    if (this.aggregating) {
       const present = xs.map((_, i) => columns.map((c) => c[i]).filter((v): v is number => v !== null && v !== undefined));
       data.push(
         present.map((v) => (v.length ? Math.max(...v) : null)),
@@ -121,7 +124,7 @@ export class SeriesChart {
   }
 
   private get firstLine(): number {
-    return this.spec.aggregate ? 4 : 1;
+    return this.aggregating ? 4 : 1;
   }
 
   private renderLegend(lines: string[], columns: (number | null)[][], data: (number | null)[][]) {
@@ -131,7 +134,7 @@ export class SeriesChart {
       return null;
     };
     const items: HTMLElement[] = [];
-    if (this.spec.aggregate) {
+    if (this.aggregating) {
       const mean = latest(data[3]!);
       const max = latest(data[1]!);
       const min = latest(data[2]!);
@@ -165,7 +168,7 @@ export class SeriesChart {
     const format = this.spec.format;
     const value = (_u: uPlot, v: number | null) => (v === null ? '–' : format(v));
     const series: uPlot.Series[] = [{ label: this.spec.x === 'time' ? 'time' : 'step' }];
-    if (this.spec.aggregate) {
+    if (this.aggregating) {
       series.push(
         { label: 'max', stroke: 'transparent', width: 0, points: { show: false }, spanGaps: true, value },
         { label: 'min', stroke: 'transparent', width: 0, points: { show: false }, spanGaps: true, value },
@@ -184,7 +187,7 @@ export class SeriesChart {
       cursor: { focus: { prox: 16 } },
       scales: { x: { time: this.spec.x === 'time' }, y: this.spec.yRange ? { range: this.spec.yRange } : {} },
       axes: [{}, { values: (_u, ticks) => ticks.map(format), size: 70 }],
-      bands: this.spec.aggregate ? [{ series: [1, 2], fill: BAND_FILL }] : [],
+      bands: this.aggregating ? [{ series: [1, 2], fill: BAND_FILL }] : [],
       series,
     };
   }
@@ -211,6 +214,7 @@ function band(): HTMLElement {
 function legendItem(label: string, value: string, mark: HTMLElement, kind: string, index: number | null): HTMLElement {
   const li = el('li', `legend-item ${kind}`);
   li.dataset.label = label;
+  li.title = `${label}: ${value}`;
   if (index !== null) {
     li.dataset.index = String(index);
     li.tabIndex = 0;

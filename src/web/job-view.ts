@@ -98,6 +98,8 @@ export class JobView {
     for (const id of ['job-name', 'provider', 'project', 'status', 'failure', 'progress', 'eta', 'granularity', 'last-sample', 'interval', 'gpus']) setText(id, '–');
     setText('job-name', jobId);
     $('failure').hidden = true;
+    $('console-link').hidden = true;
+    $('restarts-fact').hidden = true;
     $('status').className = 'status';
     $<HTMLProgressElement>('progress-bar').hidden = true;
     this.notice('');
@@ -158,6 +160,7 @@ export class JobView {
     const name = providerLabel(p);
     if (p.systemMetrics.length === 0) return `${name} reports no system metrics for its jobs (no GPU utilization or memory), so there is nothing to draw here. Its training metrics are below.`;
     if (accel.length === 0) return `${name} reports no GPU or NPU metrics (only ${p.systemMetrics.join(', ').toLowerCase()}).`;
+    if (job.acceleratorKind === 'NONE') return 'This job holds no GPUs or NPUs (CPU only): there is no accelerator to draw.';
     if (job.status === 'PENDING') return 'The job is pending: no accelerators are allocated yet. Samples start when it runs.';
     return null;
   }
@@ -263,11 +266,21 @@ export class JobView {
     setText('job-name', job.name);
     setText('provider', providerLabel(job.provider));
     setText('project', job.project.name);
-    setText('gpus', job.gpuCount === null ? 'not reported' : `${job.gpuCount}${job.gpuType ? ` × ${job.gpuType}` : ''}`);
+    const kind = job.acceleratorKind;
+    const unit = kind === 'NPU' ? 'NPU' : 'GPU';
+    setText(
+      'gpus',
+      kind === 'NONE' ? 'none (CPU only)' : job.gpuCount === null ? 'not reported' : `${job.gpuCount} ${unit}${job.gpuCount === 1 ? '' : 's'}${job.gpuType ? ` × ${job.gpuType}` : ''}`,
+    );
+    const link = $<HTMLAnchorElement>('console-link');
+    link.hidden = !job.consoleUrl;
+    if (job.consoleUrl) link.href = job.consoleUrl;
+    $('restarts-fact').hidden = job.restartCount == null;
+    setText('restarts', String(job.restartCount ?? '–'));
     this.showStatus(job.status, job.rawStatus);
     const failure = $('failure');
     const reason = job.failureReason ?? null;
-    failure.hidden = !(reason && job.status === 'FAILED');
+    failure.hidden = !(reason && (job.status === 'FAILED' || job.status === 'STOPPED'));
     failure.textContent = reason ?? '';
     const p = job.progress;
     const bar = $<HTMLProgressElement>('progress-bar');
@@ -390,12 +403,12 @@ export class JobView {
 
   private async loadLogTail(session: Session, job: JobDetail) {
     const since = job.finishedAt ? new Date(Date.parse(job.finishedAt) - HISTORY_SECONDS * 1000).toISOString() : null;
-    const { lines, error } = await logTail(job.id, since).catch((err: unknown) => ({ lines: [] as LogEntry[], error: message(err) }));
+    const { lines, error, complete } = await logTail(job.id, since).catch((err: unknown) => ({ lines: [] as LogEntry[], error: message(err), complete: false }));
     if (!session.active) return;
     if (error) return setText('log-state', `Logs unavailable: ${error}`);
     if (lines.length === 0) return setText('log-state', 'No log lines for the end of this job.');
     this.appendLogs(lines);
-    setText('log-state', `The last ${lines.length} lines${since ? ' of its final half hour' : ''} (the job has finished).`);
+    setText('log-state', complete ? `The last ${lines.length} lines${since ? ' from its final half hour on' : ''} (the job has finished).` : `${lines.length} lines from ${since ? 'its final half hour' : 'its start'}; more follow that this pane does not read.`);
   }
 
   private appendLogs(lines: LogEntry[]) {

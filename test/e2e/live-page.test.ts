@@ -91,10 +91,10 @@ describe('live view page (Chromium)', () => {
       if (i > 0) await page.selectOption('#job', job.id);
       await page.waitForFunction((id) => document.body.dataset.job === id, job.id);
       // Every other job is left before its first sample, the others after a few: both orders of dispose and complete.
-      if (i % 2 === 0) await page.waitForFunction(() => Number(document.body.dataset.updates ?? 0) >= 2, undefined, { timeout: 30_000 });
+      if (i % 2 === 0) await page.waitForFunction(() => Number(document.body.dataset.updates ?? 0) >= 2, undefined, { timeout: 90_000 });
     }
     const current = route.at(-1)!;
-    await page.waitForFunction(() => Number(document.body.dataset.updates ?? 0) >= 3, undefined, { timeout: 30_000 });
+    await page.waitForFunction(() => Number(document.body.dataset.updates ?? 0) >= 3, undefined, { timeout: 90_000 });
 
     // The server: one utilization feed, the current job's, and one subscriber per open stream of the page.
     const topics = () => Object.keys(server.runtime.live.hub.stats().polls).filter((t) => t.startsWith('live:utilization:'));
@@ -129,7 +129,7 @@ describe('live view page (Chromium)', () => {
     const { page, pageErrors } = await openPage();
     const job = pick('BASETEN', 'RUNNING', 0);
     await page.goto(`${origin}/#job=${encodeURIComponent(job.id)}`);
-    await page.waitForFunction(() => Number(document.body.dataset.updates ?? 0) >= 2, undefined, { timeout: 30_000 });
+    await page.waitForFunction(() => Number(document.body.dataset.updates ?? 0) >= 2, undefined, { timeout: 90_000 });
     expect(await page.locator('#granularity').textContent()).toBe('per GPU');
     expect(Number(await page.locator('#utilization').getAttribute('data-points'))).toBeGreaterThan(0);
     expect(await page.locator('#memory').getAttribute('data-state')).toBe('data');
@@ -138,7 +138,7 @@ describe('live view page (Chromium)', () => {
     // Each line's swatch differs from every other's (colour or dash).
     const swatches = await page.locator('#utilization .legend-item.line .swatch').evaluateAll((els) => els.map((e) => (e as HTMLElement).style.borderTop));
     expect(new Set(swatches).size).toBe(swatches.length);
-    await page.waitForFunction(() => Number(document.getElementById('log-pane')?.dataset.lines ?? 0) > 0, undefined, { timeout: 30_000 });
+    await page.waitForFunction(() => Number(document.getElementById('log-pane')?.dataset.lines ?? 0) > 0, undefined, { timeout: 90_000 });
     await shot(page, 'job-baseten-live.png');
     expect(pageErrors).toEqual([]);
   }, TEST_TIMEOUT);
@@ -147,8 +147,8 @@ describe('live view page (Chromium)', () => {
     const { page, pageErrors } = await openPage();
     const finished = pick('MODELARTS', 'SUCCEEDED', 0);
     await page.goto(`${origin}/#job=${encodeURIComponent(finished.id)}`);
-    await page.waitForFunction(() => document.body.dataset.jobState === 'finished', undefined, { timeout: 30_000 });
-    await page.waitForFunction(() => document.getElementById('utilization')?.dataset.state === 'data', undefined, { timeout: 30_000 });
+    await page.waitForFunction(() => document.body.dataset.jobState === 'finished', undefined, { timeout: 90_000 });
+    await page.waitForFunction(() => document.getElementById('utilization')?.dataset.state === 'data', undefined, { timeout: 90_000 });
     expect(Number(await page.locator('#utilization').getAttribute('data-points'))).toBeGreaterThan(1);
     expect(await page.locator('#status').textContent()).toMatch(/^SUCCEEDED/);
     expect(await page.locator('#job-name').textContent()).toBe(finished.name);
@@ -156,22 +156,33 @@ describe('live view page (Chromium)', () => {
     await page.waitForFunction((id) => (document.getElementById('job') as HTMLSelectElement).value === id, finished.id);
     await shot(page, 'job-finished-history.png');
 
+    // A failed job shows the platform's reason beside its status, as the API has it.
+    const failed = named('gpt-crash-reserving');
+    const { job: fromApi } = await gql<{ job: { failureReason: string | null } }>(`query($id: ID!) { job(id: $id) { failureReason } }`, { id: failed.id });
+    expect(fromApi.failureReason).toBeTruthy();
+    await page.goto(`${origin}/#job=${encodeURIComponent(failed.id)}`);
+    await page.waitForFunction(() => document.body.dataset.jobState === 'finished', undefined, { timeout: 90_000 });
+    await expect.poll(() => page.locator('#failure').textContent()).toBe(fromApi.failureReason);
+    expect(await page.locator('#failure').isVisible()).toBe(true);
+    expect(await page.locator('#status').textContent()).toMatch(/^FAILED/);
+    await shot(page, 'job-failed-reason.png');
+
     // An id no platform has: the page says so and shows no other job.
     const unknown = 'modelarts-demo:job:00000000-0000-0000-0000-000000000000';
     await page.goto(`${origin}/#job=${encodeURIComponent(unknown)}`);
-    await page.waitForFunction(() => document.body.dataset.jobState === 'unknown', undefined, { timeout: 30_000 });
+    await page.waitForFunction(() => document.body.dataset.jobState === 'unknown', undefined, { timeout: 90_000 });
     expect(await page.locator('#notice').textContent()).toContain(`No job with id “${unknown}”`);
     expect(await page.locator('#utilization').getAttribute('data-state')).toBe('empty');
     expect(await page.locator('#job').inputValue()).not.toBe(finished.id);
     await shot(page, 'job-unknown-id.png');
 
-    // Keyboard: f opens the fleet; back returns to the unknown id, then the finished job; forward again.
+    // Keyboard: f opens the fleet; back returns to the unknown id, then the failed job; forward again.
     await page.keyboard.press('f');
     await page.waitForFunction(() => document.body.dataset.view === 'fleet');
     await page.goBack();
     await page.waitForFunction((id) => document.body.dataset.view === 'job' && document.body.dataset.job === id, unknown);
     await page.goBack();
-    await page.waitForFunction((id) => document.body.dataset.job === id && document.body.dataset.jobState === 'finished', finished.id, { timeout: 30_000 });
+    await page.waitForFunction((id) => document.body.dataset.job === id && document.body.dataset.jobState === 'finished', failed.id, { timeout: 90_000 });
     await page.goForward();
     await page.waitForFunction((id) => document.body.dataset.job === id, unknown);
     expect(pageErrors).toEqual([]);
@@ -196,7 +207,7 @@ describe('live view page (Chromium)', () => {
         expect(await page.locator('#granularity').textContent()).toMatch(/training metrics only/);
         expect(await page.locator('#granularity').textContent()).not.toMatch(/per node/);
       } else {
-        await page.waitForFunction(() => document.getElementById('utilization')?.dataset.state === 'data', undefined, { timeout: 30_000 });
+        await page.waitForFunction(() => document.getElementById('utilization')?.dataset.state === 'data', undefined, { timeout: 90_000 });
       }
       await shot(page, file);
     }
