@@ -55,7 +55,7 @@ const defs: MetricDefinition[] = [
     unit: 'CORES',
     finestScope: 'NODE',
     description: 'CPU cores in use',
-    raw: { BASETEN: { name: 'cpu_usage', unit: 'cores' } },
+    raw: { BASETEN: { name: 'cpu_usage', unit: 'cores' }, PRIMUS_LENS: { name: 'pod_cpu_usage', unit: 'cores, per pod (summed per node)' } },
   },
   {
     name: 'CPU_UTILIZATION',
@@ -65,7 +65,6 @@ const defs: MetricDefinition[] = [
     raw: {
       MODELARTS: { name: 'cpuUsage', unit: 'percent' },
       PAI_DLC: { name: 'CpuCoreUsage', unit: 'percent' },
-      PRIMUS_LENS: { name: 'cpu_utilization', unit: 'percent' },
     },
   },
   {
@@ -73,7 +72,7 @@ const defs: MetricDefinition[] = [
     unit: 'BYTES',
     finestScope: 'NODE',
     description: 'Host memory in use',
-    raw: { BASETEN: { name: 'cpu_memory_usage_bytes', unit: 'bytes' } },
+    raw: { BASETEN: { name: 'cpu_memory_usage_bytes', unit: 'bytes' }, PRIMUS_LENS: { name: 'pod_memory_usage', unit: 'bytes, per pod working set (summed per node)' } },
   },
   {
     name: 'MEMORY_UTILIZATION',
@@ -83,7 +82,6 @@ const defs: MetricDefinition[] = [
     raw: {
       MODELARTS: { name: 'memUsage', unit: 'percent' },
       PAI_DLC: { name: 'MemoryUsage', unit: 'percent' },
-      PRIMUS_LENS: { name: 'mem_utilization', unit: 'percent' },
     },
   },
   {
@@ -105,14 +103,14 @@ const defs: MetricDefinition[] = [
     unit: 'BYTES_PER_SECOND',
     finestScope: 'NODE',
     description: 'Disk bytes read per second',
-    raw: { PAI_DLC: { name: 'DiskReadRate', unit: 'bytes/s' } },
+    raw: { PAI_DLC: { name: 'DiskReadRate', unit: 'bytes/s' }, PRIMUS_LENS: { name: 'pod_read_bytes', unit: 'bytes/s, per pod and container filesystem reads (summed per node)' } },
   },
   {
     name: 'DISK_WRITE_RATE',
     unit: 'BYTES_PER_SECOND',
     finestScope: 'NODE',
     description: 'Disk bytes written per second',
-    raw: { PAI_DLC: { name: 'DiskWriteRate', unit: 'bytes/s' } },
+    raw: { PAI_DLC: { name: 'DiskWriteRate', unit: 'bytes/s' }, PRIMUS_LENS: { name: 'pod_write_bytes', unit: 'bytes/s, per pod and container filesystem writes (summed per node)' } },
   },
   {
     name: 'STORAGE_USED',
@@ -141,6 +139,30 @@ const defs: MetricDefinition[] = [
     finestScope: 'NODE',
     description: 'NPU memory in use over NPU memory available, 0..1',
     raw: { MODELARTS: { name: 'npuMemUsage', unit: 'percent' } },
+  },
+  {
+    name: 'GPU_POWER',
+    unit: 'WATTS',
+    finestScope: 'GPU',
+    description: 'GPU (socket) power draw, in watts',
+    raw: {
+      PRIMUS_LENS: { name: 'GPU Power', unit: 'W, per node (gpu_power_by_device: per device)' },
+      RUNICORN: { name: 'power_w', unit: 'W, host snapshot' },
+    },
+  },
+  {
+    name: 'RDMA_RECEIVE_RATE',
+    unit: 'BYTES_PER_SECOND',
+    finestScope: 'NODE',
+    description: 'RDMA (RoCE) bytes received per second',
+    raw: { PRIMUS_LENS: { name: 'rdma_rx_bandwidth_by_node', unit: 'bytes/s, per node' } },
+  },
+  {
+    name: 'RDMA_TRANSMIT_RATE',
+    unit: 'BYTES_PER_SECOND',
+    finestScope: 'NODE',
+    description: 'RDMA (RoCE) bytes sent per second',
+    raw: { PRIMUS_LENS: { name: 'rdma_tx_bandwidth_by_node', unit: 'bytes/s, per node' } },
   },
 ];
 

@@ -14,7 +14,7 @@ export const TERMINAL_STATUSES: ReadonlySet<JobStatus> = new Set(['SUCCEEDED', '
 export const ACCELERATOR_KINDS = ['GPU', 'NPU', 'NONE'] as const;
 export type AcceleratorKind = (typeof ACCELERATOR_KINDS)[number];
 
-export const METRIC_UNITS = ['RATIO', 'BYTES', 'CORES', 'BYTES_PER_SECOND', 'COUNT', 'NONE'] as const;
+export const METRIC_UNITS = ['RATIO', 'BYTES', 'CORES', 'BYTES_PER_SECOND', 'COUNT', 'NONE', 'WATTS'] as const;
 export type MetricUnit = (typeof METRIC_UNITS)[number];
 
 export const METRIC_SCOPES = ['JOB', 'NODE', 'GPU'] as const;
@@ -39,6 +39,9 @@ export const SYSTEM_METRICS = [
   'STORAGE_UTILIZATION',
   'NPU_UTILIZATION',
   'NPU_MEMORY_UTILIZATION',
+  'GPU_POWER',
+  'RDMA_RECEIVE_RATE',
+  'RDMA_TRANSMIT_RATE',
 ] as const;
 export type SystemMetric = (typeof SYSTEM_METRICS)[number];
 

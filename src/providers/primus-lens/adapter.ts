@@ -35,6 +35,8 @@ import {
   workloadListSchema,
   workloadMetadataSchema,
   workloadMetricsSchema,
+  unifiedDataSchema,
+  type UnifiedData,
   type LensPod,
   type MetricsGraph,
   type TrainingPoint,
@@ -74,7 +76,46 @@ function lastKnownStatus(pods: LensPod[]): JobStatus {
   return 'UNKNOWN';
 }
 
-const SYSTEM_METRICS: readonly SystemMetric[] = ['GPU_UTILIZATION', 'GPU_MEMORY_UTILIZATION'];
+const SYSTEM_METRICS: readonly SystemMetric[] = [
+  'GPU_UTILIZATION',
+  'GPU_MEMORY_UTILIZATION',
+  'GPU_POWER',
+  'CPU_USAGE',
+  'MEMORY_USED',
+  'DISK_READ_RATE',
+  'DISK_WRITE_RATE',
+  'RDMA_RECEIVE_RATE',
+  'RDMA_TRANSMIT_RATE',
+];
+
+/** Per-node graphs of /workloads/{uid}/metrics (keyed by display name, see the catalog). */
+const NODE_GRAPHS = new Set<SystemMetric>(['GPU_UTILIZATION', 'GPU_MEMORY_UTILIZATION', 'GPU_POWER']);
+
+/** Source of node-wide device series (older Lens): kept apart from the workload's own. */
+const NODE_WIDE_SOURCE = 'primus-lens:node-wide';
+
+interface UnifiedSpec {
+  /** Lens' names in its training-metrics catalog (Lens/modules/api/pkg/api/unified_training_metrics.go). */
+  names: string[];
+  /** device: one series per gpu_id; pod: per pod (and container), summed per node; node: per node. */
+  level: 'device' | 'pod' | 'node';
+  /** The catalog's unit for these names; anything else is reported as a shape mismatch. */
+  rawUnit: string;
+  convert: (v: unknown) => number | null;
+}
+
+/** What the unified route serves, per canonical metric. */
+const UNIFIED: Partial<Record<SystemMetric, UnifiedSpec>> = {
+  GPU_UTILIZATION: { names: ['gpu_utilization_by_device'], level: 'device', rawUnit: '%', convert: percentToRatio },
+  GPU_POWER: { names: ['gpu_power_by_device'], level: 'device', rawUnit: 'W', convert: finiteOrNull },
+  CPU_USAGE: { names: ['pod_cpu_usage'], level: 'pod', rawUnit: 'cores', convert: finiteOrNull },
+  MEMORY_USED: { names: ['pod_memory_usage'], level: 'pod', rawUnit: 'bytes', convert: finiteOrNull },
+  DISK_READ_RATE: { names: ['pod_read_bytes'], level: 'pod', rawUnit: 'bytes/s', convert: finiteOrNull },
+  DISK_WRITE_RATE: { names: ['pod_write_bytes'], level: 'pod', rawUnit: 'bytes/s', convert: finiteOrNull },
+  RDMA_RECEIVE_RATE: { names: ['rdma_rx_bandwidth_by_node'], level: 'node', rawUnit: 'bytes/s', convert: finiteOrNull },
+  RDMA_TRANSMIT_RATE: { names: ['rdma_tx_bandwidth_by_node'], level: 'node', rawUnit: 'bytes/s', convert: finiteOrNull },
+};
+const DEVICE_IDS_METRIC = 'gpu_utilization_by_device';
 
 function lensRawName(metric: SystemMetric): string {
   const raw = metricDefinition(metric).raw.PRIMUS_LENS;
@@ -147,6 +188,82 @@ function graphPoints(graph: MetricsGraph['series'][number], convert: (v: unknown
   return points.sort((a, b) => a.timestamp!.getTime() - b.timestamp!.getTime());
 }
 
+type UnifiedResult = UnifiedData['results'][number];
+
+/**
+ * One unified-route result as canonical series. Device series keep the node's gpu_id as the GPU
+ * index (the same numbering the node's GPUs get); pod series are summed over the workload's pods
+ * on each node (a pod label no pod of the workload has is left out and reported).
+ */
+function unifiedToSeries(
+  providerId: string,
+  metric: SystemMetric,
+  spec: UnifiedSpec,
+  result: UnifiedResult,
+  uid: string,
+  podNode: Map<string, string | null>,
+  devices: Map<string, Set<number>>,
+  step: number,
+): SeriesData[] {
+  if (result.unit && result.unit !== spec.rawUnit) {
+    reportShapeMismatch({ providerId, assumption: 'primus-lens.unified-metric-unit', detail: `${result.name} in ${result.unit}, read as ${spec.rawUnit}` });
+    return [];
+  }
+  const base = { kind: 'system' as const, name: metric, rawName: result.name, unit: metricDefinition(metric).unit, source: SOURCE, stage: null, keyedBy: 'time' as const };
+  const meta = { rawUnit: spec.rawUnit, route: 'training-metrics/data', stepSeconds: step };
+  const out: SeriesData[] = [];
+  if (spec.level === 'device' || spec.level === 'node') {
+    for (const s of result.series) {
+      const node = s.labels.primus_lens_node_name;
+      const owner = s.labels.workload_uid;
+      if (!node || (owner !== undefined && owner !== uid)) {
+        reportShapeMismatch({ providerId, assumption: 'primus-lens.unified-series-labels', detail: `${result.name}: a series without primus_lens_node_name or of workload ${owner}` });
+        continue;
+      }
+      if (spec.level === 'node') {
+        out.push({ ...base, scope: 'NODE', nodeExternalId: node, gpuIndex: null, meta: { ...meta, aggregation: 'per node' }, points: graphPoints(s, spec.convert) });
+        continue;
+      }
+      if (!/^\d+$/.test(s.labels.gpu_id ?? '')) continue;
+      const gpu = Number(s.labels.gpu_id);
+      devices.set(node, (devices.get(node) ?? new Set()).add(gpu));
+      out.push({ ...base, scope: 'GPU', nodeExternalId: node, gpuIndex: gpu, meta: { ...meta, gpuIndex: "the node's gpu_id", pod: s.labels.pod_name ?? null }, points: graphPoints(s, spec.convert) });
+    }
+    return out;
+  }
+  const perNode = new Map<string, Map<number, number | null>>();
+  const pods = new Map<string, Set<string>>();
+  for (const s of result.series) {
+    const pod = s.labels.pod ?? '';
+    const node = podNode.get(pod);
+    if (!node) {
+      reportShapeMismatch({ providerId, assumption: 'primus-lens.unified-pod-label', detail: `${result.name}: pod "${pod}" is not one of the workload's pods` });
+      continue;
+    }
+    pods.set(node, (pods.get(node) ?? new Set()).add(pod));
+    const sums = perNode.get(node) ?? new Map<number, number | null>();
+    perNode.set(node, sums);
+    for (const { timestamp, value } of s.values) {
+      const v = spec.convert(value);
+      const prev = sums.get(timestamp);
+      sums.set(timestamp, v === null || prev === null ? null : (prev ?? 0) + v);
+    }
+  }
+  for (const [node, sums] of perNode) {
+    out.push({
+      ...base,
+      scope: 'NODE',
+      nodeExternalId: node,
+      gpuIndex: null,
+      meta: { ...meta, aggregation: "sum over the workload's pods (and containers) on this node", pods: [...(pods.get(node) ?? [])].sort() },
+      points: [...sums]
+        .sort((a, b) => a[0] - b[0])
+        .map(([t, value]) => ({ timestamp: epochSecondsToDate(t), step: null, value })),
+    });
+  }
+  return out;
+}
+
 export function createPrimusLensAdapter(config: PrimusLensConfig, secrets: SecretSource): ProviderAdapter {
   const providerId = config.id;
   const headers: Record<string, string> = {};
@@ -197,62 +314,88 @@ export function createPrimusLensAdapter(config: PrimusLensConfig, secrets: Secre
     return new Map(nodes.map((n) => [n, seen.get(n)?.size === 1 ? [...seen.get(n)!][0]! : null]));
   }
 
-  async function nodesOf(detail: WorkloadDetail, signal: AbortSignal): Promise<NodeRecord[]> {
+  /**
+   * The workload's nodes and GPUs. GPUs are numbered by the node's gpu_id wherever the unified
+   * route names the devices (`devices`; undefined = look them up over the workload's last ten
+   * minutes), so GPUs and their series share one numbering; a Lens without that route names
+   * only counts, and then the GPUs are ordinals 0..n-1.
+   */
+  async function nodesOf(detail: WorkloadDetail, signal: AbortSignal, devices?: Map<string, Set<number>> | null): Promise<NodeRecord[]> {
     const perNode = gpusPerNode(detail);
+    if (devices === undefined && perNode.size > 0) {
+      const end = detail.endTime ? detail.endTime : Math.floor(Date.now() / 1000);
+      const answer = await unifiedData(detail.uid, [DEVICE_IDS_METRIC], { start: end - 600, end, step: 60 }, signal);
+      devices = null;
+      if (answer) {
+        const found = new Map<string, Set<number>>();
+        for (const s of answer.results.find((r) => r.name === DEVICE_IDS_METRIC)?.series ?? []) {
+          const node = s.labels.primus_lens_node_name;
+          if (node && /^\d+$/.test(s.labels.gpu_id ?? '')) found.set(node, (found.get(node) ?? new Set()).add(Number(s.labels.gpu_id)));
+        }
+        if (found.size > 0) devices = found;
+      }
+    }
     const models = await modelsPerNode(detail, [...perNode.keys()], signal);
-    // Lens names how many GPUs a pod holds, not which devices: indices are ordinals 0..n-1.
-    return [...perNode].map(([node, count]) => ({
-      externalId: node,
-      name: node,
-      gpus: Array.from({ length: count }, (_, index): GpuRecord => ({ index, model: models.get(node) ?? null, memoryTotalBytes: null })),
-    }));
+    return [...perNode].map(([node, count]) => {
+      const ids = devices?.get(node);
+      const indices = ids && ids.size > 0 ? [...ids].sort((a, b) => a - b) : Array.from({ length: count }, (_, i) => i);
+      return {
+        externalId: node,
+        name: node,
+        gpus: indices.map((index): GpuRecord => ({ index, model: models.get(node) ?? null, memoryTotalBytes: null })),
+      };
+    });
   }
 
-  async function perGpuSeries(
-    job: JobRef,
-    detail: WorkloadDetail,
-    range: { start: number; end: number; step: number },
-    signal: AbortSignal,
-  ): Promise<{ series: SeriesData[]; sharedNodes: Set<string> }> {
+  /**
+   * Workload-scoped data from the unified route (/training-metrics/data): per-device GPU series
+   * (workload_gpu_utilization{workload_uid}, labelled with the node's gpu_id) and the pods' CPU,
+   * memory, filesystem and the nodes' RDMA throughput. null = this Lens has no such route (older
+   * builds: the dispatcher's 404, or 4001 for a metric its catalog lacks).
+   */
+  async function unifiedData(uid: string, names: string[], range: { start: number; end: number; step: number }, signal: AbortSignal) {
+    try {
+      return await client.get('/training-metrics/data', { workload_uid: uid, metrics: names.join(','), ...range }, unifiedDataSchema, signal);
+    } catch (err) {
+      const e = err as { code?: string; details?: { upstreamCode?: string } };
+      const routeMissing = e.code === 'UPSTREAM_NOT_FOUND' && e.details?.upstreamCode === undefined;
+      if (routeMissing || e.details?.upstreamCode === '4001') return null;
+      throw err;
+    }
+  }
+
+  /** Node-wide per-device series (every workload on the node), for a Lens without the unified route. */
+  async function nodeWideGpuSeries(job: JobRef, detail: WorkloadDetail, range: { start: number; end: number; step: number }, signal: AbortSignal): Promise<SeriesData[]> {
     const from = (job.startedAt ?? epochSecondsToDate(detail.startTime))?.getTime();
-    const to = (job.finishedAt ?? epochSecondsToDate(detail.endTime))?.getTime();
-    const sharedNodes = new Set<string>();
-    const perNode = [...gpusPerNode(detail)];
-    const answers = await Promise.all(
-      perNode.map(([node]) => client.get(`/nodes/${encodeURIComponent(node)}/gpuMetrics`, range, nodeGpuMetricsSchema, signal)),
+    const to = (job.finishedAt ?? epochSecondsToDate(detail.endTime || null))?.getTime();
+    const nodes = [...gpusPerNode(detail).keys()];
+    const answers = await Promise.all(nodes.map((node) => client.get(`/nodes/${encodeURIComponent(node)}/gpuMetrics`, range, nodeGpuMetricsSchema, signal)));
+    return nodes.flatMap((node, i) =>
+      (answers[i]!.gpu_utilization?.series ?? [])
+        .filter((s) => /^\d+$/.test(s.labels.gpu_id ?? ''))
+        .map(
+          (device): SeriesData => ({
+            kind: 'system',
+            name: 'GPU_UTILIZATION',
+            rawName: 'gpu_utilization',
+            unit: 'RATIO',
+            scope: 'GPU',
+            nodeExternalId: node,
+            gpuIndex: Number(device.labels.gpu_id),
+            // Its own source: these series are the node's, never the workload's own GPUs.
+            source: NODE_WIDE_SOURCE,
+            stage: null,
+            keyedBy: 'time',
+            meta: {
+              rawUnit: '%',
+              route: 'nodes/{name}/gpuMetrics',
+              nodeWide: true,
+              note: "node-wide: the device as the node reports it, whichever workload held it; this Lens has no workload-scoped per-device data (/training-metrics/data), so none of these is credited to the workload. gpuIndex is the node's gpu_id; points outside the workload's lifetime are dropped",
+            },
+            points: graphPoints(device, percentToRatio, from, to),
+          }),
+        ),
     );
-    const series: SeriesData[] = [];
-    perNode.forEach(([node, held], i) => {
-      const devices = (answers[i]!.gpu_utilization?.series ?? []).filter((s) => /^\d+$/.test(s.labels.gpu_id ?? ''));
-      // The route reports every device of the node; they are all this workload's only when it
-      // holds at least as many GPUs there as devices reported. Otherwise no device can be attributed.
-      if (devices.length === 0) return;
-      if (devices.length > held) {
-        sharedNodes.add(node);
-        return;
-      }
-      for (const device of devices) {
-        series.push({
-          kind: 'system',
-          name: 'GPU_UTILIZATION',
-          rawName: 'gpu_utilization',
-          unit: 'RATIO',
-          scope: 'GPU',
-          nodeExternalId: node,
-          gpuIndex: Number(device.labels.gpu_id),
-          source: SOURCE,
-          stage: null,
-          keyedBy: 'time',
-          meta: {
-            rawUnit: '%',
-            route: 'nodes/{name}/gpuMetrics',
-            note: "node-wide device series, attributed because the workload holds every reported device on this node; points outside the workload's lifetime are dropped",
-          },
-          points: graphPoints(device, percentToRatio, from, to),
-        });
-      }
-    });
-    return { series, sharedNodes };
   }
 
   async function iterationTimes(uid: string, range: { start: number; end: number } | null, signal: AbortSignal): Promise<TrainingPoint[]> {
@@ -352,16 +495,18 @@ export function createPrimusLensAdapter(config: PrimusLensConfig, secrets: Secre
       const range = { start, end, step };
       const uid = encodeURIComponent(job.externalId);
 
-      const wantsGpus = wanted.includes('GPU_UTILIZATION');
-      const [graphs, detail] = await Promise.all([
-        client.get(`/workloads/${uid}/metrics`, range, workloadMetricsSchema, signal),
-        wantsGpus ? getDetail(job.externalId, signal) : Promise.resolve(null),
+      const wantedUnified = wanted.flatMap((m) => UNIFIED[m]?.names ?? []);
+      // The device list comes along whenever the route is asked at all, so GPUs keep one numbering.
+      const unifiedNames = wantedUnified.length > 0 ? [...new Set([...wantedUnified, DEVICE_IDS_METRIC])] : [];
+      const [graphs, detail, unified] = await Promise.all([
+        wanted.some((m) => NODE_GRAPHS.has(m)) ? client.get(`/workloads/${uid}/metrics`, range, workloadMetricsSchema, signal) : Promise.resolve({} as Record<string, unknown>),
+        getDetail(job.externalId, signal),
+        unifiedNames.length > 0 ? unifiedData(job.externalId, unifiedNames, range, signal) : Promise.resolve(null),
       ]);
-      const perGpu = detail ? await perGpuSeries(job, detail, range, signal) : null;
 
       const series: SeriesData[] = [];
       const covered: SystemMetric[] = [];
-      for (const metric of wanted) {
+      for (const metric of wanted.filter((m) => NODE_GRAPHS.has(m))) {
         const rawName = lensRawName(metric);
         if (!(rawName in graphs)) continue;
         const parsed = metricsGraphSchema.safeParse(graphs[rawName]);
@@ -369,6 +514,7 @@ export function createPrimusLensAdapter(config: PrimusLensConfig, secrets: Secre
           throw new UpstreamError('UPSTREAM_BAD_RESPONSE', providerId, `unexpected shape of "${rawName}" from workloads/{uid}/metrics`);
         }
         covered.push(metric);
+        const unit = metricDefinition(metric).unit;
         for (const s of parsed.data.series) {
           const node = s.labels.primus_lens_node_name;
           if (!node) continue;
@@ -376,33 +522,41 @@ export function createPrimusLensAdapter(config: PrimusLensConfig, secrets: Secre
             kind: 'system',
             name: metric,
             rawName,
-            unit: 'RATIO',
+            unit,
             scope: 'NODE',
             nodeExternalId: node,
             gpuIndex: null,
             source: SOURCE,
             stage: null,
             keyedBy: 'time',
-            meta: {
-              rawUnit: parsed.data.config?.y_axis_unit ?? '%',
-              aggregation: "per node, over the workload's GPUs on it",
-              stepSeconds: step,
-              ...(metric === 'GPU_UTILIZATION' && perGpu?.sharedNodes.has(node)
-                ? { perGpu: 'omitted: the node reports more devices than the workload holds there' }
-                : {}),
-            },
-            points: graphPoints(s, percentToRatio),
+            meta: { rawUnit: parsed.data.config?.y_axis_unit ?? (unit === 'WATTS' ? 'W' : '%'), aggregation: "per node, mean over the workload's GPUs on it", stepSeconds: step },
+            points: graphPoints(s, unit === 'RATIO' ? percentToRatio : finiteOrNull),
           });
         }
       }
-      if (perGpu) series.push(...perGpu.series);
-      return {
-        series,
-        covered,
-        from: request.from,
-        to: request.to,
-        ...(detail ? { nodes: await nodesOf(detail, signal) } : {}),
-      };
+
+      const podNode = new Map<string, string | null>(latestPods(detail.pods).map((p) => [p.podName, p.nodeName ?? null]));
+      const devices = new Map<string, Set<number>>();
+      if (unified) {
+        const results = new Map(unified.results.map((r) => [r.name, r]));
+        for (const metric of wanted) {
+          const spec = UNIFIED[metric];
+          if (!spec) continue;
+          const found = spec.names.map((n) => results.get(n)).filter((r) => r !== undefined);
+          // Lens answers a failed query with empty series: data is claimed only where some came back.
+          if (found.some((r) => r.series.length > 0) && !covered.includes(metric)) covered.push(metric);
+          for (const r of found) series.push(...unifiedToSeries(providerId, metric, spec, r, job.externalId, podNode, devices, step));
+        }
+        if (!wanted.includes('GPU_UTILIZATION')) {
+          const ids = results.get(DEVICE_IDS_METRIC);
+          if (ids) unifiedToSeries(providerId, 'GPU_UTILIZATION', UNIFIED.GPU_UTILIZATION!, ids, job.externalId, podNode, devices, step);
+        }
+      } else if (wanted.includes('GPU_UTILIZATION')) {
+        series.push(...(await nodeWideGpuSeries(job, detail, range, signal)));
+      }
+      // The nodes' GPUs in the series' numbering; a Lens without the unified route only has counts.
+      const nodes = devices.size > 0 ? await nodesOf(detail, signal, devices) : unified === null ? await nodesOf(detail, signal, null) : undefined;
+      return { series, covered, from: request.from, to: request.to, ...(nodes ? { nodes } : {}) };
     },
 
     async fetchTrainingMetrics(job, request: TrainingFetchRequest, signal): Promise<SeriesData[]> {

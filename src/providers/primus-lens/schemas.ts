@@ -100,3 +100,16 @@ export const trainingPointSchema = z.object({
 export type TrainingPoint = z.infer<typeof trainingPointSchema>;
 
 export const metricsDataSchema = z.object({ data_source: z.string().nullish(), data: list(trainingPointSchema) });
+
+/** `/training-metrics/data` (unified route): one result per asked metric, each a list of Prometheus series. */
+export const unifiedDataSchema = z.object({
+  results: list(
+    z.object({
+      name: z.string(),
+      unit: z.string().nullish(),
+      agg_level: z.string().nullish(),
+      series: metricsGraphSchema.shape.series,
+    }),
+  ),
+});
+export type UnifiedData = z.infer<typeof unifiedDataSchema>;

@@ -19,6 +19,8 @@ export interface SimPod {
   nodeName: string;
   ip: string | null;
   gpuAllocated: number;
+  /** The node's device id (gpu_id) of the pod's first GPU; it holds firstDevice..firstDevice+gpuAllocated-1. */
+  firstDevice: number;
   gpuModel: string;
   phase: string;
   createdAtMs: number;
@@ -67,12 +69,16 @@ interface WorkloadSpec {
   mixedModels?: boolean;
   /** The first pod was restarted once (a second pod record with the same name). */
   restarted?: boolean;
+  /** Its one pod runs on the node of this workload's first pod, on the next free devices. */
+  shareNodeWith?: string;
 }
 
 // Every status appears in the default cluster; whole-node (8 GPU) and partial-node pods both occur.
 const SPECS: WorkloadSpec[] = [
   { status: 'Running', cluster: 'gpu-cluster-a', namespace: 'team-llm', kind: 'PyTorchJob', name: 'llama3-8b-pretrain', podGpus: [8, 8], sources: ['log', 'wandb'], targetIteration: 20000 },
   { status: 'Running', cluster: 'gpu-cluster-a', namespace: 'team-vision', kind: 'PyTorchJob', name: 'vit-h-finetune', podGpus: [4], sources: ['tensorflow'], targetIteration: null },
+  // Shares vit-h-finetune's node (devices 4-7): node-wide data there covers two workloads.
+  { status: 'Running', cluster: 'gpu-cluster-a', namespace: 'team-vision', kind: 'Job', name: 'vit-h-probe', podGpus: [4], sources: [], targetIteration: null, shareNodeWith: 'vit-h-finetune' },
   { status: 'Pending', cluster: 'gpu-cluster-a', namespace: 'research', kind: 'Job', name: 'sweep-lr-07', podGpus: [2], sources: [], targetIteration: null },
   { status: 'Done', cluster: 'gpu-cluster-a', namespace: 'team-llm', kind: 'PyTorchJob', name: 'mixtral-sft', podGpus: [8, 8, 8, 8], sources: ['log'], targetIteration: 6000, mixedModels: true },
   { status: 'Failed', cluster: 'gpu-cluster-a', namespace: 'team-llm', kind: 'RayJob', name: 'rlhf-ppo', podGpus: [8, 2], sources: ['wandb'], targetIteration: 10000, restarted: true },
@@ -107,6 +113,8 @@ export function buildFleet(seed: number, anchorMs: number, replicas = 1): SimFle
     return `gpu-node-${String(n).padStart(2, '0')}`;
   };
 
+  const devicesUsed = new Map<string, number>();
+  const firstNodeOf = new Map<string, string>();
   const specs = Array.from({ length: replicas }, (_, r) => SPECS.map((spec) => (r === 0 ? spec : { ...spec, name: `${spec.name}-r${r}` }))).flat();
   const workloads = specs.map((spec, i): SimWorkload => {
     const uid = uuidFrom(seed, `${spec.cluster}/${spec.namespace}/${spec.name}`);
@@ -148,11 +156,16 @@ export function buildFleet(seed: number, anchorMs: number, replicas = 1): SimFle
     const pods: SimPod[] = spec.podGpus.map((gpus, p) => {
       const role = spec.kind === 'PyTorchJob' ? (p === 0 ? 'master-0' : `worker-${p - 1}`) : `${p}`;
       const scheduled = spec.status !== 'Pending';
+      const nodeName = !scheduled ? '' : spec.shareNodeWith && firstNodeOf.has(spec.shareNodeWith) ? firstNodeOf.get(spec.shareNodeWith)! : nextNode(spec.cluster);
+      if (p === 0 && nodeName) firstNodeOf.set(spec.name, nodeName);
+      const firstDevice = devicesUsed.get(`${spec.cluster}/${nodeName}`) ?? 0;
+      if (nodeName) devicesUsed.set(`${spec.cluster}/${nodeName}`, firstDevice + gpus);
       return {
         podUid: uuidFrom(seed, `${uid}/pod/${p}`),
         podName: `${spec.name}-${role}`,
         namespace: spec.namespace,
-        nodeName: scheduled ? nextNode(spec.cluster) : '',
+        nodeName,
+        firstDevice,
         ip: scheduled ? `10.${(i % 250) + 1}.${p + 1}.${10 + p}` : null,
         gpuAllocated: gpus,
         gpuModel: spec.mixedModels && p % 2 === 1 ? MI325X : MI300X,
@@ -223,12 +236,39 @@ export function workloadNodes(w: SimWorkload): string[] {
   return [...new Set(w.pods.map((p) => p.nodeName).filter((n) => n !== ''))];
 }
 
+/** The node's device ids (gpu_id) a workload holds on a node. */
+export function workloadDevicesOnNode(w: SimWorkload, node: string): number[] {
+  return latestPods(w)
+    .filter((p) => p.nodeName === node)
+    .flatMap((p) => Array.from({ length: p.gpuAllocated }, (_, i) => p.firstDevice + i))
+    .filter((g) => g < GPUS_PER_NODE);
+}
+
 /** The per-node "GPU Utilization" value: the mean over the workload's devices on that node. */
 export function nodeGpuUtilizationPercent(w: SimWorkload, node: string, tSec: number): number {
-  const gpus = Math.min(GPUS_PER_NODE, workloadGpusOnNode(w, node));
+  const devices = workloadDevicesOnNode(w, node);
   let sum = 0;
-  for (let g = 0; g < gpus; g++) sum += deviceGpuUtilizationPercent(w, node, g, tSec);
-  return gpus === 0 ? 0 : round(sum / gpus, 2);
+  for (const g of devices) sum += deviceGpuUtilizationPercent(w, node, g, tSec);
+  return devices.length === 0 ? 0 : round(sum / devices.length, 2);
+}
+
+/** Power in watts of device `gpuId` on `node` while it serves workload `w`. */
+export function deviceGpuPowerWatts(w: SimWorkload, node: string, gpuId: number, tSec: number): number {
+  return round(300 + 450 * wave(hashSeed(`${w.uid}/${node}/${gpuId}/power`), tSec * 1000, 0.3, 1), 1);
+}
+
+/** A pod's CPU cores in use, working-set bytes, filesystem read/write bytes/s and its node's RDMA bytes/s. */
+export function podCpuCores(w: SimWorkload, pod: string, tSec: number): number {
+  return round(4 + 28 * wave(hashSeed(`${w.uid}/${pod}/cpu`), tSec * 1000, 0.2, 0.9), 3);
+}
+export function podMemoryBytes(w: SimWorkload, pod: string, tSec: number): number {
+  return Math.round(64e9 + 128e9 * wave(hashSeed(`${w.uid}/${pod}/mem`), tSec * 1000, 0.3, 0.9));
+}
+export function podFsBytesPerSecond(w: SimWorkload, pod: string, op: 'read' | 'write', tSec: number): number {
+  return Math.round(5e6 + 200e6 * wave(hashSeed(`${w.uid}/${pod}/fs-${op}`), tSec * 1000, 0, 1));
+}
+export function nodeRdmaBytesPerSecond(w: SimWorkload, node: string, dir: 'rx' | 'tx', tSec: number): number {
+  return Math.round(1e9 + 20e9 * wave(hashSeed(`${w.uid}/${node}/rdma-${dir}`), tSec * 1000, 0.2, 1));
 }
 
 export function nodeGpuMemoryUtilizationPercent(w: SimWorkload, node: string, tSec: number): number {

@@ -26,6 +26,12 @@ import {
   nodeGpuMemoryUtilizationPercent,
   nodeGpuPowerWatts,
   nodeGpuUtilizationPercent,
+  workloadDevicesOnNode,
+  deviceGpuPowerWatts,
+  podCpuCores,
+  podMemoryBytes,
+  podFsBytesPerSecond,
+  nodeRdmaBytesPerSecond,
   trainingPoints,
   workloadGpusOnNode,
   workloadNodes,
@@ -47,6 +53,8 @@ export interface PrimusLensSimulatorOptions {
   prefix?: '/v1' | '/lens/v1';
   /** `legacy`: the four training-metrics routes answer as before PR #315 (bare payload, {"error"}). */
   mode?: 'current' | 'legacy';
+  /** false: a Lens without the unified /training-metrics routes (the dispatcher answers 404). Default true. */
+  unifiedTrainingMetrics?: boolean;
   /**
    * `cookie`: Lens' auth middleware (a Cookie header whose `Token` cookie SaFE would verify).
    * `bearer`: the SaFE lens-compat proxy (Bearer API key or Token cookie; `cluster` required everywhere).
@@ -66,6 +74,20 @@ export interface PrimusLensSimulator extends SimulatorHandle {
   baseUrl: string;
 }
 
+
+/** The unified route's catalog, as Lens defines it (a subset: the metrics this project reads and a few more). */
+const UNIFIED_METRICS = [
+  { name: 'gpu_utilization_by_node', display_name: 'GPU Utilization (Node Avg)', category: 'gpu', unit: '%', agg_level: 'node' },
+  { name: 'gpu_power_by_node', display_name: 'GPU Power (Node Avg)', category: 'gpu', unit: 'W', agg_level: 'node' },
+  { name: 'gpu_utilization_by_device', display_name: 'GPU Utilization (Per Device)', category: 'gpu', unit: '%', agg_level: 'device' },
+  { name: 'gpu_power_by_device', display_name: 'GPU Power (Per Device)', category: 'gpu', unit: 'W', agg_level: 'device' },
+  { name: 'pod_cpu_usage', display_name: 'Pod CPU Usage', category: 'pod', unit: 'cores', agg_level: 'node' },
+  { name: 'pod_memory_usage', display_name: 'Pod Memory Usage', category: 'pod', unit: 'bytes', agg_level: 'node' },
+  { name: 'pod_write_bytes', display_name: 'Pod Write Bytes/s', category: 'pod', unit: 'bytes/s', agg_level: 'node' },
+  { name: 'pod_read_bytes', display_name: 'Pod Read Bytes/s', category: 'pod', unit: 'bytes/s', agg_level: 'node' },
+  { name: 'rdma_tx_bandwidth_by_node', display_name: 'RDMA TX Bandwidth (Node)', category: 'rdma', unit: 'bytes/s', agg_level: 'node' },
+  { name: 'rdma_rx_bandwidth_by_node', display_name: 'RDMA RX Bandwidth (Node)', category: 'rdma', unit: 'bytes/s', agg_level: 'node' },
+].map((m) => ({ ...m, description: m.display_name, promql: '' }));
 const TRAINING_ROUTES = new Set(['metricsSources', 'metricsAvailable', 'metricsData', 'iterationTimes']);
 const STATUS_COLOR: Record<string, string> = { Running: 'green', Pending: 'yellow', Done: 'blue', Failed: 'red', Deleted: 'gray' };
 const PROMETHEUS_MAX_POINTS = 11_000;
@@ -285,6 +307,53 @@ export async function startPrimusLensSimulator(opts: PrimusLensSimulatorOptions 
     return values;
   };
 
+  /** The unified route's series of one metric for a workload, labelled as Lens' PromQL leaves them. */
+  const unifiedSeries = (name: string, w: SimWorkload, range: { start: number; end: number; step: number }, active: (t: number) => boolean) => {
+    const pods = latestPods(w).filter((p) => p.nodeName !== '');
+    const perDevice = (value: (node: string, gpuId: number, t: number) => number) =>
+      pods.flatMap((p) =>
+        Array.from({ length: p.gpuAllocated }, (_, i) => p.firstDevice + i).map((gpuId) => ({
+          labels: { gpu_id: String(gpuId), primus_lens_node_name: p.nodeName, pod_name: p.podName, pod_uid: p.podUid, workload_name: w.name, workload_uid: w.uid },
+          values: rangeSeries(range, active, (t) => value(p.nodeName, gpuId, t)),
+        })),
+      );
+    const perPod = (value: (pod: string, t: number) => number, container = false) =>
+      pods.map((p) => ({ labels: { pod: p.podName, ...(container ? { container: 'trainer' } : {}) }, values: rangeSeries(range, active, (t) => value(p.podName, t)) }));
+    const perNode = (value: (node: string, t: number) => number) =>
+      workloadNodes(w).map((node) => ({ labels: { primus_lens_node_name: node }, values: rangeSeries(range, active, (t) => value(node, t)) }));
+    let series: { labels: Record<string, string>; values: { timestamp: number; value: number }[] }[];
+    switch (name) {
+      case 'gpu_utilization_by_device':
+        series = perDevice((node, g, t) => deviceGpuUtilizationPercent(w, node, g, t));
+        break;
+      case 'gpu_power_by_device':
+        series = perDevice((node, g, t) => deviceGpuPowerWatts(w, node, g, t));
+        break;
+      case 'pod_cpu_usage':
+        series = perPod((pod, t) => podCpuCores(w, pod, t));
+        break;
+      case 'pod_memory_usage':
+        series = perPod((pod, t) => podMemoryBytes(w, pod, t));
+        break;
+      case 'pod_read_bytes':
+        series = perPod((pod, t) => podFsBytesPerSecond(w, pod, 'read', t), true);
+        break;
+      case 'pod_write_bytes':
+        series = perPod((pod, t) => podFsBytesPerSecond(w, pod, 'write', t), true);
+        break;
+      case 'rdma_rx_bandwidth_by_node':
+        series = perNode((node, t) => nodeRdmaBytesPerSecond(w, node, 'rx', t));
+        break;
+      case 'rdma_tx_bandwidth_by_node':
+        series = perNode((node, t) => nodeRdmaBytesPerSecond(w, node, 'tx', t));
+        break;
+      default:
+        series = []; // listed in the catalog, not simulated
+    }
+    // Prometheus drops series without samples in the range.
+    return series.filter((x) => x.values.length > 0);
+  };
+
   // ---- routes -----------------------------------------------------------------------------
 
   const routes: RouteDef[] = [
@@ -461,7 +530,7 @@ export async function startPrimusLensSimulator(opts: PrimusLensSimulatorOptions 
         const residents = fleet.workloads.filter((w) => w.cluster === cluster && workloadNodes(w).includes(node));
         if (residents.length === 0) return { gpu_utilization: graph(0, '%', []), gpu_allocation_rate: graph(0, '%', []) };
         const holderAt = (gpuId: number, t: number) =>
-          residents.find((w) => isActiveAt(w, t * 1000, now()) && gpuId < workloadGpusOnNode(w, node)) ?? null;
+          residents.find((w) => isActiveAt(w, t * 1000, now()) && workloadDevicesOnNode(w, node).includes(gpuId)) ?? null;
         const devices = Array.from({ length: GPUS_PER_NODE }, (_, gpuId) => ({
           labels: { gpu_id: String(gpuId) },
           values: rangeSeries(range, () => true, (t) => {
@@ -535,6 +604,61 @@ export async function startPrimusLensSimulator(opts: PrimusLensSimulatorOptions 
         return { pod_uid: pod.podUid, pod_name: pod.podName, granularity, data_points: points };
       }),
     },
+    ...(opts.unifiedTrainingMetrics === false
+      ? []
+      : ([
+          {
+            method: 'GET',
+            path: '/training-metrics',
+            name: 'trainingMetricsList',
+            handler: wrap((req) => {
+              const category = req.query.get('category') || null;
+              const agg = req.query.get('agg_level') || null;
+              const metrics = UNIFIED_METRICS.filter((m) => (!category || m.category === category) && (!agg || m.agg_level === agg));
+              return { metrics, total_count: metrics.length, categories: [...new Set(metrics.map((m) => m.category))] };
+            }),
+          },
+          {
+            method: 'GET',
+            path: '/training-metrics/data',
+            name: 'trainingMetricsData',
+            handler: wrap((req) => {
+              const uid = req.query.get('workload_uid') ?? '';
+              const names = req.query.get('metrics') ?? '';
+              if (!uid) throw new LensError(4001, 'workload_uid is required');
+              if (!names) throw new LensError(4001, 'metrics is required');
+              const rawStart = req.query.get('start');
+              const rawEnd = req.query.get('end');
+              if (!rawStart || !rawEnd) throw new LensError(4001, 'start and end timestamps are required');
+              if (!/^-?\d+$/.test(rawStart)) throw new LensError(4001, 'invalid start timestamp');
+              if (!/^-?\d+$/.test(rawEnd)) throw new LensError(4001, 'invalid end timestamp');
+              const rawStep = req.query.get('step');
+              if (rawStep !== null && rawStep !== '' && !(/^\d+$/.test(rawStep) && Number(rawStep) > 0)) throw new LensError(4001, 'invalid step value, must be positive integer');
+              const defs =
+                names === 'all'
+                  ? UNIFIED_METRICS
+                  : names
+                      .split(',')
+                      .map((n) => n.trim())
+                      .filter(Boolean)
+                      .map((n) => {
+                        const def = UNIFIED_METRICS.find((m) => m.name === n);
+                        if (!def) throw new LensError(4001, `unknown metric: ${n}. Use the training_metrics_list endpoint to discover available metrics.`);
+                        return def;
+                      });
+              if (defs.length === 0) throw new LensError(4001, 'no valid metrics specified');
+              const range = { start: Number(rawStart), end: Number(rawEnd), step: rawStep ? Number(rawStep) : 60 };
+              // An unknown UID has no samples in Prometheus: every metric answers empty series.
+              const w = fleet.workloads.find((x) => x.uid === uid) ?? null;
+              const active = (t: number) => (w ? isActiveAt(w, t * 1000, now()) : false);
+              const results = defs.map((def) => {
+                const series = w ? unifiedSeries(def.name, w, range, active) : [];
+                return { name: def.name, display_name: def.display_name, category: def.category, unit: def.unit, agg_level: def.agg_level, series: goMapOrder(series) };
+              });
+              return { workload_uid: uid, start: range.start, end: range.end, step: range.step, results, total_count: results.length };
+            }),
+          },
+        ] satisfies RouteDef[])),
     {
       method: 'GET',
       path: '/gpu-aggregation/clusters',

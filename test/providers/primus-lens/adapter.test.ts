@@ -16,6 +16,10 @@ import {
   loggedIterations,
   nodeGpuMemoryUtilizationPercent,
   nodeGpuUtilizationPercent,
+  nodeRdmaBytesPerSecond,
+  podCpuCores,
+  podFsBytesPerSecond,
+  podMemoryBytes,
   trainingValue,
   type SimWorkload,
 } from '../../../src/simulators/primus-lens/fleet.js';
@@ -139,11 +143,11 @@ describe('workloads, pods and nodes', () => {
     expect(await adapter.getJob({ externalId: 'no-such-uid', projectExternalId: 'team-llm' }, signal)).toBeNull();
   });
 
-  it('reads node and per-GPU utilization as ratios, per GPU only where the workload holds the node', async () => {
+  it('reads node and per-GPU utilization as ratios, per GPU from the workload-scoped route, and pod CPU', async () => {
     const llama = workload(lens, 'llama3-8b-pretrain');
     const from = new Date(NOW - 10 * 60_000);
     const result = await adapter.fetchSystemMetrics(ref(llama), { from, to: new Date(NOW), metrics: ['GPU_UTILIZATION', 'GPU_MEMORY_UTILIZATION', 'CPU_USAGE'], stepSeconds: 60 }, signal);
-    expect(result.covered).toEqual(['GPU_UTILIZATION', 'GPU_MEMORY_UTILIZATION']);
+    expect(result.covered).toEqual(['GPU_UTILIZATION', 'GPU_MEMORY_UTILIZATION', 'CPU_USAGE']);
     const node = llama.pods[0]!.nodeName;
     const nodeUtil = result.series.find((s) => s.scope === 'NODE' && s.name === 'GPU_UTILIZATION' && s.nodeExternalId === node)!;
     expect(nodeUtil).toMatchObject({ rawName: 'GPU Utilization', unit: 'RATIO', source: 'primus-lens', keyedBy: 'time' });
@@ -155,18 +159,75 @@ describe('workloads, pods and nodes', () => {
     const mem = result.series.find((s) => s.name === 'GPU_MEMORY_UTILIZATION' && s.nodeExternalId === node)!;
     expect(mem.points[0]!.value).toBeCloseTo(nodeGpuMemoryUtilizationPercent(llama, node, mem.points[0]!.timestamp!.getTime() / 1000) / 100, 10);
 
+    // Per device from the workload-scoped unified route, numbered by the node's gpu_id.
     const gpuSeries = result.series.filter((s) => s.scope === 'GPU');
     expect(gpuSeries).toHaveLength(16);
+    expect(gpuSeries.every((s) => s.source === 'primus-lens' && s.rawName === 'gpu_utilization_by_device')).toBe(true);
     const gpu3 = gpuSeries.find((s) => s.nodeExternalId === node && s.gpuIndex === 3)!;
     const first = gpu3.points[0]!;
     expect(first.value).toBeCloseTo(deviceGpuUtilizationPercent(llama, node, 3, first.timestamp!.getTime() / 1000) / 100, 10);
     expect(result.nodes?.map((n) => n.externalId)).toEqual(llama.pods.map((p) => p.nodeName));
+    // Pod CPU in cores, summed per node.
+    const cpu = result.series.find((s) => s.name === 'CPU_USAGE' && s.nodeExternalId === node)!;
+    expect(cpu).toMatchObject({ unit: 'CORES', scope: 'NODE', rawName: 'pod_cpu_usage' });
+    expect(cpu.points[0]!.value).toBeCloseTo(podCpuCores(llama, llama.pods[0]!.podName, cpu.points[0]!.timestamp!.getTime() / 1000), 6);
+  });
 
-    // 4 GPUs on an 8-GPU node: the node's devices cannot be attributed, so no GPU series.
+  it('two workloads on one node: each gets only its own devices, with the same numbering as its GPUs', async () => {
+    const from = new Date(NOW - 10 * 60_000);
     const vit = workload(lens, 'vit-h-finetune');
-    const shared = await adapter.fetchSystemMetrics(ref(vit), { from, to: new Date(NOW), metrics: ['GPU_UTILIZATION'], stepSeconds: 60 }, signal);
-    expect(shared.series.filter((s) => s.scope === 'GPU')).toHaveLength(0);
-    expect(shared.series[0]!.meta.perGpu).toMatch(/omitted/);
+    const probe = workload(lens, 'vit-h-probe');
+    const node = vit.pods[0]!.nodeName;
+    expect(probe.pods[0]!.nodeName).toBe(node);
+    for (const [w, ids] of [
+      [vit, [0, 1, 2, 3]],
+      [probe, [4, 5, 6, 7]],
+    ] as const) {
+      const result = await adapter.fetchSystemMetrics(ref(w), { from, to: new Date(NOW), metrics: ['GPU_UTILIZATION', 'GPU_POWER'], stepSeconds: 60 }, signal);
+      const util = result.series.filter((s) => s.scope === 'GPU' && s.name === 'GPU_UTILIZATION');
+      expect(util.map((s) => s.gpuIndex).sort()).toEqual(ids);
+      const p = util[0]!.points[0]!;
+      expect(p.value).toBeCloseTo(deviceGpuUtilizationPercent(w, node, util[0]!.gpuIndex!, p.timestamp!.getTime() / 1000) / 100, 10);
+      const power = result.series.filter((s) => s.scope === 'GPU' && s.name === 'GPU_POWER');
+      expect(power.map((s) => s.gpuIndex).sort()).toEqual(ids);
+      expect(power[0]).toMatchObject({ unit: 'WATTS', rawName: 'gpu_power_by_device' });
+      expect(result.nodes).toEqual([{ externalId: node, name: node, gpus: ids.map((index) => ({ index, model: expect.any(String), memoryTotalBytes: null })) }]);
+      // The detail names the same GPUs.
+      const detail = await adapter.getJob(ref(w), signal);
+      expect(detail!.nodes![0]!.gpus.map((g) => g.index)).toEqual(ids);
+    }
+  });
+
+  it('reads pod memory, filesystem and RDMA throughput in canonical units', async () => {
+    const llama = workload(lens, 'llama3-8b-pretrain');
+    const metrics = ['MEMORY_USED', 'DISK_READ_RATE', 'DISK_WRITE_RATE', 'RDMA_RECEIVE_RATE', 'RDMA_TRANSMIT_RATE'] as const;
+    const result = await adapter.fetchSystemMetrics(ref(llama), { from: new Date(NOW - 5 * 60_000), to: new Date(NOW), metrics, stepSeconds: 60 }, signal);
+    expect([...result.covered].sort()).toEqual([...metrics].sort());
+    const pod = llama.pods[1]!;
+    const at = (name: string) => result.series.find((s) => s.name === name && s.nodeExternalId === pod.nodeName)!;
+    const t = (name: string) => at(name).points[0]!.timestamp!.getTime() / 1000;
+    expect(at('MEMORY_USED')).toMatchObject({ unit: 'BYTES' });
+    expect(at('MEMORY_USED').points[0]!.value).toBe(podMemoryBytes(llama, pod.podName, t('MEMORY_USED')));
+    expect(at('DISK_READ_RATE').points[0]!.value).toBe(podFsBytesPerSecond(llama, pod.podName, 'read', t('DISK_READ_RATE')));
+    expect(at('DISK_WRITE_RATE').points[0]!.value).toBe(podFsBytesPerSecond(llama, pod.podName, 'write', t('DISK_WRITE_RATE')));
+    expect(at('RDMA_RECEIVE_RATE')).toMatchObject({ unit: 'BYTES_PER_SECOND', rawName: 'rdma_rx_bandwidth_by_node' });
+    expect(at('RDMA_TRANSMIT_RATE').points[0]!.value).toBe(nodeRdmaBytesPerSecond(llama, pod.nodeName, 'tx', t('RDMA_TRANSMIT_RATE')));
+  });
+
+  it('without the unified route (older Lens): node-wide device data only, marked so, never as the workload\'s own', async () => {
+    const old = await sim({ unifiedTrainingMetrics: false });
+    const a = adapterFor(old, { cluster: 'gpu-cluster-a' });
+    const vit = workload(old, 'vit-h-finetune');
+    const node = vit.pods[0]!.nodeName;
+    const result = await a.fetchSystemMetrics(ref(vit), { from: new Date(NOW - 10 * 60_000), to: new Date(NOW), metrics: ['GPU_UTILIZATION', 'CPU_USAGE'], stepSeconds: 60 }, signal);
+    // Pod CPU comes only from the unified route: not covered, nothing claimed.
+    expect(result.covered).toEqual(['GPU_UTILIZATION']);
+    const devices = result.series.filter((s) => s.scope === 'GPU');
+    // All 8 devices of the node, the probe workload's 4 included: none is the workload's own.
+    expect(devices).toHaveLength(8);
+    expect(devices.every((s) => s.source === 'primus-lens:node-wide' && s.meta.nodeWide === true)).toBe(true);
+    expect(result.series.filter((s) => s.scope === 'GPU' && s.source === 'primus-lens')).toHaveLength(0);
+    expect(result.nodes).toEqual([{ externalId: node, name: node, gpus: [0, 1, 2, 3].map((index) => ({ index, model: expect.any(String), memoryTotalBytes: null })) }]);
   });
 });
 
