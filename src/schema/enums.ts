@@ -46,6 +46,7 @@ export const MetricUnitEnum = builder.enumType('MetricUnit', {
     BYTES_PER_SECOND: 'Bytes per second',
     COUNT: 'A count of things',
     NONE: 'No unit (a training metric such as loss, as the run logged it)',
+    WATTS: 'Watts (power draw)',
   }),
 });
 export const MetricScopeEnum = builder.enumType('MetricScope', {
