@@ -14,6 +14,14 @@ export const builder = new SchemaBuilder<{
     Duration: { Input: number; Output: number };
   };
   DefaultFieldNullability: false;
+  // Federation v2.9 demand control (schema/subgraph.graphql): what a router charges per field.
+  Directives: {
+    cost: { locations: 'FIELD_DEFINITION'; args: { weight: number } };
+    listSize: {
+      locations: 'FIELD_DEFINITION';
+      args: { assumedSize?: number; slicingArguments?: string[]; sizedFields?: string[]; requireOneSlicingArgument?: boolean };
+    };
+  };
 }>({
   defaultFieldNullability: false,
   // Federation last: plugins that wrap resolvers (auth) must come before it (its README).
@@ -43,4 +51,4 @@ builder.scalarType('JSON', {
   parseValue: (v) => v,
 });
 
-builder.queryType({});
+builder.queryType({ description: 'What can be asked: providers, projects, jobs, any object by its id, and fleet-wide GPU questions' });

@@ -29,6 +29,7 @@ ComputeNodeRef.implement({
     metrics: t.field({
       type: [MetricSeriesRef],
       nullable: true,
+      directives: { cost: { weight: 10 }, listSize: { assumedSize: 16 } },
       description:
         "This node's series: NODE scope, and GPU scope for its GPUs where the platform has them; null (with the error at this path) when the platform failed and nothing is cached",
       args: systemSeriesArgs(t.arg),

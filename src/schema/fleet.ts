@@ -230,6 +230,8 @@ FleetRef.implement({
 builder.queryFields((t) => ({
   fleet: t.field({
     type: FleetRef,
+    // Reads every matching job's window of GPU series: the costliest question of the graph.
+    directives: { cost: { weight: 100 } },
     description: 'GPU questions across every platform: idle GPUs, GPU-hours allocated vs used, jobs ranked by waste',
     args: {
       filter: t.arg({ type: JobFilterRef, required: false, description: 'Which jobs count; default: all jobs the caller may see' }),

@@ -20,4 +20,8 @@ import './relay.js';
 export const plainSchema = builder.toSchema({ sortSchema: false });
 
 /** The served schema: the plain one plus Federation v2's `_service` and `_entities` (schema/subgraph.graphql). */
-export const schema = builder.toSubGraphSchema({});
+export const schema = builder.toSubGraphSchema({
+  // v2.9 for @cost / @listSize (demand control in Apollo Router and Hive Gateway).
+  linkUrl: 'https://specs.apollo.dev/federation/v2.9',
+  federationDirectives: ['@key', '@shareable', '@cost', '@listSize'],
+});

@@ -171,6 +171,7 @@ JobRef.implement({
     nodes: t.field({
       type: [ComputeNodeRef],
       nullable: true,
+      directives: { cost: { weight: 5 }, listSize: { assumedSize: 8 } },
       description: "The job's compute nodes (tasks, pods, hosts), in the platform's order; null (with the error at this path) when the platform's topology call failed and nothing is cached",
       resolve: async (j, _a, ctx) => {
         await ctx.store.loaders.topology.load(j);
@@ -180,6 +181,7 @@ JobRef.implement({
     gpus: t.field({
       type: [GpuRef],
       nullable: true,
+      directives: { cost: { weight: 5 }, listSize: { assumedSize: 64 } },
       description: "The job's GPUs (or NPUs) across its nodes; null (with the error at this path) when the platform's topology call failed and nothing is cached",
       resolve: async (j, _a, ctx) => {
         await ctx.store.loaders.topology.load(j);
@@ -194,6 +196,7 @@ JobRef.implement({
     metrics: t.field({
       type: [MetricSeriesRef],
       nullable: true,
+      directives: { cost: { weight: 10 }, listSize: { assumedSize: 64 } },
       description:
         'System metrics of the job at every scope it has (JOB, NODE, GPU), or only `scope`; null (with the error at this path) when the platform failed and nothing is cached, otherwise a failed refresh shows as freshness.stale',
       args: systemSeriesArgs(t.arg),
@@ -202,6 +205,7 @@ JobRef.implement({
     trainingMetrics: t.field({
       type: [MetricSeriesRef],
       nullable: true,
+      directives: { cost: { weight: 10 }, listSize: { assumedSize: 20 } },
       description:
         'Training metrics (loss, accuracy, ...) keyed by step, where the platform has them; null (with the error at this path) when the platform failed and nothing is cached, otherwise a failed refresh shows as freshness.stale',
       args: {
@@ -223,6 +227,7 @@ JobRef.implement({
     logs: t.field({
       type: LogPageRef,
       nullable: true,
+      directives: { cost: { weight: 10 } },
       description: 'Log lines oldest first, read from the platform (not cached); null (with the error at this path) when the platform failed',
       args: {
         first: t.arg.int({ required: false, description: 'Lines per page, 0..the server cap (default 200, cap 1000 unless configured)' }),
@@ -252,6 +257,7 @@ builder.queryFields((t) => ({
   jobs: t.field({
     type: JobConnectionRef,
     description: 'Jobs of every configured platform as a Relay connection, newest first',
+    directives: { listSize: { assumedSize: 50, slicingArguments: ['first', 'last'], sizedFields: ['edges', 'nodes'], requireOneSlicingArgument: false } },
     args: jobConnectionArgs(t.arg),
     resolve: (_r, args, ctx) => resolveJobConnection(ctx, args),
   }),

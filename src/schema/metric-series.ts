@@ -152,6 +152,8 @@ MetricSeriesRef.implement({
     }),
     points: t.field({
       type: [MetricPointRef],
+      // maxPoints is an argument of the field that answered the series: the default is assumed.
+      directives: { listSize: { assumedSize: 500 } },
       description: 'The points in the window, oldest first, at most maxPoints (downsampled in equal-width buckets beyond it)',
       resolve: (s, _a, ctx) =>
         ctx.store.loaders.points.load({

@@ -24,6 +24,7 @@ ProjectRef.implement({
     jobs: t.field({
       type: JobConnectionRef,
       description: "This project's jobs as a Relay connection, newest first",
+      directives: { listSize: { assumedSize: 50, slicingArguments: ['first', 'last'], sizedFields: ['edges', 'nodes'], requireOneSlicingArgument: false } },
       args: jobConnectionArgs(t.arg),
       resolve: (p, args, ctx) => resolveJobConnection(ctx, args, p.id),
     }),

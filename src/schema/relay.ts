@@ -59,6 +59,7 @@ builder.queryFields((t) => ({
   nodes: t.field({
     type: [NodeInterfaceRef],
     nullable: { list: false, items: true },
+    directives: { listSize: { assumedSize: MAX_NODE_IDS } },
     description: `Objects by their global ids, in the order asked; null in place of an id that node(id:) would answer null for`,
     args: { ids: t.arg.idList({ required: true, description: `Global ids, at most ${MAX_NODE_IDS}` }) },
     resolve: (_r, args, ctx) => {

@@ -95,6 +95,7 @@ async function requireJob(ctx: Context, jobId: string) {
 }
 
 builder.subscriptionType({
+  description: 'Live data over graphql-ws (or SSE): utilization series, job status changes and log lines, from pollers shared by all subscribers',
   fields: (t) => ({
     jobUtilization: t.field({
       type: UtilizationSampleRef,

@@ -84,4 +84,36 @@ describe('OpenTelemetry tracing', () => {
     }
     expect(JSON.stringify(receiver.resources)).toContain('tg-test');
   });
+
+  it('continues an incoming W3C traceparent instead of starting a new trace', async () => {
+    const rt: Runtime = await startTestRuntime(sim, 1, { tracing: { endpoint: receiver.url, serviceName: 'tg-test' } });
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const callerSpanId = '00f067aa0ba902b7';
+    const res = await fetch(`${rt.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', traceparent: `00-${traceId}-${callerSpanId}-01` },
+      body: JSON.stringify({ query: 'query Continued { jobs(first: 2) { edges { node { name } } } }' }),
+    });
+    expect((await res.json()).errors).toBeUndefined();
+    // A malformed header starts a trace of its own rather than failing the request.
+    const bad = await fetch(`${rt.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', traceparent: 'not-a-traceparent' },
+      body: JSON.stringify({ query: 'query Fresh { providers { id } }' }),
+    });
+    expect((await bad.json()).errors).toBeUndefined();
+    await rt.close(); // flushes the batch
+
+    const op = receiver.spans.find((s) => s.name === 'query Continued');
+    expect(op).toBeDefined();
+    expect(op!.traceId).toBe(traceId);
+    expect(op!.parentSpanId).toBe(callerSpanId);
+    const upstream = receiver.spans.filter((s) => s.parentSpanId === op!.spanId);
+    expect(upstream.length).toBeGreaterThan(0);
+    for (const u of upstream) expect(u.traceId).toBe(traceId);
+    const fresh = receiver.spans.find((s) => s.name === 'query Fresh');
+    expect(fresh).toBeDefined();
+    expect(fresh!.traceId).not.toBe(traceId);
+    expect(fresh!.parentSpanId ?? '').toBe('');
+  });
 });
