@@ -394,8 +394,15 @@ export class JobView {
       subscribeLogs(session.jobId, {
         next: (line) => this.appendLogs([line]),
         error: (m) => setText('log-state', `Logs unavailable: ${m}`),
+        // The stream also ends at once where the platform has no log API (Primus-Lens): say which.
         complete: () => {
-          if (session.active) setText('log-state', 'The job has finished: no more log lines.');
+          if (!session.active) return;
+          const lines = Number($('log-pane').dataset.lines ?? 0);
+          const done = this.job && FINISHED.has(this.job.status);
+          setText(
+            'log-state',
+            done ? 'The job has finished: no more log lines.' : lines === 0 && this.job ? `No logs: ${providerLabel(this.job.provider)} gives no job logs to this API.` : 'The log stream ended.',
+          );
         },
       }),
     );
