@@ -91,7 +91,38 @@ function decodeLogCursor(cursor: string | null): LogOffsets {
   throw new DomainError('BAD_INPUT', 'not a ModelArts log cursor');
 }
 
-const LOG_LINE_PREFIX = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2}))\s+(?:(DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\b)?/;
+/**
+ * Where a ModelArts log line says when it was written. Training logs mix the platform's own lines
+ * ("[ModelArts Service Log]2024-05-20 10:31:56,842 - INFO - ...", a "[Modelarts Service Log]"
+ * spelling too), Python logging's default "2024-05-20 10:31:56,842 - name - INFO - ...", bracketed
+ * "[2024-05-20 10:31:56]" stamps and ISO-8601 with an offset. A stamp without an offset is read as
+ * UTC (the training containers' default TZ; our reading, unconfirmed).
+ */
+const LOG_TIMESTAMP =
+  /^(?:\[Model[Aa]rts Service Log\]\s*)?\[?(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(?:[.,](\d{1,9}))?(Z|[+-]\d{2}:?\d{2})?\]?/;
+const LOG_LEVEL = /\b(DEBUG|INFO|WARN|WARNING|ERROR|FATAL|CRITICAL)\b/;
+
+/** The time and level a ModelArts log line starts with, in any of the formats above. */
+export function parseLogLine(text: string): { timestamp: Date | null; level: string | null } {
+  const m = LOG_TIMESTAMP.exec(text);
+  if (!m) return { timestamp: null, level: null };
+  const fraction = m[3] ? `.${m[3].slice(0, 3).padEnd(3, '0')}` : '';
+  const offset = m[4] ? (m[4] === 'Z' ? 'Z' : m[4].includes(':') ? m[4] : `${m[4].slice(0, 3)}:${m[4].slice(3)}`) : 'Z';
+  const ms = Date.parse(`${m[1]}T${m[2]}${fraction}${offset}`);
+  const rest = text.slice(m[0].length, m[0].length + 40);
+  return { timestamp: Number.isNaN(ms) ? null : new Date(ms), level: LOG_LEVEL.exec(rest)?.[1] ?? null };
+}
+
+/** The region in a ModelArts endpoint (modelarts.{region}.myhuaweicloud.com), else the IAM project name. */
+function regionOf(config: ModelArtsConfig): string | null {
+  try {
+    const m = /^modelarts\.([a-z0-9-]+)\./.exec(new URL(config.baseUrl).hostname);
+    if (m) return m[1]!;
+  } catch {
+    // a malformed URL fails elsewhere, with a clearer message
+  }
+  return config.projectName ?? null;
+}
 
 export function createModelArtsAdapter(config: ModelArtsConfig, secrets: SecretSource, options: ModelArtsAdapterOptions = {}): ProviderAdapter {
   const providerId = config.id;
@@ -104,8 +135,12 @@ export function createModelArtsAdapter(config: ModelArtsConfig, secrets: SecretS
     auth: authFromConfig(config, secrets),
     now,
   });
-  // Task names seen on jobs, so metrics and logs need no extra job lookup; only non-empty lists
-  // are kept, because a job gets its tasks when it starts.
+  const ctx = { region: regionOf(config) };
+  // The search lists one workspace: the configured one, or the default ("0") the API itself
+  // defaults to. Jobs of other workspaces are only visible with their workspace configured.
+  const workspaceId = config.workspaceId || DEFAULT_WORKSPACE_ID;
+  // Task names seen on jobs, so logs need no extra job lookup; only non-empty lists are kept,
+  // because a job gets its tasks when it starts.
   const knownTasks = new Map<string, string[]>();
 
   const remember = (job: ModelArtsJob) => {
@@ -125,7 +160,7 @@ export function createModelArtsAdapter(config: ModelArtsConfig, secrets: SecretS
         limit: PAGE_SIZE,
         sort_by: 'create_time',
         order: 'desc',
-        ...(config.workspaceId ? { workspace_id: config.workspaceId } : {}),
+        workspace_id: workspaceId,
       },
       signal,
     );
@@ -175,39 +210,34 @@ export function createModelArtsAdapter(config: ModelArtsConfig, secrets: SecretS
     kind: 'MODELARTS',
     capabilities,
 
-    async listProjects(signal) {
-      if (config.workspaceId) return [{ externalId: config.workspaceId, name: workspaceName(config.workspaceId) }];
-      // The workspace list is a separate API (and permission); the workspaces that matter are the
-      // ones jobs live in, so they are collected from every page of the job search.
-      const seen = new Map<string, ProjectRecord>();
-      for (let page: number | null = 0; page !== null; ) {
-        const result = await searchPage(page, signal);
-        for (const job of result.items) {
-          const id = job.metadata.workspace_id || DEFAULT_WORKSPACE_ID;
-          if (!seen.has(id)) seen.set(id, { externalId: id, name: workspaceName(id) });
-        }
-        page = result.nextPage;
-      }
-      return [...seen.values()];
+    // One workspace per provider: the one the search lists (see workspaceId above).
+    async listProjects(_signal): Promise<ProjectRecord[]> {
+      return [{ externalId: workspaceId, name: workspaceName(workspaceId) }];
     },
 
     async listJobs(cursor, signal): Promise<JobPage> {
       const page = cursor === null ? 0 : Number(cursor);
       if (!Number.isInteger(page) || page < 0) throw new DomainError('BAD_INPUT', `not a ModelArts page cursor: ${cursor}`);
       const result = await searchPage(page, signal);
-      return { jobs: result.items.map(mapJob), nextCursor: result.nextPage === null ? null : String(result.nextPage) };
+      return { jobs: result.items.map((j) => mapJob(j, ctx)), nextCursor: result.nextPage === null ? null : String(result.nextPage) };
     },
 
     async getJob(ref, signal): Promise<JobDetailResult | null> {
       const job = await fetchJob(ref.externalId, signal);
-      return job ? { ...mapJob(job), nodes: mapNodes(job) } : null;
+      return job ? { ...mapJob(job, ctx), nodes: mapNodes(job) } : null;
     },
 
     async fetchSystemMetrics(job: JobRef, request: MetricFetchRequest, signal): Promise<SystemMetricsResult> {
       const wanted = new Set(request.metrics.filter((m) => SYSTEM_METRICS.includes(m)));
       const covered = [...wanted];
-      const tasks = wanted.size === 0 ? [] : await tasksOf(job.externalId, signal);
-      const finishedAt = TERMINAL_STATUSES.has(job.status) ? job.finishedAt : null;
+      // The job first: its tasks are the nodes the series belong to, returned with them so the
+      // topology and the series agree in every answer (a cold cache included).
+      const detail = await fetchJob(job.externalId, signal);
+      if (!detail) throw new UpstreamError('UPSTREAM_NOT_FOUND', providerId, `ModelArts job ${job.externalId} does not exist`);
+      const tasks = wanted.size === 0 ? [] : (detail.status.tasks ?? []);
+      const nodes = mapNodes(detail);
+      const current = mapJob(detail, ctx);
+      const finishedAt = TERMINAL_STATUSES.has(current.status) ? current.finishedAt : null;
 
       const answers = await Promise.all(
         tasks.map(async (task) => {
@@ -219,7 +249,7 @@ export function createModelArtsAdapter(config: ModelArtsConfig, secrets: SecretS
           const result = mapTaskMetrics(body, task, wanted, {
             referenceMs: clock.ms,
             referenceSource: clock.source,
-            startedAt: job.startedAt,
+            startedAt: current.startedAt ?? job.startedAt,
             finishedAt,
           });
           return { result, clock };
@@ -239,9 +269,10 @@ export function createModelArtsAdapter(config: ModelArtsConfig, secrets: SecretS
       if (from === null || to === null || from > to) {
         // Nothing to report yet: an empty range, complete in the vacuous sense.
         const at = answers[0]?.clock.ms ?? now();
-        return { series, covered, from: new Date(at), to: new Date(at) };
+        // A running job with nothing to report yet is not "no data": nothing is recorded complete.
+        return { series, covered: TERMINAL_STATUSES.has(current.status) ? covered : [], from: new Date(at), to: new Date(at), nodes };
       }
-      return { series, covered, from: new Date(from), to: new Date(to) };
+      return { series, covered, from: new Date(from), to: new Date(to), nodes };
     },
 
     async fetchLogs(job: JobRef, request: LogRequest, signal): Promise<LogPage> {
@@ -268,10 +299,9 @@ export function createModelArtsAdapter(config: ModelArtsConfig, secrets: SecretS
           const text = content.subarray(pos, nl).toString('utf8').replace(/\r$/, '');
           pos = nl + 1;
           offsets[task] = contentStart + pos;
-          const prefix = LOG_LINE_PREFIX.exec(text);
-          const timestamp = prefix ? new Date(prefix[1]!) : null;
+          const { timestamp, level } = parseLogLine(text);
           if (request.since && timestamp && timestamp < request.since) continue;
-          lines.push({ timestamp, message: text, node: task, level: prefix?.[2] ?? null, cursor: encodeLogCursor(offsets) });
+          lines.push({ timestamp, message: text, node: task, level, cursor: encodeLogCursor(offsets) });
           if (lines.length >= request.limit) {
             full = true;
             break;

@@ -1,68 +1,11 @@
 // ModelArts answers -> domain records: the job object, its tasks and flavor, and the running
 // metrics, whose values carry no timestamps and get them derived here.
-import { z } from 'zod';
 import { canonicalMetricFor } from '../../domain/metric-catalog.js';
-import type { JobRecord, JobStatus, NodeRecord, SeriesData, SeriesPoint, SystemMetric } from '../../domain/types.js';
+import type { AcceleratorKind, JobRecord, JobStatus, NodeRecord, SeriesData, SeriesPoint, SystemMetric } from '../../domain/types.js';
+import type { MetricsResponse, ModelArtsJob } from './wire.js';
+
+export { jobSchema, logPreviewSchema, metricsResponseSchema, searchResponseSchema, type MetricsResponse, type ModelArtsJob } from './wire.js';
 import { epochMillisToDate, finiteOrNull, parseSizeToBytes, percentToRatio } from '../../domain/units.js';
-
-const nullableString = z.string().nullish();
-const countLike = z.union([z.number(), z.string()]).nullish();
-
-const deviceSchema = z
-  .object({ unit_num: countLike, product_name: nullableString, memory: nullableString })
-  .nullish();
-
-export const jobSchema = z.object({
-  metadata: z.object({
-    id: z.string().min(1),
-    name: z.string(),
-    workspace_id: nullableString,
-    create_time: z.number().nullish(),
-  }),
-  status: z.object({
-    phase: z.string(),
-    secondary_phase: nullableString,
-    duration: z.number().nullish(),
-    start_time: z.number().nullish(),
-    tasks: z.array(z.string()).nullish(),
-  }),
-  spec: z
-    .object({
-      resource: z
-        .object({
-          flavor_id: nullableString,
-          node_count: z.number().int().nullish(),
-          flavor_detail: z
-            .object({
-              flavor_type: nullableString,
-              flavor_info: z.object({ gpu: deviceSchema, npu: deviceSchema }).nullish(),
-            })
-            .nullish(),
-        })
-        .nullish(),
-    })
-    .nullish(),
-});
-export type ModelArtsJob = z.infer<typeof jobSchema>;
-
-export const searchResponseSchema = z.object({
-  total: z.number().nullish(),
-  count: z.number().nullish(),
-  items: z.array(jobSchema),
-});
-
-export const metricsResponseSchema = z.object({
-  metrics: z.array(z.object({ metric: z.string(), value: z.array(z.number().nullable()) })),
-});
-export type MetricsResponse = z.infer<typeof metricsResponseSchema>;
-
-export const logPreviewSchema = z.object({
-  // Named `context` before 2022-03-01.
-  content: z.string().nullish(),
-  context: z.string().nullish(),
-  current_size: z.number().nullish(),
-  full_size: z.number().nullish(),
-});
 
 const STATUS_BY_PHASE: Record<string, JobStatus> = {
   Creating: 'PENDING',
@@ -89,24 +32,99 @@ export function workspaceName(workspaceId: string): string {
   return workspaceId === DEFAULT_WORKSPACE_ID ? 'default' : workspaceId;
 }
 
-function gpuFlavor(job: ModelArtsJob): { perNode: number; model: string | null; memoryBytes: number | null } | null {
-  const detail = job.spec?.resource?.flavor_detail;
-  if (!detail) return null;
-  const gpu = detail.flavor_info?.gpu;
-  const perNode = finiteOrNull(gpu?.unit_num);
-  if (!gpu || perNode === null) return { perNode: 0, model: null, memoryBytes: null };
-  // GPU vendors quote GiB parts as "32GB".
-  return { perNode, model: gpu.product_name ?? null, memoryBytes: parseSizeToBytes(gpu.memory, { gbIsBinary: true }) };
+export interface Accelerators {
+  kind: AcceleratorKind;
+  perNode: number;
+  model: string | null;
+  memoryBytes: number | null;
 }
 
-export function mapJob(job: ModelArtsJob): JobRecord {
+/**
+ * The flavor's accelerators: GPUs (`flavor_info.gpu`) or Ascend NPUs (`flavor_info.npu`, whose
+ * unit_num is a string); a CPU flavor has none. null when the flavor is not described (dedicated
+ * pools may leave flavor_detail out): then the count is unknown, not zero.
+ */
+export function acceleratorsOf(job: ModelArtsJob): Accelerators | null {
+  const detail = job.spec?.resource?.flavor_detail;
+  if (!detail) return null;
+  for (const [kind, device] of [['GPU', detail.flavor_info?.gpu], ['NPU', detail.flavor_info?.npu]] as const) {
+    const perNode = finiteOrNull(device?.unit_num);
+    if (device && perNode !== null && perNode > 0) {
+      // Vendors quote binary gigabytes as "32GB".
+      return { kind, perNode, model: device.product_name ?? null, memoryBytes: parseSizeToBytes(device.memory, { gbIsBinary: true }) };
+    }
+  }
+  const type = (detail.flavor_type ?? '').toUpperCase();
+  if (type === 'GPU' || type === 'ASCEND' || type === 'NPU') return null; // an accelerator flavor without a count: unknown
+  return { kind: 'NONE', perNode: 0, model: null, memoryBytes: null };
+}
+
+type RunningRecord = NonNullable<ModelArtsJob['status']['running_records']>[number];
+
+function records(job: ModelArtsJob): RunningRecord[] {
+  return [...(job.status.running_records ?? [])].sort((a, b) => (a.start_at ?? 0) - (b.start_at ?? 0));
+}
+
+/** Restarts: every run record after the first started the job again (restarted or rescheduled). */
+export function restartCountOf(job: ModelArtsJob): number | null {
+  const list = job.status.running_records;
+  if (!list) return null;
+  return Math.max(0, list.length - 1);
+}
+
+/**
+ * When a stopped job stopped: the end of its last run record (epoch seconds), else start + duration.
+ */
+export function finishedAtOf(job: ModelArtsJob): Date | null {
+  if (!TERMINAL_PHASES.has(job.status.phase)) return null;
+  const last = records(job).at(-1);
+  if (last?.end_at && last.end_at > 0) return new Date(last.end_at * 1000);
+  const startedAt = epochMillisToDate(job.status.start_time ?? 0);
+  const duration = finiteOrNull(job.status.duration);
+  return startedAt && duration !== null ? new Date(startedAt.getTime() + duration) : null;
+}
+
+const FAILED_PHASES = new Set(['Failed', 'Abnormal', 'Terminated']);
+
+/**
+ * Why a job failed or was stopped: status.reason where the API gives one (unconfirmed field), the
+ * first task that exited non-zero (task_statuses), the last run's end_reason, or a secondary phase
+ * that says more than the phase (CreateFailed, Lost).
+ */
+export function failureReasonOf(job: ModelArtsJob): string | null {
+  if (!FAILED_PHASES.has(job.status.phase)) return null;
+  if (job.status.reason?.trim()) return job.status.reason.trim();
+  const failedTask = (job.status.task_statuses ?? []).find((t) => (t.exit_code ?? 0) !== 0);
+  if (failedTask) {
+    return `${failedTask.task ?? 'a task'} exited with code ${failedTask.exit_code}${failedTask.message?.trim() ? `: ${failedTask.message.trim()}` : ''}`;
+  }
+  const last = records(job).at(-1);
+  const reason = last?.end_reason?.trim();
+  if (reason && reason !== job.status.phase) return `${reason}${last?.end_related_task ? ` (${last.end_related_task})` : ''}`;
+  const secondary = job.status.secondary_phase?.trim();
+  if (secondary && secondary !== job.status.phase) return secondary;
+  return null;
+}
+
+export interface ModelArtsContext {
+  /** The region (cn-north-4, ...), from the endpoint's host or the IAM project name. */
+  region?: string | null;
+}
+
+/**
+ * The job's page in the ModelArts console. The console's training-job list lives at
+ * `#/trainingJobs`; the detail route appended to it is our reading (unconfirmed).
+ */
+export function consoleUrlOf(job: ModelArtsJob, ctx: ModelArtsContext): string | null {
+  if (!ctx.region) return null;
+  return `https://console.huaweicloud.com/modelarts/?region=${encodeURIComponent(ctx.region)}#/trainingJobs/trainingJobDetail?id=${encodeURIComponent(job.metadata.id)}`;
+}
+
+export function mapJob(job: ModelArtsJob, ctx: ModelArtsContext = {}): JobRecord {
   const start = job.status.start_time ?? 0;
   const startedAt = epochMillisToDate(start);
-  const duration = finiteOrNull(job.status.duration);
-  const finishedAt =
-    TERMINAL_PHASES.has(job.status.phase) && startedAt && duration !== null ? new Date(startedAt.getTime() + duration) : null;
   const workspaceId = job.metadata.workspace_id || DEFAULT_WORKSPACE_ID;
-  const gpus = gpuFlavor(job);
+  const acc = acceleratorsOf(job);
   const nodeCount = job.spec?.resource?.node_count ?? null;
   return {
     externalId: job.metadata.id,
@@ -117,20 +135,25 @@ export function mapJob(job: ModelArtsJob): JobRecord {
     rawStatus: job.status.phase,
     createdAt: epochMillisToDate(job.metadata.create_time),
     startedAt,
-    finishedAt,
-    gpuType: gpus?.model ?? null,
-    // flavor_detail is only filled for public pools; without it the count is unknown, not zero.
-    gpuCount: gpus && nodeCount !== null ? nodeCount * gpus.perNode : null,
+    finishedAt: finishedAtOf(job),
+    gpuType: acc?.model ?? null,
+    // GPUs or NPUs (acceleratorKind says which); flavor_detail is only filled for public pools, and
+    // without it the count is unknown, not zero.
+    gpuCount: acc && nodeCount !== null ? nodeCount * acc.perNode : null,
+    acceleratorKind: acc?.kind ?? null,
+    failureReason: failureReasonOf(job),
+    consoleUrl: consoleUrlOf(job, ctx),
+    restartCount: restartCountOf(job),
   };
 }
 
-/** Tasks are the job's nodes; each gets the flavor's GPUs (the API has no per-GPU data beyond that). */
+/** Tasks are the job's nodes; each gets the flavor's GPUs or NPUs (no per-device data beyond that). */
 export function mapNodes(job: ModelArtsJob): NodeRecord[] {
-  const gpus = gpuFlavor(job);
+  const acc = acceleratorsOf(job);
   return (job.status.tasks ?? []).map((task) => ({
     externalId: task,
     name: task,
-    gpus: Array.from({ length: gpus?.perNode ?? 0 }, (_, index) => ({ index, model: gpus?.model ?? null, memoryTotalBytes: gpus?.memoryBytes ?? null })),
+    gpus: Array.from({ length: acc?.perNode ?? 0 }, (_, index) => ({ index, model: acc?.model ?? null, memoryTotalBytes: acc?.memoryBytes ?? null })),
   }));
 }
 

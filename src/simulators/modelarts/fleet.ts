@@ -37,6 +37,10 @@ export interface SimJob {
   nodeCount: number;
   flavor: FlavorSpec;
   engine: { name: string; version: string };
+  /** Ms after the start at which the job was restarted (a task failed and the run began again). */
+  restartsAfterMs?: number[];
+  /** The failing task's exit message for jobs that failed. */
+  failureMessage?: string;
 }
 
 export const FLAVORS = {
@@ -125,19 +129,21 @@ interface JobSeed {
   /** Started this long after creation; null = never started. */
   startDelayMs: number | null;
   endedAfterMs?: number;
+  restartsAfterMs?: number[];
+  failureMessage?: string;
 }
 
 const NAMED_JOBS: JobSeed[] = [
   { key: 'bert', name: 'bert-ft', phase: 'Running', flavor: FLAVORS.v100x8, nodeCount: 2, createdBeforeAnchorMs: 3 * HOUR, startDelayMs: MINUTE },
   { key: 'llama', name: 'llama-sft', phase: 'Running', workspaceId: VISION_WORKSPACE, flavor: FLAVORS.a100x4, nodeCount: 1, createdBeforeAnchorMs: 5 * HOUR, startDelayMs: 4 * MINUTE },
   { key: 'etl', name: 'cpu-feature-etl', phase: 'Running', flavor: FLAVORS.cpu8, nodeCount: 1, createdBeforeAnchorMs: 2 * HOUR, startDelayMs: 30_000 },
-  { key: 'pangu', name: 'pangu-ascend-pretrain', phase: 'Running', flavor: FLAVORS.snt9x8, nodeCount: 2, createdBeforeAnchorMs: 6 * HOUR, startDelayMs: 3 * MINUTE },
+  { key: 'pangu', name: 'pangu-ascend-pretrain', phase: 'Running', flavor: FLAVORS.snt9x8, nodeCount: 2, createdBeforeAnchorMs: 6 * HOUR, startDelayMs: 3 * MINUTE, restartsAfterMs: [2 * HOUR] },
   // Starts exactly at the anchor: with now() under a minute past the anchor its metrics answer 204.
   { key: 'fresh', name: 'fresh-start-probe', phase: 'Running', flavor: FLAVORS.t4x1, nodeCount: 1, createdBeforeAnchorMs: 2 * MINUTE, startDelayMs: 2 * MINUTE },
   { key: 'creating', name: 'yolo-creating', phase: 'Creating', flavor: FLAVORS.t4x1, nodeCount: 1, createdBeforeAnchorMs: 1 * MINUTE, startDelayMs: null },
   { key: 'pending', name: 'gpt-queued', phase: 'Pending', secondaryPhase: 'Queuing', flavor: FLAVORS.a100x8, nodeCount: 4, createdBeforeAnchorMs: 20 * MINUTE, startDelayMs: null },
   { key: 'resnet', name: 'resnet50-imagenet', phase: 'Completed', workspaceId: VISION_WORKSPACE, flavor: FLAVORS.t4x1, nodeCount: 1, createdBeforeAnchorMs: 10 * HOUR, startDelayMs: 2 * MINUTE, endedAfterMs: 2 * HOUR + 17 * MINUTE },
-  { key: 'gpt', name: 'gpt-pretrain-4n', phase: 'Failed', flavor: FLAVORS.a100x8, nodeCount: 4, createdBeforeAnchorMs: 8 * HOUR, startDelayMs: 5 * MINUTE, endedAfterMs: 47 * MINUTE + 30_000 },
+  { key: 'gpt', name: 'gpt-pretrain-4n', phase: 'Failed', flavor: FLAVORS.a100x8, nodeCount: 4, createdBeforeAnchorMs: 8 * HOUR, startDelayMs: 5 * MINUTE, endedAfterMs: 47 * MINUTE + 30_000, failureMessage: 'RuntimeError: CUDA out of memory.' },
   { key: 'stopping', name: 'diffusion-stopping', phase: 'Terminating', flavor: FLAVORS.p100x2, nodeCount: 1, createdBeforeAnchorMs: 1 * HOUR, startDelayMs: MINUTE },
   { key: 'stopped', name: 'whisper-stopped', phase: 'Terminated', flavor: FLAVORS.p100x2, nodeCount: 1, createdBeforeAnchorMs: 4 * HOUR, startDelayMs: MINUTE, endedAfterMs: 33 * MINUTE },
   { key: 'abnormal', name: 'moe-abnormal', phase: 'Abnormal', secondaryPhase: 'Lost', flavor: FLAVORS.v100x8, nodeCount: 3, createdBeforeAnchorMs: 7 * HOUR, startDelayMs: 2 * MINUTE, endedAfterMs: 61 * MINUTE },
@@ -158,6 +164,8 @@ function jobFromSeed(seed: number, anchorMs: number, s: JobSeed): SimJob {
     endedAfterMs: s.endedAfterMs ?? null,
     nodeCount: s.nodeCount,
     flavor: s.flavor,
+    ...(s.restartsAfterMs ? { restartsAfterMs: s.restartsAfterMs } : {}),
+    ...(s.failureMessage ? { failureMessage: s.failureMessage } : {}),
     engine: { name: 'PyTorch', version: 'pytorch_1.8.0-cuda_10.2-py_3.7-ubuntu_18.04-x86_64' },
   };
 }
@@ -257,7 +265,13 @@ export function metricSeries(job: SimJob, task: string, nowMs: number): { metric
 export function taskLog(job: SimJob, task: string, nowMs: number): string {
   if (job.startTime === 0) return '';
   const runEnd = Math.min(endTime(job) ?? nowMs, nowMs);
-  const lines: string[] = [`${new Date(job.startTime).toISOString()} INFO [${task}] starting ${job.engine.name} job ${job.name}`];
+  // The formats ModelArts logs mix: the platform's own service lines, Python logging's default,
+  // and ISO-8601 (all UTC here).
+  const plain = (ms: number, sep: string) => new Date(ms).toISOString().replace('T', ' ').replace('Z', '').replace('.', sep);
+  const lines: string[] = [
+    `[ModelArts Service Log]${plain(job.startTime, ',')} - INFO - prepare environment for ${task}`,
+    `${plain(job.startTime, ',')} - root - INFO - [${task}] starting ${job.engine.name} job ${job.name}`,
+  ];
   const stepEveryMs = 20_000;
   for (let t = job.startTime + stepEveryMs, step = 1; t <= runEnd; t += stepEveryMs, step++) {
     const loss = (2.5 * Math.exp(-step / 200) + 0.05 * seededRandom(hashSeed(`${job.id}/${task}/${step}`))()).toFixed(4);

@@ -11,6 +11,7 @@ import {
   taskNames,
   type Phase,
   type SimJob,
+  DEFAULT_WORKSPACE,
 } from './fleet.js';
 import { verifySignature } from './signature.js';
 
@@ -142,6 +143,22 @@ export async function startModelArtsSimulator(opts: ModelArtsSimulatorOptions = 
     return { ...job, phase, secondaryPhase: phase, endedAfterMs };
   };
 
+  const runningRecords = (job: SimJob, end: number | null) => {
+    const bounds = [job.startTime, ...(job.restartsAfterMs ?? []).map((ms) => job.startTime + ms).filter((t) => t <= now())];
+    return bounds.map((startMs, i) => {
+      const last = i === bounds.length - 1;
+      const endMs = last ? end : bounds[i + 1]! - 30_000;
+      return {
+        start_at: Math.floor(startMs / 1000),
+        end_at: endMs !== null ? Math.floor(endMs / 1000) : 0,
+        start_type: i === 0 ? 'init_or_rescheduled' : 'restarted',
+        end_reason: last ? (end !== null ? job.phase : '') : 'Failed',
+        end_related_task: last ? (end !== null ? 'worker-0' : '') : 'worker-1',
+        end_recover: last ? '' : 'restart',
+      };
+    });
+  };
+
   const render = (source: SimJob, nowMs: number): Record<string, unknown> => {
     const job = live(source, nowMs);
     const end = endTime(job);
@@ -167,19 +184,16 @@ export async function startModelArtsSimulator(opts: ModelArtsSimulatorOptions = 
         start_time: job.startTime,
         tasks,
         node_count_metrics: started ? [[job.startTime, job.nodeCount], ...(end !== null ? [[end, 0]] : [])] : null,
-        task_statuses: end !== null ? tasks.map((task) => ({ task, exit_code: job.phase === 'Completed' ? 0 : 1, message: '' })) : [],
-        running_records: started
-          ? [
-              {
-                start_at: Math.floor(job.startTime / 1000),
-                end_at: end !== null ? Math.floor(end / 1000) : 0,
-                start_type: 'init_or_rescheduled',
-                end_reason: end !== null ? job.phase : '',
-                end_related_task: end !== null ? 'worker-0' : '',
-                end_recover: '',
-              },
-            ]
-          : [],
+        task_statuses:
+          end !== null
+            ? tasks.map((task, i) => ({
+                task,
+                exit_code: job.phase === 'Completed' ? 0 : 1,
+                message: i === 0 && job.failureMessage ? job.failureMessage : '',
+              }))
+            : [],
+        // One record per run: a restart ends one (epoch seconds) and starts the next.
+        running_records: started ? runningRecords(job, end) : [],
       },
       algorithm: {
         code_dir: `/obs-bucket/${job.name}/code/`,
@@ -278,12 +292,13 @@ export async function startModelArtsSimulator(opts: ModelArtsSimulatorOptions = 
         if (order !== 'asc' && order !== 'desc') return invalidArgument('order must be asc or desc');
         const filters = parseFilters(body.filters);
         if (typeof filters === 'string') return invalidArgument(filters);
-        const workspaceId = typeof body.workspace_id === 'string' ? body.workspace_id : null;
+        // The search covers one workspace; without workspace_id it is the default one, "0".
+        const workspaceId = typeof body.workspace_id === 'string' && body.workspace_id !== '' ? body.workspace_id : DEFAULT_WORKSPACE;
 
         const nowMs = now();
         const visible = fleet.map((j) => live(j, nowMs));
         const matching = visible
-          .filter((j) => workspaceId === null || j.workspaceId === workspaceId)
+          .filter((j) => j.workspaceId === workspaceId)
           .filter((j) => filters.every((f) => matches(j, f)))
           .sort((a, b) => {
             const cmp = sortBy === 'name' ? a.name.localeCompare(b.name) : a.createTime - b.createTime || a.id.localeCompare(b.id);
@@ -300,7 +315,7 @@ export async function startModelArtsSimulator(opts: ModelArtsSimulatorOptions = 
             sort_by: sortBy,
             order,
             group_by: typeof body.group_by === 'string' ? body.group_by : '',
-            workspace_id: workspaceId ?? '',
+            workspace_id: workspaceId,
             ai_project: '',
             items: page.map((j) => render(j, nowMs)),
           },

@@ -84,16 +84,17 @@ afterEach(() => {
 });
 
 describe('jobs', () => {
-  it('pages through every job with page-index offsets, 50 a page', async () => {
+  it('pages through every job of the default workspace ("0", what the search lists unscoped) with page-index offsets, 50 a page', async () => {
     const a = adapter();
+    const inDefault = sim.fleet.filter((j) => j.workspaceId === '0');
     const first = await a.listJobs(null, signal);
     expect(first.jobs).toHaveLength(50);
     expect(first.nextCursor).toBe('1');
     const second = await a.listJobs(first.nextCursor, signal);
-    expect(second.jobs).toHaveLength(sim.fleet.length - 50);
+    expect(second.jobs).toHaveLength(inDefault.length - 50);
     expect(second.nextCursor).toBeNull();
     const ids = [...first.jobs, ...second.jobs].map((j) => j.externalId);
-    expect(new Set(ids)).toEqual(new Set(sim.fleet.map((j) => j.id)));
+    expect(new Set(ids)).toEqual(new Set(inDefault.map((j) => j.id)));
     expect(sim.count('searchJobs')).toBe(2);
     // Newest first, as asked.
     const created = [...first.jobs, ...second.jobs].map((j) => j.createdAt!.getTime());
@@ -148,9 +149,15 @@ describe('jobs', () => {
     expect(queued.startedAt).toBeNull();
     expect(queued.nodes).toEqual([]);
     const cpu = await byName('cpu-feature-etl');
-    expect([cpu.gpuCount, cpu.gpuType, cpu.nodes![0]!.gpus]).toEqual([0, null, []]);
+    expect([cpu.gpuCount, cpu.gpuType, cpu.acceleratorKind, cpu.nodes![0]!.gpus]).toEqual([0, null, 'NONE', []]);
+    // Ascend: 2 nodes x 8 NPUs, counted and listed as the job's accelerators, with their kind.
     const npu = await byName('pangu-ascend-pretrain');
-    expect([npu.gpuCount, npu.nodes!.length, npu.nodes![0]!.gpus.length]).toEqual([0, 2, 0]);
+    expect([npu.gpuCount, npu.acceleratorKind, npu.gpuType, npu.nodes!.length, npu.nodes![0]!.gpus.length]).toEqual([16, 'NPU', 'Ascend-snt9b', 2, 8]);
+    expect(npu.nodes![0]!.gpus[0]!.memoryTotalBytes).toBe(64 * GIB);
+    // Restarted once: two running records.
+    expect(npu.restartCount).toBe(1);
+    const gpt = await byName('gpt-pretrain-4n');
+    expect([gpt.acceleratorKind, gpt.failureReason, gpt.restartCount]).toEqual(['GPU', 'worker-0 exited with code 1: RuntimeError: CUDA out of memory.', 0]);
   });
 
   it('answers null for a job that does not exist (400 ModelArts.2775)', async () => {
@@ -158,10 +165,12 @@ describe('jobs', () => {
     expect(sim.count('getJob')).toBe(1);
   });
 
-  it('lists workspaces from the jobs, and only the configured one when set', async () => {
+  it('lists the default workspace when none is configured (the search\'s own default), the configured one when set', async () => {
     const projects = await adapter().listProjects(signal);
-    expect(projects.map((p) => p.externalId).sort()).toEqual(['0', simJob('llama-sft').workspaceId].sort());
-    expect(projects.find((p) => p.externalId === '0')?.name).toBe('default');
+    expect(projects).toEqual([{ externalId: '0', name: 'default' }]);
+    expect(await adapter({ workspaceId: simJob('llama-sft').workspaceId }).listProjects(signal)).toEqual([
+      { externalId: simJob('llama-sft').workspaceId, name: simJob('llama-sft').workspaceId },
+    ]);
     const only = adapter({ workspaceId: simJob('llama-sft').workspaceId });
     const jobs = await only.listJobs(null, signal);
     expect(jobs.jobs.length).toBeGreaterThan(0);
@@ -176,7 +185,9 @@ describe('metrics', () => {
     sim.resetStats();
     const result = await a.fetchSystemMetrics(ref, { from: new Date(ANCHOR), to: new Date(clock), metrics: ALL_METRICS, stepSeconds: 60 }, signal);
     expect(sim.count('getMetrics')).toBe(2);
-    expect(sim.count('getJob')).toBe(0);
+    // The job itself, read once: its tasks are returned as the nodes the series belong to.
+    expect(sim.count('getJob')).toBe(1);
+    expect(result.nodes!.map((n) => n.externalId)).toEqual(['worker-0', 'worker-1']);
     expect(result.covered).toEqual(ALL_METRICS);
     const lastMinute = Math.floor(clock / MINUTE) * MINUTE - MINUTE;
     expect(result.from.getTime()).toBe(lastMinute - 14 * MINUTE);
@@ -236,13 +247,13 @@ describe('metrics', () => {
     }
   });
 
-  it('treats 204 (started under a minute ago) as an empty answer, not an error', async () => {
+  it('treats 204 (started under a minute ago) as an empty answer, not an error, and records nothing complete while the job runs', async () => {
     clock = ANCHOR + 30_000;
     const a = adapter();
     const ref = await refOf(a, 'fresh-start-probe');
     const result = await a.fetchSystemMetrics(ref, { from: new Date(ANCHOR), to: new Date(clock), metrics: ALL_METRICS, stepSeconds: 60 }, signal);
     expect(result.series).toEqual([]);
-    expect(result.covered).toEqual(ALL_METRICS);
+    expect(result.covered).toEqual([]);
     expect(result.from.getTime()).toBe(result.to.getTime());
     expect(sim.count('getMetrics')).toBe(1);
   });
@@ -261,10 +272,16 @@ describe('logs', () => {
       if (page.lines.length === 0) break;
     }
     expect(new Set(seen).size).toBe(seen.length);
-    expect(seen[0]).toContain('starting PyTorch job diffusion-stopping');
-    const first = await a.fetchLogs!(ref, { after: null, since: null, limit: 1 }, signal);
-    expect(first.lines[0]!.timestamp!.getTime()).toBe(simJob('diffusion-stopping').startTime);
-    expect(first.lines[0]!.level).toBe('INFO');
+    expect(seen[0]).toMatch(/^\[ModelArts Service Log\]\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - INFO - /);
+    expect(seen[1]).toContain('starting PyTorch job diffusion-stopping');
+    // Timestamps in every format the log mixes: the service's own, Python logging's, ISO-8601.
+    const first = await a.fetchLogs!(ref, { after: null, since: null, limit: 3 }, signal);
+    for (const line of first.lines) expect(line.level, line.message).toBe('INFO');
+    expect(first.lines.map((l) => l.timestamp!.getTime())).toEqual([
+      simJob('diffusion-stopping').startTime,
+      simJob('diffusion-stopping').startTime,
+      simJob('diffusion-stopping').startTime + 20_000,
+    ]);
     expect(first.lines[0]!.node).toBe('worker-0');
     // A minute later, only the three new 20-second steps arrive.
     clock += MINUTE;

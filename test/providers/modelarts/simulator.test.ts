@@ -32,7 +32,8 @@ describe('ModelArts simulator', () => {
     const running = await call('POST', '/training-job-searches', { limit: 50, filters: [{ key: 'phase', operator: 'in', value: ['Running'] }] });
     expect(running.status).toBe(200);
     expect(running.body.items.every((j: any) => j.status.phase === 'Running')).toBe(true);
-    expect(running.body.count).toBe(sim.fleet.filter((j) => j.phase === 'Running').length);
+    // Unscoped, the search covers the default workspace "0".
+    expect(running.body.count).toBe(sim.fleet.filter((j) => j.phase === 'Running' && j.workspaceId === '0').length);
     expect(running.body.total).toBe(sim.fleet.length);
     const named = await call('POST', '/training-job-searches', { limit: 5, offset: 0, filters: [{ key: 'name', operator: 'like', value: ['bert'] }] });
     expect(named.body.items.map((j: any) => j.metadata.name)).toEqual(['bert-ft']);
