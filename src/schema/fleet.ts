@@ -6,13 +6,14 @@ import { MAX_GAP_STEPS, type GpuHoursRow, type IdleRunRow, type JobRow, type Pre
 import { checkPageSize } from './args.js';
 import { builder } from './builder.js';
 import type { Context } from './context.js';
-import { MetricScopeEnum } from './enums.js';
+import { AcceleratorKindEnum, MetricScopeEnum } from './enums.js';
 import { JobFilterRef, resolveJobFilter } from './job-filter.js';
 import { ProviderRef } from './provider.js';
 import { ComputeNodeRef, GpuRef, JobRef, ProjectRef, SourceErrorRef } from './refs.js';
 
 const SEMANTICS =
   `Each job counts for its part of [from, to] inside its life (start to end, or now); PENDING jobs hold no GPUs and are left out. ` +
+  `Accelerators are GPUs and NPUs alike (Ascend NPUs on ModelArts count with their NPU utilization; acceleratorKind says which). ` +
   `GPU utilization is read per GPU where the platform reports per-GPU series; where it reports only a node aggregate ` +
   `(ModelArts, PAI-DLC), the node's series stands for all of the node's GPUs (aggregate: true), and a job-level series ` +
   `stands for all of the job's GPUs. A point's value holds until the next point when that gap is at most ${MAX_GAP_STEPS}x ` +
@@ -70,9 +71,15 @@ IdleGpuRef.implement({
       description: 'The GPU of a per-GPU series; null for an aggregate',
       resolve: (g, _a, ctx) => (g.runs[0]!.gpuId ? ctx.store.loaders.gpuById.load(g.runs[0]!.gpuId) : null),
     }),
+    acceleratorKind: t.field({
+      type: AcceleratorKindEnum,
+      nullable: true,
+      description: "GPU or NPU: the kind of the job's accelerators this row counts; null when the platform does not say",
+      resolve: (g) => g.job.acceleratorKind as never,
+    }),
     model: t.string({
       nullable: true,
-      description: "The GPU's model, or the job's GPU type for an aggregate",
+      description: "The GPU's (or NPU's) model, or the job's accelerator type for an aggregate",
       resolve: async (g, _a, ctx) => {
         const gpu = g.runs[0]!.gpuId ? await ctx.store.loaders.gpuById.load(g.runs[0]!.gpuId) : null;
         return gpu?.model ?? g.job.gpuType;

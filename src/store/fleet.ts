@@ -6,6 +6,8 @@
 // Semantics (the schema docs repeat them):
 // - A job's window is [from, to] clipped to its life (start, or creation; end, or now). PENDING
 //   jobs hold no GPUs and are left out.
+// - Accelerators: GPUs and NPUs alike (GPU_UTILIZATION or NPU_UTILIZATION series; gpu_count counts
+//   either, jobs.accelerator_kind says which).
 // - Series: per (job, node), the per-GPU GPU_UTILIZATION series where the platform has them; else
 //   the node's NODE-scope aggregate, which stands for all of the node's GPUs; else (no GPU or node
 //   series at all) a JOB-scope aggregate for all of the job's GPUs.
@@ -25,6 +27,12 @@ import { jobFilterConditions, type JobFilter } from './job-filter.js';
 import type { JobRow } from './repository.js';
 import { rowsOf, textArray } from './sql-util.js';
 import * as t from './tables.js';
+
+/**
+ * The utilization the fleet questions read: an accelerator is an accelerator, so Ascend NPUs
+ * (ModelArts' npuUtil) count beside GPUs; a job's acceleratorKind tells which it holds.
+ */
+const ACCELERATOR_UTILIZATION = ['GPU_UTILIZATION', 'NPU_UTILIZATION'] as const;
 
 /** A gap of up to this many steps is bridged by the earlier point; a longer one is a hole. */
 export const MAX_GAP_STEPS = 2;
@@ -93,7 +101,7 @@ export async function prepareFleet(
   const requests = candidates
     .map((job) => ({ job, ...jobWindow(job, now, from, end) }))
     .filter((r) => r.to > r.from)
-    .map((r) => ({ ...r, metrics: ['GPU_UTILIZATION' as const], maxPoints }));
+    .map((r) => ({ ...r, metrics: ACCELERATOR_UTILIZATION, maxPoints }));
   const freshness: (Freshness | Error)[] = requests.length ? await readThrough.ensureMetrics(requests) : [];
   // Metrics fetches teach some platforms their topology (and GPU counts): read the rows again.
   const jobs = await readThrough.repo.jobsByIds(requests.map((r) => r.job.id));
@@ -138,7 +146,7 @@ export class FleetStore {
     const rows = await rowsOf<{ job_id: string }>(
       this.db,
       sql`select distinct job_id from series where job_id = any(${textArray(jobIds)}) and kind = 'system'
-        and name = 'GPU_UTILIZATION' and scope = 'NODE'`,
+        and name in ('GPU_UTILIZATION', 'NPU_UTILIZATION') and scope = 'NODE'`,
     );
     return rows.map((r) => r.job_id);
   }
@@ -259,7 +267,7 @@ function intervalsSql(windows: readonly FleetJobWindow[]): SQL {
     -- one series per (job, node, GPU, scope), however many sources report it
     select distinct on (s.job_id, s.node_id, s.gpu_id, s.scope) s.id, s.job_id, s.node_id, s.gpu_id, s.scope
     from series s
-    where s.job_id = any(${textArray(jobIds)}) and s.kind = 'system' and s.name = 'GPU_UTILIZATION'
+    where s.job_id = any(${textArray(jobIds)}) and s.kind = 'system' and s.name in ('GPU_UTILIZATION', 'NPU_UTILIZATION')
     order by s.job_id, s.node_id, s.gpu_id, s.scope, s.id
   ), chosen as (
     select g.* from gpu_series g
