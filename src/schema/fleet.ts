@@ -228,7 +228,8 @@ FleetRef.implement({
     }),
     problems: t.field({
       type: [SourceErrorRef],
-      description: 'One per job whose utilization could not be refreshed for this answer (job set): counted from the cache when stale, otherwise left without data',
+      description:
+        'One per job whose utilization could not be refreshed for this answer (job set): counted from the cache when stale, otherwise left without data; and (code UNKNOWN_END) one per finished job whose platform does not say when it ended, left out of every figure',
       resolve: async (f) => (await f.prepared).problems.map((p) => ({ ...p, providerId: p.job.providerId })),
     }),
   }),

@@ -22,7 +22,7 @@
 import { and, ne, sql, type SQL } from 'drizzle-orm';
 import { DomainError } from '../domain/errors.js';
 import type { Db } from './db.js';
-import { jobWindow, type Freshness, type ReadThrough } from './read-through.js';
+import { isTerminal, jobWindow, type Freshness, type ReadThrough } from './read-through.js';
 import { jobFilterConditions, type JobFilter } from './job-filter.js';
 import type { JobRow } from './repository.js';
 import { rowsOf, textArray } from './sql-util.js';
@@ -97,7 +97,11 @@ export async function prepareFleet(
   const now = readThrough.now();
   const end = to < now ? to : now;
   const store = new FleetStore(readThrough.repo.db);
-  const candidates = await store.jobsInWindow(filter, from, end, now);
+  const all = await store.jobsInWindow(filter, from, end, now);
+  // A finished job whose end the platform never reported (Baseten has no finish time) would count
+  // GPUs held until now: it is left out and named as a problem instead of a wrong number.
+  const unknownEnd = all.filter((j) => isTerminal(j.status) && !j.finishedAt);
+  const candidates = all.filter((j) => !unknownEnd.includes(j));
   const requests = candidates
     .map((job) => ({ job, ...jobWindow(job, now, from, end) }))
     .filter((r) => r.to > r.from)
@@ -111,7 +115,12 @@ export async function prepareFleet(
     const due = withoutTopology.filter((j) => needed.has(j.id));
     if (due.length) await readThrough.ensureTopology(due);
   }
-  const problems: PreparedFleet['problems'] = [];
+  const problems: PreparedFleet['problems'] = unknownEnd.map((job) => ({
+    job,
+    stale: false,
+    code: 'UNKNOWN_END',
+    message: `job ${job.id} finished but its platform does not say when: its GPU-hours cannot be counted`,
+  }));
   requests.forEach((r, i) => {
     const f = freshness[i]!;
     if (f instanceof Error) {

@@ -1,60 +1,40 @@
 // Baseten training API adapter (fact sheet: shared/providers/baseten.md).
-import type { z } from 'zod';
-import { requireSecret, type BasetenConfig, type SecretSource } from '../../config/index.js';
+import { type BasetenConfig, type SecretSource } from '../../config/index.js';
 import { DomainError, UpstreamError } from '../../domain/errors.js';
 import type { JobPage, JobRef, LogPage, LogRequest, MetricFetchRequest, ProjectRecord } from '../../domain/types.js';
 import { epochNanosStringToDate, isoToDate } from '../../domain/units.js';
-import { requestJson, type ErrorClassifier, type HttpResponse } from '../http-client.js';
 import type { JobDetailResult, ProviderAdapter, SystemMetricsResult } from '../provider.js';
-import { mapJob, mapMetrics } from './mapping.js';
-import { jobResponse, logsResponse, metricsResponse, projectsResponse, searchResponse } from './wire.js';
+import { reportShapeMismatch } from '../shape-watch.js';
+import { createBasetenClient } from './client.js';
+import { mapJob, mapMetrics, withQueueContext } from './mapping.js';
+import { jobResponse, logsResponse, metricsResponse, projectsResponse, queueContextResponse, searchResponse } from './wire.js';
 
 const LOG_WINDOW_MS = 7 * 24 * 3600 * 1000; // the current spec's maximum log window
 const MAX_LOG_LIMIT = 1000;
 
-/**
- * Baseten's error bodies are not documented (fact sheet) beyond 429's `retry_after` (seconds);
- * `message` or `error` is read when present, otherwise the status alone speaks.
- */
-export const classifyBasetenError: ErrorClassifier = (res, body) => {
-  const b = body && typeof body === 'object' ? (body as Record<string, unknown>) : {};
-  const upstreamMessage = typeof b.message === 'string' ? b.message : typeof b.error === 'string' ? b.error : null;
-  return {
-    message: `Baseten answered ${res.status}${upstreamMessage ? `: ${upstreamMessage}` : ''}`,
-    retryAfterSeconds: typeof b.retry_after === 'number' ? b.retry_after : null,
-  };
-};
+export { classifyBasetenError } from './client.js';
 
 export function createBasetenAdapter(config: BasetenConfig, secrets: SecretSource): ProviderAdapter {
-  const apiKey = requireSecret(secrets, config.apiKeyEnv, config.id);
-  const base = config.baseUrl.replace(/\/+$/, '');
-  const timeoutMs = (config.timeoutSeconds ?? 30) * 1000;
-  const providerId = config.id;
+  const client = createBasetenClient(config, secrets);
+  const providerId = client.providerId;
+  const call = client.call;
 
-  async function call<T>(
-    method: 'GET' | 'POST',
-    path: string,
-    schema: z.ZodType<T>,
-    opts: { query?: Record<string, string>; body?: unknown; signal: AbortSignal; notFoundIsNull?: boolean },
-  ): Promise<T | null> {
-    const qs = opts.query ? `?${new URLSearchParams(opts.query).toString()}` : '';
-    return requestJson(providerId, {
-      method,
-      url: `${base}${path}${qs}`,
-      headers: {
-        // The spec also accepts Bearer; Api-Key is what every Baseten client sends today.
-        authorization: `Api-Key ${apiKey}`,
-        accept: 'application/json',
-        ...(opts.body !== undefined ? { 'content-type': 'application/json' } : {}),
-      },
-      body: opts.body !== undefined ? JSON.stringify(opts.body) : undefined,
-      timeoutMs,
-      signal: opts.signal,
-      schema,
-      what: `${method} ${path.split('/').slice(0, 3).join('/')}`,
-      classify: classifyBasetenError,
-      absent: (res: HttpResponse) => res.status === 404 && opts.notFoundIsNull === true,
-    });
+  /**
+   * The queue-context diagnostic: the job's requested GPUs (gpu_count x node count, before any node
+   * reports) and its status events while pending. The spec marks it unstable and for org admins:
+   * any failure leaves those facts unknown rather than failing the job.
+   */
+  async function queueContextOf(jobId: string, signal: AbortSignal) {
+    try {
+      return await call('GET', `/v1/training/jobs/${enc(jobId)}/queue_context`, queueContextResponse, { signal, notFoundIsNull: true });
+    } catch (err) {
+      if (signal.aborted) throw err;
+      if (err instanceof UpstreamError && (err.code === 'UPSTREAM_AUTH' || err.code === 'UPSTREAM_BAD_RESPONSE')) {
+        if (err.code === 'UPSTREAM_BAD_RESPONSE') reportShapeMismatch({ providerId, assumption: 'baseten.queue-context-shape', detail: err.message });
+        return null;
+      }
+      throw err;
+    }
   }
 
   async function getWireJob(ref: Pick<JobRef, 'externalId' | 'projectExternalId'>, signal: AbortSignal) {
@@ -105,8 +85,10 @@ export function createBasetenAdapter(config: BasetenConfig, secrets: SecretSourc
 
     async getJob(ref, signal): Promise<JobDetailResult | null> {
       const job = await getWireJob(ref, signal);
+      if (!job) return null;
+      const context = await queueContextOf(job.id, signal);
       // There is no node list endpoint: nodes appear with per_node_metrics.
-      return job ? { ...mapJob(job), nodes: null } : null;
+      return { ...withQueueContext(mapJob(job), job, context), nodes: null };
     },
 
     async fetchSystemMetrics(job, request: MetricFetchRequest, signal): Promise<SystemMetricsResult> {

@@ -2,7 +2,7 @@
 import { metricDefinition } from '../../domain/metric-catalog.js';
 import { TERMINAL_STATUSES, type JobRecord, type JobStatus, type NodeRecord, type SeriesData, type SeriesPoint, type SystemMetric } from '../../domain/types.js';
 import { finiteOrNull, isoToDate, mibToBytes } from '../../domain/units.js';
-import type { WireMetrics, WireNodeMetrics, WirePoint, WireTrainingJob } from './wire.js';
+import type { WireMetrics, WireNodeMetrics, WirePoint, WireQueueContext, WireTrainingJob } from './wire.js';
 
 const STATUS: Record<string, JobStatus> = {
   TRAINING_JOB_PENDING: 'PENDING',
@@ -20,8 +20,13 @@ export function mapStatus(raw: string): JobStatus {
   return STATUS[raw] ?? 'UNKNOWN';
 }
 
+/** Statuses in which the job is still waiting for capacity: it has not started. */
+const NOT_STARTED = new Set(['TRAINING_JOB_PENDING', 'TRAINING_JOB_QUEUED']);
+const FAILURE_STATUSES = new Set(['FAILED', 'STOPPED']);
+
 export function mapJob(job: WireTrainingJob): JobRecord {
   const status = mapStatus(job.current_status);
+  const gpusPerNode = job.instance_type.gpu_count ?? null;
   return {
     externalId: job.id,
     projectExternalId: job.training_project_id,
@@ -30,14 +35,35 @@ export function mapJob(job: WireTrainingJob): JobRecord {
     status,
     rawStatus: job.current_status,
     createdAt: isoToDate(job.created_at),
-    // Baseten's job resource has no start/finish fields; created_at and the last update while
-    // terminal are the closest documented facts.
-    startedAt: isoToDate(job.created_at),
-    finishedAt: TERMINAL_STATUSES.has(status) ? isoToDate(job.updated_at) : null,
+    // The job resource has no start field: a job waiting for capacity has not started; any other
+    // started no earlier than its creation, the closest documented fact.
+    startedAt: NOT_STARTED.has(job.current_status) ? null : isoToDate(job.created_at),
+    // Nor a finish field, and updated_at moves after the end (checkpoint sync): the finish is only
+    // known from a status event (withQueueContext), else unknown.
+    finishedAt: null,
     gpuType: job.instance_type.gpu_type ?? null,
-    // gpu_count is per node and the node count is not on the job resource: the store fills the
-    // job total once per_node_metrics reveals the nodes.
-    gpuCount: null,
+    // gpu_count is per node and the node count is not on the job resource: the total comes from
+    // the queue context (requested_gpus) or, once nodes report, from the GPUs they report.
+    gpuCount: gpusPerNode === 0 ? 0 : null,
+    acceleratorKind: gpusPerNode === null ? null : gpusPerNode > 0 ? 'GPU' : 'NONE',
+    failureReason: FAILURE_STATUSES.has(status) && job.error_message?.trim() ? job.error_message.trim() : null,
+    consoleUrl: `https://app.baseten.co/training/${encodeURIComponent(job.training_project_id)}/logs/${encodeURIComponent(job.id)}`,
+    restartCount: null,
+  };
+}
+
+/**
+ * What the queue context adds: requested_gpus (gpu_count x node count) as the job's GPU total, and
+ * a terminal status event (a job stopped or failed while pending) as its finish time.
+ */
+export function withQueueContext(record: JobRecord, job: WireTrainingJob, context: WireQueueContext | null): JobRecord {
+  if (!context || context.target_job_id !== job.id) return record;
+  const own = context.events.filter((e) => e.training_job_id === job.id);
+  const terminal = own.find((e) => TERMINAL_STATUSES.has(mapStatus(e.status)));
+  return {
+    ...record,
+    gpuCount: context.requested_gpus ?? record.gpuCount,
+    finishedAt: TERMINAL_STATUSES.has(record.status) && terminal ? isoToDate(terminal.created) : record.finishedAt,
   };
 }
 
@@ -126,14 +152,13 @@ export function mapMetrics(body: WireMetrics, job: WireTrainingJob | undefined):
   const nodes: NodeRecord[] = [];
   for (const node of body.per_node_metrics) {
     out.push(...nodeSeries(node.node_id, node.metrics, gpuMemoryLimitBytes));
+    // A node has the GPUs it reports, whatever the numbering (local 0..7 on every node, or global
+    // 8..15 on the second): 2 nodes x 8 GPUs are 16 GPUs either way, never more.
     const ranks = new Set<number>();
     for (const r of [...Object.keys(node.metrics.gpu_utilization), ...Object.keys(node.metrics.gpu_memory_usage_bytes)]) {
       const idx = rankIndex(r);
       if (idx !== null) ranks.add(idx);
     }
-    // A node that has not reported a rank yet still has the GPUs its instance type promises.
-    const perNode = job?.instance_type.gpu_count ?? 0;
-    for (let i = 0; i < perNode; i++) ranks.add(i);
     nodes.push({
       externalId: node.node_id,
       name: node.node_id,

@@ -71,3 +71,16 @@ export const logsResponse = z.object({
     }),
   ),
 });
+
+/** GET /v1/training/jobs/{id}/queue_context (GetTrainingJobQueueContextResponseV1; unstable in the spec). */
+export const queueContextResponse = z.object({
+  target_job_id: z.string(),
+  /** gpu_count x effective_node_count, the spec's own words. */
+  requested_gpus: z.number().int().nullable().optional(),
+  submitted_at: z.string().nullable().optional(),
+  released_at: z.string().nullable().optional(),
+  events: z
+    .array(z.object({ training_job_id: z.string(), status: z.string(), created: z.string(), event_message: z.string().nullable().optional() }))
+    .default([]),
+});
+export type WireQueueContext = z.infer<typeof queueContextResponse>;

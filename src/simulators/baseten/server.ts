@@ -178,6 +178,43 @@ export async function startBasetenSimulator(options: BasetenSimulatorOptions = {
     return { status: 200, body: { training_job: jobResource(job) } };
   };
 
+  /**
+   * The queue-context diagnostic (x-stability: unstable in the spec): the job's requested GPUs
+   * (gpu_count x node count) and every status event of it in [submitted_at, released_at or now].
+   */
+  const queueContext = (req: SimRequest): SimResponse => {
+    const job = fleet.jobs.find((j) => j.id === req.params.jobId);
+    if (!job) throw new NotFound(`Training job ${req.params.jobId} not found`);
+    const nowMs = now();
+    const releasedMs = job.deployingAtMs !== null ? job.deployingAtMs - 60_000 : job.startedAtMs;
+    const released = releasedMs !== null && releasedMs <= nowMs ? releasedMs : null;
+    const windowEnd = released ?? nowMs;
+    const events: Record<string, unknown>[] = [{ training_job_id: job.id, training_job_name: job.name, status: 'TRAINING_JOB_PENDING', created: iso(job.createdAtMs), event_message: null, exit_code: null }];
+    if (released !== null) events.push({ training_job_id: job.id, training_job_name: job.name, status: 'TRAINING_JOB_CREATED', created: iso(released), event_message: null, exit_code: null });
+    // A job that ended while still pending has its terminal event inside the window.
+    if (released === null && job.finishedAtMs !== null && job.finishedAtMs <= windowEnd) {
+      events.push({ training_job_id: job.id, training_job_name: job.name, status: job.status, created: iso(job.finishedAtMs), event_message: job.errorMessage, exit_code: null });
+    }
+    return {
+      status: 200,
+      body: {
+        target_job_id: job.id,
+        target_job_name: job.name,
+        gpu_type: job.instanceType.gpu_type ?? '',
+        requested_gpus: job.gpusPerNode * job.nodeCount,
+        submitted_at: iso(job.createdAtMs),
+        released_at: released === null ? null : iso(released),
+        pending_seconds: released === null ? null : Math.round((released - job.createdAtMs) / 1000),
+        org_capacity: null,
+        team_capacity: null,
+        active_at_submit: [],
+        pending_ahead_at_submit: [],
+        events,
+        events_window_end: iso(windowEnd),
+      },
+    };
+  };
+
   const getLogs = (req: SimRequest): SimResponse => {
     const job = jobIn(req.params.projectId!, req.params.jobId!);
     const fields = requestFields(req);
@@ -234,6 +271,7 @@ export async function startBasetenSimulator(options: BasetenSimulatorOptions = {
           }),
         },
         { method: 'POST', path: '/v1/training_jobs/search', name: 'searchJobs', handler: guarded(searchJobs) },
+        { method: 'GET', path: '/v1/training/jobs/:jobId/queue_context', name: 'queueContext', handler: guarded(queueContext) },
         {
           method: 'GET',
           path: '/v1/training_projects/:projectId/jobs/:jobId',

@@ -19,7 +19,8 @@ describe('Baseten adapter', () => {
   beforeAll(async () => {
     sim = await startBasetenSimulator({ seed: 11, anchorMs: ANCHOR, now: () => now, rateLimit: false });
     adapter = createBasetenAdapter(
-      { id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'K', timeoutSeconds: 0.5 },
+      // Generous for a busy machine; the time-out case below uses its own short one.
+      { id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'K', timeoutSeconds: 10 },
       { K: sim.apiKey },
     );
   });
@@ -55,8 +56,13 @@ describe('Baseten adapter', () => {
       const truth = sim.fleet.jobs.find((f) => f.id === j.externalId)!;
       expect(j.projectExternalId).toBe(truth.projectId);
       expect(j.gpuType).toBe(truth.instanceType.gpu_type);
-      if (j.status === 'SUCCEEDED' || j.status === 'FAILED' || j.status === 'STOPPED') expect(j.finishedAt).not.toBeNull();
-      else expect(j.finishedAt).toBeNull();
+      // The job resource has no finish time (updated_at moves on after the end): unknown, not guessed.
+      expect(j.finishedAt).toBeNull();
+      // Waiting for capacity is not having started.
+      if (j.rawStatus === 'TRAINING_JOB_PENDING' || j.rawStatus === 'TRAINING_JOB_QUEUED') expect(j.startedAt).toBeNull();
+      else expect(j.startedAt?.getTime()).toBe(truth.createdAtMs);
+      expect(j.consoleUrl).toBe(`https://app.baseten.co/training/${truth.projectId}/logs/${truth.id}`);
+      expect(j.failureReason).toBe(j.status === 'FAILED' || j.status === 'STOPPED' ? (truth.errorMessage || null) : null);
     }
   });
 
@@ -160,7 +166,9 @@ describe('Baseten adapter', () => {
   for (const [what, fault, code, retryAfter] of failures) {
     it(`turns ${what} into ${code}`, async () => {
       sim.inject({ ...fault, times: 1 });
-      const err = await adapter.listJobs(null, signal).catch((e) => e);
+      const subject =
+        fault.kind === 'timeout' ? createBasetenAdapter({ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'K', timeoutSeconds: 0.5 }, { K: sim.apiKey }) : adapter;
+      const err = await subject.listJobs(null, signal).catch((e) => e);
       sim.clearFaults();
       expect(err).toBeInstanceOf(UpstreamError);
       expect(err.code).toBe(code);
