@@ -38,9 +38,11 @@ export function mapJob(job: WireTrainingJob): JobRecord {
     // The job resource has no start field: a job waiting for capacity has not started; any other
     // started no earlier than its creation, the closest documented fact.
     startedAt: NOT_STARTED.has(job.current_status) ? null : isoToDate(job.created_at),
-    // Nor a finish field, and updated_at moves after the end (checkpoint sync): the finish is only
-    // known from a status event (withQueueContext), else unknown.
-    finishedAt: null,
+    // Nor a finish field, and the official TrainingJobV1 has no status history. A terminal status
+    // event (queue context) gives the finish where one exists (withQueueContext); otherwise the last
+    // update of a terminal job stands in as an upper bound (it can move later, e.g. with checkpoint
+    // sync; unconfirmed how far): without any end, the job's window would run to now.
+    finishedAt: TERMINAL_STATUSES.has(status) ? isoToDate(job.updated_at) : null,
     gpuType: job.instance_type.gpu_type ?? null,
     // gpu_count is per node and the node count is not on the job resource: the total comes from
     // the queue context (requested_gpus) or, once nodes report, from the GPUs they report.

@@ -56,8 +56,9 @@ describe('Baseten adapter', () => {
       const truth = sim.fleet.jobs.find((f) => f.id === j.externalId)!;
       expect(j.projectExternalId).toBe(truth.projectId);
       expect(j.gpuType).toBe(truth.instanceType.gpu_type);
-      // The job resource has no finish time (updated_at moves on after the end): unknown, not guessed.
-      expect(j.finishedAt).toBeNull();
+      // The job resource has no finish time: a terminal job's last update is its upper bound.
+      if (j.status === 'SUCCEEDED' || j.status === 'FAILED' || j.status === 'STOPPED') expect(j.finishedAt?.getTime()).toBe(truth.updatedAtMs);
+      else expect(j.finishedAt).toBeNull();
       // Waiting for capacity is not having started.
       if (j.rawStatus === 'TRAINING_JOB_PENDING' || j.rawStatus === 'TRAINING_JOB_QUEUED') expect(j.startedAt).toBeNull();
       else expect(j.startedAt?.getTime()).toBe(truth.createdAtMs);
