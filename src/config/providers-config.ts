@@ -2,6 +2,7 @@
 // in it, only the names of environment variables that hold them (DESIGN.md, "Secrets").
 import { z } from 'zod';
 import { isValidProviderId } from '../domain/ids.js';
+import { registerSecret } from '../domain/secrets.js';
 
 const common = {
   id: z.string().refine(isValidProviderId, {
@@ -105,5 +106,7 @@ export type SecretSource = Readonly<Record<string, string | undefined>>;
 export function requireSecret(env: SecretSource, name: string, providerId: string): string {
   const v = env[name];
   if (!v) throw new Error(`provider "${providerId}": environment variable ${name} is not set`);
+  // Read once here by every adapter: from now on no error, log line or response may carry it.
+  registerSecret(v);
   return v;
 }

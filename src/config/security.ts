@@ -1,7 +1,8 @@
 // Security settings from the environment: API tokens (inline or a file of SHA-256 hashes), each
 // scoped to the providers and projects it may see; open mode; introspection; request limits.
 import { createHash } from 'node:crypto';
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync, watch, type FSWatcher } from 'node:fs';
+import { basename, dirname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 
@@ -14,8 +15,13 @@ export interface RequestLimits {
   maxTokens: number;
   /** Directives per operation (graphql-armor maxDirectives). */
   maxDirectives: number;
-  /** Static cost of an operation (graphql-armor costLimit: objects 2, scalars 1, x1.5 per level). */
+  /**
+   * Values an answer may hold at most (objects, scalars, list elements), counted before it runs
+   * from `first`, `maxPoints` and entity lists, literals and variables alike (server/plugins/query-cost.ts).
+   */
   maxCost: number;
+  /** Largest answer in bytes (a query's JSON result); bigger ones get RESPONSE_TOO_LARGE instead. */
+  maxResponseBytes: number;
   /** Largest request body; bigger ones get 413 PAYLOAD_TOO_LARGE without being read whole. */
   maxBodyBytes: number;
   /** An operation still running after this answers EXECUTION_TIMEOUT (upstream fetches finish into the cache). */
@@ -29,7 +35,8 @@ export const DEFAULT_REQUEST_LIMITS: RequestLimits = {
   maxAliases: 30,
   maxTokens: 2000,
   maxDirectives: 20,
-  maxCost: 50_000,
+  maxCost: 200_000,
+  maxResponseBytes: 32 * 1024 * 1024,
   maxBodyBytes: 100 * 1024,
   executionTimeoutMs: 30_000,
   introspection: true,
@@ -81,13 +88,16 @@ function toEntries(raw: unknown, where: string): TokenEntry[] {
 
 /**
  * The configured tokens. Only hashes are kept in memory; a presented token is hashed and looked up.
- * The file is re-read when it changes (checked at most once a second), so revoking a token takes
- * effect on the next request or subscription without a restart.
+ * The file is re-read when it changes (checked at most once a second, and at once when the file
+ * system reports a change while anyone listens), so revoking a token takes effect on the next
+ * request without a restart, and ends its open subscriptions (server/plugins/use-revocation.ts).
  */
 export class TokenStore {
   private fileEntries: TokenEntry[] = [];
   private fileStamp = -1;
   private checkedAt = 0;
+  private readonly listeners = new Set<() => void>();
+  private watcher: FSWatcher | null = null;
 
   constructor(
     private readonly inline: TokenEntry[],
@@ -108,6 +118,36 @@ export class TokenStore {
       // At start-up a bad file is fatal; later, the last good list stays in force.
       if (strict) throw new Error(`API_TOKENS_FILE: ${(err as Error).message}`);
     }
+  }
+
+  /**
+   * Calls `listener` after the token file changed (and was re-read); returns the unsubscribe.
+   * The directory is watched, not the file: editors and deploy tools replace files by renaming.
+   */
+  onChange(listener: () => void): () => void {
+    if (!this.file) return () => {};
+    this.listeners.add(listener);
+    if (!this.watcher) {
+      const name = basename(this.file);
+      try {
+        this.watcher = watch(dirname(this.file), (_event, changed) => {
+          if (changed !== null && changed !== name) return;
+          const before = this.fileStamp;
+          this.reload(false);
+          if (this.fileStamp !== before) for (const l of [...this.listeners]) l();
+        });
+        this.watcher.unref();
+      } catch {
+        // No watch support: revocation still applies to every new request and subscription.
+      }
+    }
+    return () => {
+      this.listeners.delete(listener);
+      if (this.listeners.size === 0) {
+        this.watcher?.close();
+        this.watcher = null;
+      }
+    };
   }
 
   get configured(): boolean {
@@ -132,6 +172,10 @@ export interface SecurityConfig {
   /** Serve without tokens on a non-loopback address (ALLOW_OPEN=true): only behind something that authenticates. */
   allowOpen: boolean;
   requestLimits: RequestLimits;
+  /** Browser origins allowed to call the API cross-origin (CORS_ORIGINS, comma-separated); none by default. */
+  corsOrigins: string[];
+  /** A token that may read /metrics only (METRICS_TOKEN); with API tokens configured, /metrics needs it or an unscoped API token. */
+  metricsToken: string | null;
 }
 
 const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
@@ -146,6 +190,9 @@ const envSchema = z.object({
   MAX_QUERY_TOKENS: positive.default(DEFAULT_REQUEST_LIMITS.maxTokens),
   MAX_QUERY_DIRECTIVES: positive.default(DEFAULT_REQUEST_LIMITS.maxDirectives),
   MAX_QUERY_COST: positive.default(DEFAULT_REQUEST_LIMITS.maxCost),
+  MAX_RESPONSE_BYTES: positive.default(DEFAULT_REQUEST_LIMITS.maxResponseBytes),
+  CORS_ORIGINS: z.string().optional(),
+  METRICS_TOKEN: z.string().min(16, 'METRICS_TOKEN must be at least 16 characters').optional(),
   MAX_BODY_BYTES: positive.default(DEFAULT_REQUEST_LIMITS.maxBodyBytes),
   EXECUTION_TIMEOUT_MS: positive.default(DEFAULT_REQUEST_LIMITS.executionTimeoutMs),
 });
@@ -171,12 +218,18 @@ export function loadSecurityConfig(env: NodeJS.ProcessEnv): SecurityConfig {
   return {
     tokens: new TokenStore(inline, e.API_TOKENS_FILE ?? null),
     allowOpen: e.ALLOW_OPEN,
+    corsOrigins: (e.CORS_ORIGINS ?? '')
+      .split(',')
+      .map((o) => o.trim())
+      .filter((o) => o.length > 0),
+    metricsToken: e.METRICS_TOKEN ?? null,
     requestLimits: {
       maxDepth: e.MAX_QUERY_DEPTH,
       maxAliases: e.MAX_QUERY_ALIASES,
       maxTokens: e.MAX_QUERY_TOKENS,
       maxDirectives: e.MAX_QUERY_DIRECTIVES,
       maxCost: e.MAX_QUERY_COST,
+      maxResponseBytes: e.MAX_RESPONSE_BYTES,
       maxBodyBytes: e.MAX_BODY_BYTES,
       executionTimeoutMs: e.EXECUTION_TIMEOUT_MS,
       introspection: e.GRAPHQL_INTROSPECTION,
@@ -188,25 +241,4 @@ const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost', '::ffff:127.0.0.1']);
 
 export function isLoopbackHost(host: string): boolean {
   return LOOPBACK.has(host) || /^127\.\d+\.\d+\.\d+$/.test(host);
-}
-
-/** The values of every provider secret (each config key ending in "Env" names one), for redaction. */
-export function secretValues(configs: readonly object[], env: Record<string, string | undefined>): string[] {
-  const out = new Set<string>();
-  for (const c of configs) {
-    for (const [key, name] of Object.entries(c)) {
-      if (!key.endsWith('Env') || typeof name !== 'string') continue;
-      const value = env[name];
-      // Very short values would match ordinary text; no real key is that short.
-      if (value && value.length >= 6) out.add(value);
-    }
-  }
-  return [...out];
-}
-
-/** Replaces each secret value in a text with [redacted]. */
-export function redactSecrets(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const s of secrets) if (out.includes(s)) out = out.split(s).join('[redacted]');
-  return out;
 }

@@ -1,4 +1,5 @@
 // One error type for everything the graph reports to a client; `code` lands in extensions.code.
+import { sanitiseUpstreamText } from './secrets.js';
 
 export const ERROR_CODES = [
   'BAD_ID',
@@ -28,7 +29,12 @@ export class DomainError extends Error {
   }
 }
 
-/** An upstream platform failed; `retryAfterSeconds` is what the platform asked us to wait. */
+/**
+ * An upstream platform failed; `retryAfterSeconds` is what the platform asked us to wait.
+ * Every upstream failure becomes one of these, and this constructor is where the platform's words
+ * are sanitised (secrets in any spelling scrubbed, control characters and length bounded): what
+ * comes out of it may go to any field, event, log line or metric.
+ */
 export class UpstreamError extends DomainError {
   readonly providerId: string;
   readonly status: number | null;
@@ -39,11 +45,11 @@ export class UpstreamError extends DomainError {
     message: string,
     opts: { status?: number | null; retryAfterSeconds?: number | null; upstreamCode?: string | null } = {},
   ) {
-    super(code, message, {
+    super(code, sanitiseUpstreamText(message), {
       providerId,
       ...(opts.status != null ? { status: opts.status } : {}),
       ...(opts.retryAfterSeconds != null ? { retryAfterSeconds: opts.retryAfterSeconds } : {}),
-      ...(opts.upstreamCode ? { upstreamCode: opts.upstreamCode } : {}),
+      ...(opts.upstreamCode ? { upstreamCode: sanitiseUpstreamText(opts.upstreamCode) } : {}),
     });
     this.name = 'UpstreamError';
     this.providerId = providerId;

@@ -50,11 +50,16 @@ export function encodeJobCursor(c: JobCursor): string {
   return Buffer.from(JSON.stringify([c.sortAt.getTime(), c.id]), 'utf8').toString('base64url');
 }
 
+/** 9999-12-31T23:59:59.999Z: past the last instant any DateTime of this API can name. */
+const LATEST_CURSOR_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
 export function decodeJobCursor(cursor: string | null | undefined, argument: 'after' | 'before' = 'after'): JobCursor | null {
   if (cursor === null || cursor === undefined) return null;
   try {
     const [ms, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
-    if (typeof ms === 'number' && Number.isFinite(ms) && typeof id === 'string' && id.length > 0) {
+    // A cursor carries an instant the store can hold and an id without control characters; anything else was not issued here.
+    // eslint-disable-next-line no-control-regex
+    if (typeof ms === 'number' && Number.isInteger(ms) && ms >= 0 && ms <= LATEST_CURSOR_MS && typeof id === 'string' && id.length > 0 && id.length <= 1024 && !/[\u0000-\u001f]/.test(id)) {
       return { sortAt: new Date(ms), id };
     }
   } catch {

@@ -28,14 +28,28 @@ export const builder = new SchemaBuilder<{
   plugins: [DirectivePlugin, FederationPlugin],
 });
 
-function parseDateTime(value: unknown): Date {
-  if (typeof value === 'string' && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/.test(value)) {
-    const d = new Date(value);
-    if (!Number.isNaN(d.getTime())) return d;
-  }
-  throw new GraphQLError('DateTime must be an ISO-8601 string with a time zone, e.g. 2025-03-01T10:00:00Z', {
+/** Instants this API can mean: training metrics are never from before 1970 or after 9999. */
+const FIRST_YEAR = 1970;
+const LAST_YEAR = 9999;
+const ISO_INSTANT = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/;
+
+function dateTimeError(detail: string): GraphQLError {
+  return new GraphQLError(`DateTime must be an ISO-8601 string with a time zone, e.g. 2025-03-01T10:00:00Z (${detail})`, {
     extensions: { code: 'BAD_INPUT' },
   });
+}
+
+function parseDateTime(value: unknown): Date {
+  const m = typeof value === 'string' ? ISO_INSTANT.exec(value) : null;
+  if (!m) throw dateTimeError('not in that form');
+  const [year, month, day, hour, minute, second] = [m[1], m[2], m[3], m[4], m[5], m[6] ?? '0'].map(Number) as [number, number, number, number, number, number];
+  if (year < FIRST_YEAR || year > LAST_YEAR) throw dateTimeError(`the year must be between ${FIRST_YEAR} and ${LAST_YEAR}`);
+  // Date would roll 2026-02-30 over into March: the calendar date must exist as written.
+  const daysInMonth = month >= 1 && month <= 12 ? new Date(Date.UTC(year, month, 0)).getUTCDate() : 0;
+  if (day < 1 || day > daysInMonth || hour > 23 || minute > 59 || second > 59) throw dateTimeError(`${String(value).slice(0, 40)} is not a date and time that exists`);
+  const d = new Date(value as string);
+  if (Number.isNaN(d.getTime())) throw dateTimeError('not a valid instant');
+  return d;
 }
 
 builder.scalarType('DateTime', {

@@ -3,7 +3,7 @@
 // after the read-through store has fetched what the window needs.
 import { DomainError } from '../domain/errors.js';
 import { MAX_GAP_STEPS, type GpuHoursRow, type IdleRunRow, type JobRow, type PreparedFleet } from '../store/index.js';
-import { checkPageSize } from './args.js';
+import { checkPageSize, checkSeriesArgs } from './args.js';
 import { builder } from './builder.js';
 import type { Context } from './context.js';
 import { AcceleratorKindEnum, MetricScopeEnum } from './enums.js';
@@ -250,6 +250,8 @@ builder.queryFields((t) => ({
       if (args.from >= args.to) {
         throw new DomainError('BAD_INPUT', `"from" (${args.from.toISOString()}) must be before "to" (${args.to.toISOString()})`, { argument: 'from' });
       }
+      // The same bound as a series window: a century of fleet would read every point ever cached.
+      checkSeriesArgs({ from: args.from, to: args.to }, ctx.limits);
       const filter = resolveJobFilter(ctx, args.filter);
       const prepared = (async () => {
         await ctx.store.syncJobLists(filter.providerIds);

@@ -87,6 +87,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly secretFindings = new Counter({
+    name: `${METRIC_PREFIX}secret_findings_total`,
+    help: 'Outgoing payloads in which the last-line check found (and masked) a provider secret, by transport; anything above 0 is a bug to report',
+    labelNames: ['transport'] as const,
+    registers: [this.registry],
+  });
+
   readonly cacheLookups = new Counter({
     name: `${METRIC_PREFIX}cache_lookups_total`,
     help: 'Read-through cache lookups by dataset (metrics, training, progress): hit = answered from Postgres, miss = fetched upstream',

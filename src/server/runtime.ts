@@ -18,8 +18,11 @@ import { startLive, type LiveRuntime } from './live.js';
 import type { LiveOptions } from '../live/hub.js';
 import { attachGraphqlWs, DEFAULT_WS_LIMITS, type WsLimits } from './ws.js';
 import { ConfigError } from '../config/index.js';
-import { isLoopbackHost, redactSecrets, secretValues } from '../config/security.js';
-import { useSecretRedaction } from './plugins/use-redaction.js';
+import { isLoopbackHost, type TokenStore } from '../config/security.js';
+import { presentedToken } from './access.js';
+import { timingSafeEqual } from 'node:crypto';
+import { scrubSecrets } from '../domain/secrets.js';
+import { OutgoingGuard } from './outgoing-guard.js';
 import { Metrics } from './metrics.js';
 import { createHttpFront } from './http-front.js';
 import { useMetrics } from './plugins/use-metrics.js';
@@ -85,12 +88,11 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
         'anyone who can reach it would see every provider. Configure tokens, bind to 127.0.0.1, or set ALLOW_OPEN=true behind something that authenticates.',
     );
   }
-  // Filled once the providers' secrets are resolved; every log line is scrubbed of them.
-  let secrets: string[] = [];
+  // Every log line is scrubbed of every provider secret (registered as adapters read them), in any spelling.
   const loggerOptions = {
     level: config.logLevel,
     redact: { paths: ['*.password', '*.secret', '*.apiKey', '*.token', '*.authorization', '*.headers.authorization'], censor: '[redacted]' },
-    hooks: { streamWrite: (line: string) => redactSecrets(line, secrets) },
+    hooks: { streamWrite: (line: string) => scrubSecrets(line) },
   };
   // stdout is written synchronously: pino's default async stream, flushed by process.exit(), can
   // reorder or drop the last lines when a write is still in the thread pool (seen on SIGTERM).
@@ -101,7 +103,6 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const configs = config.providers ?? demo.map((d) => d.config);
   const env: SecretSource = config.providers ? (opts.env ?? process.env) : Object.assign({}, ...demo.map((d) => d.secrets));
   const providers = new ProviderSet(buildProviders(configs, env, !config.providers), opts.resilience);
-  secrets = secretValues(configs, env as Record<string, string | undefined>);
 
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   const repo = new Repository(database.db);
@@ -122,13 +123,23 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     live: live.hub,
     requestLimits: config.security?.requestLimits,
     tokens,
-    plugins: [useSecretRedaction(secrets), useMetrics(metrics, logger), ...(tracing ? [useTracing(tracing.tracer)] : [])],
+    corsOrigins: config.security?.corsOrigins,
+    plugins: [useMetrics(metrics, logger), ...(tracing ? [useTracing(tracing.tracer)] : [])],
   });
   const graceMs = opts.shutdownGraceMs ?? 10_000;
 
+  const guard = new OutgoingGuard(logger, (transport) => metrics.secretFindings.inc({ transport }));
   let ready = true;
   const server = http.createServer(front.wrap((req, res) => {
+    guard.http(res);
     if (req.url === '/metrics') {
+      // Metrics name every provider: with tokens configured only the metrics token or an unscoped API token reads them.
+      const denied = metricsAccess(tokens, config.security?.metricsToken ?? null, req.headers.authorization);
+      if (denied) {
+        res.writeHead(denied, { 'content-type': 'application/json', ...(denied === 401 ? { 'www-authenticate': 'Bearer' } : {}) });
+        res.end(JSON.stringify({ errors: [{ message: denied === 401 ? 'a metrics or unscoped API token is required (Authorization: Bearer <token>)' : 'this token may not read metrics', extensions: { code: denied === 401 ? 'UNAUTHENTICATED' : 'FORBIDDEN' } }] }));
+        return;
+      }
       void metrics.scrape().then((body) => res.writeHead(200, { 'content-type': metrics.contentType() }).end(body));
       return;
     }
@@ -152,7 +163,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
   });
-  const ws = attachGraphqlWs(server, app, { ...DEFAULT_WS_LIMITS, ...opts.ws }, tokens);
+  const ws = attachGraphqlWs(server, app, { ...DEFAULT_WS_LIMITS, ...opts.ws }, tokens, guard);
   const addr = server.address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   const url = `http://${host}:${addr.port}`;
@@ -205,6 +216,17 @@ function warnOnShapeMismatches(providerIds: readonly string[], logger: Logger): 
       logger.warn({ provider: m.providerId, assumption: m.assumption, detail: m.detail, occurrences: n }, 'upstream answer does not match an unconfirmed reading of its API');
     }
   });
+}
+
+/** null when the request may read /metrics, else the status to refuse it with. */
+function metricsAccess(tokens: TokenStore | null, metricsToken: string | null, authorization: string | undefined): 401 | 403 | null {
+  if (!tokens?.configured && !metricsToken) return null;
+  const token = presentedToken(new Headers(authorization ? { authorization } : {}), undefined);
+  if (!token) return 401;
+  if (metricsToken && token.length === metricsToken.length && timingSafeEqual(Buffer.from(token), Buffer.from(metricsToken))) return null;
+  const scope = tokens?.lookup(token) ?? null;
+  if (!scope) return 401;
+  return scope.providers === null && scope.projects === null ? null : 403;
 }
 
 const READINESS_TIMEOUT_MS = 1500;

@@ -8,6 +8,8 @@ import { WebSocketServer } from 'ws';
 import type { App } from './yoga.js';
 import type { TokenStore } from '../config/security.js';
 import { presentedToken } from './access.js';
+import { recoded } from './plugins/use-limits.js';
+import type { OutgoingGuard } from './outgoing-guard.js';
 
 export interface WsLimits {
   /** Largest message a client may send; bigger frames close the socket with 1009. Default 64 KiB. */
@@ -27,11 +29,30 @@ export const DEFAULT_WS_LIMITS: WsLimits = {
   keepAliveMs: 12_000,
 };
 
+/**
+ * One operation refused with a coded error; the socket and its other operations live on.
+ * graphql-ws tells errors from execution arguments with `instanceof GraphQLError`, and a limit
+ * plugin may throw the other build's GraphQLError (graphql ships CJS and ESM): anything not made
+ * with this module's class would be taken for arguments and close the socket (4500). So every
+ * refusal is re-made here, with the code the HTTP answer would carry.
+ */
+function refused(err: unknown): [GraphQLError] {
+  const isGraphQL = err instanceof Error && err.name === 'GraphQLError';
+  const coded = isGraphQL ? recoded(err as GraphQLError) : null;
+  return [
+    new GraphQLError(coded?.message ?? 'the query does not parse', {
+      extensions: { ...(coded?.extensions ?? {}), code: coded?.extensions?.code ?? 'BAD_REQUEST', http: undefined },
+    }),
+  ];
+}
+
 type RootWithExecutors = { execute: (args: ExecutionArgs) => unknown; subscribe: (args: ExecutionArgs) => unknown };
 
 /** With tokens configured, a connection without a valid token in connectionParams is closed with 4403 Forbidden. */
-export function attachGraphqlWs(server: http.Server, app: App, limits: WsLimits = DEFAULT_WS_LIMITS, tokens: TokenStore | null = null) {
+export function attachGraphqlWs(server: http.Server, app: App, limits: WsLimits = DEFAULT_WS_LIMITS, tokens: TokenStore | null = null, guard: OutgoingGuard | null = null) {
   const wss = new WebSocketServer({ server, path: '/graphql', maxPayload: limits.maxPayloadBytes });
+  // Registered before graphql-ws's own listener: every message it sends passes the secret check.
+  if (guard) wss.on('connection', (socket) => guard.socket(socket));
   const disposable = useServer(
     {
       connectionInitWaitTimeout: limits.connectionInitWaitTimeoutMs,
@@ -62,16 +83,16 @@ export function attachGraphqlWs(server: http.Server, app: App, limits: WsLimits 
         try {
           document = parse(payload.query);
         } catch (err) {
-          return [err instanceof GraphQLError ? err : new GraphQLError('the query does not parse', { extensions: { code: 'BAD_REQUEST' } })];
+          return refused(err);
         }
         const errors = validate(schema, document);
-        if (errors.length > 0) return errors;
+        if (errors.length > 0) return errors.map((e: GraphQLError) => refused(e)[0]);
         // The token is checked again for each subscription: one revoked since the connection opened is refused.
         let contextValue;
         try {
           contextValue = await contextFactory();
         } catch (err) {
-          if (err instanceof Error && err.name === 'GraphQLError') return [err as GraphQLError];
+          if (err instanceof Error && err.name === 'GraphQLError') return refused(err);
           throw err;
         }
         return {

@@ -12,6 +12,7 @@ import { DEFAULT_REQUEST_LIMITS, type RequestLimits, type TokenStore } from '../
 import { authenticate, scopeContext } from './access.js';
 import { useLimits } from './plugins/use-limits.js';
 import { useStaleErrors } from './plugins/use-stale-errors.js';
+import { useRevocation } from './plugins/use-revocation.js';
 
 export interface YogaDeps {
   store: Store;
@@ -23,6 +24,8 @@ export interface YogaDeps {
   requestLimits?: RequestLimits;
   /** API tokens; with none configured every request sees everything (the server is on loopback or explicitly open). */
   tokens?: TokenStore | null;
+  /** Origins allowed cross-origin (with credentials); none when empty or absent. */
+  corsOrigins?: readonly string[];
 }
 
 export const EXAMPLE_QUERY = `# Every platform's jobs, newest first, with per-GPU utilization (ratio 0..1)
@@ -51,13 +54,19 @@ export function createApp(deps: YogaDeps) {
     graphiql: { title: 'Training graph', defaultQuery: EXAMPLE_QUERY },
     maskedErrors: { maskError: maskError(deps.logger) },
     logging: false,
+    // Yoga's default echoes any Origin with credentials: only configured origins get CORS headers.
+    cors: (request) => {
+      const origin = request.headers.get('origin');
+      return origin && deps.corsOrigins?.includes(origin) ? { origin, credentials: true, methods: ['GET', 'POST'] } : false;
+    },
     plugins: [
       useErrorCodes(),
       // Automatic persisted queries (Apollo's protocol): a client sends a query's sha256 alone and
       // the text only once per replica (kept in an in-memory LRU of 1000 queries per replica).
       useAPQ(),
-      ...useLimits(deps.requestLimits ?? DEFAULT_REQUEST_LIMITS),
+      ...useLimits(deps.requestLimits ?? DEFAULT_REQUEST_LIMITS, { defaultPageSize: limits.defaultPageSize, defaultMaxPoints: limits.defaultMaxPoints, defaultLogLines: limits.defaultLogLines }),
       useStaleErrors(),
+      useRevocation(deps.tokens ?? null),
       ...(deps.plugins ?? []),
     ],
     context: (initial): Context => {

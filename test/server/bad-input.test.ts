@@ -2,6 +2,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../support/runtime.js';
 
+function deepList(depth: number): unknown {
+  let v: unknown = 'x';
+  for (let i = 0; i < depth; i++) v = [v];
+  return v;
+}
+
 describe('bad input', () => {
   let s: TestServer;
   let jobId: string;
@@ -22,8 +28,20 @@ describe('bad input', () => {
     ['maxPoints 0', `query($id: ID!) { job(id: $id) { metrics(maxPoints: 0) { name } } }`, {}, 'BAD_INPUT', () => {}],
     ['maxPoints negative', `query($id: ID!) { job(id: $id) { gpus { utilization(maxPoints: -5) { name } } } }`, {}, 'BAD_INPUT', () => {}],
     ['maxPoints above the cap', `query($id: ID!) { job(id: $id) { metrics(maxPoints: 10000001) { name } } }`, {}, 'BAD_INPUT', () => {}],
-    // As a variable: a literal first: 100000 is refused earlier, by the cost limit (QUERY_TOO_COSTLY).
-    ['first above the page cap', `query($n: Int) { jobs(first: $n) { edges { node { id } } } }`, { n: 100000 }, 'BAD_INPUT', (d) => expect(d).toBeNull()],
+    ['first above the page cap', `query($n: Int) { jobs(first: $n) { edges { node { id } } } }`, { n: 501 }, 'BAD_INPUT', (d) => expect(d).toBeNull()],
+    // What the answer could hold is counted from variables as from literals, before anything runs.
+    ['first: 100000 as a variable', `query($n: Int) { jobs(first: $n) { edges { node { id } } } }`, { n: 100000 }, 'QUERY_TOO_COSTLY', (d) => expect(d).toBeNull()],
+    ['first: 100000 as a literal', `{ jobs(first: 100000) { edges { node { id } } } }`, {}, 'QUERY_TOO_COSTLY', (d) => expect(d).toBeNull()],
+    ['maxPoints as a variable times nested lists', `query($p: Int) { jobs(first: 50) { edges { node { nodes { gpus { utilization(maxPoints: $p) { points { timestamp value } } } } } } } }`, { p: 10000 }, 'QUERY_TOO_COSTLY', (d) => expect(d).toBeNull()],
+    ['a NUL byte in an id', `query($v: ID!) { job(id: $v) { id } }`, { v: 'bt:job:a\u0000b' }, 'BAD_INPUT', () => {}],
+    ['a NUL byte in a literal name filter', `{ jobs(filter: {nameContains: "a\\u0000b"}) { edges { node { id } } } }`, {}, 'BAD_INPUT', () => {}],
+    ['a NUL byte in a cursor', `query($c: String) { jobs(first: 5, after: $c) { edges { node { id } } } }`, { c: 'abc\u0000' }, 'BAD_INPUT', () => {}],
+    ['a year-0000 date', `query($id: ID!) { job(id: $id) { metrics(from: "0000-01-01T00:00:00Z") { name } } }`, {}, 'BAD_INPUT', () => {}],
+    ['2026-02-30', `query($id: ID!, $f: DateTime) { job(id: $id) { metrics(from: $f) { name } } }`, { f: '2026-02-30T00:00:00Z' }, 'BAD_INPUT', () => {}],
+    ['a cursor past the date range', `query($c: String) { jobs(first: 5, after: $c) { edges { node { id } } } }`, { c: Buffer.from(JSON.stringify([8.64e15, 'bt:job:x'])).toString('base64url') }, 'BAD_INPUT', () => {}],
+    ['a 3,000-deep list variable', `query($r: [_Any!]!) { _entities(representations: $r) { __typename } }`, { r: [deepList(3000)] }, 'BAD_INPUT', () => {}],
+    ['a 3,000-deep list literal', `{ jobs(filter: {providerIds: ${'['.repeat(3000)}"bt"${']'.repeat(3000)}}) { edges { node { id } } } }`, {}, 'BAD_INPUT', () => {}],
+    ['a fleet window of a century', `{ fleet(from: "1990-01-01T00:00:00Z", to: "2090-01-01T00:00:00Z") { jobCount } }`, {}, 'BAD_INPUT', (d) => expect(d).toBeNull()],
     ['first negative', `{ jobs(first: -1) { edges { node { id } } } }`, {}, 'BAD_INPUT', () => {}],
     ['a malformed cursor', `{ jobs(first: 5, after: "not-a-cursor") { edges { node { id } } } }`, {}, 'BAD_INPUT', () => {}],
     ['a cursor of the right encoding but wrong content', `{ jobs(first: 5, after: "eyJhIjoxfQ") { edges { node { id } } } }`, {}, 'BAD_INPUT', () => {}],
@@ -46,6 +64,12 @@ describe('bad input', () => {
       expect(ok.data.providers).toEqual([{ id: 'bt' }]);
     });
   }
+
+  it('says what was too costly, never "Syntax Error"', async () => {
+    const res = await s.gql(`query($n: Int) { jobs(first: $n) { edges { node { id } } } }`, { n: 100000 });
+    expect(res.errors![0]!.message).toMatch(/jobs\(first 100000\)/);
+    expect(res.errors![0]!.message).not.toMatch(/Syntax Error/);
+  });
 
   it('answers a body that is not JSON with a 400 and a message', async () => {
     const res = await s.runtime.app.fetch('http://yoga/graphql', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query": ' });

@@ -1,6 +1,7 @@
 // HTTP to ModelArts with either auth mode: AK/SK signing on every request, or an IAM token that is
 // fetched once, cached until shortly before it expires and refreshed once when ModelArts says 401.
 // Every failure leaves here as a typed UpstreamError.
+import { registerSecret } from '../../domain/secrets.js';
 import { z } from 'zod';
 import { UpstreamError } from '../../domain/errors.js';
 import { isoToDate } from '../../domain/units.js';
@@ -141,6 +142,8 @@ export class ModelArtsClient {
     });
     if (res.status !== 201 && res.status !== 200) throw upstreamError(this.opts.providerId, res, 'IAM token request', classifyModelArtsError, this.opts.now());
     const value = res.headers.get('x-subject-token');
+    // A session token is a credential too: no error or response may quote it.
+    registerSecret(value);
     if (!value) {
       throw new UpstreamError('UPSTREAM_BAD_RESPONSE', this.opts.providerId, 'IAM token answer has no X-Subject-Token header', { status: res.status });
     }

@@ -1,12 +1,16 @@
 // Limits on every request, before any work is done: graphql-armor (depth, aliases, tokens,
-// directives, static cost, no field suggestions), the body size (counted while reading, so a huge
-// or endless body is cut off early), schema introspection on or off, and an execution time-out.
-// Every refusal carries extensions.code; nothing here answers with a 5xx.
+// directives, no field suggestions), what the answer can hold (query-cost.ts, from literals and
+// variables), the body size (every content type, counted while reading, so a huge, chunked or
+// endless body is cut off early), inputs no API call can mean (NUL bytes, absurdly nested lists),
+// schema introspection on or off, an execution time-out that cancels the work it stops waiting
+// for, and the size of the answer. Every refusal carries extensions.code; nothing here answers
+// with a 5xx. HTTP, SSE and graphql-ws run through the same hooks.
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
-import { GraphQLError, NoSchemaIntrospectionCustomRule, type ExecutionResult } from 'graphql';
+import { GraphQLError, Kind, NoSchemaIntrospectionCustomRule, type ASTVisitor, type ExecutionResult, type ValidationContext } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { RequestLimits } from '../../config/security.js';
 import { withCode } from './use-error-codes.js';
+import { queryCost, type CostDefaults } from './query-cost.js';
 
 /** graphql-armor's refusals, told apart by their messages, and what they are called here. */
 const ARMOR_CODES: [RegExp, string][] = [
@@ -14,11 +18,10 @@ const ARMOR_CODES: [RegExp, string][] = [
   [/aliases limit/i, 'TOO_MANY_ALIASES'],
   [/token limit/i, 'TOO_MANY_TOKENS'],
   [/directives limit/i, 'TOO_MANY_DIRECTIVES'],
-  [/cost limit/i, 'QUERY_TOO_COSTLY'],
   [/introspection has been disabled/i, 'INTROSPECTION_DISABLED'],
 ];
 
-function requestError(message: string, code: string, status: number): GraphQLError {
+export function requestError(message: string, code: string, status: number): GraphQLError {
   return new GraphQLError(message, { extensions: { code, http: { status } } });
 }
 
@@ -44,7 +47,8 @@ async function readCapped(request: Request, max: number): Promise<string> {
 /** graphql-js suggests enum values and types by name ("Did you mean ...?"): that maps the schema for a stranger. */
 const SUGGESTION = /\s*Did you mean [^?]*\?/g;
 
-function recoded(error: GraphQLError): GraphQLError {
+/** The error with the code this server gives it (graphql-armor's refusals by name, parse errors, ...). */
+export function recoded(error: GraphQLError): GraphQLError {
   const armor = ARMOR_CODES.find(([pattern]) => pattern.test(error.message));
   const current = error.extensions?.code;
   const code = armor?.[1] ?? (current ? String(current) : /^Syntax Error/.test(error.message) ? 'GRAPHQL_PARSE_FAILED' : 'BAD_REQUEST');
@@ -58,15 +62,146 @@ function coded(result: ExecutionResult): ExecutionResult {
   return { ...result, errors: result.errors.map((e) => recoded(e as GraphQLError)) };
 }
 
-export function useLimits(limits: RequestLimits): Plugin[] {
+/** Deeper list or object nesting than any argument of this API takes is an attack, not a question. */
+export const MAX_INPUT_NESTING = 32;
+
+function badInput(message: string): GraphQLError {
+  return new GraphQLError(message, { extensions: { code: 'BAD_INPUT' } });
+}
+
+/** Literals in the document: no NUL byte in a string, no list or object nested deeper than MAX_INPUT_NESTING. */
+function edgeInputRule(context: ValidationContext): ASTVisitor {
+  let nesting = 0;
+  let reported = false;
+  const enter = () => {
+    nesting++;
+    if (nesting > MAX_INPUT_NESTING && !reported) {
+      reported = true;
+      context.reportError(badInput(`an argument nests lists or objects deeper than ${MAX_INPUT_NESTING} levels`));
+    }
+  };
+  const leave = () => {
+    nesting--;
+  };
+  return {
+    ListValue: { enter, leave },
+    ObjectValue: { enter, leave },
+    StringValue(node) {
+      if (node.value.includes('\u0000')) context.reportError(badInput('a string argument contains a NUL byte'));
+    },
+  };
+}
+
+/** Bracket nesting a document may have: selections (MAX_QUERY_DEPTH) plus argument literals, with room to spare. */
+const MAX_DOCUMENT_NESTING = 2 * MAX_INPUT_NESTING + 32;
+
+/**
+ * graphql-js parses recursively: a document of 3,000 nested brackets overflows the stack before
+ * any limit looks at it. This scan (strings and comments skipped) refuses it first.
+ */
+export function documentNestingProblem(source: string): string | null {
+  let depth = 0;
+  for (let i = 0; i < source.length; i++) {
+    const c = source.charCodeAt(i);
+    if (c === 0x23 /* # */) {
+      while (i < source.length && source[i] !== '\n' && source[i] !== '\r') i++;
+    } else if (c === 0x22 /* " */) {
+      if (source.startsWith('"""', i)) {
+        const end = source.indexOf('"""', i + 3);
+        i = end < 0 ? source.length : end + 2;
+      } else {
+        for (i++; i < source.length && source[i] !== '"' && source[i] !== '\n'; i++) if (source[i] === '\\') i++;
+      }
+    } else if (c === 0x5b || c === 0x7b || c === 0x28 /* [ { ( */) {
+      if (++depth > MAX_DOCUMENT_NESTING) return `the document nests brackets deeper than ${MAX_DOCUMENT_NESTING} levels`;
+    } else if (c === 0x5d || c === 0x7d || c === 0x29) {
+      depth--;
+    }
+  }
+  return null;
+}
+
+/** The same for variables (walked without recursion: a 3,000-deep list must not exhaust the stack). */
+export function edgeInputProblem(variables: unknown): string | null {
+  const stack: [unknown, number][] = [[variables, 0]];
+  while (stack.length > 0) {
+    const [value, depth] = stack.pop()!;
+    if (typeof value === 'string') {
+      if (value.includes('\u0000')) return 'a variable contains a NUL byte';
+      continue;
+    }
+    if (typeof value !== 'object' || value === null) continue;
+    if (depth > MAX_INPUT_NESTING) return `a variable nests lists or objects deeper than ${MAX_INPUT_NESTING} levels`;
+    for (const [key, child] of Object.entries(value)) {
+      if (key.includes('\u0000')) return 'a variable contains a NUL byte';
+      stack.push([child, depth + 1]);
+    }
+  }
+  return null;
+}
+
+function parseForm(text: string): Record<string, unknown> {
+  const form = new URLSearchParams(text);
+  const body: Record<string, unknown> = {};
+  for (const key of ['query', 'operationName']) if (form.has(key)) body[key] = form.get(key);
+  for (const key of ['variables', 'extensions']) {
+    const raw = form.get(key);
+    if (raw === null || raw === '') continue;
+    try {
+      body[key] = JSON.parse(raw);
+    } catch {
+      throw requestError(`the "${key}" field is not valid JSON`, 'BAD_REQUEST', 400);
+    }
+  }
+  return body;
+}
+
+/** The media types a POST may carry and how each becomes GraphQL parameters; anything else is 415. */
+function bodyParser(contentType: string): ((text: string) => Record<string, unknown>) | null {
+  const type = contentType.split(';')[0]!.trim().toLowerCase();
+  if (type === 'application/json' || type.endsWith('+json')) {
+    return (text) => {
+      let body: unknown;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        throw requestError('the request body is not valid JSON', 'BAD_REQUEST', 400);
+      }
+      if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+        throw requestError('the request body must be a JSON object with "query"', 'BAD_REQUEST', 400);
+      }
+      return body as Record<string, unknown>;
+    };
+  }
+  if (type === 'application/graphql') return (text) => ({ query: text });
+  if (type === 'application/x-www-form-urlencoded') return parseForm;
+  return null;
+}
+
+export function useLimits(limits: RequestLimits, defaults: CostDefaults): Plugin[] {
   const armor = EnvelopArmorPlugin({
     maxDepth: { n: limits.maxDepth, ignoreIntrospection: true },
     maxAliases: { n: limits.maxAliases },
     maxTokens: { n: limits.maxTokens },
     maxDirectives: { n: limits.maxDirectives },
-    costLimit: { maxCost: limits.maxCost, ignoreIntrospection: true },
+    // What an answer can hold is counted by query-cost.ts, with variables (armor sees literals only).
+    costLimit: { enabled: false },
     blockFieldSuggestion: { enabled: true },
   });
+  /** Refusal of an operation before it runs (HTTP, SSE and graphql-ws alike), or null to run it. */
+  const refusal = (args: { schema: never; document: never; operationName?: string | null; variableValues?: unknown }): GraphQLError | null => {
+    const problem = edgeInputProblem(args.variableValues);
+    if (problem) return badInput(problem);
+    const cost = queryCost(args.schema, args.document, args.operationName, args.variableValues as Record<string, unknown> | null, defaults);
+    if (cost.values > limits.maxCost) {
+      return new GraphQLError(
+        `the answer could hold ${cost.values.toLocaleString('en-US')} values, more than the ${limits.maxCost.toLocaleString('en-US')} allowed (MAX_QUERY_COST); ` +
+          `the costliest part is ${cost.costliest}: ask for fewer items (first) or points (maxPoints)`,
+        { extensions: { code: 'QUERY_TOO_COSTLY', cost: cost.values, maxCost: limits.maxCost } },
+      );
+    }
+    return null;
+  };
   const own: Plugin = {
     onRequestParse({ request, url, setRequestParser }) {
       if (request.method === 'GET') {
@@ -84,26 +219,40 @@ export function useLimits(limits: RequestLimits): Plugin[] {
       if (request.method !== 'POST') return;
       const declared = Number(request.headers.get('content-length') ?? NaN);
       if (declared > limits.maxBodyBytes) throw requestError(`the request body is larger than ${limits.maxBodyBytes} bytes`, 'PAYLOAD_TOO_LARGE', 413);
-      if (!(request.headers.get('content-type') ?? '').includes('json')) return;
-      setRequestParser(async (req) => {
-        const text = await readCapped(req, limits.maxBodyBytes);
-        let body: unknown;
-        try {
-          body = JSON.parse(text);
-        } catch {
-          throw requestError('the request body is not valid JSON', 'BAD_REQUEST', 400);
-        }
-        if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-          throw requestError('the request body must be a JSON object with "query"', 'BAD_REQUEST', 400);
-        }
-        return body as Record<string, never>;
+      const contentType = request.headers.get('content-type') ?? '';
+      const parse = bodyParser(contentType);
+      if (!parse) {
+        throw requestError(
+          `unsupported content type "${contentType.slice(0, 100)}": send application/json (or application/graphql, application/x-www-form-urlencoded)`,
+          'UNSUPPORTED_MEDIA_TYPE',
+          415,
+        );
+      }
+      // Every accepted body, with or without a length, chunked or not, is read through the cap.
+      setRequestParser(async (req) => parse(await readCapped(req, limits.maxBodyBytes)) as Record<string, never>);
+    },
+    onParse({ parseFn, setParseFn }) {
+      setParseFn((source, options) => {
+        const problem = documentNestingProblem(typeof source === 'string' ? source : source.body);
+        if (problem) throw badInput(problem);
+        return parseFn(source, options);
       });
     },
     onValidate({ addValidationRule }) {
+      addValidationRule(edgeInputRule);
       if (!limits.introspection) addValidationRule(NoSchemaIntrospectionCustomRule);
     },
-    onExecute({ executeFn, setExecuteFn }) {
-      setExecuteFn((args) => {
+    onSubscribe({ args, setResultAndStopExecution }) {
+      const refused = refusal(args as never);
+      if (refused) setResultAndStopExecution({ errors: [refused] });
+    },
+    onExecute({ args, executeFn, setExecuteFn, setResultAndStopExecution }) {
+      const refused = refusal(args as never);
+      if (refused) {
+        setResultAndStopExecution({ data: null, errors: [refused] });
+        return;
+      }
+      setExecuteFn((a) => {
         let timer: NodeJS.Timeout | undefined;
         const timedOut = new Promise<ExecutionResult>((resolve) => {
           timer = setTimeout(
@@ -115,8 +264,25 @@ export function useLimits(limits: RequestLimits): Plugin[] {
             limits.executionTimeoutMs,
           );
         });
-        return Promise.race([Promise.resolve(executeFn(args)), timedOut]).finally(() => clearTimeout(timer)) as never;
+        return Promise.race([Promise.resolve(executeFn(a)), timedOut]).finally(() => clearTimeout(timer)) as never;
       });
+      return {
+        onExecuteDone({ result, setResult }) {
+          if (Symbol.asyncIterator in Object(result)) return;
+          // The cost bounds the number of values; this bounds their bytes (long strings, names).
+          const bytes = Buffer.byteLength(JSON.stringify(result));
+          if (bytes > limits.maxResponseBytes) {
+            setResult({
+              data: null,
+              errors: [
+                new GraphQLError(`the answer is ${bytes} bytes, more than the ${limits.maxResponseBytes} allowed (MAX_RESPONSE_BYTES): ask for fewer items or points`, {
+                  extensions: { code: 'RESPONSE_TOO_LARGE' },
+                }),
+              ],
+            });
+          }
+        },
+      };
     },
     onResultProcess({ result, setResult }) {
       if (Array.isArray(result)) setResult(result.map(coded));

@@ -1,0 +1,91 @@
+// The last line for secrets: every byte the server sends (HTTP bodies, SSE events, graphql-ws
+// messages) is checked against every spelling of every registered credential before it leaves.
+// Upstream text is already scrubbed where UpstreamError is made (domain/secrets.ts); a finding
+// here means some other path quoted a secret, so it is masked, logged (without the secret) and
+// counted, never sent. Masking keeps the byte length (Content-Length and JSON stay valid).
+import type http from 'node:http';
+import type { Logger } from 'pino';
+import type WebSocket from 'ws';
+import { registeredForms } from '../domain/secrets.js';
+
+const MASK = 0x2a; // '*'
+
+export type Transport = 'http' | 'graphql-ws';
+
+export class OutgoingGuard {
+  private forms: string[] = [];
+  private needles: Buffer[] = [];
+
+  constructor(
+    private readonly logger: Logger,
+    private readonly onFinding: (transport: Transport) => void,
+  ) {}
+
+  private currentNeedles(): Buffer[] {
+    const forms = registeredForms();
+    if (forms !== this.forms) {
+      this.forms = forms;
+      this.needles = forms.map((f) => Buffer.from(f, 'utf8'));
+    }
+    return this.needles;
+  }
+
+  /** The chunk with every secret spelling masked, and whether anything was found. */
+  mask(chunk: Buffer): { out: Buffer; found: boolean } {
+    let out = chunk;
+    let found = false;
+    for (const needle of this.currentNeedles()) {
+      let at = out.indexOf(needle);
+      while (at !== -1) {
+        if (!found) {
+          out = Buffer.from(out); // never write into a buffer the caller may still own
+          found = true;
+        }
+        out.fill(MASK, at, at + needle.length);
+        at = out.indexOf(needle, at + needle.length);
+      }
+    }
+    return { out, found };
+  }
+
+  private check(chunk: unknown, encoding: BufferEncoding | undefined, transport: Transport): unknown {
+    if (chunk === undefined || chunk === null) return chunk;
+    const bytes = typeof chunk === 'string' ? Buffer.from(chunk, encoding ?? 'utf8') : Buffer.isBuffer(chunk) ? chunk : chunk instanceof Uint8Array ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength) : null;
+    if (!bytes) return chunk;
+    const { out, found } = this.mask(bytes);
+    if (!found) return chunk;
+    this.onFinding(transport);
+    this.logger.error({ transport }, 'an outgoing payload quoted a provider secret: masked before sending (a path that skips UpstreamError sanitising)');
+    return out;
+  }
+
+  /** Every body chunk of this response (plain, chunked or an SSE stream) passes the check. */
+  http(res: http.ServerResponse): void {
+    const write = res.write.bind(res) as (...args: unknown[]) => boolean;
+    const end = res.end.bind(res) as (...args: unknown[]) => http.ServerResponse;
+    const encodingOf = (args: unknown[]) => (typeof args[1] === 'string' ? (args[1] as BufferEncoding) : undefined);
+    res.write = ((...args: unknown[]) => {
+      args[0] = this.check(args[0], encodingOf(args), 'http');
+      if (Buffer.isBuffer(args[0]) && typeof args[1] === 'string') args.splice(1, 1);
+      return write(...args);
+    }) as typeof res.write;
+    res.end = ((...args: unknown[]) => {
+      if (typeof args[0] !== 'function') {
+        args[0] = this.check(args[0], encodingOf(args), 'http');
+        if (Buffer.isBuffer(args[0]) && typeof args[1] === 'string') args.splice(1, 1);
+      }
+      return end(...args);
+    }) as typeof res.end;
+  }
+
+  /** Every message this graphql-ws socket sends passes the check. */
+  socket(ws: WebSocket): void {
+    const send = ws.send.bind(ws) as (...args: unknown[]) => void;
+    ws.send = ((...args: unknown[]) => {
+      const checked = this.check(args[0], 'utf8', 'graphql-ws');
+      // Masked text stays a text frame (graphql-ws clients reject binary ones).
+      args[0] = Buffer.isBuffer(checked) && typeof args[0] === 'string' ? checked.toString('utf8') : checked;
+      return send(...args);
+    }) as typeof ws.send;
+  }
+}
