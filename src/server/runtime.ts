@@ -18,7 +18,7 @@ import { startLive, type LiveRuntime } from './live.js';
 import type { LiveOptions } from '../live/hub.js';
 import { attachGraphqlWs, DEFAULT_WS_LIMITS, type WsLimits } from './ws.js';
 import { ConfigError } from '../config/index.js';
-import { isLoopbackHost, type TokenStore } from '../config/security.js';
+import { DEFAULT_REQUEST_LIMITS, isLoopbackHost, type TokenStore } from '../config/security.js';
 import { presentedToken } from './access.js';
 import { timingSafeEqual } from 'node:crypto';
 import { scrubSecrets } from '../domain/secrets.js';
@@ -104,7 +104,11 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const env: SecretSource = config.providers ? (opts.env ?? process.env) : Object.assign({}, ...demo.map((d) => d.secrets));
   const providers = new ProviderSet(buildProviders(configs, env, !config.providers), opts.resilience);
 
-  const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const database = await openDatabase({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    statementTimeoutMs: (config.security?.requestLimits ?? DEFAULT_REQUEST_LIMITS).executionTimeoutMs,
+  });
   const repo = new Repository(database.db);
   await repo.upsertProviders(providers.all().map((p) => ({ id: p.id, kind: p.kind, name: p.name, simulated: p.simulated })));
   const readThrough = new ReadThrough(repo, providers, { ...DEFAULT_CACHE_POLICY, ...opts.cachePolicy }, opts.clock);

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import * as tables from './tables.js';
+import { currentRequestScope } from '../domain/request-scope.js';
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof tables>;
 
@@ -23,6 +24,42 @@ export interface OpenOptions {
   dataDir?: string;
   /** postgres.js pool size; two cores serve well with a small pool. */
   maxConnections?: number;
+  /**
+   * No statement runs longer than this (Postgres `statement_timeout`); the execution time-out, so
+   * SQL never outlives the request that asked for it. 0 = unbounded.
+   */
+  statementTimeoutMs?: number;
+}
+
+/** Reads are cancelled with their request; writes (cache fills other requests may wait on) finish. */
+const READ_STATEMENT = /^\s*(select|with)\b/i;
+
+interface CancellableQuery {
+  cancel(): unknown;
+  resolve(value: unknown): void;
+  reject(err: unknown): void;
+}
+
+/**
+ * Cancels a running postgres.js read when the request it runs for is abandoned (time-out, client
+ * gone): `query.cancel()` sends Postgres a CancelRequest, so the statement leaves
+ * pg_stat_activity instead of holding a pool connection for minutes. Only while the query is
+ * unsettled: a cancel after it finished would hit whatever that connection runs next.
+ */
+function cancelWithRequest(query: CancellableQuery, signal: AbortSignal) {
+  let settled = false;
+  const cancel = () => {
+    if (!settled) void Promise.resolve(query.cancel()).catch(() => {});
+  };
+  if (signal.aborted) return cancel();
+  signal.addEventListener('abort', cancel, { once: true });
+  const done = () => {
+    settled = true;
+    signal.removeEventListener('abort', cancel);
+  };
+  const { resolve, reject } = query;
+  query.resolve = (value) => (done(), resolve(value));
+  query.reject = (err) => (done(), reject(err));
 }
 
 /**
@@ -51,11 +88,19 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
       prepare: true,
       // JIT compiles for large cost estimates; on these short statements it cost ~1 s per query
       // (the downsample's per-bucket index scans run in 0.2 s, JIT added 1.07 s).
-      connection: { jit: 'off' },
+      connection: { jit: 'off', ...(opts.statementTimeoutMs ? { statement_timeout: opts.statementTimeoutMs } : {}) },
       backoff: reconnectBackoffSeconds,
       // A login that has not finished in 10 s is not going to; the request gets CACHE_UNAVAILABLE.
       connect_timeout: 10,
     });
+    // drizzle sends every statement outside transactions through client.unsafe.
+    const unsafe = client.unsafe.bind(client);
+    client.unsafe = ((query: string, ...rest: unknown[]) => {
+      const pending = (unsafe as unknown as (...a: unknown[]) => CancellableQuery)(query, ...rest);
+      const signal = currentRequestScope()?.signal;
+      if (signal && READ_STATEMENT.test(query)) cancelWithRequest(pending, signal);
+      return pending;
+    }) as unknown as typeof client.unsafe;
     const db = drizzle(client, { schema: tables, logger });
     await migrate(db, { migrationsFolder: MIGRATIONS_DIR });
     return {

@@ -11,6 +11,8 @@ import type { Plugin } from 'graphql-yoga';
 import type { RequestLimits } from '../../config/security.js';
 import { withCode } from './use-error-codes.js';
 import { queryCost, type CostDefaults } from './query-cost.js';
+import { setMaxListeners } from 'node:events';
+import { runInRequestScope } from '../../domain/request-scope.js';
 
 /** graphql-armor's refusals, told apart by their messages, and what they are called here. */
 const ARMOR_CODES: [RegExp, string][] = [
@@ -252,19 +254,30 @@ export function useLimits(limits: RequestLimits, defaults: CostDefaults): Plugin
         setResultAndStopExecution({ data: null, errors: [refused] });
         return;
       }
+      // The operation's work runs in a request scope whose signal aborts when nobody waits for
+      // it any more: the time-out below, or the HTTP client gone. Store reads are cancelled
+      // through it (store/db.ts), upstream calls stop (providers/provider-set.ts).
+      const context = args.contextValue as { request?: Request; access?: { name: string } | null };
+      const abandoned = new AbortController();
+      setMaxListeners(0, abandoned.signal);
+      const clientGone = context.request?.signal;
+      const onClientGone = () => abandoned.abort(new GraphQLError('the client went away', { extensions: { code: 'CLIENT_CLOSED_REQUEST' } }));
+      clientGone?.addEventListener('abort', onClientGone, { once: true });
+      const scope = { signal: abandoned.signal, tenant: context.access?.name ?? null };
       setExecuteFn((a) => {
         let timer: NodeJS.Timeout | undefined;
         const timedOut = new Promise<ExecutionResult>((resolve) => {
-          timer = setTimeout(
-            () =>
-              resolve({
-                data: null,
-                errors: [new GraphQLError(`the operation took longer than ${limits.executionTimeoutMs} ms`, { extensions: { code: 'EXECUTION_TIMEOUT' } })],
-              }),
-            limits.executionTimeoutMs,
-          );
+          timer = setTimeout(() => {
+            const error = new GraphQLError(`the operation took longer than ${limits.executionTimeoutMs} ms`, { extensions: { code: 'EXECUTION_TIMEOUT' } });
+            abandoned.abort(error);
+            resolve({ data: null, errors: [error] });
+          }, limits.executionTimeoutMs);
         });
-        return Promise.race([Promise.resolve(executeFn(a)), timedOut]).finally(() => clearTimeout(timer)) as never;
+        const work = runInRequestScope(scope, () => Promise.resolve(executeFn(a)));
+        return Promise.race([work, timedOut]).finally(() => {
+          clearTimeout(timer);
+          clientGone?.removeEventListener('abort', onClientGone);
+        }) as never;
       });
       return {
         onExecuteDone({ result, setResult }) {

@@ -1,0 +1,113 @@
+// One request cannot stall the rest. The bomb of the report (six `jobs(first: 500) { ...
+// metrics(maxPoints: 10000) }`) is refused before it runs, from literals and variables alike, so
+// the next trivial query answers at once. And on Postgres, a read its client abandoned is
+// cancelled: with the points table locked, a series read waits in pg_stat_activity; the client
+// goes away; the statement leaves pg_stat_activity while the lock is still held (so it was
+// cancelled, not finished), and a trivial query answers meanwhile.
+import postgres from 'postgres';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadSecurityConfig } from '../../src/config/security.js';
+import { startRuntime, type Runtime } from '../../src/server/runtime.js';
+import { startBasetenSimulator, type BasetenSimulator } from '../../src/simulators/baseten/server.js';
+import { createTestDatabase, REAL_POSTGRES_URL, type TestDatabase } from '../support/database.js';
+import { eventually } from '../support/wait.js';
+
+const BOMB = `query Bomb($n: Int, $p: Int) { jobs(first: $n) { edges { node { id metrics(maxPoints: $p) { name points { timestamp value } } } } } }`;
+
+describe('one request cannot stall the rest', () => {
+  let sim: BasetenSimulator;
+  let db: TestDatabase;
+  let rt: Runtime;
+  let jobId: string;
+
+  async function gql(query: string, variables?: Record<string, unknown>, signal?: AbortSignal) {
+    const res = await fetch(`${rt.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, variables }), signal });
+    return (await res.json()) as { data?: any; errors?: { message: string; extensions?: any }[] };
+  }
+
+  beforeAll(async () => {
+    sim = await startBasetenSimulator({ seed: 'stall', rateLimit: false, fleet: { projects: 1, jobsPerProject: 3, emptyProjects: 0, nodesPerJob: 1, gpusPerNode: 2 } });
+    db = await createTestDatabase();
+    rt = await startRuntime({
+      config: {
+        port: 0,
+        host: '127.0.0.1',
+        databaseUrl: db.databaseUrl,
+        dataDir: db.dataDir,
+        redisUrl: null,
+        logLevel: 'silent',
+        providers: [{ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', timeoutSeconds: 10 }],
+        security: loadSecurityConfig({}),
+      },
+      env: { BT_KEY: sim.apiKey },
+      logger: pino({ level: 'silent' }),
+      // Warm series stay fresh: the read below touches only the cache, never upstream.
+      cachePolicy: { metricsTtlMs: 3_600_000, detailTtlMs: 3_600_000, listTtlMs: 3_600_000 },
+    });
+    const list = await gql('{ jobs(first: 5) { edges { node { id status } } } }');
+    const jobs = list.data.jobs.edges.map((e: any) => e.node);
+    jobId = (jobs.find((j: any) => j.status === 'RUNNING') ?? jobs[0]).id;
+  }, 120_000);
+
+  afterAll(async () => {
+    await rt?.close();
+    await sim?.close();
+    await db?.drop();
+  });
+
+  it('refuses the report\'s bomb before it runs, literal or variable, and the next query answers', async () => {
+    const asVariables = await Promise.all(Array.from({ length: 6 }, () => gql(BOMB, { n: 500, p: 10_000 })));
+    for (const r of asVariables) {
+      expect(r.errors?.[0]?.extensions?.code).toBe('QUERY_TOO_COSTLY');
+      expect(r.errors?.[0]?.message).toMatch(/jobs\(first 500\).*points\(maxPoints 10000\)/);
+    }
+    const literal = await gql(BOMB.replace('$n', '500').replace('$p', '10000').replace('($n: Int, $p: Int)', ''));
+    expect(literal.errors?.[0]?.extensions?.code).toBe('QUERY_TOO_COSTLY');
+    const next = await gql('{ providers { id } }');
+    expect(next).toEqual({ data: { providers: [{ id: 'bt' }] } });
+  });
+
+  it.runIf(REAL_POSTGRES_URL)('cancels the SQL of a request its client abandoned (Postgres)', async () => {
+    const SERIES = `query($id: ID!) { job(id: $id) { metrics(maxPoints: 50) { name points { value } } } }`;
+    const warm = await gql(SERIES, { id: jobId });
+    expect(warm.errors, JSON.stringify(warm)).toBeUndefined();
+
+    const admin = postgres(db.databaseUrl!, { max: 2, onnotice: () => {} });
+    const events: string[] = [];
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let locked!: () => void;
+    const lockHeld = new Promise<void>((r) => (locked = r));
+    const holder = admin.begin(async (tx) => {
+      await tx`lock table points in access exclusive mode`;
+      locked();
+      await released;
+      events.push('lock released');
+    });
+    await lockHeld;
+    const waiting = () =>
+      admin<{ pid: number }[]>`select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and state = 'active' and wait_event_type = 'Lock' and query ilike '%points%'`;
+    try {
+      const client = new AbortController();
+      const bomb = gql(SERIES, { id: jobId }, client.signal).catch((err: Error) => err.name);
+      await eventually(async () => (await waiting()).length > 0, 30_000, 'the series read waiting on the lock');
+      events.push('read waiting');
+      client.abort();
+      expect(await bomb).toBe('AbortError');
+      await eventually(async () => (await waiting()).length === 0, 10_000, 'the abandoned read to leave pg_stat_activity');
+      events.push('read gone');
+      const started = performance.now();
+      const trivial = await gql('{ providers { id } }');
+      expect(trivial).toEqual({ data: { providers: [{ id: 'bt' }] } });
+      expect(performance.now() - started).toBeLessThan(1000);
+      events.push('trivial answered');
+    } finally {
+      release();
+      await holder;
+      await admin.end();
+    }
+    // Cancelled, not finished: it left while the lock that blocked it was still held.
+    expect(events).toEqual(['read waiting', 'read gone', 'trivial answered', 'lock released']);
+  }, 120_000);
+});
