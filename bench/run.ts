@@ -205,7 +205,7 @@ async function openScenario(fleet: { jobs: number; nodes: number; gpus: number }
       logLevel: 'silent',
       providers: [{ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', timeoutSeconds: 120 }],
       // The cold query over the whole fleet is measured, not cut off by the public 30 s limit.
-      security: loadSecurityConfig({ EXECUTION_TIMEOUT_MS: '900000' }),
+      security: loadSecurityConfig({ EXECUTION_TIMEOUT_MS: '900000', MAX_QUERY_COST: '100000000', MAX_RESPONSE_BYTES: '1000000000' }),
     },
     env: { BT_KEY: sim.apiKey },
     logger: pino({ level: 'silent' }),

@@ -243,8 +243,8 @@ builder.queryFields((t) => ({
     description: 'GPU questions across every platform: idle GPUs, GPU-hours allocated vs used, jobs ranked by waste',
     args: {
       filter: t.arg({ type: JobFilterRef, required: false, description: 'Which jobs count; default: all jobs the caller may see' }),
-      from: t.arg({ type: 'DateTime', required: true, description: 'Window start (inclusive)' }),
-      to: t.arg({ type: 'DateTime', required: true, description: 'Window end, capped at now; must be after `from`' }),
+      from: t.arg({ type: 'DateTime', required: true, description: 'Window start (inclusive); [from, to] spans at most 366 days (the series bound), else BAD_INPUT' }),
+      to: t.arg({ type: 'DateTime', required: true, description: 'Window end, capped at now; must be after `from`, at most 366 days after it' }),
     },
     resolve: (_r, args, ctx) => {
       if (args.from >= args.to) {

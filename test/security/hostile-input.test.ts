@@ -92,6 +92,38 @@ function probes(): Probe[] {
     out.push(gqlProbe('_entities', 'query($r: [_Any!]!) { _entities(representations: $r) { ... on Job { id } ... on Gpu { id } } }', { r: [{ __typename: 'Job', id: s }, { __typename: 'Gpu', id: s }, { __typename: s, id: s }] }));
     out.push(gqlProbe('metric name enum', `query($id: ID!, $n: [SystemMetric!]) { job(id: $id) { metrics(names: $n) { name } } }`, { n: [s] }));
   }
+  // Inputs no API call can mean (issue 21): NUL bytes in ids, names and cursors, impossible or
+  // out-of-range dates, cursors past the date range, lists nested 3,000 deep, century-wide fleets,
+  // and the size of the answer set through variables.
+  const nul = ['bt:job:a\u0000b', '\u0000', 'x\u0000'.repeat(50)];
+  for (const v of nul) {
+    out.push(gqlProbe('NUL job(id)', 'query($v: ID!) { job(id: $v) { id } }', { v }));
+    out.push(gqlProbe('NUL nameContains', 'query($s: String) { jobs(first: 5, filter: { nameContains: $s }) { edges { node { id } } } }', { s: v }));
+    out.push(gqlProbe('NUL after', 'query($s: String) { jobs(first: 5, after: $s) { edges { node { id } } } }', { s: v }));
+    out.push(gqlProbe('NUL trainingMetrics names', 'query($id: ID!, $s: String!) { job(id: $id) { trainingMetrics(names: [$s]) { name } } }', { s: v }));
+    out.push(gqlProbe('NUL _entities', 'query($r: [_Any!]!) { _entities(representations: $r) { ... on Job { id } } }', { r: [{ __typename: 'Job', id: v }] }));
+  }
+  out.push(gqlProbe('NUL literal', '{ job(id: "bt:job:a\\u0000b") { id } }'));
+  for (const d of ['0000-01-01T00:00:00Z', '2026-02-30T00:00:00Z', '2026-04-31T00:00:00Z', '2025-02-29T00:00:00Z', '1969-12-31T23:59:59Z', '10000-01-01T00:00:00Z', '2026-01-01T24:00:00Z', '2026-01-01T10:60:00Z']) {
+    out.push(gqlProbe(`date ${d}`, 'query($id: ID!, $f: DateTime) { job(id: $id) { metrics(from: $f) { name } } }', { f: d }));
+    out.push(gqlProbe(`fleet date ${d}`, `{ fleet(from: "${d}", to: "2026-11-20T00:00:00Z") { jobCount } }`));
+  }
+  for (const ms of [8.64e15, -1, 253402300800000, 1.5]) {
+    const c = Buffer.from(JSON.stringify([ms, 'bt:job:x'])).toString('base64url');
+    out.push(gqlProbe(`cursor at ${ms}`, 'query($s: String) { jobs(first: 5, after: $s) { edges { node { id } } } }', { s: c }));
+  }
+  const deep = (n: number) => {
+    let v: unknown = 'bt';
+    for (let i = 0; i < n; i++) v = [v];
+    return v;
+  };
+  for (const n of [40, 3000]) {
+    out.push(gqlProbe(`deep variable ${n}`, 'query($r: [_Any!]!) { _entities(representations: $r) { __typename } }', { r: [deep(n)] }));
+    out.push(gqlProbe(`deep literal ${n}`, `{ jobs(filter: {providerIds: ${'['.repeat(n)}"bt"${']'.repeat(n)}}) { edges { node { id } } } }`));
+  }
+  out.push(gqlProbe('fleet century', '{ fleet(from: "1990-01-01T00:00:00Z", to: "2090-01-01T00:00:00Z") { jobCount } }'));
+  out.push(gqlProbe('first 100000 variable', 'query($n: Int) { jobs(first: $n) { edges { node { id } } } }', { n: 100000 }));
+  out.push(gqlProbe('maxPoints bomb variables', 'query($n: Int, $p: Int) { jobs(first: $n) { edges { node { metrics(maxPoints: $p) { points { value } } } } } }', { n: 500, p: 10000 }));
   // Wrong variable types.
   out.push(gqlProbe('variables not an object', 'query($v: ID!) { job(id: $v) { id } }', 'x' as never));
   out.push(gqlProbe('variables null id', 'query($v: ID!) { job(id: $v) { id } }', { v: null }));
@@ -104,6 +136,9 @@ function probes(): Probe[] {
   }
   out.push({ name: 'invalid UTF-8', body: new Uint8Array([0x7b, 0x22, 0x71, 0xff, 0xfe, 0x22, 0x7d]) });
   out.push({ name: 'text/plain body', body: '{ providers { id } }', contentType: 'text/plain' });
+  out.push({ name: 'multipart body', body: '--x\r\n\r\n--x--', contentType: 'multipart/form-data; boundary=x' });
+  out.push({ name: 'oversized form body', body: `query=${'x'.repeat(200_000)}`, contentType: 'application/x-www-form-urlencoded' });
+  out.push({ name: 'oversized graphql body', body: `{ providers { id } } # ${'x'.repeat(200_000)}`, contentType: 'application/graphql' });
   out.push({ name: 'form body', body: 'query=%7B%7D', contentType: 'application/x-www-form-urlencoded' });
   out.push({ name: 'GET bad query', method: 'GET', body: '', query: '?query=%7B%20providers%20%7B' });
   out.push({ name: 'GET huge variables', method: 'GET', body: '', query: `?query=${encodeURIComponent('query($v: ID!) { job(id: $v) { id } }')}&variables=${encodeURIComponent('{"v":')}` });
@@ -163,8 +198,8 @@ describe('hostile input', () => {
       for (const { p, r } of results) {
         slowest = Math.max(slowest, r.ms);
         if (r.status >= 500) failures.push(`${p.name}: HTTP ${r.status} ${r.text.slice(0, 200)}`);
-        // A method or media type the endpoint does not serve (405, 415) may come without a GraphQL body.
-        if (r.status >= 400 && r.text === '') continue;
+        // A method the endpoint does not serve (405) may come without a GraphQL body; 415 carries a code.
+        if (r.status === 405 && r.text === '') continue;
         let parsed: { errors?: { message: string; extensions?: { code?: unknown } }[] };
         try {
           parsed = JSON.parse(r.text);
@@ -172,6 +207,9 @@ describe('hostile input', () => {
           failures.push(`${p.name}: not JSON (${r.status}): ${r.text.slice(0, 120)}`);
           continue;
         }
+        // The inputs issue 21 names are refused at the edge, as BAD_INPUT (the cost ones as QUERY_TOO_COSTLY).
+        const wanted = /^(NUL|date|fleet date|cursor at|deep|fleet century)/.test(p.name) ? 'BAD_INPUT' : /^(first 100000|maxPoints bomb)/.test(p.name) ? 'QUERY_TOO_COSTLY' : null;
+        if (wanted && parsed.errors?.[0]?.extensions?.code !== wanted) failures.push(`${p.name}: expected ${wanted}, got ${JSON.stringify(parsed.errors?.[0] ?? parsed).slice(0, 160)}`);
         for (const e of parsed.errors ?? []) {
           if (typeof e.extensions?.code !== 'string') failures.push(`${p.name}: uncoded error "${e.message.slice(0, 120)}"`);
           else codes.set(e.extensions.code, (codes.get(e.extensions.code) ?? 0) + 1);
@@ -183,7 +221,7 @@ describe('hostile input', () => {
     expect(failures).toEqual([]);
     expect(slowest).toBeLessThan(10_000);
     // The limits themselves answered, each with its own code.
-    for (const code of ['QUERY_TOO_DEEP', 'TOO_MANY_ALIASES', 'TOO_MANY_TOKENS', 'TOO_MANY_DIRECTIVES', 'PAYLOAD_TOO_LARGE', 'BAD_INPUT', 'BAD_REQUEST']) {
+    for (const code of ['QUERY_TOO_DEEP', 'TOO_MANY_ALIASES', 'TOO_MANY_TOKENS', 'TOO_MANY_DIRECTIVES', 'QUERY_TOO_COSTLY', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'BAD_INPUT', 'BAD_REQUEST']) {
       expect(codes.get(code) ?? 0, code).toBeGreaterThan(0);
     }
     // And the server is still fine.

@@ -54,7 +54,8 @@ export function recoded(error: GraphQLError): GraphQLError {
   const armor = ARMOR_CODES.find(([pattern]) => pattern.test(error.message));
   const current = error.extensions?.code;
   const code = armor?.[1] ?? (current ? String(current) : /^Syntax Error/.test(error.message) ? 'GRAPHQL_PARSE_FAILED' : 'BAD_REQUEST');
-  const message = error.message.replace(SUGGESTION, '');
+  // graphql-armor reports its token limit as a "Syntax Error": the document was fine, it was too big.
+  const message = error.message.replace(SUGGESTION, '').replace(armor ? /^Syntax Error:\s*/ : /$^/, '');
   if (code === current && message === error.message) return error;
   return withCode(error, code, message);
 }
@@ -243,6 +244,11 @@ export function useLimits(limits: RequestLimits, defaults: CostDefaults): Plugin
     onValidate({ addValidationRule }) {
       addValidationRule(edgeInputRule);
       if (!limits.introspection) addValidationRule(NoSchemaIntrospectionCustomRule);
+      // An input refused at the edge is the answer; type errors about the same literal are noise.
+      return ({ result, setResult }) => {
+        const edge = result.filter((e) => e.extensions?.code === 'BAD_INPUT');
+        if (edge.length > 0 && edge.length < result.length) setResult(edge);
+      };
     },
     onSubscribe({ args, setResultAndStopExecution }) {
       const refused = refusal(args as never);
