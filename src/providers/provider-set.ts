@@ -2,6 +2,7 @@
 // resilience policies (cockatiel) every upstream call goes through: a circuit breaker per provider
 // instance, retries with exponential backoff and jitter that honour the platform's Retry-After, and
 // a concurrency limit (bulkhead) per provider. Each try is bounded by the adapter's own time-out.
+import { currentRequestScope } from '../domain/request-scope.js';
 import {
   BrokenCircuitError,
   BulkheadRejectedError,
@@ -65,6 +66,14 @@ export interface ResilienceOptions {
   maxConcurrent: number;
   /** Calls that may wait for a slot; beyond that a call fails with UPSTREAM_RATE_LIMITED at once. Default 512. */
   maxQueued: number;
+  /**
+   * One API token's share of a provider, inside maxConcurrent: the calls one tenant runs at once.
+   * A noisy tenant queues behind its own share; the other slots stay free for everyone else.
+   * Default 4 (half of maxConcurrent).
+   */
+  maxConcurrentPerTenant: number;
+  /** Calls one tenant may have waiting for its share; beyond that its calls fail with UPSTREAM_RATE_LIMITED. Default 64. */
+  maxQueuedPerTenant: number;
 }
 
 export const DEFAULT_RESILIENCE: ResilienceOptions = {
@@ -76,6 +85,8 @@ export const DEFAULT_RESILIENCE: ResilienceOptions = {
   halfOpenAfterMs: 10_000,
   maxConcurrent: 8,
   maxQueued: 512,
+  maxConcurrentPerTenant: 4,
+  maxQueuedPerTenant: 64,
 };
 
 /** Worth another try soon. A time-out is not: it already cost a whole timeoutSeconds. */
@@ -102,6 +113,8 @@ export class ProviderSet {
   private readonly byId = new Map<string, ProviderInstance>();
   private readonly health = new Map<string, ProviderHealth>();
   private readonly guards = new Map<string, Guard>();
+  /** Per provider, per tenant (API token name): that tenant's share. Background work has no tenant. */
+  private readonly shares = new Map<string, Map<string, BulkheadPolicy>>();
   private readonly observers: UpstreamObserver[] = [];
   /** Set on a scoped view: the only provider ids it shows. */
   private visible: ReadonlySet<string> | null = null;
@@ -191,17 +204,20 @@ export class ProviderSet {
     if (!p) throw new DomainError('NOT_FOUND', `provider "${id}" is not configured`);
     const h = this.health.get(id)!;
     const guard = this.guards.get(id)!;
+    const share = this.shareOf(id, currentRequestScope()?.tenant ?? null);
     try {
-      const out = await guard.breaker.execute(
-        ({ signal: callSignal }) => this.retryPolicy().execute(({ signal: trySignal }) => guard.bulkhead.execute(() => this.attempt(p, op, trySignal)), callSignal),
-        signal,
-      );
+      const guarded = () =>
+        guard.breaker.execute(
+          ({ signal: callSignal }) => this.retryPolicy().execute(({ signal: trySignal }) => guard.bulkhead.execute(() => this.attempt(p, op, trySignal)), callSignal),
+          signal,
+        );
+      const out = share ? await share.execute(guarded) : await guarded();
       h.lastSuccessAt = new Date();
       h.consecutiveFailures = 0;
       return out;
     } catch (err) {
       if (err instanceof BrokenCircuitError) throw this.openCircuitError(id, guard);
-      const failure = err instanceof BulkheadRejectedError ? new UpstreamError('UPSTREAM_RATE_LIMITED', id, 'too many calls to this platform are under way', { retryAfterSeconds: 1 }) : err;
+      const failure = err instanceof BulkheadRejectedError ? new UpstreamError('UPSTREAM_RATE_LIMITED', id, 'too many calls to this platform are under way for this client', { retryAfterSeconds: 1 }) : err;
       // A request the platform rightly refused (unknown id) says nothing about its health.
       if (failure instanceof UpstreamError && failure.code !== 'UPSTREAM_NOT_FOUND') {
         h.consecutiveFailures++;
@@ -210,6 +226,16 @@ export class ProviderSet {
       }
       throw failure;
     }
+  }
+
+  /** The tenant's share of a provider (made on first use; one per token name, so bounded by the token list). */
+  private shareOf(id: string, tenant: string | null): BulkheadPolicy | null {
+    if (tenant === null) return null;
+    let byTenant = this.shares.get(id);
+    if (!byTenant) this.shares.set(id, (byTenant = new Map()));
+    let share = byTenant.get(tenant);
+    if (!share) byTenant.set(tenant, (share = bulkhead(this.resilience.maxConcurrentPerTenant, this.resilience.maxQueuedPerTenant)));
+    return share;
   }
 
   /** One try of one call: what the observers (metrics, tracing) see as an upstream call. */

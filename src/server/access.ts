@@ -97,6 +97,11 @@ function filtered<T>(inner: DataLoader<string, T | null>, visible: (row: T) => P
 export function scopeContext(base: Context, scope: AccessScope): Context {
   const providers = base.store.providers.narrowed(scope.visibleProviders(base.store.providers.ids()));
   const inner = base.store.loaders;
+  // A project-scoped token answers job ids from the cache only: fetching a cache miss upstream
+  // would make an unknown id slow and another project's known job fast, and the difference would
+  // tell the token which ids exist. From the cache, both cost one lookup and answer null. (The
+  // cache holds every job a list sync has seen; the token's own job lists sync it.)
+  const byId = scope.scope.projects === null ? inner.jobById : inner.cachedJobById;
   // Ids of providers outside the scope never reach the store or upstream: same answer as unconfigured ones.
   const jobById = new DataLoader<string, JobRow | null>(
     async (ids) =>
@@ -109,7 +114,7 @@ export function scopeContext(base: Context, scope: AccessScope): Context {
             // malformed: the inner loader reports it exactly as it would for anyone
           }
           try {
-            const row = await inner.jobById.load(id);
+            const row = await byId.load(id);
             return row && scope.allowsJob(row) ? row : null;
           } catch (err) {
             return err as Error;

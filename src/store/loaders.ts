@@ -39,22 +39,27 @@ function byKey<T, K>(rows: readonly T[], key: (r: T) => K): Map<K, T[]> {
 export function createLoaders(readThrough: ReadThrough) {
   const repo: Repository = readThrough.repo;
 
-  const jobById = new DataLoader<string, JobRow | null>(
-    async (ids) => {
-      const parsed = ids.map((id) => {
-        try {
-          return parseGlobalId(id, 'job');
-        } catch (err) {
-          return err as Error;
-        }
-      });
-      const valid = parsed.filter((p): p is Exclude<typeof p, Error> => !(p instanceof Error));
-      const rows = await readThrough.jobsByIds(valid);
-      let i = 0;
-      return parsed.map((p) => (p instanceof Error ? p : rows[i++]!));
-    },
-    { maxBatchSize: MAX_BATCH },
-  );
+  const jobsByIdFrom = (upstream: boolean) =>
+    new DataLoader<string, JobRow | null>(
+      async (ids) => {
+        const parsed = ids.map((id) => {
+          try {
+            return parseGlobalId(id, 'job');
+          } catch (err) {
+            return err as Error;
+          }
+        });
+        const valid = parsed.filter((p): p is Exclude<typeof p, Error> => !(p instanceof Error));
+        const rows = await readThrough.jobsByIds(valid, { upstream });
+        let i = 0;
+        return parsed.map((p) => (p instanceof Error ? p : rows[i++]!));
+      },
+      { maxBatchSize: MAX_BATCH },
+    );
+  /** Jobs by id; a cache miss is looked up upstream (a job created since the last list sync). */
+  const jobById = jobsByIdFrom(true);
+  /** Jobs by id from the cache only: a miss is null, at the cost of one cache lookup (access.ts). */
+  const cachedJobById = jobsByIdFrom(false);
 
   const projectById = new DataLoader<string, ProjectRow | null>(
     async (ids) => {
@@ -181,6 +186,7 @@ export function createLoaders(readThrough: ReadThrough) {
 
   return {
     jobById,
+    cachedJobById,
     projectById,
     topology,
     nodesOfJob,

@@ -91,8 +91,15 @@ export type CacheLookupObserver = (dataset: 'metrics' | 'training' | 'progress',
 /** A job whose status changed (previousStatus) or that appeared since the last list (previousStatus null). */
 export type StatusListener = (change: { job: JobRow; previousStatus: string | null }) => void;
 
+/** How long an id the platform called unknown is answered null without asking again. */
+export const NEGATIVE_LOOKUP_TTL_MS = 60_000;
+/** Unknown ids remembered at most (oldest forgotten first): 2,000 made-up ids must not grow memory without bound. */
+const NEGATIVE_LOOKUP_MAX = 10_000;
+
 export class ReadThrough {
   private readonly inflight = new Map<string, Promise<unknown>>();
+  /** Job ids upstream said do not exist, with when that stops being believed (ms). */
+  private readonly unknownJobs = new Map<string, number>();
   private readonly lookupObservers: CacheLookupObserver[] = [];
   private readonly statusListeners: StatusListener[] = [];
 
@@ -234,10 +241,12 @@ export class ReadThrough {
    * Jobs by id, fetched from upstream when not cached yet (a job created since the last list
    * sync). Unknown ids come back as null; upstream failures for uncached jobs are thrown per id.
    */
-  async jobsByIds(ids: readonly ParsedId[]): Promise<(JobRow | null | Error)[]> {
+  async jobsByIds(ids: readonly ParsedId[], opts: { upstream?: boolean } = {}): Promise<(JobRow | null | Error)[]> {
     const fullIds = ids.map((p) => jobGlobalId(p.providerId, p.key));
     const cached = new Map((await this.repo.jobsByIds(fullIds)).map((j) => [j.id, j]));
-    const missing = ids.filter((p, i) => !cached.has(fullIds[i]!) && this.providers.find(p.providerId));
+    if (opts.upstream === false) return fullIds.map((id) => cached.get(id) ?? null);
+    const nowMs = this.clock();
+    const missing = ids.filter((p, i) => !cached.has(fullIds[i]!) && this.providers.find(p.providerId) && !this.knownUnknown(fullIds[i]!, nowMs));
     const errors = new Map<string, Error>();
     if (missing.length > 0) {
       const at = this.now();
@@ -254,6 +263,10 @@ export class ReadThrough {
           }
         }),
       );
+      for (const f of found) {
+        const id = jobGlobalId(f.p.providerId, f.p.key);
+        if (f.detail === null && !errors.has(id)) this.rememberUnknown(id, nowMs);
+      }
       const byProvider = new Map<string, typeof found>();
       for (const f of found) if (f.detail) byProvider.set(f.p.providerId, [...(byProvider.get(f.p.providerId) ?? []), f]);
       for (const [pid, list] of byProvider) {
@@ -266,6 +279,20 @@ export class ReadThrough {
       }
     }
     return fullIds.map((id) => cached.get(id) ?? errors.get(id) ?? null);
+  }
+
+  private knownUnknown(id: string, nowMs: number): boolean {
+    const until = this.unknownJobs.get(id);
+    if (until === undefined) return false;
+    if (until > nowMs) return true;
+    this.unknownJobs.delete(id);
+    return false;
+  }
+
+  private rememberUnknown(id: string, nowMs: number) {
+    this.unknownJobs.delete(id);
+    this.unknownJobs.set(id, nowMs + NEGATIVE_LOOKUP_TTL_MS);
+    if (this.unknownJobs.size > NEGATIVE_LOOKUP_MAX) this.unknownJobs.delete(this.unknownJobs.keys().next().value!);
   }
 
   /** Makes sure the jobs' nodes and GPUs are known and, for running jobs, recent. */
