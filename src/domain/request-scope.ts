@@ -21,3 +21,15 @@ export function runInRequestScope<T>(scope: RequestScope, fn: () => T): T {
 export function currentRequestScope(): RequestScope | undefined {
   return storage.getStore();
 }
+
+const NEVER = new AbortController().signal;
+
+/**
+ * Runs work other requests may come to share (a de-duplicated cache fill): it stays the starting
+ * tenant's (its share of the platform) but is not cancelled when that one request is abandoned,
+ * since others may be waiting on it.
+ */
+export function runShared<T>(fn: () => T): T {
+  const scope = storage.getStore();
+  return scope ? storage.run({ signal: NEVER, tenant: scope.tenant }, fn) : fn();
+}

@@ -2,6 +2,7 @@
 // provider adapters (batched per job, one call per job at most), writes it, and reports freshness.
 // Finished jobs' fetched ranges are final and never refetched; running jobs' expire after a TTL.
 // When upstream fails, cached data is served as stale with the error; with no cache, it throws.
+import { runShared } from '../domain/request-scope.js';
 import { DomainError } from '../domain/errors.js';
 import { jobGlobalId, parseGlobalId, type ParsedId } from '../domain/ids.js';
 import { TERMINAL_STATUSES, type JobRecord, type JobRef, type JobStatus, type LogPage, type LogRequest, type ProjectRecord, type SeriesData, type SystemMetric } from '../domain/types.js';
@@ -134,7 +135,8 @@ export class ReadThrough {
   private once<T>(key: string, work: () => Promise<T>): Promise<T> {
     const existing = this.inflight.get(key);
     if (existing) return existing as Promise<T>;
-    const p = work().finally(() => this.inflight.delete(key));
+    // Shared by every request that asks meanwhile: not cancelled with the one that started it.
+    const p = runShared(work).finally(() => this.inflight.delete(key));
     this.inflight.set(key, p);
     return p;
   }
