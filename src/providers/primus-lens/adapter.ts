@@ -42,7 +42,7 @@ import {
   type TrainingPoint,
   type WorkloadDetail,
   type WorkloadListItem,
-} from './schemas.js';
+} from './wire.js';
 
 const PAGE_SIZE = 100;
 const SOURCE = 'primus-lens';

@@ -5,7 +5,7 @@ import type { JobRef } from '../../../src/domain/types.js';
 import { createPrimusLensAdapter } from '../../../src/providers/primus-lens/adapter.js';
 import type { ProviderAdapter } from '../../../src/providers/provider.js';
 import { LensClient } from '../../../src/providers/primus-lens/client.js';
-import { workloadListSchema } from '../../../src/providers/primus-lens/schemas.js';
+import { workloadListSchema } from '../../../src/providers/primus-lens/wire.js';
 import { onShapeMismatch } from '../../../src/providers/shape-watch.js';
 import { startPrimusLensDemo } from '../../../src/simulators/primus-lens/demo.js';
 import {
