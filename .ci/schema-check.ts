@@ -35,6 +35,9 @@ async function lint(): Promise<boolean> {
 
 /** The schema as it was at its previous change: the committed one if the file has uncommitted changes, else the one before HEAD's. */
 function previousSchema(current: string): { text: string; from: string } | null {
+  // SCHEMA_PREVIOUS_FILE=<path> compares with that file (the check's own test uses it).
+  const file = process.env.SCHEMA_PREVIOUS_FILE;
+  if (file) return { text: readFileSync(file, 'utf8'), from: file };
   // SCHEMA_BASE=<rev> compares with that revision instead (e.g. a branch against main).
   const base = process.env.SCHEMA_BASE;
   if (base) return { text: git('show', `${base}:${SCHEMA}`), from: base };
@@ -90,7 +93,7 @@ async function breaking(): Promise<boolean> {
       wasDeprecated(before, coordinate) ||
       [coordinate, coordinate.split('.')[0]!, ...mentioned, ...mentioned.map((m) => m.split('.')[0]!)].some((n) => n && named.has(n));
     if (!covered) uncovered++;
-    console.log(`  ${covered ? 'ok ' : 'NEW'} ${c.message}`);
+    console.log(`  ${covered ? 'ok ' : 'NEW'} ${coordinate ? `${coordinate}: ` : ''}${c.message}`);
   }
   if (uncovered > 0) console.log(`${uncovered} breaking change(s) neither deprecated first nor explained in README.md's Changelog`);
   return uncovered === 0;
