@@ -135,7 +135,7 @@ async function measureGraphql(): Promise<Result & { template: string }> {
   const sockets = Math.ceil(N / perSocket);
   let subscribed = 0;
   const firstSeen = new Set<number>();
-  await inBatches(sockets, 50, async (s) => {
+  await inBatches(sockets, 50, async (_s) => {
     const c = createClient({ url: `${(ready.url as string).replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, retryAttempts: 0, lazy: false });
     clients.push(c);
     for (let k = 0; k < perSocket && subscribed < N; k++) {

@@ -10,7 +10,7 @@ import { fork, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Writable } from 'node:stream';
+import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
@@ -356,7 +356,7 @@ async function main() {
     }
     // Cold: empty cache each time. The first run also records every upstream call it makes.
     const colds: Awaited<ReturnType<typeof costOf>>[] = [];
-    let calls: UpstreamCall[] = [];
+    const calls: UpstreamCall[] = [];
     for (let i = 0; i < 1; i++) {
       await s.dropCache();
       if (i === 0) recording = calls;

@@ -3,7 +3,7 @@ import { ConfigError, loadConfig } from './config/index.js';
 import { startRuntime } from './server/runtime.js';
 
 async function main() {
-  let config;
+  let config: ReturnType<typeof loadConfig>;
   try {
     config = loadConfig();
   } catch (err) {

@@ -92,7 +92,7 @@ describe('three cloud platforms in one graph', () => {
         await rt.database.db.execute(sql`delete from fetches where job_id like ${`${kind === 'PAI_DLC' ? 'pai-dlc' : kind.toLowerCase()}-demo:%`}`);
         const control = `${baseUrl.get(kind)}/__sim/faults`;
         await fetch(control, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...fault, route: METRICS_ROUTE[kind] }) });
-        let res;
+        let res: Awaited<ReturnType<typeof gql>>;
         try {
           res = await gql(RUNNING);
         } finally {

@@ -1,6 +1,6 @@
 // What travels on the bus: plain JSON, shaped once per poll (not once per subscriber), dates as
 // ISO strings so the in-memory and Redis transports carry identical payloads.
-import type { JobRow } from '../store/repository.js';
+import type { JobRow } from '../store/index.js';
 
 export interface SamplePayload {
   type: 'sample';

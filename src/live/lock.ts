@@ -3,7 +3,7 @@
 // dies (or its connection does) another replica's next try takes it over. With one process
 // (PGlite, or no Redis to share events through) a local set does the same job.
 import { createHash } from 'node:crypto';
-import { reconnectBackoffSeconds } from '../store/db.js';
+import { reconnectBackoffSeconds } from '../store/index.js';
 
 export interface PollLock {
   readonly kind: 'local' | 'advisory';

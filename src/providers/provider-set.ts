@@ -125,11 +125,11 @@ export class ProviderSet {
     for (const p of instances) {
       this.byId.set(p.id, p);
       this.health.set(p.id, { state: 'UNKNOWN', lastSuccessAt: null, lastErrorAt: null, lastError: null, consecutiveFailures: 0, circuit: 'CLOSED', retryAt: null });
-      this.guards.set(p.id, this.guardFor(p.id));
+      this.guards.set(p.id, this.guardFor());
     }
   }
 
-  private guardFor(id: string): Guard {
+  private guardFor(): Guard {
     const r = this.resilience;
     const guard: Guard = {
       breaker: circuitBreaker(

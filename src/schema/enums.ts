@@ -1,5 +1,5 @@
 // The contract's enums, generated from the domain's lists so the two can never drift.
-import { ACCELERATOR_KINDS, AGGREGATIONS, JOB_STATUSES, METRIC_SCOPES, METRIC_UNITS, PROVIDER_KINDS, SYSTEM_METRICS } from '../domain/types.js';
+import { type ACCELERATOR_KINDS, AGGREGATIONS, JOB_STATUSES, METRIC_SCOPES, METRIC_UNITS, PROVIDER_KINDS, SYSTEM_METRICS } from '../domain/types.js';
 import { METRIC_CATALOG } from '../domain/metric-catalog.js';
 import { builder } from './builder.js';
 

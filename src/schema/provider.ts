@@ -1,4 +1,4 @@
-import type { ProviderHealth as Health } from '../providers/provider-set.js';
+import type { ProviderHealth as Health } from '../store/index.js';
 import { builder } from './builder.js';
 import { NodeInterfaceRef, ProviderRef, SourceErrorRef } from './refs.js';
 

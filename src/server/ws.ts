@@ -79,7 +79,7 @@ export function attachGraphqlWs(server: http.Server, app: App, limits: WsLimits 
           socket: ctx.extra.socket,
           params: payload,
         });
-        let document;
+        let document: ReturnType<typeof parse>;
         try {
           document = parse(payload.query);
         } catch (err) {
@@ -88,7 +88,7 @@ export function attachGraphqlWs(server: http.Server, app: App, limits: WsLimits 
         const errors = validate(schema, document);
         if (errors.length > 0) return errors.map((e: GraphQLError) => refused(e)[0]);
         // The token is checked again for each subscription: one revoked since the connection opened is refused.
-        let contextValue;
+        let contextValue: Awaited<ReturnType<typeof contextFactory>>;
         try {
           contextValue = await contextFactory();
         } catch (err) {

@@ -18,6 +18,8 @@ export type { Loaders } from './loaders.js';
 export type { GpuRow, JobCursor, JobRow, NodeRow, PointRow, ProgressRow, ProjectRow, SeriesRow, SummaryRow } from './repository.js';
 export type { ProviderHealth } from '../providers/provider-set.js';
 export { clientFacingError } from './unavailable.js';
+/** The reconnect backoff the live poll lock shares with the cache's own connections. */
+export { reconnectBackoffSeconds } from './db.js';
 
 /** What a platform can answer, as the graph and the pollers need to know it. */
 export interface ProviderCapabilities {

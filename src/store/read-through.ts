@@ -344,7 +344,9 @@ export class ReadThrough {
     }
     if (metricsNeeded.length) {
       const fresh = await this.ensureMetrics(metricsNeeded, { forceTopology: true });
-      metricsNeeded.forEach((m, i) => out.set(m.job.id, fresh[i]!));
+      metricsNeeded.forEach((m, i) => {
+        out.set(m.job.id, fresh[i]!);
+      });
     }
     return out;
   }

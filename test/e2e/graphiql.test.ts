@@ -38,8 +38,8 @@ describe('GraphiQL (Chromium)', () => {
     expect(body.errors).toBeUndefined();
     expect(body.data.projects.length).toBeGreaterThan(0);
     // The result pane shows the answer.
-    await expect.poll(() => page.locator('.graphiql-response').innerText(), { timeout: 20_000 }).toContain('"utilization"');
-    expect(await page.locator('.graphiql-response').innerText()).toContain('"RATIO"');
+    await expect.poll(() => page.locator('.graphiql-response').textContent(), { timeout: 20_000 }).toContain('"utilization"');
+    expect(await page.locator('.graphiql-response').textContent()).toContain('"RATIO"');
     await page.screenshot({ path: path.join(artifactsDir(), 'graphiql.png') });
     expect(foreign).toEqual([]);
   });

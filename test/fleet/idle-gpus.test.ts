@@ -101,7 +101,9 @@ describe('fleet over per-GPU series (Baseten)', () => {
     }
     // Most idle GPU-hours first.
     const hours = fleet.idleGpus.map((g: any) => g.idleGpuHours);
-    hours.slice(1).forEach((h: number, i: number) => expect(h).toBeLessThanOrEqual(hours[i] + 1e-12));
+    hours.slice(1).forEach((h: number, i: number) => {
+      expect(h).toBeLessThanOrEqual(hours[i] + 1e-12);
+    });
   });
 
   it('rolls GPU-hours allocated, covered and used up by job, provider, project and GPU model', () => {

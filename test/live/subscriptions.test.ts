@@ -251,7 +251,7 @@ describe('protection', () => {
       const subs = [0, 1, 2].map(() => subscribeUtilization(c, jobId));
       await waitFor(() => subs[2]!.errors.length > 0, 10_000, 'the refusal');
       expect(JSON.stringify(subs[2]!.errors)).toContain('TOO_MANY_SUBSCRIPTIONS');
-      subs.forEach((s) => s.stop());
+      for (const s of subs) s.stop();
       await c.dispose();
       const ws = new WebSocket(wsUrl(rt2.url), 'graphql-transport-ws');
       const code = await new Promise<number>((r) => ws.once('close', (c: number) => r(c)));

@@ -11,7 +11,7 @@ const ENTITIES = ['Provider', 'Project', 'Job', 'ComputeNode', 'Gpu'];
 
 function keysOf(sdl: string, typeName: string): string[] {
   const def = parse(sdl).definitions.find((d) => d.kind === 'ObjectTypeDefinition' && d.name.value === typeName);
-  if (!def || def.kind !== 'ObjectTypeDefinition') return [];
+  if (def?.kind !== 'ObjectTypeDefinition') return [];
   return (def.directives ?? [])
     .filter((d) => d.name.value === 'key')
     .map((d) => {

@@ -61,7 +61,7 @@ describe.runIf(REAL_POSTGRES_URL)('postgres.js after its connection dies (real P
           }
           onSocket(socket);
         }),
-    } as postgres.Options<{}>);
+    } as postgres.Options<Record<string, never>>);
   }
 
   it('reconnects at once when the socket closes with a write still queued', async () => {

@@ -1,7 +1,7 @@
 // Alibaba Cloud PAI-DLC adapter (fact sheet: shared/providers/pai-dlc.md). Project = workspace,
 // Job = DLC job, Node = pod. Metrics are per pod: GetJobMetrics (one call per MetricType) for
 // pay-as-you-go jobs on public ECS resources, CloudMonitor's GetMetrics for every other job.
-import { type PaiDlcConfig, type SecretSource } from '../../config/index.js';
+import type { PaiDlcConfig, SecretSource } from '../../config/index.js';
 import { DomainError, UpstreamError } from '../../domain/errors.js';
 import { TERMINAL_STATUSES, type JobPage, type JobRef, type LogLineRecord, type LogPage, type LogRequest, type MetricFetchRequest, type ProjectRecord, type SeriesData, type SystemMetric } from '../../domain/types.js';
 import type { JobDetailResult, ProviderAdapter, SystemMetricsResult } from '../provider.js';

@@ -67,7 +67,10 @@ function defaultOffsetMinutes(epochSeconds: number): number {
 export function zoneOffsetMinutes(timeZone: string, epochSeconds: number): number {
   const parts = new Intl.DateTimeFormat('en-US', { timeZone, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric' })
     .formatToParts(new Date(Math.floor(epochSeconds) * 1000))
-    .reduce<Record<string, number>>((acc, p) => (p.type === 'literal' ? acc : { ...acc, [p.type]: Number(p.value) }), {});
+    .reduce<Record<string, number>>((acc, p) => {
+      if (p.type !== 'literal') acc[p.type] = Number(p.value);
+      return acc;
+    }, {});
   const local = Date.UTC(parts.year!, parts.month! - 1, parts.day!, parts.hour!, parts.minute!, parts.second!);
   return Math.round((local - Math.floor(epochSeconds) * 1000) / 60_000);
 }

@@ -14,7 +14,7 @@ const signal = new AbortController().signal;
 describe('Baseten adapter', () => {
   let sim: BasetenSimulator;
   let adapter: ProviderAdapter;
-  let now = ANCHOR;
+  const now = ANCHOR;
 
   beforeAll(async () => {
     sim = await startBasetenSimulator({ seed: 11, anchorMs: ANCHOR, now: () => now, rateLimit: false });
@@ -116,7 +116,9 @@ describe('Baseten adapter', () => {
     expect(ratio.unit).toBe('RATIO');
     expect(ratio.meta.derived).toBe(true);
     const limit = truth.instanceType.gpu_memory_limit_mib! * 1024 * 1024;
-    ratio.points.forEach((p, i) => expect(p.value).toBeCloseTo(used.points[i]!.value! / limit, 12));
+    ratio.points.forEach((p, i) => {
+      expect(p.value).toBeCloseTo(used.points[i]!.value! / limit, 12);
+    });
     const cpu = res.series.find((s) => s.name === 'CPU_USAGE')!;
     expect(cpu.unit).toBe('CORES');
     expect(cpu.scope).toBe('NODE');

@@ -96,7 +96,9 @@ const job: JobRef = {
 /** Points as [step, ms, value], values compared to 12 digits (percent / 100 is not exact in binary). */
 function expectRatioPoints(s: { points: { timestamp: Date | null; step: number | null; value: number | null }[] }, expected: [number, number][]) {
   expect(s.points.map((p) => p.timestamp?.getTime())).toEqual(expected.map(([ms]) => ms));
-  s.points.forEach((p, i) => expect(p.value).toBeCloseTo(expected[i]![1], 12));
+  s.points.forEach((p, i) => {
+    expect(p.value).toBeCloseTo(expected[i]![1], 12);
+  });
 }
 const lastRequest = (path: string) => requests.filter((u) => u.pathname.endsWith(path)).at(-1)!;
 const pointsOf = (s: { points: { timestamp: Date | null; step: number | null; value: number | null }[] }) =>
