@@ -27,7 +27,7 @@ describe('access and edges on every transport', () => {
   let db: TestDatabase;
   let rt: Runtime;
   let tokensFile: string;
-  let jobId: string;
+  let _jobId: string;
   const clients: Client[] = [];
 
   const writeTokens = (names: string[]) => {
@@ -71,7 +71,7 @@ describe('access and edges on every transport', () => {
     });
     const list = await post(JSON.stringify({ query: '{ jobs(first: 5) { edges { node { id status } } } }' }), { 'content-type': 'application/json' });
     const jobs = JSON.parse(list.text).data.jobs.edges.map((e: any) => e.node);
-    jobId = (jobs.find((j: any) => j.status === 'RUNNING') ?? jobs[0]).id;
+    _jobId = (jobs.find((j: any) => j.status === 'RUNNING') ?? jobs[0]).id;
   }, 120_000);
 
   afterAll(async () => {

@@ -1,5 +1,5 @@
 // Baseten training API adapter (fact sheet: shared/providers/baseten.md).
-import { type BasetenConfig, type SecretSource } from '../../config/index.js';
+import type { BasetenConfig, SecretSource } from '../../config/index.js';
 import { DomainError, UpstreamError } from '../../domain/errors.js';
 import type { JobPage, JobRef, LogPage, LogRequest, MetricFetchRequest, ProjectRecord } from '../../domain/types.js';
 import { epochNanosStringToDate, isoToDate } from '../../domain/units.js';

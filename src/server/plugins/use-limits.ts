@@ -6,7 +6,7 @@
 // for, and the size of the answer. Every refusal carries extensions.code; nothing here answers
 // with a 5xx. HTTP, SSE and graphql-ws run through the same hooks.
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
-import { GraphQLError, Kind, NoSchemaIntrospectionCustomRule, type ASTVisitor, type ExecutionResult, type ValidationContext } from 'graphql';
+import { GraphQLError, NoSchemaIntrospectionCustomRule, type ASTVisitor, type ExecutionResult, type ValidationContext } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { RequestLimits } from '../../config/security.js';
 import { withCode } from './use-error-codes.js';

@@ -33,7 +33,6 @@ import {
   podFsBytesPerSecond,
   nodeRdmaBytesPerSecond,
   trainingPoints,
-  workloadGpusOnNode,
   workloadNodes,
   type SimFleet,
   type SimPod,
