@@ -22,6 +22,11 @@ export interface ProviderCapabilities {
   systemMetrics: readonly SystemMetric[];
   /** True when the platform has real per-GPU series (Baseten ranks, Lens gpu_id); false = node aggregates only. */
   perGpuSeries: boolean;
+  /**
+   * True when the job detail never lists nodes and only metrics reveal them (Baseten's
+   * per_node_metrics): the store learns topology from the window's own metrics call.
+   */
+  nodesOnlyInMetrics?: boolean;
   trainingMetrics: boolean;
   progress: boolean;
   logs: boolean;

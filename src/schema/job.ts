@@ -8,7 +8,7 @@ import { JobConnectionRef, jobConnectionArgs, resolveJobConnection } from './job
 import { FreshnessRef, MetricSeriesRef, systemSeriesArgs, windowArgs } from './metric-series.js';
 import { ProviderRef } from './provider.js';
 import { ComputeNodeRef, GpuRef, JobRef, NodeInterfaceRef, ProjectRef } from './refs.js';
-import { systemSeries, trainingSeries } from './series-fields.js';
+import { systemSeries, topologyHint, trainingSeries } from './series-fields.js';
 
 const JobProgressRef = builder.objectRef<{ row: ProgressRow; freshness: Freshness }>('JobProgress');
 JobProgressRef.implement({
@@ -173,7 +173,8 @@ JobRef.implement({
       nullable: true,
       directives: { cost: { weight: 5 }, listSize: { assumedSize: 8 } },
       description: "The job's compute nodes (tasks, pods, hosts), in the platform's order; null (with the error at this path) when the platform's topology call failed and nothing is cached",
-      resolve: async (j, _a, ctx) => {
+      resolve: async (j, _a, ctx, info) => {
+        ctx.store.loaders.topology.hint(j.id, topologyHint(ctx, j, info));
         await ctx.store.loaders.topology.load(j);
         return ctx.store.loaders.nodesOfJob.load(j.id);
       },
@@ -183,7 +184,8 @@ JobRef.implement({
       nullable: true,
       directives: { cost: { weight: 5 }, listSize: { assumedSize: 64 } },
       description: "The job's GPUs (or NPUs) across its nodes; null (with the error at this path) when the platform's topology call failed and nothing is cached",
-      resolve: async (j, _a, ctx) => {
+      resolve: async (j, _a, ctx, info) => {
+        ctx.store.loaders.topology.hint(j.id, topologyHint(ctx, j, info));
         await ctx.store.loaders.topology.load(j);
         return ctx.store.loaders.gpusOfJob.load(j.id);
       },

@@ -1,7 +1,8 @@
 // The series questions Job, Node and Gpu share: make sure the data is cached for the window,
 // then pick the stored series that match.
+import { Kind, valueFromASTUntyped, type GraphQLResolveInfo, type SelectionSetNode } from 'graphql';
 import type { MetricScope, SystemMetric } from '../domain/types.js';
-import { jobWindow, type JobRow, type SeriesRow } from '../store/index.js';
+import { jobWindow, type JobRow, type SeriesRow, type TopologyHint } from '../store/index.js';
 import { checkSeriesArgs, type SeriesArgs } from './args.js';
 import type { Context } from './context.js';
 import { seriesView, type SeriesView } from './metric-series.js';
@@ -41,4 +42,61 @@ export async function trainingSeries(ctx: Context, job: JobRow, args: TrainingSe
   return rows
     .filter((r) => !names || names.has(r.name))
     .map((row) => seriesView(row, { from: shape.from, to: shape.to }, shape, freshness));
+}
+
+/** Gpu fields that are one system metric each. */
+const GPU_SERIES_FIELDS: Record<string, SystemMetric> = {
+  utilization: 'GPU_UTILIZATION',
+  memoryUsed: 'GPU_MEMORY_USED',
+  memoryUtilization: 'GPU_MEMORY_UTILIZATION',
+};
+
+/**
+ * Looks ahead, below a field that needs the job's nodes, for the series the query will ask
+ * (Gpu.utilization and its siblings, Node.metrics): on platforms whose nodes only metrics reveal,
+ * the one metrics call for that window teaches the nodes too. null when there is none (or its
+ * arguments are bad: the series field reports that itself).
+ */
+export function topologyHint(ctx: Context, job: JobRow, info: GraphQLResolveInfo): TopologyHint | null {
+  const found: { args: Record<string, unknown>; metrics: readonly SystemMetric[] | null }[] = [];
+  const seen = new Set<string>();
+  const walk = (set: SelectionSetNode | undefined, depth: number) => {
+    if (!set || depth > 6 || found.length > 0) return;
+    for (const sel of set.selections) {
+      if (sel.kind === Kind.FRAGMENT_SPREAD) {
+        if (seen.has(sel.name.value)) continue;
+        seen.add(sel.name.value);
+        walk(info.fragments[sel.name.value]?.selectionSet, depth + 1);
+      } else if (sel.kind === Kind.INLINE_FRAGMENT) walk(sel.selectionSet, depth + 1);
+      else {
+        const name = sel.name.value;
+        if (name === 'job') continue; // another job's question, not this one's
+        const gpuMetric = GPU_SERIES_FIELDS[name];
+        if (gpuMetric || name === 'metrics') {
+          const args = Object.fromEntries((sel.arguments ?? []).map((a) => [a.name.value, valueFromASTUntyped(a.value, info.variableValues)]));
+          const names = Array.isArray(args.names) ? (args.names as SystemMetric[]) : null;
+          found.push({ args, metrics: gpuMetric ? [gpuMetric] : names });
+          return;
+        }
+        walk(sel.selectionSet, depth + 1);
+      }
+    }
+  };
+  for (const node of info.fieldNodes) walk(node.selectionSet, 0);
+  const first = found[0];
+  if (!first) return null;
+  try {
+    const date = (v: unknown) => (v === null || v === undefined ? null : new Date(String(v)));
+    const shape = checkSeriesArgs(
+      { from: date(first.args.from), to: date(first.args.to), maxPoints: (first.args.maxPoints as number | undefined) ?? null },
+      ctx.limits,
+    );
+    if ((shape.from && Number.isNaN(shape.from.getTime())) || (shape.to && Number.isNaN(shape.to.getTime()))) return null;
+    const available = ctx.store.providers.find(job.providerId)?.capabilities.systemMetrics ?? [];
+    const metrics = (first.metrics ?? available).filter((m) => available.includes(m));
+    if (metrics.length === 0) return null;
+    return { window: jobWindow(job, ctx.store.now(), shape.from, shape.to), metrics, maxPoints: shape.maxPoints };
+  } catch {
+    return null;
+  }
 }

@@ -13,7 +13,7 @@ import type { GpuRow, JobCursor, JobRow, NodeRow, PointRow, ProjectRow, SeriesRo
 
 export { jobMatches, type JobFilter } from './job-filter.js';
 export { MAX_GAP_STEPS, type GpuHoursRow, type IdleRunRow, type PreparedFleet } from './fleet.js';
-export { isTerminal, jobWindow, type Freshness, type StatusListener, type Window } from './read-through.js';
+export { isTerminal, jobWindow, type Freshness, type StatusListener, type TopologyHint, type Window } from './read-through.js';
 export type { Loaders } from './loaders.js';
 export type { GpuRow, JobCursor, JobRow, NodeRow, PointRow, ProgressRow, ProjectRow, SeriesRow, SummaryRow } from './repository.js';
 export type { ProviderHealth } from '../providers/provider-set.js';

@@ -4,7 +4,8 @@
 import DataLoader from 'dataloader';
 import { parseGlobalId } from '../domain/ids.js';
 import type { Aggregation, SystemMetric } from '../domain/types.js';
-import type { Freshness, ReadThrough, Window } from './read-through.js';
+import type { Freshness, ReadThrough, TopologyHint, Window } from './read-through.js';
+import { downsampleHeld, summarizeHeld, type HeldPoint } from './shaping.js';
 import type { GpuRow, JobRow, NodeRow, PointRow, ProgressRow, ProjectRow, Repository, SeriesRow, SeriesWindow, SummaryRow } from './repository.js';
 
 export interface PointsKey {
@@ -69,9 +70,11 @@ export function createLoaders(readThrough: ReadThrough) {
     { maxBatchSize: MAX_BATCH },
   );
 
+  // What a query will ask of a job's series, told by the resolver that asks for its nodes.
+  const topologyHints = new Map<string, TopologyHint>();
   const topology = new DataLoader<JobRow, Freshness, string>(
     async (jobs) => {
-      const res = await readThrough.ensureTopology(jobs);
+      const res = await readThrough.ensureTopology(jobs, { hints: topologyHints, answerBeforeWrite: true });
       return jobs.map((j) => res.get(j.id) ?? { fetchedAt: null, stale: false, error: null });
     },
     { cacheKeyFn: (j) => j.id, maxBatchSize: MAX_BATCH },
@@ -111,7 +114,10 @@ export function createLoaders(readThrough: ReadThrough) {
 
   const metricsReady = new DataLoader<MetricsKey, Freshness, string>(
     (keys) =>
-      readThrough.ensureMetrics(keys.map((k) => ({ job: k.job, from: k.window.from, to: k.window.to, metrics: k.metrics, maxPoints: k.maxPoints }))),
+      readThrough.ensureMetrics(
+        keys.map((k) => ({ job: k.job, from: k.window.from, to: k.window.to, metrics: k.metrics, maxPoints: k.maxPoints })),
+        { answerBeforeWrite: true },
+      ),
     {
       cacheKeyFn: (k) => `${k.job.id}|${k.window.from.getTime()}|${k.window.to.getTime()}|${k.maxPoints}|${[...k.metrics].sort().join(',')}`,
       maxBatchSize: MAX_BATCH,
@@ -155,10 +161,13 @@ export function createLoaders(readThrough: ReadThrough) {
   );
 
   // A pair of (maxPoints, aggregation) is one statement; each series keeps its own window.
+  // Series fetched a moment ago are shaped from the points still held in memory while their
+  // write commits (the same answer: store/shaping.ts mirrors the SQL).
   const points = new DataLoader<PointsKey, PointRow[], string>(
     async (keys) => {
       const out = new Map<string, PointRow[]>();
-      for (const group of byKey(keys, (k) => `${k.maxPoints}|${k.aggregation}`).values()) {
+      const fromSql = await heldOrPending(keys, (k, held) => out.set(pointsKey(k), downsampleHeld(k.seriesId, held, k, k.maxPoints, k.aggregation)));
+      for (const group of byKey(fromSql, (k) => `${k.maxPoints}|${k.aggregation}`).values()) {
         const rows = await repo.pointsOf(group, group[0]!.maxPoints, group[0]!.aggregation);
         // Two keys of one group may share a series with different windows: split by window.
         const bySeries = byKey(rows, (p) => p.seriesId);
@@ -177,18 +186,52 @@ export function createLoaders(readThrough: ReadThrough) {
 
   const summary = new DataLoader<SeriesWindow, SummaryRow | null, string>(
     async (keys) => {
-      const rows = await repo.summariesOf(keys);
-      const byIndex = new Map(rows.map((r) => [r.index, r]));
-      return keys.map((_k, i) => byIndex.get(i) ?? null);
+      const out = new Map<number, SummaryRow | null>();
+      const index = new Map(keys.map((k, i) => [k, i]));
+      const fromSql = await heldOrPending(keys, (k, held) => out.set(index.get(k)!, summarizeHeld(k.seriesId, index.get(k)!, held, k)));
+      if (fromSql.length) {
+        const rows = await repo.summariesOf(fromSql);
+        const byIndex = new Map(rows.map((r) => [r.index, r]));
+        fromSql.forEach((k, i) => out.set(index.get(k)!, byIndex.get(i) ?? null));
+      }
+      return keys.map((_k, i) => out.get(i) ?? null);
     },
     { cacheKeyFn: (k) => `${k.seriesId}|${k.from?.getTime() ?? ''}|${k.to?.getTime() ?? ''}`, maxBatchSize: MAX_BATCH },
   );
+
+  /** Answers the keys whose series are held alone in memory; returns the rest, once any write they wait on is done. */
+  async function heldOrPending<K extends { seriesId: number }>(keys: readonly K[], answer: (k: K, held: readonly HeldPoint[]) => void): Promise<K[]> {
+    const rest: K[] = [];
+    const pending: Promise<void>[] = [];
+    for (const k of keys) {
+      const held = readThrough.heldPoints(k.seriesId);
+      if (held && 'points' in held) answer(k, held.points);
+      else {
+        if (held) pending.push(held.pending);
+        rest.push(k);
+      }
+    }
+    await Promise.allSettled(pending);
+    return rest;
+  }
+
+  const clearTopology = topology.clearAll.bind(topology);
+  const topologyWithHints = Object.assign(topology, {
+    /** Tells the loader which series window the query will ask of the job (the first hint counts). */
+    hint(jobId: string, hint: TopologyHint | null) {
+      if (hint && !topologyHints.has(jobId)) topologyHints.set(jobId, hint);
+    },
+    clearAll() {
+      topologyHints.clear();
+      return clearTopology();
+    },
+  });
 
   return {
     jobById,
     cachedJobById,
     projectById,
-    topology,
+    topology: topologyWithHints,
     nodesOfJob,
     gpusOfJob,
     nodeById,

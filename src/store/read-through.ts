@@ -6,9 +6,10 @@ import { runShared } from '../domain/request-scope.js';
 import { DomainError } from '../domain/errors.js';
 import { jobGlobalId, parseGlobalId, type ParsedId } from '../domain/ids.js';
 import { TERMINAL_STATUSES, type JobRecord, type JobRef, type JobStatus, type LogPage, type LogRequest, type ProjectRecord, type SeriesData, type SystemMetric } from '../domain/types.js';
-import type { ProviderAdapter } from '../providers/provider.js';
+import type { ProviderAdapter, SystemMetricsResult } from '../providers/provider.js';
 import type { ProviderSet } from '../providers/provider-set.js';
-import type { FetchRow, JobRow, Repository } from './repository.js';
+import { pointRowsOf, seriesIdentity, type FetchRow, type JobRow, type Repository } from './repository.js';
+import type { HeldPoint } from './shaping.js';
 
 export interface CachePolicy {
   /** How long a provider's job list is fresh. */
@@ -48,6 +49,13 @@ export interface MetricsRequest {
   metrics: readonly SystemMetric[];
   /** The points per series the asker will show; sets the upstream resolution. */
   maxPoints?: number;
+}
+
+/** The series a query will ask of a job, seen ahead while its nodes are resolved. */
+export interface TopologyHint {
+  window: Window;
+  metrics: readonly SystemMetric[];
+  maxPoints: number;
 }
 
 export interface Window {
@@ -103,6 +111,17 @@ export class ReadThrough {
   private readonly unknownJobs = new Map<string, number>();
   private readonly lookupObservers: CacheLookupObserver[] = [];
   private readonly statusListeners: StatusListener[] = [];
+  private readonly writeFailureObservers: ((err: unknown) => void)[] = [];
+  /** Fetched series whose points are still being written, by series id. */
+  private readonly held = new Map<number, HeldSeries>();
+  /** Fetch records not committed yet, by job: they already count as cached for this replica. */
+  private readonly heldFetches = new Map<string, { row: FetchRow; written: Written }[]>();
+  /** Fetches being stored, by fetch key: a concurrent request for the same fetch waits on the same write. */
+  private readonly storing = new Map<string, Written>();
+  /** Writes ever started per job, to tell whether another began while one was held. */
+  private readonly writeEpoch = new Map<string, number>();
+  /** Cache writes under way (the points and fetch records of answered fetches). */
+  private readonly writes = new Set<Promise<void>>();
 
   constructor(
     readonly repo: Repository,
@@ -123,12 +142,31 @@ export class ReadThrough {
     for (const observe of this.lookupObservers) observe(dataset, hits, misses);
   }
 
-  /** Waits, at most timeoutMs, for the refreshes under way to be fetched and written (shutdown). */
-  async settle(timeoutMs: number): Promise<void> {
+  /** Told when a cache write that follows an answer fails (the next request fetches again). */
+  observeWriteFailures(observer: (err: unknown) => void): void {
+    this.writeFailureObservers.push(observer);
+  }
+
+  /** Waits, at most timeoutMs, for the refreshes under way to be fetched and written (shutdown, tests, bench). */
+  async settle(timeoutMs = 600_000): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
-    await Promise.race([Promise.allSettled([...this.inflight.values()]), bound]);
+    const all = async () => {
+      while (this.inflight.size > 0 || this.writes.size > 0) await Promise.allSettled([...this.inflight.values(), ...this.writes]);
+    };
+    await Promise.race([all(), bound]);
     clearTimeout(timer);
+  }
+
+  /**
+   * The points of a series fetched but not yet written, when they are all the cache will hold for
+   * it once written (the series had no cached points before): answers can be shaped from them.
+   * `pending` instead when the written points will merge with older ones: wait, then read SQL.
+   */
+  heldPoints(seriesId: number): { points: readonly HeldPoint[] } | { pending: Promise<void> } | null {
+    const h = this.held.get(seriesId);
+    if (!h) return null;
+    return h.exclusive ? { points: h.points } : { pending: h.written };
   }
 
   /** Concurrent identical refreshes share one upstream call. */
@@ -297,19 +335,49 @@ export class ReadThrough {
     if (this.unknownJobs.size > NEGATIVE_LOOKUP_MAX) this.unknownJobs.delete(this.unknownJobs.keys().next().value!);
   }
 
-  /** Makes sure the jobs' nodes and GPUs are known and, for running jobs, recent. */
-  async ensureTopology(jobs: readonly JobRow[]): Promise<Map<string, Freshness | Error>> {
+  /**
+   * Makes sure the jobs' nodes and GPUs are known and, for running jobs, recent. Where only
+   * metrics reveal nodes, the metrics call that teaches them is the one the query will need
+   * anyway (`hints`: its window, metrics and resolution), so one call gives both; and the job
+   * detail is not asked again when the job list just brought it.
+   */
+  async ensureTopology(
+    jobs: readonly JobRow[],
+    opts: { hints?: ReadonlyMap<string, TopologyHint>; answerBeforeWrite?: boolean } = {},
+  ): Promise<Map<string, Freshness | Error>> {
     const now = this.now();
     const out = new Map<string, Freshness | Error>();
-    const due = jobs.filter((j) => {
+    const dueAll = jobs.filter((j) => {
+      // A finished job's topology is final once learned after it finished (from its detail or its metrics).
+      const learnedAfterEnd = (at: Date | null) => at !== null && (!j.finishedAt || at >= j.finishedAt);
       const fresh =
         j.topologyFetchedAt &&
-        ((isTerminal(j.status) && j.detailFetchedAt && (!j.finishedAt || j.detailFetchedAt >= j.finishedAt)) ||
+        ((isTerminal(j.status) && (learnedAfterEnd(j.detailFetchedAt) || learnedAfterEnd(j.topologyFetchedAt))) ||
           now.getTime() - j.topologyFetchedAt.getTime() < this.policy.detailTtlMs);
       if (fresh) out.set(j.id, FRESH_NOW(j.topologyFetchedAt!));
       return !fresh;
     });
-    if (due.length === 0) return out;
+    if (dueAll.length === 0) return out;
+    const metricsNeeded: MetricsRequest[] = [];
+    const fromMetrics = (job: JobRow) => {
+      const adapter = this.providers.find(job.providerId)!.adapter;
+      const hint = opts.hints?.get(job.id);
+      metricsNeeded.push(
+        hint
+          ? { job, from: hint.window.from, to: hint.window.to, metrics: hint.metrics, maxPoints: hint.maxPoints }
+          : { job, ...jobWindow(job, now), metrics: adapter.capabilities.systemMetrics },
+      );
+    };
+    // The detail would add nothing the list did not just say (status), and no nodes: skip it.
+    const due = dueAll.filter((j) => {
+      const caps = this.providers.find(j.providerId)?.adapter.capabilities;
+      const listedRecently = now.getTime() - j.seenAt.getTime() < this.policy.detailTtlMs;
+      if (caps?.nodesOnlyInMetrics && listedRecently) {
+        fromMetrics(j);
+        return false;
+      }
+      return true;
+    });
     const projects = await this.projectExternalIds(due);
     const results = await Promise.all(
       due.map(async (job) => {
@@ -323,7 +391,6 @@ export class ReadThrough {
         }
       }),
     );
-    const metricsNeeded: MetricsRequest[] = [];
     for (const [pid, group] of groupBy(results, (r) => r.job.providerId)) {
       const ok = group.filter((r) => r.detail);
       if (ok.length) await this.repo.upsertJobs(pid, ok.map((r) => r.detail!), now, true);
@@ -332,9 +399,7 @@ export class ReadThrough {
       for (const r of withNodes) out.set(r.job.id, FRESH_NOW(now));
       // Platforms that reveal nodes only in metrics (Baseten) learn them from a metrics fetch.
       for (const r of ok.filter((x) => x.detail!.nodes === null)) {
-        const refreshed = { ...r.job, status: r.detail!.status, finishedAt: r.detail!.finishedAt, startedAt: r.detail!.startedAt ?? r.job.startedAt };
-        const adapter = this.providers.find(pid)!.adapter;
-        metricsNeeded.push({ job: refreshed, ...jobWindow(refreshed, now), metrics: adapter.capabilities.systemMetrics });
+        fromMetrics({ ...r.job, status: r.detail!.status, finishedAt: r.detail!.finishedAt, startedAt: r.detail!.startedAt ?? r.job.startedAt });
       }
       for (const r of group.filter((x) => !x.detail)) {
         if (r.error === null) out.set(r.job.id, new DomainError('NOT_FOUND', `job ${r.job.id} no longer exists upstream`));
@@ -343,7 +408,7 @@ export class ReadThrough {
       }
     }
     if (metricsNeeded.length) {
-      const fresh = await this.ensureMetrics(metricsNeeded, { forceTopology: true });
+      const fresh = await this.ensureMetrics(metricsNeeded, { forceTopology: true, answerBeforeWrite: opts.answerBeforeWrite });
       metricsNeeded.forEach((m, i) => {
         out.set(m.job.id, fresh[i]!);
       });
@@ -372,7 +437,18 @@ export class ReadThrough {
    * Ensures the requested metrics are cached for each request's window. Requests for the same job
    * merge into one upstream call; all writes of the batch take a fixed number of statements.
    */
-  async ensureMetrics(requests: readonly MetricsRequest[], opts: { forceTopology?: boolean } = {}): Promise<(Freshness | Error)[]> {
+  async ensureMetrics(
+    requests: readonly MetricsRequest[],
+    opts: {
+      forceTopology?: boolean;
+      /**
+       * Return once topology and series are stored, before the points are (they stay held in
+       * memory for the loaders until their transaction commits). Default: return once written,
+       * for callers that read the points back in SQL.
+       */
+      answerBeforeWrite?: boolean;
+    } = {},
+  ): Promise<(Freshness | Error)[]> {
     const now = this.now();
     const datasets = new Set<string>();
     const wanted = requests.map((r) => {
@@ -382,8 +458,13 @@ export class ReadThrough {
       return metrics;
     });
     const jobIds = [...new Set(requests.map((r) => r.job.id))];
-    const rows = await this.repo.fetchesOf(jobIds, [...datasets]);
-    const rowsByJob = groupBy(rows, (r) => r.jobId);
+    const committed = await this.repo.fetchesOf(jobIds, [...datasets]);
+    const held = jobIds.flatMap((id) => this.heldFetches.get(id) ?? []).filter((h) => datasets.has(h.row.dataset));
+    const rowsByJob = groupBy([...held.map((h) => h.row), ...committed], (r) => r.jobId);
+    // What another request fetched and is storing counts as cached once it is described (or
+    // written, for callers that read points back in SQL).
+    const heldWrites = [...new Set(held.map((h) => h.written))];
+    const untilHeld = () => Promise.all(heldWrites.map((w) => (opts.answerBeforeWrite ? w.described : w.committed)));
 
     // Work out, per job, which metrics over which window must be fetched.
     const plan = new Map<string, { job: JobRow; from: Date; to: Date; metrics: Set<SystemMetric>; step: number }>();
@@ -392,8 +473,11 @@ export class ReadThrough {
       const jobRows = rowsByJob.get(r.job.id) ?? [];
       const missing = wanted[i]!.filter((m) => !jobRows.some((row) => row.dataset === `metric:${m}` && this.covers(row, r, step, now)));
       if (missing.length === 0 && !opts.forceTopology) {
-        const newest = jobRows.filter((row) => wanted[i]!.some((m) => row.dataset === `metric:${m}`)).map((row) => row.fetchedAt);
-        return FRESH_NOW(newest.length ? new Date(Math.min(...newest.map((d) => d.getTime()))) : now);
+        // As of the oldest of the metrics' newest covering fetches.
+        const asOf = wanted[i]!.map((m) =>
+          Math.max(...jobRows.filter((row) => row.dataset === `metric:${m}` && this.covers(row, r, step, now)).map((row) => row.fetchedAt.getTime())),
+        );
+        return FRESH_NOW(asOf.length ? new Date(Math.min(...asOf)) : now);
       }
       const entry = plan.get(r.job.id) ?? { job: r.job, from: r.from, to: r.to, metrics: new Set<SystemMetric>(), step };
       if (r.from < entry.from) entry.from = r.from;
@@ -405,7 +489,10 @@ export class ReadThrough {
     });
     const hits = answers.filter((a) => a !== null).length;
     this.lookedUp('metrics', hits, answers.length - hits);
-    if (plan.size === 0) return answers as Freshness[];
+    if (plan.size === 0) {
+      await untilHeld();
+      return answers as Freshness[];
+    }
 
     const work = [...plan.values()];
     const projects = await this.projectExternalIds(work.map((w) => w.job));
@@ -418,40 +505,32 @@ export class ReadThrough {
               a.fetchSystemMetrics(jobRef(w.job, projects.get(w.job.projectId) ?? ''), { from: w.from, to: w.to, metrics: [...w.metrics], stepSeconds: w.step }, signal),
             ),
           );
-          return { w, res, error: null as unknown };
+          return { w, key, res, error: null as unknown };
         } catch (error) {
-          return { w, res: null, error };
+          return { w, key, res: null, error };
         }
       }),
     );
 
     const failed = new Map<string, unknown>();
     for (const r of results) if (!r.res) failed.set(r.w.job.id, r.error);
+    // A fetch shared with a concurrent request is stored once, by whichever batch got it first.
     const succeeded = results.filter((r) => r.res);
-    if (succeeded.length) {
-      await this.repo.transaction(async (repo) => {
-        for (const [pid, group] of groupBy(succeeded, (r) => r.w.job.providerId)) {
-          const withNodes = group.filter((r) => r.res!.nodes && r.res!.nodes.length > 0);
-          if (withNodes.length) await repo.writeTopology(pid, withNodes.map((r) => ({ job: r.w.job, nodes: r.res!.nodes! })), now);
-          await repo.writeSeries(pid, group.map((r) => ({ job: r.w.job, series: r.res!.series })));
-        }
-        await repo.recordFetches(
-          succeeded.flatMap((r) =>
-            r.res!.covered.map((m) => ({
-              jobId: r.w.job.id,
-              dataset: `metric:${m}`,
-              // An answer is authoritative for what was asked, and for any wider window it reports.
-              rangeFrom: r.res!.from < r.w.from ? r.res!.from : r.w.from,
-              rangeTo: r.res!.to > r.w.to ? r.res!.to : r.w.to,
-              fetchedAt: now,
-              stepSeconds: r.w.step,
-              final: isTerminal(r.w.job.status),
-            })),
-          ),
-        );
-        await repo.clearFetchErrors(succeeded.flatMap((r) => r.res!.covered.map((m) => ({ jobId: r.w.job.id, dataset: `metric:${m}` }))));
+    const mine = succeeded.filter((r) => !this.storing.has(r.key));
+    const waits = [...new Set(succeeded.filter((r) => this.storing.has(r.key)).map((r) => this.storing.get(r.key)!))];
+    if (mine.length) {
+      const written = this.storeFetched(
+        mine.map((r) => ({ job: r.w.job, from: r.w.from, to: r.w.to, step: r.w.step, res: r.res! })),
+        now,
+      );
+      for (const r of mine) this.storing.set(r.key, written);
+      void written.committed.catch(() => {}).finally(() => {
+        for (const r of mine) if (this.storing.get(r.key) === written) this.storing.delete(r.key);
       });
+      waits.push(written);
     }
+    await Promise.all(waits.map((w) => (opts.answerBeforeWrite ? w.described : w.committed)));
+    await untilHeld();
     await this.repo.recordFetchErrors(
       results
         .filter((r) => !r.res)
@@ -467,6 +546,109 @@ export class ReadThrough {
       if (previous.length === 0) return asError(error);
       return { fetchedAt: previous[0]!.fetchedAt, stale: true, error: toErrorInfo(error) };
     });
+  }
+
+  /**
+   * Stores what a batch of metrics fetches returned. Topology and series rows first, in one
+   * transaction (`described`: the loaders can find nodes, GPUs and series ids); then the points
+   * with their fetch records in one transaction (`committed`), so a range is never marked fetched
+   * without its points, and a crash before it commits only means the next request fetches again.
+   * Until then the points are held here, and the fetch records count for this replica.
+   */
+  private storeFetched(
+    fetched: { job: JobRow; from: Date; to: Date; step: number; res: SystemMetricsResult }[],
+    now: Date,
+  ): Written {
+    // Points held alone answer as the cache will only if nothing else is, or was, stored for the
+    // series: no other write of the job under way or starting meanwhile, no fetch record committed.
+    const jobIds = [...new Set(fetched.map((f) => f.job.id))];
+    const busy = new Set(jobIds.filter((id) => this.heldFetches.has(id)));
+    const epochs = new Map(jobIds.map((id) => [id, (this.writeEpoch.get(id) ?? 0) + 1]));
+    for (const [id, e] of epochs) this.writeEpoch.set(id, e);
+    const fetchRows: FetchRow[] = fetched.flatMap((f) =>
+      f.res.covered.map((m) => ({
+        id: 0,
+        jobId: f.job.id,
+        dataset: `metric:${m}`,
+        // An answer is authoritative for what was asked, and for any wider window it reports.
+        rangeFrom: f.res.from < f.from ? f.res.from : f.from,
+        rangeTo: f.res.to > f.to ? f.res.to : f.to,
+        fetchedAt: now,
+        stepSeconds: f.step,
+        final: isTerminal(f.job.status),
+      })),
+    );
+    const byProvider = groupBy(fetched, (f) => f.job.providerId);
+    const described = this.repo.transaction(async (repo) => {
+      const ids = new Map<string, Map<string, number>>();
+      for (const [pid, group] of byProvider) {
+        const withNodes = group.filter((f) => f.res.nodes && f.res.nodes.length > 0);
+        if (withNodes.length) await repo.writeTopology(pid, withNodes.map((f) => ({ job: f.job, nodes: f.res.nodes! })), now);
+        ids.set(pid, await repo.writeSeriesRows(pid, group.map((f) => ({ job: f.job, series: f.res.series }))));
+      }
+      const cached = await repo.fetchesOf(jobIds, [...new Set(fetchRows.map((r) => r.dataset))]);
+      return { ids, cached: groupBy(cached, (r) => r.jobId) };
+    });
+    const committed = described.then(async ({ ids, cached: committedByJob }) => {
+      // Hold the points: alone (the series had nothing cached) they are the answer as written.
+      const mine: [number, HeldSeries][] = [];
+      const rowsByProvider = new Map<string, ReturnType<typeof pointRowsOf>>();
+      let expectNew = true;
+      for (const [pid, group] of byProvider) {
+        const entries = group.map((f) => ({ job: f.job, series: f.res.series }));
+        const rows = pointRowsOf(pid, entries, ids.get(pid)!);
+        rowsByProvider.set(pid, rows);
+        const bySeries = new Map<number, HeldPoint[]>();
+        for (const r of rows) {
+          let list = bySeries.get(r[0]);
+          if (!list) bySeries.set(r[0], (list = []));
+          list.push({ key: r[1], ts: r[2] === null ? null : new Date(r[2]), step: r[3], value: r[4] });
+        }
+        for (const f of group) {
+          const cachedBefore = new Set((committedByJob.get(f.job.id) ?? []).map((r) => r.dataset));
+          for (const s of f.res.series) {
+            const id = ids.get(pid)!.get(seriesIdentity(pid, f.job, s).key)!;
+            const previous = this.held.get(id);
+            const exclusive =
+              !previous && !busy.has(f.job.id) && this.writeEpoch.get(f.job.id) === epochs.get(f.job.id) && !cachedBefore.has(`metric:${s.name}`);
+            if (!exclusive) expectNew = false;
+            const points = (bySeries.get(id) ?? []).sort((a, b) => a.key - b.key);
+            mine.push([id, { points, exclusive, written: previous ? previous.written : Promise.resolve() }]);
+          }
+        }
+      }
+      let release!: () => void;
+      const done = new Promise<void>((resolve) => (release = resolve));
+      for (const [id, h] of mine) this.held.set(id, { ...h, written: Promise.all([h.written, done]).then(() => undefined) });
+      const heldHere = mine.map(([id]) => [id, this.held.get(id)!] as const);
+      try {
+        await this.repo.transaction(async (repo) => {
+          await repo.writePoints([...rowsByProvider.values()].flat(), { expectNew });
+          await repo.recordFetches(fetchRows.map(({ id: _id, ...r }) => r));
+          await repo.clearFetchErrors(fetchRows.map((r) => ({ jobId: r.jobId, dataset: r.dataset })));
+        });
+      } finally {
+        for (const [id, h] of heldHere) if (this.held.get(id) === h) this.held.delete(id);
+        for (const [id, e] of epochs) if (this.writeEpoch.get(id) === e && !this.heldFetches.has(id)) this.writeEpoch.delete(id);
+        release();
+      }
+    });
+    const written: Written = { described: described.then(() => undefined), committed };
+    for (const row of fetchRows) this.heldFetches.set(row.jobId, [...(this.heldFetches.get(row.jobId) ?? []), { row, written }]);
+    const tracked = committed
+      .catch((err) => {
+        for (const observe of this.writeFailureObservers) observe(err);
+      })
+      .finally(() => {
+        for (const row of fetchRows) {
+          const left = (this.heldFetches.get(row.jobId) ?? []).filter((x) => x.row !== row);
+          if (left.length) this.heldFetches.set(row.jobId, left);
+          else this.heldFetches.delete(row.jobId);
+        }
+        this.writes.delete(tracked);
+      });
+    this.writes.add(tracked);
+    return written;
   }
 
   // ---- training metrics and progress --------------------------------------------------------
@@ -612,6 +794,21 @@ async function fetchCatalog(
     },
     signal,
   );
+}
+
+/** A batch of fetches being stored: `described` once its topology and series are, `committed` once its points are. */
+interface Written {
+  described: Promise<void>;
+  committed: Promise<void>;
+}
+
+interface HeldSeries {
+  /** The fetched points, sorted by key. */
+  points: HeldPoint[];
+  /** True when these points are all the series will have once written. */
+  exclusive: boolean;
+  /** Settles when every write of this series under way has committed or failed. */
+  written: Promise<void>;
 }
 
 export function groupBy<T, K>(items: readonly T[], key: (item: T) => K): Map<K, T[]> {

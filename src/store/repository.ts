@@ -4,7 +4,7 @@ import { and, asc, desc, eq, gt, inArray, lt, or, sql, type SQL } from 'drizzle-
 import { gpuGlobalId, jobGlobalId, nodeGlobalId, projectGlobalId } from '../domain/ids.js';
 import type { Aggregation, JobRecord, NodeRecord, ProjectRecord, SeriesData } from '../domain/types.js';
 import type { Db } from './db.js';
-import { chunks, rowsOf, textArray, toDate } from './sql-util.js';
+import { chunks, copierOf, isUniqueViolation, rowsOf, textArray, toDate } from './sql-util.js';
 import { jobFilterConditions, type JobFilter } from './job-filter.js';
 import * as t from './tables.js';
 
@@ -80,7 +80,10 @@ function windowsSql(windows: readonly SeriesWindow[]): SQL {
 }
 
 export class Repository {
-  constructor(readonly db: Db) {}
+  constructor(
+    readonly db: Db,
+    private readonly inTransaction = false,
+  ) {}
 
   /**
    * Runs writes that belong together in one transaction: a batch's points and the record that
@@ -88,7 +91,7 @@ export class Repository {
    * never leaves a range marked as fetched with its points missing.
    */
   async transaction<T>(work: (repo: Repository) => Promise<T>): Promise<T> {
-    return this.db.transaction((tx) => work(new Repository(tx as unknown as Db)));
+    return this.db.transaction((tx) => work(new Repository(tx as unknown as Db, true)));
   }
 
   // ---- providers ----------------------------------------------------------------------------
@@ -360,18 +363,21 @@ export class Repository {
   // ---- series and points --------------------------------------------------------------------
 
   /**
-   * Upserts series and their points: one statement for the series, one per 20k points. Points
-   * are idempotent (keyed by series and time/step), so replaying a fetch changes nothing.
+   * Upserts series and their points: one statement for the series, one merge for the points.
+   * Points are idempotent (keyed by series and time/step), so replaying a fetch changes nothing.
    */
   async writeSeries(providerId: string, entries: { job: JobRow; series: SeriesData[] }[]) {
-    const seriesRows: Record<string, unknown>[] = [];
-    const pointsByKey = new Map<string, SeriesData>();
+    const ids = await this.writeSeriesRows(providerId, entries);
+    await this.writePoints(pointRowsOf(providerId, entries, ids));
+  }
+
+  /** Upserts the series themselves (not their points); returns their ids by series key. */
+  async writeSeriesRows(providerId: string, entries: { job: JobRow; series: SeriesData[] }[]): Promise<Map<string, number>> {
+    const seriesRows = new Map<string, Record<string, unknown>>();
     for (const { job, series } of entries) {
       for (const s of series) {
-        const nodeId = s.nodeExternalId ? nodeGlobalId(providerId, job.externalId, s.nodeExternalId) : null;
-        const gpuId = s.nodeExternalId && s.gpuIndex !== null ? gpuGlobalId(providerId, job.externalId, s.nodeExternalId, s.gpuIndex) : null;
-        const key = seriesKey(job.id, s, nodeId, gpuId);
-        seriesRows.push({
+        const { key, nodeId, gpuId } = seriesIdentity(providerId, job, s);
+        seriesRows.set(key, {
           series_key: key,
           job_id: job.id,
           node_id: nodeId,
@@ -386,12 +392,10 @@ export class Repository {
           keyed_by: s.keyedBy,
           meta: s.meta,
         });
-        pointsByKey.set(key, s);
       }
     }
-    if (seriesRows.length === 0) return;
     const ids = new Map<string, number>();
-    for (const part of chunks(seriesRows, 5000)) {
+    for (const part of chunks([...seriesRows.values()], 5000)) {
       const rows = await rowsOf<{ id: number; series_key: string }>(
         this.db,
         sql`
@@ -404,27 +408,47 @@ export class Repository {
       );
       for (const r of rows) ids.set(r.series_key, Number(r.id));
     }
-    const pointRows: [number, number, string | null, number | null, number | null][] = [];
-    for (const [key, s] of pointsByKey) {
-      const seriesId = ids.get(key)!;
-      for (const p of s.points) {
-        const k = s.keyedBy === 'step' ? p.step : (p.timestamp?.getTime() ?? null);
-        if (k === null || k === undefined) continue;
-        pointRows.push([seriesId, k, p.timestamp?.toISOString() ?? null, p.step, p.value]);
-      }
-    }
-    await this.writePoints(pointRows);
+    return ids;
   }
 
-  /** Bulk point upsert: rows are [seriesId, key, ts, step, value] arrays, decoded in SQL. */
-  async writePoints(rows: readonly [number, number, string | null, number | null, number | null][]) {
-    for (const part of chunks(rows, POINTS_PER_STATEMENT)) {
-      await this.db.execute(sql`
-        insert into points (series_id, key, ts, step, value)
-        select (r->>0)::bigint, (r->>1)::bigint, (r->>2)::timestamptz, (r->>3)::int, (r->>4)::float8
-        from jsonb_array_elements(${JSON.stringify(part)}::jsonb) as r
-        on conflict (series_id, key) do update set ts = excluded.ts, step = excluded.step, value = excluded.value`);
+  /**
+   * Bulk point upsert: COPY into a per-connection staging table, then one merge into `points`
+   * (bench: the jsonb decode + upsert ran at 0.40x of COPY). Points the caller expects to be new
+   * (a series never fetched before) are copied straight into `points` under a savepoint, and fall
+   * back to the merge when one already exists (another replica got there first). Runs in the
+   * caller's transaction, or in its own. Drivers without COPY use the jsonb upsert.
+   */
+  async writePoints(rows: readonly PointWriteRow[], opts: { expectNew?: boolean } = {}): Promise<void> {
+    if (rows.length === 0) return;
+    const copier = copierOf(this.db);
+    if (!copier) {
+      for (const part of chunks(rows, POINTS_PER_STATEMENT)) await this.upsertPointsJson(part);
+      return;
     }
+    if (!this.inTransaction) return this.transaction((repo) => repo.writePoints(rows, opts));
+    if (opts.expectNew) {
+      try {
+        await this.db.transaction((tx) => copierOf(tx as unknown as Db)!('points', rows));
+        return;
+      } catch (err) {
+        if (!isUniqueViolation(err)) throw err;
+      }
+    }
+    await this.db.execute(sql`create temp table if not exists points_stage
+      (series_id bigint, key bigint, ts timestamptz, step int, value float8) on commit delete rows`);
+    await copier('points_stage', rows);
+    await this.db.execute(sql`insert into points (series_id, key, ts, step, value)
+      select series_id, key, ts, step, value from points_stage
+      on conflict (series_id, key) do update set ts = excluded.ts, step = excluded.step, value = excluded.value`);
+    await this.db.execute(sql`truncate points_stage`);
+  }
+
+  private async upsertPointsJson(part: readonly PointWriteRow[]) {
+    await this.db.execute(sql`
+      insert into points (series_id, key, ts, step, value)
+      select (r->>0)::bigint, (r->>1)::bigint, (r->>2)::timestamptz, (r->>3)::int, (r->>4)::float8
+      from jsonb_array_elements(${JSON.stringify(part)}::jsonb) as r
+      on conflict (series_id, key) do update set ts = excluded.ts, step = excluded.step, value = excluded.value`);
   }
 
   async seriesOfJobs(jobIds: readonly string[], kind: 'system' | 'training'): Promise<SeriesRow[]> {
@@ -616,4 +640,38 @@ export class Repository {
         },
       });
   }
+}
+
+/** A series' identity in the cache: its key and the global ids of its node and GPU. */
+export function seriesIdentity(providerId: string, job: Pick<JobRow, 'id' | 'externalId'>, s: SeriesData) {
+  const nodeId = s.nodeExternalId ? nodeGlobalId(providerId, job.externalId, s.nodeExternalId) : null;
+  const gpuId = s.nodeExternalId && s.gpuIndex !== null ? gpuGlobalId(providerId, job.externalId, s.nodeExternalId, s.gpuIndex) : null;
+  return { key: seriesKey(job.id, s, nodeId, gpuId), nodeId, gpuId };
+}
+
+export type PointWriteRow = [seriesId: number, key: number, ts: string | null, step: number | null, value: number | null];
+
+/** The point rows of fetched series, one per (series, key): a key repeated upstream keeps its last point. */
+export function pointRowsOf(providerId: string, entries: { job: JobRow; series: SeriesData[] }[], ids: Map<string, number>): PointWriteRow[] {
+  const out: PointWriteRow[] = [];
+  const seen = new Map<string, Map<number, number>>();
+  for (const { job, series } of entries) {
+    for (const s of series) {
+      const { key } = seriesIdentity(providerId, job, s);
+      const seriesId = ids.get(key)!;
+      let at = seen.get(key);
+      if (!at) seen.set(key, (at = new Map()));
+      for (const p of s.points) {
+        const k = s.keyedBy === 'step' ? p.step : (p.timestamp?.getTime() ?? null);
+        if (k === null || k === undefined) continue;
+        const row: PointWriteRow = [seriesId, k, p.timestamp?.toISOString() ?? null, p.step, p.value];
+        const i = at.get(k);
+        if (i === undefined) {
+          at.set(k, out.length);
+          out.push(row);
+        } else out[i] = row;
+      }
+    }
+  }
+  return out;
 }

@@ -1,7 +1,7 @@
 // One GraphQL request costs a fixed number of SQL statements whatever its fan-out, and at most
-// one upstream metrics call per job: measured over 5 and 20 jobs x 2 nodes x 8 GPUs.
+// one upstream metrics call per job: measured over 5 and 20 jobs x 2 nodes x 8 GPUs. The cache
+// write that follows a cold answer is counted with it (the test waits for it to commit).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { POINTS_PER_STATEMENT } from '../../src/store/repository.js';
 import { startTestServer, type TestServer } from '../support/runtime.js';
 
 const FLEET_QUERY = `query($first: Int!, $after: String) {
@@ -33,6 +33,7 @@ describe('fan-out cost', () => {
     s.sim.resetStats();
     const before = s.runtime.database.statementCount();
     const res = await s.gql(FLEET_QUERY, { first, after });
+    await s.runtime.readThrough.settle();
     expect(res.errors, JSON.stringify(res.errors?.slice(0, 2))).toBeUndefined();
     const edges = res.data.jobs.edges;
     expect(edges).toHaveLength(first);
@@ -47,11 +48,11 @@ describe('fan-out cost', () => {
         }
       }
     }
+    // Points are written by one COPY and one merge per fetch batch, whatever their volume.
     const statements = s.runtime.database.statementCount() - before;
-    // Bulk point writes are chunked by volume; everything else must not depend on the fan-out.
     const written = (await pointCount()) - pointsBefore;
     return {
-      statements: statements - Math.ceil(written / POINTS_PER_STATEMENT),
+      statements,
       written,
       metricsCalls: s.sim.count('getMetrics'),
       jobCalls: s.sim.count('getJob'),
@@ -63,10 +64,12 @@ describe('fan-out cost', () => {
     const cold5 = await measure(5, null);
     const cold20 = await measure(20, cold5.endCursor);
     expect(cold20.statements).toBe(cold5.statements);
-    // One metrics call per job, whatever the number of GPUs and series asked of it.
+    // One metrics call per job, whatever the number of GPUs and series asked of it; it also
+    // teaches the nodes. The job detail is not asked: the list just brought it and Baseten's
+    // has no nodes (it used to cost one getJob per job).
     expect(cold5.metricsCalls).toBe(5);
     expect(cold20.metricsCalls).toBe(20);
-    expect(cold20.jobCalls).toBe(20);
+    expect(cold5.jobCalls + cold20.jobCalls).toBe(0);
 
     const warm5 = await measure(5, null);
     const warm20 = await measure(20, cold5.endCursor);
@@ -74,7 +77,7 @@ describe('fan-out cost', () => {
     expect(warm5.metricsCalls + warm20.metricsCalls + warm5.jobCalls + warm20.jobCalls).toBe(0);
     expect(warm20.statements).toBeLessThanOrEqual(12);
     console.log(
-      `fan-out: cold ${cold5.statements} statements + point chunks (5 jobs, ${cold5.written} points) vs ${cold20.statements} (20 jobs x 2 nodes x 8 GPUs, ${cold20.written} points); warm ${warm5.statements} vs ${warm20.statements}`,
+      `fan-out: cold ${cold5.statements} statements (5 jobs, ${cold5.written} points) vs ${cold20.statements} (20 jobs x 2 nodes x 8 GPUs, ${cold20.written} points); warm ${warm5.statements} vs ${warm20.statements}`,
     );
-  });
+  }, 120_000);
 });

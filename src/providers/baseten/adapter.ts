@@ -64,6 +64,7 @@ export function createBasetenAdapter(config: BasetenConfig, secrets: SecretSourc
         'STORAGE_UTILIZATION',
       ],
       perGpuSeries: true,
+      nodesOnlyInMetrics: true,
       trainingMetrics: false,
       progress: false,
       logs: true,
