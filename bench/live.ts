@@ -218,6 +218,8 @@ async function main() {
   }
   const ratio = (x: number, y: number) => (y > 0 ? (x / y).toFixed(1) : 'n/a (baseline 0)');
   console.log(`ratios graphql-ws / raw ws: p50 ${ratio(a.p50, b.p50)}x, p99 ${ratio(a.p99, b.p99)}x, RSS/sub ${ratio(a.rssKiB, b.rssKiB)}x, heap/sub ${ratio(a.heapKiB, b.heapKiB)}x`);
+  // For npm run bench, which puts this row in its table.
+  console.log(`LIVE_RESULT ${JSON.stringify({ subscribers: N, rounds: ROUNDS, bytes: g.bytes, graphqlWs: a, rawWs: b })}`);
   process.exit(0);
 }
 

@@ -6,6 +6,7 @@ import type { ArgBuilder } from '@pothos/core';
 import { AggregationEnum, MetricScopeEnum, MetricUnitEnum, SeriesKeyEnum, SystemMetricEnum } from './enums.js';
 import { ComputeNodeRef, GpuRef, NodeInterfaceRef } from './refs.js';
 import { SourceErrorRef } from './refs.js';
+import type { Context } from './context.js';
 
 /** A stored series plus the window and shaping a field asked for it. */
 export interface SeriesView {
@@ -155,15 +156,28 @@ MetricSeriesRef.implement({
       // maxPoints is an argument of the field that answered the series: the default is assumed.
       directives: { listSize: { assumedSize: 500 } },
       description: 'The points in the window, oldest first, at most maxPoints (downsampled in equal-width buckets beyond it)',
-      resolve: (s, _a, ctx) =>
-        ctx.store.loaders.points.load({
-          seriesId: s.row.id,
-          keyedBy: s.row.keyedBy as 'time' | 'step',
-          from: s.window.from,
-          to: s.window.to,
-          maxPoints: s.shape.maxPoints,
-          aggregation: s.shape.aggregation,
-        }),
+      resolve: (s, _a, ctx) => pointsOf(s, ctx),
+    }),
+    // Columnar form of the same points, what charting clients take (uPlot's data arrays, Grafana
+    // data frames): no object per point, about half the bytes of `points`.
+    timestamps: t.field({
+      type: ['Float'],
+      nullable: { list: false, items: true },
+      description:
+        'The time of each point of `points`, in epoch milliseconds (UTC), in the same order; null for a step-keyed point the platform gave no time',
+      resolve: async (s, _a, ctx) => (await pointsOf(s, ctx)).map((p) => (p.ts === null ? null : p.ts.getTime())),
+    }),
+    steps: t.field({
+      type: ['Int'],
+      nullable: { list: false, items: true },
+      description: 'The training step of each point of `points`, in the same order; null where the point has no step (system metrics)',
+      resolve: async (s, _a, ctx) => (await pointsOf(s, ctx)).map((p) => p.step),
+    }),
+    values: t.field({
+      type: ['Float'],
+      nullable: { list: false, items: true },
+      description: 'The value of each point of `points`, in the series `unit`, in the same order; null is a gap the platform reported',
+      resolve: async (s, _a, ctx) => (await pointsOf(s, ctx)).map((p) => p.value),
     }),
     summary: t.field({
       type: MetricSummaryRef,
@@ -182,3 +196,15 @@ MetricSeriesRef.implement({
     freshness: t.field({ type: FreshnessRef, description: 'How current the points are, and the error of a failed refresh', resolve: (s) => s.freshness }),
   }),
 });
+
+/** The series' points as asked (window, maxPoints, aggregation): one load shared by `points` and the columns. */
+function pointsOf(s: SeriesView, ctx: Context) {
+  return ctx.store.loaders.points.load({
+    seriesId: s.row.id,
+    keyedBy: s.row.keyedBy as 'time' | 'step',
+    from: s.window.from,
+    to: s.window.to,
+    maxPoints: s.shape.maxPoints,
+    aggregation: s.shape.aggregation,
+  });
+}

@@ -13,7 +13,7 @@ const QUERY = `query($id: ID!) {
   job(id: $id) {
     nodes { name
       gpus { index
-        avg: utilization(maxPoints: 7) { ${SERIES} }
+        avg: utilization(maxPoints: 7) { ${SERIES} timestamps steps values }
         max: utilization(maxPoints: 11, aggregation: MAX) { ${SERIES} }
         last: memoryUsed(maxPoints: 5, aggregation: LAST) { ${SERIES} }
         raw: memoryUtilization(maxPoints: 120) { ${SERIES} }
@@ -78,6 +78,10 @@ describe('an answer given before its cache write commits', () => {
     expect(gpus.length).toBe(4);
     for (const g of gpus) {
       expect(g.avg.points.length).toBe(7);
+      // The columnar form is the same points.
+      expect(g.avg.timestamps).toEqual(g.avg.points.map((p: any) => new Date(p.timestamp).getTime()));
+      expect(g.avg.values).toEqual(g.avg.points.map((p: any) => p.value));
+      expect(g.avg.steps).toEqual(g.avg.points.map(() => null));
       expect(g.raw.points.length).toBeGreaterThan(11);
       expect(g.avg.summary.count).toBeGreaterThan(0);
     }
