@@ -70,11 +70,14 @@ export function createLoaders(readThrough: ReadThrough) {
     { maxBatchSize: MAX_BATCH },
   );
 
+  // Points this request's fetches returned for series that had nothing cached: its answer is
+  // shaped from them, written or not yet (the same answer either way).
+  const heldForRequest = new Map<number, readonly HeldPoint[]>();
   // What a query will ask of a job's series, told by the resolver that asks for its nodes.
   const topologyHints = new Map<string, TopologyHint>();
   const topology = new DataLoader<JobRow, Freshness, string>(
     async (jobs) => {
-      const res = await readThrough.ensureTopology(jobs, { hints: topologyHints, answerBeforeWrite: true });
+      const res = await readThrough.ensureTopology(jobs, { hints: topologyHints, answerBeforeWrite: true, collect: heldForRequest });
       return jobs.map((j) => res.get(j.id) ?? { fetchedAt: null, stale: false, error: null });
     },
     { cacheKeyFn: (j) => j.id, maxBatchSize: MAX_BATCH },
@@ -116,7 +119,7 @@ export function createLoaders(readThrough: ReadThrough) {
     (keys) =>
       readThrough.ensureMetrics(
         keys.map((k) => ({ job: k.job, from: k.window.from, to: k.window.to, metrics: k.metrics, maxPoints: k.maxPoints })),
-        { answerBeforeWrite: true },
+        { answerBeforeWrite: true, collect: heldForRequest },
       ),
     {
       cacheKeyFn: (k) => `${k.job.id}|${k.window.from.getTime()}|${k.window.to.getTime()}|${k.maxPoints}|${[...k.metrics].sort().join(',')}`,
@@ -204,6 +207,11 @@ export function createLoaders(readThrough: ReadThrough) {
     const rest: K[] = [];
     const pending: Promise<void>[] = [];
     for (const k of keys) {
+      const mine = heldForRequest.get(k.seriesId);
+      if (mine) {
+        answer(k, mine);
+        continue;
+      }
       const held = readThrough.heldPoints(k.seriesId);
       if (held && 'points' in held) answer(k, held.points);
       else {
@@ -221,8 +229,10 @@ export function createLoaders(readThrough: ReadThrough) {
     hint(jobId: string, hint: TopologyHint | null) {
       if (hint && !topologyHints.has(jobId)) topologyHints.set(jobId, hint);
     },
+    // A subscription's context outlives one answer: forget what this answer was shaped from too.
     clearAll() {
       topologyHints.clear();
+      heldForRequest.clear();
       return clearTopology();
     },
   });

@@ -343,7 +343,7 @@ export class ReadThrough {
    */
   async ensureTopology(
     jobs: readonly JobRow[],
-    opts: { hints?: ReadonlyMap<string, TopologyHint>; answerBeforeWrite?: boolean } = {},
+    opts: { hints?: ReadonlyMap<string, TopologyHint>; answerBeforeWrite?: boolean; collect?: Map<number, readonly HeldPoint[]> } = {},
   ): Promise<Map<string, Freshness | Error>> {
     const now = this.now();
     const out = new Map<string, Freshness | Error>();
@@ -408,7 +408,7 @@ export class ReadThrough {
       }
     }
     if (metricsNeeded.length) {
-      const fresh = await this.ensureMetrics(metricsNeeded, { forceTopology: true, answerBeforeWrite: opts.answerBeforeWrite });
+      const fresh = await this.ensureMetrics(metricsNeeded, { forceTopology: true, answerBeforeWrite: opts.answerBeforeWrite, collect: opts.collect });
       metricsNeeded.forEach((m, i) => {
         out.set(m.job.id, fresh[i]!);
       });
@@ -447,6 +447,8 @@ export class ReadThrough {
        * for callers that read the points back in SQL.
        */
       answerBeforeWrite?: boolean;
+      /** Given the points held alone for the series answered before their write: the request shapes them. */
+      collect?: Map<number, readonly HeldPoint[]>;
     } = {},
   ): Promise<(Freshness | Error)[]> {
     const now = this.now();
@@ -464,7 +466,16 @@ export class ReadThrough {
     // What another request fetched and is storing counts as cached once it is described (or
     // written, for callers that read points back in SQL).
     const heldWrites = [...new Set(held.map((h) => h.written))];
-    const untilHeld = () => Promise.all(heldWrites.map((w) => (opts.answerBeforeWrite ? w.described : w.committed)));
+    const settled = async (writes: readonly Written[]) => {
+      if (!opts.answerBeforeWrite) {
+        await Promise.all(writes.map((w) => w.committed));
+        return;
+      }
+      for (const alone of await Promise.all(writes.map((w) => w.described))) {
+        if (opts.collect) for (const [id, points] of alone) opts.collect.set(id, points);
+      }
+    };
+    const untilHeld = () => settled(heldWrites);
 
     // Work out, per job, which metrics over which window must be fetched.
     const plan = new Map<string, { job: JobRow; from: Date; to: Date; metrics: Set<SystemMetric>; step: number }>();
@@ -529,7 +540,7 @@ export class ReadThrough {
       });
       waits.push(written);
     }
-    await Promise.all(waits.map((w) => (opts.answerBeforeWrite ? w.described : w.committed)));
+    await settled(waits);
     await untilHeld();
     await this.repo.recordFetchErrors(
       results
@@ -589,7 +600,7 @@ export class ReadThrough {
       const cached = await repo.fetchesOf(jobIds, [...new Set(fetchRows.map((r) => r.dataset))]);
       return { ids, cached: groupBy(cached, (r) => r.jobId) };
     });
-    const committed = described.then(async ({ ids, cached: committedByJob }) => {
+    const prepared = described.then(({ ids, cached: committedByJob }) => {
       // Hold the points: alone (the series had nothing cached) they are the answer as written.
       const mine: [number, HeldSeries][] = [];
       const rowsByProvider = new Map<string, ReturnType<typeof pointRowsOf>>();
@@ -621,6 +632,10 @@ export class ReadThrough {
       const done = new Promise<void>((resolve) => (release = resolve));
       for (const [id, h] of mine) this.held.set(id, { ...h, written: Promise.all([h.written, done]).then(() => undefined) });
       const heldHere = mine.map(([id]) => [id, this.held.get(id)!] as const);
+      const alone = new Map(mine.filter(([, h]) => h.exclusive).map(([id, h]) => [id, h.points as readonly HeldPoint[]]));
+      return { rowsByProvider, expectNew, heldHere, release, alone };
+    });
+    const committed = prepared.then(async ({ rowsByProvider, expectNew, heldHere, release }) => {
       try {
         await this.repo.transaction(async (repo) => {
           await repo.writePoints([...rowsByProvider.values()].flat(), { expectNew });
@@ -633,7 +648,7 @@ export class ReadThrough {
         release();
       }
     });
-    const written: Written = { described: described.then(() => undefined), committed };
+    const written: Written = { described: prepared.then((p) => p.alone), committed };
     for (const row of fetchRows) this.heldFetches.set(row.jobId, [...(this.heldFetches.get(row.jobId) ?? []), { row, written }]);
     const tracked = committed
       .catch((err) => {
@@ -798,7 +813,8 @@ async function fetchCatalog(
 
 /** A batch of fetches being stored: `described` once its topology and series are, `committed` once its points are. */
 interface Written {
-  described: Promise<void>;
+  /** Resolves to the points held alone (series id -> points sorted by key), the answer as it will be written. */
+  described: Promise<ReadonlyMap<number, readonly HeldPoint[]>>;
   committed: Promise<void>;
 }
 
