@@ -55,5 +55,5 @@ describe('fleet query cost', () => {
     expect(largeWarm.metricsCalls).toBe(0);
     expect(largeCold.gpuHours).toBeCloseTo(9 * 8 * (100 / 60), 9);
     console.log(`fleet query statements: cold ${largeCold.sql}, warm ${largeWarm.sql} (1 and 9 jobs alike)`);
-  });
+  }, 120_000);
 });
