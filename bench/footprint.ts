@@ -84,13 +84,28 @@ export async function measureServer(env: Record<string, string>, opts: { queries
 }
 
 /** An hour of the live page on the embedded default, time-compressed (bench/live-hour.mjs). */
-export function measureLiveHour(dataDir: string): { rssMb: number; peakRssMb: number; watchedJobs: number; events: number; errors: number; errorSamples: string[] } {
-  const res = spawnSync(process.execPath, [path.join(ROOT, 'bench/live-hour.mjs'), dataDir], { cwd: ROOT, encoding: 'utf8', timeout: 600_000, stdio: ['ignore', 'pipe', 'inherit'] });
+export function measureLiveHour(dataDir: string): {
+  rssMb: number;
+  peakRssMb: number;
+  watchedJobs: number;
+  events: number;
+  errors: number;
+  errorSamples: string[];
+} {
+  const res = spawnSync(process.execPath, [path.join(ROOT, 'bench/live-hour.mjs'), dataDir], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    timeout: 600_000,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   if (res.status !== 0) throw new Error(`live-hour failed (exit ${res.status})`);
   return JSON.parse(res.stdout.trim().split('\n').at(-1)!);
 }
 
-export async function benchFootprint(opts: { postgresUrl: string; log?: (...a: unknown[]) => void }): Promise<{ rows: FootprintRow[]; details: Record<string, unknown> }> {
+export async function benchFootprint(opts: {
+  postgresUrl: string;
+  log?: (...a: unknown[]) => void;
+}): Promise<{ rows: FootprintRow[]; details: Record<string, unknown> }> {
   const log = opts.log ?? console.error;
   const build = spawnSync(process.execPath, [path.join(ROOT, 'scripts/build.mjs')], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
   if (build.status !== 0) throw new Error('npm run build failed');
@@ -165,6 +180,12 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   const { values } = parseArgs({ options: { db: { type: 'string', default: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/' } } });
   const { rows, details } = await benchFootprint({ postgresUrl: values.db! });
   console.log(JSON.stringify(details, null, 2));
-  console.log(['| scenario | measured | baseline | goal | met |', '| --- | --- | --- | --- | --- |', ...rows.map((r) => `| ${r.scenario} | ${r.measured} | ${r.baseline} | ${r.goal} | ${r.met === null ? '—' : r.met ? 'yes' : 'no'} |`)].join('\n'));
+  console.log(
+    [
+      '| scenario | measured | baseline | goal | met |',
+      '| --- | --- | --- | --- | --- |',
+      ...rows.map((r) => `| ${r.scenario} | ${r.measured} | ${r.baseline} | ${r.goal} | ${r.met === null ? '—' : r.met ? 'yes' : 'no'} |`),
+    ].join('\n'),
+  );
   process.exit(0);
 }

@@ -46,7 +46,11 @@ const failed = (message) => {
   errors++;
   if (errorSamples.size < 5) errorSamples.add(String(message).slice(0, 200));
 };
-const sink = { next: (m) => (m.errors?.length ? failed(m.errors[0].message) : events++), error: (e) => failed(e?.message ?? e?.reason ?? JSON.stringify(e)), complete: () => {} };
+const sink = {
+  next: (m) => (m.errors?.length ? failed(m.errors[0].message) : events++),
+  error: (e) => failed(e?.message ?? e?.reason ?? JSON.stringify(e)),
+  complete: () => {},
+};
 const POINT = 'timestamp gpuUtilization npuUtilization gpuMemoryUsedBytes gpuMemoryUtilization npuMemoryUtilization';
 const stops = watched.map((jobId) =>
   client.subscribe(
@@ -60,7 +64,16 @@ const stops = watched.map((jobId) =>
 stops.push(client.subscribe({ query: 'subscription { jobStatusChanged { id status } }' }, sink));
 
 await new Promise((r) => setTimeout(r, (SIMULATED_SECONDS / SPEED) * 1000));
-const out = { rssMb: rss('VmRSS'), peakRssMb: rss('VmHWM'), watchedJobs: watched.length, events, errors, errorSamples: [...errorSamples], simulatedSeconds: SIMULATED_SECONDS, speed: SPEED };
+const out = {
+  rssMb: rss('VmRSS'),
+  peakRssMb: rss('VmHWM'),
+  watchedJobs: watched.length,
+  events,
+  errors,
+  errorSamples: [...errorSamples],
+  simulatedSeconds: SIMULATED_SECONDS,
+  speed: SPEED,
+};
 for (const stop of stops) stop();
 await client.dispose();
 await rt.close();

@@ -35,10 +35,19 @@ async function serveGraphql() {
   const { pino } = await import('pino');
   const { startBasetenSimulator } = await import('../src/simulators/baseten/server.js');
   const { startRuntime } = await import('../src/server/runtime.js');
-  const sim = await startBasetenSimulator({ seed: 'bench-live', rateLimit: false, fleet: { projects: 1, jobsPerProject: 1, emptyProjects: 0, nodesPerJob: 2, gpusPerNode: 8, statuses: ['TRAINING_JOB_RUNNING'] } });
+  const sim = await startBasetenSimulator({
+    seed: 'bench-live',
+    rateLimit: false,
+    fleet: { projects: 1, jobsPerProject: 1, emptyProjects: 0, nodesPerJob: 2, gpusPerNode: 8, statuses: ['TRAINING_JOB_RUNNING'] },
+  });
   const rt = await startRuntime({
     config: {
-      port: 0, host: '127.0.0.1', databaseUrl: null, dataDir: 'memory://', redisUrl: null, logLevel: 'silent',
+      port: 0,
+      host: '127.0.0.1',
+      databaseUrl: null,
+      dataDir: 'memory://',
+      redisUrl: null,
+      logLevel: 'silent',
       providers: [{ id: 'bench', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BENCH_KEY', pollIntervalSeconds: INTERVAL_S }],
     },
     env: { BENCH_KEY: sim.apiKey },
@@ -47,7 +56,11 @@ async function serveGraphql() {
   });
   process.on('message', (m: Msg) => {
     if (m.type === 'memory') process.send!({ type: 'memory', ...memory() });
-    if (m.type === 'stop') void rt.close().then(() => sim.close()).then(() => process.exit(0));
+    if (m.type === 'stop')
+      void rt
+        .close()
+        .then(() => sim.close())
+        .then(() => process.exit(0));
   });
   process.send!({ type: 'ready', url: rt.url, jobId: `bench:job:${sim.fleet.jobs[0]!.id}` });
 }
@@ -66,7 +79,7 @@ async function serveWs() {
         const bytes = template.replace('__POLLED_AT__', new Date().toISOString());
         for (const c of wss.clients) c.send(bytes);
         if (--left <= 0) clearInterval(timer!);
-      }, (m.intervalMs as number));
+      }, m.intervalMs as number);
     }
     if (m.type === 'stop') {
       if (timer) clearInterval(timer);
@@ -122,7 +135,10 @@ async function measureGraphql(): Promise<Result & { template: string }> {
   const warm = createClient({ url: `${(ready.url as string).replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, retryAttempts: 0 });
   await new Promise<void>((resolve) => {
     let n = 0;
-    warm.subscribe({ query: 'subscription($id: ID!) { jobUtilization(jobId: $id) { polledAt } }', variables: { id: ready.jobId } }, { next: () => ++n === 2 && resolve(), error: () => {}, complete: () => {} });
+    warm.subscribe(
+      { query: 'subscription($id: ID!) { jobUtilization(jobId: $id) { polledAt } }', variables: { id: ready.jobId } },
+      { next: () => ++n === 2 && resolve(), error: () => {}, complete: () => {} },
+    );
   });
   const before = await ask(child, 'memory');
   const latencies: number[] = [];
@@ -207,17 +223,28 @@ async function main() {
   const w = await measureWs(g.template);
   const row = (name: string, r: Result) => {
     const s = [...r.latencies].sort((a, b) => a - b);
-    return { name, p50: percentile(s, 50), p99: percentile(s, 99), rssKiB: r.memPerSubscriber.rss / 1024, heapKiB: r.memPerSubscriber.heap / 1024, samples: s.length };
+    return {
+      name,
+      p50: percentile(s, 50),
+      p99: percentile(s, 99),
+      rssKiB: r.memPerSubscriber.rss / 1024,
+      heapKiB: r.memPerSubscriber.heap / 1024,
+      samples: s.length,
+    };
   };
   const a = row('graphql-ws subscription', g);
   const b = row('raw ws broadcast', w);
   console.log(`message: ${g.bytes} bytes`);
   console.log('transport                  p50 ms   p99 ms   server RSS/sub KiB   heap/sub KiB   deliveries');
   for (const r of [a, b]) {
-    console.log(`${r.name.padEnd(25)} ${String(r.p50).padStart(7)} ${String(r.p99).padStart(8)} ${r.rssKiB.toFixed(1).padStart(20)} ${r.heapKiB.toFixed(1).padStart(14)} ${String(r.samples).padStart(12)}`);
+    console.log(
+      `${r.name.padEnd(25)} ${String(r.p50).padStart(7)} ${String(r.p99).padStart(8)} ${r.rssKiB.toFixed(1).padStart(20)} ${r.heapKiB.toFixed(1).padStart(14)} ${String(r.samples).padStart(12)}`,
+    );
   }
   const ratio = (x: number, y: number) => (y > 0 ? (x / y).toFixed(1) : 'n/a (baseline 0)');
-  console.log(`ratios graphql-ws / raw ws: p50 ${ratio(a.p50, b.p50)}x, p99 ${ratio(a.p99, b.p99)}x, RSS/sub ${ratio(a.rssKiB, b.rssKiB)}x, heap/sub ${ratio(a.heapKiB, b.heapKiB)}x`);
+  console.log(
+    `ratios graphql-ws / raw ws: p50 ${ratio(a.p50, b.p50)}x, p99 ${ratio(a.p99, b.p99)}x, RSS/sub ${ratio(a.rssKiB, b.rssKiB)}x, heap/sub ${ratio(a.heapKiB, b.heapKiB)}x`,
+  );
   // For npm run bench, which puts this row in its table.
   console.log(`LIVE_RESULT ${JSON.stringify({ subscribers: N, rounds: ROUNDS, bytes: g.bytes, graphqlWs: a, rawWs: b })}`);
   process.exit(0);

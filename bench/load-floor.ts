@@ -41,7 +41,13 @@ const PAGE_SQL = `select j.id, j.name, j.status, n.name as node_name, g.idx,
   group by j.id, j.name, j.status, n.name, n.ord, g.idx
   order by n.ord, g.idx`;
 
-const pgArray = (v: unknown): unknown[] => (Array.isArray(v) ? v : String(v).slice(1, -1).split(',').map((s) => s.replace(/^"|"$/g, '')));
+const pgArray = (v: unknown): unknown[] =>
+  Array.isArray(v)
+    ? v
+    : String(v)
+        .slice(1, -1)
+        .split(',')
+        .map((s) => s.replace(/^"|"$/g, ''));
 
 async function readBody(req: http.IncomingMessage): Promise<any> {
   const chunks: Buffer[] = [];

@@ -181,7 +181,15 @@ async function measureDatabase(database: 'postgres' | 'pglite'): Promise<LoadRow
     dataDir = path.join(WORK, 'pglite');
     mkdirSync(dataDir, { recursive: true });
   }
-  const replicaOptions = (workers: number, port: number) => ({ port, workers, databaseUrl, dataDir, simUrl: sim.url, apiKey: sim.ready.apiKey, anchorMs: ANCHOR });
+  const replicaOptions = (workers: number, port: number) => ({
+    port,
+    workers,
+    databaseUrl,
+    dataDir,
+    simUrl: sim.url,
+    apiKey: sim.ready.apiKey,
+    anchorMs: ANCHOR,
+  });
   const rows: LoadRow[] = [];
   try {
     let replica = await startChild('load-replica.ts', replicaOptions(1, await freePort()));
@@ -230,14 +238,30 @@ async function measureDatabase(database: 'postgres' | 'pglite'): Promise<LoadRow
       for (const [name, key] of scenarios) {
         const o = ours.get(`${key}/${c}`)!;
         const f = floors.get(`${key}/${c}`)!;
-        rows.push({ database, scenario: name, connections: c, rps: o.rps, p99Ms: o.p99Ms, floorRps: f.rps, floorP99Ms: f.p99Ms, ratio: o.rps / f.rps, goal: goals[key], errors: o.errors + f.errors, cpuUs: o.cpuUsPerRequest, floorCpuUs: f.cpuUsPerRequest });
+        rows.push({
+          database,
+          scenario: name,
+          connections: c,
+          rps: o.rps,
+          p99Ms: o.p99Ms,
+          floorRps: f.rps,
+          floorP99Ms: f.p99Ms,
+          ratio: o.rps / f.rps,
+          goal: goals[key],
+          errors: o.errors + f.errors,
+          cpuUs: o.cpuUsPerRequest,
+          floorCpuUs: f.cpuUsPerRequest,
+        });
       }
     }
     await replica.close();
 
     if (database === 'postgres') {
       // Scale-out: the same port served by one process, then by two (node:cluster), same Postgres.
-      for (const [name, key] of [['two replicas vs one: job list', 'list'], ['two replicas vs one: trivial', 'trivial']] as const) {
+      for (const [name, key] of [
+        ['two replicas vs one: job list', 'list'],
+        ['two replicas vs one: trivial', 'trivial'],
+      ] as const) {
         const one = await startChild('load-replica.ts', replicaOptions(1, await freePort()));
         await post(`${one.url}/graphql`, bodies[key]);
         const single = await wrk(one, `${one.url}/graphql`, bodies[key], 100);
@@ -248,7 +272,20 @@ async function measureDatabase(database: 'postgres' | 'pglite'): Promise<LoadRow
         for (let i = 0; i < 4; i++) await post(`${twoUrl}/graphql`, bodies[key]);
         const double = await wrk(null, `${twoUrl}/graphql`, bodies[key], 100);
         await two.close();
-        rows.push({ database, scenario: name, connections: 100, rps: double.rps, p99Ms: double.p99Ms, floorRps: single.rps, floorP99Ms: single.p99Ms, ratio: double.rps / single.rps, goal: 1.7, errors: single.errors + double.errors, cpuUs: NaN, floorCpuUs: single.cpuUsPerRequest });
+        rows.push({
+          database,
+          scenario: name,
+          connections: 100,
+          rps: double.rps,
+          p99Ms: double.p99Ms,
+          floorRps: single.rps,
+          floorP99Ms: single.p99Ms,
+          ratio: double.rps / single.rps,
+          goal: 1.7,
+          errors: single.errors + double.errors,
+          cpuUs: NaN,
+          floorCpuUs: single.cpuUsPerRequest,
+        });
       }
     }
   } finally {

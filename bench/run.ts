@@ -221,25 +221,26 @@ async function openScenario(fleet: { jobs: number; nodes: number; gpus: number }
     clock: () => ANCHOR,
   });
   const client = (runtime.database.db as any).$client;
-  const raw: Raw = runtime.database.driver === 'postgres'
-    ? {
-        query: (text, params = []) => client.unsafe(text, params as never[]),
-        copyPoints: async (csv) => {
-          const stream = await client`copy points (series_id, key, ts, step, value) from stdin with (format csv)`.writable();
-          await pipeline(
-            (async function* () {
-              yield csv;
-            })(),
-            stream as Writable,
-          );
-        },
-      }
-    : {
-        query: async (text, params = []) => (await client.query(text, params)).rows,
-        copyPoints: async (csv) => {
-          await client.query(`copy points (series_id, key, ts, step, value) from '/dev/blob' with (format csv)`, [], { blob: new Blob([csv]) });
-        },
-      };
+  const raw: Raw =
+    runtime.database.driver === 'postgres'
+      ? {
+          query: (text, params = []) => client.unsafe(text, params as never[]),
+          copyPoints: async (csv) => {
+            const stream = await client`copy points (series_id, key, ts, step, value) from stdin with (format csv)`.writable();
+            await pipeline(
+              (async function* () {
+                yield csv;
+              })(),
+              stream as Writable,
+            );
+          },
+        }
+      : {
+          query: async (text, params = []) => (await client.query(text, params)).rows,
+          copyPoints: async (csv) => {
+            await client.query(`copy points (series_id, key, ts, step, value) from '/dev/blob' with (format csv)`, [], { blob: new Blob([csv]) });
+          },
+        };
   return {
     runtime,
     sim,
@@ -268,7 +269,10 @@ async function openScenario(fleet: { jobs: number; nodes: number; gpus: number }
 
 /** SQL statements and upstream calls of one request. */
 /** One request: its time to answer, then the cache write that follows it (writeMs), and its SQL and upstream calls. */
-async function costOf(s: Scenario, first: number): Promise<{ ms: number; writeMs: number; sql: number; upstream: number; byRoute: Record<string, number>; body: string }> {
+async function costOf(
+  s: Scenario,
+  first: number,
+): Promise<{ ms: number; writeMs: number; sql: number; upstream: number; byRoute: Record<string, number>; body: string }> {
   await s.sim.reset();
   const before = s.runtime.database.statementCount();
   const t0 = performance.now();
@@ -317,7 +321,10 @@ async function floorDashboard(raw: Raw, first: number): Promise<string> {
 }
 
 function parsePgArray(text: string): string[] {
-  return text.slice(1, -1).split(',').map((x) => x.replace(/^"|"$/g, ''));
+  return text
+    .slice(1, -1)
+    .split(',')
+    .map((x) => x.replace(/^"|"$/g, ''));
 }
 
 // ---- capturing the statement pointsOf sends, for EXPLAIN ------------------------------------
@@ -390,11 +397,21 @@ async function benchDatabase(pglite: boolean): Promise<DbResult> {
       goal: '<= 1.3x',
       met: cold.ms / allAtOnce <= 1.3,
     });
-    details.cold = { answerMs: round(cold.ms), writeMs: round(cold.writeMs), upstream: cold.byRoute, sql: cold.sql, slowestCall: slowest, allCallsAtOnceMs: round(allAtOnce), callsAloneMs: alone.map((a) => round(a.ms)) };
+    details.cold = {
+      answerMs: round(cold.ms),
+      writeMs: round(cold.writeMs),
+      upstream: cold.byRoute,
+      sql: cold.sql,
+      slowestCall: slowest,
+      allCallsAtOnceMs: round(allAtOnce),
+      callsAloneMs: alone.map((a) => round(a.ms)),
+    };
     const minimum = JOBS + 2; // Baseten: 2 list calls (projects, jobs) + 1 metrics call per job
     rows.push({
       scenario: 'upstream calls per job, cold',
-      measured: `${round(cold.upstream / JOBS, 2)} (${Object.entries(cold.byRoute).map(([k, v]) => `${k} ${v}`).join(', ')})`,
+      measured: `${round(cold.upstream / JOBS, 2)} (${Object.entries(cold.byRoute)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')})`,
       baseline: `platform minimum: 1 getMetrics per job + 2 list calls = ${round(minimum / JOBS, 2)}`,
       ratio: cold.upstream / minimum,
       goal: 'the minimum (1.0x)',
@@ -405,9 +422,17 @@ async function benchDatabase(pglite: boolean): Promise<DbResult> {
     const warmBody = await s.gql(DASHBOARD, { first: JOBS, ...WINDOW, maxPoints: POINTS });
     const floorBody = await floorDashboard(s.raw, JOBS);
     const columnarBody = await s.gql(DASHBOARD_COLUMNAR, { first: JOBS, ...WINDOW, maxPoints: POINTS });
-    const gpuCount = (b: string) => (JSON.parse(b).data.jobs.edges as any[]).reduce((a, e) => a + e.node.nodes.reduce((x: number, nd: any) => x + nd.gpus.length, 0), 0);
+    const gpuCount = (b: string) =>
+      (JSON.parse(b).data.jobs.edges as any[]).reduce((a, e) => a + e.node.nodes.reduce((x: number, nd: any) => x + nd.gpus.length, 0), 0);
     const seriesPoints = JSON.parse(warmBody).data.jobs.edges[0].node.nodes[0].gpus[0].utilization.points.length;
-    const answerShape = { gpus: gpuCount(warmBody), gpusFloor: gpuCount(floorBody), bytes: warmBody.length, bytesFloor: floorBody.length, bytesColumnar: columnarBody.length, pointsPerSeries: seriesPoints };
+    const answerShape = {
+      gpus: gpuCount(warmBody),
+      gpusFloor: gpuCount(floorBody),
+      bytes: warmBody.length,
+      bytesFloor: floorBody.length,
+      bytesColumnar: columnarBody.length,
+      pointsPerSeries: seriesPoints,
+    };
     log(`warm answer: ${JSON.stringify(answerShape)}`);
     await s.sim.reset();
     const warmTimes: number[] = [];
@@ -418,7 +443,9 @@ async function benchDatabase(pglite: boolean): Promise<DbResult> {
       floorTimes.push((await timed(() => floorDashboard(s.raw, JOBS)))[0]);
       columnarTimes.push((await timed(() => s.gql(DASHBOARD_COLUMNAR, { first: JOBS, ...WINDOW, maxPoints: POINTS })))[0]);
     }
-    log(`warm samples: ${warmTimes.map((x) => x.toFixed(0)).join(', ')} ms; floor ${floorTimes.map((x) => x.toFixed(0)).join(', ')} ms; columnar ${columnarTimes.map((x) => x.toFixed(0)).join(', ')} ms`);
+    log(
+      `warm samples: ${warmTimes.map((x) => x.toFixed(0)).join(', ')} ms; floor ${floorTimes.map((x) => x.toFixed(0)).join(', ')} ms; columnar ${columnarTimes.map((x) => x.toFixed(0)).join(', ')} ms`,
+    );
     const warmUpstream = upstreamTotal(await s.sim.stats());
     const p = (xs: number[], q: number) => quantile(xs, q);
     rows.push({
@@ -446,8 +473,10 @@ async function benchDatabase(pglite: boolean): Promise<DbResult> {
       msColumnar: columnarTimes.map((x) => round(x)),
     };
     log(`warm: ${rows.at(-2)!.measured} vs ${rows.at(-2)!.baseline}; upstream during warm ${warmUpstream}`);
-    explains.push(`-- ${dbName}: hot statement of the warm dashboard query (Repository.pointsOf, one batch of GPU series)\n` +
-      (await explainPointsOf(s, () => s.gql(DASHBOARD, { first: Math.min(JOBS, 5), ...WINDOW, maxPoints: POINTS }).then(() => undefined))));
+    explains.push(
+      `-- ${dbName}: hot statement of the warm dashboard query (Repository.pointsOf, one batch of GPU series)\n` +
+        (await explainPointsOf(s, () => s.gql(DASHBOARD, { first: Math.min(JOBS, 5), ...WINDOW, maxPoints: POINTS }).then(() => undefined))),
+    );
 
     // Fleet question over the same window, with the cache the dashboard filled (issue 9).
     const fleet = await benchFleet(s.runtime, { ...WINDOW, threshold: 0.3, forAtLeast: 'PT5M', samples: flags.quick ? 1 : 2 });
@@ -502,7 +531,12 @@ async function benchDatabase(pglite: boolean): Promise<DbResult> {
       goal: 'measured',
       met: null,
     });
-    details.ingest = { rows: INGEST_ROWS, writePointsNewMs: writeMs.map((x) => round(x)), writePointsOverwriteMs: overwriteMs.map((x) => round(x)), copyMs: copyMs.map((x) => round(x)) };
+    details.ingest = {
+      rows: INGEST_ROWS,
+      writePointsNewMs: writeMs.map((x) => round(x)),
+      writePointsOverwriteMs: overwriteMs.map((x) => round(x)),
+      copyMs: copyMs.map((x) => round(x)),
+    };
     log(`ingest: ${rows.at(-2)!.measured} vs ${rows.at(-2)!.baseline}; overwrite ${rows.at(-1)!.measured}`);
 
     // Downsample: one 1M-point series to 1,000 points.
@@ -550,8 +584,17 @@ async function benchDatabase(pglite: boolean): Promise<DbResult> {
       await big.dropCache();
       const cold = await costOf(big, n);
       const warm = await costOf(big, n);
-      growth[n] = { coldMs: round(cold.ms), coldWriteMs: round(cold.writeMs), warmMs: round(warm.ms), coldSql: cold.sql, warmSql: warm.sql, coldUpstream: cold.upstream };
-      log(`growth ${n}: cold ${cold.ms.toFixed(0)} ms (+${cold.writeMs.toFixed(0)} ms write), ${cold.sql} SQL, ${cold.upstream} upstream; warm ${warm.ms.toFixed(0)} ms, ${warm.sql} SQL`);
+      growth[n] = {
+        coldMs: round(cold.ms),
+        coldWriteMs: round(cold.writeMs),
+        warmMs: round(warm.ms),
+        coldSql: cold.sql,
+        warmSql: warm.sql,
+        coldUpstream: cold.upstream,
+      };
+      log(
+        `growth ${n}: cold ${cold.ms.toFixed(0)} ms (+${cold.writeMs.toFixed(0)} ms write), ${cold.sql} SQL, ${cold.upstream} upstream; warm ${warm.ms.toFixed(0)} ms, ${warm.sql} SQL`,
+      );
     }
   } finally {
     await big.close();
@@ -589,7 +632,17 @@ function benchLive(): { row: Row; output: string } {
   const output = `${res.stdout ?? ''}`.trim();
   const line = output.split('\n').find((l) => l.startsWith('LIVE_RESULT '));
   if (!line) {
-    return { row: { scenario: 'live fan-out', measured: `bench:live failed (exit ${res.status})`, baseline: 'raw ws broadcast', ratio: null, goal: 'p50, p99 <= 2x; <= 10 KiB per subscriber', met: false }, output };
+    return {
+      row: {
+        scenario: 'live fan-out',
+        measured: `bench:live failed (exit ${res.status})`,
+        baseline: 'raw ws broadcast',
+        ratio: null,
+        goal: 'p50, p99 <= 2x; <= 10 KiB per subscriber',
+        met: false,
+      },
+      output,
+    };
   }
   const r = JSON.parse(line.slice('LIVE_RESULT '.length));
   const a = r.graphqlWs;
@@ -613,7 +666,10 @@ function tableOf(rows: Row[]): string {
   return [
     '| scenario | measured | baseline (same run, same data) | ratio | goal | met |',
     '| --- | --- | --- | --- | --- | --- |',
-    ...rows.map((r) => `| ${r.scenario} | ${r.measured} | ${r.baseline} | ${r.ratio === null ? '—' : `${round(r.ratio)}x`} | ${r.goal} | ${r.met === null ? '—' : r.met ? 'yes' : 'no'} |`),
+    ...rows.map(
+      (r) =>
+        `| ${r.scenario} | ${r.measured} | ${r.baseline} | ${r.ratio === null ? '—' : `${round(r.ratio)}x`} | ${r.goal} | ${r.met === null ? '—' : r.met ? 'yes' : 'no'} |`,
+    ),
   ].join('\n');
 }
 
@@ -623,7 +679,17 @@ async function main() {
   for (const pglite of databases) results[pglite ? 'pglite' : 'postgres'] = await benchDatabase(pglite);
   const live = flags.live
     ? benchLive()
-    : { row: { scenario: 'live fan-out', measured: 'not run (--no-live)', baseline: 'raw ws broadcast', ratio: null, goal: 'p50 and p99 <= 2x; <= 10 KiB per subscriber', met: null }, output: '' };
+    : {
+        row: {
+          scenario: 'live fan-out',
+          measured: 'not run (--no-live)',
+          baseline: 'raw ws broadcast',
+          ratio: null,
+          goal: 'p50 and p99 <= 2x; <= 10 KiB per subscriber',
+          met: null,
+        },
+        output: '',
+      };
   // The built server's memory and time to ready on both databases (issue 23), in processes of their own.
   log('footprint: node dist/main.js on PGlite and PostgreSQL (bench/footprint.ts)');
   const footprint = await benchFootprint({ postgresUrl: flags.db!, log });
@@ -631,15 +697,25 @@ async function main() {
   const machine = { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? 'unknown', memGiB: round(os.totalmem() / 2 ** 30, 1), node: process.version };
   const wallSeconds = (performance.now() - started) / 1000;
   const at = new Date().toISOString();
-  console.log(`\n${Object.values(results).flatMap((r) => r.explains).join('\n\n')}\n\n-- npm run bench:live\n${live.output}\n`);
-  console.log(`${at.slice(0, 10)}, ${machine.cpus} cores (${machine.cpuModel}), ${machine.memGiB} GiB, Node ${machine.node}; wall time ${wallSeconds.toFixed(0)} s`);
+  console.log(
+    `\n${Object.values(results)
+      .flatMap((r) => r.explains)
+      .join('\n\n')}\n\n-- npm run bench:live\n${live.output}\n`,
+  );
+  console.log(
+    `${at.slice(0, 10)}, ${machine.cpus} cores (${machine.cpuModel}), ${machine.memGiB} GiB, Node ${machine.node}; wall time ${wallSeconds.toFixed(0)} s`,
+  );
   for (const [db, r] of Object.entries(results)) {
     console.log(`\n${db === 'pglite' ? 'PGlite (in-memory)' : 'PostgreSQL'}:\n`);
     console.log(tableOf(db === 'postgres' || databases.length === 1 ? [...r.rows, live.row] : r.rows));
   }
   console.log(
     `\nFootprint (built server):\n\n` +
-      ['| scenario | measured | baseline | goal | met |', '| --- | --- | --- | --- | --- |', ...footprint.rows.map((r) => `| ${r.scenario} | ${r.measured} | ${r.baseline} | ${r.goal} | ${r.met === null ? '—' : r.met ? 'yes' : 'no'} |`)].join('\n'),
+      [
+        '| scenario | measured | baseline | goal | met |',
+        '| --- | --- | --- | --- | --- |',
+        ...footprint.rows.map((r) => `| ${r.scenario} | ${r.measured} | ${r.baseline} | ${r.goal} | ${r.met === null ? '—' : r.met ? 'yes' : 'no'} |`),
+      ].join('\n'),
   );
   mkdirSync(path.join(HERE, 'results'), { recursive: true });
   writeFileSync(

@@ -41,17 +41,28 @@ describe('demo: running jobs with accelerators', () => {
   });
 
   it('each has utilization points, and every series names its node, on the first cold query', async () => {
-    const res = await rt.app.fetch('http://yoga/graphql', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: QUERY }) });
+    const res = await rt.app.fetch('http://yoga/graphql', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: QUERY }),
+    });
     const body = (await res.json()) as { data: any; errors?: unknown[] };
     expect(body.errors).toBeUndefined();
     const jobs = body.data.jobs.edges.map((e: any) => e.node);
     // A Baseten job's list entry names its GPU type; its total comes with the detail or the nodes.
     const holding = jobs.filter((j: any) => (j.gpuCount ?? 0) > 0 || (j.gpuCount === null && j.gpuType !== null));
-    for (const kind of CLOUDS) expect(holding.some((j: any) => j.provider.kind === kind), kind).toBe(true);
+    for (const kind of CLOUDS)
+      expect(
+        holding.some((j: any) => j.provider.kind === kind),
+        kind,
+      ).toBe(true);
     expect(holding.some((j: any) => j.acceleratorKind === 'NPU')).toBe(true);
     for (const job of holding) {
       const util = job.metrics.filter((s: any) => s.name === (job.acceleratorKind === 'NPU' ? 'NPU_UTILIZATION' : 'GPU_UTILIZATION'));
-      expect(util.some((s: any) => s.points.some((p: any) => p.value !== null)), `${job.provider.kind} ${job.name} has utilization points`).toBe(true);
+      expect(
+        util.some((s: any) => s.points.some((p: any) => p.value !== null)),
+        `${job.provider.kind} ${job.name} has utilization points`,
+      ).toBe(true);
       for (const s of job.metrics) {
         if (s.scope !== 'JOB') expect(s.node, `${job.provider.kind} ${job.name} ${s.name} node`).not.toBeNull();
       }

@@ -91,7 +91,11 @@ describe('three cloud platforms in one graph', () => {
         // Start cold for this platform so there is no cached copy to fall back on.
         await rt.database.db.execute(sql`delete from fetches where job_id like ${`${kind === 'PAI_DLC' ? 'pai-dlc' : kind.toLowerCase()}-demo:%`}`);
         const control = `${baseUrl.get(kind)}/__sim/faults`;
-        await fetch(control, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...fault, route: METRICS_ROUTE[kind] }) });
+        await fetch(control, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ ...fault, route: METRICS_ROUTE[kind] }),
+        });
         let res: Awaited<ReturnType<typeof gql>>;
         try {
           res = await gql(RUNNING);
@@ -110,7 +114,10 @@ describe('three cloud platforms in one graph', () => {
         expect(failed.size).toBeGreaterThan(0);
         const answered = edges.filter(Boolean).map((e: any) => e.node);
         for (const other of CLOUDS.filter((k) => k !== kind)) {
-          expect(answered.some((n: any) => n.provider.kind === other && n.metrics.length > 0), `${other} still answered`).toBe(true);
+          expect(
+            answered.some((n: any) => n.provider.kind === other && n.metrics.length > 0),
+            `${other} still answered`,
+          ).toBe(true);
         }
       });
     }

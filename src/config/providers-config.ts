@@ -15,9 +15,7 @@ const common = {
 const url = z.string().url();
 const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be the name of an environment variable');
 
-export const basetenConfig = z
-  .object({ ...common, kind: z.literal('BASETEN'), baseUrl: url.default('https://api.baseten.co'), apiKeyEnv: envName })
-  .strict();
+export const basetenConfig = z.object({ ...common, kind: z.literal('BASETEN'), baseUrl: url.default('https://api.baseten.co'), apiKeyEnv: envName }).strict();
 
 export const modelartsConfig = z
   .object({
@@ -73,13 +71,7 @@ export const runicornConfig = z
     path: ['baseUrl'],
   });
 
-export const providerConfig = z.discriminatedUnion('kind', [
-  basetenConfig,
-  modelartsConfig,
-  paiDlcConfig,
-  primusLensConfig,
-  runicornConfig,
-]);
+export const providerConfig = z.discriminatedUnion('kind', [basetenConfig, modelartsConfig, paiDlcConfig, primusLensConfig, runicornConfig]);
 
 export const providersFile = z
   .object({ providers: z.array(providerConfig).min(1) })

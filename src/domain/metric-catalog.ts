@@ -72,7 +72,10 @@ const defs: MetricDefinition[] = [
     unit: 'BYTES',
     finestScope: 'NODE',
     description: 'Host memory in use',
-    raw: { BASETEN: { name: 'cpu_memory_usage_bytes', unit: 'bytes' }, PRIMUS_LENS: { name: 'pod_memory_usage', unit: 'bytes, per pod working set (summed per node)' } },
+    raw: {
+      BASETEN: { name: 'cpu_memory_usage_bytes', unit: 'bytes' },
+      PRIMUS_LENS: { name: 'pod_memory_usage', unit: 'bytes, per pod working set (summed per node)' },
+    },
   },
   {
     name: 'MEMORY_UTILIZATION',
@@ -103,14 +106,20 @@ const defs: MetricDefinition[] = [
     unit: 'BYTES_PER_SECOND',
     finestScope: 'NODE',
     description: 'Disk bytes read per second',
-    raw: { PAI_DLC: { name: 'DiskReadRate', unit: 'bytes/s' }, PRIMUS_LENS: { name: 'pod_read_bytes', unit: 'bytes/s, per pod and container filesystem reads (summed per node)' } },
+    raw: {
+      PAI_DLC: { name: 'DiskReadRate', unit: 'bytes/s' },
+      PRIMUS_LENS: { name: 'pod_read_bytes', unit: 'bytes/s, per pod and container filesystem reads (summed per node)' },
+    },
   },
   {
     name: 'DISK_WRITE_RATE',
     unit: 'BYTES_PER_SECOND',
     finestScope: 'NODE',
     description: 'Disk bytes written per second',
-    raw: { PAI_DLC: { name: 'DiskWriteRate', unit: 'bytes/s' }, PRIMUS_LENS: { name: 'pod_write_bytes', unit: 'bytes/s, per pod and container filesystem writes (summed per node)' } },
+    raw: {
+      PAI_DLC: { name: 'DiskWriteRate', unit: 'bytes/s' },
+      PRIMUS_LENS: { name: 'pod_write_bytes', unit: 'bytes/s, per pod and container filesystem writes (summed per node)' },
+    },
   },
   {
     name: 'STORAGE_USED',

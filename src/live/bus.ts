@@ -47,7 +47,10 @@ export async function createRedisBus(redisUrl: string, logger: Logger): Promise<
   const options = { maxRetriesPerRequest: null, lazyConnect: true } as const;
   const publishClient = new Redis(redisUrl, options);
   const subscribeClient = new Redis(redisUrl, options);
-  for (const [role, client] of [['publish', publishClient], ['subscribe', subscribeClient]] as const) {
+  for (const [role, client] of [
+    ['publish', publishClient],
+    ['subscribe', subscribeClient],
+  ] as const) {
     // Without a listener ioredis prints every failed reconnect attempt; one line per outage is enough.
     let down = false;
     client.on('error', (err: Error) => {

@@ -111,11 +111,7 @@ export async function pollLogs(ctx: PollContext, jobId: string): Promise<PollOut
     ctx.state.since = new Date(store.now().getTime() - Math.max(60_000, 2 * ctx.intervalMs)).toISOString();
   }
   for (let i = 0; i < LOG_PAGES_PER_POLL; i++) {
-    const page = await store.logs(
-      job,
-      { after: ctx.state.cursor, since: ctx.state.cursor ? null : new Date(ctx.state.since!), limit: LOG_PAGE },
-      ctx.signal,
-    );
+    const page = await store.logs(job, { after: ctx.state.cursor, since: ctx.state.cursor ? null : new Date(ctx.state.since!), limit: LOG_PAGE }, ctx.signal);
     publishLines(ctx, jobId, page);
     if (page.lines.length < LOG_PAGE) return terminal ? 'end' : 'continue';
   }

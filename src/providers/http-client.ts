@@ -80,7 +80,13 @@ export async function requestJson<T>(providerId: string, req: JsonRequest<T> & {
 }
 
 /** Validates a 2xx answer's JSON body (after `unwrap`); malformed JSON or a wrong shape is UPSTREAM_BAD_RESPONSE. */
-export function readJson<T>(providerId: string, res: HttpResponse, schema: z.ZodType<T>, what: string, unwrap?: (body: unknown, res: HttpResponse) => unknown): T {
+export function readJson<T>(
+  providerId: string,
+  res: HttpResponse,
+  schema: z.ZodType<T>,
+  what: string,
+  unwrap?: (body: unknown, res: HttpResponse) => unknown,
+): T {
   const body = parseJsonBody(providerId, res);
   const parsed = schema.safeParse(unwrap ? unwrap(body, res) : body);
   if (!parsed.success) {

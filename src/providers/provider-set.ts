@@ -124,7 +124,15 @@ export class ProviderSet {
     this.resilience = { ...DEFAULT_RESILIENCE, ...resilience };
     for (const p of instances) {
       this.byId.set(p.id, p);
-      this.health.set(p.id, { state: 'UNKNOWN', lastSuccessAt: null, lastErrorAt: null, lastError: null, consecutiveFailures: 0, circuit: 'CLOSED', retryAt: null });
+      this.health.set(p.id, {
+        state: 'UNKNOWN',
+        lastSuccessAt: null,
+        lastErrorAt: null,
+        lastError: null,
+        consecutiveFailures: 0,
+        circuit: 'CLOSED',
+        retryAt: null,
+      });
       this.guards.set(p.id, this.guardFor());
     }
   }
@@ -185,7 +193,8 @@ export class ProviderSet {
   healthOf(id: string): ProviderHealth {
     const h = this.health.get(id);
     const guard = this.guards.get(id);
-    if (!h || !guard) return { state: 'UNKNOWN', lastSuccessAt: null, lastErrorAt: null, lastError: null, consecutiveFailures: 0, circuit: 'CLOSED', retryAt: null };
+    if (!h || !guard)
+      return { state: 'UNKNOWN', lastSuccessAt: null, lastErrorAt: null, lastError: null, consecutiveFailures: 0, circuit: 'CLOSED', retryAt: null };
     // cockatiel moves to half-open lazily, on the first call after the break: report it once it is due.
     const dueForTrial = guard.openedAt !== null && Date.now() >= guard.openedAt + this.resilience.halfOpenAfterMs;
     const circuit = guard.breaker.state === CircuitState.Open && dueForTrial ? 'HALF_OPEN' : circuitOf(guard.breaker.state);
@@ -208,7 +217,8 @@ export class ProviderSet {
     try {
       const guarded = () =>
         guard.breaker.execute(
-          ({ signal: callSignal }) => this.retryPolicy().execute(({ signal: trySignal }) => guard.bulkhead.execute(() => this.attempt(p, op, trySignal)), callSignal),
+          ({ signal: callSignal }) =>
+            this.retryPolicy().execute(({ signal: trySignal }) => guard.bulkhead.execute(() => this.attempt(p, op, trySignal)), callSignal),
           signal,
         );
       const out = share ? await share.execute(guarded) : await guarded();
@@ -217,7 +227,10 @@ export class ProviderSet {
       return out;
     } catch (err) {
       if (err instanceof BrokenCircuitError) throw this.openCircuitError(id, guard);
-      const failure = err instanceof BulkheadRejectedError ? new UpstreamError('UPSTREAM_RATE_LIMITED', id, 'too many calls to this platform are under way for this client', { retryAfterSeconds: 1 }) : err;
+      const failure =
+        err instanceof BulkheadRejectedError
+          ? new UpstreamError('UPSTREAM_RATE_LIMITED', id, 'too many calls to this platform are under way for this client', { retryAfterSeconds: 1 })
+          : err;
       // A request the platform rightly refused (unknown id) says nothing about its health.
       if (failure instanceof UpstreamError && failure.code !== 'UPSTREAM_NOT_FOUND') {
         h.consecutiveFailures++;

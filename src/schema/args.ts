@@ -59,7 +59,16 @@ export function decodeJobCursor(cursor: string | null | undefined, argument: 'af
     const [ms, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
     // A cursor carries an instant the store can hold and an id without control characters; anything else was not issued here.
     // eslint-disable-next-line no-control-regex
-    if (typeof ms === 'number' && Number.isInteger(ms) && ms >= 0 && ms <= LATEST_CURSOR_MS && typeof id === 'string' && id.length > 0 && id.length <= 1024 && !/[\u0000-\u001f]/.test(id)) {
+    if (
+      typeof ms === 'number' &&
+      Number.isInteger(ms) &&
+      ms >= 0 &&
+      ms <= LATEST_CURSOR_MS &&
+      typeof id === 'string' &&
+      id.length > 0 &&
+      id.length <= 1024 &&
+      !/[\u0000-\u001f]/.test(id)
+    ) {
       return { sortAt: new Date(ms), id };
     }
   } catch {

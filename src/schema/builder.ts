@@ -46,7 +46,8 @@ function parseDateTime(value: unknown): Date {
   if (year < FIRST_YEAR || year > LAST_YEAR) throw dateTimeError(`the year must be between ${FIRST_YEAR} and ${LAST_YEAR}`);
   // Date would roll 2026-02-30 over into March: the calendar date must exist as written.
   const daysInMonth = month >= 1 && month <= 12 ? new Date(Date.UTC(year, month, 0)).getUTCDate() : 0;
-  if (day < 1 || day > daysInMonth || hour > 23 || minute > 59 || second > 59) throw dateTimeError(`${String(value).slice(0, 40)} is not a date and time that exists`);
+  if (day < 1 || day > daysInMonth || hour > 23 || minute > 59 || second > 59)
+    throw dateTimeError(`${String(value).slice(0, 40)} is not a date and time that exists`);
   const d = new Date(value as string);
   if (Number.isNaN(d.getTime())) throw dateTimeError('not a valid instant');
   return d;

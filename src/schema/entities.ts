@@ -23,7 +23,7 @@ function ownId(ctx: Context, id: string, kind: EntityKind): ParsedId | null {
 }
 
 // One provider list sync per provider per request, however many unknown projects a batch holds.
-const listSyncs = new WeakMap<Context["store"]["loaders"], Map<string, Promise<unknown>>>();
+const listSyncs = new WeakMap<Context['store']['loaders'], Map<string, Promise<unknown>>>();
 
 function syncJobListOnce(ctx: Context, providerId: string): Promise<unknown> {
   let syncs = listSyncs.get(ctx.store.loaders);
@@ -99,9 +99,7 @@ export async function seriesById(ctx: Context, id: string): Promise<SeriesView |
   if (!job) return null;
   const args = { from: parts.from, to: parts.to, maxPoints: parts.maxPoints, aggregation: parts.aggregation as never };
   const views =
-    kind === 'training'
-      ? await trainingSeries(ctx, job, { ...args, names: [name!] })
-      : await systemSeries(ctx, job, { ...args, names: [name as never] });
+    kind === 'training' ? await trainingSeries(ctx, job, { ...args, names: [name!] }) : await systemSeries(ctx, job, { ...args, names: [name as never] });
   return views.find((v) => v.row.seriesKey === parts.seriesKey) ?? null;
 }
 

@@ -115,8 +115,18 @@ export const LogLevelEnum = builder.enumType('LogLevel', {
 });
 
 const LEVEL_NAMES: Record<string, LogLevel> = {
-  trace: 'DEBUG', debug: 'DEBUG', info: 'INFO', notice: 'INFO', warn: 'WARNING', warning: 'WARNING',
-  err: 'ERROR', error: 'ERROR', critical: 'CRITICAL', crit: 'CRITICAL', fatal: 'CRITICAL', panic: 'CRITICAL',
+  trace: 'DEBUG',
+  debug: 'DEBUG',
+  info: 'INFO',
+  notice: 'INFO',
+  warn: 'WARNING',
+  warning: 'WARNING',
+  err: 'ERROR',
+  error: 'ERROR',
+  critical: 'CRITICAL',
+  crit: 'CRITICAL',
+  fatal: 'CRITICAL',
+  panic: 'CRITICAL',
 };
 
 /** The level a platform's name stands for; null for a name we do not recognise (never a guess). */

@@ -56,7 +56,8 @@ IdleGpuRef.implement({
       resolve: (g) => g.runs[0]!.scope !== 'GPU',
     }),
     gpuCount: t.float({
-      description: 'GPUs the series stands for: 1 for a GPU; the node\'s GPUs for a node aggregate (the job\'s GPU count split evenly over its nodes when the topology is unknown)',
+      description:
+        "GPUs the series stands for: 1 for a GPU; the node's GPUs for a node aggregate (the job's GPU count split evenly over its nodes when the topology is unknown)",
       resolve: (g) => g.runs[0]!.gpus,
     }),
     node: t.field({
@@ -87,7 +88,10 @@ IdleGpuRef.implement({
     }),
     intervals: t.field({ type: [IdleIntervalRef], description: 'Oldest first', resolve: (g) => g.runs.map((run) => ({ run })) }),
     idleDuration: t.field({ type: 'Duration', description: 'The idle stretches together', resolve: (g) => g.runs.reduce((a, r) => a + seconds(r), 0) }),
-    idleGpuHours: t.float({ description: 'GPU-hours: the idle stretches x the GPUs the series stands for', resolve: (g) => g.runs.reduce((a, r) => a + (seconds(r) / 3600) * r.gpus, 0) }),
+    idleGpuHours: t.float({
+      description: 'GPU-hours: the idle stretches x the GPUs the series stands for',
+      resolve: (g) => g.runs.reduce((a, r) => a + (seconds(r) / 3600) * r.gpus, 0),
+    }),
   }),
 });
 
@@ -122,7 +126,8 @@ GpuHoursRef.implement({
     }),
     gpuModel: t.string({
       nullable: true,
-      description: 'The platform\'s GPU type name ("unknown" where it does not say; platforms name the same model differently), in Fleet.utilization.byGpuModel; null in other roll-ups',
+      description:
+        'The platform\'s GPU type name ("unknown" where it does not say; platforms name the same model differently), in Fleet.utilization.byGpuModel; null in other roll-ups',
       resolve: (u) => u.model ?? null,
     }),
     job: t.field({ type: JobRef, nullable: true, description: 'The job, in Fleet.jobs; null in other roll-ups', resolve: (u) => u.job ?? null }),
@@ -159,7 +164,9 @@ FleetUtilizationRef.implement({
     total: t.field({
       type: GpuHoursRef,
       description: 'Every matching job together',
-      resolve: ({ rows }) => ({ row: rows.find((r) => r.kind === 'total') ?? { kind: 'total', key: null, jobs: 0, allocatedGpuHours: 0, coveredGpuHours: 0, usedGpuHours: 0 } }),
+      resolve: ({ rows }) => ({
+        row: rows.find((r) => r.kind === 'total') ?? { kind: 'total', key: null, jobs: 0, allocatedGpuHours: 0, coveredGpuHours: 0, usedGpuHours: 0 },
+      }),
     }),
     byProvider: t.field({
       type: [GpuHoursRef],
@@ -173,7 +180,7 @@ FleetUtilizationRef.implement({
     }),
     byGpuModel: t.field({
       type: [GpuHoursRef],
-      description: "One per GPU type name as the platforms give it (gpuModel set)",
+      description: 'One per GPU type name as the platforms give it (gpuModel set)',
       resolve: ({ rows }) => byKind(rows, 'model').map((row) => ({ row, model: row.key! })),
     }),
   }),
@@ -243,7 +250,11 @@ builder.queryFields((t) => ({
     description: 'GPU questions across every platform: idle GPUs, GPU-hours allocated vs used, jobs ranked by waste',
     args: {
       filter: t.arg({ type: JobFilterRef, required: false, description: 'Which jobs count; default: all jobs the caller may see' }),
-      from: t.arg({ type: 'DateTime', required: true, description: 'Window start (inclusive); [from, to] spans at most 366 days (the series bound), else BAD_INPUT' }),
+      from: t.arg({
+        type: 'DateTime',
+        required: true,
+        description: 'Window start (inclusive); [from, to] spans at most 366 days (the series bound), else BAD_INPUT',
+      }),
       to: t.arg({ type: 'DateTime', required: true, description: 'Window end, capped at now; must be after `from`, at most 366 days after it' }),
     },
     resolve: (_r, args, ctx) => {

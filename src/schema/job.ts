@@ -60,13 +60,16 @@ function etaSeconds(row: ProgressRow): number | null {
   return Math.max(0, (row.targetIteration - row.iteration) / row.rate);
 }
 
-export const LogLineRef = builder.objectRef<LogLineRecord>(
-  'LogLine',
-);
+export const LogLineRef = builder.objectRef<LogLineRecord>('LogLine');
 LogLineRef.implement({
   description: 'One log line of a job, as the platform wrote it',
   fields: (t) => ({
-    timestamp: t.field({ type: 'DateTime', nullable: true, description: 'When the line was written; null where the platform gives no time (PAI-DLC, Runicorn)', resolve: (l) => l.timestamp }),
+    timestamp: t.field({
+      type: 'DateTime',
+      nullable: true,
+      description: 'When the line was written; null where the platform gives no time (PAI-DLC, Runicorn)',
+      resolve: (l) => l.timestamp,
+    }),
     message: t.exposeString('message', { description: 'The line as written, without its trailing newline (secrets the server knows are redacted)' }),
     node: t.string({ nullable: true, description: 'The node, replica or pod that wrote the line', resolve: (l) => l.node }),
     level: t.field({
@@ -111,7 +114,11 @@ JobRef.implement({
     id: t.exposeID('id', { description: 'Global id, `<providerId>:job:<platform job id>`; stable across restarts' }),
     externalId: t.exposeString('externalId', { description: "The platform's own id for the job" }),
     name: t.exposeString('name', { description: "The job's name on the platform" }),
-    status: t.field({ type: JobStatusEnum, description: "The platform's status mapped to the common set (rawStatus keeps the original)", resolve: (j) => j.status as never }),
+    status: t.field({
+      type: JobStatusEnum,
+      description: "The platform's status mapped to the common set (rawStatus keeps the original)",
+      resolve: (j) => j.status as never,
+    }),
     rawStatus: t.string({ nullable: true, description: "The platform's own status string", resolve: (j) => j.rawStatus }),
     provider: t.field({
       type: ProviderRef,
@@ -131,9 +138,19 @@ JobRef.implement({
         return p;
       },
     }),
-    createdAt: t.field({ type: 'DateTime', nullable: true, description: 'When the job was submitted; null where the platform does not say', resolve: (j) => j.createdAt }),
+    createdAt: t.field({
+      type: 'DateTime',
+      nullable: true,
+      description: 'When the job was submitted; null where the platform does not say',
+      resolve: (j) => j.createdAt,
+    }),
     startedAt: t.field({ type: 'DateTime', nullable: true, description: 'When the job started running; null until it does', resolve: (j) => j.startedAt }),
-    finishedAt: t.field({ type: 'DateTime', nullable: true, description: 'When the job ended (any terminal status); null while it runs', resolve: (j) => j.finishedAt }),
+    finishedAt: t.field({
+      type: 'DateTime',
+      nullable: true,
+      description: 'When the job ended (any terminal status); null while it runs',
+      resolve: (j) => j.finishedAt,
+    }),
     gpuType: t.string({
       nullable: true,
       description: 'The accelerator model (a GPU or NPU model, see acceleratorKind); null when the platform does not say',
@@ -141,8 +158,7 @@ JobRef.implement({
     }),
     gpuCount: t.int({
       nullable: true,
-      description:
-        'Accelerators of the whole job, all nodes: GPUs, or NPUs when acceleratorKind is NPU (count, >= 0); null until the platform says',
+      description: 'Accelerators of the whole job, all nodes: GPUs, or NPUs when acceleratorKind is NPU (count, >= 0); null until the platform says',
       resolve: (j) => j.gpuCount,
     }),
     acceleratorKind: t.field({
@@ -164,15 +180,15 @@ JobRef.implement({
     }),
     restartCount: t.int({
       nullable: true,
-      description:
-        'Restarts the platform reports (count, >= 0): PAI-DLC pod incarnations, ModelArts running records; null when it does not say',
+      description: 'Restarts the platform reports (count, >= 0): PAI-DLC pod incarnations, ModelArts running records; null when it does not say',
       resolve: (j) => j.restartCount,
     }),
     nodes: t.field({
       type: [ComputeNodeRef],
       nullable: true,
       directives: { cost: { weight: 5 }, listSize: { assumedSize: 8 } },
-      description: "The job's compute nodes (tasks, pods, hosts), in the platform's order; null (with the error at this path) when the platform's topology call failed and nothing is cached",
+      description:
+        "The job's compute nodes (tasks, pods, hosts), in the platform's order; null (with the error at this path) when the platform's topology call failed and nothing is cached",
       resolve: async (j, _a, ctx, info) => {
         ctx.store.loaders.topology.hint(j.id, topologyHint(ctx, j, info));
         await ctx.store.loaders.topology.load(j);
@@ -183,7 +199,8 @@ JobRef.implement({
       type: [GpuRef],
       nullable: true,
       directives: { cost: { weight: 5 }, listSize: { assumedSize: 64 } },
-      description: "The job's GPUs (or NPUs) across its nodes; null (with the error at this path) when the platform's topology call failed and nothing is cached",
+      description:
+        "The job's GPUs (or NPUs) across its nodes; null (with the error at this path) when the platform's topology call failed and nothing is cached",
       resolve: async (j, _a, ctx, info) => {
         ctx.store.loaders.topology.hint(j.id, topologyHint(ctx, j, info));
         await ctx.store.loaders.topology.load(j);
@@ -219,7 +236,8 @@ JobRef.implement({
     progress: t.field({
       type: JobProgressRef,
       nullable: true,
-      description: 'Training progress where the platform reports iterations (Primus-Lens, Runicorn); null elsewhere, or (with the error at this path) when the platform failed and nothing is cached',
+      description:
+        'Training progress where the platform reports iterations (Primus-Lens, Runicorn); null elsewhere, or (with the error at this path) when the platform failed and nothing is cached',
       resolve: async (j, _a, ctx) => {
         const freshness = await ctx.store.loaders.progressReady.load(j);
         const row = await ctx.store.loaders.progressOfJob.load(j.id);

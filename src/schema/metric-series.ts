@@ -42,7 +42,8 @@ export function windowArgs(arg: ArgBuilder<Types>, defaults: { from: string; to:
     }),
     maxPoints: arg.int({
       required: false,
-      description: 'At most this many points per series, downsampled in equal-width buckets beyond it: 1..the server cap (default 500, cap 10000 unless configured)',
+      description:
+        'At most this many points per series, downsampled in equal-width buckets beyond it: 1..the server cap (default 500, cap 10000 unless configured)',
     }),
     aggregation: arg({ type: AggregationEnum, required: false, description: 'How points in one bucket are combined when downsampling; default AVG' }),
   };
@@ -78,7 +79,12 @@ FreshnessRef.implement({
   shareable: true,
   description: 'How current an answer is: when it was fetched upstream and whether a due refresh failed',
   fields: (t) => ({
-    fetchedAt: t.field({ type: 'DateTime', nullable: true, description: 'When the data answered was fetched from the platform; null if never', resolve: (f) => f.fetchedAt }),
+    fetchedAt: t.field({
+      type: 'DateTime',
+      nullable: true,
+      description: 'When the data answered was fetched from the platform; null if never',
+      resolve: (f) => f.fetchedAt,
+    }),
     stale: t.exposeBoolean('stale', { description: 'True when a refresh failed and an older cached copy is served' }),
     error: t.field({
       type: SourceErrorRef,
@@ -100,8 +106,18 @@ MetricPointRef.implement({
       description: "When the point (or its bucket's first point) was measured; null for a step-keyed point the platform logged without a time",
       resolve: (p) => p.ts,
     }),
-    step: t.field({ type: 'Int', nullable: true, description: 'The training step (a count) of a step-keyed point; null for time-keyed ones', resolve: (p) => p.step }),
-    value: t.field({ type: 'Float', nullable: true, description: "The value in the series' unit; null for a gap the platform reported", resolve: (p) => p.value }),
+    step: t.field({
+      type: 'Int',
+      nullable: true,
+      description: 'The training step (a count) of a step-keyed point; null for time-keyed ones',
+      resolve: (p) => p.step,
+    }),
+    value: t.field({
+      type: 'Float',
+      nullable: true,
+      description: "The value in the series' unit; null for a gap the platform reported",
+      resolve: (p) => p.value,
+    }),
   }),
 });
 
@@ -112,10 +128,25 @@ MetricSummaryRef.implement({
     count: t.exposeInt('count', { description: 'Points with a value in the window (a count)' }),
     min: t.field({ type: 'Float', nullable: true, description: "The lowest value, in the series' unit; null without points", resolve: (s) => s.min }),
     max: t.field({ type: 'Float', nullable: true, description: "The highest value, in the series' unit; null without points", resolve: (s) => s.max }),
-    avg: t.field({ type: 'Float', nullable: true, description: "The mean of the values (not time-weighted), in the series' unit; null without points", resolve: (s) => s.avg }),
+    avg: t.field({
+      type: 'Float',
+      nullable: true,
+      description: "The mean of the values (not time-weighted), in the series' unit; null without points",
+      resolve: (s) => s.avg,
+    }),
     last: t.field({ type: 'Float', nullable: true, description: "The latest value, in the series' unit; null without points", resolve: (s) => s.last }),
-    firstAt: t.field({ type: 'DateTime', nullable: true, description: 'When the first point was measured; null without timed points', resolve: (s) => s.firstAt }),
-    lastAt: t.field({ type: 'DateTime', nullable: true, description: 'When the latest point was measured; null without timed points', resolve: (s) => s.lastAt }),
+    firstAt: t.field({
+      type: 'DateTime',
+      nullable: true,
+      description: 'When the first point was measured; null without timed points',
+      resolve: (s) => s.firstAt,
+    }),
+    lastAt: t.field({
+      type: 'DateTime',
+      nullable: true,
+      description: 'When the latest point was measured; null without timed points',
+      resolve: (s) => s.lastAt,
+    }),
   }),
 });
 
@@ -133,7 +164,11 @@ MetricSeriesRef.implement({
     scope: t.field({ type: MetricScopeEnum, description: 'Whether this series is one GPU, one node or the whole job', resolve: (s) => s.row.scope as never }),
     source: t.string({ description: 'The platform, or the training metric source (wandb, log, tensorflow, runicorn)', resolve: (s) => s.row.source }),
     stage: t.string({ nullable: true, description: 'Training stage (train, eval, ...) where the platform labels one', resolve: (s) => s.row.stage }),
-    keyedBy: t.field({ type: SeriesKeyEnum, description: 'TIME for system metrics, STEP for training metrics', resolve: (s) => (s.row.keyedBy === 'step' ? 'STEP' : 'TIME') }),
+    keyedBy: t.field({
+      type: SeriesKeyEnum,
+      description: 'TIME for system metrics, STEP for training metrics',
+      resolve: (s) => (s.row.keyedBy === 'step' ? 'STEP' : 'TIME'),
+    }),
     meta: t.field({
       type: 'JSON',
       description: 'How to read the series honestly: derived values, inferred timestamps and the like',
@@ -163,8 +198,7 @@ MetricSeriesRef.implement({
     timestamps: t.field({
       type: ['Float'],
       nullable: { list: false, items: true },
-      description:
-        'The time of each point of `points`, in epoch milliseconds (UTC), in the same order; null for a step-keyed point the platform gave no time',
+      description: 'The time of each point of `points`, in epoch milliseconds (UTC), in the same order; null for a step-keyed point the platform gave no time',
       resolve: async (s, _a, ctx) => (await pointsOf(s, ctx)).map((p) => (p.ts === null ? null : p.ts.getTime())),
     }),
     steps: t.field({

@@ -19,8 +19,18 @@ HealthRef.implement({
   description: 'How calls to this platform have gone lately, as seen by this server',
   fields: (t) => ({
     state: t.field({ type: HealthStateEnum, description: 'The summary: OK, DEGRADED, DOWN or UNKNOWN', resolve: (h) => h.state }),
-    lastSuccessAt: t.field({ type: 'DateTime', nullable: true, description: 'When a call last succeeded; null if none has since start', resolve: (h) => h.lastSuccessAt }),
-    lastErrorAt: t.field({ type: 'DateTime', nullable: true, description: 'When a call last failed; null if none has since start', resolve: (h) => h.lastErrorAt }),
+    lastSuccessAt: t.field({
+      type: 'DateTime',
+      nullable: true,
+      description: 'When a call last succeeded; null if none has since start',
+      resolve: (h) => h.lastSuccessAt,
+    }),
+    lastErrorAt: t.field({
+      type: 'DateTime',
+      nullable: true,
+      description: 'When a call last failed; null if none has since start',
+      resolve: (h) => h.lastErrorAt,
+    }),
     lastError: t.field({
       type: SourceErrorRef,
       nullable: true,
@@ -29,7 +39,12 @@ HealthRef.implement({
     }),
     consecutiveFailures: t.exposeInt('consecutiveFailures', { description: 'Failed calls in a row since the last success (a count)' }),
     circuit: t.field({ type: CircuitStateEnum, description: "The circuit breaker's position", resolve: (h) => h.circuit }),
-    retryAt: t.field({ type: 'DateTime', nullable: true, description: 'While the circuit is open: when a trial call is next let through', resolve: (h) => h.retryAt }),
+    retryAt: t.field({
+      type: 'DateTime',
+      nullable: true,
+      description: 'While the circuit is open: when a trial call is next let through',
+      resolve: (h) => h.retryAt,
+    }),
   }),
 });
 

@@ -52,7 +52,8 @@ builder.queryFields((t) => ({
   node: t.field({
     type: NodeInterfaceRef,
     nullable: true,
-    description: 'Any object of this graph by its global id (Provider, Project, Job, ComputeNode, Gpu, MetricSeries); null for an id this graph did not issue or that is gone',
+    description:
+      'Any object of this graph by its global id (Provider, Project, Job, ComputeNode, Gpu, MetricSeries); null for an id this graph did not issue or that is gone',
     args: { id: t.arg.id({ required: true, description: 'A global id as answered by an `id` field (at most 1024 characters)' }) },
     resolve: (_r, args, ctx) => nodeById(ctx, String(args.id)),
   }),

@@ -12,12 +12,7 @@ export interface SystemSeriesQuery extends SeriesArgs {
   scope?: MetricScope | null;
 }
 
-export async function systemSeries(
-  ctx: Context,
-  job: JobRow,
-  args: SystemSeriesQuery,
-  pick: (row: SeriesRow) => boolean = () => true,
-): Promise<SeriesView[]> {
+export async function systemSeries(ctx: Context, job: JobRow, args: SystemSeriesQuery, pick: (row: SeriesRow) => boolean = () => true): Promise<SeriesView[]> {
   const shape = checkSeriesArgs(args, ctx.limits);
   const available = ctx.store.providers.require(job.providerId).capabilities.systemMetrics;
   const names = args.names?.length ? args.names.filter((n) => available.includes(n)) : available;
@@ -39,9 +34,7 @@ export async function trainingSeries(ctx: Context, job: JobRow, args: TrainingSe
   const freshness = await ctx.store.loaders.trainingReady.load(job);
   const rows = await ctx.store.loaders.seriesOfJob.load({ jobId: job.id, kind: 'training' });
   const names = args.names?.length ? new Set(args.names) : null;
-  return rows
-    .filter((r) => !names || names.has(r.name))
-    .map((row) => seriesView(row, { from: shape.from, to: shape.to }, shape, freshness));
+  return rows.filter((r) => !names || names.has(r.name)).map((row) => seriesView(row, { from: shape.from, to: shape.to }, shape, freshness));
 }
 
 /** Gpu fields that are one system metric each. */

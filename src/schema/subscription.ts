@@ -100,7 +100,7 @@ builder.subscriptionType({
     jobUtilization: t.field({
       type: UtilizationSampleRef,
       description:
-        "Live utilization and memory series of a job (per GPU where the platform has them, else per node), one sample per poll of its platform, shared by all subscribers; a subscriber joining a running feed first gets the series so far; completes when the job has finished",
+        'Live utilization and memory series of a job (per GPU where the platform has them, else per node), one sample per poll of its platform, shared by all subscribers; a subscriber joining a running feed first gets the series so far; completes when the job has finished',
       args: {
         jobId: t.arg.id({ required: true, description: 'The Job id' }),
         names: t.arg({

@@ -50,7 +50,14 @@ export class OutgoingGuard {
 
   private check(chunk: unknown, encoding: BufferEncoding | undefined, transport: Transport): unknown {
     if (chunk === undefined || chunk === null) return chunk;
-    const bytes = typeof chunk === 'string' ? Buffer.from(chunk, encoding ?? 'utf8') : Buffer.isBuffer(chunk) ? chunk : chunk instanceof Uint8Array ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength) : null;
+    const bytes =
+      typeof chunk === 'string'
+        ? Buffer.from(chunk, encoding ?? 'utf8')
+        : Buffer.isBuffer(chunk)
+          ? chunk
+          : chunk instanceof Uint8Array
+            ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+            : null;
     if (!bytes) return chunk;
     const { out, found } = this.mask(bytes);
     if (!found) return chunk;

@@ -115,7 +115,10 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const store = new Store(readThrough);
   const live = await startLive({ config, store, logger, options: opts.live });
   const metrics = new Metrics({ providers, readThrough, live: live.hub });
-  const stopShapeWarnings = warnOnShapeMismatches(providers.all().map((p) => p.id), logger);
+  const stopShapeWarnings = warnOnShapeMismatches(
+    providers.all().map((p) => p.id),
+    logger,
+  );
   const tracingModule = config.tracing ? await import('./tracing.js') : null;
   const tracing = config.tracing && tracingModule ? tracingModule.startTracing(config.tracing) : null;
   if (tracing) tracingModule!.traceUpstreamCalls(providers, tracing.tracer);
@@ -134,30 +137,41 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
 
   const guard = new OutgoingGuard(logger, (transport) => metrics.secretFindings.inc({ transport }));
   let ready = true;
-  const server = http.createServer(front.wrap((req, res) => {
-    guard.http(res);
-    if (req.url === '/metrics') {
-      // Metrics name every provider: with tokens configured only the metrics token or an unscoped API token reads them.
-      const denied = metricsAccess(tokens, config.security?.metricsToken ?? null, req.headers.authorization);
-      if (denied) {
-        res.writeHead(denied, { 'content-type': 'application/json', ...(denied === 401 ? { 'www-authenticate': 'Bearer' } : {}) });
-        res.end(JSON.stringify({ errors: [{ message: denied === 401 ? 'a metrics or unscoped API token is required (Authorization: Bearer <token>)' : 'this token may not read metrics', extensions: { code: denied === 401 ? 'UNAUTHENTICATED' : 'FORBIDDEN' } }] }));
+  const server = http.createServer(
+    front.wrap((req, res) => {
+      guard.http(res);
+      if (req.url === '/metrics') {
+        // Metrics name every provider: with tokens configured only the metrics token or an unscoped API token reads them.
+        const denied = metricsAccess(tokens, config.security?.metricsToken ?? null, req.headers.authorization);
+        if (denied) {
+          res.writeHead(denied, { 'content-type': 'application/json', ...(denied === 401 ? { 'www-authenticate': 'Bearer' } : {}) });
+          res.end(
+            JSON.stringify({
+              errors: [
+                {
+                  message: denied === 401 ? 'a metrics or unscoped API token is required (Authorization: Bearer <token>)' : 'this token may not read metrics',
+                  extensions: { code: denied === 401 ? 'UNAUTHENTICATED' : 'FORBIDDEN' },
+                },
+              ],
+            }),
+          );
+          return;
+        }
+        void metrics.scrape().then((body) => res.writeHead(200, { 'content-type': metrics.contentType() }).end(body));
         return;
       }
-      void metrics.scrape().then((body) => res.writeHead(200, { 'content-type': metrics.contentType() }).end(body));
-      return;
-    }
-    if (serveWebPage(req, res, logger)) return;
-    if (req.url === '/healthz') {
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
-      return;
-    }
-    if (req.url === '/readyz') {
-      void readiness(database, ready).then(([status, body]) => res.writeHead(status, { 'content-type': 'application/json' }).end(body));
-      return;
-    }
-    void app.handle(req, res);
-  }));
+      if (serveWebPage(req, res, logger)) return;
+      if (req.url === '/healthz') {
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
+        return;
+      }
+      if (req.url === '/readyz') {
+        void readiness(database, ready).then(([status, body]) => res.writeHead(status, { 'content-type': 'application/json' }).end(body));
+        return;
+      }
+      void app.handle(req, res);
+    }),
+  );
   // Node closes idle keep-alive sockets after 5 s, racing clients and load balancers that reuse
   // them longer (a request then dies with ECONNRESET): the server must outlast their idle timeouts
   // (60 s is common), and Node requires the headers timeout to exceed the keep-alive one.
@@ -171,7 +185,10 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const addr = server.address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   const url = `http://${host}:${addr.port}`;
-  logger.info({ url: `${url}/graphql`, database: database.driver, providers: providers.all().map((p) => `${p.id} (${p.kind}${p.simulated ? ', simulated' : ''})`) }, 'serving');
+  logger.info(
+    { url: `${url}/graphql`, database: database.driver, providers: providers.all().map((p) => `${p.id} (${p.kind}${p.simulated ? ', simulated' : ''})`) },
+    'serving',
+  );
 
   return {
     url,
@@ -217,7 +234,10 @@ function warnOnShapeMismatches(providerIds: readonly string[], logger: Logger): 
     const n = (seen.get(key) ?? 0) + 1;
     seen.set(key, n);
     if (n === 1 || n % 100 === 0) {
-      logger.warn({ provider: m.providerId, assumption: m.assumption, detail: m.detail, occurrences: n }, 'upstream answer does not match an unconfirmed reading of its API');
+      logger.warn(
+        { provider: m.providerId, assumption: m.assumption, detail: m.detail, occurrences: n },
+        'upstream answer does not match an unconfirmed reading of its API',
+      );
     }
   });
 }

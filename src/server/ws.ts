@@ -49,7 +49,13 @@ function refused(err: unknown): [GraphQLError] {
 type RootWithExecutors = { execute: (args: ExecutionArgs) => unknown; subscribe: (args: ExecutionArgs) => unknown };
 
 /** With tokens configured, a connection without a valid token in connectionParams is closed with 4403 Forbidden. */
-export function attachGraphqlWs(server: http.Server, app: App, limits: WsLimits = DEFAULT_WS_LIMITS, tokens: TokenStore | null = null, guard: OutgoingGuard | null = null) {
+export function attachGraphqlWs(
+  server: http.Server,
+  app: App,
+  limits: WsLimits = DEFAULT_WS_LIMITS,
+  tokens: TokenStore | null = null,
+  guard: OutgoingGuard | null = null,
+) {
   const wss = new WebSocketServer({ server, path: '/graphql', maxPayload: limits.maxPayloadBytes });
   // Registered before graphql-ws's own listener: every message it sends passes the secret check.
   if (guard) wss.on('connection', (socket) => guard.socket(socket));

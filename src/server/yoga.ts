@@ -64,7 +64,11 @@ export function createApp(deps: YogaDeps) {
       // Automatic persisted queries (Apollo's protocol): a client sends a query's sha256 alone and
       // the text only once per replica (kept in an in-memory LRU of 1000 queries per replica).
       useAPQ(),
-      ...useLimits(deps.requestLimits ?? DEFAULT_REQUEST_LIMITS, { defaultPageSize: limits.defaultPageSize, defaultMaxPoints: limits.defaultMaxPoints, defaultLogLines: limits.defaultLogLines }),
+      ...useLimits(deps.requestLimits ?? DEFAULT_REQUEST_LIMITS, {
+        defaultPageSize: limits.defaultPageSize,
+        defaultMaxPoints: limits.defaultMaxPoints,
+        defaultLogLines: limits.defaultLogLines,
+      }),
       useStaleErrors(),
       useRevocation(deps.tokens ?? null),
       ...(deps.plugins ?? []),

@@ -87,13 +87,7 @@ export interface PreparedFleet {
  * chart of the same window asks for, so the two share fetches), plus the topology of jobs whose
  * nodes are still unknown (node aggregates count for their node's GPUs).
  */
-export async function prepareFleet(
-  readThrough: ReadThrough,
-  filter: JobFilter,
-  from: Date,
-  to: Date,
-  maxPoints: number,
-): Promise<PreparedFleet> {
+export async function prepareFleet(readThrough: ReadThrough, filter: JobFilter, from: Date, to: Date, maxPoints: number): Promise<PreparedFleet> {
   const now = readThrough.now();
   const end = to < now ? to : now;
   const store = new FleetStore(readThrough.repo.db);
@@ -147,7 +141,11 @@ export class FleetStore {
     const [fromAt, toAt, nowAt] = [from, to, now].map((d) => sql`${d.toISOString()}::timestamptz`);
     cond.push(sql`coalesce(${t.jobs.startedAt}, ${t.jobs.createdAt}) < ${toAt}`);
     cond.push(sql`coalesce(${t.jobs.finishedAt}, ${nowAt}) > ${fromAt}`);
-    return this.db.select().from(t.jobs).where(and(...cond)).orderBy(t.jobs.id);
+    return this.db
+      .select()
+      .from(t.jobs)
+      .where(and(...cond))
+      .orderBy(t.jobs.id);
   }
 
   /** Of these jobs, those with node-scope GPU utilization: their weights need the node's GPUs. */

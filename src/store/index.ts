@@ -179,7 +179,11 @@ export class Store {
     const [allSeries, nodes, gpus] = await Promise.all([repo.seriesOfJobs([job.id], 'system'), repo.nodesOfJobs([job.id]), repo.gpusOfJobs([job.id])]);
     const series = allSeries.filter((s) => wanted.has(s.name));
     // maxPoints far above any poll window's count: every stored point comes back as itself.
-    const points = await repo.pointsOf(series.map((s) => ({ seriesId: s.id, keyedBy: 'time' as const, from, to })), 1_000_000, 'LAST');
+    const points = await repo.pointsOf(
+      series.map((s) => ({ seriesId: s.id, keyedBy: 'time' as const, from, to })),
+      1_000_000,
+      'LAST',
+    );
     return { series, nodes, gpus, points };
   }
 

@@ -195,7 +195,9 @@ export function createLoaders(readThrough: ReadThrough) {
       if (fromSql.length) {
         const rows = await repo.summariesOf(fromSql);
         const byIndex = new Map(rows.map((r) => [r.index, r]));
-        fromSql.forEach((k, i) => out.set(index.get(k)!, byIndex.get(i) ?? null));
+        fromSql.forEach((k, i) => {
+          out.set(index.get(k)!, byIndex.get(i) ?? null);
+        });
       }
       return keys.map((_k, i) => out.get(i) ?? null);
     },

@@ -5,7 +5,17 @@
 import { runShared } from '../domain/request-scope.js';
 import { DomainError } from '../domain/errors.js';
 import { jobGlobalId, parseGlobalId, type ParsedId } from '../domain/ids.js';
-import { TERMINAL_STATUSES, type JobRecord, type JobRef, type JobStatus, type LogPage, type LogRequest, type ProjectRecord, type SeriesData, type SystemMetric } from '../domain/types.js';
+import {
+  TERMINAL_STATUSES,
+  type JobRecord,
+  type JobRef,
+  type JobStatus,
+  type LogPage,
+  type LogRequest,
+  type ProjectRecord,
+  type SeriesData,
+  type SystemMetric,
+} from '../domain/types.js';
 import type { ProviderAdapter, SystemMetricsResult } from '../providers/provider.js';
 import type { ProviderSet } from '../providers/provider-set.js';
 import { pointRowsOf, seriesIdentity, type FetchRow, type JobRow, type Repository } from './repository.js';
@@ -310,7 +320,12 @@ export class ReadThrough {
       const byProvider = new Map<string, typeof found>();
       for (const f of found) if (f.detail) byProvider.set(f.p.providerId, [...(byProvider.get(f.p.providerId) ?? []), f]);
       for (const [pid, list] of byProvider) {
-        await this.repo.upsertCatalog(pid, [], list.map((f) => f.detail!), at);
+        await this.repo.upsertCatalog(
+          pid,
+          [],
+          list.map((f) => f.detail!),
+          at,
+        );
       }
       if (byProvider.size > 0) {
         for (const j of await this.repo.jobsByIds([...byProvider.values()].flat().map((f) => jobGlobalId(f.p.providerId, f.p.key)))) {
@@ -383,7 +398,9 @@ export class ReadThrough {
       due.map(async (job) => {
         try {
           const detail = await this.once(`detail:${job.id}`, () =>
-            this.providers.call(job.providerId, (a, signal) => a.getJob({ externalId: job.externalId, projectExternalId: projects.get(job.projectId) ?? '' }, signal)),
+            this.providers.call(job.providerId, (a, signal) =>
+              a.getJob({ externalId: job.externalId, projectExternalId: projects.get(job.projectId) ?? '' }, signal),
+            ),
           );
           return { job, detail, error: null };
         } catch (err) {
@@ -393,9 +410,20 @@ export class ReadThrough {
     );
     for (const [pid, group] of groupBy(results, (r) => r.job.providerId)) {
       const ok = group.filter((r) => r.detail);
-      if (ok.length) await this.repo.upsertJobs(pid, ok.map((r) => r.detail!), now, true);
+      if (ok.length)
+        await this.repo.upsertJobs(
+          pid,
+          ok.map((r) => r.detail!),
+          now,
+          true,
+        );
       const withNodes = ok.filter((r) => r.detail!.nodes !== null);
-      if (withNodes.length) await this.repo.writeTopology(pid, withNodes.map((r) => ({ job: r.job, nodes: r.detail!.nodes! })), now);
+      if (withNodes.length)
+        await this.repo.writeTopology(
+          pid,
+          withNodes.map((r) => ({ job: r.job, nodes: r.detail!.nodes! })),
+          now,
+        );
       for (const r of withNodes) out.set(r.job.id, FRESH_NOW(now));
       // Platforms that reveal nodes only in metrics (Baseten) learn them from a metrics fetch.
       for (const r of ok.filter((x) => x.detail!.nodes === null)) {
@@ -513,7 +541,11 @@ export class ReadThrough {
         try {
           const res = await this.once(key, () =>
             this.providers.call(w.job.providerId, (a, signal) =>
-              a.fetchSystemMetrics(jobRef(w.job, projects.get(w.job.projectId) ?? ''), { from: w.from, to: w.to, metrics: [...w.metrics], stepSeconds: w.step }, signal),
+              a.fetchSystemMetrics(
+                jobRef(w.job, projects.get(w.job.projectId) ?? ''),
+                { from: w.from, to: w.to, metrics: [...w.metrics], stepSeconds: w.step },
+                signal,
+              ),
             ),
           );
           return { w, key, res, error: null as unknown };
@@ -535,9 +567,11 @@ export class ReadThrough {
         now,
       );
       for (const r of mine) this.storing.set(r.key, written);
-      void written.committed.catch(() => {}).finally(() => {
-        for (const r of mine) if (this.storing.get(r.key) === written) this.storing.delete(r.key);
-      });
+      void written.committed
+        .catch(() => {})
+        .finally(() => {
+          for (const r of mine) if (this.storing.get(r.key) === written) this.storing.delete(r.key);
+        });
       waits.push(written);
     }
     await settled(waits);
@@ -566,10 +600,7 @@ export class ReadThrough {
    * without its points, and a crash before it commits only means the next request fetches again.
    * Until then the points are held here, and the fetch records count for this replica.
    */
-  private storeFetched(
-    fetched: { job: JobRow; from: Date; to: Date; step: number; res: SystemMetricsResult }[],
-    now: Date,
-  ): Written {
+  private storeFetched(fetched: { job: JobRow; from: Date; to: Date; step: number; res: SystemMetricsResult }[], now: Date): Written {
     // Points held alone answer as the cache will only if nothing else is, or was, stored for the
     // series: no other write of the job under way or starting meanwhile, no fetch record committed.
     const jobIds = [...new Set(fetched.map((f) => f.job.id))];
@@ -594,8 +625,19 @@ export class ReadThrough {
       const ids = new Map<string, Map<string, number>>();
       for (const [pid, group] of byProvider) {
         const withNodes = group.filter((f) => f.res.nodes && f.res.nodes.length > 0);
-        if (withNodes.length) await repo.writeTopology(pid, withNodes.map((f) => ({ job: f.job, nodes: f.res.nodes! })), now);
-        ids.set(pid, await repo.writeSeriesRows(pid, group.map((f) => ({ job: f.job, series: f.res.series }))));
+        if (withNodes.length)
+          await repo.writeTopology(
+            pid,
+            withNodes.map((f) => ({ job: f.job, nodes: f.res.nodes! })),
+            now,
+          );
+        ids.set(
+          pid,
+          await repo.writeSeriesRows(
+            pid,
+            group.map((f) => ({ job: f.job, series: f.res.series })),
+          ),
+        );
       }
       const cached = await repo.fetchesOf(jobIds, [...new Set(fetchRows.map((r) => r.dataset))]);
       return { ids, cached: groupBy(cached, (r) => r.jobId) };
@@ -677,11 +719,13 @@ export class ReadThrough {
       jobs,
       'training',
       (a) => a.capabilities.trainingMetrics,
-      async (ref, signal, adapter): Promise<SeriesData[]> =>
-        (await adapter.fetchTrainingMetrics?.(ref, { from: null, to: null, names: null }, signal)) ?? [],
+      async (ref, signal, adapter): Promise<SeriesData[]> => (await adapter.fetchTrainingMetrics?.(ref, { from: null, to: null, names: null }, signal)) ?? [],
       async (entries, repo) => {
         for (const [pid, group] of groupBy(entries, (e) => e.job.providerId)) {
-          await repo.writeSeries(pid, group.map((e) => ({ job: e.job, series: e.data })));
+          await repo.writeSeries(
+            pid,
+            group.map((e) => ({ job: e.job, series: e.data })),
+          );
         }
       },
     );
@@ -725,7 +769,13 @@ export class ReadThrough {
       out.set(j.id, { fetchedAt: null, stale: false, error: null });
       return false;
     });
-    const rows = groupBy(await this.repo.fetchesOf(relevant.map((j) => j.id), [dataset]), (r) => r.jobId);
+    const rows = groupBy(
+      await this.repo.fetchesOf(
+        relevant.map((j) => j.id),
+        [dataset],
+      ),
+      (r) => r.jobId,
+    );
     const due = relevant.filter((j) => {
       const latest = rows.get(j.id)?.[0];
       if (latest && (latest.final || now.getTime() - latest.fetchedAt.getTime() < this.policy.metricsTtlMs)) {
@@ -787,11 +837,7 @@ export class ReadThrough {
 }
 
 /** Every project and job a provider lists, all pages, in one upstream operation. */
-async function fetchCatalog(
-  providers: ProviderSet,
-  providerId: string,
-  signal?: AbortSignal,
-): Promise<{ projects: ProjectRecord[]; jobs: JobRecord[] }> {
+async function fetchCatalog(providers: ProviderSet, providerId: string, signal?: AbortSignal): Promise<{ projects: ProjectRecord[]; jobs: JobRecord[] }> {
   return providers.call(
     providerId,
     async (adapter, sig) => {

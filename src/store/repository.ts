@@ -50,7 +50,6 @@ export interface SummaryRow {
   lastAt: Date | null;
 }
 
-
 export interface JobCursor {
   sortAt: Date;
   id: string;
@@ -240,12 +239,18 @@ export class Repository {
 
   async jobsByIds(ids: readonly string[]): Promise<JobRow[]> {
     if (ids.length === 0) return [];
-    return this.db.select().from(t.jobs).where(inArray(t.jobs.id, [...ids]));
+    return this.db
+      .select()
+      .from(t.jobs)
+      .where(inArray(t.jobs.id, [...ids]));
   }
 
   async projectsByIds(ids: readonly string[]): Promise<ProjectRow[]> {
     if (ids.length === 0) return [];
-    return this.db.select().from(t.projects).where(inArray(t.projects.id, [...ids]));
+    return this.db
+      .select()
+      .from(t.projects)
+      .where(inArray(t.projects.id, [...ids]));
   }
 
   async projectsOf(providerIds: readonly string[]): Promise<ProjectRow[]> {
@@ -342,22 +347,36 @@ export class Repository {
 
   async nodesOfJobs(jobIds: readonly string[]): Promise<NodeRow[]> {
     if (jobIds.length === 0) return [];
-    return this.db.select().from(t.nodes).where(inArray(t.nodes.jobId, [...jobIds])).orderBy(t.nodes.jobId, t.nodes.ord);
+    return this.db
+      .select()
+      .from(t.nodes)
+      .where(inArray(t.nodes.jobId, [...jobIds]))
+      .orderBy(t.nodes.jobId, t.nodes.ord);
   }
 
   async nodesByIds(ids: readonly string[]): Promise<NodeRow[]> {
     if (ids.length === 0) return [];
-    return this.db.select().from(t.nodes).where(inArray(t.nodes.id, [...ids]));
+    return this.db
+      .select()
+      .from(t.nodes)
+      .where(inArray(t.nodes.id, [...ids]));
   }
 
   async gpusOfJobs(jobIds: readonly string[]): Promise<GpuRow[]> {
     if (jobIds.length === 0) return [];
-    return this.db.select().from(t.gpus).where(inArray(t.gpus.jobId, [...jobIds])).orderBy(t.gpus.nodeId, t.gpus.idx);
+    return this.db
+      .select()
+      .from(t.gpus)
+      .where(inArray(t.gpus.jobId, [...jobIds]))
+      .orderBy(t.gpus.nodeId, t.gpus.idx);
   }
 
   async gpusByIds(ids: readonly string[]): Promise<GpuRow[]> {
     if (ids.length === 0) return [];
-    return this.db.select().from(t.gpus).where(inArray(t.gpus.id, [...ids]));
+    return this.db
+      .select()
+      .from(t.gpus)
+      .where(inArray(t.gpus.id, [...ids]));
   }
 
   // ---- series and points --------------------------------------------------------------------
@@ -481,8 +500,7 @@ export class Repository {
     // as is; a larger one is read with one index range scan per bucket, so its points arrive in
     // key order and nothing is sorted or spilled (bench: 1M points, 0.99 s -> ~0.35 s). The
     // per-series CTEs are materialised so their subqueries run once per series, never per point.
-    const inWindow = (a: string) =>
-      sql.raw(`(w.t_from is null or ${a}.ts >= w.t_from) and (w.t_to is null or ${a}.ts <= w.t_to)`);
+    const inWindow = (a: string) => sql.raw(`(w.t_from is null or ${a}.ts >= w.t_from) and (w.t_to is null or ${a}.ts <= w.t_to)`);
     const rows = await rowsOf<{ series_id: number; ts: unknown; step: number | null; value: number | null }>(
       this.db,
       sql`
@@ -621,7 +639,10 @@ export class Repository {
 
   async progressOf(jobIds: readonly string[]): Promise<ProgressRow[]> {
     if (jobIds.length === 0) return [];
-    return this.db.select().from(t.progress).where(inArray(t.progress.jobId, [...jobIds]));
+    return this.db
+      .select()
+      .from(t.progress)
+      .where(inArray(t.progress.jobId, [...jobIds]));
   }
 
   async writeProgress(rows: ProgressRow[]) {

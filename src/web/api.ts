@@ -227,7 +227,9 @@ export interface TrainingSeries {
 
 /** Training metrics by step; `error` says why they could not be read. */
 export async function trainingMetrics(id: string, maxPoints = 400): Promise<{ series: TrainingSeries[]; error: string | null }> {
-  const answer = await request<{ job: { trainingMetrics: { name: string; stage: string | null; source: string; points: { step: number | null; value: number | null }[] }[] | null } | null }>(
+  const answer = await request<{
+    job: { trainingMetrics: { name: string; stage: string | null; source: string; points: { step: number | null; value: number | null }[] }[] | null } | null;
+  }>(
     `query LiveViewTraining($id: ID!, $maxPoints: Int) { job(id: $id) { trainingMetrics(maxPoints: $maxPoints) { name stage source points { step value } } } }`,
     { id, maxPoints },
   );
@@ -248,7 +250,12 @@ export interface LogEntry {
 }
 
 /** Log lines of a finished job from `since` on: the last `keep` of them, reading at most `maxPages` pages. */
-export async function logTail(id: string, since: string | null, keep = 300, maxPages = 5): Promise<{ lines: LogEntry[]; error: string | null; complete: boolean }> {
+export async function logTail(
+  id: string,
+  since: string | null,
+  keep = 300,
+  maxPages = 5,
+): Promise<{ lines: LogEntry[]; error: string | null; complete: boolean }> {
   let lines: LogEntry[] = [];
   let after: string | null = null;
   for (let page = 0; page < maxPages; page++) {
@@ -365,7 +372,9 @@ export function subscribeUtilization(jobId: string, on: Handlers<LiveSample>, ma
       // Every scope the sample has; the view keeps the finest per chart, as jobHistory does.
       for (const x of s.series) {
         const kind = METRIC_CHART[x.name];
-        const points = x.points.filter((p) => p.timestamp && p.value !== null).map((p) => [Date.parse(p.timestamp!), p.value] as [number, number | null])
+        const points = x.points
+          .filter((p) => p.timestamp && p.value !== null)
+          .map((p) => [Date.parse(p.timestamp!), p.value] as [number, number | null])
           .filter(([x]) => x >= since);
         if (!kind || points.length === 0) continue;
         const label = x.gpu ? gpuLabel(x.gpu.node?.name ?? x.node?.name, x.gpu.index) : (x.node?.name ?? 'job');
@@ -489,10 +498,20 @@ interface FleetJobsWire {
   jobs: {
     totalCount: number;
     sourceErrors: { provider: { id: string } | null; message: string }[];
-    nodes: (Omit<FleetJob, 'cells' | 'metricsError' | 'progress'> & {
-      progress: { fraction: number | null; remaining: string | null } | null;
-      metrics: { scope: 'GPU' | 'NODE' | 'JOB'; node: { id: string; name: string } | null; gpu: { id: string; index: number; node: { id: string; name: string } | null } | null; summary: { last: number | null; lastAt: string | null } }[] | null;
-    } | null)[];
+    nodes: (
+      | (Omit<FleetJob, 'cells' | 'metricsError' | 'progress'> & {
+          progress: { fraction: number | null; remaining: string | null } | null;
+          metrics:
+            | {
+                scope: 'GPU' | 'NODE' | 'JOB';
+                node: { id: string; name: string } | null;
+                gpu: { id: string; index: number; node: { id: string; name: string } | null } | null;
+                summary: { last: number | null; lastAt: string | null };
+              }[]
+            | null;
+        })
+      | null
+    )[];
   };
 }
 
@@ -556,12 +575,38 @@ export interface FleetWaste {
 export async function fleetWaste(opts: FleetOptions, now = Date.now()): Promise<FleetWaste> {
   const from = new Date(now - opts.windowSeconds * 1000).toISOString();
   const to = new Date(now).toISOString();
-  const answer = await request<FleetWasteWire>(FLEET_WASTE, { filter: fleetFilter(opts), from, to, threshold: opts.idleThreshold, forAtLeast: opts.idleForAtLeast });
+  const answer = await request<FleetWasteWire>(FLEET_WASTE, {
+    filter: fleetFilter(opts),
+    from,
+    to,
+    threshold: opts.idleThreshold,
+    forAtLeast: opts.idleForAtLeast,
+  });
   const f = answer.data?.fleet;
   if (!f) throw new ApiError(answer.errors.map((e) => e.message).join('; ') || 'no answer');
   return {
-    idle: f.idleGpus.map((g) => ({ jobId: g.job.id, scope: g.scope, gpuId: g.gpu?.id ?? null, nodeId: g.node?.id ?? null, gpuCount: g.gpuCount, idleSeconds: durationSeconds(g.idleDuration) })),
-    waste: new Map(f.jobs.map((w) => [w.job.id, { jobId: w.job.id, allocatedGpuHours: w.allocatedGpuHours, usedGpuHours: w.usedGpuHours, wasteGpuHours: w.wasteGpuHours, utilization: w.utilization, efficiency: w.efficiency, coverage: w.coverage }])),
+    idle: f.idleGpus.map((g) => ({
+      jobId: g.job.id,
+      scope: g.scope,
+      gpuId: g.gpu?.id ?? null,
+      nodeId: g.node?.id ?? null,
+      gpuCount: g.gpuCount,
+      idleSeconds: durationSeconds(g.idleDuration),
+    })),
+    waste: new Map(
+      f.jobs.map((w) => [
+        w.job.id,
+        {
+          jobId: w.job.id,
+          allocatedGpuHours: w.allocatedGpuHours,
+          usedGpuHours: w.usedGpuHours,
+          wasteGpuHours: w.wasteGpuHours,
+          utilization: w.utilization,
+          efficiency: w.efficiency,
+          coverage: w.coverage,
+        },
+      ]),
+    ),
     problems: f.problems.map((p) => `${p.job.name}: ${p.message}${p.stale ? ' (counted from older cached data)' : ' (no data)'}`),
     from,
     to,

@@ -14,7 +14,8 @@ let jobs: JobSummary[] = [];
 
 function navigate(route: Route) {
   const hash = formatRoute(route);
-  if (location.hash !== hash) location.hash = hash; // a history entry; hashchange renders it
+  if (location.hash !== hash)
+    location.hash = hash; // a history entry; hashchange renders it
   else show(route);
 }
 

@@ -3,7 +3,17 @@
 // accelerators' latest utilization (idle ones marked from the fleet query's idleGpus), its waste
 // over the last hour, sortable and filterable by platform and project. Refreshed on a timer and
 // at once when a job changes status (the jobStatusChanged subscription).
-import { catalog, fleetJobs, fleetWaste, subscribeStatusChanges, type Catalog, type FleetJob, type FleetJobs, type FleetOptions, type FleetWaste } from './api.js';
+import {
+  catalog,
+  fleetJobs,
+  fleetWaste,
+  subscribeStatusChanges,
+  type Catalog,
+  type FleetJob,
+  type FleetJobs,
+  type FleetOptions,
+  type FleetWaste,
+} from './api.js';
 import { ago, clock, duration, percent, providerLabel } from './format.js';
 import { utilizationColour } from './palette.js';
 import type { FleetSort, Route } from './route.js';
@@ -186,7 +196,10 @@ export class FleetView {
       facts.push(
         fact('Used / held, last hour', allocated > 0 ? `${used.toFixed(1)} / ${allocated.toFixed(1)} GPU-h (${percent(used / allocated)})` : '–'),
         fact('Waste, last hour', `${waste.toFixed(1)} GPU-h`),
-        fact('Idle accelerators', `${idleGpus % 1 === 0 ? idleGpus : idleGpus.toFixed(1)} (under ${percent(IDLE_THRESHOLD)} for ${IDLE_FOR_AT_LEAST.slice(2).toLowerCase()}+)`),
+        fact(
+          'Idle accelerators',
+          `${idleGpus % 1 === 0 ? idleGpus : idleGpus.toFixed(1)} (under ${percent(IDLE_THRESHOLD)} for ${IDLE_FOR_AT_LEAST.slice(2).toLowerCase()}+)`,
+        ),
       );
     } else {
       facts.push(fact('Waste, last hour', this.wasteError ? `unavailable: ${this.wasteError}` : 'computing…'));
@@ -194,7 +207,11 @@ export class FleetView {
     summary.replaceChildren(...facts);
     const problems = [...d.problems, ...(w?.problems ?? [])];
     $('fleet-problems').replaceChildren(...problems.map((p) => Object.assign(document.createElement('li'), { textContent: p })));
-    body.replaceChildren(...(rows.length ? rows.map((j) => this.row(j, w)) : [emptyRow(route.provider || route.project ? 'No running jobs match these filters.' : 'No running jobs on any platform.')]));
+    body.replaceChildren(
+      ...(rows.length
+        ? rows.map((j) => this.row(j, w))
+        : [emptyRow(route.provider || route.project ? 'No running jobs match these filters.' : 'No running jobs on any platform.')]),
+    );
   }
 
   private renderHead(route: FleetRoute) {
@@ -216,7 +233,9 @@ export class FleetView {
         button.dataset.sort = c.key;
         button.textContent = `${c.title}${active ? (route.descending ? ' ▼' : ' ▲') : ''}`;
         button.title = `Sort by ${c.title.toLowerCase()}`;
-        button.addEventListener('click', () => this.go({ sort: c.key!, descending: active ? !route.descending : c.key === 'waste' || c.key === 'gpus' || c.key === 'utilization' }));
+        button.addEventListener('click', () =>
+          this.go({ sort: c.key!, descending: active ? !route.descending : c.key === 'waste' || c.key === 'gpus' || c.key === 'utilization' }),
+        );
         th.append(button);
         return th;
       }),
@@ -266,7 +285,14 @@ export class FleetView {
       cell([text(mean === null ? '–' : percent(mean))], 'num'),
       cell(
         w
-          ? [text(`${w.wasteGpuHours.toFixed(1)} GPU-h`), small(w.efficiency === null ? '' : `${percent(w.efficiency)} of held GPU time used${w.coverage !== null && w.coverage < 0.95 ? `, data for ${percent(w.coverage)}` : ''}`)]
+          ? [
+              text(`${w.wasteGpuHours.toFixed(1)} GPU-h`),
+              small(
+                w.efficiency === null
+                  ? ''
+                  : `${percent(w.efficiency)} of held GPU time used${w.coverage !== null && w.coverage < 0.95 ? `, data for ${percent(w.coverage)}` : ''}`,
+              ),
+            ]
           : [text('–'), small(!d ? (this.wasteError ? 'unavailable' : 'computing…') : j.gpuCount ? 'no GPU data in the window' : 'holds no GPUs')],
         'num',
       ),
@@ -302,7 +328,10 @@ export class FleetView {
     for (const c of j.cells) {
       const span = document.createElement('span');
       span.className = 'cell';
-      const isIdle = idle.some((g) => (c.gpuId && g.gpuId === c.gpuId) || (!c.gpuId && c.nodeId && g.nodeId === c.nodeId && g.scope !== 'GPU') || (c.scope === 'JOB' && g.scope === 'JOB'));
+      const isIdle = idle.some(
+        (g) =>
+          (c.gpuId && g.gpuId === c.gpuId) || (!c.gpuId && c.nodeId && g.nodeId === c.nodeId && g.scope !== 'GPU') || (c.scope === 'JOB' && g.scope === 'JOB'),
+      );
       if (isIdle) {
         span.classList.add('idle');
         idleCount++;
@@ -312,14 +341,20 @@ export class FleetView {
       const width = Math.min(8, Math.max(1, Math.round(perCell)));
       span.style.flexGrow = String(width);
       span.style.minWidth = `${width * 10}px`;
-      const stands = c.scope === 'GPU' ? '' : ` (${c.scope === 'NODE' ? 'node aggregate' : 'job aggregate'}${perCell > 1 ? ` of ${perCell % 1 ? perCell.toFixed(1) : perCell} GPUs` : ''})`;
+      const stands =
+        c.scope === 'GPU'
+          ? ''
+          : ` (${c.scope === 'NODE' ? 'node aggregate' : 'job aggregate'}${perCell > 1 ? ` of ${perCell % 1 ? perCell.toFixed(1) : perCell} GPUs` : ''})`;
       span.title = `${c.label}${stands}: ${c.utilization === null ? 'no value' : percent(c.utilization)}${c.at ? ` at ${clock(Date.parse(c.at))}` : ''}${isIdle ? ' — idle in the last hour' : ''}`;
       strip.append(span);
     }
     strip.dataset.cells = String(j.cells.length);
     strip.dataset.idle = String(idleCount);
     const values = j.cells.map((c) => c.utilization).filter((v): v is number => v !== null);
-    strip.setAttribute('aria-label', `${j.cells.length} ${j.cells[0]!.scope === 'GPU' ? 'GPUs' : 'nodes'}, ${values.length ? `from ${percent(Math.min(...values))} to ${percent(Math.max(...values))} busy` : 'no values'}${idleCount ? `, ${idleCount} idle` : ''}`);
+    strip.setAttribute(
+      'aria-label',
+      `${j.cells.length} ${j.cells[0]!.scope === 'GPU' ? 'GPUs' : 'nodes'}, ${values.length ? `from ${percent(Math.min(...values))} to ${percent(Math.max(...values))} busy` : 'no values'}${idleCount ? `, ${idleCount} idle` : ''}`,
+    );
     return strip;
   }
 

@@ -95,7 +95,8 @@ export class JobView {
     document.body.dataset.job = jobId;
     document.body.dataset.jobState = 'loading';
     document.body.dataset.updates = '0';
-    for (const id of ['job-name', 'provider', 'project', 'status', 'failure', 'progress', 'eta', 'granularity', 'last-sample', 'interval', 'gpus']) setText(id, '–');
+    for (const id of ['job-name', 'provider', 'project', 'status', 'failure', 'progress', 'eta', 'granularity', 'last-sample', 'interval', 'gpus'])
+      setText(id, '–');
     setText('job-name', jobId);
     $('failure').hidden = true;
     $('console-link').hidden = true;
@@ -158,7 +159,8 @@ export class JobView {
     const p = job.provider;
     const accel = p.systemMetrics.filter((m) => /^(GPU|NPU)_/.test(m));
     const name = providerLabel(p);
-    if (p.systemMetrics.length === 0) return `${name} reports no system metrics for its jobs (no GPU utilization or memory), so there is nothing to draw here. Its training metrics are below.`;
+    if (p.systemMetrics.length === 0)
+      return `${name} reports no system metrics for its jobs (no GPU utilization or memory), so there is nothing to draw here. Its training metrics are below.`;
     if (accel.length === 0) return `${name} reports no GPU or NPU metrics (only ${p.systemMetrics.join(', ').toLowerCase()}).`;
     if (job.acceleratorKind === 'NONE') return 'This job holds no GPUs or NPUs (CPU only): there is no accelerator to draw.';
     if (job.status === 'PENDING') return 'The job is pending: no accelerators are allocated yet. Samples start when it runs.';
@@ -167,7 +169,11 @@ export class JobView {
 
   private pickMemoryChart(job: JobDetail) {
     const m = job.provider.systemMetrics;
-    this.memoryKind = m.includes('GPU_MEMORY_USED') ? 'memoryBytes' : m.some((x) => /MEMORY_UTILIZATION$/.test(x) && /^(GPU|NPU)/.test(x)) ? 'memoryRatio' : null;
+    this.memoryKind = m.includes('GPU_MEMORY_USED')
+      ? 'memoryBytes'
+      : m.some((x) => /MEMORY_UTILIZATION$/.test(x) && /^(GPU|NPU)/.test(x))
+        ? 'memoryRatio'
+        : null;
     if (this.memoryKind === 'memoryRatio') this.memory.reset(MEMORY_RATIO, 'Loading…');
     if (this.memoryKind === null) this.memory.empty(`${providerLabel(job.provider)} reports no accelerator memory metric.`);
   }
@@ -270,7 +276,11 @@ export class JobView {
     const unit = kind === 'NPU' ? 'NPU' : 'GPU';
     setText(
       'gpus',
-      kind === 'NONE' ? 'none (CPU only)' : job.gpuCount === null ? 'not reported' : `${job.gpuCount} ${unit}${job.gpuCount === 1 ? '' : 's'}${job.gpuType ? ` × ${job.gpuType}` : ''}`,
+      kind === 'NONE'
+        ? 'none (CPU only)'
+        : job.gpuCount === null
+          ? 'not reported'
+          : `${job.gpuCount} ${unit}${job.gpuCount === 1 ? '' : 's'}${job.gpuType ? ` × ${job.gpuType}` : ''}`,
     );
     const link = $<HTMLAnchorElement>('console-link');
     link.hidden = !job.consoleUrl;
@@ -311,7 +321,10 @@ export class JobView {
   }
 
   private showScope(scope: string) {
-    setText('granularity', scope === 'GPU' ? 'per GPU' : scope === 'NODE' ? 'per node (the platform has no per-GPU series)' : 'whole job (no per-node or per-GPU series)');
+    setText(
+      'granularity',
+      scope === 'GPU' ? 'per GPU' : scope === 'NODE' ? 'per node (the platform has no per-GPU series)' : 'whole job (no per-node or per-GPU series)',
+    );
   }
 
   private showLastSample() {
@@ -401,7 +414,11 @@ export class JobView {
           const done = this.job && FINISHED.has(this.job.status);
           setText(
             'log-state',
-            done ? 'The job has finished: no more log lines.' : lines === 0 && this.job ? `No logs: ${providerLabel(this.job.provider)} gives no job logs to this API.` : 'The log stream ended.',
+            done
+              ? 'The job has finished: no more log lines.'
+              : lines === 0 && this.job
+                ? `No logs: ${providerLabel(this.job.provider)} gives no job logs to this API.`
+                : 'The log stream ended.',
           );
         },
       }),
@@ -410,12 +427,21 @@ export class JobView {
 
   private async loadLogTail(session: Session, job: JobDetail) {
     const since = job.finishedAt ? new Date(Date.parse(job.finishedAt) - HISTORY_SECONDS * 1000).toISOString() : null;
-    const { lines, error, complete } = await logTail(job.id, since).catch((err: unknown) => ({ lines: [] as LogEntry[], error: message(err), complete: false }));
+    const { lines, error, complete } = await logTail(job.id, since).catch((err: unknown) => ({
+      lines: [] as LogEntry[],
+      error: message(err),
+      complete: false,
+    }));
     if (!session.active) return;
     if (error) return setText('log-state', `Logs unavailable: ${error}`);
     if (lines.length === 0) return setText('log-state', 'No log lines for the end of this job.');
     this.appendLogs(lines);
-    setText('log-state', complete ? `The last ${lines.length} lines${since ? ' from its final half hour on' : ''} (the job has finished).` : `${lines.length} lines from ${since ? 'its final half hour' : 'its start'}; more follow that this pane does not read.`);
+    setText(
+      'log-state',
+      complete
+        ? `The last ${lines.length} lines${since ? ' from its final half hour on' : ''} (the job has finished).`
+        : `${lines.length} lines from ${since ? 'its final half hour' : 'its start'}; more follow that this pane does not read.`,
+    );
   }
 
   private appendLogs(lines: LogEntry[]) {

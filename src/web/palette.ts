@@ -32,5 +32,11 @@ export function utilizationColour(ratio: number): string {
 function mix(a: string, b: string, t: number): string {
   const pa = [1, 3, 5].map((k) => parseInt(a.slice(k, k + 2), 16));
   const pb = [1, 3, 5].map((k) => parseInt(b.slice(k, k + 2), 16));
-  return `#${pa.map((v, k) => Math.round(v + (pb[k]! - v) * t).toString(16).padStart(2, '0')).join('')}`;
+  return `#${pa
+    .map((v, k) =>
+      Math.round(v + (pb[k]! - v) * t)
+        .toString(16)
+        .padStart(2, '0'),
+    )
+    .join('')}`;
 }

@@ -4,9 +4,7 @@
 export type FleetSort = 'waste' | 'utilization' | 'gpus' | 'name' | 'platform';
 export const FLEET_SORTS: readonly FleetSort[] = ['waste', 'utilization', 'gpus', 'name', 'platform'];
 
-export type Route =
-  | { view: 'job'; jobId: string }
-  | { view: 'fleet'; provider: string | null; project: string | null; sort: FleetSort; descending: boolean };
+export type Route = { view: 'job'; jobId: string } | { view: 'fleet'; provider: string | null; project: string | null; sort: FleetSort; descending: boolean };
 
 export function parseRoute(hash: string): Route {
   const h = hash.replace(/^#/, '');

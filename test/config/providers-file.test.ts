@@ -70,7 +70,11 @@ describe('providers file', () => {
     const p = file('nosecret.yaml', `providers:\n  - { id: b, kind: BASETEN, apiKeyEnv: TG_TEST_UNSET_KEY }\n`);
     const env: NodeJS.ProcessEnv = { ...process.env, PROVIDERS_CONFIG: p, PORT: '0' };
     delete env.TG_TEST_UNSET_KEY;
-    const err = await run(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: path.resolve(import.meta.dirname, '../..'), env, timeout: 20_000 }).catch((e) => e);
+    const err = await run(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      cwd: path.resolve(import.meta.dirname, '../..'),
+      env,
+      timeout: 20_000,
+    }).catch((e) => e);
     expect(err.code).not.toBe(0);
     expect(err.stderr).toMatch(/TG_TEST_UNSET_KEY is not set/);
   });

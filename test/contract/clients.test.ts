@@ -84,7 +84,11 @@ afterEach(() => vi.restoreAllMocks());
 function apollo(opts: { persisted?: boolean } = {}) {
   const http = new HttpLink({ uri: `${rt.url}/graphql` });
   const ws = new GraphQLWsLink(wsClient(rt.url));
-  const transport = ApolloLink.split(({ query }) => query.definitions.some((d) => d.kind === 'OperationDefinition' && d.operation === 'subscription'), ws, http);
+  const transport = ApolloLink.split(
+    ({ query }) => query.definitions.some((d) => d.kind === 'OperationDefinition' && d.operation === 'subscription'),
+    ws,
+    http,
+  );
   const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
   const link = opts.persisted ? ApolloLink.from([new PersistedQueryLink({ sha256 }), transport]) : transport;
   return new ApolloClient({ link, cache: new InMemoryCache() });
@@ -129,7 +133,10 @@ describe('Apollo Client', () => {
     expect(sample.series.length).toBeGreaterThan(0);
     for (const s of sample.series) {
       // The same id the query's series has, so it is the same cache entry...
-      expect(queried.some((q) => q.id === s.id), s.id).toBe(true);
+      expect(
+        queried.some((q) => q.id === s.id),
+        s.id,
+      ).toBe(true);
       // ... and that entry now holds the sample's points.
       const cached = client.cache.readFragment<any>({ id: client.cache.identify({ __typename: 'MetricSeries', id: s.id }), fragment: gql(SERIES) });
       expect(cached.points).toEqual(s.points);
@@ -149,7 +156,8 @@ describe('Apollo Client', () => {
     // The protocol on the wire: unknown hash -> PersistedQueryNotFound, then registered, then the hash alone answers.
     const text = 'query ApqWire { providers { id } }';
     const hash = createHash('sha256').update(text).digest('hex');
-    const ask = async (body: object) => (await fetch(`${rt.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json();
+    const ask = async (body: object) =>
+      (await fetch(`${rt.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json();
     const extensions = { persistedQuery: { version: 1, sha256Hash: hash } };
     const unknown = await ask({ extensions });
     expect(unknown.errors?.[0]?.message).toBe('PersistedQueryNotFound');
@@ -180,7 +188,9 @@ describe('urql Graphcache', () => {
 describe('Relay node(id:)', () => {
   it('answers every kind of entity by the id its own field gave', async () => {
     const ask = async (query: string, variables: object = {}) =>
-      (await fetch(`${rt.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, variables }) })).json();
+      (
+        await fetch(`${rt.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, variables }) })
+      ).json();
     const listed = await ask(
       `query ($jobId: ID!) { providers { id } projects { id } job(id: $jobId) { id nodes { id } gpus { id } metrics(names: [GPU_UTILIZATION], maxPoints: 7) { id } trainingMetrics { id } } }`,
       { jobId },
@@ -200,7 +210,10 @@ describe('Relay node(id:)', () => {
     expect(res.data.nodes).toEqual(ids.map(([__typename, id]) => ({ __typename, id })));
     // The series refetched by id is the series as first asked: same window, same points.
     const series = await ask(`query ($id: ID!) { node(id: $id) { ... on MetricSeries { id name points { timestamp value } } } }`, { id: job.metrics[0].id });
-    const direct = await ask(`query ($jobId: ID!) { job(id: $jobId) { metrics(names: [GPU_UTILIZATION], maxPoints: 7) { id name points { timestamp value } } } }`, { jobId });
+    const direct = await ask(
+      `query ($jobId: ID!) { job(id: $jobId) { metrics(names: [GPU_UTILIZATION], maxPoints: 7) { id name points { timestamp value } } } }`,
+      { jobId },
+    );
     expect(direct.data.job.metrics.find((m: { id: string }) => m.id === job.metrics[0].id)).toEqual(series.data.node);
     // Ids this graph did not issue are null, not errors.
     const unknown = await ask(`{ nodes(ids: ["nope", "bt:job:missing", "bt:series:AAAA", "zz:gpu:x#y#0"]) { id } }`);
@@ -238,7 +251,11 @@ describe('relay-compiler', () => {
       expect(text).toContain('node(id: $id)');
       // The query Relay will send to refetch a Job by id, sent as Relay would.
       const res = await (
-        await fetch(`${rt.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: text, variables: { id: jobId } }) })
+        await fetch(`${rt.url}/graphql`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ query: text, variables: { id: jobId } }),
+        })
       ).json();
       expect(res.errors).toBeUndefined();
       expect(res.data.node).toMatchObject({ __typename: 'Job', id: jobId });

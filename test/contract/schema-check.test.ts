@@ -31,7 +31,10 @@ async function check(previous: string): Promise<{ code: number; out: string }> {
 
 /** The current schema with one more field on Job, as if this change had removed it. */
 const withRemovedField = (directive: string) =>
-  current.replace(/^type Job implements Node \{\n/m, `type Job implements Node {\n  """A field this change removed"""\n  legacyQueueName: String${directive}\n\n`);
+  current.replace(
+    /^type Job implements Node \{\n/m,
+    `type Job implements Node {\n  """A field this change removed"""\n  legacyQueueName: String${directive}\n\n`,
+  );
 
 describe('.ci/schema-check.ts', () => {
   it('fails on a breaking change neither deprecated first nor in the Changelog, and prints it', async () => {

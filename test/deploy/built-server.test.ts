@@ -68,7 +68,8 @@ describe('the image root (scripts/build-image-root.sh)', () => {
     expect(readdirSync(path.join(imageRoot, 'migrations')).some((f) => f.endsWith('.sql'))).toBe(true);
     const modules = path.join(imageRoot, 'node_modules');
     for (const present of ['graphql-yoga', 'postgres', 'drizzle-orm', 'patch-package']) expect(existsSync(path.join(modules, present)), present).toBe(true);
-    for (const absent of ['@electric-sql/pglite', 'tsx', 'typescript', 'esbuild', 'vitest', 'uplot', 'drizzle-kit']) expect(existsSync(path.join(modules, absent)), absent).toBe(false);
+    for (const absent of ['@electric-sql/pglite', 'tsx', 'typescript', 'esbuild', 'vitest', 'uplot', 'drizzle-kit'])
+      expect(existsSync(path.join(modules, absent)), absent).toBe(false);
   });
 
   it('without DATABASE_URL, stops with exit code 1 and says the image has no embedded PGlite', async () => {

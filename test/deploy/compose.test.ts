@@ -90,7 +90,13 @@ describe('docker-compose.yml', () => {
       expect(config).toMatchObject({ port: 4000, host: '0.0.0.0', databaseUrl: env.DATABASE_URL, redisUrl: env.REDIS_URL });
       // Every secret the providers name is passed through from the host; every other variable is
       // one the README's environment table documents.
-      const secretNames = new Set(config.providers!.flatMap((p) => Object.entries(p).filter(([k]) => k.endsWith('Env')).map(([, v]) => String(v))));
+      const secretNames = new Set(
+        config.providers!.flatMap((p) =>
+          Object.entries(p)
+            .filter(([k]) => k.endsWith('Env'))
+            .map(([, v]) => String(v)),
+        ),
+      );
       for (const secret of secretNames) expect(env[secret], `${name} passes ${secret} through`).toBeDefined();
       const undocumented = Object.keys(env).filter((k) => !secretNames.has(k) && !documented.has(k));
       expect(undocumented, 'variables the README does not document').toEqual([]);

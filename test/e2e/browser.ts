@@ -12,7 +12,15 @@ import { startDemoProviders, type DemoProvider } from '../../src/simulators/demo
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
-const FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const FLAGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 /** Where screenshots go: CI keeps E2E_ARTIFACTS_DIR (.ci/reports/e2e); locally test-results/ (git-ignored). */
 export function artifactsDir(): string {

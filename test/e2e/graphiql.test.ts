@@ -31,7 +31,9 @@ describe('GraphiQL (Chromium)', () => {
     await page.goto(`${server.runtime.url}/graphql`);
     const run = page.locator('.graphiql-execute-button');
     await run.waitFor({ timeout: 20_000 });
-    const answered = page.waitForResponse((r) => r.url().startsWith(`${origin}/graphql`) && r.request().method() === 'POST' && (r.request().postData() ?? '').includes('BasetenFleet'));
+    const answered = page.waitForResponse(
+      (r) => r.url().startsWith(`${origin}/graphql`) && r.request().method() === 'POST' && (r.request().postData() ?? '').includes('BasetenFleet'),
+    );
     await run.click();
     const response = await answered;
     const body = await response.json();

@@ -98,9 +98,12 @@ async function allJobIds(): Promise<string[]> {
   const ids: string[] = [];
   let after: string | null = null;
   do {
-    const res: GqlResult = await s.gql(`query ($after: String) { jobs(first: 100, after: $after) { edges { node { id } } pageInfo { hasNextPage endCursor } } }`, {
-      after,
-    });
+    const res: GqlResult = await s.gql(
+      `query ($after: String) { jobs(first: 100, after: $after) { edges { node { id } } pageInfo { hasNextPage endCursor } } }`,
+      {
+        after,
+      },
+    );
     expect(res.errors).toBeUndefined();
     ids.push(...res.data.jobs.edges.map((e: { node: { id: string } }) => e.node.id));
     after = res.data.jobs.pageInfo.hasNextPage ? res.data.jobs.pageInfo.endCursor : null;

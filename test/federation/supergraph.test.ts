@@ -131,7 +131,12 @@ beforeAll(async () => {
                   const page = all.slice(0, args.first ?? all.length);
                   return {
                     edges: page.map((m) => ({ cursor: m.id, node: m })),
-                    pageInfo: { hasNextPage: page.length < all.length, hasPreviousPage: false, startCursor: page[0]?.id ?? null, endCursor: page.at(-1)?.id ?? null },
+                    pageInfo: {
+                      hasNextPage: page.length < all.length,
+                      hasPreviousPage: false,
+                      startCursor: page[0]?.id ?? null,
+                      endCursor: page.at(-1)?.id ?? null,
+                    },
                   };
                 },
               },

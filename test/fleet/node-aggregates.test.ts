@@ -36,7 +36,9 @@ describe('fleet over node aggregates (PAI-DLC)', () => {
         dataDir: db.dataDir,
         redisUrl: null,
         logLevel: 'silent',
-        providers: [{ id: 'dlc', kind: 'PAI_DLC', baseUrl: sim.url, regionId: sim.regionId, accessKeyIdEnv: 'AK', secretAccessKeyEnv: 'SK', timeoutSeconds: 10 }],
+        providers: [
+          { id: 'dlc', kind: 'PAI_DLC', baseUrl: sim.url, regionId: sim.regionId, accessKeyIdEnv: 'AK', secretAccessKeyEnv: 'SK', timeoutSeconds: 10 },
+        ],
       },
       env: { AK: sim.accessKeyId, SK: sim.accessKeySecret },
       logger: pino({ level: 'silent' }),
@@ -57,7 +59,13 @@ describe('fleet over node aggregates (PAI-DLC)', () => {
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({
         query,
-        variables: { filter: { nameContains: 'resnet-ddp' }, from: new Date(from).toISOString(), to: new Date(to).toISOString(), threshold: THRESHOLD, min: `PT${MIN_IDLE_S / 60}M` },
+        variables: {
+          filter: { nameContains: 'resnet-ddp' },
+          from: new Date(from).toISOString(),
+          to: new Date(to).toISOString(),
+          threshold: THRESHOLD,
+          min: `PT${MIN_IDLE_S / 60}M`,
+        },
       }),
     });
     const body = (await res.json()) as any;

@@ -13,7 +13,9 @@ describe('fleet query cost', () => {
   let s: TestServer;
   beforeAll(async () => {
     // Jobs are named <project>-run-1 ... -run-9: "run-1" selects one of them.
-    s = await startTestServer({ fleet: { projects: 1, jobsPerProject: 9, emptyProjects: 0, nodesPerJob: 2, gpusPerNode: 4, statuses: ['TRAINING_JOB_RUNNING'] } });
+    s = await startTestServer({
+      fleet: { projects: 1, jobsPerProject: 9, emptyProjects: 0, nodesPerJob: 2, gpusPerNode: 4, statuses: ['TRAINING_JOB_RUNNING'] },
+    });
     await s.gql(`{ jobs(first: 1) { edges { node { id } } } }`); // the job list itself is synced once
   });
   afterAll(() => s.close());

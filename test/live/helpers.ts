@@ -9,7 +9,11 @@ import { startBasetenSimulator, type BasetenSimulator } from '../../src/simulato
 export const PROVIDER_ID = 'bt';
 
 export async function startSim(): Promise<BasetenSimulator> {
-  return startBasetenSimulator({ seed: 'live-test', rateLimit: false, fleet: { projects: 1, jobsPerProject: 4, emptyProjects: 0, nodesPerJob: 2, gpusPerNode: 4 } });
+  return startBasetenSimulator({
+    seed: 'live-test',
+    rateLimit: false,
+    fleet: { projects: 1, jobsPerProject: 4, emptyProjects: 0, nodesPerJob: 2, gpusPerNode: 4 },
+  });
 }
 
 export function runningJobId(sim: BasetenSimulator): string {
@@ -22,7 +26,12 @@ export function providersFile(sim: BasetenSimulator, pollIntervalSeconds: number
   return { providers: [{ id: PROVIDER_ID, kind: 'BASETEN' as const, baseUrl: sim.url, apiKeyEnv: 'LIVE_TEST_BASETEN_KEY', pollIntervalSeconds }] };
 }
 
-export async function startTestRuntime(sim: BasetenSimulator, pollIntervalSeconds: number, extra: Partial<AppConfig> = {}, opts: Partial<Parameters<typeof startRuntime>[0]> = {}): Promise<Runtime> {
+export async function startTestRuntime(
+  sim: BasetenSimulator,
+  pollIntervalSeconds: number,
+  extra: Partial<AppConfig> = {},
+  opts: Partial<Parameters<typeof startRuntime>[0]> = {},
+): Promise<Runtime> {
   return startRuntime({
     config: {
       port: 0,

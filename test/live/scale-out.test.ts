@@ -86,7 +86,12 @@ run('two replicas sharing Postgres and Redis', () => {
   it('B receives what A polls; killing A moves polling to B within an interval, losing no data', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'live-scaleout-'));
     const configPath = path.join(dir, 'providers.json');
-    writeFileSync(configPath, JSON.stringify({ providers: [{ id: providerId, kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'LIVE_TEST_BASETEN_KEY', pollIntervalSeconds: INTERVAL_S }] }));
+    writeFileSync(
+      configPath,
+      JSON.stringify({
+        providers: [{ id: providerId, kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'LIVE_TEST_BASETEN_KEY', pollIntervalSeconds: INTERVAL_S }],
+      }),
+    );
     const a = await startReplica('A', configPath);
     const b = await startReplica('B', configPath);
     const job = sim.fleet.jobs.find((j) => j.status === 'TRAINING_JOB_RUNNING')!;

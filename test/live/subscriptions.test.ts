@@ -5,7 +5,20 @@ import type { Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import type { Runtime } from '../../src/server/runtime.js';
 import type { BasetenSimulator } from '../../src/simulators/baseten/server.js';
-import { client, POLL_FIELDS, runningJobId, seriesNamed, sleep, startSim, startTestRuntime, subscribeUtilization, waitFor, wsUrl, type Sample, type Subscriber } from './helpers.js';
+import {
+  client,
+  POLL_FIELDS,
+  runningJobId,
+  seriesNamed,
+  sleep,
+  startSim,
+  startTestRuntime,
+  subscribeUtilization,
+  waitFor,
+  wsUrl,
+  type Sample,
+  type Subscriber,
+} from './helpers.js';
 
 const INTERVAL_S = 0.5;
 const INTERVAL_MS = INTERVAL_S * 1000;
@@ -88,7 +101,10 @@ describe('jobUtilization', () => {
         variables: { id: jobId },
       }),
     });
-    const body = (await res.json()) as { data: { job: { metrics: { id: string; name: string; gpu: { id: string }; points: { timestamp: string; value: number }[] }[] } }; errors?: unknown };
+    const body = (await res.json()) as {
+      data: { job: { metrics: { id: string; name: string; gpu: { id: string }; points: { timestamp: string; value: number }[] }[] } };
+      errors?: unknown;
+    };
     expect(body.errors).toBeUndefined();
     let compared = 0;
     for (const live of sample.series.filter((x) => x.scope === 'GPU' && (x.name === 'GPU_UTILIZATION' || x.name === 'GPU_MEMORY_USED'))) {
@@ -146,7 +162,8 @@ describe('jobUtilization', () => {
   });
 
   it('a finished job sends its final sample and completes the stream', async () => {
-    const done = sim.fleet.jobs.find((j) => j.status === 'TRAINING_JOB_COMPLETED') ?? sim.fleet.jobs.find((j) => j.finishedAtMs !== null && j.startedAtMs !== null)!;
+    const done =
+      sim.fleet.jobs.find((j) => j.status === 'TRAINING_JOB_COMPLETED') ?? sim.fleet.jobs.find((j) => j.finishedAtMs !== null && j.startedAtMs !== null)!;
     const c = client(rt.url);
     const sub = subscribeUtilization(c, `bt:job:${done.id}`);
     await waitFor(() => sub.completed, 10_000, 'completion');
@@ -180,7 +197,10 @@ describe('jobLogs', () => {
       const res = await fetch(`${rt.url}/graphql`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ query: `query($id: ID!, $after: String) { job(id: $id) { logs(first: 50, after: $after) { lines { cursor message } nextCursor } } }`, variables: { id: jobId, after } }),
+        body: JSON.stringify({
+          query: `query($id: ID!, $after: String) { job(id: $id) { logs(first: 50, after: $after) { lines { cursor message } nextCursor } } }`,
+          variables: { id: jobId, after },
+        }),
       });
       const body = (await res.json()) as { data: { job: { logs: { lines: { cursor: string; message: string }[]; nextCursor: string | null } } } };
       history.push(...body.data.job.logs.lines);
@@ -201,7 +221,10 @@ describe('jobStatusChanged', () => {
       { next: (r) => r.data && got.push(r.data.jobStatusChanged), error: () => {}, complete: () => {} },
     );
     await sleep(3 * INTERVAL_MS);
-    const stopRes = await fetch(`${sim.url}/v1/training_projects/${running.projectId}/jobs/${running.id}/stop`, { method: 'POST', headers: { authorization: `Api-Key ${sim.apiKey}` } });
+    const stopRes = await fetch(`${sim.url}/v1/training_projects/${running.projectId}/jobs/${running.id}/stop`, {
+      method: 'POST',
+      headers: { authorization: `Api-Key ${sim.apiKey}` },
+    });
     expect(stopRes.status).toBe(200);
     await waitFor(() => got.length >= 1, 10_000, 'the status event');
     await sleep(3 * INTERVAL_MS);
@@ -217,7 +240,13 @@ describe('protection', () => {
     await new Promise((r) => ws.once('open', r));
     ws.send(JSON.stringify({ type: 'connection_init' }));
     await new Promise((r) => ws.once('message', r));
-    ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: 'subscription($id: ID!) { jobUtilization(jobId: $id) { polledAt from } }', variables: { id: jobId } } }));
+    ws.send(
+      JSON.stringify({
+        id: '1',
+        type: 'subscribe',
+        payload: { query: 'subscription($id: ID!) { jobUtilization(jobId: $id) { polledAt from } }', variables: { id: jobId } },
+      }),
+    );
     await new Promise((r) => ws.once('message', r));
     // Stop reading: the kernel buffers fill, graphql-ws waits on the send, the queue fills.
     (ws as unknown as { _socket: { pause(): void } })._socket.pause();
@@ -226,8 +255,16 @@ describe('protection', () => {
     const heapBefore = process.memoryUsage().heapUsed;
     for (let i = 0; i < 3000; i++) {
       rt.live.hub.bus.publish(topic, {
-        type: 'sample', jobId, status: 'RUNNING', polledAt: new Date().toISOString(), from: new Date().toISOString(), to: new Date().toISOString(),
-        intervalSeconds: INTERVAL_S, granularity: 'NODE', final: false, cursor: null,
+        type: 'sample',
+        jobId,
+        status: 'RUNNING',
+        polledAt: new Date().toISOString(),
+        from: new Date().toISOString(),
+        to: new Date().toISOString(),
+        intervalSeconds: INTERVAL_S,
+        granularity: 'NODE',
+        final: false,
+        cursor: null,
         series: [big],
       });
       if (i % 100 === 0) await sleep(5);

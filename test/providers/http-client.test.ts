@@ -37,7 +37,10 @@ afterAll(async () => {
 
 // A platform whose 429 body carries `retry_after` (as Baseten's and Runicorn's do).
 const classify: ErrorClassifier = (res, body) => {
-  const hint = body && typeof body === 'object' && typeof (body as { retry_after?: unknown }).retry_after === 'number' ? (body as { retry_after: number }).retry_after : null;
+  const hint =
+    body && typeof body === 'object' && typeof (body as { retry_after?: unknown }).retry_after === 'number'
+      ? (body as { retry_after: number }).retry_after
+      : null;
   return { message: `answered ${res.status}`, retryAfterSeconds: hint };
 };
 
@@ -108,7 +111,14 @@ describe('requestJson', () => {
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     const port = (closed.address() as AddressInfo).port;
     await new Promise((resolve) => closed.close(resolve));
-    const err = await requestJson('p', { method: 'GET', url: `http://127.0.0.1:${port}/`, timeoutMs: 2000, schema: z.unknown(), what: 'GET /', classify }).catch((e) => e);
+    const err = await requestJson('p', {
+      method: 'GET',
+      url: `http://127.0.0.1:${port}/`,
+      timeoutMs: 2000,
+      schema: z.unknown(),
+      what: 'GET /',
+      classify,
+    }).catch((e) => e);
     expect(err).toMatchObject({ code: 'UPSTREAM_UNAVAILABLE' });
   });
 });

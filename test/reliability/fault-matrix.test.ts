@@ -85,10 +85,14 @@ describe('fault matrix: each platform x each failure', () => {
         }
       }
       expect(warm.get(kind), `a running ${kind} job with metrics`).toBeDefined();
-      cold.set(kind, ids.filter((id) => id !== warm.get(kind)));
+      cold.set(
+        kind,
+        ids.filter((id) => id !== warm.get(kind)),
+      );
     }
     // The cold jobs must really be cold: forget whatever the search above fetched for them.
-    for (const ids of cold.values()) for (const id of ids) await rt.database.db.execute(`delete from fetches where job_id = '${id.replace(/'/g, "''")}'` as never);
+    for (const ids of cold.values())
+      for (const id of ids) await rt.database.db.execute(`delete from fetches where job_id = '${id.replace(/'/g, "''")}'` as never);
   }, 60_000);
 
   afterAll(async () => {

@@ -55,7 +55,16 @@ async function startServer(databaseUrl: string, providersConfig: string, apiKey:
   const { REDIS_URL: _redis, DATABASE_URL: _db, ...env } = process.env;
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
-    env: { ...env, PORT: '0', HOST: '127.0.0.1', DATABASE_URL: databaseUrl, PROVIDERS_CONFIG: providersConfig, BT_KEY: apiKey, LOG_LEVEL: 'info', ...(redisUrl ? { REDIS_URL: redisUrl } : {}) },
+    env: {
+      ...env,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      DATABASE_URL: databaseUrl,
+      PROVIDERS_CONFIG: providersConfig,
+      BT_KEY: apiKey,
+      LOG_LEVEL: 'info',
+      ...(redisUrl ? { REDIS_URL: redisUrl } : {}),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const lines: LogLine[] = [];
@@ -75,7 +84,11 @@ async function startServer(databaseUrl: string, providersConfig: string, apiKey:
     buffered = parts.pop()!;
     for (const p of parts) if (p.startsWith('{')) lines.push(JSON.parse(p) as LogLine);
   });
-  const serving = await eventually(() => (exit !== undefined ? Promise.reject(new Error(`server exited ${exit}: ${stderr}`)) : lines.find((l) => l.msg === 'serving')), 60_000, `the server to start (${stderr})`);
+  const serving = await eventually(
+    () => (exit !== undefined ? Promise.reject(new Error(`server exited ${exit}: ${stderr}`)) : lines.find((l) => l.msg === 'serving')),
+    60_000,
+    `the server to start (${stderr})`,
+  );
   return {
     url: serving.url!.replace(/\/graphql$/, ''),
     child,
@@ -144,7 +157,16 @@ describe.runIf(REAL_POSTGRES_URL)('Postgres lost during a write burst (real Post
         emptyProjects: 0,
         nodesPerJob: 2,
         gpusPerNode: 4,
-        statuses: ['TRAINING_JOB_COMPLETED', 'TRAINING_JOB_FAILED', 'TRAINING_JOB_STOPPED', 'TRAINING_JOB_COMPLETED', 'TRAINING_JOB_FAILED', 'TRAINING_JOB_STOPPED', 'TRAINING_JOB_COMPLETED', 'TRAINING_JOB_RUNNING'],
+        statuses: [
+          'TRAINING_JOB_COMPLETED',
+          'TRAINING_JOB_FAILED',
+          'TRAINING_JOB_STOPPED',
+          'TRAINING_JOB_COMPLETED',
+          'TRAINING_JOB_FAILED',
+          'TRAINING_JOB_STOPPED',
+          'TRAINING_JOB_COMPLETED',
+          'TRAINING_JOB_RUNNING',
+        ],
       },
     });
     // A provider id of this run's own: the live events of the victim travel through the shared Redis.
@@ -155,7 +177,9 @@ describe.runIf(REAL_POSTGRES_URL)('Postgres lost during a write burst (real Post
     providersConfig = path.join(dir, 'providers.json');
     writeFileSync(
       providersConfig,
-      JSON.stringify({ providers: [{ id: providerId, kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', timeoutSeconds: 10, pollIntervalSeconds: POLL_INTERVAL_S }] }),
+      JSON.stringify({
+        providers: [{ id: providerId, kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', timeoutSeconds: 10, pollIntervalSeconds: POLL_INTERVAL_S }],
+      }),
     );
     controlDb = await createTestDatabase();
     control = await startServer(controlDb.databaseUrl!, providersConfig, sim.apiKey);
@@ -198,7 +222,8 @@ describe.runIf(REAL_POSTGRES_URL)('Postgres lost during a write burst (real Post
       const burst = Promise.all(finishedIds.map((id) => gql(victim, METRICS, { id })));
       for (const delayMs of [150, 250, 250]) {
         await new Promise((r) => setTimeout(r, delayMs));
-        const [row] = await admin`select count(pg_terminate_backend(pid))::int as n from pg_stat_activity where datname = ${dbName} and pid <> pg_backend_pid()`;
+        const [row] =
+          await admin`select count(pg_terminate_backend(pid))::int as n from pg_stat_activity where datname = ${dbName} and pid <> pg_backend_pid()`;
         kills.push(row!.n as number);
       }
       const during = await burst;
@@ -208,7 +233,11 @@ describe.runIf(REAL_POSTGRES_URL)('Postgres lost during a write burst (real Post
       for (const code of codesOf(during)) expect(code).toBe('CACHE_UNAVAILABLE');
       expect(victim.exitCode()).toBeUndefined();
 
-      await eventually(async () => (codesOf([await gql(victim, `{ jobs(first: 1) { edges { node { id } } } }`)]).length === 0 ? true : undefined), 10_000, 'a query to succeed again');
+      await eventually(
+        async () => (codesOf([await gql(victim, `{ jobs(first: 1) { edges { node { id } } } }`)]).length === 0 ? true : undefined),
+        10_000,
+        'a query to succeed again',
+      );
       expect(await readyz(victim)).toBe(200);
       // As concurrent as the burst, so every pool slot is used: a slot left broken would time out here.
       await expectSameCacheAsControl(victim, victimDb.databaseUrl!);
@@ -231,12 +260,20 @@ describe.runIf(REAL_POSTGRES_URL)('Postgres lost during a write burst (real Post
     const ws = client(victim.url);
     cleanups.push(async () => ws.dispose());
     const live = subscribeUtilization(ws, runningId);
-    await eventually(() => (live.samples.filter((s) => gpuSeries(s).some((g) => g.points.length > 0)).length >= 1 ? true : undefined), 20_000, 'a first live sample with points');
+    await eventually(
+      () => (live.samples.filter((s) => gpuSeries(s).some((g) => g.points.length > 0)).length >= 1 ? true : undefined),
+      20_000,
+      'a first live sample with points',
+    );
 
     // The burst; the kill lands as soon as its first writes have committed, so some jobs' points are
     // in the database and the rest are in flight.
     const burst = Promise.all(finishedIds.map((id) => gql(victim, METRICS, { id })));
-    await eventually(async () => ((await rows(pg.url, COMMITTED_FETCHES, [finishedIds]))[0]!.n > 0 ? true : undefined), 20_000, 'the first burst writes to commit');
+    await eventually(
+      async () => ((await rows(pg.url, COMMITTED_FETCHES, [finishedIds]))[0]!.n > 0 ? true : undefined),
+      20_000,
+      'the first burst writes to commit',
+    );
     const committed = await rows(pg.url, CACHE_SHAPE, [finishedIds]);
     const errorsBeforeKill = live.errors.length;
     const killedAt = Date.now();
@@ -260,7 +297,11 @@ describe.runIf(REAL_POSTGRES_URL)('Postgres lost during a write burst (real Post
     await pg.start();
     const restartedAt = Date.now();
     await eventually(async () => ((await readyz(victim)) === 200 ? true : undefined), 15_000, '/readyz to be 200 again');
-    await eventually(async () => (codesOf([await gql(victim, `{ jobs(first: 1) { edges { node { id } } } }`)]).length === 0 ? true : undefined), 15_000, 'a query to succeed again');
+    await eventually(
+      async () => (codesOf([await gql(victim, `{ jobs(first: 1) { edges { node { id } } } }`)]).length === 0 ? true : undefined),
+      15_000,
+      'a query to succeed again',
+    );
     expect(victim.exitCode()).toBeUndefined();
 
     // Every point that had committed before the kill is still there (crash recovery from the WAL).
@@ -314,7 +355,9 @@ describe.runIf(REAL_POSTGRES_URL)('Postgres lost during a write burst (real Post
     expect(codesOf([history])).toEqual([]);
     let compared = 0;
     for (const m of history.body.data.job.metrics as { gpu: { id: string }; points: { timestamp: string; value: number | null }[] }[]) {
-      const sent = [...(delivered.get(m.gpu.id) ?? new Map()).entries()].sort(([a], [b]) => a.localeCompare(b)).map(([timestamp, value]) => ({ timestamp, value }));
+      const sent = [...(delivered.get(m.gpu.id) ?? new Map()).entries()]
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([timestamp, value]) => ({ timestamp, value }));
       expect(sent).toEqual(m.points);
       compared += m.points.length;
     }

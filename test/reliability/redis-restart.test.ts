@@ -50,7 +50,11 @@ describe.runIf(REAL_POSTGRES_URL)('Redis killed and started again under two repl
     const restartedAt = new Date().toISOString();
 
     // ioredis reconnects with backoff and re-subscribes; samples polled after the restart arrive.
-    await waitFor(() => subs.every((s) => s.samples.filter((x) => x.polledAt > restartedAt).length >= 2), 20_000, 'samples polled after the restart on both replicas');
+    await waitFor(
+      () => subs.every((s) => s.samples.filter((x) => x.polledAt > restartedAt).length >= 2),
+      20_000,
+      'samples polled after the restart on both replicas',
+    );
     for (const s of subs) {
       expect(s.completed).toBe(false);
       expect(s.errors).toEqual([]);

@@ -74,6 +74,13 @@ describe('the Federation v2 subgraph', () => {
 
   it('lists exactly the five entities in _Entity', () => {
     const entity = schema.getType('_Entity');
-    expect(entity && 'getTypes' in entity ? entity.getTypes().map((t) => t.name).sort() : []).toEqual([...ENTITIES].sort());
+    expect(
+      entity && 'getTypes' in entity
+        ? entity
+            .getTypes()
+            .map((t) => t.name)
+            .sort()
+        : [],
+    ).toEqual([...ENTITIES].sort());
   });
 });

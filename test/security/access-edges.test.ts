@@ -33,7 +33,7 @@ describe('access and edges on every transport', () => {
   const writeTokens = (names: string[]) => {
     const all: Record<string, object> = {
       admin: { name: 'admin', sha256: sha256Hex(ADMIN) },
-      scoped: { name: 'scoped', sha256: sha256Hex(SCOPED), providers: ['bt'] , projects: ['bt:project:none'] },
+      scoped: { name: 'scoped', sha256: sha256Hex(SCOPED), providers: ['bt'], projects: ['bt:project:none'] },
       doomed: { name: 'doomed', sha256: sha256Hex(DOOMED) },
     };
     writeFileSync(tokensFile, JSON.stringify({ tokens: names.map((n) => all[n]) }));
@@ -46,12 +46,21 @@ describe('access and edges on every transport', () => {
   }
 
   async function post(body: string | ReadableStream<Uint8Array>, headers: Record<string, string>) {
-    const res = await fetch(`${rt.url}/graphql`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, ...headers }, body, duplex: 'half' } as RequestInit);
+    const res = await fetch(`${rt.url}/graphql`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN}`, ...headers },
+      body,
+      duplex: 'half',
+    } as RequestInit);
     return { status: res.status, headers: res.headers, text: await res.text() };
   }
 
   beforeAll(async () => {
-    sim = await startBasetenSimulator({ seed: 'edges', rateLimit: false, fleet: { projects: 1, jobsPerProject: 3, emptyProjects: 0, nodesPerJob: 1, gpusPerNode: 2 } });
+    sim = await startBasetenSimulator({
+      seed: 'edges',
+      rateLimit: false,
+      fleet: { projects: 1, jobsPerProject: 3, emptyProjects: 0, nodesPerJob: 1, gpusPerNode: 2 },
+    });
     db = await createTestDatabase();
     tokensFile = join(mkdtempSync(join(tmpdir(), 'tokens-')), 'tokens.json');
     writeTokens(['admin', 'scoped', 'doomed']);
@@ -84,7 +93,10 @@ describe('access and edges on every transport', () => {
   it('graphql-ws: a refused operation gets its code; the socket and its subscription live on', async () => {
     const c = ws(ADMIN);
     const events: unknown[] = [];
-    const stop = c.subscribe({ query: 'subscription { jobStatusChanged { id status } }' }, { next: (e) => events.push(e), error: (e) => events.push(e), complete: () => {} });
+    const stop = c.subscribe(
+      { query: 'subscription { jobStatusChanged { id status } }' },
+      { next: (e) => events.push(e), error: (e) => events.push(e), complete: () => {} },
+    );
     const refusals: [string, Record<string, unknown> | undefined, string][] = [
       [`{ providers { ${'id '.repeat(3000)} } }`, undefined, 'TOO_MANY_TOKENS'],
       ['query($n: Int) { jobs(first: $n) { edges { node { id } } } }', { n: 100000 }, 'QUERY_TOO_COSTLY'],
@@ -113,20 +125,29 @@ describe('access and edges on every transport', () => {
   }, 60_000);
 
   it('SSE: edge inputs are BAD_INPUT there too', async () => {
-    const res = await post(JSON.stringify({ query: 'query($c: String) { jobs(first: 5, after: $c) { edges { node { id } } } }', variables: { c: 'x\u0000' } }), {
-      'content-type': 'application/json',
-      accept: 'text/event-stream',
-    });
+    const res = await post(
+      JSON.stringify({ query: 'query($c: String) { jobs(first: 5, after: $c) { edges { node { id } } } }', variables: { c: 'x\u0000' } }),
+      {
+        'content-type': 'application/json',
+        accept: 'text/event-stream',
+      },
+    );
     expect(res.text).toMatch(/"code":"BAD_INPUT"/);
   });
 
   it('ends the open subscriptions of a revoked token (graphql-ws and SSE), and only those', async () => {
     const doomedWs: unknown[] = [];
     let doomedWsDone = false;
-    ws(DOOMED).subscribe({ query: 'subscription { jobStatusChanged { id } }' }, { next: (e) => doomedWs.push(e), error: (e) => doomedWs.push(e), complete: () => (doomedWsDone = true) });
+    ws(DOOMED).subscribe(
+      { query: 'subscription { jobStatusChanged { id } }' },
+      { next: (e) => doomedWs.push(e), error: (e) => doomedWs.push(e), complete: () => (doomedWsDone = true) },
+    );
     const keptEvents: unknown[] = [];
     let keptDone = false;
-    ws(ADMIN).subscribe({ query: 'subscription { jobStatusChanged { id } }' }, { next: (e) => keptEvents.push(e), error: () => (keptDone = true), complete: () => (keptDone = true) });
+    ws(ADMIN).subscribe(
+      { query: 'subscription { jobStatusChanged { id } }' },
+      { next: (e) => keptEvents.push(e), error: () => (keptDone = true), complete: () => (keptDone = true) },
+    );
     const sse = await fetch(`${rt.url}/graphql`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'text/event-stream', authorization: `Bearer ${DOOMED}` },
@@ -168,7 +189,10 @@ describe('access and edges on every transport', () => {
 
   it('CORS: configured origins only, none echoed otherwise', async () => {
     const preflight = (origin: string) =>
-      fetch(`${rt.url}/graphql`, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type,authorization' } });
+      fetch(`${rt.url}/graphql`, {
+        method: 'OPTIONS',
+        headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type,authorization' },
+      });
     const good = await preflight(ORIGIN);
     expect(good.headers.get('access-control-allow-origin')).toBe(ORIGIN);
     const evil = await preflight('https://evil.example.net');

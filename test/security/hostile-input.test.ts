@@ -29,7 +29,7 @@ const INJECTIONS = [
   'bt:job:',
   'bt:job:../../x',
   'bt:gpu:a#b#c#d',
-  'bt:project:x\' or \'1\'=\'1',
+  "bt:project:x' or '1'='1",
   'nope:job:123',
   '',
   ' ',
@@ -51,13 +51,19 @@ function probes(): Probe[] {
   // Depth bombs.
   for (let levels = 1; levels <= 12; levels++) out.push(gqlProbe(`depth ${levels * 4 + 3}`, nested(levels)));
   // Alias bombs.
-  for (const n of [31, 50, 100, 500, 2000]) out.push(gqlProbe(`aliases ${n}`, `{ ${Array.from({ length: n }, (_, i) => `a${i}: providers { id }`).join(' ')} }`));
+  for (const n of [31, 50, 100, 500, 2000])
+    out.push(gqlProbe(`aliases ${n}`, `{ ${Array.from({ length: n }, (_, i) => `a${i}: providers { id }`).join(' ')} }`));
   // Token bombs.
   for (const n of [2500, 10_000, 30_000]) out.push(gqlProbe(`tokens ${n}`, `{ providers { ${'id '.repeat(n)} } }`));
   // Directive bombs.
   for (const n of [21, 200]) out.push(gqlProbe(`directives ${n}`, `{ providers ${'@include(if: true) '.repeat(n)} { id } }`));
   // Cost bomb: wide and deep at once.
-  out.push(gqlProbe('cost', `{ ${Array.from({ length: 25 }, (_, i) => `c${i}: jobs(first: 500) { edges { node { nodes { gpus { id index model } } } } }`).join(' ')} }`));
+  out.push(
+    gqlProbe(
+      'cost',
+      `{ ${Array.from({ length: 25 }, (_, i) => `c${i}: jobs(first: 500) { edges { node { nodes { gpus { id index model } } } } }`).join(' ')} }`,
+    ),
+  );
   // Introspection storms and fragment cycles.
   out.push(gqlProbe('fragment cycle', 'query { ...A } fragment A on Query { ...B } fragment B on Query { ...A }'));
   out.push(gqlProbe('introspection', '{ __schema { types { name fields { name type { name ofType { name ofType { name } } } } } } }'));
@@ -75,7 +81,8 @@ function probes(): Probe[] {
     'from: 12345',
   ];
   for (const r of ranges) out.push({ ...gqlProbe(`range ${r}`, series(r)), name: `range ${r}` });
-  for (const mp of ['-1', '0', '-2147483648', '2147483647', '2147483648', '1e10', '10001', '"100"', 'null', '3.5']) out.push(gqlProbe(`maxPoints ${mp}`, series(`maxPoints: ${mp}`)));
+  for (const mp of ['-1', '0', '-2147483648', '2147483647', '2147483648', '1e10', '10001', '"100"', 'null', '3.5'])
+    out.push(gqlProbe(`maxPoints ${mp}`, series(`maxPoints: ${mp}`)));
   for (const agg of ['MEDIAN', '"AVG"', '1']) out.push(gqlProbe(`aggregation ${agg}`, series(`aggregation: ${agg}`)));
   for (const first of ['-1', '501', '1000000000', '2147483648', '"10"']) {
     out.push(gqlProbe(`first ${first}`, `{ jobs(first: ${first}) { edges { node { id } } } }`));
@@ -86,11 +93,25 @@ function probes(): Probe[] {
     out.push(gqlProbe('job(id)', 'query($v: ID!) { job(id: $v) { id name } }', { v: s }));
     out.push(gqlProbe('project(id)', 'query($v: ID!) { project(id: $v) { id name } }', { v: s }));
     out.push(gqlProbe('projects(providerId)', 'query($v: ID) { projects(providerId: $v) { id } }', { v: s }));
-    out.push(gqlProbe('filter', 'query($v: ID, $s: String) { jobs(first: 5, filter: { providerIds: [$v], projectId: $v, nameContains: $s }) { edges { node { id } } } }', { v: s, s }));
+    out.push(
+      gqlProbe(
+        'filter',
+        'query($v: ID, $s: String) { jobs(first: 5, filter: { providerIds: [$v], projectId: $v, nameContains: $s }) { edges { node { id } } } }',
+        { v: s, s },
+      ),
+    );
     out.push(gqlProbe('after', 'query($s: String) { jobs(first: 5, after: $s) { edges { node { id } } } }', { s }));
     out.push(gqlProbe('trainingMetrics names', 'query($id: ID!, $s: String!) { job(id: $id) { trainingMetrics(names: [$s]) { name } } }', { s }));
     out.push(gqlProbe('logs after', 'query($id: ID!, $s: String) { job(id: $id) { logs(first: 5, after: $s) { lines { message } } } }', { s }));
-    out.push(gqlProbe('_entities', 'query($r: [_Any!]!) { _entities(representations: $r) { ... on Job { id } ... on Gpu { id } } }', { r: [{ __typename: 'Job', id: s }, { __typename: 'Gpu', id: s }, { __typename: s, id: s }] }));
+    out.push(
+      gqlProbe('_entities', 'query($r: [_Any!]!) { _entities(representations: $r) { ... on Job { id } ... on Gpu { id } } }', {
+        r: [
+          { __typename: 'Job', id: s },
+          { __typename: 'Gpu', id: s },
+          { __typename: s, id: s },
+        ],
+      }),
+    );
     out.push(gqlProbe('metric name enum', `query($id: ID!, $n: [SystemMetric!]) { job(id: $id) { metrics(names: $n) { name } } }`, { n: [s] }));
   }
   // Inputs no API call can mean (issue 21): NUL bytes in ids, names and cursors, impossible or
@@ -105,7 +126,16 @@ function probes(): Probe[] {
     out.push(gqlProbe('NUL _entities', 'query($r: [_Any!]!) { _entities(representations: $r) { ... on Job { id } } }', { r: [{ __typename: 'Job', id: v }] }));
   }
   out.push(gqlProbe('NUL literal', '{ job(id: "bt:job:a\\u0000b") { id } }'));
-  for (const d of ['0000-01-01T00:00:00Z', '2026-02-30T00:00:00Z', '2026-04-31T00:00:00Z', '2025-02-29T00:00:00Z', '1969-12-31T23:59:59Z', '10000-01-01T00:00:00Z', '2026-01-01T24:00:00Z', '2026-01-01T10:60:00Z']) {
+  for (const d of [
+    '0000-01-01T00:00:00Z',
+    '2026-02-30T00:00:00Z',
+    '2026-04-31T00:00:00Z',
+    '2025-02-29T00:00:00Z',
+    '1969-12-31T23:59:59Z',
+    '10000-01-01T00:00:00Z',
+    '2026-01-01T24:00:00Z',
+    '2026-01-01T10:60:00Z',
+  ]) {
     out.push(gqlProbe(`date ${d}`, 'query($id: ID!, $f: DateTime) { job(id: $id) { metrics(from: $f) { name } } }', { f: d }));
     out.push(gqlProbe(`fleet date ${d}`, `{ fleet(from: "${d}", to: "2026-11-20T00:00:00Z") { jobCount } }`));
   }
@@ -124,7 +154,12 @@ function probes(): Probe[] {
   }
   out.push(gqlProbe('fleet century', '{ fleet(from: "1990-01-01T00:00:00Z", to: "2090-01-01T00:00:00Z") { jobCount } }'));
   out.push(gqlProbe('first 100000 variable', 'query($n: Int) { jobs(first: $n) { edges { node { id } } } }', { n: 100000 }));
-  out.push(gqlProbe('maxPoints bomb variables', 'query($n: Int, $p: Int) { jobs(first: $n) { edges { node { metrics(maxPoints: $p) { points { value } } } } } }', { n: 500, p: 10000 }));
+  out.push(
+    gqlProbe('maxPoints bomb variables', 'query($n: Int, $p: Int) { jobs(first: $n) { edges { node { metrics(maxPoints: $p) { points { value } } } } } }', {
+      n: 500,
+      p: 10000,
+    }),
+  );
   // Wrong variable types.
   out.push(gqlProbe('variables not an object', 'query($v: ID!) { job(id: $v) { id } }', 'x' as never));
   out.push(gqlProbe('variables null id', 'query($v: ID!) { job(id: $v) { id } }', { v: null }));
@@ -132,7 +167,23 @@ function probes(): Probe[] {
   // Bodies: oversized, broken, wrong shapes, wrong content types.
   out.push({ name: 'oversized 200 KB', body: JSON.stringify({ query: `{ providers { id } } # ${'x'.repeat(200_000)}` }) });
   out.push({ name: 'oversized 2 MB', body: JSON.stringify({ query: '{ providers { id } }', variables: { pad: 'y'.repeat(2_000_000) } }) });
-  for (const broken of ['{', '{"query":', 'null', '[]', '[{"query":"{ providers { id } }"}]', '"string"', '42', '{"query": 1}', '{"query": null}', '{"query":"{", "variables": "x"}', '{"query":"{ providers { id } }", "operationName": 7}', '{"query":"query A { providers { id } } query B { providers { id } }"}', '{"query":"{ providers { id } }","extensions":"x"}', '\u0000\u0000', '{"query":"\\ud800"}']) {
+  for (const broken of [
+    '{',
+    '{"query":',
+    'null',
+    '[]',
+    '[{"query":"{ providers { id } }"}]',
+    '"string"',
+    '42',
+    '{"query": 1}',
+    '{"query": null}',
+    '{"query":"{", "variables": "x"}',
+    '{"query":"{ providers { id } }", "operationName": 7}',
+    '{"query":"query A { providers { id } } query B { providers { id } }"}',
+    '{"query":"{ providers { id } }","extensions":"x"}',
+    '\u0000\u0000',
+    '{"query":"\\ud800"}',
+  ]) {
     out.push({ name: `broken JSON ${broken.slice(0, 20)}`, body: broken });
   }
   out.push({ name: 'invalid UTF-8', body: new Uint8Array([0x7b, 0x22, 0x71, 0xff, 0xfe, 0x22, 0x7d]) });
@@ -142,7 +193,12 @@ function probes(): Probe[] {
   out.push({ name: 'oversized graphql body', body: `{ providers { id } } # ${'x'.repeat(200_000)}`, contentType: 'application/graphql' });
   out.push({ name: 'form body', body: 'query=%7B%7D', contentType: 'application/x-www-form-urlencoded' });
   out.push({ name: 'GET bad query', method: 'GET', body: '', query: '?query=%7B%20providers%20%7B' });
-  out.push({ name: 'GET huge variables', method: 'GET', body: '', query: `?query=${encodeURIComponent('query($v: ID!) { job(id: $v) { id } }')}&variables=${encodeURIComponent('{"v":')}` });
+  out.push({
+    name: 'GET huge variables',
+    method: 'GET',
+    body: '',
+    query: `?query=${encodeURIComponent('query($v: ID!) { job(id: $v) { id } }')}&variables=${encodeURIComponent('{"v":')}`,
+  });
   out.push({ name: 'GET mutation-like', method: 'GET', body: '', query: `?query=${encodeURIComponent('mutation { x }')}` });
   out.push({ name: 'PUT', method: 'PUT', body: '{}' });
   return out;
@@ -209,8 +265,13 @@ describe('hostile input', () => {
           continue;
         }
         // The inputs issue 21 names are refused at the edge, as BAD_INPUT (the cost ones as QUERY_TOO_COSTLY).
-        const wanted = /^(NUL|date|fleet date|cursor at|deep|fleet century)/.test(p.name) ? 'BAD_INPUT' : /^(first 100000|maxPoints bomb)/.test(p.name) ? 'QUERY_TOO_COSTLY' : null;
-        if (wanted && parsed.errors?.[0]?.extensions?.code !== wanted) failures.push(`${p.name}: expected ${wanted}, got ${JSON.stringify(parsed.errors?.[0] ?? parsed).slice(0, 160)}`);
+        const wanted = /^(NUL|date|fleet date|cursor at|deep|fleet century)/.test(p.name)
+          ? 'BAD_INPUT'
+          : /^(first 100000|maxPoints bomb)/.test(p.name)
+            ? 'QUERY_TOO_COSTLY'
+            : null;
+        if (wanted && parsed.errors?.[0]?.extensions?.code !== wanted)
+          failures.push(`${p.name}: expected ${wanted}, got ${JSON.stringify(parsed.errors?.[0] ?? parsed).slice(0, 160)}`);
         for (const e of parsed.errors ?? []) {
           if (typeof e.extensions?.code !== 'string') failures.push(`${p.name}: uncoded error "${e.message.slice(0, 120)}"`);
           else codes.set(e.extensions.code, (codes.get(e.extensions.code) ?? 0) + 1);
@@ -222,7 +283,17 @@ describe('hostile input', () => {
     expect(failures).toEqual([]);
     expect(slowest).toBeLessThan(10_000);
     // The limits themselves answered, each with its own code.
-    for (const code of ['QUERY_TOO_DEEP', 'TOO_MANY_ALIASES', 'TOO_MANY_TOKENS', 'TOO_MANY_DIRECTIVES', 'QUERY_TOO_COSTLY', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'BAD_INPUT', 'BAD_REQUEST']) {
+    for (const code of [
+      'QUERY_TOO_DEEP',
+      'TOO_MANY_ALIASES',
+      'TOO_MANY_TOKENS',
+      'TOO_MANY_DIRECTIVES',
+      'QUERY_TOO_COSTLY',
+      'PAYLOAD_TOO_LARGE',
+      'UNSUPPORTED_MEDIA_TYPE',
+      'BAD_INPUT',
+      'BAD_REQUEST',
+    ]) {
       expect(codes.get(code) ?? 0, code).toBeGreaterThan(0);
     }
     // And the server is still fine.

@@ -40,7 +40,12 @@ describe('secrets never leave', () => {
   const logLines: string[] = [];
 
   beforeAll(async () => {
-    sim = await startBasetenSimulator({ seed: 'secrets', apiKey: SECRET, rateLimit: false, fleet: { projects: 1, jobsPerProject: 3, emptyProjects: 0, nodesPerJob: 1, gpusPerNode: 2 } });
+    sim = await startBasetenSimulator({
+      seed: 'secrets',
+      apiKey: SECRET,
+      rateLimit: false,
+      fleet: { projects: 1, jobsPerProject: 3, emptyProjects: 0, nodesPerJob: 1, gpusPerNode: 2 },
+    });
     // In front of the simulator: passes requests through, or (leaking) refuses them quoting the key.
     leaky = http.createServer((req, res) => {
       const chunks: Buffer[] = [];
@@ -52,9 +57,11 @@ describe('secrets never leave', () => {
           return;
         }
         const body = Buffer.concat(chunks);
-        void fetch(`${sim.url}${req.url}`, { method: req.method, headers: req.headers as Record<string, string>, body: body.length ? body : undefined }).then(async (r) => {
-          res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'application/json' }).end(Buffer.from(await r.arrayBuffer()));
-        });
+        void fetch(`${sim.url}${req.url}`, { method: req.method, headers: req.headers as Record<string, string>, body: body.length ? body : undefined }).then(
+          async (r) => {
+            res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'application/json' }).end(Buffer.from(await r.arrayBuffer()));
+          },
+        );
       });
     });
     await new Promise<void>((r) => leaky.listen(0, '127.0.0.1', () => r()));
@@ -67,7 +74,16 @@ describe('secrets never leave', () => {
         dataDir: db.dataDir,
         redisUrl: null,
         logLevel: 'debug',
-        providers: [{ id: 'leaky', kind: 'BASETEN', baseUrl: `http://127.0.0.1:${(leaky.address() as AddressInfo).port}`, apiKeyEnv: 'LEAKY_KEY', timeoutSeconds: 5, pollIntervalSeconds: 1 }],
+        providers: [
+          {
+            id: 'leaky',
+            kind: 'BASETEN',
+            baseUrl: `http://127.0.0.1:${(leaky.address() as AddressInfo).port}`,
+            apiKeyEnv: 'LEAKY_KEY',
+            timeoutSeconds: 5,
+            pollIntervalSeconds: 1,
+          },
+        ],
       },
       env: { LEAKY_KEY: SECRET },
       // Every read goes upstream, so every field below meets the failure.
@@ -103,7 +119,11 @@ describe('secrets never leave', () => {
   });
 
   async function post(query: string, variables?: Record<string, unknown>, accept = 'application/json') {
-    const res = await fetch(`${base}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', accept }, body: JSON.stringify({ query, variables }) });
+    const res = await fetch(`${base}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept },
+      body: JSON.stringify({ query, variables }),
+    });
     return res.text();
   }
 
@@ -152,7 +172,10 @@ describe('secrets never leave', () => {
       await new Promise<void>((resolve) => ws.subscribe({ query: q, variables: v }, { next: () => {}, error: () => resolve(), complete: () => resolve() }));
     }
     const wsEvents: unknown[] = [];
-    const stopWs = ws.subscribe({ query: 'subscription { jobStatusChanged { id status } }' }, { next: (e) => wsEvents.push(e), error: (e) => wsEvents.push(e), complete: () => {} });
+    const stopWs = ws.subscribe(
+      { query: 'subscription { jobStatusChanged { id status } }' },
+      { next: (e) => wsEvents.push(e), error: (e) => wsEvents.push(e), complete: () => {} },
+    );
     await eventually(() => wsEvents.some((e) => JSON.stringify(e).includes('invalid API key')), 30_000, 'a graphql-ws subscription error event');
     await eventually(() => sseText.includes('invalid API key'), 30_000, 'an SSE subscription error event');
     stopWs();
@@ -185,7 +208,11 @@ describe('secrets never leave', () => {
     }
     let findings = 0;
     const guard = new OutgoingGuard(pino({ level: 'silent' }), () => findings++);
-    const payload = Buffer.from(JSON.stringify({ errors: [{ message: `${SECRET} ${JSON.stringify(SECRET)} ${encodeURIComponent(SECRET)} ${Buffer.from(`x${SECRET}`).toString('base64')}` }] }));
+    const payload = Buffer.from(
+      JSON.stringify({
+        errors: [{ message: `${SECRET} ${JSON.stringify(SECRET)} ${encodeURIComponent(SECRET)} ${Buffer.from(`x${SECRET}`).toString('base64')}` }],
+      }),
+    );
     const { out, found } = guard.mask(payload);
     expect(found).toBe(true);
     expect(out.length).toBe(payload.length);

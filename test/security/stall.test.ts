@@ -22,12 +22,21 @@ describe('one request cannot stall the rest', () => {
   let jobId: string;
 
   async function gql(query: string, variables?: Record<string, unknown>, signal?: AbortSignal) {
-    const res = await fetch(`${rt.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, variables }), signal });
+    const res = await fetch(`${rt.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query, variables }),
+      signal,
+    });
     return (await res.json()) as { data?: any; errors?: { message: string; extensions?: any }[] };
   }
 
   beforeAll(async () => {
-    sim = await startBasetenSimulator({ seed: 'stall', rateLimit: false, fleet: { projects: 1, jobsPerProject: 3, emptyProjects: 0, nodesPerJob: 1, gpusPerNode: 2 } });
+    sim = await startBasetenSimulator({
+      seed: 'stall',
+      rateLimit: false,
+      fleet: { projects: 1, jobsPerProject: 3, emptyProjects: 0, nodesPerJob: 1, gpusPerNode: 2 },
+    });
     db = await createTestDatabase();
     rt = await startRuntime({
       config: {
@@ -56,7 +65,7 @@ describe('one request cannot stall the rest', () => {
     await db?.drop();
   });
 
-  it('refuses the report\'s bomb before it runs, literal or variable, and the next query answers', async () => {
+  it("refuses the report's bomb before it runs, literal or variable, and the next query answers", async () => {
     const asVariables = await Promise.all(Array.from({ length: 6 }, () => gql(BOMB, { n: 500, p: 10_000 })));
     for (const r of asVariables) {
       expect(r.errors?.[0]?.extensions?.code).toBe('QUERY_TOO_COSTLY');
@@ -68,46 +77,52 @@ describe('one request cannot stall the rest', () => {
     expect(next).toEqual({ data: { providers: [{ id: 'bt' }] } });
   });
 
-  it.runIf(REAL_POSTGRES_URL)('cancels the SQL of a request its client abandoned (Postgres)', async () => {
-    const SERIES = `query($id: ID!) { job(id: $id) { metrics(maxPoints: 50) { name points { value } } } }`;
-    const warm = await gql(SERIES, { id: jobId });
-    expect(warm.errors, JSON.stringify(warm)).toBeUndefined();
+  it.runIf(REAL_POSTGRES_URL)(
+    'cancels the SQL of a request its client abandoned (Postgres)',
+    async () => {
+      const SERIES = `query($id: ID!) { job(id: $id) { metrics(maxPoints: 50) { name points { value } } } }`;
+      const warm = await gql(SERIES, { id: jobId });
+      expect(warm.errors, JSON.stringify(warm)).toBeUndefined();
 
-    const admin = postgres(db.databaseUrl!, { max: 2, onnotice: () => {} });
-    const events: string[] = [];
-    let release!: () => void;
-    const released = new Promise<void>((r) => (release = r));
-    let locked!: () => void;
-    const lockHeld = new Promise<void>((r) => (locked = r));
-    const holder = admin.begin(async (tx) => {
-      await tx`lock table points in access exclusive mode`;
-      locked();
-      await released;
-      events.push('lock released');
-    });
-    await lockHeld;
-    const waiting = () =>
-      admin<{ pid: number }[]>`select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and state = 'active' and wait_event_type = 'Lock' and query ilike '%points%'`;
-    try {
-      const client = new AbortController();
-      const bomb = gql(SERIES, { id: jobId }, client.signal).catch((err: Error) => err.name);
-      await eventually(async () => (await waiting()).length > 0, 30_000, 'the series read waiting on the lock');
-      events.push('read waiting');
-      client.abort();
-      expect(await bomb).toBe('AbortError');
-      await eventually(async () => (await waiting()).length === 0, 10_000, 'the abandoned read to leave pg_stat_activity');
-      events.push('read gone');
-      const started = performance.now();
-      const trivial = await gql('{ providers { id } }');
-      expect(trivial).toEqual({ data: { providers: [{ id: 'bt' }] } });
-      expect(performance.now() - started).toBeLessThan(1000);
-      events.push('trivial answered');
-    } finally {
-      release();
-      await holder;
-      await admin.end();
-    }
-    // Cancelled, not finished: it left while the lock that blocked it was still held.
-    expect(events).toEqual(['read waiting', 'read gone', 'trivial answered', 'lock released']);
-  }, 120_000);
+      const admin = postgres(db.databaseUrl!, { max: 2, onnotice: () => {} });
+      const events: string[] = [];
+      let release!: () => void;
+      const released = new Promise<void>((r) => (release = r));
+      let locked!: () => void;
+      const lockHeld = new Promise<void>((r) => (locked = r));
+      const holder = admin.begin(async (tx) => {
+        await tx`lock table points in access exclusive mode`;
+        locked();
+        await released;
+        events.push('lock released');
+      });
+      await lockHeld;
+      const waiting = () =>
+        admin<
+          { pid: number }[]
+        >`select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and state = 'active' and wait_event_type = 'Lock' and query ilike '%points%'`;
+      try {
+        const client = new AbortController();
+        const bomb = gql(SERIES, { id: jobId }, client.signal).catch((err: Error) => err.name);
+        await eventually(async () => (await waiting()).length > 0, 30_000, 'the series read waiting on the lock');
+        events.push('read waiting');
+        client.abort();
+        expect(await bomb).toBe('AbortError');
+        await eventually(async () => (await waiting()).length === 0, 10_000, 'the abandoned read to leave pg_stat_activity');
+        events.push('read gone');
+        const started = performance.now();
+        const trivial = await gql('{ providers { id } }');
+        expect(trivial).toEqual({ data: { providers: [{ id: 'bt' }] } });
+        expect(performance.now() - started).toBeLessThan(1000);
+        events.push('trivial answered');
+      } finally {
+        release();
+        await holder;
+        await admin.end();
+      }
+      // Cancelled, not finished: it left while the lock that blocked it was still held.
+      expect(events).toEqual(['read waiting', 'read gone', 'trivial answered', 'lock released']);
+    },
+    120_000,
+  );
 });

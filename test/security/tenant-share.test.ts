@@ -33,7 +33,11 @@ describe('per-tenant share of a provider', () => {
   }
 
   beforeAll(async () => {
-    sim = await startBasetenSimulator({ seed: 'share', rateLimit: false, fleet: { projects: 2, jobsPerProject: 3, emptyProjects: 0, nodesPerJob: 1, gpusPerNode: 2 } });
+    sim = await startBasetenSimulator({
+      seed: 'share',
+      rateLimit: false,
+      fleet: { projects: 2, jobsPerProject: 3, emptyProjects: 0, nodesPerJob: 1, gpusPerNode: 2 },
+    });
     db = await createTestDatabase();
     const projectIds = sim.fleet.projects.map((p) => `bt:project:${p.id}`);
     rt = await startRuntime({
@@ -99,7 +103,8 @@ describe('per-tenant share of a provider', () => {
 
   it('remembers unknown ids for a while: asking again costs no upstream call', async () => {
     const ids = Array.from({ length: 5 }, (_, i) => `bt:job:never-${i}`);
-    const ask = () => gql(ADMIN, 'query($r: [_Any!]!) { _entities(representations: $r) { ... on Job { id } } }', { r: ids.map((id) => ({ __typename: 'Job', id })) });
+    const ask = () =>
+      gql(ADMIN, 'query($r: [_Any!]!) { _entities(representations: $r) { ... on Job { id } } }', { r: ids.map((id) => ({ __typename: 'Job', id })) });
     sim.resetStats();
     const first = await ask();
     expect(first.data._entities).toEqual([null, null, null, null, null]);
@@ -109,7 +114,7 @@ describe('per-tenant share of a provider', () => {
     expect(sim.count('searchJobs')).toBe(5);
   });
 
-  it('a project-scoped token: an unknown id and another project\'s job cost the same (no upstream call)', async () => {
+  it("a project-scoped token: an unknown id and another project's job cost the same (no upstream call)", async () => {
     const own = jobs.filter((j) => j.project.id === `bt:project:${sim.fleet.projects[0]!.id}`);
     const other = jobs.find((j) => j.project.id !== `bt:project:${sim.fleet.projects[0]!.id}`)!;
     sim.resetStats();

@@ -49,7 +49,10 @@ describe('tenants', () => {
     demo = (await startDemoProviders()).filter((d) => d.config.kind === 'BASETEN' || d.config.kind === 'MODELARTS');
     secrets = demo.flatMap((d) => Object.values(d.secrets)).filter((v) => v.length >= 6);
     tokensFile = join(mkdtempSync(join(tmpdir(), 'tokens-')), 'tokens.json');
-    writeTokens([{ name: 'admin', sha256: sha256Hex(ADMIN) }, { name: 'a', sha256: sha256Hex(TOKEN_A), providers: ['modelarts-demo'] }]);
+    writeTokens([
+      { name: 'admin', sha256: sha256Hex(ADMIN) },
+      { name: 'a', sha256: sha256Hex(TOKEN_A), providers: ['modelarts-demo'] },
+    ]);
     db = await createTestDatabase();
     const capture = new Writable({
       write(chunk, _enc, done) {
@@ -118,10 +121,14 @@ describe('tenants', () => {
       expect(res.body.data.jobs.totalCount).toBe(mine.length);
       // Asking for someone else's provider or project by filter gives nothing, not an error.
       const other = all.find((j) => !sees[t](j))!;
-      const filtered = await gql(tokenOf[t], `query($p: ID!, $pr: ID!) { a: jobs(filter: { providerIds: [$p] }) { totalCount } b: jobs(filter: { projectId: $pr }) { totalCount } }`, {
-        p: other.providerId,
-        pr: other.projectId,
-      });
+      const filtered = await gql(
+        tokenOf[t],
+        `query($p: ID!, $pr: ID!) { a: jobs(filter: { providerIds: [$p] }) { totalCount } b: jobs(filter: { projectId: $pr }) { totalCount } }`,
+        {
+          p: other.providerId,
+          pr: other.projectId,
+        },
+      );
       expect(filtered.body.data).toEqual({ a: { totalCount: 0 }, b: { totalCount: 0 } });
     });
 
@@ -150,7 +157,11 @@ describe('tenants', () => {
       const reps: { __typename: string; id: string; owner: { providerId: string; projectId: string } }[] = [];
       for (const e of topo.body.data.jobs.edges) {
         const owner = all.find((j) => j.id === e.node.id)!;
-        reps.push({ __typename: 'Job', id: e.node.id, owner }, { __typename: 'Project', id: owner.projectId, owner }, { __typename: 'Provider', id: owner.providerId, owner });
+        reps.push(
+          { __typename: 'Job', id: e.node.id, owner },
+          { __typename: 'Project', id: owner.projectId, owner },
+          { __typename: 'Provider', id: owner.providerId, owner },
+        );
         for (const n of e.node.nodes) {
           reps.push({ __typename: 'ComputeNode', id: n.id, owner });
           for (const g of n.gpus) reps.push({ __typename: 'Gpu', id: g.id, owner });
@@ -171,10 +182,16 @@ describe('tenants', () => {
     });
   }
 
-  it('subscriptions: connectionParams carry the token; others\' jobs are unknown; a revoked token is refused per subscription', async () => {
+  it("subscriptions: connectionParams carry the token; others' jobs are unknown; a revoked token is refused per subscription", async () => {
     const jobA = all.find(sees.a)!.id;
     const jobB = all.find(sees.b)!.id;
-    const client = createClient({ url: `${rt.url.replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${TOKEN_A}` }, retryAttempts: 0, lazy: true });
+    const client = createClient({
+      url: `${rt.url.replace('http', 'ws')}/graphql`,
+      webSocketImpl: WebSocket,
+      connectionParams: { authorization: `Bearer ${TOKEN_A}` },
+      retryAttempts: 0,
+      lazy: true,
+    });
     const first = (jobId: string) =>
       new Promise<{ data?: any; errors?: any[] }>((resolve) => {
         let done = false;
@@ -199,14 +216,22 @@ describe('tenants', () => {
     const foreign = await first(jobB);
     expect((foreign.errors as any[])[0].extensions.code).toBe('NOT_FOUND');
     // Revoke A: the open connection's next subscription is refused.
-    writeTokens([{ name: 'admin', sha256: sha256Hex(ADMIN) }, { name: 'b', sha256: sha256Hex(TOKEN_B), providers: ['baseten-demo'], projects: [projectB] }]);
+    writeTokens([
+      { name: 'admin', sha256: sha256Hex(ADMIN) },
+      { name: 'b', sha256: sha256Hex(TOKEN_B), providers: ['baseten-demo'], projects: [projectB] },
+    ]);
     await new Promise((r) => setTimeout(r, 1100));
     const revoked = await first(jobA);
     expect((revoked.errors as any[])[0].extensions.code).toBe('UNAUTHENTICATED');
     await client.dispose();
     // A connection without a token is closed at init with 4403.
     const closed = await new Promise<number>((resolve) => {
-      const c = createClient({ url: `${rt.url.replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, retryAttempts: 0, on: { closed: (e) => resolve((e as { code: number }).code) } });
+      const c = createClient({
+        url: `${rt.url.replace('http', 'ws')}/graphql`,
+        webSocketImpl: WebSocket,
+        retryAttempts: 0,
+        on: { closed: (e) => resolve((e as { code: number }).code) },
+      });
       c.subscribe({ query: '{ providers { id } }' }, { next: () => {}, error: () => {}, complete: () => {} });
     });
     expect(closed).toBe(4403);

@@ -59,7 +59,10 @@ describe('/metrics and request ids', () => {
     await post(FLEET);
     const after = await scrape(rt);
 
-    expect(value(after, 'training_graph_graphql_operations_total{operation="Fleet",type="query",outcome="ok"}') - value(before, 'training_graph_graphql_operations_total{operation="Fleet",type="query",outcome="ok"}')).toBe(3);
+    expect(
+      value(after, 'training_graph_graphql_operations_total{operation="Fleet",type="query",outcome="ok"}') -
+        value(before, 'training_graph_graphql_operations_total{operation="Fleet",type="query",outcome="ok"}'),
+    ).toBe(3);
     expect(value(after, 'training_graph_graphql_operation_duration_seconds_count{operation="Fleet",type="query"}')).toBe(3);
     expect(value(after, 'training_graph_graphql_operation_duration_seconds_sum{operation="Fleet",type="query"}')).toBeGreaterThan(0);
     expect(value(after, 'training_graph_http_requests_total{route="/graphql",status="200"}')).toBeGreaterThanOrEqual(3);

@@ -31,7 +31,13 @@ describe('graceful shutdown', () => {
   it('finishes an in-flight request, closes subscribers with 1001 and releases the poll locks', async () => {
     const rt = await startTestRuntime(sim, 1, {}, { shutdownGraceMs: 5000 });
     let closeCode: number | null = null;
-    const ws = createClient({ url: wsUrl(rt.url), webSocketImpl: WebSocket, retryAttempts: 0, lazy: true, on: { closed: (e) => void (closeCode = (e as { code: number }).code) } });
+    const ws = createClient({
+      url: wsUrl(rt.url),
+      webSocketImpl: WebSocket,
+      retryAttempts: 0,
+      lazy: true,
+      on: { closed: (e) => void (closeCode = (e as { code: number }).code) },
+    });
     const sub = subscribeUtilization(ws, runningJobId(sim));
     await waitFor(() => sub.samples.length > 0, 10_000, 'a live sample');
     const leading = rt.live.hub.stats().leading;
@@ -72,7 +78,15 @@ describe('graceful shutdown', () => {
     writeFileSync(config, JSON.stringify(providersFile(sim, 1)));
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
       cwd: path.resolve(import.meta.dirname, '../..'),
-      env: { ...withoutServerSettings(process.env), PORT: '0', HOST: '127.0.0.1', DATA_DIR: 'memory://', PROVIDERS_CONFIG: config, LIVE_TEST_BASETEN_KEY: sim.apiKey, LOG_LEVEL: 'info' },
+      env: {
+        ...withoutServerSettings(process.env),
+        PORT: '0',
+        HOST: '127.0.0.1',
+        DATA_DIR: 'memory://',
+        PROVIDERS_CONFIG: config,
+        LIVE_TEST_BASETEN_KEY: sim.apiKey,
+        LOG_LEVEL: 'info',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const lines: { msg?: string; url?: string; signal?: string }[] = [];

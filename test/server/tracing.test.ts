@@ -56,7 +56,10 @@ describe('OpenTelemetry tracing', () => {
 
   it('is off by default and on with OTEL_EXPORTER_OTLP_ENDPOINT', () => {
     expect(loadConfig({}).tracing).toBeNull();
-    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).tracing).toEqual({ endpoint: 'http://collector:4318', serviceName: 'training-graph' });
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).tracing).toEqual({
+      endpoint: 'http://collector:4318',
+      serviceName: 'training-graph',
+    });
   });
 
   it('exports a span per operation with its upstream calls as children', async () => {

@@ -208,7 +208,10 @@ describe('search', () => {
     const statuses = ['TRAINING_JOB_RUNNING', 'TRAINING_JOB_FAILED'];
     const byStatus = await post('/v1/training_jobs/search', { statuses });
     expect(byStatus.body.training_jobs.map((j: Json) => j.id).sort()).toEqual(
-      sim.fleet.jobs.filter((j) => statuses.includes(j.status)).map((j) => j.id).sort(),
+      sim.fleet.jobs
+        .filter((j) => statuses.includes(j.status))
+        .map((j) => j.id)
+        .sort(),
     );
     expect((await post('/v1/training_jobs/search', { project_id: 'zzzzzzz' })).body.training_jobs).toEqual([]);
   });
@@ -240,7 +243,16 @@ describe('metrics', () => {
     const { status, body } = await get(`${jobPath(job)}/metrics`);
     expect(status).toBe(200);
     expect(Object.keys(body).sort()).toEqual(
-      ['cache', 'cpu_memory_usage_bytes', 'cpu_usage', 'ephemeral_storage', 'gpu_memory_usage_bytes', 'gpu_utilization', 'per_node_metrics', 'training_job'].sort(),
+      [
+        'cache',
+        'cpu_memory_usage_bytes',
+        'cpu_usage',
+        'ephemeral_storage',
+        'gpu_memory_usage_bytes',
+        'gpu_utilization',
+        'per_node_metrics',
+        'training_job',
+      ].sort(),
     );
     expectTrainingJob(body.training_job);
     expect(body.training_job.id).toBe(job.id);
@@ -487,7 +499,12 @@ describe('stop', () => {
 describe('rate limit', () => {
   it('answers 429 with Baseten’s body and no Retry-After header past the per-key per-endpoint limit', async () => {
     let wall = 1_000_000;
-    const limited = await startBasetenSimulator({ anchorMs: ANCHOR, now: () => nowMs, rateLimit: { requestsPerWindow: 3, windowSeconds: 60 }, rateLimitClock: () => wall });
+    const limited = await startBasetenSimulator({
+      anchorMs: ANCHOR,
+      now: () => nowMs,
+      rateLimit: { requestsPerWindow: 3, windowSeconds: 60 },
+      rateLimitClock: () => wall,
+    });
     try {
       for (let i = 0; i < 3; i++) expect((await get('/v1/training_projects', limited)).status).toBe(200);
       wall += 20_000;
@@ -577,8 +594,20 @@ describe('faults and counters', () => {
 
 describe('fleet option and demo', () => {
   it('builds a benchmark-sized fleet of 50 jobs x 8 nodes x 8 GPUs, deterministically', async () => {
-    const big = await startBasetenSimulator({ seed: 42, anchorMs: ANCHOR, now: () => nowMs, rateLimit: false, fleet: { projects: 5, jobsPerProject: 10, nodesPerJob: 8, gpusPerNode: 8 } });
-    const twin = await startBasetenSimulator({ seed: 42, anchorMs: ANCHOR, now: () => nowMs, rateLimit: false, fleet: { projects: 5, jobsPerProject: 10, nodesPerJob: 8, gpusPerNode: 8 } });
+    const big = await startBasetenSimulator({
+      seed: 42,
+      anchorMs: ANCHOR,
+      now: () => nowMs,
+      rateLimit: false,
+      fleet: { projects: 5, jobsPerProject: 10, nodesPerJob: 8, gpusPerNode: 8 },
+    });
+    const twin = await startBasetenSimulator({
+      seed: 42,
+      anchorMs: ANCHOR,
+      now: () => nowMs,
+      rateLimit: false,
+      fleet: { projects: 5, jobsPerProject: 10, nodesPerJob: 8, gpusPerNode: 8 },
+    });
     try {
       expect(big.fleet.jobs).toHaveLength(50);
       expect(big.fleet.jobs.map((j) => j.id)).toEqual(twin.fleet.jobs.map((j) => j.id));

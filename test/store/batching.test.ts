@@ -18,6 +18,8 @@ describe('fan-out cost', () => {
   beforeAll(async () => {
     s = await startTestServer({
       fleet: { projects: 1, jobsPerProject: 40, emptyProjects: 0, nodesPerJob: 2, gpusPerNode: 8, statuses: ['TRAINING_JOB_RUNNING'] },
+      // The fan-out is the point of this test: 20 jobs x 16 GPUs x 60 points is past the default cost limit.
+      securityEnv: { MAX_QUERY_COST: '1000000' },
     });
     await s.gql(`{ jobs(first: 1) { edges { node { id } } } }`); // the job list itself is synced once
   });

@@ -49,16 +49,21 @@ describe('job filter', () => {
       { id: 'b', kind: 'RUNICORN', name: 'b', simulated: true },
     ]);
     const at = new Date('2026-01-02T00:00:00Z');
-    await repo.upsertCatalog('a', [{ externalId: 'p1', name: 'one' }, { externalId: 'p2', name: 'two' }], [
-      job('j1', 'llama-train', 'RUNNING', 'p1'),
-      job('j2', 'LLAMA eval 50% data', 'FAILED', 'p1'),
-      job('j3', 'axb-sweep', 'SUCCEEDED', 'p2'),
-    ], at);
-    await repo.upsertCatalog('b', [{ externalId: 'p3', name: 'three' }], [
-      job('j4', 'a_b-train', 'SUCCEEDED', 'p3'),
-      job('j5', 'Train-llama', 'RUNNING', 'p3'),
-      job('j6', '50 percent', 'FAILED', 'p3'),
-    ], at);
+    await repo.upsertCatalog(
+      'a',
+      [
+        { externalId: 'p1', name: 'one' },
+        { externalId: 'p2', name: 'two' },
+      ],
+      [job('j1', 'llama-train', 'RUNNING', 'p1'), job('j2', 'LLAMA eval 50% data', 'FAILED', 'p1'), job('j3', 'axb-sweep', 'SUCCEEDED', 'p2')],
+      at,
+    );
+    await repo.upsertCatalog(
+      'b',
+      [{ externalId: 'p3', name: 'three' }],
+      [job('j4', 'a_b-train', 'SUCCEEDED', 'p3'), job('j5', 'Train-llama', 'RUNNING', 'p3'), job('j6', '50 percent', 'FAILED', 'p3')],
+      at,
+    );
   });
   afterAll(async () => {
     await db?.close();
@@ -70,7 +75,10 @@ describe('job filter', () => {
     expect(all).toHaveLength(6);
     for (const filter of FILTERS) {
       const inSql = (await repo.jobsPage(filter, 100, null)).map((j) => j.id).sort();
-      const inJs = all.filter((j) => jobMatches(filter, j)).map((j) => j.id).sort();
+      const inJs = all
+        .filter((j) => jobMatches(filter, j))
+        .map((j) => j.id)
+        .sort();
       expect(inJs, JSON.stringify(filter)).toEqual(inSql);
       expect(await repo.jobsCount(filter)).toBe(inSql.length);
     }

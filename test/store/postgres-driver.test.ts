@@ -15,7 +15,13 @@ async function outcome<T>(query: Promise<T>, ms = 5_000): Promise<{ ok: T } | { 
   let timer: NodeJS.Timeout | undefined;
   const hung = new Promise<'hung'>((resolve) => (timer = setTimeout(() => resolve('hung'), ms)));
   try {
-    return await Promise.race([query.then((ok) => ({ ok }), (err: Error & { code?: string }) => ({ error: err.code ?? err.message })), hung]);
+    return await Promise.race([
+      query.then(
+        (ok) => ({ ok }),
+        (err: Error & { code?: string }) => ({ error: err.code ?? err.message }),
+      ),
+      hung,
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -154,9 +160,8 @@ describe.runIf(REAL_POSTGRES_URL)('postgres.js after its connection dies (real P
         }),
       );
       await insideTransaction;
-      const pid = (
-        await admin<{ pid: number }[]>`select pid from pg_stat_activity where datname = current_database() and state = 'idle in transaction'`
-      )[0]!.pid;
+      const pid = (await admin<{ pid: number }[]>`select pid from pg_stat_activity where datname = current_database() and state = 'idle in transaction'`)[0]!
+        .pid;
       await admin`select pg_terminate_backend(${pid})`;
       await new Promise((r) => setTimeout(r, 200));
       // Other work takes the (only) pool slot: it reconnects and answers.

@@ -96,7 +96,9 @@ describe('read-through cache', () => {
     s.clock.advance(60_000);
     s.sim.inject({ kind: 'status', status: 503, route: 'getMetrics|getJob' });
     const res = await s.gql(UTILIZATION, { id });
-    const detailed = await s.gql(`query($id: ID!) { job(id: $id) { metrics(names: [GPU_UTILIZATION], scope: GPU) { freshness { stale error { code } } } } }`, { id });
+    const detailed = await s.gql(`query($id: ID!) { job(id: $id) { metrics(names: [GPU_UTILIZATION], scope: GPU) { freshness { stale error { code } } } } }`, {
+      id,
+    });
     s.sim.clearFaults();
     // The stale parts are reported in errors[] too (issue 8), each with the upstream code.
     expect(res.errors?.length).toBeGreaterThan(0);

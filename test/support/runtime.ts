@@ -1,6 +1,7 @@
 // A real server for tests: the Baseten simulator on loopback with a controllable clock, our
 // runtime in front of it, and a GraphQL helper that goes through yoga's fetch like a client.
 import { pino } from 'pino';
+import { loadSecurityConfig } from '../../src/config/security.js';
 import { startBasetenSimulator, type BasetenSimulator, type BasetenSimulatorOptions } from '../../src/simulators/baseten/server.js';
 import { startRuntime, type Runtime, type RuntimeOptions } from '../../src/server/runtime.js';
 import type { ProviderConfig } from '../../src/config/index.js';
@@ -42,6 +43,8 @@ export interface TestServerOptions {
   cachePolicy?: RuntimeOptions['cachePolicy'];
   dataDir?: string;
   clockStart?: number;
+  /** Request-limit settings as environment variables (e.g. MAX_QUERY_COST), for tests whose queries are large on purpose. */
+  securityEnv?: Record<string, string>;
 }
 
 export async function startTestServer(opts: TestServerOptions = {}): Promise<TestServer> {
@@ -51,7 +54,16 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
   const providers: ProviderConfig[] = [{ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', timeoutSeconds: 10 }];
   const start = () =>
     startRuntime({
-      config: { port: 0, host: '127.0.0.1', databaseUrl: db.databaseUrl, dataDir: db.dataDir, redisUrl: null, logLevel: 'silent', providers },
+      config: {
+        port: 0,
+        host: '127.0.0.1',
+        databaseUrl: db.databaseUrl,
+        dataDir: db.dataDir,
+        redisUrl: null,
+        logLevel: 'silent',
+        providers,
+        ...(opts.securityEnv ? { security: loadSecurityConfig(opts.securityEnv) } : {}),
+      },
       env: { BT_KEY: sim.apiKey },
       logger: pino({ level: 'silent' }),
       cachePolicy: opts.cachePolicy,

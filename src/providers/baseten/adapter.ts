@@ -54,15 +54,7 @@ export function createBasetenAdapter(config: BasetenConfig, secrets: SecretSourc
     id: providerId,
     kind: 'BASETEN',
     capabilities: {
-      systemMetrics: [
-        'GPU_UTILIZATION',
-        'GPU_MEMORY_USED',
-        'GPU_MEMORY_UTILIZATION',
-        'CPU_USAGE',
-        'MEMORY_USED',
-        'STORAGE_USED',
-        'STORAGE_UTILIZATION',
-      ],
+      systemMetrics: ['GPU_UTILIZATION', 'GPU_MEMORY_USED', 'GPU_MEMORY_UTILIZATION', 'CPU_USAGE', 'MEMORY_USED', 'STORAGE_USED', 'STORAGE_UTILIZATION'],
       perGpuSeries: true,
       nodesOnlyInMetrics: true,
       trainingMetrics: false,
@@ -93,19 +85,14 @@ export function createBasetenAdapter(config: BasetenConfig, secrets: SecretSourc
     },
 
     async fetchSystemMetrics(job, request: MetricFetchRequest, signal): Promise<SystemMetricsResult> {
-      const res = await call(
-        'GET',
-        `/v1/training_projects/${enc(job.projectExternalId)}/jobs/${enc(job.externalId)}/metrics`,
-        metricsResponse,
-        {
-          query: {
-            start_epoch_millis: String(request.from.getTime()),
-            end_epoch_millis: String(request.to.getTime()),
-            step_seconds: String(Math.max(1, Math.round(request.stepSeconds))),
-          },
-          signal,
+      const res = await call('GET', `/v1/training_projects/${enc(job.projectExternalId)}/jobs/${enc(job.externalId)}/metrics`, metricsResponse, {
+        query: {
+          start_epoch_millis: String(request.from.getTime()),
+          end_epoch_millis: String(request.to.getTime()),
+          step_seconds: String(Math.max(1, Math.round(request.stepSeconds))),
         },
-      );
+        signal,
+      });
       if (!res) throw new UpstreamError('UPSTREAM_NOT_FOUND', providerId, `job ${job.externalId} not found`);
       const { series, nodes } = mapMetrics(res, res.training_job);
       // One call answers every metric Baseten has, so the whole catalog entry is covered.

@@ -1,6 +1,14 @@
 // Baseten wire objects -> domain records in canonical units.
 import { metricDefinition } from '../../domain/metric-catalog.js';
-import { TERMINAL_STATUSES, type JobRecord, type JobStatus, type NodeRecord, type SeriesData, type SeriesPoint, type SystemMetric } from '../../domain/types.js';
+import {
+  TERMINAL_STATUSES,
+  type JobRecord,
+  type JobStatus,
+  type NodeRecord,
+  type SeriesData,
+  type SeriesPoint,
+  type SystemMetric,
+} from '../../domain/types.js';
 import { finiteOrNull, isoToDate, mibToBytes } from '../../domain/units.js';
 import type { WireMetrics, WireNodeMetrics, WirePoint, WireQueueContext, WireTrainingJob } from './wire.js';
 
@@ -136,9 +144,7 @@ function nodeSeries(nodeId: string, m: WireNodeMetrics, gpuMemoryLimitBytes: num
   out.push(series('CPU_USAGE', 'cpu_usage', 'NODE', nodeId, null, toPoints(m.cpu_usage)));
   out.push(series('MEMORY_USED', 'cpu_memory_usage_bytes', 'NODE', nodeId, null, toPoints(m.cpu_memory_usage_bytes)));
   out.push(series('STORAGE_USED', 'ephemeral_storage.usage_bytes', 'NODE', nodeId, null, toPoints(m.ephemeral_storage.usage_bytes)));
-  out.push(
-    series('STORAGE_UTILIZATION', 'ephemeral_storage.utilization', 'NODE', nodeId, null, toPoints(m.ephemeral_storage.utilization)),
-  );
+  out.push(series('STORAGE_UTILIZATION', 'ephemeral_storage.utilization', 'NODE', nodeId, null, toPoints(m.ephemeral_storage.utilization)));
   return out;
 }
 
@@ -169,9 +175,7 @@ export function mapMetrics(body: WireMetrics, job: WireTrainingJob | undefined):
   }
   if (body.cache) {
     out.push(series('STORAGE_USED', 'cache.usage_bytes', 'JOB', null, null, toPoints(body.cache.usage_bytes), { volume: 'read-write cache' }));
-    out.push(
-      series('STORAGE_UTILIZATION', 'cache.utilization', 'JOB', null, null, toPoints(body.cache.utilization), { volume: 'read-write cache' }),
-    );
+    out.push(series('STORAGE_UTILIZATION', 'cache.utilization', 'JOB', null, null, toPoints(body.cache.utilization), { volume: 'read-write cache' }));
   }
   return { series: out, nodes };
 }

@@ -2,17 +2,7 @@
 // ModelArts workspace, with per-task running metrics and log previews.
 import { requireSecret, type ModelArtsConfig, type SecretSource } from '../../config/index.js';
 import { DomainError, UpstreamError } from '../../domain/errors.js';
-import type {
-  JobPage,
-  JobRef,
-  LogLineRecord,
-  LogPage,
-  LogRequest,
-  MetricFetchRequest,
-  ProjectRecord,
-  SeriesData,
-  SystemMetric,
-} from '../../domain/types.js';
+import type { JobPage, JobRef, LogLineRecord, LogPage, LogRequest, MetricFetchRequest, ProjectRecord, SeriesData, SystemMetric } from '../../domain/types.js';
 import { TERMINAL_STATUSES } from '../../domain/types.js';
 import type { HttpResponse } from '../http-client.js';
 import type { JobDetailResult, ProviderAdapter, ProviderCapabilities, SystemMetricsResult } from '../provider.js';
@@ -98,8 +88,7 @@ function decodeLogCursor(cursor: string | null): LogOffsets {
  * "[2024-05-20 10:31:56]" stamps and ISO-8601 with an offset. A stamp without an offset is read as
  * UTC (the training containers' default TZ; our reading, unconfirmed).
  */
-const LOG_TIMESTAMP =
-  /^(?:\[Model[Aa]rts Service Log\]\s*)?\[?(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(?:[.,](\d{1,9}))?(Z|[+-]\d{2}:?\d{2})?\]?/;
+const LOG_TIMESTAMP = /^(?:\[Model[Aa]rts Service Log\]\s*)?\[?(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(?:[.,](\d{1,9}))?(Z|[+-]\d{2}:?\d{2})?\]?/;
 const LOG_LEVEL = /\b(DEBUG|INFO|WARN|WARNING|ERROR|FATAL|CRITICAL)\b/;
 
 /** The time and level a ModelArts log line starts with, in any of the formats above. */

@@ -47,7 +47,10 @@ export interface Accelerators {
 export function acceleratorsOf(job: ModelArtsJob): Accelerators | null {
   const detail = job.spec?.resource?.flavor_detail;
   if (!detail) return null;
-  for (const [kind, device] of [['GPU', detail.flavor_info?.gpu], ['NPU', detail.flavor_info?.npu]] as const) {
+  for (const [kind, device] of [
+    ['GPU', detail.flavor_info?.gpu],
+    ['NPU', detail.flavor_info?.npu],
+  ] as const) {
     const perNode = finiteOrNull(device?.unit_num);
     if (device && perNode !== null && perNode > 0) {
       // Vendors quote binary gigabytes as "32GB".
@@ -181,12 +184,7 @@ export interface TaskMetricsResult {
  * step back one minute per element; each point is labelled with the start of its minute. The
  * window's end and length are unconfirmed, so the derivation is written into every series' meta.
  */
-export function mapTaskMetrics(
-  body: MetricsResponse,
-  task: string,
-  wanted: ReadonlySet<SystemMetric>,
-  align: MetricAlignment,
-): TaskMetricsResult | null {
+export function mapTaskMetrics(body: MetricsResponse, task: string, wanted: ReadonlySet<SystemMetric>, align: MetricAlignment): TaskMetricsResult | null {
   const length = Math.max(0, ...body.metrics.map((m) => m.value.length));
   if (length === 0) return null;
   const anchoredToFinish = align.finishedAt !== null && align.finishedAt.getTime() < align.referenceMs;

@@ -40,7 +40,14 @@ function canonicalUri(pathname: string): string {
 
 function canonicalQuery(params: URLSearchParams): string {
   const keys = [...new Set(params.keys())].sort();
-  return keys.flatMap((k) => params.getAll(k).sort().map((v) => `${uriEncode(k)}=${uriEncode(v)}`)).join('&');
+  return keys
+    .flatMap((k) =>
+      params
+        .getAll(k)
+        .sort()
+        .map((v) => `${uriEncode(k)}=${uriEncode(v)}`),
+    )
+    .join('&');
 }
 
 /**

@@ -6,9 +6,7 @@ import { z } from 'zod';
 const nullableString = z.string().nullish();
 const countLike = z.union([z.number(), z.string()]).nullish();
 
-const deviceSchema = z
-  .object({ unit_num: countLike, product_name: nullableString, memory: nullableString })
-  .nullish();
+const deviceSchema = z.object({ unit_num: countLike, product_name: nullableString, memory: nullableString }).nullish();
 
 export const jobSchema = z.object({
   metadata: z.object({
@@ -78,4 +76,3 @@ export const logPreviewSchema = z.object({
   current_size: z.number().nullish(),
   full_size: z.number().nullish(),
 });
-

@@ -3,7 +3,18 @@
 // pay-as-you-go jobs on public ECS resources, CloudMonitor's GetMetrics for every other job.
 import type { PaiDlcConfig, SecretSource } from '../../config/index.js';
 import { DomainError, UpstreamError } from '../../domain/errors.js';
-import { TERMINAL_STATUSES, type JobPage, type JobRef, type LogLineRecord, type LogPage, type LogRequest, type MetricFetchRequest, type ProjectRecord, type SeriesData, type SystemMetric } from '../../domain/types.js';
+import {
+  TERMINAL_STATUSES,
+  type JobPage,
+  type JobRef,
+  type LogLineRecord,
+  type LogPage,
+  type LogRequest,
+  type MetricFetchRequest,
+  type ProjectRecord,
+  type SeriesData,
+  type SystemMetric,
+} from '../../domain/types.js';
 import type { JobDetailResult, ProviderAdapter, SystemMetricsResult } from '../provider.js';
 import { reportShapeMismatch } from '../shape-watch.js';
 import { createPaiDlcClient } from './client.js';
@@ -78,10 +89,7 @@ export function createPaiDlcAdapter(config: PaiDlcConfig, secrets: SecretSource)
 
   async function getWireJob(jobId: string, signal: AbortSignal): Promise<WireJob | null> {
     try {
-      return await call(
-        { action: 'GetJob', path: `/api/v1/jobs/${percentEncode(jobId)}`, query: { NeedDetail: 'true' }, signal },
-        getJobResponse,
-      );
+      return await call({ action: 'GetJob', path: `/api/v1/jobs/${percentEncode(jobId)}`, query: { NeedDetail: 'true' }, signal }, getJobResponse);
     } catch (err) {
       if (err instanceof UpstreamError && err.code === 'UPSTREAM_NOT_FOUND') return null;
       throw err;
@@ -124,7 +132,9 @@ export function createPaiDlcAdapter(config: PaiDlcConfig, secrets: SecretSource)
     const out: { pod: WirePod; podId: string; key: string }[] = [];
     const pods = [...(job.Pods ?? [])].filter((p) => p.PodId).sort((a, b) => (a.PodId! < b.PodId! ? -1 : a.PodId! > b.PodId! ? 1 : 0));
     for (const pod of pods) {
-      const history = [...(pod.HistoryPods ?? [])].sort((a, b) => (a.GmtStartTime ?? a.GmtCreateTime ?? '').localeCompare(b.GmtStartTime ?? b.GmtCreateTime ?? ''));
+      const history = [...(pod.HistoryPods ?? [])].sort((a, b) =>
+        (a.GmtStartTime ?? a.GmtCreateTime ?? '').localeCompare(b.GmtStartTime ?? b.GmtCreateTime ?? ''),
+      );
       for (const h of [...history, pod]) out.push({ pod: h, podId: pod.PodId!, key: h.PodUid || `${pod.PodId}@${h.GmtCreateTime ?? ''}` });
     }
     return out;
@@ -189,7 +199,11 @@ export function createPaiDlcAdapter(config: PaiDlcConfig, secrets: SecretSource)
       );
       // Success false inside a 200 is how CloudMonitor reports a refused query.
       if (body.Success === false || body.Success === 'false') {
-        throw new UpstreamError('UPSTREAM_BAD_RESPONSE', providerId, `PAI-DLC GetMetrics refused ${CMS_METRIC_NAMES.get(metric)!.metricName}: ${body.Code ?? ''} ${body.Message ?? ''}`.trim());
+        throw new UpstreamError(
+          'UPSTREAM_BAD_RESPONSE',
+          providerId,
+          `PAI-DLC GetMetrics refused ${CMS_METRIC_NAMES.get(metric)!.metricName}: ${body.Code ?? ''} ${body.Message ?? ''}`.trim(),
+        );
       }
       let decoded: unknown = [];
       try {
@@ -220,7 +234,11 @@ export function createPaiDlcAdapter(config: PaiDlcConfig, secrets: SecretSource)
       }
       if (unreadable > 0) {
         const keys = decoded[0] && typeof decoded[0] === 'object' ? Object.keys(decoded[0] as object).join(',') : typeof decoded[0];
-        reportShapeMismatch({ providerId, assumption: 'pai-dlc.cms.datapoint-shape', detail: `${unreadable} point(s) without timestamp/Value; keys seen: ${keys}` });
+        reportShapeMismatch({
+          providerId,
+          assumption: 'pai-dlc.cms.datapoint-shape',
+          detail: `${unreadable} point(s) without timestamp/Value; keys seen: ${keys}`,
+        });
       }
       if (unattributed > 0) {
         reportShapeMismatch({ providerId, assumption: 'pai-dlc.cms.pod-dimension', detail: `${unattributed} point(s) name no pod that was asked for` });
@@ -287,11 +305,10 @@ export function createPaiDlcAdapter(config: PaiDlcConfig, secrets: SecretSource)
       if (!config.workspaceId) {
         // ShowOwn=true should give one submitter; several mean the flag was not honoured (unconfirmed default).
         const users = new Set(items.map((j) => j.UserId).filter(Boolean));
-        if (users.size > 1) reportShapeMismatch({ providerId, assumption: 'pai-dlc.listjobs.show-own', detail: `ShowOwn=true listed jobs of ${users.size} users` });
+        if (users.size > 1)
+          reportShapeMismatch({ providerId, assumption: 'pai-dlc.listjobs.show-own', detail: `ShowOwn=true listed jobs of ${users.size} users` });
       }
-      const jobs = items
-        .filter((j) => !config.workspaceId || String(j.WorkspaceId ?? '') === config.workspaceId)
-        .map((j) => mapJob(j, ecsSpecCache, ctx));
+      const jobs = items.filter((j) => !config.workspaceId || String(j.WorkspaceId ?? '') === config.workspaceId).map((j) => mapJob(j, ecsSpecCache, ctx));
       const more = items.length > 0 && pageNumber * PAGE_SIZE < total;
       return { jobs, nextCursor: more ? `${pageNumber + 1}|${startTime}` : null };
     },
@@ -328,7 +345,11 @@ export function createPaiDlcAdapter(config: PaiDlcConfig, secrets: SecretSource)
           const gpuOnly = a.metric === 'GPU_UTILIZATION' || a.metric === 'GPU_MEMORY_UTILIZATION';
           const hasGpus = (mapJob(job, ecsSpecCache, ctx).gpuCount ?? 0) > 0;
           if (podsStarted && (!gpuOnly || hasGpus) && job.Status === 'Running') {
-            reportShapeMismatch({ providerId, assumption: `pai-dlc.${route === 'GetJobMetrics' ? 'getjobmetrics' : 'cms'}.empty-while-running`, detail: `${a.metric} of running job ${job.JobId}` });
+            reportShapeMismatch({
+              providerId,
+              assumption: `pai-dlc.${route === 'GetJobMetrics' ? 'getjobmetrics' : 'cms'}.empty-while-running`,
+              detail: `${a.metric} of running job ${job.JobId}`,
+            });
           }
           continue;
         }
@@ -405,7 +426,11 @@ export function createPaiDlcAdapter(config: PaiDlcConfig, secrets: SecretSource)
           end = start + Math.floor((end - start) / 2);
         }
         if (got.length >= LOG_MAX_LINES && end <= start) {
-          reportShapeMismatch({ providerId, assumption: 'pai-dlc.logs.second-over-maxlines', detail: `pod ${podId} wrote ${LOG_MAX_LINES}+ lines within one second; later lines of that second are not read` });
+          reportShapeMismatch({
+            providerId,
+            assumption: 'pai-dlc.logs.second-over-maxlines',
+            detail: `pod ${podId} wrote ${LOG_MAX_LINES}+ lines within one second; later lines of that second are not read`,
+          });
         }
         const fresh = got.slice(skip);
         const room = request.limit - lines.length;

@@ -8,7 +8,8 @@ import { errorBody } from './wire.js';
 
 export const PAI_DLC_VERSION = '2020-12-03';
 
-const AUTH_CODE = /^(SignatureDoesNotMatch|SignatureNonceUsed|IncompleteSignature|MissingAuthorization|InvalidAuthorization|InvalidTimeStamp|InvalidAccessKeyId|InvalidSecurityToken|Forbidden|NoPermission|AccessDenied|InvalidAccessKeySecret)/i;
+const AUTH_CODE =
+  /^(SignatureDoesNotMatch|SignatureNonceUsed|IncompleteSignature|MissingAuthorization|InvalidAuthorization|InvalidTimeStamp|InvalidAccessKeyId|InvalidSecurityToken|Forbidden|NoPermission|AccessDenied|InvalidAccessKeySecret)/i;
 const NOT_FOUND_CODE = /NotFound|NotExist/i;
 
 export interface CallOptions {

@@ -181,8 +181,7 @@ function acceleratorKindOf(gpuCount: number | null): AcceleratorKind | null {
 
 export function mapJob(job: WireJob, ecsSpecs: ReadonlyMap<string, WireEcsSpec> = new Map(), ctx: PaiDlcContext = {}): JobRecord {
   const { gpuCount, gpuType } = jobHardware(job, ecsSpecs);
-  const finishedAt =
-    isoToDate(job.GmtFinishTime) ?? isoToDate(job.GmtSuccessedTime) ?? isoToDate(job.GmtFailedTime) ?? isoToDate(job.GmtStoppedTime);
+  const finishedAt = isoToDate(job.GmtFinishTime) ?? isoToDate(job.GmtSuccessedTime) ?? isoToDate(job.GmtFailedTime) ?? isoToDate(job.GmtStoppedTime);
   const workspaceId = job.WorkspaceId == null ? '' : String(job.WorkspaceId);
   return {
     externalId: job.JobId,
@@ -253,9 +252,7 @@ export function mapMetricSeries(metric: SystemMetric, body: WireJobMetrics, time
       meta: {
         timeStep,
         ...(mapping.percent ? { convertedFrom: 'percent' } : {}),
-        ...(def.finestScope === 'GPU'
-          ? { aggregation: 'one value per pod; how the pod\'s GPUs are combined is not documented' }
-          : {}),
+        ...(def.finestScope === 'GPU' ? { aggregation: "one value per pod; how the pod's GPUs are combined is not documented" } : {}),
       },
       points,
     } satisfies SeriesData;
@@ -272,7 +269,12 @@ export function cmsPointOf(p: WireCmsDataPoint): { ms: number; value: number | n
 }
 
 /** One NODE-scope series for one pod from CloudMonitor's points (already decoded and paged). */
-export function mapCmsSeries(metric: SystemMetric, podId: string, points: readonly { ms: number; value: number | null }[], periodSeconds: number): SeriesData | null {
+export function mapCmsSeries(
+  metric: SystemMetric,
+  podId: string,
+  points: readonly { ms: number; value: number | null }[],
+  periodSeconds: number,
+): SeriesData | null {
   const mapping = CMS_METRIC_NAMES.get(metric)!;
   const def = metricDefinition(metric);
   if (points.length === 0) return null;

@@ -209,7 +209,15 @@ function unifiedToSeries(
     reportShapeMismatch({ providerId, assumption: 'primus-lens.unified-metric-unit', detail: `${result.name} in ${result.unit}, read as ${spec.rawUnit}` });
     return [];
   }
-  const base = { kind: 'system' as const, name: metric, rawName: result.name, unit: metricDefinition(metric).unit, source: SOURCE, stage: null, keyedBy: 'time' as const };
+  const base = {
+    kind: 'system' as const,
+    name: metric,
+    rawName: result.name,
+    unit: metricDefinition(metric).unit,
+    source: SOURCE,
+    stage: null,
+    keyedBy: 'time' as const,
+  };
   const meta = { rawUnit: spec.rawUnit, route: 'training-metrics/data', stepSeconds: step };
   const out: SeriesData[] = [];
   if (spec.level === 'device' || spec.level === 'node') {
@@ -217,17 +225,35 @@ function unifiedToSeries(
       const node = s.labels.primus_lens_node_name;
       const owner = s.labels.workload_uid;
       if (!node || (owner !== undefined && owner !== uid)) {
-        reportShapeMismatch({ providerId, assumption: 'primus-lens.unified-series-labels', detail: `${result.name}: a series without primus_lens_node_name or of workload ${owner}` });
+        reportShapeMismatch({
+          providerId,
+          assumption: 'primus-lens.unified-series-labels',
+          detail: `${result.name}: a series without primus_lens_node_name or of workload ${owner}`,
+        });
         continue;
       }
       if (spec.level === 'node') {
-        out.push({ ...base, scope: 'NODE', nodeExternalId: node, gpuIndex: null, meta: { ...meta, aggregation: 'per node' }, points: graphPoints(s, spec.convert) });
+        out.push({
+          ...base,
+          scope: 'NODE',
+          nodeExternalId: node,
+          gpuIndex: null,
+          meta: { ...meta, aggregation: 'per node' },
+          points: graphPoints(s, spec.convert),
+        });
         continue;
       }
       if (!/^\d+$/.test(s.labels.gpu_id ?? '')) continue;
       const gpu = Number(s.labels.gpu_id);
       devices.set(node, (devices.get(node) ?? new Set()).add(gpu));
-      out.push({ ...base, scope: 'GPU', nodeExternalId: node, gpuIndex: gpu, meta: { ...meta, gpuIndex: "the node's gpu_id", pod: s.labels.pod_name ?? null }, points: graphPoints(s, spec.convert) });
+      out.push({
+        ...base,
+        scope: 'GPU',
+        nodeExternalId: node,
+        gpuIndex: gpu,
+        meta: { ...meta, gpuIndex: "the node's gpu_id", pod: s.labels.pod_name ?? null },
+        points: graphPoints(s, spec.convert),
+      });
     }
     return out;
   }
@@ -237,7 +263,11 @@ function unifiedToSeries(
     const pod = s.labels.pod ?? '';
     const node = podNode.get(pod);
     if (!node) {
-      reportShapeMismatch({ providerId, assumption: 'primus-lens.unified-pod-label', detail: `${result.name}: pod "${pod}" is not one of the workload's pods` });
+      reportShapeMismatch({
+        providerId,
+        assumption: 'primus-lens.unified-pod-label',
+        detail: `${result.name}: pod "${pod}" is not one of the workload's pods`,
+      });
       continue;
     }
     pods.set(node, (pods.get(node) ?? new Set()).add(pod));
@@ -256,9 +286,7 @@ function unifiedToSeries(
       nodeExternalId: node,
       gpuIndex: null,
       meta: { ...meta, aggregation: "sum over the workload's pods (and containers) on this node", pods: [...(pods.get(node) ?? [])].sort() },
-      points: [...sums]
-        .sort((a, b) => a[0] - b[0])
-        .map(([t, value]) => ({ timestamp: epochSecondsToDate(t), step: null, value })),
+      points: [...sums].sort((a, b) => a[0] - b[0]).map(([t, value]) => ({ timestamp: epochSecondsToDate(t), step: null, value })),
     });
   }
   return out;
@@ -297,7 +325,12 @@ export function createPrimusLensAdapter(config: PrimusLensConfig, secrets: Secre
 
   /** The list item of a workload: the detail has no status, so it is looked up by namespace and name. */
   async function findListItem(detail: WorkloadDetail, signal: AbortSignal): Promise<WorkloadListItem | null> {
-    const page = await client.get('/workloads', { namespace: detail.namespace, name: detail.name, page_num: 1, page_size: PAGE_SIZE }, workloadListSchema, signal);
+    const page = await client.get(
+      '/workloads',
+      { namespace: detail.namespace, name: detail.name, page_num: 1, page_size: PAGE_SIZE },
+      workloadListSchema,
+      signal,
+    );
     return page.data.find((item) => item.uid === detail.uid) ?? null;
   }
 
@@ -365,7 +398,12 @@ export function createPrimusLensAdapter(config: PrimusLensConfig, secrets: Secre
   }
 
   /** Node-wide per-device series (every workload on the node), for a Lens without the unified route. */
-  async function nodeWideGpuSeries(job: JobRef, detail: WorkloadDetail, range: { start: number; end: number; step: number }, signal: AbortSignal): Promise<SeriesData[]> {
+  async function nodeWideGpuSeries(
+    job: JobRef,
+    detail: WorkloadDetail,
+    range: { start: number; end: number; step: number },
+    signal: AbortSignal,
+  ): Promise<SeriesData[]> {
     const from = (job.startedAt ?? epochSecondsToDate(detail.startTime))?.getTime();
     const to = (job.finishedAt ?? epochSecondsToDate(detail.endTime || null))?.getTime();
     const nodes = [...gpusPerNode(detail).keys()];
@@ -426,7 +464,11 @@ export function createPrimusLensAdapter(config: PrimusLensConfig, secrets: Secre
         if (signal.aborted || code === 'UPSTREAM_AUTH' || code === 'UPSTREAM_RATE_LIMITED' || code === 'UPSTREAM_TIMEOUT') throw err;
         // Older Lens builds fail here; the workloads name their namespaces too (and every job
         // carries its projectName), so the job list never depends on this route.
-        reportShapeMismatch({ providerId, assumption: 'primus-lens.workload-metadata-route', detail: `/workloadMetadata failed (${(err as Error).message}); projects taken from the workloads' namespaces` });
+        reportShapeMismatch({
+          providerId,
+          assumption: 'primus-lens.workload-metadata-route',
+          detail: `/workloadMetadata failed (${(err as Error).message}); projects taken from the workloads' namespaces`,
+        });
         const seen = new Set<string>();
         for (let pageNum = 1; pageNum <= 1000; pageNum++) {
           const page = await client.get('/workloads', { page_num: pageNum, page_size: PAGE_SIZE }, workloadListSchema, signal);
@@ -499,7 +541,9 @@ export function createPrimusLensAdapter(config: PrimusLensConfig, secrets: Secre
       // The device list comes along whenever the route is asked at all, so GPUs keep one numbering.
       const unifiedNames = wantedUnified.length > 0 ? [...new Set([...wantedUnified, DEVICE_IDS_METRIC])] : [];
       const [graphs, detail, unified] = await Promise.all([
-        wanted.some((m) => NODE_GRAPHS.has(m)) ? client.get(`/workloads/${uid}/metrics`, range, workloadMetricsSchema, signal) : Promise.resolve({} as Record<string, unknown>),
+        wanted.some((m) => NODE_GRAPHS.has(m))
+          ? client.get(`/workloads/${uid}/metrics`, range, workloadMetricsSchema, signal)
+          : Promise.resolve({} as Record<string, unknown>),
         getDetail(job.externalId, signal),
         unifiedNames.length > 0 ? unifiedData(job.externalId, unifiedNames, range, signal) : Promise.resolve(null),
       ]);
@@ -529,7 +573,11 @@ export function createPrimusLensAdapter(config: PrimusLensConfig, secrets: Secre
             source: SOURCE,
             stage: null,
             keyedBy: 'time',
-            meta: { rawUnit: parsed.data.config?.y_axis_unit ?? (unit === 'WATTS' ? 'W' : '%'), aggregation: "per node, mean over the workload's GPUs on it", stepSeconds: step },
+            meta: {
+              rawUnit: parsed.data.config?.y_axis_unit ?? (unit === 'WATTS' ? 'W' : '%'),
+              aggregation: "per node, mean over the workload's GPUs on it",
+              stepSeconds: step,
+            },
             points: graphPoints(s, unit === 'RATIO' ? percentToRatio : finiteOrNull),
           });
         }

@@ -2,7 +2,18 @@
 // storage folder read directly (storageDir). Project = the run's experiment path, Job = a run.
 import type { RunicornConfig, SecretSource } from '../../config/index.js';
 import { DomainError, UpstreamError } from '../../domain/errors.js';
-import { TERMINAL_STATUSES, type JobRecord, type JobRef, type LogGap, type LogLineRecord, type LogPage, type LogRequest, type MetricFetchRequest, type ProjectRecord, type TrainingFetchRequest } from '../../domain/types.js';
+import {
+  TERMINAL_STATUSES,
+  type JobRecord,
+  type JobRef,
+  type LogGap,
+  type LogLineRecord,
+  type LogPage,
+  type LogRequest,
+  type MetricFetchRequest,
+  type ProjectRecord,
+  type TrainingFetchRequest,
+} from '../../domain/types.js';
 import { LogClock } from './log-clock.js';
 import { epochSecondsToDate } from '../../domain/units.js';
 import type { JobDetailResult, ProviderAdapter, ProviderCapabilities, SystemMetricsResult } from '../provider.js';

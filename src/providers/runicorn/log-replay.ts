@@ -98,7 +98,10 @@ class Replay {
       const retryAfter = Number(res.headers['retry-after']);
       this.error =
         status === 429
-          ? new UpstreamError('UPSTREAM_RATE_LIMITED', id, 'log socket: HTTP 429', { status, retryAfterSeconds: Number.isFinite(retryAfter) ? retryAfter : null })
+          ? new UpstreamError('UPSTREAM_RATE_LIMITED', id, 'log socket: HTTP 429', {
+              status,
+              retryAfterSeconds: Number.isFinite(retryAfter) ? retryAfter : null,
+            })
           : new UpstreamError(errorCodeForStatus(status), id, `log socket: HTTP ${status}`, { status });
       res.resume();
       socket.terminate();

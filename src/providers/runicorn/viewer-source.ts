@@ -26,7 +26,11 @@ const runDetail = z.object({
   summary: z.record(z.string(), z.unknown()).nullable().optional(),
   hostname: z.string().nullable().optional(),
   // assets.json as the run wrote it; `config` is what a script logged as its configuration.
-  assets: z.object({ config: z.record(z.string(), z.unknown()).nullable().optional() }).loose().nullable().optional(),
+  assets: z
+    .object({ config: z.record(z.string(), z.unknown()).nullable().optional() })
+    .loose()
+    .nullable()
+    .optional(),
 });
 
 const cell = z.union([z.number(), z.string(), z.boolean(), z.null()]);

@@ -70,7 +70,16 @@ function isPointList(type: GraphQLNamedType): boolean {
  * `pageSize`: a `first` given to the object field above, bounding its direct list children
  * (a connection's edges and nodes, a log page's lines). `points`: the nearest `maxPoints` above.
  */
-function selectionCost(set: SelectionSetNode, parent: GraphQLNamedType, multiplier: number, pageSize: number | null, points: number, path: string, walk: Walk, seen: Set<string>): number {
+function selectionCost(
+  set: SelectionSetNode,
+  parent: GraphQLNamedType,
+  multiplier: number,
+  pageSize: number | null,
+  points: number,
+  path: string,
+  walk: Walk,
+  seen: Set<string>,
+): number {
   let total = 0;
   for (const sel of set.selections) {
     if (sel.kind === Kind.INLINE_FRAGMENT) {
@@ -95,7 +104,16 @@ function fieldDef(parent: GraphQLNamedType, name: string): GraphQLField<unknown,
   return null;
 }
 
-function fieldCost(field: FieldNode, parent: GraphQLNamedType, multiplier: number, pageSize: number | null, points: number, path: string, walk: Walk, seen: Set<string>): number {
+function fieldCost(
+  field: FieldNode,
+  parent: GraphQLNamedType,
+  multiplier: number,
+  pageSize: number | null,
+  points: number,
+  path: string,
+  walk: Walk,
+  seen: Set<string>,
+): number {
   const name = field.name.value;
   if (name.startsWith('__')) return multiplier;
   const def = fieldDef(parent, name);
@@ -103,7 +121,9 @@ function fieldCost(field: FieldNode, parent: GraphQLNamedType, multiplier: numbe
   const type = getNullableType(def.type);
   const named = getNamedType(def.type);
   const list = isListType(type);
-  const first = def.args.some((a) => a.name === 'first') ? size(argValue(field, 'first', walk), name === 'logs' ? walk.defaults.defaultLogLines : walk.defaults.defaultPageSize) : null;
+  const first = def.args.some((a) => a.name === 'first')
+    ? size(argValue(field, 'first', walk), name === 'logs' ? walk.defaults.defaultLogLines : walk.defaults.defaultPageSize)
+    : null;
   const maxPoints = def.args.some((a) => a.name === 'maxPoints') ? size(argValue(field, 'maxPoints', walk), walk.defaults.defaultMaxPoints) : null;
   let factor = 1;
   let label = name;
@@ -140,7 +160,13 @@ function fieldCost(field: FieldNode, parent: GraphQLNamedType, multiplier: numbe
   return total;
 }
 
-export function queryCost(schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined, variables: Record<string, unknown> | null | undefined, defaults: CostDefaults): QueryCost {
+export function queryCost(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operationName: string | null | undefined,
+  variables: Record<string, unknown> | null | undefined,
+  defaults: CostDefaults,
+): QueryCost {
   const ops = document.definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION);
   const op = operationName ? ops.find((o) => o.name?.value === operationName) : ops[0];
   if (!op) return { values: 0, costliest: '' };

@@ -35,7 +35,11 @@ export function maskError(logger: Logger) {
     }
     // @apollo/subgraph's answer to a representation of a type this graph does not have: bad input, not a fault.
     if (original instanceof Error && original.message.startsWith('The _entities resolver tried to load an entity for type')) {
-      return new GraphQLError('a representation names a type this subgraph does not have', { nodes: g?.nodes, path: g?.path, extensions: { code: 'BAD_INPUT' } });
+      return new GraphQLError('a representation names a type this subgraph does not have', {
+        nodes: g?.nodes,
+        path: g?.path,
+        extensions: { code: 'BAD_INPUT' },
+      });
     }
     logger.error({ err: original }, 'unexpected error in a resolver');
     return new GraphQLError(message, { nodes: g?.nodes, path: g?.path, extensions: { code: 'INTERNAL' } });

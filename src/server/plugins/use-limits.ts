@@ -294,9 +294,12 @@ export function useLimits(limits: RequestLimits, defaults: CostDefaults): Plugin
             setResult({
               data: null,
               errors: [
-                new GraphQLError(`the answer is ${bytes} bytes, more than the ${limits.maxResponseBytes} allowed (MAX_RESPONSE_BYTES): ask for fewer items or points`, {
-                  extensions: { code: 'RESPONSE_TOO_LARGE' },
-                }),
+                new GraphQLError(
+                  `the answer is ${bytes} bytes, more than the ${limits.maxResponseBytes} allowed (MAX_RESPONSE_BYTES): ask for fewer items or points`,
+                  {
+                    extensions: { code: 'RESPONSE_TOO_LARGE' },
+                  },
+                ),
               ],
             });
           }

@@ -2,7 +2,15 @@
 // data and also gets one typed error in errors[] for just that part: its path, the upstream code
 // (extensions.code) and extensions.stale = true with the time of the copy (extensions.cachedAt).
 // A client that never selects `freshness` still learns that part of the answer is old.
-import { GraphQLError, GraphQLObjectType, getNamedType, responsePathAsArray, type GraphQLFieldResolver, type GraphQLResolveInfo, type GraphQLSchema } from 'graphql';
+import {
+  GraphQLError,
+  GraphQLObjectType,
+  getNamedType,
+  responsePathAsArray,
+  type GraphQLFieldResolver,
+  type GraphQLResolveInfo,
+  type GraphQLSchema,
+} from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { Freshness } from '../../store/read-through.js';
 

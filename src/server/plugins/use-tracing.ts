@@ -2,7 +2,18 @@
 // upstream calls it causes become its children. For a subscription the span covers its set-up.
 // An incoming W3C `traceparent` (and `tracestate`) header continues the caller's trace: the
 // operation's span is the child of the caller's span, not the root of a new trace.
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span, type TextMapGetter, type Tracer } from '@opentelemetry/api';
+import {
+  context,
+  propagation,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Context,
+  type Span,
+  type TextMapGetter,
+  type Tracer,
+} from '@opentelemetry/api';
 import type { Plugin } from 'graphql-yoga';
 import { hasErrors, isAsyncIterable, operationInfo, type OperationInfo } from './operation.js';
 

@@ -296,8 +296,7 @@ export function createBasetenFleet(options: FleetOptions = {}): BasetenFleet {
         updatedAtMs: life.finishedAtMs ?? life.startedAtMs ?? life.deployingAtMs ?? life.createdAtMs,
         priority: index % 5 === 4 ? 10 : 0,
         availabilityModel: index % 4 === 3 ? 'spot' : 'dedicated',
-        checkpointSyncStatus:
-          status === 'TRAINING_JOB_COMPLETED' ? 'COMPLETED' : status === 'TRAINING_JOB_RUNNING' ? 'SYNCING' : null,
+        checkpointSyncStatus: status === 'TRAINING_JOB_COMPLETED' ? 'COMPLETED' : status === 'TRAINING_JOB_RUNNING' ? 'SYNCING' : null,
         userEmail: USERS[index % USERS.length],
         ephemeralCapacityBytes: 512 * GIB * Math.max(1, gpusPerNode / 2),
         cacheCapacityBytes: rng() < 0.5 ? 2048 * GIB : null,
@@ -370,8 +369,6 @@ export function metricValue(job: FleetJob, nodeIndex: number, metric: BasetenMet
       return Math.floor(capacity * fill);
     }
     case 'cache.utilization':
-      return job.cacheCapacityBytes === null
-        ? 0
-        : round(metricValue(job, 0, 'cache.usage_bytes', 0, timestampMs) / job.cacheCapacityBytes, 4);
+      return job.cacheCapacityBytes === null ? 0 : round(metricValue(job, 0, 'cache.usage_bytes', 0, timestampMs) / job.cacheCapacityBytes, 4);
   }
 }

@@ -122,8 +122,7 @@ export async function startBasetenSimulator(options: BasetenSimulatorOptions = {
       user: job.userEmail === undefined ? null : { email: job.userEmail },
     };
   };
-  const byCreated = (order: 'asc' | 'desc') => (a: FleetJob, b: FleetJob) =>
-    order === 'asc' ? a.createdAtMs - b.createdAtMs : b.createdAtMs - a.createdAtMs;
+  const byCreated = (order: 'asc' | 'desc') => (a: FleetJob, b: FleetJob) => (order === 'asc' ? a.createdAtMs - b.createdAtMs : b.createdAtMs - a.createdAtMs);
 
   const guarded =
     (handler: (req: SimRequest) => SimResponse) =>
@@ -189,11 +188,35 @@ export async function startBasetenSimulator(options: BasetenSimulatorOptions = {
     const releasedMs = job.deployingAtMs !== null ? job.deployingAtMs - 60_000 : job.startedAtMs;
     const released = releasedMs !== null && releasedMs <= nowMs ? releasedMs : null;
     const windowEnd = released ?? nowMs;
-    const events: Record<string, unknown>[] = [{ training_job_id: job.id, training_job_name: job.name, status: 'TRAINING_JOB_PENDING', created: iso(job.createdAtMs), event_message: null, exit_code: null }];
-    if (released !== null) events.push({ training_job_id: job.id, training_job_name: job.name, status: 'TRAINING_JOB_CREATED', created: iso(released), event_message: null, exit_code: null });
+    const events: Record<string, unknown>[] = [
+      {
+        training_job_id: job.id,
+        training_job_name: job.name,
+        status: 'TRAINING_JOB_PENDING',
+        created: iso(job.createdAtMs),
+        event_message: null,
+        exit_code: null,
+      },
+    ];
+    if (released !== null)
+      events.push({
+        training_job_id: job.id,
+        training_job_name: job.name,
+        status: 'TRAINING_JOB_CREATED',
+        created: iso(released),
+        event_message: null,
+        exit_code: null,
+      });
     // A job that ended while still pending has its terminal event inside the window.
     if (released === null && job.finishedAtMs !== null && job.finishedAtMs <= windowEnd) {
-      events.push({ training_job_id: job.id, training_job_name: job.name, status: job.status, created: iso(job.finishedAtMs), event_message: job.errorMessage, exit_code: null });
+      events.push({
+        training_job_id: job.id,
+        training_job_name: job.name,
+        status: job.status,
+        created: iso(job.finishedAtMs),
+        event_message: job.errorMessage,
+        exit_code: null,
+      });
     }
     return {
       status: 200,
@@ -257,8 +280,18 @@ export async function startBasetenSimulator(options: BasetenSimulatorOptions = {
     {
       name: 'baseten',
       routes: [
-        { method: 'GET', path: '/v1/training_projects', name: 'listProjects', handler: guarded(() => ({ status: 200, body: { training_projects: fleet.projects.map(projectResource) } })) },
-        { method: 'GET', path: '/v1/training_projects/:projectId', name: 'getProject', handler: guarded((req) => ({ status: 200, body: { training_project: projectResource(projectById(req.params.projectId!)) } })) },
+        {
+          method: 'GET',
+          path: '/v1/training_projects',
+          name: 'listProjects',
+          handler: guarded(() => ({ status: 200, body: { training_projects: fleet.projects.map(projectResource) } })),
+        },
+        {
+          method: 'GET',
+          path: '/v1/training_projects/:projectId',
+          name: 'getProject',
+          handler: guarded((req) => ({ status: 200, body: { training_project: projectResource(projectById(req.params.projectId!)) } })),
+        },
         {
           method: 'GET',
           path: '/v1/training_projects/:projectId/jobs',
@@ -412,9 +445,7 @@ function metricsBody(job: FleetJob, startMs: number, endMs: number, stepMs: numb
   const series = (f: (t: number) => number): Point[] => times.map((t) => ({ timestamp: isoSeconds(t), value: f(t) }));
   const nodeMetrics = (node: number) => ({
     gpu_utilization: Object.fromEntries(rankKeys(job).map((r) => [r, series((t) => metricValue(job, node, 'gpu_utilization', Number(r), t))])),
-    gpu_memory_usage_bytes: Object.fromEntries(
-      rankKeys(job).map((r) => [r, series((t) => metricValue(job, node, 'gpu_memory_usage_bytes', Number(r), t))]),
-    ),
+    gpu_memory_usage_bytes: Object.fromEntries(rankKeys(job).map((r) => [r, series((t) => metricValue(job, node, 'gpu_memory_usage_bytes', Number(r), t))])),
     cpu_usage: series((t) => metricValue(job, node, 'cpu_usage', 0, t)),
     cpu_memory_usage_bytes: series((t) => metricValue(job, node, 'cpu_memory_usage_bytes', 0, t)),
     ephemeral_storage: {
@@ -528,6 +559,6 @@ function jobLogs(job: FleetJob, startMs: number, endMs: number, nowMs: number, d
     if (l && inRange(l) && Number(l.ns / 1_000_000n) !== job.finishedAtMs && keep(l)) regular.push(l);
   }
   const lines = [...regular, ...boundaryLines(job).filter((l) => inRange(l) && keep(l))];
-  lines.sort((a, b) => (a.ns === b.ns ? 0 : (a.ns < b.ns) === (direction === 'asc') ? -1 : 1));
+  lines.sort((a, b) => (a.ns === b.ns ? 0 : a.ns < b.ns === (direction === 'asc') ? -1 : 1));
   return lines.slice(0, limit).map(({ ns: _ns, ...wire }) => wire);
 }

@@ -3,16 +3,7 @@
 // ModelArts' error bodies ({error_code, error_msg}), 204 for metrics that are not ready yet.
 import { randomBytes } from 'node:crypto';
 import { startSimulator, type Fault, type RouteDef, type SimRequest, type SimResponse, type SimulatorHandle } from '../kit.js';
-import {
-  buildFleet,
-  endTime,
-  metricSeries,
-  taskLog,
-  taskNames,
-  type Phase,
-  type SimJob,
-  DEFAULT_WORKSPACE,
-} from './fleet.js';
+import { buildFleet, endTime, metricSeries, taskLog, taskNames, type Phase, type SimJob, DEFAULT_WORKSPACE } from './fleet.js';
 import { verifySignature } from './signature.js';
 
 export interface ModelArtsSimulatorOptions {
@@ -175,7 +166,7 @@ export async function startModelArtsSimulator(opts: ModelArtsSimulatorOptions = 
         workspace_id: job.workspaceId,
         create_time: job.createTime,
         user_name: job.userName,
-        annotations: { 'job_template': 'Template DL' },
+        annotations: { job_template: 'Template DL' },
       },
       status: {
         phase: job.phase,
@@ -410,7 +401,10 @@ export async function startModelArtsSimulator(opts: ModelArtsSimulatorOptions = 
         : modelArtsError(403, 'ModelArts.0206', `Invalid AK/SK: ${check.message}.`);
     }
     const headerProject = req.headers['x-project-id'];
-    if ((typeof headerProject === 'string' && pathProject !== undefined && headerProject !== pathProject) || (pathProject !== undefined && pathProject !== projectId)) {
+    if (
+      (typeof headerProject === 'string' && pathProject !== undefined && headerProject !== pathProject) ||
+      (pathProject !== undefined && pathProject !== projectId)
+    ) {
       return modelArtsError(403, 'ModelArts.0210', 'The project ID does not match the credentials.');
     }
     return null;
@@ -431,9 +425,7 @@ export async function startModelArtsSimulator(opts: ModelArtsSimulatorOptions = 
       case 'malformed':
         return { status: 200, rawText: '{"metrics": [{"metric": "cpuUsage", "value": [1.5, ', headers: { 'content-type': 'application/json' } };
       case 'auth':
-        return req.headers['x-auth-token']
-          ? modelArtsError(401, 'ModelArts.0201', 'Invalid token.')
-          : modelArtsError(403, 'ModelArts.0206', 'Invalid AK/SK.');
+        return req.headers['x-auth-token'] ? modelArtsError(401, 'ModelArts.0201', 'Invalid token.') : modelArtsError(403, 'ModelArts.0206', 'Invalid AK/SK.');
       case 'empty':
         // Metrics and logs say "not ready" with a bare 204; elsewhere an empty 200 body.
         return req.route === 'getMetrics' || req.route === 'logPreview' ? { status: 204 } : { status: 200, rawText: '' };
@@ -472,4 +464,3 @@ export async function startModelArtsSimulator(opts: ModelArtsSimulatorOptions = 
     },
   });
 }
-

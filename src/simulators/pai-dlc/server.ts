@@ -2,17 +2,7 @@
 // Alibaba's error bodies, ListJobs' silent 7-day window, numbers-as-strings, per-pod metric series
 // one MetricType per call, and empty PodMetrics for jobs whose monitoring moved to CloudMonitor.
 import { randomUUID } from 'node:crypto';
-import {
-  hashSeed,
-  seededRandom,
-  startSimulator,
-  wave,
-  type Fault,
-  type RouteDef,
-  type SimRequest,
-  type SimResponse,
-  type SimulatorHandle,
-} from '../kit.js';
+import { hashSeed, seededRandom, startSimulator, wave, type Fault, type RouteDef, type SimRequest, type SimResponse, type SimulatorHandle } from '../kit.js';
 import { buildFleet, SIM_TIME, type PaiDlcFleet, type SimJob, type SimPod } from './fleet.js';
 import { verifyAcs3Signature } from './signature.js';
 
@@ -195,9 +185,7 @@ export async function startPaiDlcSimulator(opts: PaiDlcSimulatorOptions = {}): P
             : {};
     const podCount = job.JobSpecs.reduce((n, s) => n + s.PodCount, 0);
     const memoryGi = job.JobSpecs.reduce((n, s) => {
-      const perPod = s.ResourceConfig
-        ? Number.parseInt(s.ResourceConfig.Memory, 10)
-        : (fleet.ecsSpecs.find((e) => e.InstanceType === s.EcsSpec)?.Memory ?? 0);
+      const perPod = s.ResourceConfig ? Number.parseInt(s.ResourceConfig.Memory, 10) : (fleet.ecsSpecs.find((e) => e.InstanceType === s.EcsSpec)?.Memory ?? 0);
       return n + perPod * s.PodCount;
     }, 0);
     const cpu = job.JobSpecs.reduce((n, s) => {
@@ -247,7 +235,10 @@ export async function startPaiDlcSimulator(opts: PaiDlcSimulatorOptions = {}): P
             ClusterId: `c${hashSeed(job.JobId).toString(16)}`,
             TenantId: job.user.UserId,
             RestartRecord: [],
-            JobReplicaStatuses: job.JobSpecs.map((s) => ({ Type: s.Type, Active: TERMINAL.has(job.Status) ? 0 : job.Pods.filter((p) => p.Type === s.Type).length })),
+            JobReplicaStatuses: job.JobSpecs.map((s) => ({
+              Type: s.Type,
+              Active: TERMINAL.has(job.Status) ? 0 : job.Pods.filter((p) => p.Type === s.Type).length,
+            })),
           }
         : {}),
     };
@@ -279,7 +270,15 @@ export async function startPaiDlcSimulator(opts: PaiDlcSimulatorOptions = {}): P
     const order = (q.get('Order') ?? 'desc').toLowerCase() === 'asc' ? 1 : -1;
     const sortBy = q.get('SortBy') ?? 'GmtCreateTime';
     const sortKey = (j: SimJob): string | number =>
-      sortBy === 'DisplayName' ? j.DisplayName : sortBy === 'JobType' ? j.JobType : sortBy === 'Status' ? j.Status : sortBy === 'GmtFinishTime' ? (j.finishedMs ?? 0) : j.createdMs;
+      sortBy === 'DisplayName'
+        ? j.DisplayName
+        : sortBy === 'JobType'
+          ? j.JobType
+          : sortBy === 'Status'
+            ? j.Status
+            : sortBy === 'GmtFinishTime'
+              ? (j.finishedMs ?? 0)
+              : j.createdMs;
 
     const matching = fleet.jobs
       .filter((j) => j.createdMs >= from && j.createdMs <= to)
@@ -445,9 +444,7 @@ export async function startPaiDlcSimulator(opts: PaiDlcSimulatorOptions = {}): P
     if (!Number.isInteger(pageNumber) || pageNumber < 1 || !Number.isInteger(pageSize) || pageSize < 1 || pageSize > 100) {
       return invalidParameter('PageNumber/PageSize out of range.');
     }
-    const specs = fleet.ecsSpecs
-      .filter((s) => !wanted || wanted.includes(s.InstanceType))
-      .filter((s) => !accelerator || s.AcceleratorType === accelerator);
+    const specs = fleet.ecsSpecs.filter((s) => !wanted || wanted.includes(s.InstanceType)).filter((s) => !accelerator || s.AcceleratorType === accelerator);
     return ok({
       EcsSpecs: specs.slice((pageNumber - 1) * pageSize, pageNumber * pageSize).map((s) => ({ ...s, IsAvailable: true, ResourceType: 'ECS' })),
       TotalCount: specs.length,

@@ -13,9 +13,7 @@ export interface SignatureCheckInput {
   rawBody: Buffer;
 }
 
-export type SignatureVerdict =
-  | { ok: true; accessKeyId: string; nonce: string; dateMs: number }
-  | { ok: false; status: number; code: string; message: string };
+export type SignatureVerdict = { ok: true; accessKeyId: string; nonce: string; dateMs: number } | { ok: false; status: number; code: string; message: string };
 
 const ALGORITHM = 'ACS3-HMAC-SHA256';
 const MANDATORY_SIGNED = ['host', 'x-acs-action', 'x-acs-content-sha256', 'x-acs-date', 'x-acs-signature-nonce', 'x-acs-version'];

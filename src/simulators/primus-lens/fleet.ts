@@ -75,23 +75,134 @@ interface WorkloadSpec {
 
 // Every status appears in the default cluster; whole-node (8 GPU) and partial-node pods both occur.
 const SPECS: WorkloadSpec[] = [
-  { status: 'Running', cluster: 'gpu-cluster-a', namespace: 'team-llm', kind: 'PyTorchJob', name: 'llama3-8b-pretrain', podGpus: [8, 8], sources: ['log', 'wandb'], targetIteration: 20000 },
-  { status: 'Running', cluster: 'gpu-cluster-a', namespace: 'team-vision', kind: 'PyTorchJob', name: 'vit-h-finetune', podGpus: [4], sources: ['tensorflow'], targetIteration: null },
+  {
+    status: 'Running',
+    cluster: 'gpu-cluster-a',
+    namespace: 'team-llm',
+    kind: 'PyTorchJob',
+    name: 'llama3-8b-pretrain',
+    podGpus: [8, 8],
+    sources: ['log', 'wandb'],
+    targetIteration: 20000,
+  },
+  {
+    status: 'Running',
+    cluster: 'gpu-cluster-a',
+    namespace: 'team-vision',
+    kind: 'PyTorchJob',
+    name: 'vit-h-finetune',
+    podGpus: [4],
+    sources: ['tensorflow'],
+    targetIteration: null,
+  },
   // Shares vit-h-finetune's node (devices 4-7): node-wide data there covers two workloads.
-  { status: 'Running', cluster: 'gpu-cluster-a', namespace: 'team-vision', kind: 'Job', name: 'vit-h-probe', podGpus: [4], sources: [], targetIteration: null, shareNodeWith: 'vit-h-finetune' },
+  {
+    status: 'Running',
+    cluster: 'gpu-cluster-a',
+    namespace: 'team-vision',
+    kind: 'Job',
+    name: 'vit-h-probe',
+    podGpus: [4],
+    sources: [],
+    targetIteration: null,
+    shareNodeWith: 'vit-h-finetune',
+  },
   { status: 'Pending', cluster: 'gpu-cluster-a', namespace: 'research', kind: 'Job', name: 'sweep-lr-07', podGpus: [2], sources: [], targetIteration: null },
-  { status: 'Done', cluster: 'gpu-cluster-a', namespace: 'team-llm', kind: 'PyTorchJob', name: 'mixtral-sft', podGpus: [8, 8, 8, 8], sources: ['log'], targetIteration: 6000, mixedModels: true },
-  { status: 'Failed', cluster: 'gpu-cluster-a', namespace: 'team-llm', kind: 'RayJob', name: 'rlhf-ppo', podGpus: [8, 2], sources: ['wandb'], targetIteration: 10000, restarted: true },
+  {
+    status: 'Done',
+    cluster: 'gpu-cluster-a',
+    namespace: 'team-llm',
+    kind: 'PyTorchJob',
+    name: 'mixtral-sft',
+    podGpus: [8, 8, 8, 8],
+    sources: ['log'],
+    targetIteration: 6000,
+    mixedModels: true,
+  },
+  {
+    status: 'Failed',
+    cluster: 'gpu-cluster-a',
+    namespace: 'team-llm',
+    kind: 'RayJob',
+    name: 'rlhf-ppo',
+    podGpus: [8, 2],
+    sources: ['wandb'],
+    targetIteration: 10000,
+    restarted: true,
+  },
   { status: 'Deleted', cluster: 'gpu-cluster-a', namespace: 'research', kind: 'Job', name: 'eval-mmlu', podGpus: [1], sources: [], targetIteration: null },
-  { status: 'Done', cluster: 'gpu-cluster-a', namespace: 'team-vision', kind: 'Job', name: 'clip-eval', podGpus: [2, 2, 2], sources: ['tensorflow'], targetIteration: 3000 },
-  { status: 'Running', cluster: 'gpu-cluster-a', namespace: 'research', kind: 'PyTorchJob', name: 'moe-ablation-3', podGpus: [8, 8, 8], sources: ['log'], targetIteration: 50000 },
-  { status: 'Failed', cluster: 'gpu-cluster-a', namespace: 'team-vision', kind: 'PyTorchJob', name: 'sd-xl-train', podGpus: [6], sources: ['log', 'tensorflow'], targetIteration: 8000 },
-  { status: 'Pending', cluster: 'gpu-cluster-a', namespace: 'team-llm', kind: 'PyTorchJob', name: 'llama3-70b-sft', podGpus: [8, 8, 8, 8], sources: [], targetIteration: null },
+  {
+    status: 'Done',
+    cluster: 'gpu-cluster-a',
+    namespace: 'team-vision',
+    kind: 'Job',
+    name: 'clip-eval',
+    podGpus: [2, 2, 2],
+    sources: ['tensorflow'],
+    targetIteration: 3000,
+  },
+  {
+    status: 'Running',
+    cluster: 'gpu-cluster-a',
+    namespace: 'research',
+    kind: 'PyTorchJob',
+    name: 'moe-ablation-3',
+    podGpus: [8, 8, 8],
+    sources: ['log'],
+    targetIteration: 50000,
+  },
+  {
+    status: 'Failed',
+    cluster: 'gpu-cluster-a',
+    namespace: 'team-vision',
+    kind: 'PyTorchJob',
+    name: 'sd-xl-train',
+    podGpus: [6],
+    sources: ['log', 'tensorflow'],
+    targetIteration: 8000,
+  },
+  {
+    status: 'Pending',
+    cluster: 'gpu-cluster-a',
+    namespace: 'team-llm',
+    kind: 'PyTorchJob',
+    name: 'llama3-70b-sft',
+    podGpus: [8, 8, 8, 8],
+    sources: [],
+    targetIteration: null,
+  },
   { status: 'Done', cluster: 'gpu-cluster-a', namespace: 'research', kind: 'Job', name: 'tokenizer-build', podGpus: [1], sources: [], targetIteration: null },
-  { status: 'Deleted', cluster: 'gpu-cluster-a', namespace: 'team-llm', kind: 'PyTorchJob', name: 'llama3-8b-pretrain-old', podGpus: [8], sources: ['log'], targetIteration: 20000 },
-  { status: 'Running', cluster: 'gpu-cluster-b', namespace: 'team-llm', kind: 'PyTorchJob', name: 'qwen-14b-cpt', podGpus: [8, 8], sources: ['log'], targetIteration: 30000 },
+  {
+    status: 'Deleted',
+    cluster: 'gpu-cluster-a',
+    namespace: 'team-llm',
+    kind: 'PyTorchJob',
+    name: 'llama3-8b-pretrain-old',
+    podGpus: [8],
+    sources: ['log'],
+    targetIteration: 20000,
+  },
+  {
+    status: 'Running',
+    cluster: 'gpu-cluster-b',
+    namespace: 'team-llm',
+    kind: 'PyTorchJob',
+    name: 'qwen-14b-cpt',
+    podGpus: [8, 8],
+    sources: ['log'],
+    targetIteration: 30000,
+  },
   { status: 'Done', cluster: 'gpu-cluster-b', namespace: 'research', kind: 'Job', name: 'data-dedup', podGpus: [3], sources: [], targetIteration: null },
-  { status: 'Failed', cluster: 'gpu-cluster-b', namespace: 'team-vision', kind: 'RayJob', name: 'detr-sweep', podGpus: [4, 4], sources: ['wandb', 'tensorflow'], targetIteration: 12000 },
+  {
+    status: 'Failed',
+    cluster: 'gpu-cluster-b',
+    namespace: 'team-vision',
+    kind: 'RayJob',
+    name: 'detr-sweep',
+    podGpus: [4, 4],
+    sources: ['wandb', 'tensorflow'],
+    targetIteration: 12000,
+  },
 ];
 
 const HOUR = 3_600_000;
@@ -156,7 +267,11 @@ export function buildFleet(seed: number, anchorMs: number, replicas = 1): SimFle
     const pods: SimPod[] = spec.podGpus.map((gpus, p) => {
       const role = spec.kind === 'PyTorchJob' ? (p === 0 ? 'master-0' : `worker-${p - 1}`) : `${p}`;
       const scheduled = spec.status !== 'Pending';
-      const nodeName = !scheduled ? '' : spec.shareNodeWith && firstNodeOf.has(spec.shareNodeWith) ? firstNodeOf.get(spec.shareNodeWith)! : nextNode(spec.cluster);
+      const nodeName = !scheduled
+        ? ''
+        : spec.shareNodeWith && firstNodeOf.has(spec.shareNodeWith)
+          ? firstNodeOf.get(spec.shareNodeWith)!
+          : nextNode(spec.cluster);
       if (p === 0 && nodeName) firstNodeOf.set(spec.name, nodeName);
       const firstDevice = devicesUsed.get(`${spec.cluster}/${nodeName}`) ?? 0;
       if (nodeName) devicesUsed.set(`${spec.cluster}/${nodeName}`, firstDevice + gpus);

@@ -3,16 +3,7 @@
 // handler errors as HTTP 200 + meta.code, the legacy bare form of the four training-metrics
 // routes, cluster resolution, and the three auth setups (none, Lens cookie middleware, SaFE Bearer).
 import http from 'node:http';
-import {
-  hashSeed,
-  seededRandom,
-  startSimulator,
-  type Fault,
-  type RouteDef,
-  type SimRequest,
-  type SimResponse,
-  type SimulatorHandle,
-} from '../kit.js';
+import { hashSeed, seededRandom, startSimulator, type Fault, type RouteDef, type SimRequest, type SimResponse, type SimulatorHandle } from '../kit.js';
 import {
   CLUSTERS,
   GPUS_PER_NODE,
@@ -72,7 +63,6 @@ export interface PrimusLensSimulator extends SimulatorHandle {
   /** What a client configures as its base: the URL before `/v1`. */
   baseUrl: string;
 }
-
 
 /** The unified route's catalog, as Lens defines it (a subset: the metrics this project reads and a few more). */
 const UNIFIED_METRICS = [
@@ -295,11 +285,7 @@ export async function startPrimusLensSimulator(opts: PrimusLensSimulatorOptions 
     config: { y_axis_unit: unit },
   });
 
-  const rangeSeries = (
-    range: { start: number; end: number; step: number },
-    include: (tSec: number) => boolean,
-    value: (tSec: number) => number,
-  ) => {
+  const rangeSeries = (range: { start: number; end: number; step: number }, include: (tSec: number) => boolean, value: (tSec: number) => number) => {
     const values: { timestamp: number; value: number }[] = [];
     const nowSec = toSec(now());
     for (let t = range.start; t <= Math.min(range.end, nowSec); t += range.step) if (include(t)) values.push({ timestamp: t, value: value(t) });
@@ -312,12 +298,22 @@ export async function startPrimusLensSimulator(opts: PrimusLensSimulatorOptions 
     const perDevice = (value: (node: string, gpuId: number, t: number) => number) =>
       pods.flatMap((p) =>
         Array.from({ length: p.gpuAllocated }, (_, i) => p.firstDevice + i).map((gpuId) => ({
-          labels: { gpu_id: String(gpuId), primus_lens_node_name: p.nodeName, pod_name: p.podName, pod_uid: p.podUid, workload_name: w.name, workload_uid: w.uid },
+          labels: {
+            gpu_id: String(gpuId),
+            primus_lens_node_name: p.nodeName,
+            pod_name: p.podName,
+            pod_uid: p.podUid,
+            workload_name: w.name,
+            workload_uid: w.uid,
+          },
           values: rangeSeries(range, active, (t) => value(p.nodeName, gpuId, t)),
         })),
       );
     const perPod = (value: (pod: string, t: number) => number, container = false) =>
-      pods.map((p) => ({ labels: { pod: p.podName, ...(container ? { container: 'trainer' } : {}) }, values: rangeSeries(range, active, (t) => value(p.podName, t)) }));
+      pods.map((p) => ({
+        labels: { pod: p.podName, ...(container ? { container: 'trainer' } : {}) },
+        values: rangeSeries(range, active, (t) => value(p.podName, t)),
+      }));
     const perNode = (value: (node: string, t: number) => number) =>
       workloadNodes(w).map((node) => ({ labels: { primus_lens_node_name: node }, values: rangeSeries(range, active, (t) => value(node, t)) }));
     let series: { labels: Record<string, string>; values: { timestamp: number; value: number }[] }[];
@@ -435,9 +431,21 @@ export async function startPrimusLensSimulator(opts: PrimusLensSimulatorOptions 
             .map((node) => ({ labels: { primus_lens_node_name: node }, values: rangeSeries(range, active, (t) => value(node, t)) }))
             .filter((s) => s.values.length > 0);
         return {
-          'GPU Utilization': graph(1, '%', perNode((n, t) => nodeGpuUtilizationPercent(w, n, t))),
-          'GPU Memory Utilization': graph(2, '%', perNode((n, t) => nodeGpuMemoryUtilizationPercent(w, n, t))),
-          'GPU Power': graph(3, 'W', perNode((n, t) => nodeGpuPowerWatts(w, n, t))),
+          'GPU Utilization': graph(
+            1,
+            '%',
+            perNode((n, t) => nodeGpuUtilizationPercent(w, n, t)),
+          ),
+          'GPU Memory Utilization': graph(
+            2,
+            '%',
+            perNode((n, t) => nodeGpuMemoryUtilizationPercent(w, n, t)),
+          ),
+          'GPU Power': graph(
+            3,
+            'W',
+            perNode((n, t) => nodeGpuPowerWatts(w, n, t)),
+          ),
         };
       }),
     },
@@ -450,7 +458,11 @@ export async function startPrimusLensSimulator(opts: PrimusLensSimulatorOptions 
         const sources = w
           ? w.sources.map((s) => ({ name: s, count: loggedIterations(w, now()).filter((it) => iterationTimestampMs(w, it, s) <= now()).length }))
           : [];
-        return { workload_uid: req.params.uid, data_sources: goMapOrder(sources.filter((s) => s.count > 0)), total_count: sources.filter((s) => s.count > 0).length };
+        return {
+          workload_uid: req.params.uid,
+          data_sources: goMapOrder(sources.filter((s) => s.count > 0)),
+          total_count: sources.filter((s) => s.count > 0).length,
+        };
       }),
     },
     {
@@ -532,17 +544,25 @@ export async function startPrimusLensSimulator(opts: PrimusLensSimulatorOptions 
           residents.find((w) => isActiveAt(w, t * 1000, now()) && workloadDevicesOnNode(w, node).includes(gpuId)) ?? null;
         const devices = Array.from({ length: GPUS_PER_NODE }, (_, gpuId) => ({
           labels: { gpu_id: String(gpuId) },
-          values: rangeSeries(range, () => true, (t) => {
-            const w = holderAt(gpuId, t);
-            return w ? deviceGpuUtilizationPercent(w, node, gpuId, t) : 0;
-          }),
+          values: rangeSeries(
+            range,
+            () => true,
+            (t) => {
+              const w = holderAt(gpuId, t);
+              return w ? deviceGpuUtilizationPercent(w, node, gpuId, t) : 0;
+            },
+          ),
         }));
         const allocation = {
           labels: { primus_lens_node_name: node },
-          values: rangeSeries(range, () => true, (t) => {
-            const held = Array.from({ length: GPUS_PER_NODE }, (_, g) => holderAt(g, t)).filter(Boolean).length;
-            return (100 * held) / GPUS_PER_NODE;
-          }),
+          values: rangeSeries(
+            range,
+            () => true,
+            (t) => {
+              const held = Array.from({ length: GPUS_PER_NODE }, (_, g) => holderAt(g, t)).filter(Boolean).length;
+              return (100 * held) / GPUS_PER_NODE;
+            },
+          ),
         };
         return { gpu_utilization: graph(0, '%', devices), gpu_allocation_rate: graph(0, '%', [allocation]) };
       }),
@@ -632,7 +652,8 @@ export async function startPrimusLensSimulator(opts: PrimusLensSimulatorOptions 
               if (!/^-?\d+$/.test(rawStart)) throw new LensError(4001, 'invalid start timestamp');
               if (!/^-?\d+$/.test(rawEnd)) throw new LensError(4001, 'invalid end timestamp');
               const rawStep = req.query.get('step');
-              if (rawStep !== null && rawStep !== '' && !(/^\d+$/.test(rawStep) && Number(rawStep) > 0)) throw new LensError(4001, 'invalid step value, must be positive integer');
+              if (rawStep !== null && rawStep !== '' && !(/^\d+$/.test(rawStep) && Number(rawStep) > 0))
+                throw new LensError(4001, 'invalid step value, must be positive integer');
               const defs =
                 names === 'all'
                   ? UNIFIED_METRICS
@@ -652,7 +673,14 @@ export async function startPrimusLensSimulator(opts: PrimusLensSimulatorOptions 
               const active = (t: number) => (w ? isActiveAt(w, t * 1000, now()) : false);
               const results = defs.map((def) => {
                 const series = w ? unifiedSeries(def.name, w, range, active) : [];
-                return { name: def.name, display_name: def.display_name, category: def.category, unit: def.unit, agg_level: def.agg_level, series: goMapOrder(series) };
+                return {
+                  name: def.name,
+                  display_name: def.display_name,
+                  category: def.category,
+                  unit: def.unit,
+                  agg_level: def.agg_level,
+                  series: goMapOrder(series),
+                };
               });
               return { workload_uid: uid, start: range.start, end: range.end, step: range.step, results, total_count: results.length };
             }),
@@ -712,7 +740,8 @@ export async function startPrimusLensSimulator(opts: PrimusLensSimulatorOptions 
         return {
           status: 429,
           headers: { 'retry-after': String(retryAfter), 'content-type': 'text/html' },
-          rawText: '<html>\r\n<head><title>429 Too Many Requests</title></head>\r\n<body>\r\n<center><h1>429 Too Many Requests</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n',
+          rawText:
+            '<html>\r\n<head><title>429 Too Many Requests</title></head>\r\n<body>\r\n<center><h1>429 Too Many Requests</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n',
         };
       }
       case 'status': {
@@ -724,7 +753,11 @@ export async function startPrimusLensSimulator(opts: PrimusLensSimulatorOptions 
           return envelopeError(code, code === 4004 ? 'workload not found' : code >= 5000 ? 'internal error' : 'simulated error');
         }
         if (code === 502 || code === 503 || code === 504) {
-          return { status: code, headers: { 'content-type': 'text/plain' }, rawText: 'upstream connect error or disconnect/reset before headers. reset reason: connection termination' };
+          return {
+            status: code,
+            headers: { 'content-type': 'text/plain' },
+            rawText: 'upstream connect error or disconnect/reset before headers. reset reason: connection termination',
+          };
         }
         return { status: code, body: { error: http.STATUS_CODES[code] ?? 'error' } };
       }

@@ -65,7 +65,16 @@ function defaultOffsetMinutes(epochSeconds: number): number {
 
 /** The zone's UTC offset at an instant, in minutes, from the platform's tz database. */
 export function zoneOffsetMinutes(timeZone: string, epochSeconds: number): number {
-  const parts = new Intl.DateTimeFormat('en-US', { timeZone, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric' })
+  const parts = new Intl.DateTimeFormat('en-US', {
+    timeZone,
+    hourCycle: 'h23',
+    year: 'numeric',
+    month: 'numeric',
+    day: 'numeric',
+    hour: 'numeric',
+    minute: 'numeric',
+    second: 'numeric',
+  })
     .formatToParts(new Date(Math.floor(epochSeconds) * 1000))
     .reduce<Record<string, number>>((acc, p) => {
       if (p.type !== 'literal') acc[p.type] = Number(p.value);

@@ -5,15 +5,7 @@ import { hostname as osHostname } from 'node:os';
 import { join } from 'node:path';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { startSimulator, wave, hashSeed, type Fault, type RouteDef, type SimHandler, type SimRequest, type SimResponse, type SimulatorHandle } from '../kit.js';
-import {
-  defaultIsProcessAlive,
-  downsampleLttb,
-  markCrashedIfDead,
-  readJsonLenient,
-  readMetricsTable,
-  scanRuns,
-  type ScannedRun,
-} from './storage-scan.js';
+import { defaultIsProcessAlive, downsampleLttb, markCrashedIfDead, readJsonLenient, readMetricsTable, scanRuns, type ScannedRun } from './storage-scan.js';
 
 export interface RunicornViewerOptions {
   storageDir: string;
@@ -52,7 +44,9 @@ export async function startRunicornViewer(opts: RunicornViewerOptions): Promise<
   };
   const windowSeconds = opts.rateLimit?.windowSeconds ?? 60;
   const limiterFor = (path: string) =>
-    path.startsWith('/api/runs') ? { key: '/api/runs', limit: opts.rateLimit?.runsLimit ?? 10000 } : { key: 'default', limit: opts.rateLimit?.defaultLimit ?? 6000 };
+    path.startsWith('/api/runs')
+      ? { key: '/api/runs', limit: opts.rateLimit?.runsLimit ?? 10000 }
+      : { key: 'default', limit: opts.rateLimit?.defaultLimit ?? 6000 };
   const requestTimes = new Map<string, number[]>();
   const cacheSizes = new Map<string, number>();
   const cacheStats = { hits: 0, misses: 0, incremental_updates: 0 };
@@ -88,12 +82,14 @@ export async function startRunicornViewer(opts: RunicornViewerOptions): Promise<
     headers: { 'Retry-After': String(retryAfter), 'X-RateLimit-Limit': String(limit), 'X-RateLimit-Remaining': '0', 'X-RateLimit-Reset': String(retryAfter) },
   });
 
-  const withApiHeaders = (handler: SimHandler): SimHandler => async (req) => {
-    const denied = admit(req.url.pathname);
-    if (denied) return denied;
-    const out = await handler(req);
-    return { ...out, headers: { ...(out.headers ?? {}), ...rateHeaders(req.url.pathname) } };
-  };
+  const withApiHeaders =
+    (handler: SimHandler): SimHandler =>
+    async (req) => {
+      const denied = admit(req.url.pathname);
+      if (denied) return denied;
+      const out = await handler(req);
+      return { ...out, headers: { ...(out.headers ?? {}), ...rateHeaders(req.url.pathname) } };
+    };
 
   const findRun = (id: string): ScannedRun | null => scanRuns(root).find((r) => r.id === id) ?? null;
   const runNotFound: SimResponse = { status: 404, body: { detail: 'Run not found' } };
@@ -156,7 +152,13 @@ export async function startRunicornViewer(opts: RunicornViewerOptions): Promise<
   };
   const cacheStatsBody = () => {
     const total = cacheStats.hits + cacheStats.misses + cacheStats.incremental_updates;
-    return { size: cacheSizes.size, max_size: 100, ...cacheStats, hit_rate: total ? cacheStats.hits / total : 0, incremental_rate: total ? cacheStats.incremental_updates / total : 0 };
+    return {
+      size: cacheSizes.size,
+      max_size: 100,
+      ...cacheStats,
+      hit_rate: total ? cacheStats.hits / total : 0,
+      incremental_rate: total ? cacheStats.incremental_updates / total : 0,
+    };
   };
 
   const pathTree = (paths: string[]) => {
@@ -167,11 +169,23 @@ export async function startRunicornViewer(opts: RunicornViewerOptions): Promise<
     }
     return tree;
   };
-  const allPaths = () => [...new Set(scanRuns(root).map((r) => listItem(r).path).filter((p): p is string => Boolean(p)))].sort();
+  const allPaths = () =>
+    [
+      ...new Set(
+        scanRuns(root)
+          .map((r) => listItem(r).path)
+          .filter((p): p is string => Boolean(p)),
+      ),
+    ].sort();
 
   const plainRoutes: RouteDef[] = [
     { method: 'GET', path: '/api/health', name: 'health', handler: () => ({ status: 200, body: healthBody() }) },
-    { method: 'GET', path: '/api/config', name: 'config', handler: () => ({ status: 200, body: { user_root_dir: '', storage: root, config_file: '/home/user/.config/runicorn/config.json' } }) },
+    {
+      method: 'GET',
+      path: '/api/config',
+      name: 'config',
+      handler: () => ({ status: 200, body: { user_root_dir: '', storage: root, config_file: '/home/user/.config/runicorn/config.json' } }),
+    },
     { method: 'GET', path: '/api/runs', name: 'runs', handler: () => ({ status: 200, body: scanRuns(root).map(listItem) }) },
     {
       method: 'GET',
@@ -278,7 +292,12 @@ export async function startRunicornViewer(opts: RunicornViewerOptions): Promise<
     },
     { method: 'GET', path: '/api/gpu/telemetry', name: 'gpu_telemetry', handler: () => ({ status: 200, body: gpuTelemetry() }) },
     // Broken upstream in 0.6.0 (the experiment manager import fails).
-    { method: 'GET', path: '/api/experiments/search', name: 'experiments_search', handler: () => ({ status: 501, body: { detail: 'Experiment management not available' } }) },
+    {
+      method: 'GET',
+      path: '/api/experiments/search',
+      name: 'experiments_search',
+      handler: () => ({ status: 501, body: { detail: 'Experiment management not available' } }),
+    },
   ];
   const routes = plainRoutes.map((r) => ({ ...r, handler: withApiHeaders(r.handler) }));
 

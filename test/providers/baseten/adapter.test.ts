@@ -63,7 +63,7 @@ describe('Baseten adapter', () => {
       if (j.rawStatus === 'TRAINING_JOB_PENDING' || j.rawStatus === 'TRAINING_JOB_QUEUED') expect(j.startedAt).toBeNull();
       else expect(j.startedAt?.getTime()).toBe(truth.createdAtMs);
       expect(j.consoleUrl).toBe(`https://app.baseten.co/training/${truth.projectId}/logs/${truth.id}`);
-      expect(j.failureReason).toBe(j.status === 'FAILED' || j.status === 'STOPPED' ? (truth.errorMessage || null) : null);
+      expect(j.failureReason).toBe(j.status === 'FAILED' || j.status === 'STOPPED' ? truth.errorMessage || null : null);
     }
   });
 
@@ -109,7 +109,11 @@ describe('Baseten adapter', () => {
 
   it('derives GPU memory utilization from gpu_memory_limit_mib and marks it derived', async () => {
     const truth = fleetJob((j) => j.status === 'TRAINING_JOB_RUNNING' && j.instanceType.gpu_memory_limit_mib !== null);
-    const res = await adapter.fetchSystemMetrics(ref(truth), { from: new Date(now - 600_000), to: new Date(now), metrics: ['GPU_MEMORY_UTILIZATION'], stepSeconds: 60 }, signal);
+    const res = await adapter.fetchSystemMetrics(
+      ref(truth),
+      { from: new Date(now - 600_000), to: new Date(now), metrics: ['GPU_MEMORY_UTILIZATION'], stepSeconds: 60 },
+      signal,
+    );
     const used = res.series.find((s) => s.name === 'GPU_MEMORY_USED' && s.gpuIndex === 0 && s.nodeExternalId === 'node-0')!;
     const ratio = res.series.find((s) => s.name === 'GPU_MEMORY_UTILIZATION' && s.gpuIndex === 0 && s.nodeExternalId === 'node-0')!;
     expect(used.unit).toBe('BYTES');
@@ -126,7 +130,11 @@ describe('Baseten adapter', () => {
 
   it('returns no series for a job that has not started (empty per_node_metrics)', async () => {
     const truth = fleetJob((j) => j.status === 'TRAINING_JOB_PENDING');
-    const res = await adapter.fetchSystemMetrics(ref(truth), { from: new Date(now - 3600_000), to: new Date(now), metrics: ['GPU_UTILIZATION'], stepSeconds: 60 }, signal);
+    const res = await adapter.fetchSystemMetrics(
+      ref(truth),
+      { from: new Date(now - 3600_000), to: new Date(now), metrics: ['GPU_UTILIZATION'], stepSeconds: 60 },
+      signal,
+    );
     expect(res.nodes).toEqual([]);
     expect(res.series.filter((s) => s.points.length > 0)).toHaveLength(0);
   });
@@ -170,7 +178,9 @@ describe('Baseten adapter', () => {
     it(`turns ${what} into ${code}`, async () => {
       sim.inject({ ...fault, times: 1 });
       const subject =
-        fault.kind === 'timeout' ? createBasetenAdapter({ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'K', timeoutSeconds: 0.5 }, { K: sim.apiKey }) : adapter;
+        fault.kind === 'timeout'
+          ? createBasetenAdapter({ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'K', timeoutSeconds: 0.5 }, { K: sim.apiKey })
+          : adapter;
       const err = await subject.listJobs(null, signal).catch((e) => e);
       sim.clearFaults();
       expect(err).toBeInstanceOf(UpstreamError);
@@ -204,7 +214,14 @@ describe('Baseten log pages after a cursor', () => {
     const sim = await startBasetenSimulator({ seed: 11, anchorMs: ANCHOR, now: () => ANCHOR, rateLimit: false });
     const a = createBasetenAdapter({ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'K' }, { K: sim.apiKey });
     const truth = sim.fleet.jobs.find((j) => j.status === 'TRAINING_JOB_COMPLETED')!;
-    const r: JobRef = { externalId: truth.id, projectExternalId: truth.projectId, status: 'SUCCEEDED', createdAt: new Date(truth.createdAtMs), startedAt: null, finishedAt: null };
+    const r: JobRef = {
+      externalId: truth.id,
+      projectExternalId: truth.projectId,
+      status: 'SUCCEEDED',
+      createdAt: new Date(truth.createdAtMs),
+      startedAt: null,
+      finishedAt: null,
+    };
     const first = await a.fetchLogs!(r, { after: null, since: new Date(truth.createdAtMs), limit: 25 }, signal);
     const second = await a.fetchLogs!(r, { after: first.nextCursor, since: null, limit: 25 }, signal);
     await sim.close();

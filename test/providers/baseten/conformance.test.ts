@@ -7,11 +7,30 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBasetenAdapter } from '../../../src/providers/baseten/adapter.js';
 
-const INSTANCE = { id: 'H100x8', name: '8x H100', memory_limit_mib: 1966080, millicpu_limit: 192000, gpu_count: 8, gpu_type: 'H100', gpu_memory_limit_mib: 81920 };
+const INSTANCE = {
+  id: 'H100x8',
+  name: '8x H100',
+  memory_limit_mib: 1966080,
+  millicpu_limit: 192000,
+  gpu_count: 8,
+  gpu_type: 'H100',
+  gpu_memory_limit_mib: 81920,
+};
 const job = (id: string, status: string, extra: Record<string, unknown> = {}) => ({
-  id, name: 'ft-run', created_at: '2025-03-01T09:40:00Z', updated_at: '2025-03-01T09:52:00Z', current_status: status,
-  error_message: null, training_project_id: 'n4q95w5', training_project: { id: 'n4q95w5', name: 'llama-ft' },
-  instance_type: INSTANCE, priority: 0, availability_model: 'dedicated', checkpoint_sync_status: null, user: null, ...extra,
+  id,
+  name: 'ft-run',
+  created_at: '2025-03-01T09:40:00Z',
+  updated_at: '2025-03-01T09:52:00Z',
+  current_status: status,
+  error_message: null,
+  training_project_id: 'n4q95w5',
+  training_project: { id: 'n4q95w5', name: 'llama-ft' },
+  instance_type: INSTANCE,
+  priority: 0,
+  availability_model: 'dedicated',
+  checkpoint_sync_status: null,
+  user: null,
+  ...extra,
 });
 const point = (v: number) => [{ timestamp: '2025-03-01T10:00:00Z', value: v }];
 const ranks = (keys: number[], v: number) => Object.fromEntries(keys.map((k) => [String(k), point(v)]));
@@ -40,15 +59,48 @@ beforeAll(async () => {
     let body: unknown;
     if (path.endsWith('/metrics')) body = metricsAnswer;
     else if (path.startsWith('/v1/training/jobs/pend001/queue_context')) {
-      body = { target_job_id: 'pend001', target_job_name: 'queued', gpu_type: 'H100', requested_gpus: 16, submitted_at: '2025-03-01T09:40:00Z', released_at: null, pending_seconds: null, org_capacity: null, team_capacity: null, active_at_submit: [], pending_ahead_at_submit: [], events: [{ training_job_id: 'pend001', status: 'TRAINING_JOB_PENDING', created: '2025-03-01T09:40:00Z' }], events_window_end: '2025-03-01T10:00:00Z' };
+      body = {
+        target_job_id: 'pend001',
+        target_job_name: 'queued',
+        gpu_type: 'H100',
+        requested_gpus: 16,
+        submitted_at: '2025-03-01T09:40:00Z',
+        released_at: null,
+        pending_seconds: null,
+        org_capacity: null,
+        team_capacity: null,
+        active_at_submit: [],
+        pending_ahead_at_submit: [],
+        events: [{ training_job_id: 'pend001', status: 'TRAINING_JOB_PENDING', created: '2025-03-01T09:40:00Z' }],
+        events_window_end: '2025-03-01T10:00:00Z',
+      };
     } else if (path.startsWith('/v1/training/jobs/stop001/queue_context')) {
-      body = { target_job_id: 'stop001', gpu_type: 'H100', requested_gpus: 8, submitted_at: '2025-03-01T09:40:00Z', released_at: null, active_at_submit: [], pending_ahead_at_submit: [], events: [{ training_job_id: 'stop001', status: 'TRAINING_JOB_PENDING', created: '2025-03-01T09:40:00Z' }, { training_job_id: 'other', status: 'TRAINING_JOB_RUNNING', created: '2025-03-01T09:41:00Z' }, { training_job_id: 'stop001', status: 'TRAINING_JOB_STOPPED', created: '2025-03-01T09:45:30Z', event_message: 'stopped by user' }], events_window_end: '2025-03-01T10:00:00Z' };
+      body = {
+        target_job_id: 'stop001',
+        gpu_type: 'H100',
+        requested_gpus: 8,
+        submitted_at: '2025-03-01T09:40:00Z',
+        released_at: null,
+        active_at_submit: [],
+        pending_ahead_at_submit: [],
+        events: [
+          { training_job_id: 'stop001', status: 'TRAINING_JOB_PENDING', created: '2025-03-01T09:40:00Z' },
+          { training_job_id: 'other', status: 'TRAINING_JOB_RUNNING', created: '2025-03-01T09:41:00Z' },
+          { training_job_id: 'stop001', status: 'TRAINING_JOB_STOPPED', created: '2025-03-01T09:45:30Z', event_message: 'stopped by user' },
+        ],
+        events_window_end: '2025-03-01T10:00:00Z',
+      };
     } else if (path.includes('/queue_context')) {
       res.writeHead(403, { 'content-type': 'application/json' });
       res.end('{"message":"org admins only"}');
       return;
-    } else if (path.includes('/jobs/pend001')) body = { training_project: { id: 'n4q95w5', name: 'llama-ft' }, training_job: job('pend001', 'TRAINING_JOB_PENDING') };
-    else if (path.includes('/jobs/stop001')) body = { training_project: { id: 'n4q95w5', name: 'llama-ft' }, training_job: job('stop001', 'TRAINING_JOB_STOPPED', { error_message: 'Stopped by user' }) };
+    } else if (path.includes('/jobs/pend001'))
+      body = { training_project: { id: 'n4q95w5', name: 'llama-ft' }, training_job: job('pend001', 'TRAINING_JOB_PENDING') };
+    else if (path.includes('/jobs/stop001'))
+      body = {
+        training_project: { id: 'n4q95w5', name: 'llama-ft' },
+        training_job: job('stop001', 'TRAINING_JOB_STOPPED', { error_message: 'Stopped by user' }),
+      };
     else body = { training_project: { id: 'n4q95w5', name: 'llama-ft' }, training_job: job('p7qr9qv', 'TRAINING_JOB_RUNNING') };
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify(body));
@@ -61,7 +113,12 @@ afterAll(() => new Promise<void>((r) => server.close(() => r())));
 const adapter = () => createBasetenAdapter({ id: 'bt-conf', kind: 'BASETEN', baseUrl, apiKeyEnv: 'K' }, { K: 'key' });
 const signal = new AbortController().signal;
 const ref = { externalId: 'p7qr9qv', projectExternalId: 'n4q95w5', status: 'RUNNING' as const, createdAt: null, startedAt: null, finishedAt: null };
-const request = { from: new Date('2025-03-01T09:50:00Z'), to: new Date('2025-03-01T10:10:00Z'), metrics: ['GPU_UTILIZATION' as const, 'GPU_MEMORY_USED' as const], stepSeconds: 60 };
+const request = {
+  from: new Date('2025-03-01T09:50:00Z'),
+  to: new Date('2025-03-01T10:10:00Z'),
+  metrics: ['GPU_UTILIZATION' as const, 'GPU_MEMORY_USED' as const],
+  stepSeconds: 60,
+};
 
 describe('metrics answers', () => {
   it('the fact sheet example: one node, rank "0" -> one GPU of 80 GiB, 0.87 and 61203283968 bytes exactly', async () => {
@@ -75,7 +132,10 @@ describe('metrics answers', () => {
 
   it('2 nodes x 8 GPUs are 16 GPUs with local rank keys (0..7 on each) and with global ones (0..7, 8..15), never 24', async () => {
     for (const second of [local8, global8]) {
-      metricsAnswer = metricsBody([['node-0', local8], ['node-1', second]]);
+      metricsAnswer = metricsBody([
+        ['node-0', local8],
+        ['node-1', second],
+      ]);
       const res = await adapter().fetchSystemMetrics(ref, request, signal);
       expect(res.nodes!.map((n) => n.gpus.length)).toEqual([8, 8]);
       expect(res.nodes!.flatMap((n) => n.gpus).length).toBe(16);
@@ -85,7 +145,10 @@ describe('metrics answers', () => {
   });
 
   it('a node that has reported no rank yet has no GPUs listed (none invented from the instance type)', async () => {
-    metricsAnswer = metricsBody([['node-0', local8], ['node-1', []]]);
+    metricsAnswer = metricsBody([
+      ['node-0', local8],
+      ['node-1', []],
+    ]);
     const res = await adapter().fetchSystemMetrics(ref, request, signal);
     expect(res.nodes!.map((n) => n.gpus.length)).toEqual([8, 0]);
   });

@@ -165,7 +165,7 @@ describe('jobs', () => {
     expect(sim.count('getJob')).toBe(1);
   });
 
-  it('lists the default workspace when none is configured (the search\'s own default), the configured one when set', async () => {
+  it("lists the default workspace when none is configured (the search's own default), the configured one when set", async () => {
     const projects = await adapter().listProjects(signal);
     expect(projects).toEqual([{ externalId: '0', name: 'default' }]);
     expect(await adapter({ workspaceId: simJob('llama-sft').workspaceId }).listProjects(signal)).toEqual([
@@ -224,9 +224,17 @@ describe('metrics', () => {
 
   it('drops -1 markers: a CPU-only job has no GPU series, an Ascend job has NPU series and no GPU ones', async () => {
     const a = adapter();
-    const cpu = await a.fetchSystemMetrics(await refOf(a, 'cpu-feature-etl'), { from: new Date(ANCHOR), to: new Date(clock), metrics: ALL_METRICS, stepSeconds: 60 }, signal);
+    const cpu = await a.fetchSystemMetrics(
+      await refOf(a, 'cpu-feature-etl'),
+      { from: new Date(ANCHOR), to: new Date(clock), metrics: ALL_METRICS, stepSeconds: 60 },
+      signal,
+    );
     expect(cpu.series.map((s) => s.name).sort()).toEqual(['CPU_UTILIZATION', 'MEMORY_UTILIZATION']);
-    const npu = await a.fetchSystemMetrics(await refOf(a, 'pangu-ascend-pretrain'), { from: new Date(ANCHOR), to: new Date(clock), metrics: ALL_METRICS, stepSeconds: 60 }, signal);
+    const npu = await a.fetchSystemMetrics(
+      await refOf(a, 'pangu-ascend-pretrain'),
+      { from: new Date(ANCHOR), to: new Date(clock), metrics: ALL_METRICS, stepSeconds: 60 },
+      signal,
+    );
     expect(new Set(npu.series.map((s) => s.name))).toEqual(new Set(['CPU_UTILIZATION', 'MEMORY_UTILIZATION', 'NPU_UTILIZATION', 'NPU_MEMORY_UTILIZATION']));
     for (const s of [...cpu.series, ...npu.series]) expect(s.points.every((p) => p.value !== null && p.value >= 0)).toBe(true);
   });
@@ -235,7 +243,11 @@ describe('metrics', () => {
     const a = adapter();
     const ref = await refOf(a, 'gpt-pretrain-4n');
     const job = simJob('gpt-pretrain-4n');
-    const result = await a.fetchSystemMetrics(ref, { from: new Date(ANCHOR - 86_400_000), to: new Date(clock), metrics: ['CPU_UTILIZATION'], stepSeconds: 60 }, signal);
+    const result = await a.fetchSystemMetrics(
+      ref,
+      { from: new Date(ANCHOR - 86_400_000), to: new Date(clock), metrics: ['CPU_UTILIZATION'], stepSeconds: 60 },
+      signal,
+    );
     expect(result.series).toHaveLength(4);
     const lastMinute = Math.floor(endTime(job)! / MINUTE) * MINUTE - MINUTE;
     for (const s of result.series) {
@@ -317,9 +329,9 @@ describe('failures', () => {
     const a = adapter();
     const ref = await refOf(a, 'bert-ft');
     sim.inject({ kind: 'malformed', route: 'getMetrics', times: 1 });
-    expect((await failure(a.fetchSystemMetrics(ref, { from: new Date(ANCHOR), to: new Date(clock), metrics: ALL_METRICS, stepSeconds: 60 }, signal))).code).toBe(
-      'UPSTREAM_BAD_RESPONSE',
-    );
+    expect(
+      (await failure(a.fetchSystemMetrics(ref, { from: new Date(ANCHOR), to: new Date(clock), metrics: ALL_METRICS, stepSeconds: 60 }, signal))).code,
+    ).toBe('UPSTREAM_BAD_RESPONSE');
     sim.inject({ kind: 'empty', route: 'searchJobs', times: 1 });
     expect((await failure(a.listJobs(null, signal))).code).toBe('UPSTREAM_BAD_RESPONSE');
   });

@@ -55,7 +55,10 @@ const ASCEND_JOB = JSON.stringify({
     duration: 7_200_000,
     start_time: 1740822060000,
     tasks: ['worker-0', 'worker-1'],
-    task_statuses: [{ task: 'worker-0', exit_code: 0, message: '' }, { task: 'worker-1', exit_code: 137, message: 'OOMKilled' }],
+    task_statuses: [
+      { task: 'worker-0', exit_code: 0, message: '' },
+      { task: 'worker-1', exit_code: 137, message: 'OOMKilled' },
+    ],
     running_records: [
       { start_at: 1740822060, end_at: 1740825660, start_type: 'init_or_rescheduled', end_reason: 'Failed', end_related_task: 'worker-1' },
       { start_at: 1740825720, end_at: 1740829290, start_type: 'restarted', end_reason: 'Failed', end_related_task: 'worker-1' },
@@ -144,7 +147,14 @@ describe('fact sheet job example + seed 001 metrics', () => {
   it('reads seed 001 for both tasks: percent -> ratio exactly, -1 dropped, minutes from the Date header, nodes in the same answer', async () => {
     paths.length = 0;
     const res = await adapter().fetchSystemMetrics(
-      { externalId: '6f1c2b9e-0d4a-4e8e-9a51-2f0b7c3d1e11', projectExternalId: '0', status: 'RUNNING', createdAt: null, startedAt: new Date(1740822060000), finishedAt: null },
+      {
+        externalId: '6f1c2b9e-0d4a-4e8e-9a51-2f0b7c3d1e11',
+        projectExternalId: '0',
+        status: 'RUNNING',
+        createdAt: null,
+        startedAt: new Date(1740822060000),
+        finishedAt: null,
+      },
       { from: new Date(1740822060000), to: ANSWERED, metrics: ['CPU_UTILIZATION', 'GPU_UTILIZATION'], stepSeconds: 60 },
       signal,
     );

@@ -21,7 +21,12 @@ interface Case {
 }
 
 const cases: Case[] = [
-  { title: 'GET without body', method: 'GET', endpoint: 'http://127.0.0.1:8443', path: '/v2/0f3c5b2a9e8d47c1b6a2d4e5f7a8b9c0/training-jobs/6f1c2b9e-0d4a-4e8e-9a51-2f0b7c3d1e11/metrics/worker-0' },
+  {
+    title: 'GET without body',
+    method: 'GET',
+    endpoint: 'http://127.0.0.1:8443',
+    path: '/v2/0f3c5b2a9e8d47c1b6a2d4e5f7a8b9c0/training-jobs/6f1c2b9e-0d4a-4e8e-9a51-2f0b7c3d1e11/metrics/worker-0',
+  },
   {
     title: 'POST search with a JSON body',
     method: 'POST',
@@ -72,7 +77,9 @@ describe('SDK-HMAC-SHA256 signer', () => {
       ) as Record<string, string>;
       expect(ours.Authorization).toBe(official.Authorization);
       expect(ours['X-Sdk-Date']).toBe(official['X-Sdk-Date']);
-      expect(ours.Authorization).toMatch(/^SDK-HMAC-SHA256 Access=HPUAEXAMPLEAK0123456, SignedHeaders=content-type;host;x-project-id;(x-sdk-date|x-sdk-date;x-security-token|x-sdk-date), Signature=[0-9a-f]{64}$/);
+      expect(ours.Authorization).toMatch(
+        /^SDK-HMAC-SHA256 Access=HPUAEXAMPLEAK0123456, SignedHeaders=content-type;host;x-project-id;(x-sdk-date|x-sdk-date;x-security-token|x-sdk-date), Signature=[0-9a-f]{64}$/,
+      );
     });
   }
 });
@@ -104,7 +111,11 @@ describe('the simulator verifies signatures', () => {
   it('accepts our signature and refuses the same signature on a tampered request', async () => {
     const url = `${sim.url}/v2/${sim.projectId}/training-job-searches`;
     const body = JSON.stringify({ offset: 0, limit: 1 });
-    const headers = signRequest({ method: 'POST', url, headers: { 'Content-Type': 'application/json', 'X-Project-Id': sim.projectId }, body }, credentials, new Date());
+    const headers = signRequest(
+      { method: 'POST', url, headers: { 'Content-Type': 'application/json', 'X-Project-Id': sim.projectId }, body },
+      credentials,
+      new Date(),
+    );
     expect((await fetch(url, { method: 'POST', headers, body })).status).toBe(200);
 
     const tamperedBody = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ offset: 0, limit: 50 }) });
@@ -114,7 +125,11 @@ describe('the simulator verifies signatures', () => {
     const tamperedPath = await fetch(`${url}?offset=3`, { method: 'POST', headers, body });
     expect(tamperedPath.status).toBe(403);
 
-    const wrongSecret = signRequest({ method: 'POST', url, headers: { 'Content-Type': 'application/json' }, body }, { ...credentials, secretAccessKey: 'wrong' }, new Date());
+    const wrongSecret = signRequest(
+      { method: 'POST', url, headers: { 'Content-Type': 'application/json' }, body },
+      { ...credentials, secretAccessKey: 'wrong' },
+      new Date(),
+    );
     expect((await fetch(url, { method: 'POST', headers: wrongSecret, body })).status).toBe(403);
 
     const stale = signRequest({ method: 'POST', url, headers: { 'Content-Type': 'application/json' }, body }, credentials, new Date(Date.now() - 16 * 60_000));

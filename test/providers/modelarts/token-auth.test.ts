@@ -84,7 +84,9 @@ describe('IAM token auth', () => {
   });
 
   it('maps a wrong password at IAM to UPSTREAM_AUTH without leaking it', async () => {
-    const err = await tokenAdapter('wrong-password').listJobs(null, signal).catch((e: unknown) => e);
+    const err = await tokenAdapter('wrong-password')
+      .listJobs(null, signal)
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(UpstreamError);
     expect((err as UpstreamError).code).toBe('UPSTREAM_AUTH');
     expect((err as UpstreamError).message).not.toContain('wrong-password');

@@ -32,7 +32,7 @@ const lastHour = (metrics: MetricFetchRequest['metrics']): MetricFetchRequest =>
 });
 
 describe('listJobs', () => {
-  it('with no workspace configured lists what ShowOwn=true + FromAllWorkspaces=true lists: the caller\'s jobs in every workspace, all pages, the 40-day-old one included', async () => {
+  it("with no workspace configured lists what ShowOwn=true + FromAllWorkspaces=true lists: the caller's jobs in every workspace, all pages, the 40-day-old one included", async () => {
     const adapter = adapterFor(sim);
     const seen: string[] = [];
     let cursor: string | null = null;
@@ -54,13 +54,21 @@ describe('listJobs', () => {
     const req = rawSigned(sim, { action: 'ListJobs', path: '/api/v1/jobs', query: { PageSize: '100', ShowOwn: 'false', StartTime: '2000-01-01T00:00:00Z' } });
     const body = (await (await fetch(req.url, { headers: req.headers })).json()) as { Jobs: { WorkspaceId: string }[]; TotalCount: number };
     expect(new Set(body.Jobs.map((j) => j.WorkspaceId))).toEqual(new Set([sim.fleet.workspaces[0]!.WorkspaceId]));
-    const allWs = rawSigned(sim, { action: 'ListJobs', path: '/api/v1/jobs', query: { PageSize: '100', ShowOwn: 'false', FromAllWorkspaces: 'true', StartTime: '2000-01-01T00:00:00Z' } });
+    const allWs = rawSigned(sim, {
+      action: 'ListJobs',
+      path: '/api/v1/jobs',
+      query: { PageSize: '100', ShowOwn: 'false', FromAllWorkspaces: 'true', StartTime: '2000-01-01T00:00:00Z' },
+    });
     const ignored = (await (await fetch(allWs.url, { headers: allWs.headers })).json()) as { TotalCount: number };
     expect(ignored.TotalCount).toBe(body.TotalCount); // FromAllWorkspaces needs ShowOwn=true
   });
 
   it('without StartTime the API hides jobs older than 7 days (why the adapter sends one)', async () => {
-    const req = rawSigned(sim, { action: 'ListJobs', path: '/api/v1/jobs', query: { PageSize: '100', PageNumber: '2', ShowOwn: 'false', WorkspaceId: '12345' } });
+    const req = rawSigned(sim, {
+      action: 'ListJobs',
+      path: '/api/v1/jobs',
+      query: { PageSize: '100', PageNumber: '2', ShowOwn: 'false', WorkspaceId: '12345' },
+    });
     const body = (await (await fetch(req.url, { headers: req.headers })).json()) as { TotalCount: number };
     const recent = sim.fleet.jobs.filter((j) => j.workspace.WorkspaceId === '12345' && j.createdMs >= Date.now() - 7 * 86_400_000).length;
     expect(body.TotalCount).toBe(recent);
@@ -89,9 +97,19 @@ describe('listJobs', () => {
 describe('getJob', () => {
   it('maps every PAI-DLC Status to a JobStatus and keeps the raw one', async () => {
     const expected: Record<string, JobStatus> = {
-      Creating: 'PENDING', Queuing: 'PENDING', Bidding: 'PENDING', EnvPreparing: 'PENDING', SanityChecking: 'PENDING',
-      Running: 'RUNNING', Restarting: 'RUNNING', Stopping: 'RUNNING',
-      SucceededReserving: 'SUCCEEDED', FailedReserving: 'FAILED', Succeeded: 'SUCCEEDED', Failed: 'FAILED', Stopped: 'STOPPED',
+      Creating: 'PENDING',
+      Queuing: 'PENDING',
+      Bidding: 'PENDING',
+      EnvPreparing: 'PENDING',
+      SanityChecking: 'PENDING',
+      Running: 'RUNNING',
+      Restarting: 'RUNNING',
+      Stopping: 'RUNNING',
+      SucceededReserving: 'SUCCEEDED',
+      FailedReserving: 'FAILED',
+      Succeeded: 'SUCCEEDED',
+      Failed: 'FAILED',
+      Stopped: 'STOPPED',
     };
     const adapter = adapterFor(sim);
     for (const [raw, status] of Object.entries(expected)) {
@@ -120,7 +138,11 @@ describe('getJob', () => {
     const adapter = adapterFor(sim);
     const tf = (await adapter.getJob({ externalId: byName('tf-ps-ctr').JobId, projectExternalId: '' }, signal()))!;
     expect(tf.gpuCount).toBe(2);
-    expect(Object.fromEntries(tf.nodes!.map((n) => [n.externalId.replace(/^dlc[0-9a-f]+-/, ''), n.gpus.length]))).toEqual({ 'ps-0': 0, 'worker-0': 1, 'worker-1': 1 });
+    expect(Object.fromEntries(tf.nodes!.map((n) => [n.externalId.replace(/^dlc[0-9a-f]+-/, ''), n.gpus.length]))).toEqual({
+      'ps-0': 0,
+      'worker-0': 1,
+      'worker-1': 1,
+    });
     // EcsSpec.GpuMemory says 24 GiB per A10 card.
     expect(tf.nodes![1]!.gpus[0]).toEqual({ index: 0, model: 'NVIDIA A10', memoryTotalBytes: 24 * 1024 ** 3 });
 
@@ -187,7 +209,7 @@ describe('fetchSystemMetrics', () => {
     expect(res.series[0]!.meta.timeStep).toBe('1m');
   });
 
-  it('returns the job\'s pods as the topology with the series, so every series\' node exists in the same answer', async () => {
+  it("returns the job's pods as the topology with the series, so every series' node exists in the same answer", async () => {
     const job = byName('resnet-ddp');
     const res = await adapterFor(sim).fetchSystemMetrics(refOf(job), lastHour(['GPU_UTILIZATION']), signal());
     expect(res.nodes!.map((n) => n.externalId)).toEqual(job.Pods.map((p) => p.PodId));
@@ -242,7 +264,7 @@ describe('failures', () => {
 });
 
 describe('fetchLogs', () => {
-  it('pages through every pod\'s plain lines with resumable cursors', async () => {
+  it("pages through every pod's plain lines with resumable cursors", async () => {
     const adapter = adapterFor(sim);
     const src = byName('mnist-succeeded');
     const ref = refOf(src);

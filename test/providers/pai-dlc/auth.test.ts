@@ -69,7 +69,9 @@ describe('PAI-DLC adapter signing', () => {
   });
 
   it('a wrong secret is UPSTREAM_AUTH carrying the upstream code, never the secret', async () => {
-    const err = await adapterFor(sim, {}, 'wrong-secret-value').listJobs(null, signal()).catch((e: unknown) => e);
+    const err = await adapterFor(sim, {}, 'wrong-secret-value')
+      .listJobs(null, signal())
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(UpstreamError);
     expect(err).toMatchObject({ code: 'UPSTREAM_AUTH', status: 400, details: { upstreamCode: 'SignatureDoesNotMatch' } });
     expect(String((err as Error).message)).not.toContain('wrong-secret-value');

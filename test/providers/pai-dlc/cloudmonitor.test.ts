@@ -52,7 +52,13 @@ describe('metrics route per job', () => {
     expect(res.covered).toEqual(['GPU_UTILIZATION']);
     expect(res.series.map((s) => s.nodeExternalId).sort()).toEqual(job.Pods.map((p) => p.PodId).sort());
     for (const s of res.series) {
-      expect(s).toMatchObject({ name: 'GPU_UTILIZATION', rawName: 'POD_GPU_UTIL', unit: 'RATIO', scope: 'NODE', meta: { route: 'CloudMonitor GetMetrics', periodSeconds: 60 } });
+      expect(s).toMatchObject({
+        name: 'GPU_UTILIZATION',
+        rawName: 'POD_GPU_UTIL',
+        unit: 'RATIO',
+        scope: 'NODE',
+        meta: { route: 'CloudMonitor GetMetrics', periodSeconds: 60 },
+      });
       expect(s.points.length).toBeGreaterThanOrEqual(59);
       expect(s.points.every((p) => p.value !== null && p.value > 0 && p.value <= 1)).toBe(true);
       expect(s.points[1]!.timestamp!.getTime() - s.points[0]!.timestamp!.getTime()).toBe(60_000);
@@ -99,7 +105,7 @@ describe('metrics route per job', () => {
     const times = series.points.map((p) => p.timestamp!.getTime());
     expect(new Set(times).size).toBe(times.length);
     expect(times.length).toBeGreaterThan(1400); // 6 h at 15 s for each of the pods: several pages
-    expect(sim.count('getMetrics')).toBeGreaterThanOrEqual(job.Pods.length * 1400 / 1000);
+    expect(sim.count('getMetrics')).toBeGreaterThanOrEqual((job.Pods.length * 1400) / 1000);
   });
 
   it('an empty answer while the job runs is not recorded as complete, and is reported as a mismatch', async () => {
@@ -110,7 +116,7 @@ describe('metrics route per job', () => {
     expect(mismatches.map((m) => m.assumption)).toContain('pai-dlc.cms.empty-while-running');
   });
 
-  it('a finished job\'s empty answer is complete (nothing more will come)', async () => {
+  it("a finished job's empty answer is complete (nothing more will come)", async () => {
     sim.inject({ kind: 'empty', route: 'getMetrics' });
     const job = byName('gpt-crash-reserving');
     const stopped = sim.fleet.jobs.find((j) => j.Status === 'Failed' && j.ResourceId)!;

@@ -53,12 +53,34 @@ const SEED_002_JOB = JSON.stringify({
   GmtFinishTime: '2021-03-29T04:00:00Z',
   RestartTimes: '0/3',
   JobSpecs: [{ Type: 'Worker', PodCount: 1, EcsSpec: 'ecs.gn6e-c12g1.3xlarge' }],
-  Pods: [{ PodId: 'dlc-20210329110128-******-worker-0', PodUid: '5d2a0b8f-3c1e-4f7b-9c6e-1a2b3c4d5e6f', Type: 'Worker', Status: 'Succeeded', GmtStartTime: '2021-03-29T02:01:28Z', HistoryPods: [] }],
+  Pods: [
+    {
+      PodId: 'dlc-20210329110128-******-worker-0',
+      PodUid: '5d2a0b8f-3c1e-4f7b-9c6e-1a2b3c4d5e6f',
+      Type: 'Worker',
+      Status: 'Succeeded',
+      GmtStartTime: '2021-03-29T02:01:28Z',
+      HistoryPods: [],
+    },
+  ],
 });
 
 // The official SDK model EcsSpec's @example values (pai-dlc-20201203/src/models/EcsSpec.ts).
 const SDK_ECS_SPECS = JSON.stringify({
-  EcsSpecs: [{ AcceleratorType: 'GPU', Cpu: 12, DefaultGPUDriver: '470.199.02', Gpu: 1, GpuMemory: 80, GpuType: 'NVIDIA v100', InstanceType: 'ecs.gn6e-c12g1.3xlarge', IsAvailable: true, Memory: 92, ResourceType: 'ECS' }],
+  EcsSpecs: [
+    {
+      AcceleratorType: 'GPU',
+      Cpu: 12,
+      DefaultGPUDriver: '470.199.02',
+      Gpu: 1,
+      GpuMemory: 80,
+      GpuType: 'NVIDIA v100',
+      InstanceType: 'ecs.gn6e-c12g1.3xlarge',
+      IsAvailable: true,
+      Memory: 92,
+      ResourceType: 'ECS',
+    },
+  ],
   TotalCount: 1,
   RequestId: '473469C7-AA6F-4DC5-B3DB-A3DC0DE3C83E',
 });
@@ -76,7 +98,18 @@ const LINGJUN_JOB = JSON.stringify({
   GmtRunningTime: '2025-03-01T10:00:05Z',
   RestartTimes: '1/10',
   JobSpecs: [{ Type: 'Worker', PodCount: 1, ResourceConfig: { CPU: '96', GPU: '8', GPUType: 'NVIDIA-A100-SXM4-80GB', Memory: '768Gi' } }],
-  Pods: [{ PodId: 'dlcl1ngjun00001-worker-0', PodUid: 'u-2', Type: 'Worker', Status: 'Running', GmtStartTime: '2025-03-01T10:05:00Z', HistoryPods: [{ PodId: 'dlcl1ngjun00001-worker-0', PodUid: 'u-1', Status: 'Failed', GmtStartTime: '2025-03-01T10:00:05Z', GmtFinishTime: '2025-03-01T10:04:00Z' }] }],
+  Pods: [
+    {
+      PodId: 'dlcl1ngjun00001-worker-0',
+      PodUid: 'u-2',
+      Type: 'Worker',
+      Status: 'Running',
+      GmtStartTime: '2025-03-01T10:05:00Z',
+      HistoryPods: [
+        { PodId: 'dlcl1ngjun00001-worker-0', PodUid: 'u-1', Status: 'Failed', GmtStartTime: '2025-03-01T10:00:05Z', GmtFinishTime: '2025-03-01T10:04:00Z' },
+      ],
+    },
+  ],
 });
 
 // GetMetrics answers: the SDK model's own DataPoints example (GetMetricsResponseBody.ts), whose
@@ -92,14 +125,22 @@ const SDK_GET_METRICS = JSON.stringify({
   Success: true,
 });
 const CMS_POINTS_PAGE_1 = JSON.stringify({
-  Code: '200', Success: true, Period: '60', NextToken: 'page-2', RequestId: 'r1',
+  Code: '200',
+  Success: true,
+  Period: '60',
+  NextToken: 'page-2',
+  RequestId: 'r1',
   DataPoints: JSON.stringify([
     { timestamp: 1740823200000, jobId: 'dlcl1ngjun00001', pod: 'dlcl1ngjun00001-worker-0', Average: 71.5, Maximum: 80, Minimum: 60 },
     { timestamp: 1740823260000, jobId: 'dlcl1ngjun00001', pod: 'dlcl1ngjun00001-worker-0', Average: 74.25, Maximum: 81, Minimum: 66 },
   ]),
 });
 const CMS_POINTS_PAGE_2 = JSON.stringify({
-  Code: '200', Success: true, Period: '60', NextToken: '', RequestId: 'r2',
+  Code: '200',
+  Success: true,
+  Period: '60',
+  NextToken: '',
+  RequestId: 'r2',
   DataPoints: JSON.stringify([{ timestamp: 1740823320000, jobId: 'dlcl1ngjun00001', pod: 'dlcl1ngjun00001-worker-0', Average: 0 }]),
 });
 let cmsMode: 'sdk' | 'cms' = 'cms';
@@ -206,7 +247,14 @@ describe('fact sheet GetJob example', () => {
 });
 
 describe('CloudMonitor GetMetrics shapes', () => {
-  const lingjunRef = { externalId: 'dlcl1ngjun00001', projectExternalId: '67890', status: 'RUNNING' as const, createdAt: null, startedAt: null, finishedAt: null };
+  const lingjunRef = {
+    externalId: 'dlcl1ngjun00001',
+    projectExternalId: '67890',
+    status: 'RUNNING' as const,
+    createdAt: null,
+    startedAt: null,
+    finishedAt: null,
+  };
   const request = { from: new Date('2025-03-01T10:00:00Z'), to: new Date('2025-03-01T11:00:00Z'), metrics: ['GPU_UTILIZATION' as const], stepSeconds: 60 };
 
   it('sends Namespace, MetricName, Dimensions as a JSON string, Period and Length; follows NextToken; reads CloudMonitor points exactly', async () => {
@@ -236,7 +284,7 @@ describe('CloudMonitor GetMetrics shapes', () => {
     expect(res.nodes!.map((n) => n.externalId)).toEqual(['dlcl1ngjun00001-worker-0']);
   });
 
-  it('the SDK model\'s own DataPoints example has no timestamp or value: nothing is read as a number, nothing is recorded complete, a mismatch is reported', async () => {
+  it("the SDK model's own DataPoints example has no timestamp or value: nothing is read as a number, nothing is recorded complete, a mismatch is reported", async () => {
     const seen: ShapeMismatch[] = [];
     const stop = onShapeMismatch((m) => seen.push(m));
     cmsMode = 'sdk';

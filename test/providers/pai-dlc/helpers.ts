@@ -52,10 +52,16 @@ export function rawSigned(sim: PaiDlcSimulator, req: RawSignedRequest): { url: s
   const names = Object.keys(headers).sort();
   const canonical = ['GET', req.path, qs, names.map((n) => `${n}:${headers[n]}\n`).join(''), names.join(';'), headers['x-acs-content-sha256']].join('\n');
   const toSign = `ACS3-HMAC-SHA256\n${createHash('sha256').update(canonical).digest('hex')}`;
-  const sig = createHmac('sha256', req.secret ?? sim.accessKeySecret).update(toSign).digest('hex');
+  const sig = createHmac('sha256', req.secret ?? sim.accessKeySecret)
+    .update(toSign)
+    .digest('hex');
   const { host: _host, ...sent } = headers;
   return {
     url: `${sim.url}${req.path}${qs ? `?${qs}` : ''}`,
-    headers: { ...sent, accept: 'application/json', authorization: `ACS3-HMAC-SHA256 Credential=${req.accessKeyId ?? sim.accessKeyId},SignedHeaders=${names.join(';')},Signature=${sig}` },
+    headers: {
+      ...sent,
+      accept: 'application/json',
+      authorization: `ACS3-HMAC-SHA256 Credential=${req.accessKeyId ?? sim.accessKeyId},SignedHeaders=${names.join(';')},Signature=${sig}`,
+    },
   };
 }

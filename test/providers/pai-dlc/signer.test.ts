@@ -12,7 +12,7 @@ import { startPaiDlcSimulator, type PaiDlcSimulator } from '../../../src/simulat
 // CommonJS packages: under ESM their classes sit on the namespace, the client on `default(.default)`.
 type Ctor = new (...args: unknown[]) => object;
 const sdk = OpenApiModule as unknown as Record<string, unknown> & { default: Record<string, unknown> };
-const pick = (name: string) => ((sdk[name] ?? sdk.default[name]) as Ctor);
+const pick = (name: string) => (sdk[name] ?? sdk.default[name]) as Ctor;
 const OpenApiClient = ((sdk.default as { default?: unknown }).default ?? sdk.default) as unknown as Ctor;
 const Config = pick('Config');
 const Params = pick('Params');
@@ -49,7 +49,15 @@ afterAll(async () => {
 const AK = 'LTAI5tExampleAccessKey';
 const SK = 'ExampleSecret/With+Chars=';
 
-async function sdkCall(opts: { endpoint: string; action: string; pathname: string; query: Record<string, string>; securityToken?: string; secret?: string; accessKeyId?: string }) {
+async function sdkCall(opts: {
+  endpoint: string;
+  action: string;
+  pathname: string;
+  query: Record<string, string>;
+  securityToken?: string;
+  secret?: string;
+  accessKeyId?: string;
+}) {
   const client = new OpenApiClient(
     new Config({
       accessKeyId: opts.accessKeyId ?? AK,
@@ -115,7 +123,13 @@ describe('V3 signer equals @alicloud/openapi-client@0.4.15', () => {
 
   it('STS credentials: x-acs-accesskey-id and x-acs-security-token are signed the same way', async () => {
     captured.length = 0;
-    await sdkCall({ endpoint: `127.0.0.1:${port}`, action: 'GetJob', pathname: '/api/v1/jobs/dlc1a2b3c4d5e6f', query: { NeedDetail: 'true' }, securityToken: 'CAIS-sts-token==' });
+    await sdkCall({
+      endpoint: `127.0.0.1:${port}`,
+      action: 'GetJob',
+      pathname: '/api/v1/jobs/dlc1a2b3c4d5e6f',
+      query: { NeedDetail: 'true' },
+      securityToken: 'CAIS-sts-token==',
+    });
     const c = captured[0]!;
     expect(c.headers['x-acs-security-token']).toBe('CAIS-sts-token==');
     expect(ourAuthorization(c, { accessKeyId: AK, accessKeySecret: SK })).toBe(c.headers.authorization);
@@ -145,7 +159,14 @@ describe('V3 signer equals @alicloud/openapi-client@0.4.15', () => {
 
   it('the simulator accepts the official SDK and rejects it with a wrong secret', async () => {
     const endpoint = new URL(sim.url).host;
-    const res = await sdkCall({ endpoint, action: 'ListJobs', pathname: '/api/v1/jobs', query: { PageSize: '5', ShowOwn: 'false' }, accessKeyId: sim.accessKeyId, secret: sim.accessKeySecret });
+    const res = await sdkCall({
+      endpoint,
+      action: 'ListJobs',
+      pathname: '/api/v1/jobs',
+      query: { PageSize: '5', ShowOwn: 'false' },
+      accessKeyId: sim.accessKeyId,
+      secret: sim.accessKeySecret,
+    });
     expect(res.statusCode).toBe(200);
     expect((res.body.Jobs as unknown[]).length).toBe(5);
     await expect(

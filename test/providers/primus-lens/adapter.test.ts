@@ -119,9 +119,7 @@ describe('workloads, pods and nodes', () => {
     const llama = workload(lens, 'llama3-8b-pretrain');
     const running = await adapter.getJob(ref(llama), signal);
     expect(running).toMatchObject({ status: 'RUNNING', finishedAt: null, gpuCount: 16, gpuType: 'AMD_Instinct_MI300X_OAM' });
-    expect(running!.nodes!.map((n) => [n.externalId, n.gpus.length])).toEqual(
-      llama.pods.map((p) => [p.nodeName, 8]),
-    );
+    expect(running!.nodes!.map((n) => [n.externalId, n.gpus.length])).toEqual(llama.pods.map((p) => [p.nodeName, 8]));
     expect(running!.nodes![0]!.gpus[7]).toEqual({ index: 7, model: 'AMD_Instinct_MI300X_OAM', memoryTotalBytes: null });
 
     const done = workload(lens, 'mixtral-sft');
@@ -146,7 +144,11 @@ describe('workloads, pods and nodes', () => {
   it('reads node and per-GPU utilization as ratios, per GPU from the workload-scoped route, and pod CPU', async () => {
     const llama = workload(lens, 'llama3-8b-pretrain');
     const from = new Date(NOW - 10 * 60_000);
-    const result = await adapter.fetchSystemMetrics(ref(llama), { from, to: new Date(NOW), metrics: ['GPU_UTILIZATION', 'GPU_MEMORY_UTILIZATION', 'CPU_USAGE'], stepSeconds: 60 }, signal);
+    const result = await adapter.fetchSystemMetrics(
+      ref(llama),
+      { from, to: new Date(NOW), metrics: ['GPU_UTILIZATION', 'GPU_MEMORY_UTILIZATION', 'CPU_USAGE'], stepSeconds: 60 },
+      signal,
+    );
     expect(result.covered).toEqual(['GPU_UTILIZATION', 'GPU_MEMORY_UTILIZATION', 'CPU_USAGE']);
     const node = llama.pods[0]!.nodeName;
     const nodeUtil = result.series.find((s) => s.scope === 'NODE' && s.name === 'GPU_UTILIZATION' && s.nodeExternalId === node)!;
@@ -191,7 +193,9 @@ describe('workloads, pods and nodes', () => {
       const power = result.series.filter((s) => s.scope === 'GPU' && s.name === 'GPU_POWER');
       expect(power.map((s) => s.gpuIndex).sort()).toEqual(ids);
       expect(power[0]).toMatchObject({ unit: 'WATTS', rawName: 'gpu_power_by_device' });
-      expect(result.nodes).toEqual([{ externalId: node, name: node, gpus: ids.map((index) => ({ index, model: expect.any(String), memoryTotalBytes: null })) }]);
+      expect(result.nodes).toEqual([
+        { externalId: node, name: node, gpus: ids.map((index) => ({ index, model: expect.any(String), memoryTotalBytes: null })) },
+      ]);
       // The detail names the same GPUs.
       const detail = await adapter.getJob(ref(w), signal);
       expect(detail!.nodes![0]!.gpus.map((g) => g.index)).toEqual(ids);
@@ -214,12 +218,16 @@ describe('workloads, pods and nodes', () => {
     expect(at('RDMA_TRANSMIT_RATE').points[0]!.value).toBe(nodeRdmaBytesPerSecond(llama, pod.nodeName, 'tx', t('RDMA_TRANSMIT_RATE')));
   });
 
-  it('without the unified route (older Lens): node-wide device data only, marked so, never as the workload\'s own', async () => {
+  it("without the unified route (older Lens): node-wide device data only, marked so, never as the workload's own", async () => {
     const old = await sim({ unifiedTrainingMetrics: false });
     const a = adapterFor(old, { cluster: 'gpu-cluster-a' });
     const vit = workload(old, 'vit-h-finetune');
     const node = vit.pods[0]!.nodeName;
-    const result = await a.fetchSystemMetrics(ref(vit), { from: new Date(NOW - 10 * 60_000), to: new Date(NOW), metrics: ['GPU_UTILIZATION', 'CPU_USAGE'], stepSeconds: 60 }, signal);
+    const result = await a.fetchSystemMetrics(
+      ref(vit),
+      { from: new Date(NOW - 10 * 60_000), to: new Date(NOW), metrics: ['GPU_UTILIZATION', 'CPU_USAGE'], stepSeconds: 60 },
+      signal,
+    );
     // Pod CPU comes only from the unified route: not covered, nothing claimed.
     expect(result.covered).toEqual(['GPU_UTILIZATION']);
     const devices = result.series.filter((s) => s.scope === 'GPU');
@@ -227,7 +235,9 @@ describe('workloads, pods and nodes', () => {
     expect(devices).toHaveLength(8);
     expect(devices.every((s) => s.source === 'primus-lens:node-wide' && s.meta.nodeWide === true)).toBe(true);
     expect(result.series.filter((s) => s.scope === 'GPU' && s.source === 'primus-lens')).toHaveLength(0);
-    expect(result.nodes).toEqual([{ externalId: node, name: node, gpus: [0, 1, 2, 3].map((index) => ({ index, model: expect.any(String), memoryTotalBytes: null })) }]);
+    expect(result.nodes).toEqual([
+      { externalId: node, name: node, gpus: [0, 1, 2, 3].map((index) => ({ index, model: expect.any(String), memoryTotalBytes: null })) },
+    ]);
   });
 });
 
@@ -341,7 +351,10 @@ describe('auth and cluster', () => {
     expect((await ok.listJobs(null, signal)).jobs.length).toBeGreaterThan(0);
     const wrong = adapterFor(lens, { cookieEnv: 'LENS_COOKIE' }, { LENS_COOKIE: 'Token=nope' });
     await expect(wrong.listJobs(null, signal)).rejects.toMatchObject({ code: 'UPSTREAM_AUTH', status: 401 });
-    await expect(adapterFor(lens).listJobs(null, signal)).rejects.toMatchObject({ code: 'UPSTREAM_AUTH', message: expect.stringMatching(/authentication required/) });
+    await expect(adapterFor(lens).listJobs(null, signal)).rejects.toMatchObject({
+      code: 'UPSTREAM_AUTH',
+      message: expect.stringMatching(/authentication required/),
+    });
   });
 
   it('sends a Bearer key through the SaFE proxy prefix, with cluster required', async () => {
@@ -351,10 +364,12 @@ describe('auth and cluster', () => {
     const ok = adapterFor(lens, { tokenEnv: 'LENS_TOKEN', cluster: 'gpu-cluster-a' }, secrets);
     expect((await ok.listJobs(null, signal)).jobs.length).toBe(lens.fleet.workloads.filter((w) => w.cluster === 'gpu-cluster-a').length);
 
-    await expect(adapterFor(lens, { tokenEnv: 'LENS_TOKEN', cluster: 'gpu-cluster-a' }, { LENS_TOKEN: 'ak-bad' }).listJobs(null, signal)).rejects.toMatchObject({
-      code: 'UPSTREAM_AUTH',
-      details: { upstreamCode: 'Primus.00009' },
-    });
+    await expect(adapterFor(lens, { tokenEnv: 'LENS_TOKEN', cluster: 'gpu-cluster-a' }, { LENS_TOKEN: 'ak-bad' }).listJobs(null, signal)).rejects.toMatchObject(
+      {
+        code: 'UPSTREAM_AUTH',
+        details: { upstreamCode: 'Primus.00009' },
+      },
+    );
     await expect(adapterFor(lens, { tokenEnv: 'LENS_TOKEN' }, secrets).listJobs(null, signal)).rejects.toMatchObject({
       code: 'UPSTREAM_BAD_RESPONSE',
       details: { upstreamCode: 'Primus.00002' },
@@ -444,7 +459,9 @@ describe('faults', () => {
     await expect(adapter.listJobs(null, signal)).rejects.toMatchObject({ code: 'UPSTREAM_BAD_RESPONSE' });
     lens.inject({ kind: 'empty', route: 'metricsData', times: 1 });
     const llama = workload(lens, 'llama3-8b-pretrain');
-    await expect(adapter.fetchTrainingMetrics!(ref(llama), { from: null, to: null, names: null }, signal)).rejects.toMatchObject({ code: 'UPSTREAM_BAD_RESPONSE' });
+    await expect(adapter.fetchTrainingMetrics!(ref(llama), { from: null, to: null, names: null }, signal)).rejects.toMatchObject({
+      code: 'UPSTREAM_BAD_RESPONSE',
+    });
     lens.inject({ kind: 'auth', times: 1 });
     await expect(adapter.listProjects(signal)).rejects.toMatchObject({ code: 'UPSTREAM_AUTH', status: 401 });
   });
@@ -497,7 +514,10 @@ describe('simulator answers like the fact sheet', () => {
       const res = await fetch(`${lens.url}/v1${path}`);
       return { status: res.status, body: (await res.json()) as any };
     };
-    expect(await get('/gpu-aggregation/clusters')).toEqual({ status: 200, body: { meta: { code: 2000, message: 'OK' }, data: ['gpu-cluster-a', 'gpu-cluster-b'], tracing: null } });
+    expect(await get('/gpu-aggregation/clusters')).toEqual({
+      status: 200,
+      body: { meta: { code: 2000, message: 'OK' }, data: ['gpu-cluster-a', 'gpu-cluster-b'], tracing: null },
+    });
     expect(await get('/workloads?page_num=abc')).toEqual({ status: 200, body: { meta: { code: 5000, message: 'Unknown error' }, data: null, tracing: null } });
     expect((await get('/nope')).status).toBe(404);
     expect((await get('/nope')).body).toEqual({ error: 'endpoint not found: GET /nope' });

@@ -39,7 +39,11 @@ const ROUTES: [string, RegExp][] = [
 const ok = (file: string): Answer => ({ status: statusOf(file), body: fixture(file) });
 const emptyNodeGraph: Answer = {
   status: 200,
-  body: JSON.stringify({ meta: { code: 2000, message: 'OK' }, data: { gpu_utilization: { serial: 0, series: [], config: { y_axis_unit: '%' } } }, tracing: null }),
+  body: JSON.stringify({
+    meta: { code: 2000, message: 'OK' },
+    data: { gpu_utilization: { serial: 0, series: [], config: { y_axis_unit: '%' } } },
+    tracing: null,
+  }),
 };
 function defaults(): Record<string, Answer> {
   return {
@@ -135,7 +139,14 @@ describe('composed v1 fixtures', () => {
 
   it('workload detail (camelCase, filled tracing) -> job with nodes', async () => {
     const detail = await adapter().getJob({ externalId: UID, projectExternalId: 'team-llm' }, signal);
-    expect(detail).toMatchObject({ externalId: UID, name: 'llama3-8b-pretrain', status: 'RUNNING', startedAt: new Date(1764547200_000), finishedAt: null, gpuCount: 16 });
+    expect(detail).toMatchObject({
+      externalId: UID,
+      name: 'llama3-8b-pretrain',
+      status: 'RUNNING',
+      startedAt: new Date(1764547200_000),
+      finishedAt: null,
+      gpuCount: 16,
+    });
     expect(detail!.nodes!.map((n) => [n.externalId, n.gpus.length, n.gpus[0]!.model])).toEqual([
       ['gpu-node-01', 8, 'AMD_Instinct_MI300X_OAM'],
       ['gpu-node-02', 8, 'AMD_Instinct_MI300X_OAM'],
@@ -149,16 +160,41 @@ describe('composed v1 fixtures', () => {
       { from: new Date(1764550800_000), to: new Date(1764550920_000), metrics: ['GPU_UTILIZATION', 'GPU_MEMORY_UTILIZATION'], stepSeconds: 60 },
       signal,
     );
-    expect(Object.fromEntries(lastRequest(`/workloads/${UID}/metrics`).searchParams)).toEqual({ start: '1764550800', end: '1764550920', step: '60', cluster: 'gpu-cluster-a' });
+    expect(Object.fromEntries(lastRequest(`/workloads/${UID}/metrics`).searchParams)).toEqual({
+      start: '1764550800',
+      end: '1764550920',
+      step: '60',
+      cluster: 'gpu-cluster-a',
+    });
     expect(result.covered).toEqual(['GPU_UTILIZATION', 'GPU_MEMORY_UTILIZATION']);
     const find = (name: string, scope: string, node: string, gpu: number | null = null) =>
       result.series.find((s) => s.name === name && s.scope === scope && s.nodeExternalId === node && s.gpuIndex === gpu)!;
     const t = [1764550800_000, 1764550860_000, 1764550920_000] as const;
-    expectRatioPoints(find('GPU_UTILIZATION', 'NODE', 'gpu-node-01'), [[t[0], 0.951], [t[1], 0.964], [t[2], 0.948]]);
-    expectRatioPoints(find('GPU_UTILIZATION', 'NODE', 'gpu-node-02'), [[t[0], 0.937], [t[1], 0.959], [t[2], 0.962]]);
-    expectRatioPoints(find('GPU_MEMORY_UTILIZATION', 'NODE', 'gpu-node-01'), [[t[0], 0.712], [t[1], 0.714], [t[2], 0.714]]);
-    expectRatioPoints(find('GPU_UTILIZATION', 'GPU', 'gpu-node-01', 0), [[t[0], 0.97], [t[1], 0.96], [t[2], 0.98]]);
-    expectRatioPoints(find('GPU_UTILIZATION', 'GPU', 'gpu-node-01', 1), [[t[0], 0.94], [t[1], 0.95], [t[2], 0.93]]);
+    expectRatioPoints(find('GPU_UTILIZATION', 'NODE', 'gpu-node-01'), [
+      [t[0], 0.951],
+      [t[1], 0.964],
+      [t[2], 0.948],
+    ]);
+    expectRatioPoints(find('GPU_UTILIZATION', 'NODE', 'gpu-node-02'), [
+      [t[0], 0.937],
+      [t[1], 0.959],
+      [t[2], 0.962],
+    ]);
+    expectRatioPoints(find('GPU_MEMORY_UTILIZATION', 'NODE', 'gpu-node-01'), [
+      [t[0], 0.712],
+      [t[1], 0.714],
+      [t[2], 0.714],
+    ]);
+    expectRatioPoints(find('GPU_UTILIZATION', 'GPU', 'gpu-node-01', 0), [
+      [t[0], 0.97],
+      [t[1], 0.96],
+      [t[2], 0.98],
+    ]);
+    expectRatioPoints(find('GPU_UTILIZATION', 'GPU', 'gpu-node-01', 1), [
+      [t[0], 0.94],
+      [t[1], 0.95],
+      [t[2], 0.93],
+    ]);
     // GPU Power has no canonical metric and TrainingPerformance is not a node series: neither leaks in.
     expect(result.series.every((s) => s.rawName !== 'GPU Power' && s.nodeExternalId !== 'tflops')).toBe(true);
     expect(result.series).toHaveLength(5);
@@ -177,15 +213,24 @@ describe('composed v1 fixtures', () => {
     const byKey = Object.fromEntries(series.map((s) => [`${s.name}/${s.source}`, s]));
     expect(Object.keys(byKey).sort()).toEqual(['loss/log', 'tflops/log']);
     expect(byKey['loss/log']).toMatchObject({ kind: 'training', keyedBy: 'step', scope: 'JOB', rawName: 'loss' });
-    expect(pointsOf(byKey['loss/log']!)).toEqual([[100, 1764547200000, 2.1432], [200, 1764547260000, 1.9871]]);
-    expect(pointsOf(byKey['tflops/log']!)).toEqual([[100, 1764547200000, 412.7], [200, 1764547260000, 415.2]]);
+    expect(pointsOf(byKey['loss/log']!)).toEqual([
+      [100, 1764547200000, 2.1432],
+      [200, 1764547260000, 1.9871],
+    ]);
+    expect(pointsOf(byKey['tflops/log']!)).toEqual([
+      [100, 1764547200000, 412.7],
+      [200, 1764547260000, 415.2],
+    ]);
   });
 
   it('metrics/data filtered to wandb -> the wandb loss series', async () => {
     answers.data = ok('v1/workload_metrics_data_filtered.json');
     const series = await adapter().fetchTrainingMetrics!(job, { from: new Date(1764547200000), to: new Date(1764550800000), names: ['loss'] }, signal);
     expect(series.map((s) => `${s.name}/${s.source}`)).toEqual(['loss/wandb']);
-    expect(pointsOf(series[0]!)).toEqual([[100, 1764547200000, 0.5432], [200, 1764547260000, 0.4321]]);
+    expect(pointsOf(series[0]!)).toEqual([
+      [100, 1764547200000, 0.5432],
+      [200, 1764547260000, 0.4321],
+    ]);
   });
 
   it('iteration-times -> progress with iteration, target and rate', async () => {
@@ -219,7 +264,10 @@ describe('seed 003 examples (legacy bare bodies)', () => {
     expect(lastRequest('/metrics/data').searchParams.get('metrics')).toBe('loss,accuracy,learning_rate');
     const byKey = Object.fromEntries(series.map((s) => [`${s.name}/${s.source}`, s]));
     expect(Object.keys(byKey).sort()).toEqual(['accuracy/wandb', 'loss/wandb']);
-    expect(pointsOf(byKey['loss/wandb']!)).toEqual([[100, 1701734400000, 0.5432], [200, 1701734460000, 0.4321]]);
+    expect(pointsOf(byKey['loss/wandb']!)).toEqual([
+      [100, 1701734400000, 0.5432],
+      [200, 1701734460000, 0.4321],
+    ]);
     expect(pointsOf(byKey['accuracy/wandb']!)).toEqual([[100, 1701734400000, 0.8765]]);
 
     const progress = await a.fetchProgress!(job, signal);
@@ -229,7 +277,10 @@ describe('seed 003 examples (legacy bare bodies)', () => {
   it('the legacy sources fixture reads like the current one', async () => {
     answers.sources = ok('legacy/legacy_metrics_sources.json');
     const series = await adapter().fetchTrainingMetrics!(job, { from: null, to: null, names: ['loss'] }, signal);
-    expect(pointsOf(series[0]!)).toEqual([[100, 1764547200000, 2.1432], [200, 1764547260000, 1.9871]]);
+    expect(pointsOf(series[0]!)).toEqual([
+      [100, 1764547200000, 2.1432],
+      [200, 1764547260000, 1.9871],
+    ]);
   });
 });
 
@@ -264,6 +315,10 @@ describe('error fixtures become typed errors, never data', () => {
     await expect(adapter().getJob({ externalId: UID, projectExternalId: 'team-llm' }, signal)).rejects.toMatchObject({ code: 'UPSTREAM_NOT_FOUND' });
     answers.list = ok('errors/error_unknown.json');
     // 5000 "Unknown error" is Lens' untyped failure (bad parameters among them): not retried.
-    await expect(adapter().listJobs(null, signal)).rejects.toMatchObject({ code: 'UPSTREAM_BAD_RESPONSE', retryable: false, details: { upstreamCode: '5000' } });
+    await expect(adapter().listJobs(null, signal)).rejects.toMatchObject({
+      code: 'UPSTREAM_BAD_RESPONSE',
+      retryable: false,
+      details: { upstreamCode: '5000' },
+    });
   });
 });

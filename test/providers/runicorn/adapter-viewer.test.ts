@@ -31,7 +31,14 @@ afterAll(async () => {
 });
 
 const runNamed = (alias: string) => fleet.runs.find((r) => r.alias === alias)!;
-const ref = (externalId: string, createdAt: Date | null = null): JobRef => ({ externalId, projectExternalId: 'p', status: 'RUNNING', createdAt, startedAt: null, finishedAt: null });
+const ref = (externalId: string, createdAt: Date | null = null): JobRef => ({
+  externalId,
+  projectExternalId: 'p',
+  status: 'RUNNING',
+  createdAt,
+  startedAt: null,
+  finishedAt: null,
+});
 const all = { from: null, to: null, names: null };
 
 describe('viewer mode against the simulator', () => {
@@ -85,10 +92,14 @@ describe('viewer mode against the simulator', () => {
     expect(adapter.openLogSockets()).toBe(1);
     // New lines arrive on that socket and appear after the cursor, without another replay.
     expect(fleet.advance(NOW + 20_000)).toBe(10);
-    const newer = await eventually(async () => {
-      const page = await adapter.fetchLogs!(job, { after: rest.nextCursor, since: null, limit: 1000 }, signal());
-      return page.lines.length === 2 && page;
-    }, 10_000, 'the appended lines');
+    const newer = await eventually(
+      async () => {
+        const page = await adapter.fetchLogs!(job, { after: rest.nextCursor, since: null, limit: 1000 }, signal());
+        return page.lines.length === 2 && page;
+      },
+      10_000,
+      'the appended lines',
+    );
     expect(newer.lines.map((l) => l.message)).toEqual([expect.stringMatching(/\| step 301 loss=/), expect.stringMatching(/\| step 310 loss=/)]);
     expect(viewer.count('logs_ws')).toBe(1);
   });
@@ -130,7 +141,10 @@ describe('viewer mode against the simulator', () => {
     viewer.inject({ kind: 'rate_limit', route: 'runs', retryAfterSeconds: 7, times: 1 });
     await expect(adapter.listJobs(null, signal())).rejects.toMatchObject({ code: 'UPSTREAM_RATE_LIMITED', retryAfterSeconds: 7 });
     viewer.inject({ kind: 'status', route: 'metrics_step', status: 500, times: 1 });
-    await expect(adapter.fetchTrainingMetrics!(ref(runNamed('baseline').id), all, signal())).rejects.toMatchObject({ code: 'UPSTREAM_UNAVAILABLE', status: 500 });
+    await expect(adapter.fetchTrainingMetrics!(ref(runNamed('baseline').id), all, signal())).rejects.toMatchObject({
+      code: 'UPSTREAM_UNAVAILABLE',
+      status: 500,
+    });
     viewer.inject({ kind: 'timeout', route: 'run_detail', times: 1 });
     await expect(adapter.getJob({ externalId: runNamed('baseline').id, projectExternalId: 'x' }, signal())).rejects.toMatchObject({ code: 'UPSTREAM_TIMEOUT' });
     viewer.inject({ kind: 'malformed', route: 'metrics_step', times: 1 });
@@ -142,7 +156,7 @@ describe('viewer mode against the simulator', () => {
     await expect(adapter.listJobs(null, signal())).rejects.toMatchObject({ code: 'UPSTREAM_BAD_RESPONSE' });
   });
 
-  it('gets the enforced limiter\'s 429 and Retry-After when rate limiting is switched on', async () => {
+  it("gets the enforced limiter's 429 and Retry-After when rate limiting is switched on", async () => {
     const strict = await startRunicornViewer({ storageDir: dir, now: () => NOW, rateLimit: { enforce: true, runsLimit: 1 } });
     try {
       const a = createRunicornAdapter({ id: 'rc', kind: 'RUNICORN', baseUrl: strict.url }, {});
@@ -166,10 +180,7 @@ describe('viewer mode against the simulator', () => {
   it('agrees with storage mode on the same folder (series for every run, jobs)', async () => {
     const storage = createRunicornAdapter({ id: 'rc', kind: 'RUNICORN', storageDir: dir }, {});
     // The same values at the same steps; storage mode also knows each value's own stage.
-    const values = (series: SeriesData[]) =>
-      series
-        .flatMap((s) => s.points.map((p) => `${s.name} ${p.step} ${p.value}`))
-        .sort();
+    const values = (series: SeriesData[]) => series.flatMap((s) => s.points.map((p) => `${s.name} ${p.step} ${p.value}`)).sort();
     for (const run of fleet.runs.filter((r) => !r.deleted)) {
       const exact = await storage.fetchTrainingMetrics!(ref(run.id), all, signal());
       expect(values(exact)).toEqual(values(await adapter.fetchTrainingMetrics!(ref(run.id), all, signal())));

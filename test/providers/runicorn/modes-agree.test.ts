@@ -92,11 +92,24 @@ describe('viewer mode (captured responses) and storage mode (captured folder) ag
     // 5 and 10, where a train event of the same step came first. No metric appears in a stage it
     // was never logged in, and loss/train has no holes at 5 and 10.
     expect(fromStorage.map((s) => `${s.name}/${s.stage}`)).toEqual(['loss/train', 'loss/warmup', 'lr/train', 'lr/warmup', 'val_acc/eval']);
-    expect(pointsOf(fromStorage, 'loss', 'warmup')).toEqual([[1, 2.3], [2, 1.15]]);
-    expect(pointsOf(fromStorage, 'loss', 'train')).toEqual([
-      [3, 0.7667], [4, 0.575], [5, 0.46], [6, 0.3833], [7, 0.3286], [8, 0.2875], [9, 0.2556], [10, 0.23],
+    expect(pointsOf(fromStorage, 'loss', 'warmup')).toEqual([
+      [1, 2.3],
+      [2, 1.15],
     ]);
-    expect(pointsOf(fromStorage, 'val_acc', 'eval')).toEqual([[5, 0.65], [10, 0.8]]);
+    expect(pointsOf(fromStorage, 'loss', 'train')).toEqual([
+      [3, 0.7667],
+      [4, 0.575],
+      [5, 0.46],
+      [6, 0.3833],
+      [7, 0.3286],
+      [8, 0.2875],
+      [9, 0.2556],
+      [10, 0.23],
+    ]);
+    expect(pointsOf(fromStorage, 'val_acc', 'eval')).toEqual([
+      [5, 0.65],
+      [10, 0.8],
+    ]);
     const first = fromStorage.find((s) => s.name === 'loss' && s.stage === 'warmup')!;
     expect(first).toMatchObject({ kind: 'training', keyedBy: 'step', source: 'runicorn', scope: 'JOB', rawName: 'loss', unit: 'NONE' });
     expect(first.meta.stage).toMatch(/^exact/);
@@ -159,7 +172,11 @@ describe('viewer mode (captured responses) and storage mode (captured folder) ag
     expect(fromStorage?.nodes).toEqual([{ externalId: 'host', name: 'vm', gpus: [] }]);
     const fromViewer = await viewerMode.getJob({ externalId: FINISHED_RUN, projectExternalId: 'demo/mnist' }, signal());
     // The viewer serves no end: its answer is the last metric event, 64 ms before ended_at.
-    expect(fromViewer).toMatchObject({ status: 'SUCCEEDED', finishedAt: new Date('2026-11-22T02:32:55.308Z'), createdAt: new Date('2026-11-22T02:32:54.808Z') });
+    expect(fromViewer).toMatchObject({
+      status: 'SUCCEEDED',
+      finishedAt: new Date('2026-11-22T02:32:55.308Z'),
+      createdAt: new Date('2026-11-22T02:32:54.808Z'),
+    });
     expect(fromViewer?.nodes).toEqual([{ externalId: 'host', name: 'host', gpus: [] }]);
   });
 

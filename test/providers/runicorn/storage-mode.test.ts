@@ -22,7 +22,14 @@ afterEach(() => rmSync(root, { recursive: true, force: true }));
 
 const ref = (externalId: string): JobRef => ({ externalId, projectExternalId: 'p', status: 'RUNNING', createdAt: null, startedAt: null, finishedAt: null });
 const all = { from: null, to: null, names: null };
-const spec = (over: Partial<Parameters<typeof createRun>[1]> = {}) => ({ path: 'exp/a', hostname: 'elsewhere', pid: 1234, createdAt: T0, utcOffsetMinutes: 0, ...over });
+const spec = (over: Partial<Parameters<typeof createRun>[1]> = {}) => ({
+  path: 'exp/a',
+  hostname: 'elsewhere',
+  pid: 1234,
+  createdAt: T0,
+  utcOffsetMinutes: 0,
+  ...over,
+});
 
 describe('a run still being written', () => {
   it('reads a torn last line without error, then only the appended bytes', async () => {
@@ -42,7 +49,13 @@ describe('a run still being written', () => {
     const appended = statSync(events).size - sizeBefore;
 
     const second = await adapter.fetchTrainingMetrics!(ref(run.id), all, signal());
-    expect(second[0]!.points.map((p) => [p.step, p.value])).toEqual([[1, 1], [2, 0.5], [3, 1 / 3], [4, 0.25], [5, 0.2]]);
+    expect(second[0]!.points.map((p) => [p.step, p.value])).toEqual([
+      [1, 1],
+      [2, 0.5],
+      [3, 1 / 3],
+      [4, 0.25],
+      [5, 0.2],
+    ]);
     // Only the new bytes were read: the offset advanced instead of starting over.
     expect(adapter.eventBytesRead()).toBe(sizeBefore + appended);
 

@@ -90,7 +90,9 @@ describe('viewer-mode logs', () => {
     const adapter = fresh();
     viewer.resetStats();
     const pages = await Promise.all(
-      [0, 20_000, 40_000, 59_900].map((after) => adapter.fetchLogs!(job(long, 'SUCCEEDED', CREATED + 1), { after: String(after), since: null, limit: 100 }, signal())),
+      [0, 20_000, 40_000, 59_900].map((after) =>
+        adapter.fetchLogs!(job(long, 'SUCCEEDED', CREATED + 1), { after: String(after), since: null, limit: 100 }, signal()),
+      ),
     );
     expect(pages.map((p) => p.lines[0]!.message.split(' | ')[1])).toEqual(['long 1', 'long 20001', 'long 40001', 'long 59901']);
     expect(pages.map((p) => p.lines.length)).toEqual([100, 100, 100, 100]);
@@ -105,16 +107,20 @@ describe('viewer-mode logs', () => {
     let page: LogPage | null = null;
     let timeouts = 0;
     // Each try either fails with UPSTREAM_TIMEOUT or returns lines past the cursor, never an empty page.
-    page = await eventually(async () => {
-      try {
-        return await read();
-      } catch (err) {
-        expect(err).toBeInstanceOf(UpstreamError);
-        expect(err).toMatchObject({ code: 'UPSTREAM_TIMEOUT', retryable: true });
-        timeouts++;
-        return false;
-      }
-    }, 30_000, 'the replay to reach line 59,500');
+    page = await eventually(
+      async () => {
+        try {
+          return await read();
+        } catch (err) {
+          expect(err).toBeInstanceOf(UpstreamError);
+          expect(err).toMatchObject({ code: 'UPSTREAM_TIMEOUT', retryable: true });
+          timeouts++;
+          return false;
+        }
+      },
+      30_000,
+      'the replay to reach line 59,500',
+    );
     expect(page.lines.length).toBeGreaterThan(0);
     expect(page.lines[0]!.cursor).toBe('59001');
     expect(Number(page.nextCursor)).toBeGreaterThan(59_000);
@@ -130,10 +136,14 @@ describe('viewer-mode logs', () => {
     const first = await adapter.fetchLogs!(ref, { after: null, since: null, limit: 100 }, signal());
     expect(first.lines).toHaveLength(20);
     running.logText('live 21', CREATED + 3600 + 20);
-    const next = await eventually(async () => {
-      const p = await adapter.fetchLogs!(ref, { after: first.nextCursor, since: null, limit: 100 }, signal());
-      return p.lines.length > 0 && p;
-    }, 10_000, 'the appended line');
+    const next = await eventually(
+      async () => {
+        const p = await adapter.fetchLogs!(ref, { after: first.nextCursor, since: null, limit: 100 }, signal());
+        return p.lines.length > 0 && p;
+      },
+      10_000,
+      'the appended line',
+    );
     expect(next.lines.map((l) => [l.cursor, l.message])).toEqual([['21', lineText('live', 21)]]);
     expect(viewer.count('logs_ws')).toBe(1);
     expect(viewer.openLogSockets()).toBe(1);

@@ -64,7 +64,7 @@ describe('replaying the captured requests against the simulator', () => {
     expect((await fetch(`${viewer.url}/api/paths`)).headers.get('x-ratelimit-limit')).toBe('6000');
   });
 
-  it('the LTTB result keeps the real server\'s duplicated last row', async () => {
+  it("the LTTB result keeps the real server's duplicated last row", async () => {
     const res = await get(`/api/runs/${BIG_RUN}/metrics_step?downsample=100`);
     const steps = (res.body as { rows: { global_step: number }[] }).rows.map((r) => r.global_step);
     expect(steps.slice(-2)).toEqual([300, 300]);
@@ -74,7 +74,14 @@ describe('replaying the captured requests against the simulator', () => {
     const res = await get(`/api/runs/${FINISHED_RUN}/metrics_step?downsample=50001`);
     expect(res.status).toBe(422);
     expect(res.body).toEqual({
-      detail: [{ loc: ['query', 'downsample'], msg: 'ensure this value is less than or equal to 50000', type: 'value_error.number.not_le', ctx: { limit_value: 50000 } }],
+      detail: [
+        {
+          loc: ['query', 'downsample'],
+          msg: 'ensure this value is less than or equal to 50000',
+          type: 'value_error.number.not_le',
+          ctx: { limit_value: 50000 },
+        },
+      ],
     });
   });
 
