@@ -40,7 +40,7 @@ const DASHBOARD = /* GraphQL */ `
     job(id: $jobId) {
       id name status
       gpus { id index node { id name } utilization(maxPoints: 20) { id unit scope points { timestamp value } summary { avg max } freshness { stale } } }
-      metrics(names: [GPU_UTILIZATION], scope: GPU, maxPoints: 10000) { id name scope gpu { id } points { timestamp value } }
+      metrics(names: [GPU_UTILIZATION], scope: GPU, maxPoints: 2000) { id name scope gpu { id } points { timestamp value } }
     }
   }
 `;
@@ -51,7 +51,7 @@ const SERIES = /* GraphQL */ `
 
 const LIVE = /* GraphQL */ `
   subscription Live($jobId: ID!) {
-    jobUtilization(jobId: $jobId, names: [GPU_UTILIZATION], scope: GPU, maxPoints: 10000) {
+    jobUtilization(jobId: $jobId, names: [GPU_UTILIZATION], scope: GPU, maxPoints: 2000) {
       polledAt
       series { id name scope gpu { id } points { timestamp value } }
     }

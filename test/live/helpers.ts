@@ -65,7 +65,7 @@ export const SAMPLE_FIELDS = /* GraphQL */ `
 /** Just the poll: what a test of poll sharing needs (no series read per subscriber). */
 export const POLL_FIELDS = /* GraphQL */ `polledAt from to granularity final interval`;
 
-export const utilizationQuery = (fields: string = SAMPLE_FIELDS, maxPoints = 10_000) => /* GraphQL */ `
+export const utilizationQuery = (fields: string = SAMPLE_FIELDS, maxPoints = 5_000) => /* GraphQL */ `
   subscription U($id: ID!) {
     jobUtilization(jobId: $id, maxPoints: ${maxPoints}) { ${fields} }
   }`;

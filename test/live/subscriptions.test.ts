@@ -96,7 +96,7 @@ describe('jobUtilization', () => {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({
-        query: `query H($id: ID!) { job(id: $id) { metrics(names: [GPU_UTILIZATION, GPU_MEMORY_USED], scope: GPU, maxPoints: 10000) {
+        query: `query H($id: ID!) { job(id: $id) { metrics(names: [GPU_UTILIZATION, GPU_MEMORY_USED], scope: GPU, maxPoints: 5000) {
           id name gpu { id } points { timestamp value } } } }`,
         variables: { id: jobId },
       }),
