@@ -123,8 +123,8 @@ describe('fault matrix: each platform x each failure', () => {
           if (coldId) {
             const none = await gql(METRICS, { id: coldId });
             expect(none.status).toBe(200);
-            // metrics is non-null, so the failure nulls its job, and only its job.
-            expect(none.body.data).toEqual({ job: null });
+            // metrics fails alone: the job is still answered, its metrics null with the typed error.
+            expect(none.body.data).toEqual({ job: { id: coldId, metrics: null } });
             expect(none.body.errors?.[0]?.extensions?.code).toBe(code);
             expect(none.body.errors?.[0]?.path).toEqual(['job', 'metrics']);
           }

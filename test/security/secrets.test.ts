@@ -139,7 +139,7 @@ describe('secrets never leave', () => {
 
     leaking = true;
     const QUERIES: [string, Record<string, unknown>][] = [
-      ['{ jobs(first: 10) { edges { node { id } } sourceErrors { providerId code message } } }', {}],
+      ['{ jobs(first: 10) { edges { node { id } } sourceErrors { provider { id } code message } } }', {}],
       ['query($id: ID!) { job(id: $id) { status metrics(maxPoints: 10) { name freshness { stale error { code message } } } } }', { id: jobId }],
       ['query($f: DateTime!, $t: DateTime!) { fleet(from: $f, to: $t) { jobCount problems { code message } } }', { f: from, t: to }],
       ['{ providers { id health { state lastError { code message } } } }', {}],
