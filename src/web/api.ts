@@ -360,7 +360,7 @@ interface SampleWire {
 }
 
 /** A job's samples as they are polled, in the same line labels as jobHistory. */
-export function subscribeUtilization(jobId: string, on: Handlers<LiveSample>, maxPoints = 10_000): () => void {
+export function subscribeUtilization(jobId: string, on: Handlers<LiveSample>, maxPoints = 5_000): () => void {
   return subscribe<LiveSample>(
     UTILIZATION,
     { jobId, maxPoints },
