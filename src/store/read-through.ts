@@ -594,6 +594,27 @@ export class ReadThrough {
   }
 
   /**
+   * The fetched series without their points inside ranges a finer fetch already holds. A coarse
+   * upstream step gives samples between the finer ones (the platform picks them at its step
+   * instants): written beside them, one series would mix two resolutions, so a raw read shows
+   * uneven spacing and a live sample disagrees with the history around it. The finer copy wins;
+   * the coarse points still fill the rest of the window.
+   */
+  private withoutFinerCovered(f: { job: JobRow; step: number; res: SystemMetricsResult }, committed: readonly FetchRow[]) {
+    const rows = [...committed, ...(this.heldFetches.get(f.job.id) ?? []).map((h) => h.row)].filter((r) => r.stepSeconds < f.step);
+    if (rows.length === 0) return f.res.series;
+    return f.res.series.map((s) => {
+      const finer = rows.filter((r) => r.dataset === `metric:${s.name}`).map((r) => [r.rangeFrom.getTime(), r.rangeTo.getTime()] as const);
+      if (finer.length === 0 || s.keyedBy === 'step') return s;
+      const points = s.points.filter((p) => {
+        const t = p.timestamp?.getTime();
+        return t === undefined || !finer.some(([from, to]) => t >= from && t <= to);
+      });
+      return points.length === s.points.length ? s : { ...s, points };
+    });
+  }
+
+  /**
    * Stores what a batch of metrics fetches returned. Topology and series rows first, in one
    * transaction (`described`: the loaders can find nodes, GPUs and series ids); then the points
    * with their fetch records in one transaction (`committed`), so a range is never marked fetched
@@ -648,7 +669,7 @@ export class ReadThrough {
       const rowsByProvider = new Map<string, ReturnType<typeof pointRowsOf>>();
       let expectNew = true;
       for (const [pid, group] of byProvider) {
-        const entries = group.map((f) => ({ job: f.job, series: f.res.series }));
+        const entries = group.map((f) => ({ job: f.job, series: this.withoutFinerCovered(f, committedByJob.get(f.job.id) ?? []) }));
         const rows = pointRowsOf(pid, entries, ids.get(pid)!);
         rowsByProvider.set(pid, rows);
         const bySeries = new Map<number, HeldPoint[]>();

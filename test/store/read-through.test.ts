@@ -76,6 +76,29 @@ describe('read-through cache', () => {
     expect(new Date(newest).getTime()).toBe(s.clock.now());
   });
 
+  it('keeps one resolution per stretch: a coarse history fetch adds no points where a finer fetch already holds them', async () => {
+    const id = await pickJob(s, 'RUNNING');
+    const window = (from: string, to: string, maxPoints: number) => `query($id: ID!) {
+      job(id: $id) { nodes { gpus { id utilization(from: "${from}", to: "${to}", maxPoints: ${maxPoints}) { points { timestamp value } } } } }
+    }`;
+    const started = (await s.gql(`query($id: ID!) { job(id: $id) { startedAt } }`, { id })).data.job.startedAt as string;
+    const now = s.clock.now();
+    const recent = window(new Date(now - 10 * 60_000).toISOString(), new Date(now).toISOString(), 500);
+    // Ten minutes at the finest step the platform gives (15 s).
+    const fine = await s.gql(recent, { id });
+    expect(fine.errors).toBeUndefined();
+    const finePoints = fine.data.job.nodes[0].gpus[0].utilization.points as { timestamp: string }[];
+    expect(finePoints.length).toBeGreaterThan(10);
+    // The whole run at a coarse step: the platform answers samples between the 15 s ones too.
+    const history = await s.gql(window(started, new Date(now).toISOString(), 120), { id });
+    expect(history.errors).toBeUndefined();
+    s.sim.resetStats();
+    // The ten minutes again, from the cache: the same points, none of the coarse ones among them.
+    const again = await s.gql(recent, { id });
+    expect(s.sim.count('getMetrics')).toBe(0);
+    expect(again.data).toEqual(fine.data);
+  });
+
   it('keeps the cache and the ids across a restart', async () => {
     const id = await pickJob(s, 'SUCCEEDED');
     const before = await s.gql(UTILIZATION, { id });
