@@ -90,7 +90,9 @@ describe('fault matrix: each platform x each failure', () => {
         ids.filter((id) => id !== warm.get(kind)),
       );
     }
-    // The cold jobs must really be cold: forget whatever the search above fetched for them.
+    // The cold jobs must really be cold: forget whatever the search above fetched for them, once
+    // its writes (which follow its answers) have committed.
+    await rt.readThrough.settle();
     for (const ids of cold.values())
       for (const id of ids) await rt.database.db.execute(`delete from fetches where job_id = '${id.replace(/'/g, "''")}'` as never);
   }, 60_000);
