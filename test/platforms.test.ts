@@ -90,7 +90,7 @@ describe('three cloud platforms in one graph', () => {
       it(`${kind} ${what}: ${code} on its jobs' field, the other platforms still answered`, async () => {
         // Start cold for this platform so there is no cached copy to fall back on. Earlier answers
         // went out before their cache writes: those commit first, or they would bring the copy back.
-        await rt.readThrough.settle();
+        await rt.readThrough.writesSettled();
         await rt.database.db.execute(sql`delete from fetches where job_id like ${`${kind === 'PAI_DLC' ? 'pai-dlc' : kind.toLowerCase()}-demo:%`}`);
         const control = `${baseUrl.get(kind)}/__sim/faults`;
         await fetch(control, {

@@ -168,6 +168,11 @@ export class ReadThrough {
     clearTimeout(timer);
   }
 
+  /** Waits for the cache writes under way (answers go out before their writes commit) to commit or fail. */
+  async writesSettled(): Promise<void> {
+    while (this.writes.size > 0) await Promise.allSettled([...this.writes]);
+  }
+
   /**
    * The points of a series fetched but not yet written, when they are all the cache will hold for
    * it once written (the series had no cached points before): answers can be shaped from them.

@@ -92,7 +92,7 @@ describe('fault matrix: each platform x each failure', () => {
     }
     // The cold jobs must really be cold: forget whatever the search above fetched for them, once
     // its writes (which follow its answers) have committed.
-    await rt.readThrough.settle();
+    await rt.readThrough.writesSettled();
     for (const ids of cold.values())
       for (const id of ids) await rt.database.db.execute(`delete from fetches where job_id = '${id.replace(/'/g, "''")}'` as never);
   }, 60_000);

@@ -2,10 +2,15 @@
 // (the newest release) does not: it keeps a dead socket's unsent bytes and a stale flush timer, so the
 // reconnect's login message is never sent, and it lets a transaction's later statements run on the
 // reconnected session outside any transaction. patches/postgres+3.4.9.patch fixes both (applied by
-// patch-package on npm install); these tests fail on the unpatched driver.
+// patch-package on npm install); these tests fail on the unpatched driver. The patch also settles a
+// COPY FROM STDIN that the server refuses (the cache copies new points in; a concurrent writer of the
+// same new series makes it a unique violation): unpatched, it never settles, its transaction never
+// rolls back, and the connection stays idle in an aborted transaction (porsager/postgres#1173).
 // The socket drop is injected at the transport: the driver is given real TCP sockets to the real
 // Postgres, and the test closes one at the exact moment the defect needs (bytes queued, not flushed).
 import net from 'node:net';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, REAL_POSTGRES_URL, type TestDatabase } from '../support/database.js';
@@ -174,6 +179,25 @@ describe.runIf(REAL_POSTGRES_URL)('postgres.js after its connection dies (real P
       expect(await admin`select n from marks order by n`).toEqual([]);
       expect(await outcome(sql`select 7 as n`)).toEqual({ ok: [{ n: 7 }] });
     } finally {
+      await sql.end({ timeout: 1 });
+    }
+  });
+  it('rejects a COPY the server refuses (unique violation) and rolls its transaction back', async () => {
+    const sql = postgres(database.databaseUrl!, { max: 2, onnotice: () => {} });
+    try {
+      await admin`insert into marks values (100)`;
+      const copying = sql.begin(async (tx) => {
+        const stream = await tx.unsafe('copy marks (n) from stdin').writable();
+        await pipeline(Readable.from(['101\n100\n']), stream);
+      });
+      expect(await outcome(copying)).toEqual({ error: '23505' });
+      // Nothing of it committed, no connection is left inside the failed transaction, and the pool still answers.
+      expect(await admin`select n from marks where n >= 100 order by n`).toEqual([{ n: 100 }]);
+      const stuck = await admin`select count(*)::int as n from pg_stat_activity where datname = current_database() and state like 'idle in transaction%'`;
+      expect(stuck).toEqual([{ n: 0 }]);
+      expect(await outcome(sql`select 8 as n`)).toEqual({ ok: [{ n: 8 }] });
+    } finally {
+      await admin`delete from marks where n >= 100`;
       await sql.end({ timeout: 1 });
     }
   });
