@@ -137,11 +137,12 @@ export async function benchFootprint(opts: {
       },
       {
         scenario: 'RSS after the README queries and an hour of the live page, embedded',
-        measured: `${embedded.afterQueriesRssMb} MB after the queries (new folder ${first.afterQueriesRssMb} MB); ${live.rssMb} MB after the hour (${live.watchedJobs} jobs watched, ${live.events} events), peak ${Math.max(embedded.peakRssMb, first.peakRssMb, live.peakRssMb)} MB`,
+        measured: `${embedded.afterQueriesRssMb} MB after the queries (new folder ${first.afterQueriesRssMb} MB); ${live.rssMb} MB after the hour (${live.watchedJobs} jobs watched, ${live.events} events, ${live.errors} errors), peak ${Math.max(embedded.peakRssMb, first.peakRssMb, live.peakRssMb)} MB`,
         baseline: `PostgreSQL ${pg.afterQueriesRssMb} MB after the queries`,
         ratio: Math.max(embedded.afterQueriesRssMb, live.rssMb) / pg.afterQueriesRssMb,
         goal: '< 600 MB',
-        met: Math.max(embedded.afterQueriesRssMb, first.afterQueriesRssMb, live.rssMb) < 600,
+        // An hour that delivered nothing (or errors) measured an idle server, not the live page.
+        met: Math.max(embedded.afterQueriesRssMb, first.afterQueriesRssMb, live.rssMb) < 600 && live.errors === 0 && live.events > 0,
       },
       {
         scenario: 'idle RSS and RSS after the README queries, PostgreSQL',

@@ -51,16 +51,15 @@ const sink = {
   error: (e) => failed(e?.message ?? e?.reason ?? JSON.stringify(e)),
   complete: () => {},
 };
-const POINT = 'timestamp gpuUtilization npuUtilization gpuMemoryUsedBytes gpuMemoryUtilization npuMemoryUtilization';
-const stops = watched.map((jobId) =>
-  client.subscribe(
-    {
-      query: `subscription ($jobId: ID!) { jobUtilization(jobId: $jobId) { status polledAt granularity final gpus { nodeName index points { ${POINT} } } nodes { name points { ${POINT} } } } }`,
-      variables: { jobId },
-    },
-    sink,
-  ),
-);
+// The live page's own subscription (src/web/api.ts), at its resolution.
+const UTILIZATION = `subscription LiveUtilization($jobId: ID!, $maxPoints: Int) {
+  jobUtilization(jobId: $jobId, maxPoints: $maxPoints,
+    names: [GPU_UTILIZATION, NPU_UTILIZATION, GPU_MEMORY_USED, GPU_MEMORY_UTILIZATION, NPU_MEMORY_UTILIZATION]) {
+    job { status } polledAt from interval granularity final
+    series { id name scope node { name } gpu { index node { name } } points { timestamp value } }
+  }
+}`;
+const stops = watched.map((jobId) => client.subscribe({ query: UTILIZATION, variables: { jobId, maxPoints: 5_000 } }, sink));
 stops.push(client.subscribe({ query: 'subscription { jobStatusChanged { id status } }' }, sink));
 
 await new Promise((r) => setTimeout(r, (SIMULATED_SECONDS / SPEED) * 1000));

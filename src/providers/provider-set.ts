@@ -213,7 +213,10 @@ export class ProviderSet {
     if (!p) throw new DomainError('NOT_FOUND', `provider "${id}" is not configured`);
     const h = this.health.get(id)!;
     const guard = this.guards.get(id)!;
-    const share = this.shareOf(id, currentRequestScope()?.tenant ?? null);
+    const scope = currentRequestScope();
+    const share = this.shareOf(id, scope?.tenant ?? null);
+    // Nobody waits for the answer any more (request abandoned, shared fill cancelled): stop the call.
+    signal ??= scope?.signal;
     try {
       const guarded = () =>
         guard.breaker.execute(

@@ -4,7 +4,7 @@
 import type http from 'node:http';
 import { GraphQLError, type ExecutionArgs } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
-import { WebSocketServer } from 'ws';
+import { type WebSocket, WebSocketServer } from 'ws';
 import type { App } from './yoga.js';
 import type { TokenStore } from '../config/security.js';
 import { presentedToken } from './access.js';
@@ -46,6 +46,8 @@ function refused(err: unknown): [GraphQLError] {
   ];
 }
 
+const clientClosed = () => new GraphQLError('the client went away', { extensions: { code: 'CLIENT_CLOSED_REQUEST' } });
+
 type RootWithExecutors = { execute: (args: ExecutionArgs) => unknown; subscribe: (args: ExecutionArgs) => unknown };
 
 /** With tokens configured, a connection without a valid token in connectionParams is closed with 4403 Forbidden. */
@@ -57,6 +59,20 @@ export function attachGraphqlWs(
   guard: OutgoingGuard | null = null,
 ) {
   const wss = new WebSocketServer({ server, path: '/graphql', maxPayload: limits.maxPayloadBytes });
+  // Per socket, the client-gone signal of each operation under way, by operation id.
+  const operations = new WeakMap<WebSocket, Map<string, AbortController>>();
+  const operationsOf = (socket: WebSocket) => {
+    let ops = operations.get(socket);
+    if (!ops) {
+      const created = new Map<string, AbortController>();
+      operations.set(socket, (ops = created));
+      socket.once('close', () => {
+        for (const c of created.values()) c.abort(clientClosed());
+        created.clear();
+      });
+    }
+    return ops;
+  };
   // Registered before graphql-ws's own listener: every message it sends passes the secret check.
   if (guard) wss.on('connection', (socket) => guard.socket(socket));
   const disposable = useServer(
@@ -69,6 +85,12 @@ export function attachGraphqlWs(
       },
       execute: (args) => (args.rootValue as RootWithExecutors).execute(args) as never,
       subscribe: (args) => (args.rootValue as RootWithExecutors).subscribe(args) as never,
+      onComplete: (ctx, id) => {
+        // The client stopped the operation (or it ended): nothing waits for its work any more.
+        const ops = operations.get(ctx.extra.socket);
+        ops?.get(id)?.abort(clientClosed());
+        ops?.delete(id);
+      },
       onSubscribe: async (ctx, _id, payload) => {
         // The operation being set up is already reserved in ctx.subscriptions.
         if (Object.keys(ctx.subscriptions).length > limits.maxSubscriptionsPerConnection) {
@@ -101,6 +123,13 @@ export function attachGraphqlWs(
           if (err instanceof Error && err.name === 'GraphQLError') return refused(err);
           throw err;
         }
+        // A socket has no Fetch request whose signal says the client went away: the operation
+        // gets its own, aborted when the client completes it early or the socket closes, so its
+        // store reads and upstream calls stop as an abandoned HTTP request's do (use-limits.ts).
+        const gone = new AbortController();
+        operationsOf(ctx.extra.socket).set(_id, gone);
+        if (ctx.extra.socket.readyState >= ctx.extra.socket.CLOSING) gone.abort(clientClosed());
+        (contextValue as { clientGone?: AbortSignal }).clientGone = gone.signal;
         return {
           schema,
           document,

@@ -1,6 +1,7 @@
 // Shared plumbing for the platform simulators (never imported by adapters): a loopback HTTP
 // server with a tiny router, per-route request counters, and fault injection that a test or a
 // benchmark can switch on in process or over HTTP (`/__sim/*`), so other processes can too.
+import { EventEmitter } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -72,6 +73,12 @@ export interface SimulatorHandle {
   /** Requests per route name since start (or the last resetStats). */
   readonly stats: Map<string, number>;
   count(route: string): number;
+  /** Requests of a route whose client went away before the answer (an aborted upstream call). */
+  abandoned(route: string): number;
+  /** Lets the requests a 'timeout' fault without delay holds go on to their normal answer. */
+  release(): void;
+  /** Emits 'request' (route name) as each request arrives, 'abandoned' when its client goes away before the answer. */
+  readonly events: EventEmitter;
   resetStats(): void;
   inject(fault: Fault): void;
   clearFaults(): void;
@@ -101,6 +108,9 @@ function compile(def: RouteDef): CompiledRoute {
 export async function startSimulator(opts: SimulatorOptions, port = 0, host = '127.0.0.1'): Promise<SimulatorHandle> {
   const routes = opts.routes.map(compile);
   const stats = new Map<string, number>();
+  const abandoned = new Map<string, number>();
+  const held = new Set<() => void>();
+  const events = new EventEmitter();
   let faults: Fault[] = [];
   const sockets = new Set<import('node:net').Socket>();
 
@@ -186,6 +196,12 @@ export async function startSimulator(opts: SimulatorOptions, port = 0, host = '1
       }
       const simReq: SimRequest = { ...base, route: matched?.name ?? 'unknown', params };
       stats.set(simReq.route, (stats.get(simReq.route) ?? 0) + 1);
+      events.emit('request', simReq.route);
+      res.once('close', () => {
+        if (res.writableFinished) return;
+        abandoned.set(simReq.route, (abandoned.get(simReq.route) ?? 0) + 1);
+        events.emit('abandoned', simReq.route);
+      });
 
       const fault = takeFault(simReq.route);
       if (fault?.kind === 'reset') {
@@ -193,8 +209,12 @@ export async function startSimulator(opts: SimulatorOptions, port = 0, host = '1
         return;
       }
       if (fault?.kind === 'timeout') {
-        if (fault.delayMs === undefined) return; // hold the socket until the client gives up
-        await new Promise((r) => setTimeout(r, fault.delayMs));
+        // Held until the delay passes, or (no delay) until the client gives up or release() is called.
+        await new Promise<void>((r) => {
+          if (fault.delayMs !== undefined) setTimeout(r, fault.delayMs);
+          else held.add(r);
+        });
+        if (res.destroyed) return;
       } else if (fault) {
         return send(res, opts.renderFault(fault, simReq));
       }
@@ -224,7 +244,16 @@ export async function startSimulator(opts: SimulatorOptions, port = 0, host = '1
     server,
     stats,
     count: (route) => stats.get(route) ?? 0,
-    resetStats: () => stats.clear(),
+    abandoned: (route) => abandoned.get(route) ?? 0,
+    release: () => {
+      for (const r of held) r();
+      held.clear();
+    },
+    events,
+    resetStats: () => {
+      stats.clear();
+      abandoned.clear();
+    },
     inject: (fault) => {
       faults.push({ ...fault });
     },
@@ -233,6 +262,7 @@ export async function startSimulator(opts: SimulatorOptions, port = 0, host = '1
     },
     close: () =>
       new Promise<void>((resolve) => {
+        held.clear();
         for (const s of sockets) s.destroy();
         server.close(() => resolve());
       }),

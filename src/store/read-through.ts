@@ -2,7 +2,7 @@
 // provider adapters (batched per job, one call per job at most), writes it, and reports freshness.
 // Finished jobs' fetched ranges are final and never refetched; running jobs' expire after a TTL.
 // When upstream fails, cached data is served as stale with the error; with no cache, it throws.
-import { runShared } from '../domain/request-scope.js';
+import { SharedWork } from '../domain/request-scope.js';
 import { DomainError } from '../domain/errors.js';
 import { jobGlobalId, parseGlobalId, type ParsedId } from '../domain/ids.js';
 import {
@@ -116,7 +116,7 @@ export const NEGATIVE_LOOKUP_TTL_MS = 60_000;
 const NEGATIVE_LOOKUP_MAX = 10_000;
 
 export class ReadThrough {
-  private readonly inflight = new Map<string, Promise<unknown>>();
+  private readonly inflight = new Map<string, SharedWork<unknown>>();
   /** Job ids upstream said do not exist, with when that stops being believed (ms). */
   private readonly unknownJobs = new Map<string, number>();
   private readonly lookupObservers: CacheLookupObserver[] = [];
@@ -162,7 +162,7 @@ export class ReadThrough {
     let timer: NodeJS.Timeout | undefined;
     const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
     const all = async () => {
-      while (this.inflight.size > 0 || this.writes.size > 0) await Promise.allSettled([...this.inflight.values(), ...this.writes]);
+      while (this.inflight.size > 0 || this.writes.size > 0) await Promise.allSettled([...[...this.inflight.values()].map((w) => w.promise), ...this.writes]);
     };
     await Promise.race([all(), bound]);
     clearTimeout(timer);
@@ -185,13 +185,29 @@ export class ReadThrough {
   }
 
   /** Concurrent identical refreshes share one upstream call. */
+  /** Requests waiting on upstream fills under way (each counted once per fill it waits on). */
+  fillWaiters(): number {
+    let n = 0;
+    for (const w of this.inflight.values()) n += w.waiting;
+    return n;
+  }
+
+  /**
+   * One upstream fill per key, shared by every caller meanwhile. It is cancelled (its upstream
+   * call aborted) when every request waiting on it has been abandoned, and a later caller then
+   * starts a new one; a background caller (live poller) keeps it going.
+   */
   private once<T>(key: string, work: () => Promise<T>): Promise<T> {
-    const existing = this.inflight.get(key);
-    if (existing) return existing as Promise<T>;
-    // Shared by every request that asks meanwhile: not cancelled with the one that started it.
-    const p = runShared(work).finally(() => this.inflight.delete(key));
-    this.inflight.set(key, p);
-    return p;
+    const existing = this.inflight.get(key) as SharedWork<T> | undefined;
+    if (existing && !existing.cancelled) return existing.join();
+    const shared = new SharedWork(work);
+    this.inflight.set(key, shared);
+    void shared.promise
+      .catch(() => {})
+      .finally(() => {
+        if (this.inflight.get(key) === shared) this.inflight.delete(key);
+      });
+    return shared.join();
   }
 
   // ---- provider-wide job lists --------------------------------------------------------------

@@ -263,10 +263,11 @@ export function useLimits(limits: RequestLimits, defaults: CostDefaults): Plugin
       // The operation's work runs in a request scope whose signal aborts when nobody waits for
       // it any more: the time-out below, or the HTTP client gone. Store reads are cancelled
       // through it (store/db.ts), upstream calls stop (providers/provider-set.ts).
-      const context = args.contextValue as { request?: Request; access?: { name: string } | null };
+      const context = args.contextValue as { request?: Request; clientGone?: AbortSignal; access?: { name: string } | null };
       const abandoned = new AbortController();
       setMaxListeners(0, abandoned.signal);
-      const clientGone = context.request?.signal;
+      // HTTP: the Fetch request's signal; graphql-ws: the operation's own (server/ws.ts).
+      const clientGone = context.clientGone ?? context.request?.signal;
       const onClientGone = () => abandoned.abort(new GraphQLError('the client went away', { extensions: { code: 'CLIENT_CLOSED_REQUEST' } }));
       clientGone?.addEventListener('abort', onClientGone, { once: true });
       const scope = { signal: abandoned.signal, tenant: context.access?.name ?? null };

@@ -508,6 +508,11 @@ export async function startRunicornViewer(opts: RunicornViewerOptions): Promise<
     openLogSockets: () => openSockets.size,
     logSocketCloses: () => ({ ...closes }),
     count: (route) => sim.count(route),
+    abandoned: (route) => sim.abandoned(route),
+    release: () => sim.release(),
+    get events() {
+      return sim.events;
+    },
     resetStats: () => sim.resetStats(),
     inject: (fault) => sim.inject(fault),
     clearFaults: () => sim.clearFaults(),
