@@ -7,7 +7,7 @@ import { loadSecurityConfig } from '../src/config/security.js';
 import { benchFleet } from './fleet.js';
 import { benchFootprint } from './footprint.js';
 import { fork, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Writable } from 'node:stream';
@@ -84,18 +84,6 @@ async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
   const t0 = performance.now();
   const v = await fn();
   return [performance.now() - t0, v];
-}
-
-/** Runs `fn` `n` times with `concurrency` in flight; returns completions per second. */
-async function throughput(fn: () => Promise<unknown>, n: number, concurrency: number): Promise<number> {
-  let next = 0;
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next++ < n) await fn();
-    }),
-  );
-  return n / ((performance.now() - t0) / 1000);
 }
 
 // ---- the simulator in a child process --------------------------------------------------------
