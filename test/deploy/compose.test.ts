@@ -137,7 +137,7 @@ describe('Dockerfile', () => {
     expect(script).toContain('scripts/build.mjs');
   });
 
-  it('has the driver patches in place before every npm ci, and patch-package among production dependencies', () => {
+  it('has the driver patches and the postinstall script in place before every npm ci, and patch-package among production dependencies', () => {
     // Without patches/ patch-package finds nothing to apply and the image would run the unpatched
     // postgres.js, which never reconnects after Postgres restarts (README, "Running in production").
     const stages = dockerfile.split(/^FROM /m).slice(1);
@@ -147,10 +147,14 @@ describe('Dockerfile', () => {
       const copy = stage.search(/^COPY patches \.\/patches$/m);
       expect(copy).toBeGreaterThan(-1);
       expect(copy).toBeLessThan(stage.search(/^RUN npm ci/m));
+      // postinstall's second step runs this script: without it npm ci fails.
+      const script = stage.search(/^COPY scripts\/pglite-template\.mjs \.\/scripts\/$/m);
+      expect(script).toBeGreaterThan(-1);
+      expect(script).toBeLessThan(stage.search(/^RUN npm ci/m));
     }
     const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
     expect(pkg.dependencies['patch-package']).toBeDefined();
-    expect(pkg.scripts.postinstall).toMatch(/^patch-package --error-on-fail$/);
+    expect(pkg.scripts.postinstall).toMatch(/^patch-package --error-on-fail && node scripts\/pglite-template\.mjs$/);
     expect(existsSync(path.join(root, 'patches', `postgres+${pkg.dependencies.postgres}.patch`))).toBe(true);
   });
 });
