@@ -6,6 +6,7 @@ import type { JobPage, JobRef, LogLineRecord, LogPage, LogRequest, MetricFetchRe
 import { TERMINAL_STATUSES } from '../../domain/types.js';
 import type { HttpResponse } from '../http-client.js';
 import type { JobDetailResult, ProviderAdapter, ProviderCapabilities, SystemMetricsResult } from '../provider.js';
+import { reportShapeMismatch } from '../shape-watch.js';
 import { JOB_NOT_FOUND_CODE, ModelArtsClient, type ModelArtsAuth } from './client.js';
 import {
   DEFAULT_WORKSPACE_ID,
@@ -92,15 +93,18 @@ const LOG_TIMESTAMP = /^(?:\[Model[Aa]rts Service Log\]\s*)?\[?(\d{4}-\d{2}-\d{2
 const LOG_LEVEL = /\b(DEBUG|INFO|WARN|WARNING|ERROR|FATAL|CRITICAL)\b/;
 
 /** The time and level a ModelArts log line starts with, in any of the formats above. */
-export function parseLogLine(text: string): { timestamp: Date | null; level: string | null } {
+export function parseLogLine(text: string): { timestamp: Date | null; level: string | null; assumedUtc: boolean } {
   const m = LOG_TIMESTAMP.exec(text);
-  if (!m) return { timestamp: null, level: null };
+  if (!m) return { timestamp: null, level: null, assumedUtc: false };
   const fraction = m[3] ? `.${m[3].slice(0, 3).padEnd(3, '0')}` : '';
   const offset = m[4] ? (m[4] === 'Z' ? 'Z' : m[4].includes(':') ? m[4] : `${m[4].slice(0, 3)}:${m[4].slice(3)}`) : 'Z';
   const ms = Date.parse(`${m[1]}T${m[2]}${fraction}${offset}`);
   const rest = text.slice(m[0].length, m[0].length + 40);
-  return { timestamp: Number.isNaN(ms) ? null : new Date(ms), level: LOG_LEVEL.exec(rest)?.[1] ?? null };
+  return { timestamp: Number.isNaN(ms) ? null : new Date(ms), level: LOG_LEVEL.exec(rest)?.[1] ?? null, assumedUtc: !m[4] };
 }
+
+/** Slack for clocks and log buffering before a stamp read as UTC counts as contradicting that reading. */
+const LOG_CLOCK_SLACK_MS = 10 * 60_000;
 
 /** The region in a ModelArts endpoint (modelarts.{region}.myhuaweicloud.com), else the IAM project name. */
 function regionOf(config: ModelArtsConfig): string | null {
@@ -213,7 +217,17 @@ export function createModelArtsAdapter(config: ModelArtsConfig, secrets: SecretS
 
     async getJob(ref, signal): Promise<JobDetailResult | null> {
       const job = await fetchJob(ref.externalId, signal);
-      return job ? { ...mapJob(job, ctx), nodes: mapNodes(job) } : null;
+      if (!job) return null;
+      const mapped = mapJob(job, ctx);
+      // Failed, yet no field we read (status.reason is unconfirmed) says why: the reason lives elsewhere.
+      if (mapped.status === 'FAILED' && !mapped.failureReason) {
+        reportShapeMismatch({
+          providerId,
+          assumption: 'modelarts.failure-reason',
+          detail: `job ${ref.externalId} failed (phase ${job.status.phase}) with no reason in the fields read`,
+        });
+      }
+      return { ...mapped, nodes: mapNodes(job) };
     },
 
     async fetchSystemMetrics(job: JobRef, request: MetricFetchRequest, signal): Promise<SystemMetricsResult> {
@@ -241,6 +255,7 @@ export function createModelArtsAdapter(config: ModelArtsConfig, secrets: SecretS
             startedAt: current.startedAt ?? job.startedAt,
             finishedAt,
           });
+          for (const c of result?.contradictions ?? []) reportShapeMismatch({ providerId, ...c, detail: `job ${job.externalId}, ${c.detail}` });
           return { result, clock };
         }),
       );
@@ -276,6 +291,8 @@ export function createModelArtsAdapter(config: ModelArtsConfig, secrets: SecretS
         if (res.status === 204 || res.text.trim() === '') continue;
         const body = client.parse(res, logPreviewSchema, `log preview of ${task}`);
         const content = Buffer.from(body.content ?? body.context ?? '', 'utf8');
+        const serverNow = serverTime(res).ms;
+        let outside = 0;
         const fullSize = body.full_size ?? content.length;
         // The preview is the tail of the full log: its first byte sits at fullSize - content.length.
         const contentStart = Math.max(0, fullSize - content.length);
@@ -288,13 +305,26 @@ export function createModelArtsAdapter(config: ModelArtsConfig, secrets: SecretS
           const text = content.subarray(pos, nl).toString('utf8').replace(/\r$/, '');
           pos = nl + 1;
           offsets[task] = contentStart + pos;
-          const { timestamp, level } = parseLogLine(text);
+          const { timestamp, level, assumedUtc } = parseLogLine(text);
+          // A stamp read as UTC that lies after the server's now, or before the job began, says the
+          // containers do not write UTC: counted, and reported once per read below.
+          if (assumedUtc && timestamp) {
+            const t = timestamp.getTime();
+            if (t > serverNow + LOG_CLOCK_SLACK_MS || (job.startedAt && t < job.startedAt.getTime() - LOG_CLOCK_SLACK_MS)) outside += 1;
+          }
           if (request.since && timestamp && timestamp < request.since) continue;
           lines.push({ timestamp, message: text, node: task, level, cursor: encodeLogCursor(offsets) });
           if (lines.length >= request.limit) {
             full = true;
             break;
           }
+        }
+        if (outside > 0) {
+          reportShapeMismatch({
+            providerId,
+            assumption: 'modelarts.log-timestamps-utc',
+            detail: `job ${job.externalId}, task ${task}: ${outside} log stamps without an offset fall outside the job's time when read as UTC`,
+          });
         }
       }
       return { lines, nextCursor: tasks.length === 0 && request.after === null ? null : encodeLogCursor(offsets) };

@@ -176,6 +176,13 @@ export interface TaskMetricsResult {
   /** Start of the oldest and end of the newest minute the arrays describe. */
   windowFrom: Date;
   windowTo: Date;
+  /**
+   * What in the answer contradicts the unconfirmed reading above (assumption name and what was
+   * seen), for the adapter to report: samples that would date from before the task started (the
+   * window is not "one value per minute ending now"), arrays of different lengths in one answer
+   * (not one shared window), or utilization over 100 (not percent).
+   */
+  contradictions: { assumption: string; detail: string }[];
 }
 
 /**
@@ -192,8 +199,19 @@ export function mapTaskMetrics(body: MetricsResponse, task: string, wanted: Read
   const lastMinuteStart = Math.floor(endMs / MINUTE_MS) * MINUTE_MS - MINUTE_MS;
   const startMs = align.startedAt?.getTime() ?? null;
 
+  const contradictions: TaskMetricsResult['contradictions'] = [];
+  const lengths = new Set(body.metrics.map((m) => m.value.length));
+  if (lengths.size > 1) {
+    contradictions.push({
+      assumption: 'modelarts.metrics-shared-window',
+      detail: `task ${task}: value arrays of lengths ${[...lengths].join(', ')} in one answer`,
+    });
+  }
+  let sampledBeforeStart = 0;
+  let overHundred = 0;
   const series: SeriesData[] = [];
   for (const { metric: rawName, value } of body.metrics) {
+    for (const raw of value) if (raw !== null && raw > 100) overHundred += 1;
     const name = canonicalMetricFor('MODELARTS', rawName);
     if (!name || !wanted.has(name)) continue;
     const points: SeriesPoint[] = [];
@@ -203,6 +221,8 @@ export function mapTaskMetrics(body: MetricsResponse, task: string, wanted: Read
       const minuteStart = lastMinuteStart - (value.length - 1 - i) * MINUTE_MS;
       if (startMs !== null && minuteStart + MINUTE_MS <= startMs) {
         clipped += 1;
+        // A real sample (not -1) more than a minute before the task began: the minutes are not what we read.
+        if (raw !== null && raw >= 0 && minuteStart + 2 * MINUTE_MS <= startMs) sampledBeforeStart += 1;
         return;
       }
       // -1 is the documented "no sample" marker; no utilization is negative, so any negative is one.
@@ -245,9 +265,17 @@ export function mapTaskMetrics(body: MetricsResponse, task: string, wanted: Read
       points,
     });
   }
+  if (sampledBeforeStart > 0) {
+    contradictions.push({
+      assumption: 'modelarts.metrics-minute-window',
+      detail: `task ${task}: ${sampledBeforeStart} samples would date from before the task started (array length ${length}, last minute ${new Date(lastMinuteStart).toISOString()})`,
+    });
+  }
+  if (overHundred > 0) contradictions.push({ assumption: 'modelarts.metrics-percent', detail: `task ${task}: ${overHundred} values over 100` });
   return {
     series,
     windowFrom: new Date(lastMinuteStart - (length - 1) * MINUTE_MS),
     windowTo: new Date(lastMinuteStart + MINUTE_MS),
+    contradictions,
   };
 }

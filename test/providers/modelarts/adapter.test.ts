@@ -7,6 +7,7 @@ import { GIB } from '../../../src/domain/units.js';
 import type { JobRef, SystemMetric } from '../../../src/domain/types.js';
 import { createModelArtsAdapter } from '../../../src/providers/modelarts/adapter.js';
 import type { ProviderAdapter } from '../../../src/providers/provider.js';
+import { onShapeMismatch, type ShapeMismatch } from '../../../src/providers/shape-watch.js';
 import { endTime, metricValue, startModelArtsSimulator, type ModelArtsSimulator, type SimJob } from '../../../src/simulators/modelarts/index.js';
 
 const ANCHOR = Date.UTC(2025, 2, 1);
@@ -350,5 +351,28 @@ describe('failures', () => {
   it('rejects a project id the credentials do not own', async () => {
     const err = await failure(adapter({ projectId: 'another-project' }).listJobs(null, signal));
     expect([err.code, err.details.upstreamCode]).toEqual(['UPSTREAM_AUTH', 'ModelArts.0210']);
+  });
+});
+
+describe('the simulator agrees with the readings the adapter checks', () => {
+  it('every job of the simulated fleet, its metrics and logs: no shape mismatch reported', async () => {
+    const seen: ShapeMismatch[] = [];
+    const stop = onShapeMismatch((m) => seen.push(m));
+    try {
+      const a = adapter();
+      for (const job of sim.fleet) {
+        const ref = await a.getJob({ externalId: job.id, projectExternalId: '0' }, signal);
+        if (!ref) continue;
+        await a.fetchSystemMetrics(
+          ref,
+          { from: ref.startedAt ?? new Date(clock - 3600_000), to: new Date(clock), metrics: Object.keys(RAW_NAME) as SystemMetric[], stepSeconds: 60 },
+          signal,
+        );
+        await a.fetchLogs!(ref, { after: null, since: null, limit: 200 }, signal);
+      }
+    } finally {
+      stop();
+    }
+    expect(seen).toEqual([]);
   });
 });

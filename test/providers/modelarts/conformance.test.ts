@@ -6,6 +6,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createModelArtsAdapter } from '../../../src/providers/modelarts/adapter.js';
+import { onShapeMismatch, type ShapeMismatch } from '../../../src/providers/shape-watch.js';
 
 const GIB = 1024 ** 3;
 
@@ -91,13 +92,17 @@ const ANSWERED = new Date(Date.UTC(2025, 2, 1, 10, 15, 30));
 let server: http.Server;
 let baseUrl = '';
 const paths: string[] = [];
+/** Per test: bodies to answer instead, by a part of the path. */
+let override: Record<string, string> = {};
 
 beforeAll(async () => {
   server = http.createServer((req, res) => {
     const path = new URL(req.url!, 'http://x').pathname;
     paths.push(`${req.method} ${path}`);
     let body: string;
-    if (path.endsWith('/logs/preview')) body = LOG_PREVIEW;
+    const replaced = Object.entries(override).find(([part]) => path.includes(part));
+    if (replaced) body = replaced[1];
+    else if (path.endsWith('/logs/preview')) body = LOG_PREVIEW;
     else if (path.includes('/metrics/')) body = SEED_001;
     else if (path.includes('a5c3e1d0')) body = ASCEND_JOB;
     else body = FACT_SHEET_JOB;
@@ -210,5 +215,72 @@ describe('log timestamps in the formats ModelArts writes', () => {
       ['2025-03-01T09:41:03.250Z', 'INFO'],
       [null, null],
     ]);
+  });
+});
+
+describe('the running code notices when a real answer contradicts an unconfirmed reading', () => {
+  const JOB_ID = '6f1c2b9e-0d4a-4e8e-9a51-2f0b7c3d1e11';
+  const ref = { externalId: JOB_ID, projectExternalId: '0', status: 'RUNNING' as const, createdAt: null, startedAt: new Date(1740822060000), finishedAt: null };
+  async function reported(work: () => Promise<unknown>): Promise<ShapeMismatch[]> {
+    const seen: ShapeMismatch[] = [];
+    const stop = onShapeMismatch((m) => seen.push(m));
+    try {
+      await work();
+    } finally {
+      stop();
+      override = {};
+    }
+    return seen;
+  }
+  const metrics = () =>
+    adapter().fetchSystemMetrics(ref, { from: ref.startedAt, to: ANSWERED, metrics: ['CPU_UTILIZATION', 'GPU_UTILIZATION'], stepSeconds: 60 }, signal);
+
+  it('the real examples raise nothing: seed 001, the fact sheet job, the log formats', async () => {
+    const seen = await reported(async () => {
+      await metrics();
+      await adapter().getJob({ externalId: JOB_ID, projectExternalId: '0' }, signal);
+      await adapter().getJob({ externalId: 'a5c3e1d0-0000-4000-a000-000000000001', projectExternalId: '0' }, signal);
+      await adapter().fetchLogs!(ref, { after: null, since: null, limit: 100 }, signal);
+    });
+    expect(seen).toEqual([]);
+  });
+
+  it('metrics: samples from before the task began (not one per minute ending now), unequal arrays (not one window), values over 100 (not percent)', async () => {
+    // 40 real samples for a task that started 14 minutes before the answer; one array shorter; a 250.
+    override = {
+      '/metrics/': JSON.stringify({
+        metrics: [
+          { metric: 'cpuUsage', value: Array.from({ length: 40 }, (_, i) => 10 + i) },
+          { metric: 'gpuUtil', value: [...Array.from({ length: 38 }, () => 50), 250] },
+        ],
+      }),
+    };
+    const seen = await reported(metrics);
+    expect([...new Set(seen.map((m) => m.assumption))].sort()).toEqual([
+      'modelarts.metrics-minute-window',
+      'modelarts.metrics-percent',
+      'modelarts.metrics-shared-window',
+    ]);
+    expect(seen.every((m) => m.providerId === 'ma-conf' && m.detail.includes(JOB_ID))).toBe(true);
+  });
+
+  it("logs: stamps without an offset that are hours after the server's now (written in UTC+8) are not UTC", async () => {
+    override = {
+      '/logs/preview': JSON.stringify({ content: '2025-03-01 18:14:00,000 - root - INFO - local time in Beijing\n', current_size: 0, full_size: 0 }),
+    };
+    const seen = await reported(() => adapter().fetchLogs!(ref, { after: null, since: null, limit: 100 }, signal));
+    // Once per task read (both tasks answer the same preview here).
+    expect(seen.map((m) => m.assumption)).toEqual(['modelarts.log-timestamps-utc', 'modelarts.log-timestamps-utc']);
+    expect(seen.map((m) => m.detail.match(/task (\S+):/)?.[1])).toEqual(['worker-0', 'worker-1']);
+  });
+
+  it('a failed job with no reason in any field read', async () => {
+    const job = JSON.parse(ASCEND_JOB);
+    job.status.task_statuses = [];
+    job.status.running_records = [];
+    job.status.secondary_phase = 'Failed';
+    override = { a5c3e1d0: JSON.stringify(job) };
+    const seen = await reported(() => adapter().getJob({ externalId: 'a5c3e1d0-0000-4000-a000-000000000001', projectExternalId: '0' }, signal));
+    expect(seen.map((m) => m.assumption)).toEqual(['modelarts.failure-reason']);
   });
 });
