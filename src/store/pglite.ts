@@ -2,7 +2,7 @@
 // process. Imported only when no DATABASE_URL is set; an install without optional dependencies
 // (the Docker image) has no PGlite at all.
 import { fork } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -36,73 +36,88 @@ async function create(dir: string, loadDataDir?: Blob): Promise<PGlite> {
 
 /** Opens (creating when new) a PGlite database in `dir`, or an in-memory one for 'memory://'. */
 export async function openPglite(dir: string): Promise<PGlite> {
-  const memory = dir.startsWith('memory://');
-  if (!memory) mkdirSync(dir, { recursive: true });
-  const fresh = memory || !existsSync(path.join(dir, 'PG_VERSION'));
-  if (!fresh) return create(dir);
-  const template = await newDatabaseTemplate();
-  if (template) return create(dir, template);
-  // No template could be kept (a read-only install): initdb, away from the server's memory.
-  if (!memory) await initInChild(['--init', dir]);
+  if (dir.startsWith('memory://')) {
+    const template = await newDatabaseTemplate();
+    return create(dir, template ? new Blob([readFileSync(template.tar)]) : undefined);
+  }
+  if (!existsSync(path.join(dir, 'PG_VERSION'))) {
+    const template = await newDatabaseTemplate();
+    mkdirSync(path.dirname(path.resolve(dir)), { recursive: true });
+    // A folder is copied file by file: loading the tar through PGlite would grow its WebAssembly
+    // memory by the whole folder, for good.
+    if (template) cpSync(template.folder, dir, { recursive: true });
+    // No template could be kept (a read-only install): initdb, away from the server's memory.
+    else await initInChild(['--init', dir]);
+  }
   return create(dir);
 }
 
 /**
- * A new database starts as a copy of a template: initdb in WebAssembly takes 3-6 s of CPU, loading
- * its result (an uncompressed tar of the data folder) well under one. The template is made once per
- * installed PGlite version (by npm install's postinstall, else by the first new database), in a
- * child process, and kept beside the installed packages (node_modules/.cache).
+ * A new database starts as a copy of a template: initdb in WebAssembly takes 3-6 s of CPU, a copy
+ * of its result well under one. The template (the data folder, and the same as a tar for in-memory
+ * databases) is made once per installed PGlite version, by npm install's postinstall or else by
+ * the first new database, in a child process, and kept beside the installed packages
+ * (node_modules/.cache/training-graph).
  */
-async function newDatabaseTemplate(): Promise<Blob | null> {
-  const file = templateFile();
-  if (!file) return null;
-  if (!existsSync(file)) {
+async function newDatabaseTemplate(): Promise<{ folder: string; tar: string } | null> {
+  const base = templateBase();
+  if (!base) return null;
+  const template = { folder: `${base}-template`, tar: `${base}-template.tar` };
+  if (!existsSync(path.join(template.folder, 'PG_VERSION')) || !existsSync(template.tar)) {
     try {
-      await initInChild(['--template', file]);
+      await initInChild(['--template']);
     } catch {
       return null;
     }
   }
-  return new Blob([readFileSync(file)]);
+  return template;
 }
 
-function templateFile(): string | null {
+/** node_modules/.cache/training-graph/pglite-<version>, or null where PGlite is not installed. */
+function templateBase(): string | null {
   try {
     const entry = createRequire(import.meta.url).resolve('@electric-sql/pglite');
     const pkgDir = entry.slice(0, entry.lastIndexOf(`${path.sep}dist${path.sep}`));
     const { version } = JSON.parse(readFileSync(path.join(pkgDir, 'package.json'), 'utf8')) as { version: string };
-    return path.join(pkgDir, '..', '..', '.cache', 'training-graph', `pglite-${version}-template.tar`);
+    return path.join(pkgDir, '..', '..', '.cache', 'training-graph', `pglite-${version}`);
   } catch {
     return null;
   }
 }
 
-/** Writes the template: a new in-memory database's data folder, written whole or not at all. */
-async function writeTemplate(file: string): Promise<void> {
-  const client = await create('memory://');
+/** Writes the template folder and tar, each whole or not at all (concurrent first starts may race). */
+async function writeTemplate(base: string): Promise<void> {
+  mkdirSync(path.dirname(base), { recursive: true });
+  const partial = `${base}.${process.pid}.partial`;
+  rmSync(partial, { recursive: true, force: true });
+  const client = await create(partial);
   const tar = Buffer.from(await (await client.dumpDataDir('none')).arrayBuffer());
   await client.close();
-  mkdirSync(path.dirname(file), { recursive: true });
-  const partial = `${file}.${process.pid}.partial`;
-  writeFileSync(partial, tar);
+  writeFileSync(`${partial}.tar`, tar);
   try {
-    renameSync(partial, file);
+    renameSync(`${partial}.tar`, `${base}-template.tar`);
+    if (!existsSync(path.join(`${base}-template`, 'PG_VERSION'))) {
+      rmSync(`${base}-template`, { recursive: true, force: true });
+      renameSync(partial, `${base}-template`);
+    }
   } finally {
-    rmSync(partial, { force: true });
+    rmSync(partial, { recursive: true, force: true });
+    rmSync(`${partial}.tar`, { force: true });
   }
 }
-
-const HERE = fileURLToPath(import.meta.url);
 
 /**
  * initdb runs in a second WebAssembly instance whose memory (about 450 MB) stays resident until a
  * full garbage collection, which an idle server may never run. Done in a child process instead
  * (this file, run as a script), all of it goes back to the system when the child exits.
  */
+const HERE = fileURLToPath(import.meta.url);
+
+/** From the TypeScript sources (npm start, tests) a child needs tsx's loader; dist/ is plain JS. */
+const childExecArgv = () => (HERE.endsWith('.ts') ? ['--import', 'tsx'] : []);
+
 async function initInChild(args: string[]): Promise<void> {
-  // From the TypeScript sources (npm start, tests) the child needs tsx's loader; dist/ is plain JS.
-  const execArgv = HERE.endsWith('.ts') ? ['--import', 'tsx'] : [];
-  const child = fork(HERE, args, { execArgv, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+  const child = fork(HERE, args, { execArgv: childExecArgv(), stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
   let stderr = '';
   child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
   const code = await new Promise<number | null>((resolve, reject) => {
@@ -115,9 +130,9 @@ async function initInChild(args: string[]): Promise<void> {
 if (process.argv[1] && path.resolve(process.argv[1]) === HERE) {
   const [mode, target] = process.argv.slice(2);
   if (mode === '--template') {
-    const file = target ?? templateFile();
-    if (!file) throw new Error('@electric-sql/pglite is not installed');
-    await writeTemplate(file);
+    const base = templateBase();
+    if (!base) throw new Error('@electric-sql/pglite is not installed');
+    await writeTemplate(base);
   } else {
     const client = await create(target!);
     await client.close();
