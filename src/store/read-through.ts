@@ -115,6 +115,9 @@ export const NEGATIVE_LOOKUP_TTL_MS = 60_000;
 /** Unknown ids remembered at most (oldest forgotten first): 2,000 made-up ids must not grow memory without bound. */
 const NEGATIVE_LOOKUP_MAX = 10_000;
 
+/** Lookups by id per list sync for unfinished jobs the list no longer holds. */
+const MAX_UNLISTED_CHECKS = 20;
+
 export class ReadThrough {
   private readonly inflight = new Map<string, SharedWork<unknown>>();
   /** Job ids upstream said do not exist, with when that stops being believed (ms). */
@@ -251,6 +254,7 @@ export class ReadThrough {
           await this.repo.upsertCatalog(providerId, projects, jobs, at);
           await this.repo.recordProviderSync({ providerId, dataset: 'jobs', syncedAt: at, attemptedAt: at, errorCode: null, errorMessage: null });
         });
+        await this.settleUnlisted(providerId, new Set(jobs.map((j) => j.externalId)), at, signal);
         return at;
       } catch (err) {
         const info = toErrorInfo(err);
@@ -258,6 +262,42 @@ export class ReadThrough {
         throw err;
       }
     });
+  }
+
+  /**
+   * Unfinished cached jobs a complete list no longer holds: each is looked up by id (a platform may
+   * list only recent jobs), and the ones it does not find are gone (UNKNOWN, their last status in
+   * rawStatus), so no job shows as running forever after it vanished (a deleted run folder, a
+   * demo restarted with new runs). At most MAX_UNLISTED_CHECKS lookups per sync; the rest wait.
+   */
+  private async settleUnlisted(providerId: string, listed: ReadonlySet<string>, at: Date, signal?: AbortSignal) {
+    const unlisted = (await this.repo.unfinishedJobsOf(providerId)).filter((j) => !listed.has(j.externalId)).slice(0, MAX_UNLISTED_CHECKS);
+    if (unlisted.length === 0) return;
+    const projects = await this.projectExternalIds(unlisted);
+    const gone: JobRow[] = [];
+    await Promise.all(
+      unlisted.map(async (job) => {
+        try {
+          const detail = await this.providers.call(
+            providerId,
+            (a, sig) => a.getJob({ externalId: job.externalId, projectExternalId: projects.get(job.projectId) ?? '' }, sig),
+            signal,
+          );
+          if (!detail) gone.push(job);
+        } catch {
+          // Not known either way: the next sync asks again.
+        }
+      }),
+    );
+    await this.announceGone(gone, at);
+  }
+
+  private async announceGone(jobs: readonly JobRow[], at: Date) {
+    const changed = await this.repo.markGone(jobs, at);
+    if (changed.size === 0 || this.statusListeners.length === 0) return;
+    for (const row of await this.repo.jobsByIds([...changed.keys()])) {
+      for (const listener of this.statusListeners) listener({ job: row, previousStatus: changed.get(row.id) ?? null });
+    }
   }
 
   /** Told of every job whose status changed (previousStatus set) or that appeared (null), once per change. */
@@ -298,7 +338,10 @@ export class ReadThrough {
         signal,
       ),
     );
-    if (!detail) throw new DomainError('NOT_FOUND', `job ${jobId} no longer exists upstream`);
+    if (!detail) {
+      await this.announceGone([cached], this.now());
+      throw new DomainError('NOT_FOUND', `job ${jobId} no longer exists upstream`);
+    }
     const at = this.now();
     await this.writeJobsAnnouncing(cached.providerId, [detail], false, () => this.repo.upsertJobs(cached.providerId, [detail], at, true));
     if (detail.nodes) await this.repo.writeTopology(cached.providerId, [{ job: cached, nodes: detail.nodes }], at);

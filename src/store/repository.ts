@@ -237,6 +237,34 @@ export class Repository {
     return changed;
   }
 
+  /** A provider's jobs the cache holds as not finished (the ones a vanished upstream job would leave behind). */
+  async unfinishedJobsOf(providerId: string): Promise<JobRow[]> {
+    return this.db
+      .select()
+      .from(t.jobs)
+      .where(and(eq(t.jobs.providerId, providerId), inArray(t.jobs.status, ['PENDING', 'RUNNING'])));
+  }
+
+  /**
+   * Jobs the platform no longer has: UNKNOWN, with the reason and the last status seen in
+   * raw_status. Claimed like a status change: returns the ids this writer changed, with their
+   * previous status.
+   */
+  async markGone(jobs: readonly { id: string; status: string }[], at: Date): Promise<Map<string, string>> {
+    const changed = new Map<string, string>();
+    if (jobs.length === 0) return changed;
+    const claims = jobs.map((j) => ({ id: j.id, previous: j.status, raw: `gone: the platform no longer lists it nor finds it by id (last seen ${j.status})` }));
+    const rows = await rowsOf<{ id: string; previous: string }>(
+      this.db,
+      sql`update jobs set status = 'UNKNOWN', raw_status = x.raw, detail_fetched_at = ${at.toISOString()}::timestamptz
+          from jsonb_to_recordset(${JSON.stringify(claims)}::jsonb) as x(id text, previous text, raw text), jobs as old
+          where jobs.id = x.id and old.id = x.id and jobs.status = x.previous
+          returning jobs.id, old.status as previous`,
+    );
+    for (const r of rows) changed.set(r.id, r.previous);
+    return changed;
+  }
+
   async jobsByIds(ids: readonly string[]): Promise<JobRow[]> {
     if (ids.length === 0) return [];
     return this.db

@@ -99,6 +99,27 @@ describe('read-through cache', () => {
     expect(again.data).toEqual(fine.data);
   });
 
+  it('a running job the platform no longer has becomes UNKNOWN (last status in rawStatus), not running forever', async () => {
+    const id = await pickJob(s, 'RUNNING');
+    const external = id.split(':').at(-1)!;
+    const at = s.sim.fleet.jobs.findIndex((j) => j.id === external);
+    expect(at, `${external} in the simulated fleet`).toBeGreaterThanOrEqual(0);
+    const [removed] = s.sim.fleet.jobs.splice(at, 1);
+    try {
+      s.clock.advance(31_000); // past the list TTL: the next list read syncs
+      const listed = await s.gql(`{ jobs(first: 100) { edges { node { id status } } } }`);
+      expect(listed.errors).toBeUndefined();
+      const job = (await s.gql(`query($id: ID!) { job(id: $id) { status rawStatus } }`, { id })).data.job;
+      expect(job).toEqual({ status: 'UNKNOWN', rawStatus: 'gone: the platform no longer lists it nor finds it by id (last seen RUNNING)' });
+    } finally {
+      s.sim.fleet.jobs.splice(at, 0, removed!);
+    }
+    // Back on the platform's list: the next sync gives it its status again.
+    s.clock.advance(31_000);
+    await s.gql(`{ jobs(first: 100) { edges { node { id } } } }`);
+    expect((await s.gql(`query($id: ID!) { job(id: $id) { status } }`, { id })).data.job.status).toBe('RUNNING');
+  });
+
   it('keeps the cache and the ids across a restart', async () => {
     const id = await pickJob(s, 'SUCCEEDED');
     const before = await s.gql(UTILIZATION, { id });
