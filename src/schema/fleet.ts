@@ -10,6 +10,7 @@ import { AcceleratorKindEnum, MetricScopeEnum } from './enums.js';
 import { JobFilterRef, resolveJobFilter } from './job-filter.js';
 import { ProviderRef } from './provider.js';
 import { ComputeNodeRef, GpuRef, JobRef, ProjectRef, SourceErrorRef } from './refs.js';
+import { VALUE_ID_DESCRIPTION, valueId } from './value-id.js';
 
 const SEMANTICS =
   `Each job counts for its part of [from, to] inside its life (start to end, or now); PENDING jobs hold no GPUs and are left out. ` +
@@ -24,6 +25,8 @@ const SEMANTICS =
 interface FleetShape {
   prepared: Promise<PreparedFleet>;
   askedFrom: Date;
+  /** What was asked (the arguments, and whose view): the fleet's id. */
+  key: unknown;
 }
 
 interface IdleGpuShape {
@@ -35,6 +38,7 @@ const IdleIntervalRef = builder.objectRef<{ run: IdleRunRow }>('IdleInterval');
 IdleIntervalRef.implement({
   description: 'A stretch in which utilization stayed under the threshold, with data all along',
   fields: (t) => ({
+    id: t.id({ description: VALUE_ID_DESCRIPTION, resolve: (v) => valueId('IdleInterval', v.run) }),
     from: t.field({ type: 'DateTime', description: 'Start of the stretch', resolve: ({ run }) => run.from }),
     to: t.field({ type: 'DateTime', description: 'End of the stretch', resolve: ({ run }) => run.to }),
     duration: t.field({ type: 'Duration', description: 'How long the stretch lasted (to - from)', resolve: ({ run }) => seconds(run) }),
@@ -48,6 +52,7 @@ const IdleGpuRef = builder.objectRef<IdleGpuShape>('IdleGpu');
 IdleGpuRef.implement({
   description: `A GPU, or a node or job aggregate standing for several GPUs, that stayed under the threshold for long enough. ${SEMANTICS}`,
   fields: (t) => ({
+    id: t.id({ description: VALUE_ID_DESCRIPTION, resolve: (v) => valueId('IdleGpu', [v.job.id, v.runs]) }),
     job: t.field({ type: JobRef, description: 'The job the GPU (or aggregate) belongs to', resolve: (g) => g.job }),
     provider: t.field({ type: ProviderRef, description: "The job's platform", resolve: (g, _a, ctx) => providerOf(ctx, g.job) }),
     scope: t.field({ type: MetricScopeEnum, description: 'GPU, or NODE / JOB for an aggregate series', resolve: (g) => g.runs[0]!.scope }),
@@ -112,6 +117,10 @@ GpuHoursRef.implement({
   description:
     'GPU-hours allocated vs used for one group of jobs in the window: the whole fleet (no group field set), one platform (provider), one project, one GPU model or one job',
   fields: (t) => ({
+    id: t.id({
+      description: VALUE_ID_DESCRIPTION,
+      resolve: (v) => valueId('GpuHours', [v.row, v.providerId ?? null, v.projectId ?? null, v.model ?? null, v.job?.id ?? null]),
+    }),
     provider: t.field({
       type: ProviderRef,
       nullable: true,
@@ -161,6 +170,7 @@ const FleetUtilizationRef = builder.objectRef<{ rows: GpuHoursRow[] }>('FleetUti
 FleetUtilizationRef.implement({
   description: `GPU-hours allocated vs used, rolled up. Jobs with no known GPUs and no GPU series are left out. ${SEMANTICS}`,
   fields: (t) => ({
+    id: t.id({ description: VALUE_ID_DESCRIPTION, resolve: (v) => valueId('FleetUtilization', v.rows) }),
     total: t.field({
       type: GpuHoursRef,
       description: 'Every matching job together',
@@ -190,6 +200,7 @@ const FleetRef = builder.objectRef<FleetShape>('Fleet');
 FleetRef.implement({
   description: `GPU questions across every matching job of every platform in one window. ${SEMANTICS}`,
   fields: (t) => ({
+    id: t.id({ description: VALUE_ID_DESCRIPTION, resolve: (v) => valueId('Fleet', v.key) }),
     from: t.field({ type: 'DateTime', description: 'The window start, as asked', resolve: (f) => f.askedFrom }),
     to: t.field({ type: 'DateTime', description: 'The window end, capped at now', resolve: async (f) => (await f.prepared).to }),
     jobCount: t.int({ description: 'Matching jobs that held GPUs in the window (not PENDING)', resolve: async (f) => (await f.prepared).windows.length }),
@@ -271,7 +282,7 @@ builder.queryFields((t) => ({
       })();
       // Fields that never await it must not leave a rejection unhandled.
       prepared.catch(() => {});
-      return { prepared, askedFrom: args.from };
+      return { prepared, askedFrom: args.from, key: [args.filter ?? null, args.from, args.to, filter.providerIds] };
     },
   }),
 }));

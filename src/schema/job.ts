@@ -9,11 +9,13 @@ import { FreshnessRef, MetricSeriesRef, systemSeriesArgs, windowArgs } from './m
 import { ProviderRef } from './provider.js';
 import { ComputeNodeRef, GpuRef, JobRef, NodeInterfaceRef, ProjectRef } from './refs.js';
 import { systemSeries, topologyHint, trainingSeries } from './series-fields.js';
+import { VALUE_ID_DESCRIPTION, valueId } from './value-id.js';
 
 const JobProgressRef = builder.objectRef<{ row: ProgressRow; freshness: Freshness }>('JobProgress');
 JobProgressRef.implement({
   description: 'Training progress: from iteration times (Primus-Lens) or steps over time (Runicorn)',
   fields: (t) => ({
+    id: t.id({ description: VALUE_ID_DESCRIPTION, resolve: (v) => valueId('JobProgress', [v.row, v.freshness]) }),
     iteration: t.int({
       nullable: true,
       description: 'The latest iteration (step) recorded, a count from 0; null until the platform reports one',
@@ -64,6 +66,7 @@ export const LogLineRef = builder.objectRef<LogLineRecord>('LogLine');
 LogLineRef.implement({
   description: 'One log line of a job, as the platform wrote it',
   fields: (t) => ({
+    id: t.id({ description: VALUE_ID_DESCRIPTION, resolve: (v) => valueId('LogLine', v) }),
     timestamp: t.field({
       type: 'DateTime',
       nullable: true,
@@ -87,6 +90,7 @@ const LogGapRef = builder.objectRef<LogGap>('LogGap');
 LogGapRef.implement({
   description: 'Lines the platform holds but did not deliver, at one place in the log',
   fields: (t) => ({
+    id: t.id({ description: VALUE_ID_DESCRIPTION, resolve: (v) => valueId('LogGap', v) }),
     after: t.string({ nullable: true, description: 'The cursor of the line before the missing ones; null = before the first line', resolve: (g) => g.after }),
     lines: t.int({ description: 'How many lines are missing there (count, >= 1)', resolve: (g) => g.lines }),
     reason: t.exposeString('reason', { description: 'Why they are missing and where they can still be read' }),
@@ -97,6 +101,7 @@ const LogPageRef = builder.objectRef<LogPage>('LogPage');
 LogPageRef.implement({
   description: 'A page of log lines, oldest first, with the cursor for the next page',
   fields: (t) => ({
+    id: t.id({ description: VALUE_ID_DESCRIPTION, resolve: (v) => valueId('LogPage', [v.lines.map((l) => l.cursor), v.gaps, v.nextCursor]) }),
     lines: t.field({ type: [LogLineRef], description: 'Oldest first, at most `first` lines', resolve: (p) => p.lines }),
     gaps: t.field({
       type: [LogGapRef],

@@ -7,6 +7,7 @@ import { AggregationEnum, MetricScopeEnum, MetricUnitEnum, SeriesKeyEnum, System
 import { ComputeNodeRef, GpuRef, NodeInterfaceRef } from './refs.js';
 import { SourceErrorRef } from './refs.js';
 import type { Context } from './context.js';
+import { VALUE_ID_DESCRIPTION, valueId } from './value-id.js';
 
 /** A stored series plus the window and shaping a field asked for it. */
 export interface SeriesView {
@@ -79,6 +80,7 @@ FreshnessRef.implement({
   shareable: true,
   description: 'How current an answer is: when it was fetched upstream and whether a due refresh failed',
   fields: (t) => ({
+    id: t.id({ description: VALUE_ID_DESCRIPTION, resolve: (v) => valueId('Freshness', v) }),
     fetchedAt: t.field({
       type: 'DateTime',
       nullable: true,
@@ -99,6 +101,7 @@ MetricPointRef.implement({
   shareable: true,
   description: 'One point (or one downsampled bucket, stamped with its first point). A null value is a gap the platform reported.',
   fields: (t) => ({
+    id: t.id({ description: VALUE_ID_DESCRIPTION, resolve: (v) => `MetricPoint:${v.ts?.getTime() ?? ''}/${v.step ?? ''}/${v.value ?? ''}` }),
     timestamp: t.field({
       type: 'DateTime',
       // Step-keyed training points without a wall-clock time fall back to nothing rather than a guess.
@@ -125,6 +128,7 @@ MetricSummaryRef.implement({
   shareable: true,
   description: 'Statistics over the raw (not downsampled) points in the window; gaps are not counted',
   fields: (t) => ({
+    id: t.id({ description: VALUE_ID_DESCRIPTION, resolve: (v) => valueId('MetricSummary', v) }),
     count: t.exposeInt('count', { description: 'Points with a value in the window (a count)' }),
     min: t.field({ type: 'Float', nullable: true, description: "The lowest value, in the series' unit; null without points", resolve: (s) => s.min }),
     max: t.field({ type: 'Float', nullable: true, description: "The highest value, in the series' unit; null without points", resolve: (s) => s.max }),

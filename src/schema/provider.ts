@@ -4,6 +4,7 @@ import { NodeInterfaceRef, ProviderRef, SourceErrorRef } from './refs.js';
 
 export { ProviderRef };
 import { HealthStateEnum, ProviderKindEnum, SystemMetricEnum } from './enums.js';
+import { VALUE_ID_DESCRIPTION, valueId } from './value-id.js';
 
 const HealthRef = builder.objectRef<Health>('ProviderHealth');
 const CircuitStateEnum = builder.enumType('CircuitState', {
@@ -18,6 +19,7 @@ const CircuitStateEnum = builder.enumType('CircuitState', {
 HealthRef.implement({
   description: 'How calls to this platform have gone lately, as seen by this server',
   fields: (t) => ({
+    id: t.id({ description: VALUE_ID_DESCRIPTION, resolve: (v) => valueId('ProviderHealth', v) }),
     state: t.field({ type: HealthStateEnum, description: 'The summary: OK, DEGRADED, DOWN or UNKNOWN', resolve: (h) => h.state }),
     lastSuccessAt: t.field({
       type: 'DateTime',

@@ -3,6 +3,7 @@
 import { ERROR_CODES, type ErrorCode } from '../domain/errors.js';
 import { builder } from './builder.js';
 import { JobRef, ProviderRef, SourceErrorRef } from './refs.js';
+import { VALUE_ID_DESCRIPTION, valueId } from './value-id.js';
 
 const ERROR_CODE_DOCS: Record<ErrorCode, string> = {
   BAD_ID: 'An id this graph did not issue, or of another kind than the argument takes',
@@ -34,6 +35,7 @@ SourceErrorRef.implement({
     'One upstream call that failed for this answer: what failed, and whether an older cached copy is served in its place. Secrets and internals never appear here.',
   shareable: true,
   fields: (t) => ({
+    id: t.id({ description: VALUE_ID_DESCRIPTION, resolve: (v) => valueId('SourceError', v) }),
     code: t.field({ type: ErrorCodeEnum, description: 'What kind of failure', resolve: (e) => errorCodeOf(e.code) }),
     message: t.exposeString('message', { description: 'A human-readable account, at most a few hundred characters' }),
     stale: t.exposeBoolean('stale', {

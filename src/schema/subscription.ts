@@ -14,6 +14,7 @@ import { LogLineRef } from './job.js';
 import { MetricSeriesRef, seriesView } from './metric-series.js';
 import { JobRef } from './refs.js';
 import type { SystemSeriesQuery } from './series-fields.js';
+import { VALUE_ID_DESCRIPTION, valueId } from './value-id.js';
 
 interface SampleView {
   payload: SamplePayload;
@@ -28,6 +29,7 @@ UtilizationSampleRef.implement({
   description:
     "One poll of a job's platform: the job's series that got new points, as the same MetricSeries objects (same ids, same window and shaping) Job.metrics answers for the same arguments, read from the store after the poll wrote them. A client cache that holds the series from a query sees them updated in place.",
   fields: (t) => ({
+    id: t.id({ description: VALUE_ID_DESCRIPTION, resolve: (v) => valueId('UtilizationSample', [v.payload.jobId, v.payload.polledAt, v.args]) }),
     job: t.field({
       type: JobRef,
       nullable: true,
