@@ -114,6 +114,19 @@ export class Repository {
       .where(and(inArray(t.providerSyncs.providerId, [...providerIds]), eq(t.providerSyncs.dataset, dataset)));
   }
 
+  /**
+   * Makes the next read of these providers' job lists sync, whatever the TTL says: the demo's
+   * simulators are new at every start (their running runs too), so the list a previous process
+   * cached describes another fleet.
+   */
+  async expireJobLists(providerIds: readonly string[]) {
+    if (providerIds.length === 0) return;
+    await this.db
+      .update(t.providerSyncs)
+      .set({ syncedAt: null })
+      .where(and(inArray(t.providerSyncs.providerId, [...providerIds]), eq(t.providerSyncs.dataset, 'jobs')));
+  }
+
   async recordProviderSync(row: ProviderSyncRow) {
     await this.db
       .insert(t.providerSyncs)
