@@ -383,13 +383,12 @@ export class ReadThrough {
       }
       const byProvider = new Map<string, typeof found>();
       for (const f of found) if (f.detail) byProvider.set(f.p.providerId, [...(byProvider.get(f.p.providerId) ?? []), f]);
+      // A job first seen here (not by a list sync) is news as much as one a sync finds: it is
+      // announced here, once, or the status poller would find it already known and never tell.
+      const synced = new Set((await this.repo.providerSyncs([...byProvider.keys()], 'jobs')).filter((s) => s.syncedAt).map((s) => s.providerId));
       for (const [pid, list] of byProvider) {
-        await this.repo.upsertCatalog(
-          pid,
-          [],
-          list.map((f) => f.detail!),
-          at,
-        );
+        const records = list.map((f) => f.detail!);
+        await this.writeJobsAnnouncing(pid, records, synced.has(pid), () => this.repo.upsertCatalog(pid, [], records, at));
       }
       if (byProvider.size > 0) {
         for (const j of await this.repo.jobsByIds([...byProvider.values()].flat().map((f) => jobGlobalId(f.p.providerId, f.p.key)))) {
