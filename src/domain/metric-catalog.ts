@@ -160,6 +160,17 @@ const defs: MetricDefinition[] = [
     },
   },
   {
+    name: 'MODEL_FLOPS_PER_GPU',
+    unit: 'FLOPS',
+    finestScope: 'JOB',
+    description:
+      "Floating-point operations per second the training loop achieves per GPU, as the framework reports it (model FLOPs, not the hardware's counters)",
+    // Lens' TrainingPerformance graph holds a series labelled "tflops" (and one labelled "iteration").
+    // Per GPU is our reading (unconfirmed): the values sit where one accelerator's achieved TFLOP/s
+    // do (hundreds), and the adapter reports a value above any accelerator's peak as a mismatch.
+    raw: { PRIMUS_LENS: { name: 'TrainingPerformance', unit: 'TFLOP/s per GPU, series labelled "tflops"' } },
+  },
+  {
     name: 'RDMA_RECEIVE_RATE',
     unit: 'BYTES_PER_SECOND',
     finestScope: 'NODE',

@@ -47,6 +47,7 @@ export const MetricUnitEnum = builder.enumType('MetricUnit', {
     COUNT: 'A count of things',
     NONE: 'No unit (a training metric such as loss, as the run logged it)',
     WATTS: 'Watts (power draw)',
+    FLOPS: 'Floating-point operations per second (1 TFLOP/s = 1e12)',
   }),
 });
 export const MetricScopeEnum = builder.enumType('MetricScope', {

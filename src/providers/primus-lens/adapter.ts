@@ -86,10 +86,51 @@ const SYSTEM_METRICS: readonly SystemMetric[] = [
   'DISK_WRITE_RATE',
   'RDMA_RECEIVE_RATE',
   'RDMA_TRANSMIT_RATE',
+  'MODEL_FLOPS_PER_GPU',
 ];
 
 /** Per-node graphs of /workloads/{uid}/metrics (keyed by display name, see the catalog). */
 const NODE_GRAPHS = new Set<SystemMetric>(['GPU_UTILIZATION', 'GPU_MEMORY_UTILIZATION', 'GPU_POWER']);
+
+/** Above any accelerator's dense peak (TFLOP/s): a "tflops" value this high is not per GPU. */
+const MAX_TFLOPS_PER_GPU = 5000;
+
+/**
+ * The job's achieved model FLOP/s per GPU from the TrainingPerformance graph of
+ * /workloads/{uid}/metrics: its series labelled "tflops" (the label Lens puts in
+ * primus_lens_node_name). Null when the graph is absent (the workload logs no performance), so the
+ * metric is not claimed as covered.
+ */
+function trainingFlops(graphs: Record<string, unknown>, providerId: string, workloadUid: string, step: number): SeriesData | null {
+  const rawName = lensRawName('MODEL_FLOPS_PER_GPU');
+  if (!(rawName in graphs)) return null;
+  const parsed = metricsGraphSchema.safeParse(graphs[rawName]);
+  if (!parsed.success) throw new UpstreamError('UPSTREAM_BAD_RESPONSE', providerId, `unexpected shape of "${rawName}" from workloads/{uid}/metrics`);
+  const tflops = parsed.data.series.find((s) => s.labels.primus_lens_node_name === 'tflops');
+  const points = tflops ? graphPoints(tflops, (v) => (typeof v === 'number' && Number.isFinite(v) ? v * 1e12 : null)) : [];
+  const over = points.filter((p) => p.value !== null && p.value > MAX_TFLOPS_PER_GPU * 1e12).length;
+  if (over > 0) {
+    reportShapeMismatch({
+      providerId,
+      assumption: 'primus-lens.tflops-per-gpu',
+      detail: `workload ${workloadUid}: ${over} TrainingPerformance tflops values above ${MAX_TFLOPS_PER_GPU} (a job total, not per GPU?)`,
+    });
+  }
+  return {
+    kind: 'system',
+    name: 'MODEL_FLOPS_PER_GPU',
+    rawName: `${rawName}/tflops`,
+    unit: 'FLOPS',
+    scope: 'JOB',
+    nodeExternalId: null,
+    gpuIndex: null,
+    source: SOURCE,
+    stage: null,
+    keyedBy: 'time',
+    meta: { rawUnit: 'TFLOP/s', aggregation: 'per GPU, as the training framework reports it (our reading: unconfirmed)', stepSeconds: step },
+    points,
+  };
+}
 
 /** Source of node-wide device series (older Lens): kept apart from the workload's own. */
 const NODE_WIDE_SOURCE = 'primus-lens:node-wide';
@@ -541,7 +582,7 @@ export function createPrimusLensAdapter(config: PrimusLensConfig, secrets: Secre
       // The device list comes along whenever the route is asked at all, so GPUs keep one numbering.
       const unifiedNames = wantedUnified.length > 0 ? [...new Set([...wantedUnified, DEVICE_IDS_METRIC])] : [];
       const [graphs, detail, unified] = await Promise.all([
-        wanted.some((m) => NODE_GRAPHS.has(m))
+        wanted.some((m) => NODE_GRAPHS.has(m) || m === 'MODEL_FLOPS_PER_GPU')
           ? client.get(`/workloads/${uid}/metrics`, range, workloadMetricsSchema, signal)
           : Promise.resolve({} as Record<string, unknown>),
         getDetail(job.externalId, signal),
@@ -580,6 +621,14 @@ export function createPrimusLensAdapter(config: PrimusLensConfig, secrets: Secre
             },
             points: graphPoints(s, unit === 'RATIO' ? percentToRatio : finiteOrNull),
           });
+        }
+      }
+
+      if (wanted.includes('MODEL_FLOPS_PER_GPU')) {
+        const flops = trainingFlops(graphs, providerId, job.externalId, step);
+        if (flops) {
+          covered.push('MODEL_FLOPS_PER_GPU');
+          if (flops.points.length > 0) series.push(flops);
         }
       }
 

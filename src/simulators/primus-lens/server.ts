@@ -29,6 +29,8 @@ import {
   type SimPod,
   type SimWorkload,
   type TrainingSource,
+  currentIteration,
+  trainingValue,
 } from './fleet.js';
 
 export type LensAuth = { mode: 'none' } | { mode: 'cookie'; token: string } | { mode: 'bearer'; token: string };
@@ -446,6 +448,34 @@ export async function startPrimusLensSimulator(opts: PrimusLensSimulatorOptions 
             'W',
             perNode((n, t) => nodeGpuPowerWatts(w, n, t)),
           ),
+          // Only for a workload whose log source reports performance; Lens puts "tflops" and
+          // "iteration" in the node-name label of this graph's two series.
+          ...(w.sources.includes('log')
+            ? {
+                TrainingPerformance: graph(
+                  4,
+                  ' ',
+                  [
+                    {
+                      labels: { primus_lens_node_name: 'tflops' },
+                      values: rangeSeries(
+                        range,
+                        (t) => active(t) && currentIteration(w, t * 1000) > 0,
+                        (t) => trainingValue(w, 'log', 'tflops', currentIteration(w, t * 1000)),
+                      ),
+                    },
+                    {
+                      labels: { primus_lens_node_name: 'iteration' },
+                      values: rangeSeries(
+                        range,
+                        (t) => active(t) && currentIteration(w, t * 1000) > 0,
+                        (t) => currentIteration(w, t * 1000),
+                      ),
+                    },
+                  ].filter((x) => x.values.length > 0),
+                ),
+              }
+            : {}),
         };
       }),
     },

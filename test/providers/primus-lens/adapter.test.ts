@@ -218,6 +218,26 @@ describe('workloads, pods and nodes', () => {
     expect(at('RDMA_TRANSMIT_RATE').points[0]!.value).toBe(nodeRdmaBytesPerSecond(llama, pod.nodeName, 'tx', t('RDMA_TRANSMIT_RATE')));
   });
 
+  it('reads the achieved model TFLOP/s per GPU where the workload logs it, and claims nothing where it does not', async () => {
+    const window = { from: new Date(NOW - 5 * 60_000), to: new Date(NOW), metrics: ['MODEL_FLOPS_PER_GPU' as const], stepSeconds: 60 };
+    const logging = lens.fleet.workloads.find((w) => w.sources.includes('log') && currentIteration(w, NOW) > 0 && w.endMs === null)!;
+    const result = await adapter.fetchSystemMetrics(ref(logging), window, signal);
+    expect(result.covered).toEqual(['MODEL_FLOPS_PER_GPU']);
+    const [flops] = result.series;
+    expect(flops).toMatchObject({ name: 'MODEL_FLOPS_PER_GPU', unit: 'FLOPS', scope: 'JOB' });
+    expect(flops!.points.length).toBeGreaterThan(0);
+    for (const p of flops!.points) {
+      const t = p.timestamp!.getTime();
+      expect(p.value).toBe(trainingValue(logging, 'log', 'tflops', currentIteration(logging, t)) * 1e12);
+    }
+    const silent = lens.fleet.workloads.find((w) => !w.sources.includes('log'));
+    if (silent) {
+      const none = await adapter.fetchSystemMetrics(ref(silent), window, signal);
+      expect(none.covered).toEqual([]);
+      expect(none.series).toEqual([]);
+    }
+  });
+
   it("without the unified route (older Lens): node-wide device data only, marked so, never as the workload's own", async () => {
     const old = await sim({ unifiedTrainingMetrics: false });
     const a = adapterFor(old, { cluster: 'gpu-cluster-a' });

@@ -195,9 +195,32 @@ describe('composed v1 fixtures', () => {
       [t[1], 0.95],
       [t[2], 0.93],
     ]);
-    // GPU Power has no canonical metric and TrainingPerformance is not a node series: neither leaks in.
+    // Not asked for: no power series, and TrainingPerformance never becomes a node series.
     expect(result.series.every((s) => s.rawName !== 'GPU Power' && s.nodeExternalId !== 'tflops')).toBe(true);
     expect(result.series).toHaveLength(5);
+  });
+
+  it('workload metrics TrainingPerformance "tflops" -> MODEL_FLOPS_PER_GPU in FLOP/s, job scope; "iteration" left out', async () => {
+    const result = await adapter().fetchSystemMetrics(
+      job,
+      { from: new Date(1764550800_000), to: new Date(1764550920_000), metrics: ['MODEL_FLOPS_PER_GPU'], stepSeconds: 60 },
+      signal,
+    );
+    expect(result.covered).toEqual(['MODEL_FLOPS_PER_GPU']);
+    expect(result.series).toHaveLength(1);
+    const flops = result.series[0]!;
+    expect(flops).toMatchObject({
+      name: 'MODEL_FLOPS_PER_GPU',
+      unit: 'FLOPS',
+      scope: 'JOB',
+      nodeExternalId: null,
+      gpuIndex: null,
+      rawName: 'TrainingPerformance/tflops',
+    });
+    expect(flops.points.map((p) => [p.timestamp!.getTime(), p.value])).toEqual([
+      [1764550800_000, 412.7e12],
+      [1764550860_000, 415.2e12],
+    ]);
   });
 
   it('metrics/data (no data_source, unstable order) -> series by iteration', async () => {
