@@ -5,11 +5,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRuntime, type Runtime } from '../../src/server/runtime.js';
+import type { Runtime } from '../../src/server/runtime.js';
 import { createRun } from '../../src/simulators/runicorn/storage-writer.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { startRuntimeOn } from '../support/runtime.js';
 import { eventually } from '../support/wait.js';
 import { client } from './helpers.js';
 
@@ -22,18 +22,7 @@ describe('jobStatusChanged and a run a query saw first', () => {
     const first = createRun(storage, { path: 'demo/mnist', alias: 'first', hostname: 'trainer', pid: process.pid, createdAt: Date.now() / 1000 - 60 });
     first.logMetrics({ loss: 1 }, { ts: Date.now() / 1000 - 30, stage: 'train' });
     db = await createTestDatabase();
-    rt = await startRuntime({
-      config: {
-        port: 0,
-        host: '127.0.0.1',
-        databaseUrl: db.databaseUrl,
-        dataDir: db.dataDir,
-        redisUrl: null,
-        logLevel: 'silent',
-        providers: [{ id: 'rc', kind: 'RUNICORN', storageDir: storage, pollIntervalSeconds: 1 }],
-      },
-      logger: pino({ level: 'silent' }),
-    });
+    rt = await startRuntimeOn(db, [{ id: 'rc', kind: 'RUNICORN', storageDir: storage, pollIntervalSeconds: 1 }]);
   }, 60_000);
   afterAll(async () => {
     await rt?.close();

@@ -4,13 +4,13 @@
 // still waits on goes on and answers that one.
 import { once } from 'node:events';
 import { createClient } from 'graphql-ws';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { loadSecurityConfig } from '../../src/config/security.js';
-import { startRuntime, type Runtime } from '../../src/server/runtime.js';
+import type { Runtime } from '../../src/server/runtime.js';
 import { startBasetenSimulator, type BasetenSimulator } from '../../src/simulators/baseten/server.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { startRuntimeOn } from '../support/runtime.js';
 import { eventually } from '../support/wait.js';
 
 const METRICS = 'getMetrics';
@@ -50,20 +50,10 @@ describe('abandoned requests stop their upstream calls', () => {
       fleet: { projects: 1, jobsPerProject: 24, emptyProjects: 0, nodesPerJob: 1, gpusPerNode: 2 },
     });
     db = await createTestDatabase();
-    rt = await startRuntime({
-      config: {
-        port: 0,
-        host: '127.0.0.1',
-        databaseUrl: db.databaseUrl,
-        dataDir: db.dataDir,
-        redisUrl: null,
-        logLevel: 'silent',
-        // Far beyond the test: only an abort ends a held call.
-        providers: [{ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', timeoutSeconds: 600 }],
-        security: loadSecurityConfig({}),
-      },
+    // Far beyond the test: only an abort ends a held call.
+    rt = await startRuntimeOn(db, [{ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', timeoutSeconds: 600 }], {
+      config: { security: loadSecurityConfig({}) },
       env: { BT_KEY: sim.apiKey },
-      logger: pino({ level: 'silent' }),
     });
     const list = await gql('{ jobs(first: 20, filter: { statuses: [RUNNING] }) { edges { node { id } } } }');
     cold.push(...list.data.jobs.edges.map((e: any) => e.node.id));

@@ -3,10 +3,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startRuntime, type Runtime } from '../../src/server/runtime.js';
+import type { Runtime } from '../../src/server/runtime.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { startRuntimeOn } from '../support/runtime.js';
 
 describe('the embedded demo restarted on its kept data', () => {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'tg-demo-restart-'));
@@ -15,19 +15,7 @@ describe('the embedded demo restarted on its kept data', () => {
 
   const start = async () => {
     const workDir = path.join(dataDir, 'demo');
-    return startRuntime({
-      config: {
-        port: 0,
-        host: '127.0.0.1',
-        databaseUrl: db.databaseUrl,
-        dataDir: path.join(dataDir, 'db'),
-        redisUrl: null,
-        logLevel: 'silent',
-        providers: null,
-      },
-      logger: pino({ level: 'silent' }),
-      demoWorkDir: workDir,
-    });
+    return startRuntimeOn(db, null, { demoWorkDir: workDir });
   };
   const running = async (r: Runtime) => {
     const res = await r.app.fetch('http://yoga/graphql', {

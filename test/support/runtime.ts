@@ -47,25 +47,32 @@ export interface TestServerOptions {
   securityEnv?: Record<string, string>;
 }
 
+/**
+ * A runtime on a test database with the given providers (null: the embedded demo), silent, on a
+ * free loopback port; `config` overrides any other server setting (security, Redis...).
+ */
+export function startRuntimeOn(
+  db: Pick<TestDatabase, 'databaseUrl' | 'dataDir'>,
+  providers: ProviderConfig[] | null,
+  opts: Omit<RuntimeOptions, 'config'> & { config?: Partial<RuntimeOptions['config']> } = {},
+): Promise<Runtime> {
+  const { config, ...rest } = opts;
+  return startRuntime({
+    config: { port: 0, host: '127.0.0.1', databaseUrl: db.databaseUrl, dataDir: db.dataDir, redisUrl: null, logLevel: 'silent', providers, ...config },
+    logger: pino({ level: 'silent' }),
+    ...rest,
+  });
+}
+
 export async function startTestServer(opts: TestServerOptions = {}): Promise<TestServer> {
   const clock = manualClock(opts.clockStart ?? ANCHOR);
   const sim = await startBasetenSimulator({ seed: 7, anchorMs: ANCHOR, now: clock.now, fleet: opts.fleet, rateLimit: false });
   const db = await createTestDatabase(opts.dataDir);
   const providers: ProviderConfig[] = [{ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', timeoutSeconds: 10 }];
   const start = () =>
-    startRuntime({
-      config: {
-        port: 0,
-        host: '127.0.0.1',
-        databaseUrl: db.databaseUrl,
-        dataDir: db.dataDir,
-        redisUrl: null,
-        logLevel: 'silent',
-        providers,
-        ...(opts.securityEnv ? { security: loadSecurityConfig(opts.securityEnv) } : {}),
-      },
+    startRuntimeOn(db, providers, {
+      config: opts.securityEnv ? { security: loadSecurityConfig(opts.securityEnv) } : {},
       env: { BT_KEY: sim.apiKey },
-      logger: pino({ level: 'silent' }),
       cachePolicy: opts.cachePolicy,
       clock: clock.now,
     });
