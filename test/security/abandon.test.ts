@@ -10,7 +10,7 @@ import { loadSecurityConfig } from '../../src/config/security.js';
 import type { Runtime } from '../../src/server/runtime.js';
 import { startBasetenSimulator, type BasetenSimulator } from '../../src/simulators/baseten/server.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { startRuntimeOn } from '../support/runtime.js';
+import { postGraphql, startRuntimeOn } from '../support/runtime.js';
 import { eventually } from '../support/wait.js';
 
 const METRICS = 'getMetrics';
@@ -23,15 +23,7 @@ describe('abandoned requests stop their upstream calls', () => {
   let rt: Runtime;
   const cold: string[] = [];
 
-  async function gql(query: string, variables?: Record<string, unknown>, signal?: AbortSignal) {
-    const res = await fetch(`${rt.url}/graphql`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ query, variables }),
-      signal,
-    });
-    return (await res.json()) as { data?: any; errors?: { message: string; extensions?: any }[] };
-  }
+  const gql = (query: string, variables?: Record<string, unknown>, signal?: AbortSignal) => postGraphql(rt.url, query, variables, signal);
 
   /** Resolves when the platform has received a metrics request (the fill is under way upstream). */
   const metricsRequested = () => waitForRoute('request');

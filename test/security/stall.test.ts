@@ -11,6 +11,7 @@ import { loadSecurityConfig } from '../../src/config/security.js';
 import { startRuntime, type Runtime } from '../../src/server/runtime.js';
 import { startBasetenSimulator, type BasetenSimulator } from '../../src/simulators/baseten/server.js';
 import { createTestDatabase, REAL_POSTGRES_URL, type TestDatabase } from '../support/database.js';
+import { postGraphql } from '../support/runtime.js';
 import { eventually } from '../support/wait.js';
 
 const BOMB = `query Bomb($n: Int, $p: Int) { jobs(first: $n) { edges { node { id metrics(maxPoints: $p) { name points { timestamp value } } } } } }`;
@@ -21,15 +22,7 @@ describe('one request cannot stall the rest', () => {
   let rt: Runtime;
   let jobId: string;
 
-  async function gql(query: string, variables?: Record<string, unknown>, signal?: AbortSignal) {
-    const res = await fetch(`${rt.url}/graphql`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ query, variables }),
-      signal,
-    });
-    return (await res.json()) as { data?: any; errors?: { message: string; extensions?: any }[] };
-  }
+  const gql = (query: string, variables?: Record<string, unknown>, signal?: AbortSignal) => postGraphql(rt.url, query, variables, signal);
 
   beforeAll(async () => {
     sim = await startBasetenSimulator({

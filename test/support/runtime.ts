@@ -47,6 +47,17 @@ export interface TestServerOptions {
   securityEnv?: Record<string, string>;
 }
 
+/** POSTs one GraphQL operation to a server over HTTP and returns its JSON answer (an abort rejects). */
+export async function postGraphql(baseUrl: string, query: string, variables?: Record<string, unknown>, signal?: AbortSignal): Promise<GqlResult> {
+  const res = await fetch(`${baseUrl}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ query, variables }),
+    signal,
+  });
+  return (await res.json()) as GqlResult;
+}
+
 /**
  * A runtime on a test database with the given providers (null: the embedded demo), silent, on a
  * free loopback port; `config` overrides any other server setting (security, Redis...).
