@@ -10,6 +10,8 @@ export default defineConfig({
   },
   test: {
     include: ['test/**/*.test.ts'],
+    // Says which tests this run skips and the variable that enables them.
+    globalSetup: ['test/support/skip-notice.ts'],
     // A fresh PGlite takes 4-5 s to initialise (STACK.md); each test file shares one instance.
     testTimeout: 30_000,
     hookTimeout: 60_000,

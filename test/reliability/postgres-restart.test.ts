@@ -135,7 +135,7 @@ async function readyz(server: Server): Promise<number> {
   return (await fetch(`${server.url}/readyz`, { signal: AbortSignal.timeout(10_000) })).status;
 }
 
-describe.runIf(REAL_POSTGRES_URL)('Postgres lost during a write burst (real Postgres, server as a child process)', () => {
+describe.runIf(REAL_POSTGRES_URL)('Postgres lost during a write burst (real Postgres, server as a child process) [needs TEST_DATABASE_URL]', () => {
   let sim: BasetenSimulator;
   let dir: string;
   let providersConfig: string;

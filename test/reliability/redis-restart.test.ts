@@ -12,7 +12,7 @@ import { startPrivateRedis, type PrivateRedis } from '../support/private-service
 const INTERVAL_S = 0.5;
 
 // Redis mode needs Postgres for the poll lock, so this runs in the real-Postgres pass.
-describe.runIf(REAL_POSTGRES_URL)('Redis killed and started again under two replicas', () => {
+describe.runIf(REAL_POSTGRES_URL)('Redis killed and started again under two replicas [needs TEST_DATABASE_URL]', () => {
   let sim: BasetenSimulator;
   let redis: PrivateRedis;
   let database: TestDatabase;

@@ -71,7 +71,7 @@ describe('one request cannot stall the rest', () => {
   });
 
   it.runIf(REAL_POSTGRES_URL)(
-    'cancels the SQL of a request its client abandoned (Postgres)',
+    'cancels the SQL of a request its client abandoned (Postgres) [needs TEST_DATABASE_URL]',
     async () => {
       const SERIES = `query($id: ID!) { job(id: $id) { metrics(maxPoints: 50) { name points { value } } } }`;
       const warm = await gql(SERIES, { id: jobId });

@@ -32,7 +32,7 @@ async function outcome<T>(query: Promise<T>, ms = 5_000): Promise<{ ok: T } | { 
   }
 }
 
-describe.runIf(REAL_POSTGRES_URL)('postgres.js after its connection dies (real Postgres)', () => {
+describe.runIf(REAL_POSTGRES_URL)('postgres.js after its connection dies (real Postgres) [needs TEST_DATABASE_URL]', () => {
   let database: TestDatabase;
   let admin: postgres.Sql;
 

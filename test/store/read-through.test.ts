@@ -163,10 +163,10 @@ describe('read-through cache', () => {
     expect(JSON.stringify(res)).not.toContain(s.sim.apiKey);
   });
 
-  it.runIf(!REAL_POSTGRES_URL)('uses the PGlite folder given as DATA_DIR', () => {
+  it.runIf(!REAL_POSTGRES_URL)('uses the PGlite folder given as DATA_DIR [PGlite run: without TEST_DATABASE_URL]', () => {
     expect(s.runtime.database.driver).toBe('pglite');
   });
-  it.runIf(REAL_POSTGRES_URL)('uses the real Postgres when DATABASE_URL is set', () => {
+  it.runIf(REAL_POSTGRES_URL)('uses the real Postgres when DATABASE_URL is set [needs TEST_DATABASE_URL]', () => {
     expect(s.runtime.database.driver).toBe('postgres');
   });
 });

@@ -1,0 +1,14 @@
+// Said once, loudly, at the start of a run: which tests this run skips and the variable that
+// enables them (vitest also lists each skipped test with its name, which names the variable).
+// `.ci/run` runs the suite twice, without and with TEST_DATABASE_URL, so it skips nothing overall.
+export default function setup() {
+  const line = '='.repeat(100);
+  if (process.env.TEST_DATABASE_URL) {
+    console.log(`\n${line}\nTEST_DATABASE_URL is set: the suite runs on that Postgres; the PGlite-only checks are skipped (run again without it).\n${line}\n`);
+  } else {
+    console.log(
+      `\n${line}\nSKIPPING the real-Postgres tests (Postgres restarts, Redis restarts under two replicas, driver and cancellation checks),\n` +
+        `marked [needs TEST_DATABASE_URL]: set TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test to run them (.ci/run does).\n${line}\n`,
+    );
+  }
+}
