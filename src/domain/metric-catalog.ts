@@ -160,6 +160,13 @@ const defs: MetricDefinition[] = [
     },
   },
   {
+    name: 'GPU_TEMPERATURE',
+    unit: 'CELSIUS',
+    finestScope: 'GPU',
+    description: 'GPU (core) temperature, in degrees Celsius',
+    raw: { RUNICORN: { name: 'temp_c', unit: '°C, host snapshot' } },
+  },
+  {
     name: 'MODEL_FLOPS_PER_GPU',
     unit: 'FLOPS',
     finestScope: 'JOB',

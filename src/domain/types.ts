@@ -14,7 +14,7 @@ export const TERMINAL_STATUSES: ReadonlySet<JobStatus> = new Set(['SUCCEEDED', '
 export const ACCELERATOR_KINDS = ['GPU', 'NPU', 'NONE'] as const;
 export type AcceleratorKind = (typeof ACCELERATOR_KINDS)[number];
 
-export const METRIC_UNITS = ['RATIO', 'BYTES', 'CORES', 'BYTES_PER_SECOND', 'COUNT', 'NONE', 'WATTS', 'FLOPS'] as const;
+export const METRIC_UNITS = ['RATIO', 'BYTES', 'CORES', 'BYTES_PER_SECOND', 'COUNT', 'NONE', 'WATTS', 'FLOPS', 'CELSIUS'] as const;
 export type MetricUnit = (typeof METRIC_UNITS)[number];
 
 export const METRIC_SCOPES = ['JOB', 'NODE', 'GPU'] as const;
@@ -43,6 +43,7 @@ export const SYSTEM_METRICS = [
   'RDMA_RECEIVE_RATE',
   'RDMA_TRANSMIT_RATE',
   'MODEL_FLOPS_PER_GPU',
+  'GPU_TEMPERATURE',
 ] as const;
 export type SystemMetric = (typeof SYSTEM_METRICS)[number];
 

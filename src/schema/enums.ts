@@ -48,6 +48,7 @@ export const MetricUnitEnum = builder.enumType('MetricUnit', {
     NONE: 'No unit (a training metric such as loss, as the run logged it)',
     WATTS: 'Watts (power draw)',
     FLOPS: 'Floating-point operations per second (1 TFLOP/s = 1e12)',
+    CELSIUS: 'Degrees Celsius (temperature)',
   }),
 });
 export const MetricScopeEnum = builder.enumType('MetricScope', {

@@ -13,6 +13,9 @@ import {
   type MetricFetchRequest,
   type ProjectRecord,
   type TrainingFetchRequest,
+  type MetricUnit,
+  type SeriesData,
+  type SystemMetric,
 } from '../../domain/types.js';
 import { LogClock } from './log-clock.js';
 import { epochSecondsToDate } from '../../domain/units.js';
@@ -44,13 +47,30 @@ export interface RunicornAdapter extends ProviderAdapter {
 }
 
 const CAPABILITIES: ProviderCapabilities = {
-  // Runicorn has no per-run system metrics; /api/gpu/telemetry is a host snapshot tied to no run.
+  // Runicorn has no per-run system metrics; a viewer has /api/gpu/telemetry (below).
   systemMetrics: [],
   perGpuSeries: false,
   trainingMetrics: true,
   progress: true,
   logs: true,
 };
+
+/**
+ * What /api/gpu/telemetry gives (a viewer only): nvidia-smi on the viewer's host, now, tied to no
+ * run. Read while a run is running and written as host-wide series of that run (source
+ * `runicorn:host`, `meta.hostWide`), never as the run's own GPUs; each poll's reading is a point,
+ * so the cache keeps the history the endpoint does not.
+ */
+const TELEMETRY: Partial<
+  Record<SystemMetric, { field: 'util_gpu' | 'mem_used_mib' | 'power_w' | 'temp_c'; unit: MetricUnit; convert: (v: number) => number }>
+> = {
+  GPU_UTILIZATION: { field: 'util_gpu', unit: 'RATIO', convert: (v) => v / 100 },
+  GPU_MEMORY_USED: { field: 'mem_used_mib', unit: 'BYTES', convert: (v) => v * 1024 * 1024 },
+  GPU_POWER: { field: 'power_w', unit: 'WATTS', convert: (v) => v },
+  GPU_TEMPERATURE: { field: 'temp_c', unit: 'CELSIUS', convert: (v) => v },
+};
+const TELEMETRY_METRICS = Object.keys(TELEMETRY) as SystemMetric[];
+const HOST_SOURCE = 'runicorn:host';
 
 export function createRunicornAdapter(config: RunicornConfig, _secrets: SecretSource): RunicornAdapter {
   const timeoutMs = (config.timeoutSeconds ?? 30) * 1000;
@@ -117,7 +137,7 @@ export function createRunicornAdapter(config: RunicornConfig, _secrets: SecretSo
   return {
     id: config.id,
     kind: 'RUNICORN',
-    capabilities: CAPABILITIES,
+    capabilities: viewer ? { ...CAPABILITIES, systemMetrics: TELEMETRY_METRICS } : CAPABILITIES,
     mode: storage ? 'storage' : 'viewer',
     eventBytesRead: () => storage?.eventBytesRead ?? 0,
     openLogSockets: () => viewer?.openLogSockets() ?? 0,
@@ -146,9 +166,43 @@ export function createRunicornAdapter(config: RunicornConfig, _secrets: SecretSo
       return { ...toJob(run), nodes: [{ externalId: HOST_NODE_ID, name: run.hostname ?? HOST_NODE_ID, gpus: [] }] };
     },
 
-    async fetchSystemMetrics(_job, request: MetricFetchRequest): Promise<SystemMetricsResult> {
-      // Nothing per run exists, so the (empty) answer is complete for whatever was asked.
-      return { series: [], covered: [...request.metrics], from: request.from, to: request.to };
+    async fetchSystemMetrics(job, request: MetricFetchRequest, signal): Promise<SystemMetricsResult> {
+      const complete = { series: [], covered: [...request.metrics], from: request.from, to: request.to };
+      // Storage mode has no system metrics at all; a finished run's host readings are what was
+      // cached while it ran (the endpoint has no history): either way the empty answer is complete.
+      if (!viewer || job.status !== 'RUNNING') return complete;
+      const wanted = request.metrics.filter((m) => TELEMETRY[m]);
+      if (wanted.length === 0) return complete;
+      const telemetry = await viewer.gpuTelemetry(signal);
+      // No nvidia-smi on the viewer's host: nothing to claim.
+      if (!telemetry) return { series: [], covered: [], from: request.from, to: request.to };
+      const at = new Date(Math.round((telemetry.ts ?? Date.now() / 1000) * 1000));
+      const series: SeriesData[] = [];
+      for (const metric of wanted) {
+        const spec = TELEMETRY[metric]!;
+        for (const gpu of telemetry.gpus) {
+          const raw = gpu[spec.field];
+          series.push({
+            kind: 'system',
+            name: metric,
+            rawName: spec.field,
+            unit: spec.unit,
+            scope: 'GPU',
+            nodeExternalId: HOST_NODE_ID,
+            gpuIndex: gpu.index,
+            source: HOST_SOURCE,
+            stage: null,
+            keyedBy: 'time',
+            meta: {
+              hostWide: true,
+              gpuName: gpu.name ?? null,
+              note: "the viewer host's GPU as nvidia-smi reports it, whichever process uses it: not the run's own",
+            },
+            points: [{ timestamp: at, step: null, value: typeof raw === 'number' && Number.isFinite(raw) ? spec.convert(raw) : null }],
+          });
+        }
+      }
+      return { series, covered: wanted, from: request.from, to: request.to };
     },
 
     async fetchTrainingMetrics(job, request: TrainingFetchRequest, signal) {

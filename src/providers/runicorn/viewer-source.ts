@@ -59,6 +59,33 @@ const classifyViewerError: ErrorClassifier = (res, body, what) => {
   };
 };
 
+/** `/api/gpu/telemetry` (runicorn/viewer/services/gpu.py): nvidia-smi's "N/A" arrives as null. */
+const nullableNumber = z.number().nullable().optional();
+const gpuTelemetrySchema = z.object({
+  available: z.boolean(),
+  reason: z.string().optional(),
+  ts: z.number().optional(),
+  gpus: z
+    .array(
+      z.object({
+        index: z.number().int(),
+        name: z.string().nullable().optional(),
+        util_gpu: nullableNumber,
+        mem_used_mib: nullableNumber,
+        mem_total_mib: nullableNumber,
+        temp_c: nullableNumber,
+        power_w: nullableNumber,
+      }),
+    )
+    .optional(),
+});
+
+export interface GpuTelemetry {
+  /** When nvidia-smi was read (epoch s), as the viewer says. */
+  ts: number | null;
+  gpus: z.infer<typeof gpuTelemetrySchema>['gpus'] & {};
+}
+
 export class ViewerSource implements RunicornSource {
   private readonly base: string;
   private readonly logs: LogReplays;
@@ -88,6 +115,12 @@ export class ViewerSource implements RunicornSource {
       classify: classifyViewerError,
       absent: (res: HttpResponse) => res.status === 404 && runRoute && /"Run not found"/.test(res.text),
     });
+  }
+
+  /** The viewer host's GPUs now, as nvidia-smi tells the viewer (`/api/gpu/telemetry`); null without nvidia-smi. */
+  async gpuTelemetry(signal: AbortSignal): Promise<GpuTelemetry | null> {
+    const body = await this.get('/api/gpu/telemetry', gpuTelemetrySchema, signal, false);
+    return body && body.available ? { ts: body.ts ?? null, gpus: body.gpus ?? [] } : null;
   }
 
   /**
