@@ -120,7 +120,7 @@ export class ViewerSource implements RunicornSource {
   /** The viewer host's GPUs now, as nvidia-smi tells the viewer (`/api/gpu/telemetry`); null without nvidia-smi. */
   async gpuTelemetry(signal: AbortSignal): Promise<GpuTelemetry | null> {
     const body = await this.get('/api/gpu/telemetry', gpuTelemetrySchema, signal, false);
-    return body && body.available ? { ts: body.ts ?? null, gpus: body.gpus ?? [] } : null;
+    return body?.available ? { ts: body.ts ?? null, gpus: body.gpus ?? [] } : null;
   }
 
   /**
