@@ -271,10 +271,12 @@ function intervalsSql(windows: readonly FleetJobWindow[]): SQL {
     select r->>0 as job_id, (r->>1)::float8 as w_from, (r->>2)::float8 as w_to, (r->>3)::float8 as asked_step
     from jsonb_array_elements(${json}::jsonb) as r
   ), gpu_series as (
-    -- one series per (job, node, GPU, scope), however many sources report it
+    -- one series per (job, node, GPU, scope), however many sources report it; never the devices of
+    -- a node or host that are not the job's own (Lens' node-wide fallback, Runicorn's viewer host)
     select distinct on (s.job_id, s.node_id, s.gpu_id, s.scope) s.id, s.job_id, s.node_id, s.gpu_id, s.scope
     from series s
     where s.job_id = any(${textArray(jobIds)}) and s.kind = 'system' and s.name in ('GPU_UTILIZATION', 'NPU_UTILIZATION')
+      and not coalesce((s.meta->>'nodeWide')::boolean, false) and not coalesce((s.meta->>'hostWide')::boolean, false)
     order by s.job_id, s.node_id, s.gpu_id, s.scope, s.id
   ), chosen as (
     select g.* from gpu_series g
