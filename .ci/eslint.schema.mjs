@@ -15,8 +15,8 @@ export default [
       '@graphql-eslint/relay-edge-types': ['error', { withEdgeSuffix: true, shouldImplementNode: true, listTypeCanWrapOnlyEdgeType: false }],
       '@graphql-eslint/strict-id-in-types': [
         'error',
-        // Every object type has an id (entities a Node id, values a content-derived one: see
-        // src/schema/value-id.ts), except the connection plumbing.
+        // Every object type has an id and is a Node (values an id derived from their owner's: see
+        // src/domain/value-ids.ts), except the connection plumbing.
         { acceptedIdNames: ['id'], acceptedIdTypes: ['ID'], exceptions: { suffixes: ['Connection', 'Edge', 'PageInfo'] } },
       ],
       // IdleGpu.idleGpuHours: "idle GPU-hours", not a name built from the type's.

@@ -35,6 +35,11 @@ export interface LogsPayload {
   type: 'logs';
   jobId: string;
   lines: LogLinePayload[];
+  /**
+   * The cursor the lines were read after (null: read from `since`): with each line's own cursor it
+   * places every line after the one before it, as LogLine ids need. Absent from older replicas.
+   */
+  after?: string | null;
   /** The platform cursor after the last line: where the next poll (any replica) resumes. */
   cursor: string | null;
   /** Where a first poll began, so a replica taking over before any line arrived does not skip any. */

@@ -120,8 +120,9 @@ export async function pollLogs(ctx: PollContext, jobId: string): Promise<PollOut
 
 function publishLines(ctx: PollContext, jobId: string, page: LogPage) {
   if (page.lines.length === 0) return;
+  const after = ctx.state.cursor;
   ctx.state.cursor = page.lines[page.lines.length - 1]!.cursor;
-  ctx.publish({ type: 'logs', jobId, lines: page.lines.map(toLinePayload), cursor: ctx.state.cursor, since: ctx.state.since });
+  ctx.publish({ type: 'logs', jobId, lines: page.lines.map(toLinePayload), after, cursor: ctx.state.cursor, since: ctx.state.since });
 }
 
 // ---- job status -----------------------------------------------------------------------------

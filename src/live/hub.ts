@@ -290,6 +290,12 @@ export class LiveHub {
     return channel;
   }
 
+  /** The latest sample of a job's utilization feed running on this replica (with every series it sampled), or null. */
+  latestSample(jobId: string): SamplePayload | null {
+    const feed = this.feeds.get(topicOf({ kind: 'utilization', key: jobId }));
+    return feed && !feed.isDone ? feed.backfill() : null;
+  }
+
   private detach(feed: Feed, sink: Sink) {
     feed.sinks.delete(sink);
     if (feed.sinks.size > 0) return;

@@ -9,8 +9,8 @@ import type { Context } from './context.js';
 import { AcceleratorKindEnum, MetricScopeEnum } from './enums.js';
 import { JobFilterRef, resolveJobFilter } from './job-filter.js';
 import { ProviderRef } from './provider.js';
-import { ComputeNodeRef, GpuRef, JobRef, ProjectRef, SourceErrorRef } from './refs.js';
-import { VALUE_ID_DESCRIPTION, valueId } from './value-id.js';
+import { ComputeNodeRef, GpuRef, JobRef, NodeInterfaceRef, ProjectRef, SourceErrorRef, type SourceErrorShape } from './refs.js';
+import { type FleetArgs, fleetId, fleetUtilizationId, gpuHoursId, ID_DOCS, idleGpuId, idleIntervalId } from './value-ids.js';
 
 const SEMANTICS =
   `Each job counts for its part of [from, to] inside its life (start to end, or now); PENDING jobs hold no GPUs and are left out. ` +
@@ -22,23 +22,49 @@ const SEMANTICS =
   `null points hold nothing; only points inside the window count. Time no point holds is "no data": it is allocated, ` +
   `neither used nor idle, and lowers coverage.`;
 
-interface FleetShape {
+export interface FleetShape {
   prepared: Promise<PreparedFleet>;
-  askedFrom: Date;
-  /** What was asked (the arguments, and whose view): the fleet's id. */
-  key: unknown;
+  /** What was asked: the fleet's id is derived from it. */
+  args: FleetArgs;
+  /** The fleet's id, once computed (or as Query.node was asked it). */
+  id?: string;
 }
 
-interface IdleGpuShape {
+/** The fleet's id, computed once per answer: every row's id is derived from it. */
+export const idOfFleet = (f: FleetShape): string => (f.id ??= fleetId(f.args));
+
+export interface IdleGpuShape {
+  fleet: FleetShape;
+  /** idleGpus' arguments, part of the id: another threshold makes other rows. */
+  threshold: number;
+  forAtLeast: number;
   job: JobRow;
   runs: IdleRunRow[];
+  id?: string;
 }
 
-const IdleIntervalRef = builder.objectRef<{ run: IdleRunRow }>('IdleInterval');
+export const idOfIdleGpu = (g: IdleGpuShape): string =>
+  (g.id ??= idleGpuId(idOfFleet(g.fleet), {
+    threshold: g.threshold,
+    forAtLeast: g.forAtLeast,
+    jobId: g.job.id,
+    scope: g.runs[0]!.scope,
+    nodeId: g.runs[0]!.nodeId,
+    gpuId: g.runs[0]!.gpuId,
+  }));
+
+export interface IdleIntervalShape {
+  gpu: IdleGpuShape;
+  run: IdleRunRow;
+  id?: string;
+}
+
+const IdleIntervalRef = builder.objectRef<IdleIntervalShape>('IdleInterval');
 IdleIntervalRef.implement({
   description: 'A stretch in which utilization stayed under the threshold, with data all along',
+  interfaces: [NodeInterfaceRef],
   fields: (t) => ({
-    id: t.id({ description: VALUE_ID_DESCRIPTION, resolve: (v) => valueId('IdleInterval', v.run) }),
+    id: t.id({ description: ID_DOCS.IdleInterval, resolve: (v) => v.id ?? idleIntervalId(idOfIdleGpu(v.gpu), v.run.from) }),
     from: t.field({ type: 'DateTime', description: 'Start of the stretch', resolve: ({ run }) => run.from }),
     to: t.field({ type: 'DateTime', description: 'End of the stretch', resolve: ({ run }) => run.to }),
     duration: t.field({ type: 'Duration', description: 'How long the stretch lasted (to - from)', resolve: ({ run }) => seconds(run) }),
@@ -51,8 +77,9 @@ IdleIntervalRef.implement({
 const IdleGpuRef = builder.objectRef<IdleGpuShape>('IdleGpu');
 IdleGpuRef.implement({
   description: `A GPU, or a node or job aggregate standing for several GPUs, that stayed under the threshold for long enough. ${SEMANTICS}`,
+  interfaces: [NodeInterfaceRef],
   fields: (t) => ({
-    id: t.id({ description: VALUE_ID_DESCRIPTION, resolve: (v) => valueId('IdleGpu', [v.job.id, v.runs]) }),
+    id: t.id({ description: ID_DOCS.IdleGpu, resolve: (g) => idOfIdleGpu(g) }),
     job: t.field({ type: JobRef, description: 'The job the GPU (or aggregate) belongs to', resolve: (g) => g.job }),
     provider: t.field({ type: ProviderRef, description: "The job's platform", resolve: (g, _a, ctx) => providerOf(ctx, g.job) }),
     scope: t.field({ type: MetricScopeEnum, description: 'GPU, or NODE / JOB for an aggregate series', resolve: (g) => g.runs[0]!.scope }),
@@ -91,7 +118,7 @@ IdleGpuRef.implement({
         return gpu?.model ?? g.job.gpuType;
       },
     }),
-    intervals: t.field({ type: [IdleIntervalRef], description: 'Oldest first', resolve: (g) => g.runs.map((run) => ({ run })) }),
+    intervals: t.field({ type: [IdleIntervalRef], description: 'Oldest first', resolve: (g) => g.runs.map((run) => ({ gpu: g, run })) }),
     idleDuration: t.field({ type: 'Duration', description: 'The idle stretches together', resolve: (g) => g.runs.reduce((a, r) => a + seconds(r), 0) }),
     idleGpuHours: t.float({
       description: 'GPU-hours: the idle stretches x the GPUs the series stands for',
@@ -104,23 +131,23 @@ IdleGpuRef.implement({
  * GPU-hours of one group (the whole fleet, a platform, a project, a GPU model or a job): one type
  * for every roll-up, whose group field says which group it is.
  */
-interface GpuHoursShape {
+export interface GpuHoursShape {
+  fleet: FleetShape;
   row: GpuHoursRow;
   providerId?: string;
   projectId?: string;
   model?: string;
   job?: JobRow;
+  id?: string;
 }
 
 const GpuHoursRef = builder.objectRef<GpuHoursShape>('GpuHours');
 GpuHoursRef.implement({
   description:
     'GPU-hours allocated vs used for one group of jobs in the window: the whole fleet (no group field set), one platform (provider), one project, one GPU model or one job',
+  interfaces: [NodeInterfaceRef],
   fields: (t) => ({
-    id: t.id({
-      description: VALUE_ID_DESCRIPTION,
-      resolve: (v) => valueId('GpuHours', [v.row, v.providerId ?? null, v.projectId ?? null, v.model ?? null, v.job?.id ?? null]),
-    }),
+    id: t.id({ description: ID_DOCS.GpuHours, resolve: (v) => v.id ?? gpuHoursId(idOfFleet(v.fleet), v.row) }),
     provider: t.field({
       type: ProviderRef,
       nullable: true,
@@ -166,42 +193,72 @@ GpuHoursRef.implement({
   }),
 });
 
-const FleetUtilizationRef = builder.objectRef<{ rows: GpuHoursRow[] }>('FleetUtilization');
+export interface FleetUtilizationShape {
+  fleet: FleetShape;
+  rows: GpuHoursRow[];
+  id?: string;
+}
+
+const FleetUtilizationRef = builder.objectRef<FleetUtilizationShape>('FleetUtilization');
 FleetUtilizationRef.implement({
   description: `GPU-hours allocated vs used, rolled up. Jobs with no known GPUs and no GPU series are left out. ${SEMANTICS}`,
+  interfaces: [NodeInterfaceRef],
   fields: (t) => ({
-    id: t.id({ description: VALUE_ID_DESCRIPTION, resolve: (v) => valueId('FleetUtilization', v.rows) }),
+    id: t.id({ description: ID_DOCS.FleetUtilization, resolve: (v) => v.id ?? fleetUtilizationId(idOfFleet(v.fleet)) }),
     total: t.field({
       type: GpuHoursRef,
       description: 'Every matching job together',
-      resolve: ({ rows }) => ({
-        row: rows.find((r) => r.kind === 'total') ?? { kind: 'total', key: null, jobs: 0, allocatedGpuHours: 0, coveredGpuHours: 0, usedGpuHours: 0 },
-      }),
+      resolve: ({ fleet, rows }) => totalRow(fleet, rows),
     }),
     byProvider: t.field({
       type: [GpuHoursRef],
       description: 'One per platform with matching jobs (provider set)',
-      resolve: ({ rows }) => byKind(rows, 'provider').map((row) => ({ row, providerId: row.key! })),
+      resolve: ({ fleet, rows }) => byKind(rows, 'provider').map((row) => gpuHoursRow(fleet, row)),
     }),
     byProject: t.field({
       type: [GpuHoursRef],
       description: 'One per project with matching jobs (project set)',
-      resolve: ({ rows }) => byKind(rows, 'project').map((row) => ({ row, projectId: row.key! })),
+      resolve: ({ fleet, rows }) => byKind(rows, 'project').map((row) => gpuHoursRow(fleet, row)),
     }),
     byGpuModel: t.field({
       type: [GpuHoursRef],
       description: 'One per GPU type name as the platforms give it (gpuModel set)',
-      resolve: ({ rows }) => byKind(rows, 'model').map((row) => ({ row, model: row.key! })),
+      resolve: ({ fleet, rows }) => byKind(rows, 'model').map((row) => gpuHoursRow(fleet, row)),
     }),
   }),
 });
 
+/** The fleet's total row (all zero when no job counted). */
+export function totalRow(fleet: FleetShape, rows: readonly GpuHoursRow[]): GpuHoursShape {
+  return {
+    fleet,
+    row: rows.find((r) => r.kind === 'total') ?? { kind: 'total', key: null, jobs: 0, allocatedGpuHours: 0, coveredGpuHours: 0, usedGpuHours: 0 },
+  };
+}
+
+/** A roll-up row with its group field set from its kind and key (a job row needs the job: see Fleet.jobs). */
+export function gpuHoursRow(fleet: FleetShape, row: GpuHoursRow, job?: JobRow): GpuHoursShape {
+  switch (row.kind) {
+    case 'provider':
+      return { fleet, row, providerId: row.key! };
+    case 'project':
+      return { fleet, row, projectId: row.key! };
+    case 'model':
+      return { fleet, row, model: row.key! };
+    case 'job':
+      return { fleet, row, job };
+    default:
+      return { fleet, row };
+  }
+}
+
 const FleetRef = builder.objectRef<FleetShape>('Fleet');
 FleetRef.implement({
   description: `GPU questions across every matching job of every platform in one window. ${SEMANTICS}`,
+  interfaces: [NodeInterfaceRef],
   fields: (t) => ({
-    id: t.id({ description: VALUE_ID_DESCRIPTION, resolve: (v) => valueId('Fleet', v.key) }),
-    from: t.field({ type: 'DateTime', description: 'The window start, as asked', resolve: (f) => f.askedFrom }),
+    id: t.id({ description: ID_DOCS.Fleet, resolve: (f) => idOfFleet(f) }),
+    from: t.field({ type: 'DateTime', description: 'The window start, as asked', resolve: (f) => f.args.from }),
     to: t.field({ type: 'DateTime', description: 'The window end, capped at now', resolve: async (f) => (await f.prepared).to }),
     jobCount: t.int({ description: 'Matching jobs that held GPUs in the window (not PENDING)', resolve: async (f) => (await f.prepared).windows.length }),
     idleGpus: t.field({
@@ -212,24 +269,13 @@ FleetRef.implement({
         forAtLeast: t.arg({ type: 'Duration', required: true, defaultValue: 1800, description: 'Shortest idle stretch reported' }),
         first: t.arg.int({ required: false, description: 'At most this many GPUs (default and cap: the page size limits)' }),
       },
-      resolve: async (f, args, ctx) => {
-        if (!(args.threshold > 0 && args.threshold <= 1)) {
-          throw new DomainError('BAD_INPUT', `"threshold" must be a ratio in (0, 1], got ${args.threshold}`, { argument: 'threshold' });
-        }
-        if (!(args.forAtLeast >= 0)) throw new DomainError('BAD_INPUT', '"forAtLeast" must not be negative', { argument: 'forAtLeast' });
-        const first = checkPageSize(args.first, ctx.limits.defaultPageSize, ctx.limits.maxPageSize);
-        const prepared = await f.prepared;
-        const runs = await ctx.store.fleet.idleRuns(prepared.windows, args.threshold, args.forAtLeast, first);
-        const jobs = new Map(prepared.jobs.map((j) => [j.id, j]));
-        const bySeries = new Map<number, IdleRunRow[]>();
-        for (const r of runs) bySeries.set(r.seriesId, [...(bySeries.get(r.seriesId) ?? []), r]);
-        return [...bySeries.values()].map((list) => ({ job: jobs.get(list[0]!.jobId)!, runs: list }));
-      },
+      resolve: (f, args, ctx) =>
+        idleGpusOf(ctx, f, args.threshold, args.forAtLeast, checkPageSize(args.first, ctx.limits.defaultPageSize, ctx.limits.maxPageSize)),
     }),
     utilization: t.field({
       type: FleetUtilizationRef,
       description: 'GPU-hours allocated vs used, in total and by platform, project and GPU model',
-      resolve: async (f, _a, ctx) => ({ rows: await gpuHoursOf(f, ctx) }),
+      resolve: async (f, _a, ctx) => ({ fleet: f, rows: await gpuHoursOf(f, ctx) }),
     }),
     jobs: t.field({
       type: [GpuHoursRef],
@@ -241,14 +287,14 @@ FleetRef.implement({
         const jobs = new Map(prepared.jobs.map((j) => [j.id, j]));
         return byKind(await gpuHoursOf(f, ctx), 'job')
           .slice(0, first)
-          .map((row) => ({ row, job: jobs.get(row.key!)! }));
+          .map((row) => gpuHoursRow(f, row, jobs.get(row.key!)!));
       },
     }),
     problems: t.field({
       type: [SourceErrorRef],
       description:
         'One per job whose utilization could not be refreshed for this answer (job set): counted from the cache when stale, otherwise left without data; and (code UNKNOWN_END) one per finished job whose platform does not say when it ended, left out of every figure',
-      resolve: async (f) => (await f.prepared).problems.map((p) => ({ ...p, providerId: p.job.providerId })),
+      resolve: (f) => problemsOf(f),
     }),
   }),
 });
@@ -268,24 +314,46 @@ builder.queryFields((t) => ({
       }),
       to: t.arg({ type: 'DateTime', required: true, description: 'Window end, capped at now; must be after `from`, at most 366 days after it' }),
     },
-    resolve: (_r, args, ctx) => {
-      if (args.from >= args.to) {
-        throw new DomainError('BAD_INPUT', `"from" (${args.from.toISOString()}) must be before "to" (${args.to.toISOString()})`, { argument: 'from' });
-      }
-      // The same bound as a series window: a century of fleet would read every point ever cached.
-      checkSeriesArgs({ from: args.from, to: args.to }, ctx.limits);
-      const filter = resolveJobFilter(ctx, args.filter);
-      const prepared = (async () => {
-        await ctx.store.syncJobLists(filter.providerIds);
-        if (filter.providerIds.length === 0) return { from: args.from, to: args.to, jobs: [], windows: [], problems: [] };
-        return ctx.store.fleet.prepare(filter.jobs, args.from, args.to, ctx.limits.defaultMaxPoints);
-      })();
-      // Fields that never await it must not leave a rejection unhandled.
-      prepared.catch(() => {});
-      return { prepared, askedFrom: args.from, key: [args.filter ?? null, args.from, args.to, filter.providerIds] };
-    },
+    resolve: (_r, args, ctx) => askFleet(ctx, { filter: args.filter ?? null, from: args.from, to: args.to }),
   }),
 }));
+
+/** Query.fleet: checks the question, then prepares its data once for every field that needs it. */
+export function askFleet(ctx: Context, args: FleetArgs): FleetShape {
+  if (args.from >= args.to) {
+    throw new DomainError('BAD_INPUT', `"from" (${args.from.toISOString()}) must be before "to" (${args.to.toISOString()})`, { argument: 'from' });
+  }
+  // The same bound as a series window: a century of fleet would read every point ever cached.
+  checkSeriesArgs({ from: args.from, to: args.to }, ctx.limits);
+  const filter = resolveJobFilter(ctx, args.filter);
+  const prepared = (async () => {
+    await ctx.store.syncJobLists(filter.providerIds);
+    if (filter.providerIds.length === 0) return { from: args.from, to: args.to, jobs: [], windows: [], problems: [] };
+    return ctx.store.fleet.prepare(filter.jobs, args.from, args.to, ctx.limits.defaultMaxPoints);
+  })();
+  // Fields that never await it must not leave a rejection unhandled.
+  prepared.catch(() => {});
+  return { prepared, args };
+}
+
+/** Fleet.idleGpus: the `first` series with the most idle GPU-hours, each with its idle stretches. */
+export async function idleGpusOf(ctx: Context, f: FleetShape, threshold: number, forAtLeast: number, first: number): Promise<IdleGpuShape[]> {
+  if (!(threshold > 0 && threshold <= 1)) {
+    throw new DomainError('BAD_INPUT', `"threshold" must be a ratio in (0, 1], got ${threshold}`, { argument: 'threshold' });
+  }
+  if (!(forAtLeast >= 0)) throw new DomainError('BAD_INPUT', '"forAtLeast" must not be negative', { argument: 'forAtLeast' });
+  const prepared = await f.prepared;
+  const runs = await ctx.store.fleet.idleRuns(prepared.windows, threshold, forAtLeast, first);
+  const jobs = new Map(prepared.jobs.map((j) => [j.id, j]));
+  const bySeries = new Map<number, IdleRunRow[]>();
+  for (const r of runs) bySeries.set(r.seriesId, [...(bySeries.get(r.seriesId) ?? []), r]);
+  return [...bySeries.values()].map((list) => ({ fleet: f, threshold, forAtLeast, job: jobs.get(list[0]!.jobId)!, runs: list }));
+}
+
+/** Fleet.problems: one SourceError per job the answer could not count (or counted stale). */
+export async function problemsOf(f: FleetShape): Promise<SourceErrorShape[]> {
+  return (await f.prepared).problems.map((p) => ({ ...p, providerId: p.job.providerId, ownerId: idOfFleet(f) }));
+}
 
 function seconds(run: IdleRunRow): number {
   return (run.to.getTime() - run.from.getTime()) / 1000;
@@ -304,7 +372,7 @@ function providerOf(ctx: Context, job: { providerId: string }) {
 // utilization and jobs share one statement: the roll-ups come with the top jobs (up to the page cap).
 const gpuHoursCache = new WeakMap<FleetShape, Promise<GpuHoursRow[]>>();
 
-function gpuHoursOf(f: FleetShape, ctx: Context): Promise<GpuHoursRow[]> {
+export function gpuHoursOf(f: FleetShape, ctx: Context): Promise<GpuHoursRow[]> {
   let rows = gpuHoursCache.get(f);
   if (!rows) {
     rows = f.prepared.then((p) => ctx.store.fleet.gpuHours(p.windows, ctx.limits.maxPageSize));

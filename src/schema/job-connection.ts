@@ -4,7 +4,7 @@
 // field (with its error), the job stays listed.
 import type { ArgBuilder } from '@pothos/core';
 import { DomainError } from '../domain/errors.js';
-import type { JobFilter, JobRow } from '../store/index.js';
+import type { Freshness, JobFilter, JobRow } from '../store/index.js';
 import { checkPageSize, decodeJobCursor, encodeJobCursor } from './args.js';
 import { builder } from './builder.js';
 import type { Context } from './context.js';
@@ -81,6 +81,11 @@ JobConnectionRef.implement({
   }),
 });
 
+/** A provider's failed job-list refresh as a SourceError: its id is derived from the provider's (`<providerId>:error:<providerId>`). */
+export function jobListError(providerId: string, f: Freshness): SourceErrorShape {
+  return { providerId, code: f.error!.code, message: f.error!.message, stale: f.fetchedAt !== null, cachedAt: f.fetchedAt, ownerId: providerId };
+}
+
 export interface ConnectionArgs {
   filter?: JobFilterInput | null;
   first?: number | null;
@@ -133,8 +138,6 @@ export async function resolveJobConnection(ctx: Context, args: ConnectionArgs, p
     hasNextPage: backward ? before !== null : more,
     hasPreviousPage: backward ? more : after !== null,
     filter: filter.jobs,
-    sourceErrors: [...freshness]
-      .filter(([, f]) => f.error)
-      .map(([providerId, f]) => ({ providerId, code: f.error!.code, message: f.error!.message, stale: f.fetchedAt !== null, cachedAt: f.fetchedAt })),
+    sourceErrors: [...freshness].filter(([, f]) => f.error).map(([providerId, f]) => jobListError(providerId, f)),
   };
 }

@@ -1,21 +1,63 @@
 import type { LogGap, LogLineRecord, LogPage } from '../domain/types.js';
 import { DomainError } from '../domain/errors.js';
-import type { Freshness, ProgressRow } from '../store/index.js';
+import type { Freshness, JobRow, ProgressRow } from '../store/index.js';
 import { checkPageSize } from './args.js';
 import { builder } from './builder.js';
 import { AcceleratorKindEnum, JobStatusEnum, LogLevelEnum, logLevelOf } from './enums.js';
 import { JobConnectionRef, jobConnectionArgs, resolveJobConnection } from './job-connection.js';
-import { FreshnessRef, MetricSeriesRef, systemSeriesArgs, windowArgs } from './metric-series.js';
+import type { Context } from './context.js';
+import { FreshnessRef, freshnessView, MetricSeriesRef, systemSeriesArgs, windowArgs } from './metric-series.js';
 import { ProviderRef } from './provider.js';
 import { ComputeNodeRef, GpuRef, JobRef, NodeInterfaceRef, ProjectRef } from './refs.js';
 import { systemSeries, topologyHint, trainingSeries } from './series-fields.js';
-import { VALUE_ID_DESCRIPTION, valueId } from './value-id.js';
+import { ID_DOCS, type LinePosition, linePositions, logGapId, logLineId, type LogPageArgs, logPageId, progressId } from './value-ids.js';
 
-const JobProgressRef = builder.objectRef<{ row: ProgressRow; freshness: Freshness }>('JobProgress');
+/** A job's progress; its id is derived from the job's. */
+export interface ProgressView {
+  row: ProgressRow;
+  freshness: Freshness;
+  jobId: string;
+  /** Set when Query.node answered it: the id asked. */
+  id?: string;
+}
+
+/** A log line and where it sits in its job's log (its id is derived from both). */
+export interface LogLineView extends LogLineRecord {
+  jobId: string;
+  position: LinePosition;
+  id?: string;
+}
+
+export interface LogGapView extends LogGap {
+  jobId: string;
+  id?: string;
+}
+
+/** A page of a job's log and the arguments that read it. */
+export interface LogPageView extends LogPage {
+  jobId: string;
+  request: LogPageArgs;
+  id?: string;
+}
+
+/** Job.progress: null where the platform reports none. */
+export async function progressOf(ctx: Context, job: JobRow): Promise<ProgressView | null> {
+  const freshness = await ctx.store.loaders.progressReady.load(job);
+  const row = await ctx.store.loaders.progressOfJob.load(job.id);
+  return row ? { row, freshness, jobId: job.id } : null;
+}
+
+/** Job.logs: a page read from the platform. */
+export async function logPageOf(ctx: Context, job: JobRow, request: LogPageArgs): Promise<LogPageView> {
+  return { ...(await ctx.store.logs(job, request)), jobId: job.id, request };
+}
+
+const JobProgressRef = builder.objectRef<ProgressView>('JobProgress');
 JobProgressRef.implement({
   description: 'Training progress: from iteration times (Primus-Lens) or steps over time (Runicorn)',
+  interfaces: [NodeInterfaceRef],
   fields: (t) => ({
-    id: t.id({ description: VALUE_ID_DESCRIPTION, resolve: (v) => valueId('JobProgress', [v.row, v.freshness]) }),
+    id: t.id({ description: ID_DOCS.JobProgress, resolve: (p) => p.id ?? progressId(p.jobId) }),
     iteration: t.int({
       nullable: true,
       description: 'The latest iteration (step) recorded, a count from 0; null until the platform reports one',
@@ -48,7 +90,11 @@ JobProgressRef.implement({
       },
     }),
     updatedAt: t.field({ type: 'DateTime', nullable: true, description: 'When the latest iteration was recorded', resolve: (p) => p.row.updatedAt }),
-    freshness: t.field({ type: FreshnessRef, description: 'How current this progress is', resolve: (p) => p.freshness }),
+    freshness: t.field({
+      type: FreshnessRef,
+      description: 'How current this progress is',
+      resolve: (p) => freshnessView(p.freshness, p.id ?? progressId(p.jobId)),
+    }),
   }),
 });
 
@@ -62,11 +108,12 @@ function etaSeconds(row: ProgressRow): number | null {
   return Math.max(0, (row.targetIteration - row.iteration) / row.rate);
 }
 
-export const LogLineRef = builder.objectRef<LogLineRecord>('LogLine');
+export const LogLineRef = builder.objectRef<LogLineView>('LogLine');
 LogLineRef.implement({
   description: 'One log line of a job, as the platform wrote it',
+  interfaces: [NodeInterfaceRef],
   fields: (t) => ({
-    id: t.id({ description: VALUE_ID_DESCRIPTION, resolve: (v) => valueId('LogLine', v) }),
+    id: t.id({ description: ID_DOCS.LogLine, resolve: (l) => l.id ?? logLineId(l.jobId, l.position) }),
     timestamp: t.field({
       type: 'DateTime',
       nullable: true,
@@ -86,27 +133,36 @@ LogLineRef.implement({
   }),
 });
 
-const LogGapRef = builder.objectRef<LogGap>('LogGap');
+const LogGapRef = builder.objectRef<LogGapView>('LogGap');
 LogGapRef.implement({
   description: 'Lines the platform holds but did not deliver, at one place in the log',
+  interfaces: [NodeInterfaceRef],
   fields: (t) => ({
-    id: t.id({ description: VALUE_ID_DESCRIPTION, resolve: (v) => valueId('LogGap', v) }),
+    id: t.id({ description: ID_DOCS.LogGap, resolve: (g) => g.id ?? logGapId(g.jobId, g.after) }),
     after: t.string({ nullable: true, description: 'The cursor of the line before the missing ones; null = before the first line', resolve: (g) => g.after }),
     lines: t.int({ description: 'How many lines are missing there (count, >= 1)', resolve: (g) => g.lines }),
     reason: t.exposeString('reason', { description: 'Why they are missing and where they can still be read' }),
   }),
 });
 
-const LogPageRef = builder.objectRef<LogPage>('LogPage');
+const LogPageRef = builder.objectRef<LogPageView>('LogPage');
 LogPageRef.implement({
   description: 'A page of log lines, oldest first, with the cursor for the next page',
+  interfaces: [NodeInterfaceRef],
   fields: (t) => ({
-    id: t.id({ description: VALUE_ID_DESCRIPTION, resolve: (v) => valueId('LogPage', [v.lines.map((l) => l.cursor), v.gaps, v.nextCursor]) }),
-    lines: t.field({ type: [LogLineRef], description: 'Oldest first, at most `first` lines', resolve: (p) => p.lines }),
+    id: t.id({ description: ID_DOCS.LogPage, resolve: (p) => p.id ?? logPageId(p.jobId, p.request) }),
+    lines: t.field({
+      type: [LogLineRef],
+      description: 'Oldest first, at most `first` lines',
+      resolve: (p) => {
+        const positions = linePositions(p.lines, p.request.after, p.request.since);
+        return p.lines.map((l, i) => ({ ...l, jobId: p.jobId, position: positions[i]! }));
+      },
+    }),
     gaps: t.field({
       type: [LogGapRef],
       description: "Lines inside this page's range that exist upstream but could not be read (e.g. the Runicorn viewer's 10,000-line replay cap); empty = none",
-      resolve: (p) => p.gaps ?? [],
+      resolve: (p) => (p.gaps ?? []).map((g) => ({ ...g, jobId: p.jobId })),
     }),
     nextCursor: t.string({ nullable: true, description: 'Pass as `after` for the following lines', resolve: (p) => p.nextCursor }),
   }),
@@ -215,7 +271,7 @@ JobRef.implement({
     topologyFreshness: t.field({
       type: FreshnessRef,
       description: 'How current nodes and gpus are',
-      resolve: (j, _a, ctx) => ctx.store.loaders.topology.load(j),
+      resolve: async (j, _a, ctx) => freshnessView(await ctx.store.loaders.topology.load(j), j.id),
     }),
     metrics: t.field({
       type: [MetricSeriesRef],
@@ -243,11 +299,7 @@ JobRef.implement({
       nullable: true,
       description:
         'Training progress where the platform reports iterations (Primus-Lens, Runicorn); null elsewhere, or (with the error at this path) when the platform failed and nothing is cached',
-      resolve: async (j, _a, ctx) => {
-        const freshness = await ctx.store.loaders.progressReady.load(j);
-        const row = await ctx.store.loaders.progressOfJob.load(j.id);
-        return row ? { row, freshness } : null;
-      },
+      resolve: (j, _a, ctx) => progressOf(ctx, j),
     }),
     logs: t.field({
       type: LogPageRef,
@@ -261,7 +313,7 @@ JobRef.implement({
       },
       resolve: (j, args, ctx) => {
         const limit = checkPageSize(args.first, ctx.limits.defaultLogLines, ctx.limits.maxLogLines);
-        return ctx.store.logs(j, { after: args.after ?? null, since: args.since ?? null, limit });
+        return logPageOf(ctx, j, { after: args.after ?? null, since: args.since ?? null, limit });
       },
     }),
   }),

@@ -4,10 +4,11 @@ import type { CheckedSeriesArgs } from './args.js';
 import { builder } from './builder.js';
 import type { ArgBuilder } from '@pothos/core';
 import { AggregationEnum, MetricScopeEnum, MetricUnitEnum, SeriesKeyEnum, SystemMetricEnum } from './enums.js';
-import { ComputeNodeRef, GpuRef, NodeInterfaceRef } from './refs.js';
+import { ComputeNodeRef, GpuRef, NodeInterfaceRef, type SourceErrorShape } from './refs.js';
 import { SourceErrorRef } from './refs.js';
 import type { Context } from './context.js';
-import { VALUE_ID_DESCRIPTION, valueId } from './value-id.js';
+import { selectsField } from './selection.js';
+import { freshnessId, ID_DOCS, pointId, summaryId } from './value-ids.js';
 
 /** A stored series plus the window and shaping a field asked for it. */
 export interface SeriesView {
@@ -63,9 +64,23 @@ export function systemSeriesArgs(arg: ArgBuilder<Types>) {
   };
 }
 
-export const MetricSeriesRef = builder.objectRef<SeriesView>('MetricSeries');
-const MetricPointRef = builder.objectRef<{ ts: Date | null; step: number | null; value: number | null }>('MetricPoint');
-const MetricSummaryRef = builder.objectRef<{
+/** A freshness as one object reports it: its id is derived from that object's (`ownerId`). */
+export interface FreshnessView extends Freshness {
+  ownerId: string;
+  /** Set when Query.node answered it: the id asked. */
+  id?: string;
+}
+
+/** A point of a series; `series` is set when its id is selected (the id is derived from the series'). */
+export interface PointView {
+  ts: Date | null;
+  step: number | null;
+  value: number | null;
+  series?: SeriesView;
+  id?: string;
+}
+
+export interface SummaryView {
   count: number;
   min: number | null;
   max: number | null;
@@ -73,14 +88,29 @@ const MetricSummaryRef = builder.objectRef<{
   last: number | null;
   firstAt: Date | null;
   lastAt: Date | null;
-}>('MetricSummary');
-export const FreshnessRef = builder.objectRef<Freshness>('Freshness');
+  /** The series' id. */
+  ownerId: string;
+  id?: string;
+}
+
+export const MetricSeriesRef = builder.objectRef<SeriesView>('MetricSeries');
+const MetricPointRef = builder.objectRef<PointView>('MetricPoint');
+const MetricSummaryRef = builder.objectRef<SummaryView>('MetricSummary');
+export const FreshnessRef = builder.objectRef<FreshnessView>('Freshness');
+
+export const freshnessView = (f: Freshness, ownerId: string): FreshnessView => ({ fetchedAt: f.fetchedAt, stale: f.stale, error: f.error, ownerId });
+
+/** The SourceError of a failed refresh, as Freshness.error answers it. */
+export function freshnessError(f: FreshnessView): SourceErrorShape | null {
+  return f.error ? { ...f.error, stale: f.stale, cachedAt: f.fetchedAt, ownerId: f.id ?? freshnessId(f.ownerId) } : null;
+}
 
 FreshnessRef.implement({
   shareable: true,
+  interfaces: [NodeInterfaceRef],
   description: 'How current an answer is: when it was fetched upstream and whether a due refresh failed',
   fields: (t) => ({
-    id: t.id({ description: VALUE_ID_DESCRIPTION, resolve: (v) => valueId('Freshness', v) }),
+    id: t.id({ description: ID_DOCS.Freshness, resolve: (f) => f.id ?? freshnessId(f.ownerId) }),
     fetchedAt: t.field({
       type: 'DateTime',
       nullable: true,
@@ -92,16 +122,25 @@ FreshnessRef.implement({
       type: SourceErrorRef,
       nullable: true,
       description: 'Why the due refresh failed; null when it did not fail',
-      resolve: (f) => (f.error ? { ...f.error, stale: f.stale, cachedAt: f.fetchedAt } : null),
+      resolve: (f) => freshnessError(f),
     }),
   }),
 });
 
 MetricPointRef.implement({
   shareable: true,
+  interfaces: [NodeInterfaceRef],
   description: 'One point (or one downsampled bucket, stamped with its first point). A null value is a gap the platform reported.',
   fields: (t) => ({
-    id: t.id({ description: VALUE_ID_DESCRIPTION, resolve: (v) => `MetricPoint:${v.ts?.getTime() ?? ''}/${v.step ?? ''}/${v.value ?? ''}` }),
+    id: t.id({
+      description: ID_DOCS.MetricPoint,
+      resolve: (p) => {
+        if (p.id) return p.id;
+        // MetricSeries.points attaches the series whenever `id` is in the selection.
+        if (!p.series) throw new Error('a MetricPoint id was asked for without its series');
+        return pointId(p.series.id, p.series.row.keyedBy, p);
+      },
+    }),
     timestamp: t.field({
       type: 'DateTime',
       // Step-keyed training points without a wall-clock time fall back to nothing rather than a guess.
@@ -126,9 +165,10 @@ MetricPointRef.implement({
 
 MetricSummaryRef.implement({
   shareable: true,
+  interfaces: [NodeInterfaceRef],
   description: 'Statistics over the raw (not downsampled) points in the window; gaps are not counted',
   fields: (t) => ({
-    id: t.id({ description: VALUE_ID_DESCRIPTION, resolve: (v) => valueId('MetricSummary', v) }),
+    id: t.id({ description: ID_DOCS.MetricSummary, resolve: (s) => s.id ?? summaryId(s.ownerId) }),
     count: t.exposeInt('count', { description: 'Points with a value in the window (a count)' }),
     min: t.field({ type: 'Float', nullable: true, description: "The lowest value, in the series' unit; null without points", resolve: (s) => s.min }),
     max: t.field({ type: 'Float', nullable: true, description: "The highest value, in the series' unit; null without points", resolve: (s) => s.max }),
@@ -195,7 +235,11 @@ MetricSeriesRef.implement({
       // maxPoints is an argument of the field that answered the series: the default is assumed.
       directives: { listSize: { assumedSize: 500 } },
       description: 'The points in the window, oldest first, at most maxPoints (downsampled in equal-width buckets beyond it)',
-      resolve: (s, _a, ctx) => pointsOf(s, ctx),
+      resolve: async (s, _a, ctx, info) => {
+        const points: PointView[] = await pointsOf(s, ctx);
+        // A point's id is derived from its series': only a selected id makes each point carry it.
+        return selectsField(info, 'id') ? points.map((p) => ({ ts: p.ts, step: p.step, value: p.value, series: s })) : points;
+      },
     }),
     // Columnar form of the same points, what charting clients take (uPlot's data arrays, Grafana
     // data frames): no object per point, about half the bytes of `points`.
@@ -220,23 +264,25 @@ MetricSeriesRef.implement({
     summary: t.field({
       type: MetricSummaryRef,
       description: 'Statistics over the raw points in the window',
-      resolve: async (s, _a, ctx) =>
-        (await ctx.store.loaders.summary.load({ seriesId: s.row.id, keyedBy: s.row.keyedBy as 'time' | 'step', from: s.window.from, to: s.window.to })) ?? {
-          count: 0,
-          min: null,
-          max: null,
-          avg: null,
-          last: null,
-          firstAt: null,
-          lastAt: null,
-        },
+      resolve: (s, _a, ctx) => summaryOf(s, ctx),
     }),
-    freshness: t.field({ type: FreshnessRef, description: 'How current the points are, and the error of a failed refresh', resolve: (s) => s.freshness }),
+    freshness: t.field({
+      type: FreshnessRef,
+      description: 'How current the points are, and the error of a failed refresh',
+      resolve: (s) => freshnessView(s.freshness, s.id),
+    }),
   }),
 });
 
+/** Statistics over the series' raw points in its window. */
+export async function summaryOf(s: SeriesView, ctx: Context): Promise<SummaryView> {
+  const row = await ctx.store.loaders.summary.load({ seriesId: s.row.id, keyedBy: s.row.keyedBy as 'time' | 'step', from: s.window.from, to: s.window.to });
+  if (!row) return { count: 0, min: null, max: null, avg: null, last: null, firstAt: null, lastAt: null, ownerId: s.id };
+  return { count: row.count, min: row.min, max: row.max, avg: row.avg, last: row.last, firstAt: row.firstAt, lastAt: row.lastAt, ownerId: s.id };
+}
+
 /** The series' points as asked (window, maxPoints, aggregation): one load shared by `points` and the columns. */
-function pointsOf(s: SeriesView, ctx: Context) {
+export function pointsOf(s: SeriesView, ctx: Context) {
   return ctx.store.loaders.points.load({
     seriesId: s.row.id,
     keyedBy: s.row.keyedBy as 'time' | 'step',

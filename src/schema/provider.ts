@@ -1,12 +1,25 @@
-import type { ProviderHealth as Health } from '../store/index.js';
+import type { ProviderHealth as Health, ProviderView } from '../store/index.js';
 import { builder } from './builder.js';
-import { NodeInterfaceRef, ProviderRef, SourceErrorRef } from './refs.js';
+import { NodeInterfaceRef, ProviderRef, SourceErrorRef, type SourceErrorShape } from './refs.js';
 
 export { ProviderRef };
 import { HealthStateEnum, ProviderKindEnum, SystemMetricEnum } from './enums.js';
-import { VALUE_ID_DESCRIPTION, valueId } from './value-id.js';
+import { healthId, ID_DOCS } from './value-ids.js';
 
-const HealthRef = builder.objectRef<Health>('ProviderHealth');
+/** A provider's health; its id is derived from the provider's. */
+export interface HealthView extends Health {
+  providerId: string;
+  /** Set when Query.node answered it: the id asked. */
+  id?: string;
+}
+
+export const healthView = (p: ProviderView): HealthView => ({ ...p.health(), providerId: p.id });
+
+/** The latest failure, as ProviderHealth.lastError answers it. */
+export const healthError = (h: HealthView): SourceErrorShape | null =>
+  h.lastError ? { ...h.lastError, stale: false, ownerId: h.id ?? healthId(h.providerId) } : null;
+
+const HealthRef = builder.objectRef<HealthView>('ProviderHealth');
 const CircuitStateEnum = builder.enumType('CircuitState', {
   description: "A provider's circuit breaker: OPEN refuses calls for a while after repeated failures, HALF_OPEN lets one trial call through",
   values: {
@@ -18,8 +31,9 @@ const CircuitStateEnum = builder.enumType('CircuitState', {
 
 HealthRef.implement({
   description: 'How calls to this platform have gone lately, as seen by this server',
+  interfaces: [NodeInterfaceRef],
   fields: (t) => ({
-    id: t.id({ description: VALUE_ID_DESCRIPTION, resolve: (v) => valueId('ProviderHealth', v) }),
+    id: t.id({ description: ID_DOCS.ProviderHealth, resolve: (h) => h.id ?? healthId(h.providerId) }),
     state: t.field({ type: HealthStateEnum, description: 'The summary: OK, DEGRADED, DOWN or UNKNOWN', resolve: (h) => h.state }),
     lastSuccessAt: t.field({
       type: 'DateTime',
@@ -37,7 +51,7 @@ HealthRef.implement({
       type: SourceErrorRef,
       nullable: true,
       description: 'The latest failure; null if none since start',
-      resolve: (h) => (h.lastError ? { ...h.lastError, stale: false } : null),
+      resolve: (h) => healthError(h),
     }),
     consecutiveFailures: t.exposeInt('consecutiveFailures', { description: 'Failed calls in a row since the last success (a count)' }),
     circuit: t.field({ type: CircuitStateEnum, description: "The circuit breaker's position", resolve: (h) => h.circuit }),
@@ -58,7 +72,7 @@ ProviderRef.implement({
     kind: t.field({ type: ProviderKindEnum, description: 'Which platform this is', resolve: (p) => p.kind }),
     name: t.exposeString('name', { description: 'A display name (the providers file `name`, default: the id)' }),
     simulated: t.exposeBoolean('simulated', { description: 'True for the built-in demo simulators' }),
-    health: t.field({ type: HealthRef, description: 'How calls to this platform have gone lately', resolve: (p) => p.health() }),
+    health: t.field({ type: HealthRef, description: 'How calls to this platform have gone lately', resolve: (p) => healthView(p) }),
     systemMetrics: t.field({
       type: [SystemMetricEnum],
       description: 'The system metrics this platform reports',

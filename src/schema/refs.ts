@@ -18,8 +18,22 @@ export interface SourceErrorShape {
   job?: JobRow | null;
   /** When the copy served in its place was fetched. */
   cachedAt?: Date | null;
+  /**
+   * The id of what failed, which the error's id is derived from: a Freshness, a ProviderHealth, a
+   * Provider (its job list), or a Fleet (with `job`: one of the fleet's problems).
+   */
+  ownerId: string;
+  /** Set when Query.node answered it: the id asked. */
+  id?: string;
 }
 export const SourceErrorRef = builder.objectRef<SourceErrorShape>('SourceError');
 
-/** Relay's Node: every object with a global id implements it, so Query.node can refetch any of them. */
-export const NodeInterfaceRef = builder.interfaceRef<{ id: string }>('Node');
+/**
+ * Relay's Node: every object with a global id implements it, so Query.node can refetch any of them.
+ * Entities carry their id; values compute theirs from their owner when it is selected, and carry it
+ * only as Query.node answers them (which is the only place the interface's type is resolved).
+ */
+export interface NodeShape {
+  id?: string;
+}
+export const NodeInterfaceRef = builder.interfaceRef<NodeShape>('Node');

@@ -1,12 +1,16 @@
 // Relay's Node interface and Query.node / Query.nodes: any object with a global id, refetched by
-// that id alone (what relay-compiler's @refetchable and client caches rely on). The lookups are
-// the federation entity resolvers (entities.ts), so both paths answer the same object.
+// that id alone (what relay-compiler's @refetchable and client caches rely on). Entities are
+// looked up by the federation entity resolvers (entities.ts), so both paths answer the same
+// object; values (points, summaries, freshness, errors, health, progress, log lines and pages, the
+// live sample, the fleet and its rows) through their owner (value-nodes.ts).
 import { DomainError } from '../domain/errors.js';
 import { parseGlobalId } from '../domain/ids.js';
+import { MAX_VALUE_ID_LENGTH, VALUE_KINDS, valueKindOf } from '../domain/value-ids.js';
 import { builder } from './builder.js';
 import type { Context } from './context.js';
 import { computeNodeById, gpuById, jobById, projectById, providerById, seriesById } from './entities.js';
-import { NodeInterfaceRef } from './refs.js';
+import { NodeInterfaceRef, type NodeShape } from './refs.js';
+import { valueById } from './value-nodes.js';
 
 /** At most this many ids per Query.nodes call (a larger list is refused, not truncated). */
 export const MAX_NODE_IDS = 100;
@@ -16,17 +20,29 @@ const TYPE_OF_KIND = { project: 'Project', job: 'Job', node: 'ComputeNode', gpu:
 NodeInterfaceRef.implement({
   description: 'An object with a global id that Query.node(id:) answers again (the Relay Global Object Identification contract)',
   fields: (t) => ({
-    id: t.exposeID('id', { description: 'Globally unique and stable across restarts: the same object always has the same id' }),
+    id: t.id({
+      description: 'Globally unique and stable across restarts: the same object always has the same id',
+      resolve: (v) => {
+        // Every implementing type resolves its own id; this is never reached.
+        if (!v.id) throw new Error('a Node without an id');
+        return v.id;
+      },
+    }),
   }),
   resolveType: (value) => {
+    // Only Query.node / Query.nodes answer through the interface, and what they answer carries its id.
+    const id = value.id!;
     // A provider's id is its config id (no kind in it); every other id names its kind.
-    if (!value.id.includes(':')) return 'Provider';
-    return TYPE_OF_KIND[parseGlobalId(value.id).kind];
+    if (!id.includes(':')) return 'Provider';
+    const valueKind = valueKindOf(id);
+    if (valueKind) return VALUE_KINDS[valueKind].type;
+    return TYPE_OF_KIND[parseGlobalId(id).kind];
   },
 });
 
-export async function nodeById(ctx: Context, id: string): Promise<{ id: string } | null> {
+export async function nodeById(ctx: Context, id: string): Promise<NodeShape | null> {
   if (!id.includes(':')) return providerById(ctx, id);
+  if (valueKindOf(id)) return valueById(ctx, id);
   let kind: keyof typeof TYPE_OF_KIND;
   try {
     kind = parseGlobalId(id).kind;
@@ -53,8 +69,13 @@ builder.queryFields((t) => ({
     type: NodeInterfaceRef,
     nullable: true,
     description:
-      'Any object of this graph by its global id (Provider, Project, Job, ComputeNode, Gpu, MetricSeries); null for an id this graph did not issue or that is gone',
-    args: { id: t.arg.id({ required: true, description: 'A global id as answered by an `id` field (at most 1024 characters)' }) },
+      'Any object of this graph by its global id: the entities (Provider, Project, Job, ComputeNode, Gpu, MetricSeries) and the values that belong to one (MetricPoint, MetricSummary, Freshness, SourceError, ProviderHealth, JobProgress, LogPage, LogLine, LogGap, UtilizationSample) or to a Fleet question (Fleet, FleetUtilization, GpuHours, IdleGpu, IdleInterval), read again through their owner; null for an id this graph did not issue or whose object is gone',
+    args: {
+      id: t.arg.id({
+        required: true,
+        description: `A global id as answered by an \`id\` field (at most ${MAX_VALUE_ID_LENGTH} characters; entity ids at most 1024)`,
+      }),
+    },
     resolve: (_r, args, ctx) => nodeById(ctx, String(args.id)),
   }),
   nodes: t.field({

@@ -2,8 +2,9 @@
 // appears (a series' freshness, a connection's platforms, a fleet answer's jobs, provider health).
 import { ERROR_CODES, type ErrorCode } from '../domain/errors.js';
 import { builder } from './builder.js';
-import { JobRef, ProviderRef, SourceErrorRef } from './refs.js';
-import { VALUE_ID_DESCRIPTION, valueId } from './value-id.js';
+import { valueKindOf } from '../domain/value-ids.js';
+import { JobRef, NodeInterfaceRef, ProviderRef, SourceErrorRef, type SourceErrorShape } from './refs.js';
+import { errorId, ID_DOCS, problemId } from './value-ids.js';
 
 const ERROR_CODE_DOCS: Record<ErrorCode, string> = {
   BAD_ID: 'An id this graph did not issue, or of another kind than the argument takes',
@@ -34,8 +35,9 @@ SourceErrorRef.implement({
   description:
     'One upstream call that failed for this answer: what failed, and whether an older cached copy is served in its place. Secrets and internals never appear here.',
   shareable: true,
+  interfaces: [NodeInterfaceRef],
   fields: (t) => ({
-    id: t.id({ description: VALUE_ID_DESCRIPTION, resolve: (v) => valueId('SourceError', v) }),
+    id: t.id({ description: ID_DOCS.SourceError, resolve: (e) => e.id ?? sourceErrorId(e) }),
     code: t.field({ type: ErrorCodeEnum, description: 'What kind of failure', resolve: (e) => errorCodeOf(e.code) }),
     message: t.exposeString('message', { description: 'A human-readable account, at most a few hundred characters' }),
     stale: t.exposeBoolean('stale', {
@@ -61,3 +63,8 @@ SourceErrorRef.implement({
     }),
   }),
 });
+
+/** A fleet's problem is one of several (per job); any other error is the one failure of its owner. */
+export function sourceErrorId(e: SourceErrorShape): string {
+  return valueKindOf(e.ownerId) === 'fleet' && e.job ? problemId(e.ownerId, e.job.id) : errorId(e.ownerId);
+}

@@ -10,15 +10,29 @@ import { builder } from './builder.js';
 import type { Context } from './context.js';
 import { AggregationEnum, MetricScopeEnum, SystemMetricEnum } from './enums.js';
 import { JobFilterRef, resolveJobFilter } from './job-filter.js';
-import { LogLineRef } from './job.js';
+import { LogLineRef, type LogLineView } from './job.js';
 import { MetricSeriesRef, seriesView } from './metric-series.js';
-import { JobRef } from './refs.js';
+import { JobRef, NodeInterfaceRef } from './refs.js';
 import type { SystemSeriesQuery } from './series-fields.js';
-import { VALUE_ID_DESCRIPTION, valueId } from './value-id.js';
+import { ID_DOCS, linePositions, sampleId } from './value-ids.js';
 
-interface SampleView {
+export interface SampleView {
   payload: SamplePayload;
   args: SystemSeriesQuery;
+  /** Set when Query.node answered it: the id asked. */
+  id?: string;
+}
+
+/** The sample's id: the job's and the subscription's arguments (as checked: defaults applied), one per feed and arguments. */
+function idOfSample(ctx: Context, s: SampleView): string {
+  const shape = checkSeriesArgs(s.args, ctx.limits);
+  return sampleId(s.payload.jobId, { names: s.args.names ?? null, scope: s.args.scope ?? null, maxPoints: shape.maxPoints, aggregation: shape.aggregation });
+}
+
+/** The latest sample of the job's live feed on this server (every series it sampled so far), as a joining subscriber gets it first. */
+export function latestSample(ctx: Context, jobId: string, args: SystemSeriesQuery): SampleView | null {
+  const payload = ctx.live?.latestSample(jobId) ?? null;
+  return payload ? { payload, args } : null;
 }
 
 /** The job as stored after the poll (read only when a selected field needs it). */
@@ -28,8 +42,9 @@ const UtilizationSampleRef = builder.objectRef<SampleView>('UtilizationSample');
 UtilizationSampleRef.implement({
   description:
     "One poll of a job's platform: the job's series that got new points, as the same MetricSeries objects (same ids, same window and shaping) Job.metrics answers for the same arguments, read from the store after the poll wrote them. A client cache that holds the series from a query sees them updated in place.",
+  interfaces: [NodeInterfaceRef],
   fields: (t) => ({
-    id: t.id({ description: VALUE_ID_DESCRIPTION, resolve: (v) => valueId('UtilizationSample', [v.payload.jobId, v.payload.polledAt, v.args]) }),
+    id: t.id({ description: ID_DOCS.UtilizationSample, resolve: (s, _a, ctx) => s.id ?? idOfSample(ctx, s) }),
     job: t.field({
       type: JobRef,
       nullable: true,
@@ -172,12 +187,18 @@ builder.subscriptionType({
         const live = liveOf(ctx);
         return live.subscribe([{ kind: 'logs', key: jobId }], {
           capacity: live.options.logBuffer,
-          expand: (p) => (p.type === 'logs' ? p.lines : p.type === 'error' ? [p] : []),
+          expand: (p) => {
+            if (p.type === 'error') return [p];
+            if (p.type !== 'logs') return [];
+            // Each line with where it sits (after the line before it), as Job.logs places it: the same line has the same id.
+            const positions = linePositions(p.lines, p.after ?? null, p.after ? null : p.since ? new Date(p.since) : null);
+            return p.lines.map((line, i) => ({ line, jobId, position: positions[i]! }));
+          },
         });
       },
-      resolve: (payload) => {
-        const line = unlessError<LogLinePayload>(payload);
-        return { ...line, timestamp: line.timestamp ? new Date(line.timestamp) : null };
+      resolve: (payload): LogLineView => {
+        const { line, jobId, position } = unlessError<{ line: LogLinePayload; jobId: string; position: LogLineView['position'] }>(payload);
+        return { ...line, timestamp: line.timestamp ? new Date(line.timestamp) : null, jobId, position };
       },
     }),
   }),
