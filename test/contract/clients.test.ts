@@ -1,12 +1,13 @@
 // The contract as its users meet it: Apollo Client's InMemoryCache and urql's Graphcache
 // normalising a dashboard's answers with no type configuration, a subscription sample landing in
 // the series the cache already holds, Apollo's PersistedQueryLink (APQ), and node(id:) answering
-// every kind of entity. Real clients, real HTTP and graphql-ws against a running server.
+// every kind of entity and value. Real clients, real HTTP and graphql-ws against a running server
+// on Baseten's simulator and a Runicorn viewer (progress, a log past the viewer's replay cap).
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import path from 'node:path';
+import path, { join } from 'node:path';
 import { ApolloClient, ApolloLink, gql, HttpLink, InMemoryCache } from '@apollo/client';
 import { PersistedQueryLink } from '@apollo/client/link/persisted-queries';
 import { GraphQLWsLink } from '@apollo/client/link/subscriptions';
@@ -15,11 +16,15 @@ import { cacheExchange } from '@urql/exchange-graphcache';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Runtime } from '../../src/server/runtime.js';
 import type { BasetenSimulator } from '../../src/simulators/baseten/server.js';
-import { client as wsClient, runningJobId, startSim, startTestRuntime, waitFor } from '../live/helpers.js';
+import { createRun } from '../../src/simulators/runicorn/storage-writer.js';
+import { startRunicornViewer, type RunicornViewerHandle } from '../../src/simulators/runicorn/viewer.js';
+import { client as wsClient, providersFile, runningJobId, startSim, startTestRuntime, waitFor } from '../live/helpers.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
 
 /**
- * Every object of the schema has an id (values a content-derived one, src/schema/value-id.ts): only
- * the connection plumbing stays embedded in its parent, which both caches know without configuration.
+ * Every object of the schema has an id and is a Node (values an id derived from their owner's,
+ * src/domain/value-ids.ts): only the connection plumbing stays embedded in its parent, which both
+ * caches know without configuration.
  */
 export const EMBEDDED_TYPES = ['JobConnection', 'JobEdge', 'PageInfo'];
 
@@ -46,18 +51,25 @@ const DASHBOARD = /* GraphQL */ `
 `;
 
 const EVERY_VALUE = /* GraphQL */ `
-  query EveryValue($jobId: ID!, $from: DateTime!, $to: DateTime!) {
+  query EveryValue($jobId: ID!, $runId: ID!, $from: DateTime!, $to: DateTime!) {
     fleet(from: $from, to: $to) {
       id jobCount
-      idleGpus { id job { id } intervals { id from to } }
-      utilization { id total { id usedGpuHours } byProvider { id provider { id } usedGpuHours } }
+      idleGpus(threshold: 1, forAtLeast: "PT0S") { id job { id } intervals { id from to } }
+      utilization { id total { id usedGpuHours } byProvider { id provider { id } usedGpuHours } byProject { id usedGpuHours } byGpuModel { id usedGpuHours } }
       jobs { id job { id } wasteGpuHours }
       problems { id code message }
     }
     job(id: $jobId) {
       id
+      topologyFreshness { id stale }
       progress { id fraction freshness { id stale error { id code } } }
       logs(first: 5) { id lines { id message cursor } gaps { id lines } nextCursor }
+    }
+    run: job(id: $runId) {
+      id
+      progress { id iteration fraction freshness { id stale } }
+      trainingMetrics(maxPoints: 50) { id name keyedBy points { id step value } summary { id count } freshness { id } }
+      logs(after: "9999", first: 2) { id lines { id message cursor } gaps { id after lines } nextCursor }
     }
   }
 `;
@@ -76,19 +88,54 @@ const LIVE = /* GraphQL */ `
 `;
 
 let sim: BasetenSimulator;
+let viewer: RunicornViewerHandle;
+let storage: string;
+let db: TestDatabase;
 let rt: Runtime;
 let jobId: string;
+/** The Runicorn run: training metrics by step, a target (progress), 10,001 log lines (one past the viewer's replay cap: a gap). */
+let runId: string;
 let warnings: string[];
+
+/** Providers of the runtimes here: the Baseten simulator, and Runicorn runs read through the viewer simulator. */
+const providers = () => [...providersFile(sim, 1).providers, { id: 'rc', kind: 'RUNICORN' as const, baseUrl: viewer.url, timeoutSeconds: 30 }];
 
 beforeAll(async () => {
   sim = await startSim();
-  rt = await startTestRuntime(sim, 1);
+  storage = mkdtempSync(path.join(tmpdir(), 'tg-clients-runicorn-'));
+  const created = Math.floor(Date.now() / 1000) - 7200;
+  const run = createRun(storage, { path: 'contract/capped', hostname: 'trainer', pid: 99_999_999, createdAt: created, utcOffsetMinutes: 0 });
+  for (let step = 1; step <= 20; step++) run.logMetrics({ loss: 1 / step }, { ts: created + 60 + step, stage: 'train' });
+  run.summary({ total_steps: 40 });
+  const lines: string[] = [];
+  for (let i = 1; i <= 10_001; i++) lines.push(`${new Date((created + 60 + i) * 1000).toISOString().slice(11, 19)} | line ${i}`);
+  writeFileSync(join(run.dir, 'logs.txt'), `${lines.join('\n')}\n`);
+  run.finish(created + 60 + 10_001);
+  viewer = await startRunicornViewer({ storageDir: storage });
+  db = await createTestDatabase();
+  rt = await startTestRuntime(sim, 1, { databaseUrl: db.databaseUrl, dataDir: db.dataDir, providers: providers() });
   jobId = runningJobId(sim);
+  runId = `rc:job:${run.id}`;
 }, 240_000);
 afterAll(async () => {
   await rt?.close();
+  await viewer?.close();
   await sim?.close();
+  await db?.drop();
+  if (storage) rmSync(storage, { recursive: true, force: true });
 });
+
+/** One GraphQL request over HTTP, as any client sends it. */
+async function ask(query: string, variables: object = {}, url = rt.url): Promise<any> {
+  const res = await fetch(`${url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, variables }) });
+  return res.json();
+}
+
+/** A window over the last hours that ends a little in the past, so asking it again finds the same data. */
+function pastWindow() {
+  const to = new Date(Math.floor(Date.now() / 60_000) * 60_000 - 60_000);
+  return { from: new Date(to.getTime() - 6 * 3600_000).toISOString(), to: to.toISOString() };
+}
 
 beforeEach(() => {
   warnings = [];
@@ -149,16 +196,23 @@ describe('Apollo Client', () => {
     sub.unsubscribe();
     const sample = samples[0];
     expect(sample.series.length).toBeGreaterThan(0);
+    let shared = 0;
     for (const s of sample.series) {
       // The same id the query's series has, so it is the same cache entry...
-      expect(
-        queried.some((q) => q.id === s.id),
-        s.id,
-      ).toBe(true);
+      const q = queried.find((q) => q.id === s.id) as { points: { id: string; timestamp: string }[] } | undefined;
+      expect(q, s.id).toBeDefined();
+      // ... whose points that the sample holds too have the same ids (the series' id and their time) ...
+      const sampled = new Map<string, string>(s.points.map((p: { id: string; timestamp: string }) => [p.timestamp, p.id]));
+      for (const p of q!.points) {
+        if (!sampled.has(p.timestamp)) continue;
+        expect(sampled.get(p.timestamp)).toBe(p.id);
+        shared++;
+      }
       // ... and that entry now holds the sample's points.
       const cached = client.cache.readFragment<any>({ id: client.cache.identify({ __typename: 'MetricSeries', id: s.id }), fragment: gql(SERIES) });
       expect(cached.points).toEqual(s.points);
     }
+    expect(shared).toBeGreaterThan(0);
     expect(warnings).toEqual([]);
     client.stop();
   }, 120_000);
@@ -196,11 +250,17 @@ describe('urql Graphcache', () => {
     // Answered from the normalised cache alone.
     const again = await client.query(DASHBOARD, { jobId }, { requestPolicy: 'cache-only' }).toPromise();
     expect(again.data).toEqual(first.data);
-    // The rest of the graph's values: the fleet's roll-ups, progress, a log page.
-    const now = new Date();
-    const rest = await client.query(EVERY_VALUE, { jobId, from: new Date(now.getTime() - 6 * 3600_000).toISOString(), to: now.toISOString() }).toPromise();
+    // The rest of the graph's values: the fleet's roll-ups and idle GPUs, progress, log pages with a gap.
+    const window = pastWindow();
+    const rest = await client.query(EVERY_VALUE, { jobId, runId, ...window }).toPromise();
     expect(rest.error).toBeUndefined();
-    expect(rest.data.fleet.utilization.total.id).toMatch(/^GpuHours:/);
+    expect(rest.data.fleet.utilization.total.id).toMatch(/^\*:gpuhours:total:\*:fleet:/);
+    expect(rest.data.fleet.idleGpus.length).toBeGreaterThan(0);
+    expect(rest.data.run.progress.iteration).toBe(20);
+    expect(rest.data.run.logs.gaps).toEqual([expect.objectContaining({ after: '10000', lines: 1 })]);
+    // Both answers again from the normalised cache alone: every object was keyed.
+    const cachedRest = await client.query(EVERY_VALUE, { jobId, runId, ...window }, { requestPolicy: 'cache-only' }).toPromise();
+    expect(cachedRest.data).toEqual(rest.data);
     // Graphcache warns for every object it cannot key (and for anything else it dislikes): none.
     expect(warnings).toEqual([]);
   });
@@ -208,10 +268,6 @@ describe('urql Graphcache', () => {
 
 describe('Relay node(id:)', () => {
   it('answers every kind of entity by the id its own field gave', async () => {
-    const ask = async (query: string, variables: object = {}) =>
-      (
-        await fetch(`${rt.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, variables }) })
-      ).json();
     const listed = await ask(
       `query ($jobId: ID!) { providers { id } projects { id } job(id: $jobId) { id nodes { id } gpus { id } metrics(names: [GPU_UTILIZATION], maxPoints: 7) { id } trainingMetrics { id } } }`,
       { jobId },
@@ -236,11 +292,223 @@ describe('Relay node(id:)', () => {
       { jobId },
     );
     expect(direct.data.job.metrics.find((m: { id: string }) => m.id === job.metrics[0].id)).toEqual(series.data.node);
-    // Ids this graph did not issue are null, not errors.
-    const unknown = await ask(`{ nodes(ids: ["nope", "bt:job:missing", "bt:series:AAAA", "zz:gpu:x#y#0"]) { id } }`);
+    // Ids this graph did not issue are null, not errors (value ids too: malformed parts, unknown owners).
+    const unknown = await ask(`query ($ids: [ID!]!) { nodes(ids: $ids) { id } }`, {
+      ids: [
+        'nope',
+        'bt:job:missing',
+        'bt:series:AAAA',
+        'zz:gpu:x#y#0',
+        'bt:point:t1:bt:series:AAAA',
+        'bt:point:x:bt:job:1',
+        'bt:summary:rc:job:x',
+        '*:fleet:AAAA',
+        'bt:logline:0:bt:job:missing',
+        'bt:health:zz',
+      ],
+    });
     expect(unknown.errors).toBeUndefined();
-    expect(unknown.data.nodes).toEqual([null, null, null, null]);
+    expect(unknown.data.nodes).toEqual(Array(10).fill(null));
   });
+
+  it('answers every kind of value through its owner, as the field that gave its id answers it', async () => {
+    const window = pastWindow();
+    const listed = await ask(
+      /* GraphQL */ `
+      query ($jobId: ID!, $runId: ID!, $from: DateTime!, $to: DateTime!) {
+        providers { id health { id state } }
+        job(id: $jobId) {
+          topologyFreshness { id stale }
+          metrics(names: [GPU_UTILIZATION], scope: GPU, from: $from, to: $to, maxPoints: 7) {
+            id points { id timestamp step value } summary { id count avg } freshness { id stale }
+          }
+          raw: metrics(names: [GPU_UTILIZATION], scope: GPU, from: $from, to: $to, maxPoints: 10000) { id points { id timestamp step value } }
+          logs(first: 3) { id nextCursor lines { id cursor message } }
+          sinceLogs: logs(since: $from, first: 1) { lines { id cursor message } }
+        }
+        run: job(id: $runId) {
+          progress { id iteration freshness { id stale } }
+          trainingMetrics(maxPoints: 50) { id points { id timestamp step value } }
+          logs(after: "9999", first: 2) { id nextCursor lines { id cursor message } gaps { id after gapLines: lines } }
+        }
+        fleet(from: $from, to: $to) {
+          id jobCount
+          utilization { id total { id usedGpuHours } byProvider { id usedGpuHours } byProject { id usedGpuHours } byGpuModel { id usedGpuHours } }
+          jobs(first: 2) { id usedGpuHours }
+          idleGpus(threshold: 1, forAtLeast: "PT0S", first: 2) { id idleGpuHours intervals { id from to } }
+        }
+      }`,
+      { jobId, runId, ...window },
+    );
+    expect(listed.errors).toBeUndefined();
+    const { providers: provs, job, run, fleet } = listed.data;
+    const series = job.metrics[0];
+    const raw = job.raw[0];
+    const training = run.trainingMetrics[0];
+    const idle = fleet.idleGpus[0];
+    // Each value with the fields its type's fragment below selects, as its own field answered them.
+    const expected: Record<string, unknown>[] = [
+      { __typename: 'ProviderHealth', ...provs.find((p: { id: string }) => p.id === 'bt').health },
+      { __typename: 'Freshness', ...job.topologyFreshness },
+      { __typename: 'MetricPoint', ...series.points[1] },
+      { __typename: 'MetricPoint', ...raw.points[raw.points.length - 1] },
+      { __typename: 'MetricPoint', ...training.points[3] },
+      { __typename: 'MetricSummary', ...series.summary },
+      { __typename: 'Freshness', ...series.freshness },
+      { __typename: 'LogPage', ...job.logs },
+      { __typename: 'LogLine', ...job.logs.lines[0] },
+      { __typename: 'LogLine', ...job.logs.lines[2] },
+      { __typename: 'LogLine', ...job.sinceLogs.lines[0] },
+      { __typename: 'JobProgress', ...run.progress },
+      { __typename: 'Freshness', ...run.progress.freshness },
+      { __typename: 'LogPage', ...run.logs },
+      { __typename: 'LogLine', ...run.logs.lines[0] },
+      { __typename: 'LogGap', ...run.logs.gaps[0] },
+      { __typename: 'Fleet', id: fleet.id, jobCount: fleet.jobCount },
+      { __typename: 'FleetUtilization', id: fleet.utilization.id, total: fleet.utilization.total },
+      { __typename: 'GpuHours', ...fleet.utilization.total },
+      { __typename: 'GpuHours', ...fleet.utilization.byProvider[0] },
+      { __typename: 'GpuHours', ...fleet.utilization.byProject[0] },
+      { __typename: 'GpuHours', ...fleet.utilization.byGpuModel[0] },
+      { __typename: 'GpuHours', ...fleet.jobs[1] },
+      { __typename: 'IdleGpu', id: idle.id, idleGpuHours: idle.idleGpuHours },
+      { __typename: 'IdleInterval', ...idle.intervals[0] },
+    ];
+    for (const e of expected) expect(e.id, String(e.__typename)).toEqual(expect.any(String));
+    // The ids say what they belong to: a point's is its series' and its time (or step).
+    expect(series.points[1].id).toBe(`bt:point:t${Date.parse(series.points[1].timestamp)}:${series.id}`);
+    expect(training.points[3].id).toBe(`rc:point:s${training.points[3].step}:${training.id}`);
+    expect(series.summary.id).toBe(`bt:summary:${series.id}`);
+    expect(series.freshness.id).toBe(`bt:freshness:${series.id}`);
+    expect(run.progress.freshness.id).toBe(`rc:freshness:${run.progress.id}`);
+    expect(job.sinceLogs.lines[0].id).toBe(`bt:logline:s${Date.parse(window.from)}:${jobId}`);
+    expect(idle.intervals[0].id.endsWith(`:${idle.id}`)).toBe(true);
+
+    const res = await ask(
+      /* GraphQL */ `
+      query ($ids: [ID!]!) {
+        nodes(ids: $ids) {
+          __typename id
+          ... on ProviderHealth { state }
+          ... on Freshness { stale }
+          ... on MetricPoint { timestamp step value }
+          ... on MetricSummary { count avg }
+          ... on LogPage { nextCursor lines { id cursor message } }
+          ... on LogLine { cursor message }
+          ... on LogGap { after gapLines: lines }
+          ... on JobProgress { iteration freshness { id stale } }
+          ... on Fleet { jobCount }
+          ... on FleetUtilization { total { id usedGpuHours } }
+          ... on GpuHours { usedGpuHours }
+          ... on IdleGpu { idleGpuHours }
+          ... on IdleInterval { from to }
+        }
+      }`,
+      { ids: expected.map((e) => e.id) },
+    );
+    expect(res.errors).toBeUndefined();
+    // The run's log page also had gaps: its fragment here does not select them.
+    const runPageAt = expected.findIndex((e) => e.id === run.logs.id);
+    const { gaps: _gaps, ...runPage } = expected[runPageAt]!;
+    expected[runPageAt] = runPage;
+    expect(res.data.nodes).toEqual(expected);
+  });
+
+  it("answers a live feed's sample while it runs, and gives a log line the same id in jobLogs and Job.logs", async () => {
+    const c = wsClient(rt.url);
+    const samples: { id: string; series: { id: string }[] }[] = [];
+    const lines: { id: string; cursor: string; message: string }[] = [];
+    const stopSamples = c.subscribe<any>(
+      {
+        query: `subscription ($id: ID!) { jobUtilization(jobId: $id, names: [GPU_UTILIZATION], scope: GPU, maxPoints: 2000) { id series { id } } }`,
+        variables: { id: jobId },
+      },
+      { next: (r) => r.data && samples.push(r.data.jobUtilization), error: () => {}, complete: () => {} },
+    );
+    const stopLines = c.subscribe<any>(
+      { query: `subscription ($id: ID!) { jobLogs(jobId: $id) { id cursor message } }`, variables: { id: jobId } },
+      { next: (r) => r.data && lines.push(r.data.jobLogs), error: () => {}, complete: () => {} },
+    );
+    await waitFor(() => samples.length >= 1 && lines.length >= 4, 60_000, 'a live sample and log lines');
+    // Every sample of the feed is the same object to a cache; node(id:) answers the latest one.
+    expect(samples[0]!.id).toBe(`bt:sample:${samples[0]!.id.split(':')[2]}:${jobId}`);
+    const node = await ask(`query ($id: ID!) { node(id: $id) { __typename id ... on UtilizationSample { series { id } } } }`, { id: samples[0]!.id });
+    expect(node.errors).toBeUndefined();
+    expect(node.data.node).toMatchObject({ __typename: 'UtilizationSample', id: samples[0]!.id });
+    expect(node.data.node.series).toEqual(expect.arrayContaining(samples[0]!.series));
+    // A streamed line's id is the id Job.logs gives the line read on from the one before it.
+    for (let i = 1; i < 4; i++) {
+      const page = await ask(`query ($jobId: ID!, $after: String) { job(id: $jobId) { logs(after: $after, first: 1) { lines { id cursor message } } } }`, {
+        jobId,
+        after: lines[i - 1]!.cursor,
+      });
+      expect(page.data.job.logs.lines).toEqual([lines[i]]);
+      const again = await ask(`query ($id: ID!) { node(id: $id) { id ... on LogLine { cursor message } } }`, { id: lines[i]!.id });
+      expect(again.data.node).toEqual(lines[i]);
+    }
+    stopSamples();
+    stopLines();
+    await c.dispose();
+    // With the feed stopped there is no sample to answer.
+    await waitFor(() => rt.live.hub.stats().feeds === 0, 10_000, 'the feeds to stop');
+    const gone = await ask(`query ($id: ID!) { node(id: $id) { id } }`, { id: samples[0]!.id });
+    expect(gone).toEqual({ data: { node: null } });
+  }, 120_000);
+
+  it('answers an error while it lasts (a job list, a series refresh, a fleet problem, a provider health), and null once it is over', async () => {
+    // Every read goes upstream, failures are not retried and never open the circuit.
+    const rt2 = await startTestRuntime(
+      sim,
+      1,
+      { databaseUrl: null, dataDir: 'memory://' },
+      {
+        cachePolicy: { listTtlMs: 0, detailTtlMs: 0, metricsTtlMs: 0 },
+        resilience: { retries: 0, breakerThreshold: 1_000_000 },
+      },
+    );
+    try {
+      const window = pastWindow();
+      const QUERY = /* GraphQL */ `
+        query ($jobId: ID!, $from: DateTime!, $to: DateTime!) {
+          jobs(first: 5) { sourceErrors { id code stale } }
+          job(id: $jobId) { metrics(names: [GPU_UTILIZATION], scope: GPU, from: $from, to: $to, maxPoints: 7) { id freshness { id stale error { id code stale } } } }
+          fleet(from: $from, to: $to) { id problems { id code stale job { id } } }
+        }`;
+      const warm = await ask(QUERY, { jobId, ...window }, rt2.url);
+      expect(warm.errors).toBeUndefined();
+      expect(warm.data.jobs.sourceErrors).toEqual([]);
+      sim.inject({ kind: 'status', status: 503 });
+      const failing = await ask(QUERY, { jobId, ...window }, rt2.url);
+      // The health as it is after those calls failed.
+      const { data: health } = await ask('{ providers { id health { id lastError { id code } } } }', {}, rt2.url);
+      const listError = failing.data.jobs.sourceErrors[0];
+      const healthError = health.providers[0].health.lastError;
+      const freshness = failing.data.job.metrics[0].freshness;
+      const problem = failing.data.fleet.problems.find((p: { job: { id: string } }) => p.job.id === jobId);
+      expect(listError).toMatchObject({ id: 'bt:error:bt', code: 'UPSTREAM_UNAVAILABLE', stale: true });
+      expect(healthError.id).toBe(`bt:error:${health.providers[0].health.id}`);
+      expect(freshness).toMatchObject({ stale: true, error: { id: `bt:error:${freshness.id}`, code: 'UPSTREAM_UNAVAILABLE', stale: true } });
+      expect(problem.id).toMatch(new RegExp(`^\\*:problem:[A-Za-z0-9_-]+:${failing.data.fleet.id.replace(/[*]/g, '\\*')}$`));
+      const ERRORS = `query ($ids: [ID!]!) { nodes(ids: $ids) { __typename id ... on SourceError { code stale } } }`;
+      const ids = [listError.id, healthError.id, freshness.error.id, problem.id];
+      const during = await ask(ERRORS, { ids }, rt2.url);
+      sim.clearFaults();
+      expect(during.errors).toBeUndefined();
+      expect(during.data.nodes).toEqual([
+        { __typename: 'SourceError', id: listError.id, code: 'UPSTREAM_UNAVAILABLE', stale: true },
+        { __typename: 'SourceError', id: healthError.id, code: 'UPSTREAM_UNAVAILABLE', stale: false },
+        { __typename: 'SourceError', id: freshness.error.id, code: 'UPSTREAM_UNAVAILABLE', stale: true },
+        { __typename: 'SourceError', id: problem.id, code: 'UPSTREAM_UNAVAILABLE', stale: problem.stale },
+      ]);
+      // The platform answers again: the refreshes succeed, so those errors are over; the health keeps its latest failure.
+      const after = await ask(ERRORS, { ids }, rt2.url);
+      expect(after.errors).toBeUndefined();
+      expect(after.data.nodes).toEqual([null, { __typename: 'SourceError', id: healthError.id, code: 'UPSTREAM_UNAVAILABLE', stale: false }, null, null]);
+    } finally {
+      sim.clearFaults();
+      await rt2.close();
+    }
+  }, 120_000);
 });
 
 describe('relay-compiler', () => {

@@ -37,6 +37,18 @@ describe('printed schemas', () => {
     expect(readFileSync(SUBGRAPH_FILE, 'utf8'), 'run `npm run schema:print`').toBe(printedSubgraph());
   });
 
+  it('every object type with an id is a Relay Node (Query.node answers it); only the root types and connection plumbing have none', () => {
+    const withoutId: string[] = [];
+    const notNodes: string[] = [];
+    for (const type of Object.values(plainSchema.getTypeMap())) {
+      if (!isObjectType(type) || type.name.startsWith('__')) continue;
+      if (!type.getFields().id) withoutId.push(type.name);
+      else if (!type.getInterfaces().some((i) => i.name === 'Node')) notNodes.push(type.name);
+    }
+    expect(withoutId.sort()).toEqual(['JobConnection', 'JobEdge', 'PageInfo', 'Query', 'Subscription']);
+    expect(notNodes).toEqual([]);
+  });
+
   it('the plain schema stays free of federation fields and directives', () => {
     const sdl = printedSchema();
     expect(sdl).not.toMatch(/_entities|_service|@key|@link/);
