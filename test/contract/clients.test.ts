@@ -20,6 +20,7 @@ import { createRun } from '../../src/simulators/runicorn/storage-writer.js';
 import { startRunicornViewer, type RunicornViewerHandle } from '../../src/simulators/runicorn/viewer.js';
 import { client as wsClient, providersFile, runningJobId, startSim, startTestRuntime, waitFor } from '../live/helpers.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { postGraphql } from '../support/runtime.js';
 
 /**
  * Every object of the schema has an id and is a Node (values an id derived from their owner's,
@@ -126,10 +127,7 @@ afterAll(async () => {
 });
 
 /** One GraphQL request over HTTP, as any client sends it. */
-async function ask(query: string, variables: object = {}, url = rt.url): Promise<any> {
-  const res = await fetch(`${url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, variables }) });
-  return res.json();
-}
+const ask = (query: string, variables: Record<string, unknown> = {}, url = rt.url) => postGraphql(url, query, variables);
 
 /** A window over the last hours that ends a little in the past, so asking it again finds the same data. */
 function pastWindow() {
@@ -313,8 +311,7 @@ describe('Relay node(id:)', () => {
 
   it('answers every kind of value through its owner, as the field that gave its id answers it', async () => {
     const window = pastWindow();
-    const listed = await ask(
-      /* GraphQL */ `
+    const LISTED = /* GraphQL */ `
       query ($jobId: ID!, $runId: ID!, $from: DateTime!, $to: DateTime!) {
         providers { id health { id state } }
         job(id: $jobId) {
@@ -337,9 +334,10 @@ describe('Relay node(id:)', () => {
           jobs(first: 2) { id usedGpuHours }
           idleGpus(threshold: 1, forAtLeast: "PT0S", first: 2) { id idleGpuHours intervals { id from to } }
         }
-      }`,
-      { jobId, runId, ...window },
-    );
+      }`;
+    // Asked twice: the first answer fills the cache (a cold fleet counts what the job list knew before the same answer's other refreshes).
+    expect((await ask(LISTED, { jobId, runId, ...window })).errors).toBeUndefined();
+    const listed = await ask(LISTED, { jobId, runId, ...window });
     expect(listed.errors).toBeUndefined();
     const { providers: provs, job, run, fleet } = listed.data;
     const series = job.metrics[0];
@@ -353,7 +351,7 @@ describe('Relay node(id:)', () => {
       { __typename: 'MetricPoint', ...series.points[1] },
       { __typename: 'MetricPoint', ...raw.points[raw.points.length - 1] },
       { __typename: 'MetricPoint', ...training.points[3] },
-      { __typename: 'MetricSummary', ...series.summary },
+      { __typename: 'MetricSummary', id: series.summary.id, count: series.summary.count },
       { __typename: 'Freshness', ...series.freshness },
       { __typename: 'LogPage', ...job.logs },
       { __typename: 'LogLine', ...job.logs.lines[0] },
@@ -392,7 +390,7 @@ describe('Relay node(id:)', () => {
           ... on ProviderHealth { state }
           ... on Freshness { stale }
           ... on MetricPoint { timestamp step value }
-          ... on MetricSummary { count avg }
+          ... on MetricSummary { count }
           ... on LogPage { nextCursor lines { id cursor message } }
           ... on LogLine { cursor message }
           ... on LogGap { after gapLines: lines }
@@ -412,6 +410,9 @@ describe('Relay node(id:)', () => {
     const { gaps: _gaps, ...runPage } = expected[runPageAt]!;
     expected[runPageAt] = runPage;
     expect(res.data.nodes).toEqual(expected);
+    // The summary's mean again (the sum may be taken in another order: the last digits can differ).
+    const summary = await ask(`query ($id: ID!) { node(id: $id) { ... on MetricSummary { avg } } }`, { id: series.summary.id });
+    expect(summary.data.node.avg).toBeCloseTo(series.summary.avg, 9);
   });
 
   it("answers a live feed's sample while it runs, and gives a log line the same id in jobLogs and Job.logs", async () => {
