@@ -48,8 +48,10 @@ function note(context: object, info: GraphQLResolveInfo, root: unknown, value: u
     if (typeof v !== 'object' || v === null) return;
     const own = (v as { freshness?: unknown }).freshness;
     if (isFreshness(own) && own.stale) found.set(key, staleError(own, info));
-    // A Freshness field of a value already reported (MetricSeries.freshness) is the same news.
-    if (isFreshness(v) && v.stale && (root as { freshness?: unknown } | null)?.freshness !== v) found.set(key, staleError(v, info));
+    // A Freshness field of a value already reported (MetricSeries.freshness) is the same news; the
+    // field answers a copy carrying its owner's id, so the parent is asked, not the object's identity.
+    const parents = (root as { freshness?: unknown } | null)?.freshness;
+    if (isFreshness(v) && v.stale && !(isFreshness(parents) && parents.stale)) found.set(key, staleError(v, info));
     const sources = (v as { sourceErrors?: SourceError[] }).sourceErrors;
     if (Array.isArray(sources)) {
       for (const s of sources) {
