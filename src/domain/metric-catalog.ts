@@ -206,3 +206,18 @@ export function canonicalMetricFor(kind: ProviderKind, rawName: string): SystemM
   for (const def of defs) if (def.raw[kind]?.name === rawName) return def.name;
   return null;
 }
+
+/**
+ * Which way a training metric improves, by the words its name is made of ("val_acc" -> MAX,
+ * "train/loss" -> MIN): the conventions of W&B and MLflow users. A name with none of these words
+ * has no mode, so no "best" value is computed for it (a best is never guessed).
+ */
+export const SUMMARY_MODE_WORDS = {
+  MIN: ['loss', 'error', 'err', 'perplexity', 'ppl', 'mse', 'mae', 'rmse', 'wer', 'cer', 'nll'],
+  MAX: ['acc', 'accuracy', 'f1', 'auc', 'bleu', 'rouge', 'precision', 'recall', 'map', 'iou', 'dice', 'reward', 'top1', 'top5'],
+} as const;
+
+/** A case-insensitive POSIX regex (Postgres `~*`, and JavaScript) matching a name that has one of the mode's words. */
+export function summaryModePattern(mode: keyof typeof SUMMARY_MODE_WORDS): string {
+  return `(^|[^a-z0-9])(${SUMMARY_MODE_WORDS[mode].join('|')})([^a-z0-9]|$)`;
+}

@@ -78,6 +78,41 @@ export interface JobRecord {
   consoleUrl?: string | null;
   /** Restarts (new incarnations of the job or of a node) the platform reports; null when it does not say. */
   restartCount?: number | null;
+  /** Who launched the job (a user name or e-mail, as the platform names people); undefined/null = not said. */
+  owner?: string | null;
+  /**
+   * The job's labels as the platform keeps them (ModelArts annotations, Runicorn tags); a tag
+   * without a value has value null. undefined = this answer does not carry labels (keep the known
+   * ones); [] = the platform says there are none.
+   */
+  labels?: readonly JobLabel[] | null;
+  /** What the job was launched with (hyperparameters, algorithm parameters, environment), as JSON. */
+  config?: Record<string, unknown> | null;
+  /** The container image the job runs. */
+  image?: string | null;
+  /** The command the job runs. */
+  command?: string | null;
+  /**
+   * Summary values the platform itself reports beside the job (Runicorn's best metric). Values
+   * computed from the training series are added by the store; these are never invented from them.
+   */
+  reportedSummary?: readonly ReportedSummary[] | null;
+}
+
+export interface JobLabel {
+  key: string;
+  value: string | null;
+}
+
+/** Which way a training metric improves: MAX (accuracy) or MIN (loss). */
+export type SummaryMode = 'MAX' | 'MIN';
+
+export interface ReportedSummary {
+  /** The metric's name as the platform logs it (e.g. "val_acc"). */
+  name: string;
+  bestValue: number | null;
+  bestStep: number | null;
+  mode: SummaryMode | null;
 }
 
 export interface GpuRecord {

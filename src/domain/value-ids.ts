@@ -25,6 +25,8 @@ export const VALUE_KINDS = {
   point: { part: true, type: 'MetricPoint' },
   summary: { part: false, type: 'MetricSummary' },
   progress: { part: false, type: 'JobProgress' },
+  label: { part: true, type: 'JobLabel' },
+  runsummary: { part: true, type: 'TrainingMetricSummary' },
   logpage: { part: true, type: 'LogPage' },
   logline: { part: true, type: 'LogLine' },
   loggap: { part: true, type: 'LogGap' },

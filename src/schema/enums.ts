@@ -135,3 +135,36 @@ const LEVEL_NAMES: Record<string, LogLevel> = {
 export function logLevelOf(raw: string | null): LogLevel | null {
   return raw ? (LEVEL_NAMES[raw.trim().toLowerCase()] ?? null) : null;
 }
+
+export const SummaryValueEnum = builder.enumType('SummaryValue', {
+  description: "Which of a training metric's summary values",
+  values: {
+    LATEST: { description: 'The value at the highest step recorded (then the latest time)' },
+    BEST: { description: "The best value: the highest or lowest by the metric's mode (MetricSummaryMode); none where the mode is unknown" },
+  },
+});
+
+export const SummaryModeEnum = builder.enumType('MetricSummaryMode', {
+  description: 'Which way a training metric improves',
+  values: {
+    MAX: { description: 'Higher is better (accuracy, F1, reward, ...)' },
+    MIN: { description: 'Lower is better (loss, error, perplexity, ...)' },
+  },
+});
+
+export const JobOrderFieldEnum = builder.enumType('JobOrderField', {
+  description: 'What a job list is ordered by; ties are broken by job id in the same direction',
+  values: {
+    CREATED: { description: 'Creation time (else start, else when first seen): the default' },
+    STARTED: { description: 'Start time; jobs not started come last in either direction' },
+    DURATION: { description: 'Run time (finish, or now for a running job, minus start), seconds; jobs not started come last' },
+    NAME: { description: 'Name, by code point (byte order), not locale' },
+    ACCELERATOR_COUNT: { description: 'GPUs or NPUs of the whole job; jobs whose platform does not say come last' },
+    SUMMARY: { description: 'A training metric summary value (JobOrder.summary); jobs without it come last' },
+  },
+});
+
+export const SortDirectionEnum = builder.enumType('SortDirection', {
+  description: 'Ascending or descending',
+  values: { ASC: { description: 'Smallest (earliest, A) first' }, DESC: { description: 'Largest (latest, Z) first' } },
+});

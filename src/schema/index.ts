@@ -8,6 +8,7 @@ import './job-filter.js';
 import './job-connection.js';
 import './project.js';
 import './job.js';
+import './run-metadata.js';
 import './compute-node.js';
 import './gpu.js';
 import './subscription.js';

@@ -4,15 +4,16 @@
 // field (with its error), the job stays listed.
 import type { ArgBuilder } from '@pothos/core';
 import { DomainError } from '../domain/errors.js';
-import type { Freshness, JobFilter, JobRow } from '../store/index.js';
+import type { Freshness, JobFilter, JobOrder, OrderedJobRow } from '../store/index.js';
 import { checkPageSize, decodeJobCursor, encodeJobCursor } from './args.js';
 import { builder } from './builder.js';
 import type { Context } from './context.js';
-import { JobFilterRef, resolveJobFilter, type JobFilterInput } from './job-filter.js';
+import { JobFilterRef, JobOrderRef, resolveJobFilter, resolveJobOrder, type JobFilterInput, type JobOrderInput } from './job-filter.js';
 import { JobRef, SourceErrorRef, type SourceErrorShape } from './refs.js';
 
 interface JobConnectionShape {
-  rows: JobRow[];
+  rows: OrderedJobRow[];
+  order: JobOrder;
   hasNextPage: boolean;
   hasPreviousPage: boolean;
   filter: JobFilter;
@@ -42,31 +43,43 @@ PageInfoRef.implement({
   }),
 });
 
-const cursorOf = (j: JobRow) => encodeJobCursor({ sortAt: j.sortAt, id: j.id });
+interface JobEdgeShape {
+  job: OrderedJobRow;
+  order: JobOrder;
+}
 
-const JobEdgeRef = builder.objectRef<JobRow>('JobEdge');
+const cursorOf = (order: JobOrder, j: OrderedJobRow) => encodeJobCursor(order, { key: j.orderKey, id: j.id });
+
+const JobEdgeRef = builder.objectRef<JobEdgeShape>('JobEdge');
 JobEdgeRef.implement({
   description: 'One job of a page, with the cursor that continues after (or before) it',
   fields: (t) => ({
-    cursor: t.string({ description: 'Opaque; pass as `after` (or `before`) to continue from this job', resolve: cursorOf }),
-    node: t.field({ type: JobRef, description: 'The job', resolve: (j) => j }),
+    cursor: t.string({
+      description: 'Opaque; pass as `after` (or `before`) with the same orderBy to continue from this job',
+      resolve: (e) => cursorOf(e.order, e.job),
+    }),
+    node: t.field({ type: JobRef, description: 'The job', resolve: (e) => e.job }),
   }),
 });
 
 export const JobConnectionRef = builder.objectRef<JobConnectionShape>('JobConnection');
 JobConnectionRef.implement({
-  description: 'A page of jobs, newest first (by start, else creation time), with where it sits in the whole list',
+  description: 'A page of jobs in the order asked (default: newest first by creation time), with where it sits in the whole list',
   fields: (t) => ({
-    edges: t.field({ type: [JobEdgeRef], description: 'The jobs of this page with their cursors, newest first', resolve: (c) => c.rows }),
-    nodes: t.field({ type: [JobRef], description: 'The jobs of this page, newest first (edges without the cursors)', resolve: (c) => c.rows }),
+    edges: t.field({
+      type: [JobEdgeRef],
+      description: 'The jobs of this page with their cursors, in the order asked',
+      resolve: (c) => c.rows.map((job) => ({ job, order: c.order })),
+    }),
+    nodes: t.field({ type: [JobRef], description: 'The jobs of this page, in the order asked (edges without the cursors)', resolve: (c) => c.rows }),
     pageInfo: t.field({
       type: PageInfoRef,
       description: 'Cursors of this page and whether there is more either side',
       resolve: (c) => ({
         hasNextPage: c.hasNextPage,
         hasPreviousPage: c.hasPreviousPage,
-        startCursor: c.rows[0] ? cursorOf(c.rows[0]) : null,
-        endCursor: c.rows.at(-1) ? cursorOf(c.rows.at(-1)!) : null,
+        startCursor: c.rows[0] ? cursorOf(c.order, c.rows[0]) : null,
+        endCursor: c.rows.at(-1) ? cursorOf(c.order, c.rows.at(-1)!) : null,
       }),
     }),
     totalCount: t.int({
@@ -88,6 +101,7 @@ export function jobListError(providerId: string, f: Freshness): SourceErrorShape
 
 export interface ConnectionArgs {
   filter?: JobFilterInput | null;
+  orderBy?: JobOrderInput | null;
   first?: number | null;
   after?: string | null;
   last?: number | null;
@@ -97,6 +111,7 @@ export interface ConnectionArgs {
 /** The argument descriptions every jobs connection shares. */
 export const CONNECTION_ARG_DOCS = {
   filter: 'Which jobs; default: all jobs the caller may see',
+  orderBy: 'The order of the list; default: newest first by creation time. Answered from the cache in one SQL statement',
   first: 'Page size going forward (newest first), 0..the server cap (default 50, cap 500 unless configured); not with `last`',
   after: 'A cursor from this connection: the page starts strictly after it',
   last: 'Page size going backward (the jobs just before `before`, or the oldest ones), 0..the server cap; not with `first`',
@@ -109,6 +124,7 @@ type Types = typeof builder.$inferSchemaTypes;
 export function jobConnectionArgs(arg: ArgBuilder<Types>) {
   return {
     filter: arg({ type: JobFilterRef, required: false, description: CONNECTION_ARG_DOCS.filter }),
+    orderBy: arg({ type: JobOrderRef, required: false, description: CONNECTION_ARG_DOCS.orderBy }),
     first: arg.int({ required: false, description: CONNECTION_ARG_DOCS.first }),
     after: arg.string({ required: false, description: CONNECTION_ARG_DOCS.after }),
     last: arg.int({ required: false, description: CONNECTION_ARG_DOCS.last }),
@@ -124,17 +140,22 @@ export async function resolveJobConnection(ctx: Context, args: ConnectionArgs, p
   const size = backward
     ? checkPageSize(args.last, ctx.limits.defaultPageSize, ctx.limits.maxPageSize, 'last')
     : checkPageSize(args.first, ctx.limits.defaultPageSize, ctx.limits.maxPageSize, 'first');
-  const after = decodeJobCursor(args.after, 'after');
-  const before = decodeJobCursor(args.before, 'before');
+  const asked = resolveJobOrder(args.orderBy, ctx.store.now());
+  const after = decodeJobCursor(args.after, asked, 'after');
+  const before = decodeJobCursor(args.before, asked, 'before');
+  // Durations are measured to the instant the first page used, so later pages continue the same order.
+  const from = backward ? before : after;
+  const order = asked.by === 'DURATION' && from?.now ? { ...asked, now: from.now } : asked;
   const filter = resolveJobFilter(ctx, args.filter, projectId);
   const freshness = await ctx.store.syncJobLists(filter.providerIds);
-  const rows = filter.providerIds.length ? await ctx.store.jobsPage(filter.jobs, size, backward ? before : after, backward ? 'backward' : 'forward') : [];
-  // Backward pages are read nearest-first; a page is always presented newest first.
+  const rows = filter.providerIds.length ? await ctx.store.jobsPage(filter.jobs, size, from?.cursor ?? null, backward ? 'backward' : 'forward', order) : [];
+  // Backward pages are read nearest-first; a page is always presented in the order asked.
   const page = backward ? rows.slice(0, size).reverse() : rows.slice(0, size);
   for (const j of page) ctx.store.loaders.jobById.prime(j.id, j);
   const more = rows.length > size;
   return {
     rows: page,
+    order,
     hasNextPage: backward ? before !== null : more,
     hasPreviousPage: backward ? more : after !== null,
     filter: filter.jobs,

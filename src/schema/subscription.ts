@@ -4,7 +4,7 @@ import { DomainError, type ErrorCode } from '../domain/errors.js';
 import { parseGlobalId } from '../domain/ids.js';
 import type { LiveHub } from '../live/hub.js';
 import { jobRowFromJson, type LivePayload, type LogLinePayload, type SamplePayload } from '../live/events.js';
-import { jobMatches, jobWindow, type JobRow } from '../store/index.js';
+import { cacheOnlyConditions, jobMatches, jobWindow, type JobRow } from '../store/index.js';
 import { checkSeriesArgs } from './args.js';
 import { builder } from './builder.js';
 import type { Context } from './context.js';
@@ -156,6 +156,13 @@ builder.subscriptionType({
       subscribe: (_root, args, ctx) => {
         const live = liveOf(ctx);
         const { providerIds, jobs } = resolveJobFilter(ctx, args.filter);
+        const cacheOnly = cacheOnlyConditions(jobs);
+        if (cacheOnly.length > 0) {
+          // A status event carries the job alone; these conditions read its cached series and summaries.
+          throw new DomainError('BAD_INPUT', `"${cacheOnly[0]}" is a search condition over cached training metrics, not for a live stream`, {
+            argument: `filter.${cacheOnly[0]}`,
+          });
+        }
         return live.subscribe(
           providerIds.map((pid) => ({ kind: 'status' as const, key: pid })),
           {
@@ -163,7 +170,7 @@ builder.subscriptionType({
             expand: (p) => {
               if (p.type === 'error') return [p];
               if (p.type !== 'status') return [];
-              return jobMatches(jobs, p.job) ? [p] : [];
+              return jobMatches(jobs, jobRowFromJson(p.job)) ? [p] : [];
             },
           },
         );

@@ -17,6 +17,9 @@ export const ID_DOCS = {
     "Global id (a Node id): the series' id plus the point's time (`t<epoch ms>`) or, in a step-keyed series, its step (`s<step>`), `<prefix>:point:<t|s…>:<series id>`. The same in every answer and live sample holding this point of this series asked the same way; a point of a downsampled bucket is its bucket's first. Opaque, about as long as the series id: select it only when a cache needs it (it costs bytes per point; the `timestamps`/`values` columns carry none)",
   MetricSummary: "Global id (a Node id): the series' id, `<prefix>:summary:<series id>`; stable, so new points update the same cache entry",
   JobProgress: "Global id (a Node id): the job's id, `<providerId>:progress:<job id>`; stable",
+  JobLabel: "Global id (a Node id): the job's id plus the label's key, `<providerId>:label:<key>:<job id>`; stable while the label exists",
+  TrainingMetricSummary:
+    "Global id (a Node id): the job's id plus the metric's name, `<providerId>:runsummary:<name>:<job id>`; stable, so new points update the same cache entry",
   LogPage:
     "Global id (a Node id): the job's id plus the page's `after`, `since` and page size; the same page asked again has the same id (and Query.node reads it again)",
   LogLine:
@@ -38,6 +41,9 @@ export const freshnessId = (ownerId: string) => valueId('freshness', ownerId);
 export const errorId = (ownerId: string) => valueId('error', ownerId);
 export const summaryId = (seriesId: string) => valueId('summary', seriesId);
 export const progressId = (jobId: string) => valueId('progress', jobId);
+export const labelId = (jobId: string, key: string) => valueId('label', jobId, textPart(key));
+export const trainingSummaryId = (jobId: string, name: string) => valueId('runsummary', jobId, textPart(name));
+export const parseTrainingSummaryPart = (part: string) => parseTextPart(part);
 export const fleetUtilizationId = (fleetId: string) => valueId('fleetutilization', fleetId);
 
 export const problemId = (fleetId: string, jobId: string) => valueId('problem', fleetId, textPart(jobId));

@@ -5,7 +5,7 @@
 // a live feed that stopped) is null, as is anything this graph did not issue.
 import { DomainError } from '../domain/errors.js';
 import { ENTITY_KINDS, type EntityKind } from '../domain/ids.js';
-import { type ParsedValueId, parseValueId, type ValueKind, valueKindOf } from '../domain/value-ids.js';
+import { type ParsedValueId, parseTextPart, parseValueId, type ValueKind, valueKindOf } from '../domain/value-ids.js';
 import type { JobRow, ProviderView } from '../store/index.js';
 import type { Context } from './context.js';
 import { jobById, providerById, seriesById } from './entities.js';
@@ -39,7 +39,9 @@ import {
   parsePointPart,
   parseProblemPart,
   parseSamplePart,
+  parseTrainingSummaryPart,
 } from './value-ids.js';
+import { type JobLabelView, summariesOf, type TrainingSummaryView } from './run-metadata.js';
 
 type Value =
   | HealthView
@@ -48,6 +50,8 @@ type Value =
   | PointView
   | SummaryView
   | ProgressView
+  | JobLabelView
+  | TrainingSummaryView
   | LogPageView
   | LogLineView
   | LogGapView
@@ -128,6 +132,16 @@ async function resolveValue(ctx: Context, p: ParsedValueId): Promise<Value | nul
     case 'progress': {
       const job = await owner<JobRow>(ctx, p, 'job');
       return job ? progressOf(ctx, job) : null;
+    }
+    case 'label': {
+      const key = parseTextPart(part);
+      const job = await owner<JobRow>(ctx, p, 'job');
+      return job?.labels && Object.hasOwn(job.labels, key) ? { jobId: job.id, key, value: job.labels[key] ?? null } : null;
+    }
+    case 'runsummary': {
+      const name = parseTrainingSummaryPart(part);
+      const job = await owner<JobRow>(ctx, p, 'job');
+      return job ? ((await summariesOf(ctx, job, [name]))[0] ?? null) : null;
     }
     case 'logpage': {
       const request = parseLogPagePart(part);

@@ -9,13 +9,14 @@ import { FleetStore, prepareFleet, type FleetJobWindow, type GpuHoursRow, type I
 import type { JobFilter } from './job-filter.js';
 import { createLoaders, type Loaders } from './loaders.js';
 import type { Freshness, ReadThrough, StatusListener } from './read-through.js';
-import type { GpuRow, JobCursor, JobRow, NodeRow, PointRow, ProjectRow, SeriesRow } from './repository.js';
+import type { JobCursor, JobOrder } from './job-filter.js';
+import type { GpuRow, JobRow, NodeRow, OrderedJobRow, PointRow, ProjectRow, SeriesRow } from './repository.js';
 
-export { jobMatches, type JobFilter } from './job-filter.js';
+export { cacheOnlyConditions, DEFAULT_JOB_ORDER, jobMatches, type JobCursor, type JobFilter, type JobOrder, type JobOrderKey } from './job-filter.js';
 export { MAX_GAP_STEPS, type GpuHoursRow, type IdleRunRow, type PreparedFleet } from './fleet.js';
 export { isTerminal, jobWindow, type Freshness, type StatusListener, type TopologyHint, type Window } from './read-through.js';
 export type { Loaders } from './loaders.js';
-export type { GpuRow, JobCursor, JobRow, NodeRow, PointRow, ProgressRow, ProjectRow, SeriesRow, SummaryRow } from './repository.js';
+export type { GpuRow, JobRow, JobSummaryRow, OrderedJobRow, NodeRow, PointRow, ProgressRow, ProjectRow, SeriesRow, SummaryRow } from './repository.js';
 export type { ProviderHealth } from '../providers/provider-set.js';
 export { clientFacingError } from './unavailable.js';
 /** The reconnect backoff the live poll lock shares with the cache's own connections. */
@@ -113,11 +114,17 @@ export class RequestStore {
   }
 
   /**
-   * One page of cached jobs (limit + 1 rows: the extra one says there is more), newest first after
-   * `cursor`, or going backward the nearest ones before it (nearest first).
+   * One page of cached jobs (limit + 1 rows: the extra one says there is more) in `order` (default
+   * newest first) after `cursor`, or going backward the nearest ones before it (nearest first).
    */
-  jobsPage(filter: JobFilter, limit: number, cursor: JobCursor | null, direction: 'forward' | 'backward' = 'forward'): Promise<JobRow[]> {
-    return this.rt.repo.jobsPage(filter, limit, cursor, direction);
+  jobsPage(
+    filter: JobFilter,
+    limit: number,
+    cursor: JobCursor | null,
+    direction: 'forward' | 'backward' = 'forward',
+    order?: JobOrder,
+  ): Promise<OrderedJobRow[]> {
+    return this.rt.repo.jobsPage(filter, limit, cursor, direction, order);
   }
 
   jobsCount(filter: JobFilter): Promise<number> {

@@ -6,7 +6,19 @@ import { parseGlobalId } from '../domain/ids.js';
 import type { Aggregation, SystemMetric } from '../domain/types.js';
 import type { Freshness, ReadThrough, TopologyHint, Window } from './read-through.js';
 import { downsampleHeld, summarizeHeld, type HeldPoint } from './shaping.js';
-import type { GpuRow, JobRow, NodeRow, PointRow, ProgressRow, ProjectRow, Repository, SeriesRow, SeriesWindow, SummaryRow } from './repository.js';
+import type {
+  GpuRow,
+  JobRow,
+  JobSummaryRow,
+  NodeRow,
+  PointRow,
+  ProgressRow,
+  ProjectRow,
+  Repository,
+  SeriesRow,
+  SeriesWindow,
+  SummaryRow,
+} from './repository.js';
 
 export interface PointsKey {
   seriesId: number;
@@ -151,6 +163,14 @@ export function createLoaders(readThrough: ReadThrough) {
     { maxBatchSize: MAX_BATCH },
   );
 
+  const summariesOfJob = new DataLoader<string, JobSummaryRow[]>(
+    async (jobIds) => {
+      const rows = byKey(await repo.summariesOfJobs(jobIds), (r) => r.jobId);
+      return jobIds.map((id) => rows.get(id) ?? []);
+    },
+    { maxBatchSize: MAX_BATCH },
+  );
+
   const seriesOfJob = new DataLoader<{ jobId: string; kind: 'system' | 'training' }, SeriesRow[], string>(
     async (keys) => {
       const out = new Map<string, SeriesRow[]>();
@@ -252,6 +272,7 @@ export function createLoaders(readThrough: ReadThrough) {
     trainingReady,
     progressReady,
     progressOfJob,
+    summariesOfJob,
     seriesOfJob,
     points,
     summary,

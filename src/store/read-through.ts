@@ -811,6 +811,8 @@ export class ReadThrough {
             group.map((e) => ({ job: e.job, series: e.data })),
           );
         }
+        // In the same transaction: a search on summary values never sees points without their summary.
+        await repo.refreshSummaries(entries.map((e) => e.job.id));
       },
     );
   }

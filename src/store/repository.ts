@@ -1,11 +1,12 @@
 // Every SQL statement the graph runs lives here: bulk upserts through jsonb_to_recordset (one
 // statement per table per batch, whatever the fan-out) and set-based reads keyed by id lists.
-import { and, asc, desc, eq, gt, inArray, lt, or, sql, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, getTableColumns, inArray, sql, type SQL } from 'drizzle-orm';
 import { gpuGlobalId, jobGlobalId, nodeGlobalId, projectGlobalId } from '../domain/ids.js';
-import type { Aggregation, JobRecord, NodeRecord, ProjectRecord, SeriesData } from '../domain/types.js';
+import { summaryModePattern } from '../domain/metric-catalog.js';
+import type { Aggregation, JobLabel, JobRecord, NodeRecord, ProjectRecord, SeriesData } from '../domain/types.js';
 import type { Db } from './db.js';
 import { chunks, copierOf, isUniqueViolation, rowsOf, textArray, toDate } from './sql-util.js';
-import { jobFilterConditions, type JobFilter } from './job-filter.js';
+import { cursorKeyOf, cursorKeySql, DEFAULT_JOB_ORDER, jobFilterConditions, orderKeySql, type JobCursor, type JobFilter, type JobOrder } from './job-filter.js';
 import * as t from './tables.js';
 
 export type JobRow = typeof t.jobs.$inferSelect;
@@ -18,6 +19,7 @@ export type ProviderRow = typeof t.providers.$inferSelect;
 export type ProviderSyncRow = typeof t.providerSyncs.$inferSelect;
 export type FetchErrorRow = typeof t.fetchErrors.$inferSelect;
 export type ProgressRow = typeof t.progress.$inferSelect;
+export type JobSummaryRow = typeof t.jobSummaries.$inferSelect;
 
 export interface PointRow {
   seriesId: number;
@@ -50,10 +52,8 @@ export interface SummaryRow {
   lastAt: Date | null;
 }
 
-export interface JobCursor {
-  sortAt: Date;
-  id: string;
-}
+/** A job as an ordered page lists it: with its key in that order (what its cursor holds). */
+export type OrderedJobRow = JobRow & { orderKey: number | string | null };
 
 /** Rows per bulk point statement: statements grow with data volume only, by this divisor. */
 export const POINTS_PER_STATEMENT = 50_000;
@@ -199,6 +199,12 @@ export class Repository {
       failure_reason: j.failureReason ?? null,
       console_url: j.consoleUrl ?? null,
       restart_count: j.restartCount ?? null,
+      owner: j.owner ?? null,
+      // undefined = this answer does not carry labels (a list without them keeps the detail's)
+      labels: j.labels === undefined ? null : labelObject(j.labels ?? []),
+      config: j.config ?? null,
+      image: j.image ?? null,
+      command: j.command ?? null,
       sort_at: (j.createdAt ?? j.startedAt ?? seenAt).toISOString(),
     }));
     const detailAt = detailFetched ? seenAt.toISOString() : null;
@@ -206,14 +212,15 @@ export class Repository {
       await this.db.execute(sql`
         insert into jobs (id, provider_id, project_id, external_id, name, status, raw_status, created_at, started_at,
                           finished_at, gpu_type, gpu_count, accelerator_kind, failure_reason, console_url, restart_count,
-                          sort_at, seen_at, detail_fetched_at)
+                          owner, labels, config, image, command, sort_at, seen_at, detail_fetched_at)
         select x.id, ${providerId}, x.project_id, x.external_id, x.name, x.status, x.raw_status, x.created_at, x.started_at,
                x.finished_at, x.gpu_type, x.gpu_count, x.accelerator_kind, x.failure_reason, x.console_url, x.restart_count,
-               x.sort_at, ${seenAt.toISOString()}::timestamptz, ${detailAt}::timestamptz
+               x.owner, x.labels, x.config, x.image, x.command, x.sort_at, ${seenAt.toISOString()}::timestamptz, ${detailAt}::timestamptz
         from jsonb_to_recordset(${JSON.stringify(part)}::jsonb) as x(
           id text, project_id text, external_id text, name text, status text, raw_status text, created_at timestamptz,
           started_at timestamptz, finished_at timestamptz, gpu_type text, gpu_count int, accelerator_kind text,
-          failure_reason text, console_url text, restart_count int, sort_at timestamptz)
+          failure_reason text, console_url text, restart_count int, owner text, labels jsonb, config jsonb, image text,
+          command text, sort_at timestamptz)
         on conflict (id) do update set
           project_id = excluded.project_id, name = excluded.name, status = excluded.status, raw_status = excluded.raw_status,
           created_at = excluded.created_at, started_at = coalesce(excluded.started_at, jobs.started_at),
@@ -226,9 +233,86 @@ export class Repository {
           console_url = coalesce(excluded.console_url, jobs.console_url),
           -- a list that does not carry restarts must not erase what the detail said
           restart_count = coalesce(excluded.restart_count, jobs.restart_count),
+          -- a list that carries less than the detail (no labels, no config) keeps what the detail said
+          owner = coalesce(excluded.owner, jobs.owner), labels = coalesce(excluded.labels, jobs.labels),
+          config = coalesce(excluded.config, jobs.config), image = coalesce(excluded.image, jobs.image),
+          command = coalesce(excluded.command, jobs.command),
           sort_at = excluded.sort_at, seen_at = excluded.seen_at,
           detail_fetched_at = coalesce(excluded.detail_fetched_at, jobs.detail_fetched_at)`);
     }
+    await this.writeReportedSummaries(providerId, jobs);
+  }
+
+  /** The best values a platform reports beside its jobs (Runicorn's best metric): one statement. */
+  private async writeReportedSummaries(providerId: string, jobs: readonly JobRecord[]) {
+    const rows = jobs.flatMap((j) =>
+      (j.reportedSummary ?? []).map((r) => ({
+        job_id: jobGlobalId(providerId, j.externalId),
+        name: r.name,
+        best_value: r.bestValue,
+        best_step: r.bestStep,
+        mode: r.mode,
+      })),
+    );
+    if (rows.length === 0) return;
+    await this.db.execute(sql`
+      insert into job_summaries (job_id, name, best_value, best_step, mode, best_source)
+      select x.job_id, x.name, x.best_value, x.best_step, x.mode, 'platform'
+      from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as x(job_id text, name text, best_value float8, best_step bigint, mode text)
+      on conflict (job_id, name) do update set best_value = excluded.best_value, best_step = excluded.best_step,
+        mode = coalesce(excluded.mode, job_summaries.mode), best_source = 'platform'`);
+  }
+
+  /**
+   * Rebuilds the summaries of the given jobs' training metrics from their stored points, in one
+   * statement, per metric name across its stages (as W&B keys a summary): latest = the point with
+   * the highest step (then time), with its stage; best = the highest or lowest
+   * value by the metric's mode (the platform's where it named one, else the name's convention, else
+   * none: a best is never guessed). A best the platform reported is kept over a computed one.
+   */
+  async refreshSummaries(jobIds: readonly string[]) {
+    if (jobIds.length === 0) return;
+    await this.db.execute(sql`
+      with pts as (
+        select s.job_id, s.name, s.stage, p.step, p.ts, p.value
+        from series s join points p on p.series_id = s.id
+        where s.job_id = any(${textArray(jobIds)}) and s.kind = 'training' and p.value is not null
+          and p.value <> 'NaN'::float8 and p.value not in ('Infinity'::float8, '-Infinity'::float8)
+      ),
+      latest as (
+        select distinct on (job_id, name) job_id, name, stage, value, step, ts
+        from pts order by job_id, name, step desc nulls last, ts desc nulls last
+      ),
+      modes as (
+        select l.job_id, l.name,
+          coalesce(js.mode, case when l.name ~* ${summaryModePattern('MIN')} then 'MIN'
+            when l.name ~* ${summaryModePattern('MAX')} then 'MAX' end) as mode, js.best_source
+        from latest l left join job_summaries js on js.job_id = l.job_id and js.name = l.name
+      ),
+      best as (
+        select distinct on (p.job_id, p.name) p.job_id, p.name, p.value, p.step
+        from pts p join modes m using (job_id, name)
+        where m.mode is not null
+        order by p.job_id, p.name,
+          case when m.mode = 'MAX' then -p.value else p.value end, p.step nulls last
+      )
+      insert into job_summaries (job_id, name, stage, latest_value, latest_step, latest_at, best_value, best_step, mode, best_source)
+      select l.job_id, l.name, l.stage, l.value, l.step, l.ts, b.value, b.step, m.mode, case when b.value is null then null else 'series' end
+      from latest l join modes m using (job_id, name) left join best b using (job_id, name)
+      on conflict (job_id, name) do update set stage = excluded.stage, latest_value = excluded.latest_value,
+        latest_step = excluded.latest_step, latest_at = excluded.latest_at, mode = coalesce(job_summaries.mode, excluded.mode),
+        best_value = case when job_summaries.best_source = 'platform' then job_summaries.best_value else excluded.best_value end,
+        best_step = case when job_summaries.best_source = 'platform' then job_summaries.best_step else excluded.best_step end,
+        best_source = case when job_summaries.best_source = 'platform' then 'platform' else excluded.best_source end`);
+  }
+
+  async summariesOfJobs(jobIds: readonly string[]): Promise<JobSummaryRow[]> {
+    if (jobIds.length === 0) return [];
+    return this.db
+      .select()
+      .from(t.jobSummaries)
+      .where(inArray(t.jobSummaries.jobId, [...jobIds]))
+      .orderBy(t.jobSummaries.jobId, t.jobSummaries.name);
   }
 
   /**
@@ -303,25 +387,31 @@ export class Repository {
       .orderBy(t.projects.providerId, t.projects.name, t.projects.id);
   }
 
-  /** One page of jobs, newest first, keyset-paged so deep pages cost the same as the first. */
   /**
-   * Up to `limit + 1` jobs newest first (sortAt, id descending) strictly after `cursor`, or, going
-   * backward, the `limit + 1` strictly before it (nearest first). The extra row tells whether there
-   * is more in that direction.
+   * Up to `limit + 1` jobs in `order` (ties by id) strictly after `cursor`, or, going backward,
+   * the `limit + 1` strictly before it (nearest first), each with its order key (for its cursor).
+   * Keyset-paged in one statement, so deep pages cost the same as the first, for any number of jobs.
    */
-  async jobsPage(filter: JobFilter, limit: number, cursor: JobCursor | null, direction: 'forward' | 'backward' = 'forward'): Promise<JobRow[]> {
+  async jobsPage(
+    filter: JobFilter,
+    limit: number,
+    cursor: JobCursor | null,
+    direction: 'forward' | 'backward' = 'forward',
+    order: JobOrder = DEFAULT_JOB_ORDER,
+  ): Promise<OrderedJobRow[]> {
     const cond = jobFilterConditions(filter);
-    const newer = direction === 'backward';
+    const key = orderKeySql(order);
+    const ascending = (order.direction === 'ASC') !== (direction === 'backward');
     if (cursor) {
-      const cmp = newer ? gt : lt;
-      cond.push(or(cmp(t.jobs.sortAt, cursor.sortAt), and(eq(t.jobs.sortAt, cursor.sortAt), cmp(t.jobs.id, cursor.id)))!);
+      cond.push(sql`(${key}, ${t.jobs.id}) ${sql.raw(ascending ? '>' : '<')} (${cursorKeySql(order, cursor.key)}, ${cursor.id})`);
     }
-    return this.db
-      .select()
+    const rows = await this.db
+      .select({ ...getTableColumns(t.jobs), orderKey: sql<unknown>`${key}`.as('order_key') })
       .from(t.jobs)
       .where(cond.length ? and(...cond) : undefined)
-      .orderBy(...(newer ? [asc(t.jobs.sortAt), asc(t.jobs.id)] : [desc(t.jobs.sortAt), desc(t.jobs.id)]))
+      .orderBy(...(ascending ? [sql`${key} asc`, asc(t.jobs.id)] : [sql`${key} desc`, desc(t.jobs.id)]))
       .limit(limit + 1);
+    return rows.map(({ orderKey, ...job }) => ({ ...job, orderKey: cursorKeyOf(order, orderKey) }));
   }
 
   async jobsCount(filter: JobFilter): Promise<number> {
@@ -736,4 +826,9 @@ export function pointRowsOf(providerId: string, entries: { job: JobRow; series: 
     }
   }
   return out;
+}
+
+/** Labels as the jobs table keeps them: one JSON object, key -> value (null for a bare tag). */
+export function labelObject(labels: readonly JobLabel[]): Record<string, string | null> {
+  return Object.fromEntries(labels.map((l) => [l.key, l.value]));
 }

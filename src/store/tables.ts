@@ -60,6 +60,12 @@ export const jobs = pgTable(
     failureReason: text('failure_reason'),
     consoleUrl: text('console_url'),
     restartCount: integer('restart_count'),
+    owner: text('owner'),
+    /** { key: value | null }: a JSON object so label filters are containment (`@>`) and key (`?`) tests a GIN index answers. */
+    labels: jsonb('labels').$type<Record<string, string | null>>(),
+    config: jsonb('config').$type<Record<string, unknown>>(),
+    image: text('image'),
+    command: text('command'),
     /** Orders the jobs connection: newest first, ties by id (a stable cursor). */
     sortAt: tstz('sort_at').notNull(),
     seenAt: tstz('seen_at').notNull(),
@@ -71,7 +77,35 @@ export const jobs = pgTable(
     index('jobs_sort_idx').on(t.sortAt.desc(), t.id.desc()),
     index('jobs_provider_sort_idx').on(t.providerId, t.sortAt.desc(), t.id.desc()),
     index('jobs_project_sort_idx').on(t.projectId, t.sortAt.desc(), t.id.desc()),
+    index('jobs_owner_idx').on(t.owner),
+    index('jobs_labels_idx').using('gin', t.labels),
   ],
+);
+
+/**
+ * The latest and best value of each training metric of a job: what searches and
+ * orderings on summary values read, one row per job and metric instead of a scan of the points.
+ * Rebuilt from the stored training points whenever a job's training metrics are written; `best`
+ * may also come from the platform (Runicorn's best metric), which names its direction (`mode`).
+ */
+export const jobSummaries = pgTable(
+  'job_summaries',
+  {
+    jobId: text('job_id').notNull(),
+    name: text('name').notNull(),
+    /** The stage of the latest point (Runicorn: train/eval/...); a metric is summarized across its stages, as W&B keys a summary by name. */
+    stage: text('stage'),
+    latestValue: doublePrecision('latest_value'),
+    latestStep: bigint('latest_step', { mode: 'number' }),
+    latestAt: tstz('latest_at'),
+    bestValue: doublePrecision('best_value'),
+    bestStep: bigint('best_step', { mode: 'number' }),
+    /** MAX or MIN; null when neither the platform nor the metric's name says which way is better. */
+    mode: text('mode'),
+    /** 'platform' when best came from the platform, 'series' when computed from the points. */
+    bestSource: text('best_source'),
+  },
+  (t) => [primaryKey({ columns: [t.jobId, t.name] }), index('job_summaries_metric_idx').on(t.name, t.latestValue)],
 );
 
 export const nodes = pgTable(

@@ -7,7 +7,7 @@ import { openDatabase, type Database } from '../../src/store/db.js';
 import { Repository } from '../../src/store/repository.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 
-const job = (externalId: string, name: string, status: JobRecord['status'], projectExternalId: string): JobRecord => ({
+const job = (externalId: string, name: string, status: JobRecord['status'], projectExternalId: string, extra: Partial<JobRecord> = {}): JobRecord => ({
   externalId,
   projectExternalId,
   name,
@@ -18,7 +18,10 @@ const job = (externalId: string, name: string, status: JobRecord['status'], proj
   finishedAt: null,
   gpuType: null,
   gpuCount: null,
+  ...extra,
 });
+
+const D = (iso: string) => new Date(iso);
 
 const FILTERS: JobFilter[] = [
   {},
@@ -33,6 +36,18 @@ const FILTERS: JobFilter[] = [
   { nameContains: '50%' },
   { nameContains: 'a_b' },
   { nameContains: 'train', statuses: ['SUCCEEDED'], projectIds: ['b:project:p3'] },
+  { labels: [{ key: 'team' }] },
+  { labels: [{ key: 'team', value: 'vision' }] },
+  { labels: [{ key: 'baseline', value: null }] },
+  { labels: [{ key: 'team', value: 'vision' }, { key: 'baseline' }] },
+  { labels: [{ key: 'team', value: 'nope' }] },
+  { owners: ['alice'] },
+  { owners: ['alice', 'bob'], statuses: ['RUNNING'] },
+  { owners: [] },
+  { started: { from: D('2026-01-01T12:00:00Z') } },
+  { started: { to: D('2026-01-01T12:00:00Z') } },
+  { finished: { from: D('2026-01-01T00:00:00Z'), to: D('2026-01-03T00:00:00Z') } },
+  { created: { to: D('2025-12-31T00:00:00Z') } },
 ];
 
 describe('job filter', () => {
@@ -55,13 +70,31 @@ describe('job filter', () => {
         { externalId: 'p1', name: 'one' },
         { externalId: 'p2', name: 'two' },
       ],
-      [job('j1', 'llama-train', 'RUNNING', 'p1'), job('j2', 'LLAMA eval 50% data', 'FAILED', 'p1'), job('j3', 'axb-sweep', 'SUCCEEDED', 'p2')],
+      [
+        job('j1', 'llama-train', 'RUNNING', 'p1', { owner: 'alice', labels: [{ key: 'team', value: 'vision' }], startedAt: D('2026-01-01T10:00:00Z') }),
+        job('j2', 'LLAMA eval 50% data', 'FAILED', 'p1', {
+          owner: 'bob',
+          labels: [{ key: 'team', value: 'nlp' }],
+          startedAt: D('2026-01-01T13:00:00Z'),
+          finishedAt: D('2026-01-02T00:00:00Z'),
+        }),
+        job('j3', 'axb-sweep', 'SUCCEEDED', 'p2', { owner: 'alice', labels: [] }),
+      ],
       at,
     );
     await repo.upsertCatalog(
       'b',
       [{ externalId: 'p3', name: 'three' }],
-      [job('j4', 'a_b-train', 'SUCCEEDED', 'p3'), job('j5', 'Train-llama', 'RUNNING', 'p3'), job('j6', '50 percent', 'FAILED', 'p3')],
+      [
+        job('j4', 'a_b-train', 'SUCCEEDED', 'p3', {
+          labels: [
+            { key: 'baseline', value: null },
+            { key: 'team', value: 'vision' },
+          ],
+        }),
+        job('j5', 'Train-llama', 'RUNNING', 'p3', { owner: 'bob', startedAt: D('2026-01-01T12:00:00Z') }),
+        job('j6', '50 percent', 'FAILED', 'p3'),
+      ],
       at,
     );
   });
@@ -85,5 +118,15 @@ describe('job filter', () => {
     // The cases are not vacuous: some select a few, some none.
     expect((await repo.jobsPage({ nameContains: '50%' }, 100, null)).map((j) => j.externalId)).toEqual(['j2']);
     expect((await repo.jobsPage({ nameContains: 'a_b' }, 100, null)).map((j) => j.externalId)).toEqual(['j4']);
+    expect((await repo.jobsPage({ labels: [{ key: 'team', value: 'vision' }] }, 100, null)).map((j) => j.externalId).sort()).toEqual(['j1', 'j4']);
+    expect((await repo.jobsPage({ started: { from: D('2026-01-01T12:00:00Z') } }, 100, null)).map((j) => j.externalId).sort()).toEqual(['j2', 'j5']);
+  });
+
+  it('keeps labels and owners a later list does not carry', async () => {
+    // A list answer without labels (undefined) leaves the detail's; one that says [] clears them.
+    await repo.upsertJobs('b', [job('j4', 'a_b-train', 'SUCCEEDED', 'p3')], new Date('2026-01-03T00:00:00Z'));
+    expect((await repo.jobsByIds(['b:job:j4']))[0]!.labels).toEqual({ baseline: null, team: 'vision' });
+    await repo.upsertJobs('b', [job('j4', 'a_b-train', 'SUCCEEDED', 'p3', { labels: [] })], new Date('2026-01-03T00:00:00Z'));
+    expect((await repo.jobsByIds(['b:job:j4']))[0]!.labels).toEqual({});
   });
 });

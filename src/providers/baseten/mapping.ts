@@ -59,6 +59,10 @@ export function mapJob(job: WireTrainingJob): JobRecord {
     failureReason: FAILURE_STATUSES.has(status) && job.error_message?.trim() ? job.error_message.trim() : null,
     consoleUrl: `https://app.baseten.co/training/${encodeURIComponent(job.training_project_id)}/logs/${encodeURIComponent(job.id)}`,
     restartCount: null,
+    owner: job.user?.email ?? null,
+    // The job resource has no labels, configuration, image or command (those are in the create
+    // request only): none is claimed.
+    labels: [],
   };
 }
 

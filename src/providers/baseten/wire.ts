@@ -38,6 +38,8 @@ export const trainingJobSchema = z.object({
   instance_type: instanceTypeSchema,
   training_project_id: z.string(),
   training_project: z.object({ id: z.string(), name: z.string() }).optional(),
+  /** The creator. */
+  user: z.object({ email: z.string().nullable().optional() }).nullable().optional(),
 });
 export type WireTrainingJob = z.infer<typeof trainingJobSchema>;
 

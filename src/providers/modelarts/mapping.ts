@@ -147,6 +147,22 @@ export function mapJob(job: ModelArtsJob, ctx: ModelArtsContext = {}): JobRecord
     failureReason: failureReasonOf(job),
     consoleUrl: consoleUrlOf(job, ctx),
     restartCount: restartCountOf(job),
+    owner: job.metadata.user_name || null,
+    labels: Object.entries(job.metadata.annotations ?? {}).map(([key, value]) => ({ key, value: String(value) })),
+    config: configOf(job),
+    image: job.algorithm?.engine?.image_url || null,
+    command: job.algorithm?.command || job.algorithm?.boot_file || null,
+  };
+}
+
+/** Hyperparameters as { name: value } and the environment as one map: what the job was launched with. */
+function configOf(job: ModelArtsJob): Record<string, unknown> | null {
+  const params = job.algorithm?.parameters ?? [];
+  const env = Object.assign({}, ...(job.algorithm?.environments ?? []));
+  if (params.length === 0 && Object.keys(env).length === 0) return null;
+  return {
+    ...(params.length > 0 ? { parameters: Object.fromEntries(params.map((p) => [p.name, p.value ?? null])) } : {}),
+    ...(Object.keys(env).length > 0 ? { environments: env } : {}),
   };
 }
 

@@ -14,7 +14,22 @@ export const jobSchema = z.object({
     name: z.string(),
     workspace_id: nullableString,
     create_time: z.number().nullish(),
+    user_name: nullableString,
+    /** Free-form key/value pairs (job_template, fault-tolerance settings, ...). */
+    annotations: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).nullish(),
   }),
+  /** The official SDK's JobAlgorithmResponse: what the job was launched with. */
+  algorithm: z
+    .object({
+      command: nullableString,
+      boot_file: nullableString,
+      engine: z.object({ engine_name: nullableString, engine_version: nullableString, image_url: nullableString }).nullish(),
+      /** Hyperparameters: [{name, value, description?, constraint?}]. */
+      parameters: z.array(z.object({ name: z.string(), value: z.union([z.string(), z.number(), z.boolean()]).nullish() })).nullish(),
+      /** The SDK types it a list of string maps. */
+      environments: z.array(z.record(z.string(), z.string())).nullish(),
+    })
+    .nullish(),
   status: z.object({
     phase: z.string(),
     secondary_phase: nullableString,

@@ -199,7 +199,23 @@ export function mapJob(job: WireJob, ecsSpecs: ReadonlyMap<string, WireEcsSpec> 
     failureReason: failureReasonOf(job),
     consoleUrl: consoleUrlOf(job, ctx),
     restartCount: restartCountOf(job),
+    owner: job.Username || null,
+    // PAI-DLC jobs have no labels in the job item (Tags is only a ListJobs filter).
+    labels: [],
+    config: job.Envs && Object.keys(job.Envs).length > 0 ? { envs: job.Envs } : null,
+    image: imageOf(job),
+    command: job.UserCommand || null,
   };
+}
+
+/** The image of the job's roles: one where they agree, each role's where they differ. */
+function imageOf(job: WireJob): string | null {
+  const images = [...new Set((job.JobSpecs ?? []).map((s) => s.Image).filter((i): i is string => Boolean(i)))];
+  if (images.length <= 1) return images[0] ?? null;
+  return (job.JobSpecs ?? [])
+    .filter((s) => s.Image)
+    .map((s) => `${s.Type ?? 'role'}: ${s.Image}`)
+    .join(', ');
 }
 
 function gpuRecords(hw: PodHardware): GpuRecord[] {

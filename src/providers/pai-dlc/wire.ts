@@ -59,6 +59,11 @@ export const jobItem = z.object({
   /** The resource quota's id; empty for public (pay-as-you-go) resources. */
   ResourceId: text,
   UserId: text,
+  Username: text,
+  /** The startup command run on each node. */
+  UserCommand: text,
+  /** Environment variables the user set (SystemEnvs, the platform's own, are not read). */
+  Envs: z.record(z.string(), z.string()).nullish(),
   ReasonCode: text,
   ReasonMessage: text,
   /** "used/max", e.g. "2/10". */

@@ -20,7 +20,7 @@ import {
 import { LogClock } from './log-clock.js';
 import { epochSecondsToDate } from '../../domain/units.js';
 import type { JobDetailResult, ProviderAdapter, ProviderCapabilities, SystemMetricsResult } from '../provider.js';
-import { mapStatus, progressFromTable, tableToSeries, targetIterationFrom } from './mapping.js';
+import { mapStatus, progressFromTable, reportedBest, tableToSeries, targetIterationFrom } from './mapping.js';
 import type { RunicornSource, RunSnapshot } from './source.js';
 import { StorageSource } from './storage-source.js';
 import { ViewerSource } from './viewer-source.js';
@@ -104,6 +104,11 @@ export function createRunicornAdapter(config: RunicornConfig, _secrets: SecretSo
       finishedAt: status === 'RUNNING' ? null : epochSecondsToDate(run.endedAt),
       gpuType: null,
       gpuCount: null,
+      // A run has no owner (meta.json's hostname is the machine, not a person).
+      owner: null,
+      labels: run.tags == null ? undefined : run.tags.map((key) => ({ key, value: null })),
+      config: run.config && Object.keys(run.config).length > 0 ? run.config : null,
+      reportedSummary: reportedBest(run.summary),
     };
   };
 

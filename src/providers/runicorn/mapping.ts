@@ -1,6 +1,6 @@
 // Runicorn records -> domain records: status, training series from the step table, progress,
 // and log-line timestamps. Used by both modes, so both give identical answers.
-import type { JobStatus, ProgressRecord, SeriesData, SeriesPoint, TrainingFetchRequest } from '../../domain/types.js';
+import type { JobStatus, ProgressRecord, ReportedSummary, SeriesData, SeriesPoint, TrainingFetchRequest } from '../../domain/types.js';
 import { epochSecondsToDate } from '../../domain/units.js';
 import type { MetricTable } from './events.js';
 
@@ -166,4 +166,24 @@ export function targetIterationFrom(...docs: (Record<string, unknown> | null | u
     }
   }
   return null;
+}
+
+/**
+ * The best metric a run reports (summary.json, or the viewer's list): its name, value and, where
+ * summary.json has them, step and direction. Other summary.json keys are the script's own and are
+ * not read as metric values.
+ */
+export function reportedBest(summary: Record<string, unknown> | null | undefined): ReportedSummary[] {
+  const name = summary?.best_metric_name;
+  if (typeof name !== 'string' || name.length === 0) return [];
+  const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+  const mode = summary?.best_metric_mode;
+  return [
+    {
+      name,
+      bestValue: num(summary?.best_metric_value),
+      bestStep: num(summary?.best_metric_step),
+      mode: mode === 'max' ? 'MAX' : mode === 'min' ? 'MIN' : null,
+    },
+  ];
 }

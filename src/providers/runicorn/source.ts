@@ -21,6 +21,8 @@ export interface RunSnapshot {
   /** summary.json (storage mode; the viewer only in versions that return it). */
   summary: Record<string, unknown> | null;
   meta: Record<string, unknown> | null;
+  /** meta.json's tags (storage) or the list's (viewer); null = not known from this read. */
+  tags?: readonly string[] | null;
 }
 
 export interface RunicornSource {

@@ -129,6 +129,7 @@ export class StorageSource implements RunicornSource {
       hostname: runHost,
       summary,
       meta,
+      tags: Array.isArray(meta.tags) ? meta.tags.filter((t): t is string => typeof t === 'string') : [],
     };
   }
 

@@ -12,6 +12,9 @@ const runListItem = z.object({
   pid: z.number().nullable().optional(),
   path: z.string().nullable().optional(),
   alias: z.string().nullable().optional(),
+  best_metric_value: z.number().nullable().optional(),
+  best_metric_name: z.string().nullable().optional(),
+  tags: z.array(z.string()).nullable().optional(),
 });
 const runList = z.array(runListItem);
 
@@ -151,8 +154,10 @@ export class ViewerSource implements RunicornSource {
       startedAt: it.created_time ?? null,
       endedAt: null,
       hostname: null,
-      summary: null,
+      // The list carries the best metric's name and value only; its step and mode are in summary.json.
+      summary: it.best_metric_name ? { best_metric_name: it.best_metric_name, best_metric_value: it.best_metric_value ?? null } : null,
       meta: null,
+      tags: it.tags ?? null,
     }));
     for (const run of runs) this.listed.set(run.id, run);
     return runs;
@@ -179,9 +184,11 @@ export class ViewerSource implements RunicornSource {
       endedAt,
       endedAtFrom: endedAt === null ? null : detail.duration != null ? 'viewer' : 'last-metric-event',
       hostname: detail.hostname ?? null,
-      summary: detail.summary ?? null,
+      summary: detail.summary ?? listed?.summary ?? null,
       meta: null,
       config: detail.assets?.config ?? null,
+      // The detail has no tags; the list's are the run's.
+      tags: listed?.tags ?? null,
     };
   }
 

@@ -189,10 +189,19 @@ export async function startModelArtsSimulator(opts: ModelArtsSimulatorOptions = 
       algorithm: {
         code_dir: `/obs-bucket/${job.name}/code/`,
         boot_file: `/obs-bucket/${job.name}/code/train.py`,
-        engine: { engine_id: 'pytorch-1.8.0', engine_name: job.engine.name, engine_version: job.engine.version },
+        engine: {
+          engine_id: 'pytorch-1.8.0',
+          engine_name: job.engine.name,
+          engine_version: job.engine.version,
+          image_url: `swr.cn-north-4.myhuaweicloud.com/modelarts-job-dev-image/${job.engine.version}`,
+        },
         inputs: [],
         outputs: [],
-        parameters: [],
+        parameters: [
+          { name: 'learning_rate', value: '0.001', description: '', constraint: { type: 'Float', editable: true, required: false } },
+          { name: 'epochs', value: '10', description: '', constraint: { type: 'Integer', editable: true, required: false } },
+        ],
+        environments: [{ NCCL_DEBUG: 'INFO' }],
       },
       spec: {
         resource: {

@@ -213,6 +213,8 @@ export async function startPaiDlcSimulator(opts: PaiDlcSimulatorOptions = {}): P
       ResourceLevel: 'L0',
       UserId: job.user.UserId,
       Username: job.user.Username,
+      UserCommand: `python /root/code/train.py --epochs 10 --job ${job.DisplayName}`,
+      Envs: { NCCL_DEBUG: 'INFO', PYTHONUNBUFFERED: '1' },
       GmtCreateTime: iso(job.createdMs),
       GmtSubmittedTime: iso(job.createdMs),
       GmtRunningTime: iso(job.runningMs),

@@ -105,7 +105,7 @@ export function writeDemoFleet(opts: FleetOptions): RunicornFleet {
 
   // The live run started ten minutes before `nowMs` and logs one step every LIVE_STEP_SECONDS.
   const liveStart = opts.nowMs / 1000 - 600;
-  const live = createRun(root, { ...common, path: 'demo/live', alias: 'live-run', pid: opts.livePid, createdAt: liveStart });
+  const live = createRun(root, { ...common, path: 'demo/live', alias: 'live-run', pid: opts.livePid, createdAt: liveStart, tags: ['sweep'] });
   live.summary({ total_steps: LIVE_TARGET_STEPS });
   live.logText('starting training', liveStart);
   const liveSeed = hashSeed('live-run');

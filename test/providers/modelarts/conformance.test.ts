@@ -141,6 +141,12 @@ describe('fact sheet job example + seed 001 metrics', () => {
       failureReason: null,
       consoleUrl: 'https://console.huaweicloud.com/modelarts/?region=cn-north-4#/trainingJobs/trainingJobDetail?id=6f1c2b9e-0d4a-4e8e-9a51-2f0b7c3d1e11',
       restartCount: null,
+      // The example has user_name and no algorithm or annotations.
+      owner: 'alice',
+      labels: [],
+      config: null,
+      image: null,
+      command: null,
       nodes: ['worker-0', 'worker-1'].map((t) => ({
         externalId: t,
         name: t,

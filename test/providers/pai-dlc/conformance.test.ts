@@ -241,6 +241,12 @@ describe('fact sheet GetJob example', () => {
       failureReason: null,
       consoleUrl: 'https://pai.console.aliyun.com/?regionId=cn-hangzhou&workspaceId=12345#/job/detail?jobId=dlc1a2b3c4d5e6f&page=jobs',
       restartCount: 0,
+      // The example has no Username, Image, UserCommand or Envs; PAI-DLC jobs have no labels.
+      owner: null,
+      labels: [],
+      config: null,
+      image: null,
+      command: null,
       nodes: [{ externalId: 'dlc1a2b3c4d5e6f-worker-0', name: 'dlc1a2b3c4d5e6f-worker-0', gpus: [{ index: 0, model: 'NVIDIA-A10', memoryTotalBytes: null }] }],
     });
   });
