@@ -18,7 +18,7 @@ const installed = (name) => {
 if (!installed('@electric-sql/pglite') || !installed('tsx')) {
   console.log('pglite template: skipped (PGlite or tsx not installed)');
 } else {
-  const res = spawnSync(process.execPath, ['--import', 'tsx', 'src/store/pglite.ts', '--template'], { stdio: 'inherit' });
+  const res = spawnSync(process.execPath, ['--import', 'tsx', 'src/store/pglite-child.ts', '--template'], { stdio: 'inherit' });
   // Not fatal: the first new database makes it instead, only slower.
   console.log(res.status === 0 ? 'pglite template: ready' : `pglite template: not made (exit ${res.status}); the first new database makes it`);
 }

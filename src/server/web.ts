@@ -3,11 +3,15 @@
 // which carry no esbuild).
 import type http from 'node:http';
 import type { Logger } from 'pino';
+import { FROM_SOURCES } from '../config/install.js';
 import { buildWebAssets, readPrebuiltAssets, type WebAssets } from '../web/build.js';
 
 let assets: Promise<WebAssets> | null = null;
 
 function loadAssets(logger: Logger): Promise<WebAssets> {
+  // The built server serves the page built with it; the sources build theirs.
+  const prebuiltFirst = FROM_SOURCES ? null : readPrebuiltAssets();
+  if (prebuiltFirst) assets ??= Promise.resolve(prebuiltFirst);
   assets ??= buildWebAssets().catch((err) => {
     const prebuilt = readPrebuiltAssets();
     if (prebuilt) return prebuilt;

@@ -1,5 +1,4 @@
 // The yoga app: schema, per-request context (fresh loaders), error codes, offline GraphiQL.
-import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { useAPQ } from '@graphql-yoga/plugin-apq';
 import { createYoga, type Plugin } from 'graphql-yoga';
 import type { Logger } from 'pino';
@@ -50,7 +49,9 @@ export function createApp(deps: YogaDeps) {
     graphqlEndpoint: '/graphql',
     landingPage: false,
     // GraphiQL's assets ship in the package: no CDN, so it works offline and behind firewalls.
-    renderGraphiQL,
+    // GraphiQL's page carries its assets inline (about 9 MB of JavaScript): loaded on the first
+    // visit, not at every start (it was most of the built server's load time).
+    renderGraphiQL: async (opts) => (await import('@graphql-yoga/render-graphiql')).renderGraphiQL(opts),
     graphiql: { title: 'Training graph', defaultQuery: EXAMPLE_QUERY },
     maskedErrors: { maskError: maskError(deps.logger) },
     logging: false,

@@ -1,8 +1,7 @@
 // Opens the cache database: embedded PGlite in a folder when no DATABASE_URL is given, a real
 // Postgres through postgres.js otherwise. Both get the same drizzle schema and migrations.
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
+import { MIGRATIONS_DIR } from '../config/install.js';
 import * as tables from './tables.js';
 import { currentRequestScope } from '../domain/request-scope.js';
 
@@ -16,7 +15,7 @@ export interface Database {
   close(): Promise<void>;
 }
 
-export const MIGRATIONS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../migrations');
+export { MIGRATIONS_DIR };
 
 export interface OpenOptions {
   databaseUrl?: string | null;

@@ -5,8 +5,8 @@ import { fork } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { PGlite } from '@electric-sql/pglite';
+import { APP_ROOT, DIST_DIR, FROM_SOURCES } from '../config/install.js';
 
 /**
  * PGlite runs Postgres inside one WebAssembly memory that grows and never shrinks, so every buffer
@@ -76,7 +76,7 @@ async function newDatabaseTemplate(): Promise<{ folder: string; tar: string } | 
 /** node_modules/.cache/training-graph/pglite-<version>, or null where PGlite is not installed. */
 function templateBase(): string | null {
   try {
-    const entry = createRequire(import.meta.url).resolve('@electric-sql/pglite');
+    const entry = createRequire(path.join(APP_ROOT, 'package.json')).resolve('@electric-sql/pglite');
     const pkgDir = entry.slice(0, entry.lastIndexOf(`${path.sep}dist${path.sep}`));
     const { version } = JSON.parse(readFileSync(path.join(pkgDir, 'package.json'), 'utf8')) as { version: string };
     return path.join(pkgDir, '..', '..', '.cache', 'training-graph', `pglite-${version}`);
@@ -109,15 +109,13 @@ async function writeTemplate(base: string): Promise<void> {
 /**
  * initdb runs in a second WebAssembly instance whose memory (about 450 MB) stays resident until a
  * full garbage collection, which an idle server may never run. Done in a child process instead
- * (this file, run as a script), all of it goes back to the system when the child exits.
+ * (pglite-child.ts), all of it goes back to the system when the child exits. From the sources the
+ * child needs tsx's loader; the built one is plain JS in dist/.
  */
-const HERE = fileURLToPath(import.meta.url);
-
-/** From the TypeScript sources (npm start, tests) a child needs tsx's loader; dist/ is plain JS. */
-const childExecArgv = () => (HERE.endsWith('.ts') ? ['--import', 'tsx'] : []);
+const CHILD = FROM_SOURCES ? path.join(APP_ROOT, 'src/store/pglite-child.ts') : path.join(DIST_DIR, 'store/pglite-child.js');
 
 async function initInChild(args: string[]): Promise<void> {
-  const child = fork(HERE, args, { execArgv: childExecArgv(), stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+  const child = fork(CHILD, args, { execArgv: FROM_SOURCES ? ['--import', 'tsx'] : [], stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
   let stderr = '';
   child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
   const code = await new Promise<number | null>((resolve, reject) => {
@@ -127,8 +125,8 @@ async function initInChild(args: string[]): Promise<void> {
   if (code !== 0) throw new Error(`creating the PGlite database (${args.join(' ')}) failed (exit ${code}): ${stderr.trim().slice(-2000)}`);
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === HERE) {
-  const [mode, target] = process.argv.slice(2);
+/** What the child process runs: `--template` writes the shared template, else a new database at `target`. */
+export async function runPgliteChild(mode: string | undefined, target: string | undefined): Promise<void> {
   if (mode === '--template') {
     const base = templateBase();
     if (!base) throw new Error('@electric-sql/pglite is not installed');

@@ -4,11 +4,13 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { APP_ROOT, DIST_DIR } from '../config/install.js';
 
 export type WebAssets = Map<string, { body: Uint8Array | string; contentType: string }>;
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-export const PREBUILT_DIR = path.resolve(here, '../../dist/web');
+// The page's sources (read by esbuild in development) and the built copy `npm run build` writes.
+const here = path.join(APP_ROOT, 'src/web');
+export const PREBUILT_DIR = path.join(DIST_DIR, 'web');
 export const ASSET_NAMES: Record<string, string> = {
   'index.html': 'text/html; charset=utf-8',
   'app.js': 'text/javascript; charset=utf-8',
@@ -19,7 +21,7 @@ export async function buildWebAssets(): Promise<WebAssets> {
   const { build } = await import('esbuild');
   const result = await build({
     entryPoints: { app: path.join(here, 'app.ts'), 'app-css': 'uplot/dist/uPlot.min.css' },
-    absWorkingDir: path.resolve(here, '../..'),
+    absWorkingDir: APP_ROOT,
     bundle: true,
     format: 'esm',
     platform: 'browser',
