@@ -1,6 +1,7 @@
 // The interface every platform adapter implements. Adapters speak HTTP to one platform and
 // return domain records in canonical units; they know nothing of GraphQL or the store.
 import type {
+  SeriesPoint,
   JobDetail,
   JobPage,
   JobRef,
@@ -58,4 +59,25 @@ export interface ProviderAdapter {
   fetchProgress?(job: JobRef, signal: AbortSignal): Promise<ProgressRecord | null>;
   fetchLogs?(job: JobRef, request: LogRequest, signal: AbortSignal): Promise<LogPage>;
   close?(): Promise<void>;
+}
+
+/**
+ * A training metric as a platform logs it: one job-wide series keyed by step, its name as written
+ * (training metrics have no canonical unit), from `source`, in `stage` where the platform has one.
+ */
+export function trainingSeries(name: string, source: string, stage: string | null, meta: Record<string, unknown>, points: SeriesPoint[] = []): SeriesData {
+  return {
+    kind: 'training',
+    name,
+    rawName: name,
+    unit: 'NONE',
+    scope: 'JOB',
+    nodeExternalId: null,
+    gpuIndex: null,
+    source,
+    stage,
+    keyedBy: 'step',
+    meta,
+    points,
+  };
 }

@@ -21,7 +21,7 @@ import { LogClock } from './log-clock.js';
 import { epochSecondsToDate } from '../../domain/units.js';
 import type { JobDetailResult, ProviderAdapter, ProviderCapabilities, SystemMetricsResult } from '../provider.js';
 import { mapStatus, progressFromTable, reportedBest, tableToSeries, targetIterationFrom } from './mapping.js';
-import type { RunicornSource, RunSnapshot } from './source.js';
+import type { RunicornSource, RunSnapshot } from './client.js';
 import { StorageSource } from './storage-source.js';
 import { ViewerSource } from './viewer-source.js';
 

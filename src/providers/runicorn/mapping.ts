@@ -2,6 +2,7 @@
 // and log-line timestamps. Used by both modes, so both give identical answers.
 import type { JobStatus, ProgressRecord, ReportedSummary, SeriesData, SeriesPoint, TrainingFetchRequest } from '../../domain/types.js';
 import { epochSecondsToDate } from '../../domain/units.js';
+import { trainingSeries } from '../provider.js';
 import type { MetricTable } from './events.js';
 
 export function mapStatus(raw: string): JobStatus {
@@ -71,20 +72,7 @@ function inRange(timestamp: Date | null, from: number | null, to: number | null)
 }
 
 function newSeries(name: string, stage: string | null, meta: Record<string, unknown>): SeriesData {
-  return {
-    kind: 'training',
-    name,
-    rawName: name,
-    unit: 'NONE',
-    scope: 'JOB',
-    nodeExternalId: null,
-    gpuIndex: null,
-    source: 'runicorn',
-    stage,
-    keyedBy: 'step',
-    meta,
-    points: [],
-  };
+  return trainingSeries(name, 'runicorn', stage, meta);
 }
 
 const stageOrder = (a: string | null, b: string | null) => (a ?? '').localeCompare(b ?? '');

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { UpstreamError } from '../../domain/errors.js';
 import { EventsFileTail, type MetricTable } from './events.js';
 import type { LogSlice } from './log-replay.js';
-import type { RunicornSource, RunSnapshot } from './source.js';
+import type { RunicornSource, RunSnapshot } from './client.js';
 
 interface RunLocation {
   id: string;

@@ -1,52 +1,10 @@
 // Viewer mode: the Runicorn viewer's HTTP API (no auth, no envelope) and its log WebSocket.
-import { z } from 'zod';
 import { requestJson, type ErrorClassifier, type HttpResponse } from '../http-client.js';
 import type { MetricTable } from './events.js';
 import { LogReplays, type LogSlice } from './log-replay.js';
-import type { RunicornSource, RunSnapshot } from './source.js';
-
-const runListItem = z.object({
-  id: z.string().min(1),
-  created_time: z.number().nullable().optional(),
-  status: z.string().nullable().optional(),
-  pid: z.number().nullable().optional(),
-  path: z.string().nullable().optional(),
-  alias: z.string().nullable().optional(),
-  best_metric_value: z.number().nullable().optional(),
-  best_metric_name: z.string().nullable().optional(),
-  tags: z.array(z.string()).nullable().optional(),
-});
-const runList = z.array(runListItem);
-
-const runDetail = z.object({
-  id: z.string().min(1),
-  status: z.string().nullable().optional(),
-  path: z.string().nullable().optional(),
-  alias: z.string().nullable().optional(),
-  // Not in 0.6.0; newer viewers add them, and they are used when present.
-  start_time: z.number().nullable().optional(),
-  duration: z.number().nullable().optional(),
-  summary: z.record(z.string(), z.unknown()).nullable().optional(),
-  hostname: z.string().nullable().optional(),
-  // assets.json as the run wrote it; `config` is what a script logged as its configuration.
-  assets: z
-    .object({ config: z.record(z.string(), z.unknown()).nullable().optional() })
-    .loose()
-    .nullable()
-    .optional(),
-});
-
-const cell = z.union([z.number(), z.string(), z.boolean(), z.null()]);
-const metricsBody = z.object({
-  columns: z.array(z.string()),
-  rows: z.array(z.record(z.string(), cell)),
-  total: z.number().int(),
-});
-
-const errorBody = z.object({
-  detail: z.union([z.string(), z.array(z.object({ loc: z.array(z.union([z.string(), z.number()])).optional(), msg: z.string().optional() }).loose())]),
-  retry_after: z.number().optional(),
-});
+import type { RunicornSource, RunSnapshot } from './client.js';
+import type { z } from 'zod';
+import { errorBody, type GpuTelemetryBody, gpuTelemetrySchema, metricsBody, runDetail, runList } from './wire.js';
 
 /** How long a list answer may serve the next ask (a refresh's projects-then-jobs pair). */
 const LIST_REUSE_MS = 2_000;
@@ -62,31 +20,10 @@ const classifyViewerError: ErrorClassifier = (res, body, what) => {
   };
 };
 
-/** `/api/gpu/telemetry` (runicorn/viewer/services/gpu.py): nvidia-smi's "N/A" arrives as null. */
-const nullableNumber = z.number().nullable().optional();
-const gpuTelemetrySchema = z.object({
-  available: z.boolean(),
-  reason: z.string().optional(),
-  ts: z.number().optional(),
-  gpus: z
-    .array(
-      z.object({
-        index: z.number().int(),
-        name: z.string().nullable().optional(),
-        util_gpu: nullableNumber,
-        mem_used_mib: nullableNumber,
-        mem_total_mib: nullableNumber,
-        temp_c: nullableNumber,
-        power_w: nullableNumber,
-      }),
-    )
-    .optional(),
-});
-
 export interface GpuTelemetry {
   /** When nvidia-smi was read (epoch s), as the viewer says. */
   ts: number | null;
-  gpus: z.infer<typeof gpuTelemetrySchema>['gpus'] & {};
+  gpus: GpuTelemetryBody['gpus'] & {};
 }
 
 export class ViewerSource implements RunicornSource {

@@ -1,4 +1,5 @@
-// What each mode (viewer HTTP API, storage folder) provides to the adapter, in Runicorn's terms.
+// The Runicorn client as the adapter sees it: what each mode (the viewer's HTTP API in viewer-source.ts,
+// the storage folder in storage-source.ts) provides, in Runicorn's terms.
 import type { MetricTable } from './events.js';
 import type { LogSlice } from './log-replay.js';
 
