@@ -5,6 +5,7 @@ import { DomainError } from '../domain/errors.js';
 import { MetricSeriesRef, systemSeriesArgs } from './metric-series.js';
 import { ComputeNodeRef, GpuRef, JobRef, NodeInterfaceRef } from './refs.js';
 import { systemSeries } from './series-fields.js';
+import { reportStale } from './staleness.js';
 
 ComputeNodeRef.implement({
   interfaces: [NodeInterfaceRef],
@@ -33,10 +34,10 @@ ComputeNodeRef.implement({
       description:
         "This node's series: NODE scope, and GPU scope for its GPUs where the platform has them; null (with the error at this path) when the platform failed and nothing is cached",
       args: systemSeriesArgs(t.arg),
-      resolve: async (n, args, ctx) => {
+      resolve: async (n, args, ctx, info) => {
         const job = await ctx.store.loaders.jobById.load(n.jobId);
         if (!job) return [];
-        return systemSeries(ctx, job, args, (row) => row.nodeId === n.id);
+        return reportStale(ctx, info, await systemSeries(ctx, job, args, (row) => row.nodeId === n.id));
       },
     }),
   }),

@@ -1,5 +1,6 @@
 // The one Context type every resolver sees: the request's store (loaders over the read-through
 // cache, the providers it may see), the limits, the live hub and the caller's access scope.
+import type { GraphQLError } from 'graphql';
 import type { LiveHub } from '../live/hub.js';
 import type { RequestStore } from '../store/index.js';
 
@@ -44,4 +45,6 @@ export interface Context {
   live?: LiveHub;
   /** The API token's scope; absent or null when no tokens are configured. */
   access?: Access | null;
+  /** Stale-data errors the resolvers reported for this answer, by path (src/schema/staleness.ts). */
+  staleErrors: Map<string, GraphQLError>;
 }

@@ -3,6 +3,7 @@
 // Every lookup goes through the request's loaders, so a batch of any size costs the same few SQL
 // statements as one. An id this graph did not issue (malformed, another kind, an unconfigured
 // provider, or gone upstream) resolves to null for that id only.
+import { createContextCache } from '@pothos/core';
 import { jobGlobalId, parseGlobalId, parseSeriesId, type EntityKind, type ParsedId } from '../domain/ids.js';
 import { builder } from './builder.js';
 import type { Context } from './context.js';
@@ -23,11 +24,10 @@ function ownId(ctx: Context, id: string, kind: EntityKind): ParsedId | null {
 }
 
 // One provider list sync per provider per request, however many unknown projects a batch holds.
-const listSyncs = new WeakMap<Context['store']['loaders'], Map<string, Promise<unknown>>>();
+const listSyncs = createContextCache((_ctx: Context) => new Map<string, Promise<unknown>>());
 
 function syncJobListOnce(ctx: Context, providerId: string): Promise<unknown> {
-  let syncs = listSyncs.get(ctx.store.loaders);
-  if (!syncs) listSyncs.set(ctx.store.loaders, (syncs = new Map()));
+  const syncs = listSyncs(ctx);
   let sync = syncs.get(providerId);
   if (!sync) syncs.set(providerId, (sync = ctx.store.syncJobLists([providerId])));
   return sync;

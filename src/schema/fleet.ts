@@ -28,6 +28,8 @@ export interface FleetShape {
   args: FleetArgs;
   /** The fleet's id, once computed (or as Query.node was asked it). */
   id?: string;
+  /** GPU-hour rows, once asked (gpuHoursOf). */
+  gpuHours?: Promise<GpuHoursRow[]>;
 }
 
 /** The fleet's id, computed once per answer: every row's id is derived from it. */
@@ -369,14 +371,9 @@ function providerOf(ctx: Context, job: { providerId: string }) {
   return p;
 }
 
-// utilization and jobs share one statement: the roll-ups come with the top jobs (up to the page cap).
-const gpuHoursCache = new WeakMap<FleetShape, Promise<GpuHoursRow[]>>();
-
+// utilization and jobs share one statement: the roll-ups come with the top jobs (up to the page
+// cap), asked once per answer and kept on it.
 export function gpuHoursOf(f: FleetShape, ctx: Context): Promise<GpuHoursRow[]> {
-  let rows = gpuHoursCache.get(f);
-  if (!rows) {
-    rows = f.prepared.then((p) => ctx.store.fleet.gpuHours(p.windows, ctx.limits.maxPageSize));
-    gpuHoursCache.set(f, rows);
-  }
-  return rows;
+  f.gpuHours ??= f.prepared.then((p) => ctx.store.fleet.gpuHours(p.windows, ctx.limits.maxPageSize));
+  return f.gpuHours;
 }

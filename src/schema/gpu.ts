@@ -4,6 +4,7 @@ import type { GpuRow } from '../store/index.js';
 import type { SeriesArgs } from './args.js';
 import type { Context } from './context.js';
 import { MetricSeriesRef, windowArgs } from './metric-series.js';
+import { reportStale } from './staleness.js';
 import { ComputeNodeRef, GpuRef, JobRef, NodeInterfaceRef } from './refs.js';
 import { systemSeries } from './series-fields.js';
 
@@ -45,21 +46,21 @@ GpuRef.implement({
         nullable: true,
         description: 'GPU_UTILIZATION of this GPU (RATIO 0..1); null where the platform has no per-GPU series (see Provider.perGpuSeries)',
         args,
-        resolve: (g, args, ctx) => gpuSeries(ctx, g, 'GPU_UTILIZATION', args),
+        resolve: async (g, args, ctx, info) => reportStale(ctx, info, await gpuSeries(ctx, g, 'GPU_UTILIZATION', args)),
       }),
       memoryUsed: t.field({
         type: MetricSeriesRef,
         nullable: true,
         description: 'GPU_MEMORY_USED of this GPU (BYTES); null where the platform has no per-GPU series',
         args,
-        resolve: (g, args, ctx) => gpuSeries(ctx, g, 'GPU_MEMORY_USED', args),
+        resolve: async (g, args, ctx, info) => reportStale(ctx, info, await gpuSeries(ctx, g, 'GPU_MEMORY_USED', args)),
       }),
       memoryUtilization: t.field({
         type: MetricSeriesRef,
         nullable: true,
         description: 'GPU_MEMORY_UTILIZATION of this GPU (RATIO 0..1); null where the platform has no per-GPU series',
         args,
-        resolve: (g, args, ctx) => gpuSeries(ctx, g, 'GPU_MEMORY_UTILIZATION', args),
+        resolve: async (g, args, ctx, info) => reportStale(ctx, info, await gpuSeries(ctx, g, 'GPU_MEMORY_UTILIZATION', args)),
       }),
     };
   },

@@ -3,6 +3,7 @@ import { DomainError } from '../domain/errors.js';
 import type { Freshness, JobRow, ProgressRow } from '../store/index.js';
 import { checkPageSize } from './args.js';
 import { builder } from './builder.js';
+import { reportStale } from './staleness.js';
 import { AcceleratorKindEnum, JobStatusEnum, LogLevelEnum, logLevelOf } from './enums.js';
 import { JobConnectionRef, jobConnectionArgs, resolveJobConnection } from './job-connection.js';
 import type { Context } from './context.js';
@@ -271,7 +272,7 @@ JobRef.implement({
     topologyFreshness: t.field({
       type: FreshnessRef,
       description: 'How current nodes and gpus are',
-      resolve: async (j, _a, ctx) => freshnessView(await ctx.store.loaders.topology.load(j), j.id),
+      resolve: async (j, _a, ctx, info) => reportStale(ctx, info, freshnessView(await ctx.store.loaders.topology.load(j), j.id)),
     }),
     metrics: t.field({
       type: [MetricSeriesRef],
@@ -280,7 +281,7 @@ JobRef.implement({
       description:
         'System metrics of the job at every scope it has (JOB, NODE, GPU), or only `scope`; null (with the error at this path) when the platform failed and nothing is cached, otherwise a failed refresh shows as freshness.stale',
       args: systemSeriesArgs(t.arg),
-      resolve: (j, args, ctx) => systemSeries(ctx, j, args),
+      resolve: async (j, args, ctx, info) => reportStale(ctx, info, await systemSeries(ctx, j, args)),
     }),
     trainingMetrics: t.field({
       type: [MetricSeriesRef],
@@ -292,14 +293,14 @@ JobRef.implement({
         names: t.arg.stringList({ required: false, description: 'Only these metric names (as the platform logs them, e.g. "loss"); default: all' }),
         ...windowArgs(t.arg, { from: 'the first point', to: 'the latest point' }),
       },
-      resolve: (j, args, ctx) => trainingSeries(ctx, j, args),
+      resolve: async (j, args, ctx, info) => reportStale(ctx, info, await trainingSeries(ctx, j, args)),
     }),
     progress: t.field({
       type: JobProgressRef,
       nullable: true,
       description:
         'Training progress where the platform reports iterations (Primus-Lens, Runicorn); null elsewhere, or (with the error at this path) when the platform failed and nothing is cached',
-      resolve: (j, _a, ctx) => progressOf(ctx, j),
+      resolve: async (j, _a, ctx, info) => reportStale(ctx, info, await progressOf(ctx, j)),
     }),
     logs: t.field({
       type: LogPageRef,
@@ -336,6 +337,6 @@ builder.queryFields((t) => ({
     description: 'Jobs of every configured platform as a Relay connection, newest first',
     directives: { listSize: { assumedSize: 50, slicingArguments: ['first', 'last'], sizedFields: ['edges', 'nodes'], requireOneSlicingArgument: false } },
     args: jobConnectionArgs(t.arg),
-    resolve: (_r, args, ctx) => resolveJobConnection(ctx, args),
+    resolve: async (_r, args, ctx, info) => reportStale(ctx, info, await resolveJobConnection(ctx, args)),
   }),
 }));

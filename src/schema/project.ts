@@ -1,6 +1,7 @@
 import { DomainError } from '../domain/errors.js';
 import { parseGlobalId } from '../domain/ids.js';
 import { builder } from './builder.js';
+import { reportStale } from './staleness.js';
 import { JobConnectionRef, jobConnectionArgs, resolveJobConnection } from './job-connection.js';
 import { ProviderRef } from './provider.js';
 import { NodeInterfaceRef, ProjectRef } from './refs.js';
@@ -26,7 +27,7 @@ ProjectRef.implement({
       description: "This project's jobs as a Relay connection, newest first",
       directives: { listSize: { assumedSize: 50, slicingArguments: ['first', 'last'], sizedFields: ['edges', 'nodes'], requireOneSlicingArgument: false } },
       args: jobConnectionArgs(t.arg),
-      resolve: (p, args, ctx) => resolveJobConnection(ctx, args, p.id),
+      resolve: async (p, args, ctx, info) => reportStale(ctx, info, await resolveJobConnection(ctx, args, p.id)),
     }),
   }),
 });
