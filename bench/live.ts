@@ -94,7 +94,13 @@ async function serveWs() {
 
 function startChild(role: string): Promise<{ child: ChildProcess; ready: Msg }> {
   const child = fork(fileURLToPath(import.meta.url), ['--serve', role, '--interval', String(INTERVAL_S)], {
-    execArgv: ['--import', 'tsx', '--expose-gc', '--max-old-space-size=8192'],
+    execArgv: [
+      '--import',
+      'tsx',
+      '--expose-gc',
+      '--max-old-space-size=8192',
+      ...(process.env.LIVE_BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.LIVE_BENCH_PROFILE}`] : []),
+    ],
   });
   return new Promise((resolve) => child.once('message', (ready: Msg) => resolve({ child, ready })));
 }

@@ -82,7 +82,9 @@ async function liveSeries(ctx: Context, s: SampleView) {
   const keys = new Set(s.payload.series);
   const names = s.args.names?.length ? new Set<string>(s.args.names) : null;
   const rows = await ctx.store.loaders.seriesOfJob.load({ jobId: job.id, kind: 'system' });
-  const window = jobWindow(job, ctx.store.now(), null, null);
+  // The window ends at the poll, not at each subscriber's own moment: every subscriber of the
+  // event asks the store the same question (and shares its answer).
+  const window = jobWindow(job, new Date(s.payload.polledAt), null, null);
   // Just written by the poll, so as fresh as the poll.
   const freshness = { fetchedAt: new Date(s.payload.polledAt), stale: false, error: null };
   return rows
@@ -144,8 +146,9 @@ builder.subscriptionType({
       },
       resolve: async (payload, args, ctx) => {
         const p = unlessError<SamplePayload>(payload);
-        // One context lives as long as the subscription: each event must read current rows.
-        for (const loader of Object.values(ctx.store.loaders)) loader.clearAll();
+        // One context lives as long as the subscription: each event reads current rows, and every
+        // subscriber of this event shares the reads (store/index.ts startEvent).
+        ctx.store.startEvent(p);
         return { payload: p, args };
       },
     }),
@@ -177,8 +180,7 @@ builder.subscriptionType({
       },
       resolve: (payload, _args, ctx) => {
         const p = unlessError<{ job: Parameters<typeof jobRowFromJson>[0] }>(payload);
-        // One context lives as long as the subscription: each event must read current rows.
-        for (const loader of Object.values(ctx.store.loaders)) loader.clearAll();
+        ctx.store.startEvent(p);
         return jobRowFromJson(p.job);
       },
     }),

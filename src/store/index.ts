@@ -7,7 +7,7 @@ import type { LogPage, LogRequest, ProviderKind, SystemMetric } from '../domain/
 import type { ProviderHealth, ProviderSet } from '../providers/provider-set.js';
 import { FleetStore, prepareFleet, type FleetJobWindow, type GpuHoursRow, type IdleRunRow, type PreparedFleet } from './fleet.js';
 import type { JobFilter } from './job-filter.js';
-import { createLoaders, type Loaders } from './loaders.js';
+import { createLoaders, type Loaders, type SharedReads } from './loaders.js';
 import type { Freshness, ReadThrough, StatusListener } from './read-through.js';
 import type { JobCursor, JobOrder } from './job-filter.js';
 import type { GpuRow, JobRow, NodeRow, OrderedJobRow, PointRow, ProjectRow, SeriesRow } from './repository.js';
@@ -83,6 +83,9 @@ export class ProviderDirectory {
   }
 }
 
+/** Per live event (a payload object every subscriber of a feed receives), the reads its subscribers share; gone with the event. */
+const eventReads = new WeakMap<object, Map<string, Promise<unknown>>>();
+
 /** The points stored for some of a job's system metrics in a window, with the nodes and GPUs they belong to. */
 export interface StoredSample {
   series: SeriesRow[];
@@ -97,7 +100,22 @@ export class RequestStore {
     private readonly rt: ReadThrough,
     readonly providers: ProviderDirectory,
     readonly loaders: Loaders,
+    private readonly shared: SharedReads = { memo: null },
+    /** The unnarrowed loaders the narrowed ones wrap (the same object when not narrowed). */
+    private readonly baseLoaders: Loaders = loaders,
   ) {}
+
+  /**
+   * A subscription's context outlives one answer: before each live event its loaders forget what
+   * they read, and its cache reads are shared with every other subscriber handling the same event
+   * (the same payload object), so N subscribers cost one set of statements, not N.
+   */
+  startEvent(event: object): void {
+    let memo = eventReads.get(event);
+    if (!memo) eventReads.set(event, (memo = new Map()));
+    this.shared.memo = memo;
+    for (const loader of new Set([...Object.values(this.loaders), ...Object.values(this.baseLoaders)])) loader.clearAll();
+  }
 
   now(): Date {
     return this.rt.now();
@@ -105,7 +123,7 @@ export class RequestStore {
 
   /** The same request narrowed to a token's scope: fewer providers, loaders that hide what is outside it. */
   narrowed(providers: ProviderDirectory, loaders: Loaders): RequestStore {
-    return new RequestStore(this.rt, providers, loaders);
+    return new RequestStore(this.rt, providers, loaders, this.shared, this.baseLoaders);
   }
 
   /** Refreshes the providers' job lists where stale; the freshness of each (a failure leaves its cache as is). */
@@ -160,7 +178,8 @@ export class Store {
 
   /** A store for one request (one GraphQL operation): its loaders cache nothing beyond it. */
   forRequest(): RequestStore {
-    return new RequestStore(this.rt, this.providers, createLoaders(this.rt));
+    const shared: SharedReads = { memo: null };
+    return new RequestStore(this.rt, this.providers, createLoaders(this.rt, shared), shared);
   }
 
   now(): Date {

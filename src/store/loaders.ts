@@ -49,8 +49,42 @@ function byKey<T, K>(rows: readonly T[], key: (r: T) => K): Map<K, T[]> {
   return m;
 }
 
-export function createLoaders(readThrough: ReadThrough) {
-  const repo: Repository = readThrough.repo;
+/**
+ * Reads shared by every subscriber that handles the same live event: the first one's cache reads
+ * answer the others (the same statements with the same arguments, while the event is handled).
+ * null outside an event: each request reads for itself.
+ */
+export interface SharedReads {
+  memo: Map<string, Promise<unknown>> | null;
+}
+
+function sharedRead<T>(shared: SharedReads, key: string, read: () => Promise<T>): Promise<T> {
+  const memo = shared.memo;
+  if (!memo) return read();
+  let p = memo.get(key) as Promise<T> | undefined;
+  if (!p) {
+    p = read();
+    memo.set(key, p);
+    p.catch(() => memo.delete(key));
+  }
+  return p;
+}
+
+/** The repository's reads, answered from `shared.memo` when one is set (rows are never mutated by their readers). */
+function sharedRepository(repo: Repository, shared: SharedReads): Repository {
+  const READS = new Set(['nodesOfJobs', 'gpusOfJobs', 'nodesByIds', 'gpusByIds', 'progressOf', 'summariesOfJobs', 'seriesOfJobs', 'pointsOf', 'summariesOf']);
+  return new Proxy(repo, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver);
+      if (typeof prop !== 'string' || !READS.has(prop) || typeof value !== 'function') return value;
+      return (...args: unknown[]) =>
+        shared.memo ? sharedRead(shared, `${prop}|${JSON.stringify(args)}`, () => value.apply(target, args) as Promise<unknown>) : value.apply(target, args);
+    },
+  });
+}
+
+export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { memo: null }) {
+  const repo: Repository = sharedRepository(readThrough.repo, shared);
 
   const jobsByIdFrom = (upstream: boolean) =>
     new DataLoader<string, JobRow | null>(
@@ -63,7 +97,7 @@ export function createLoaders(readThrough: ReadThrough) {
           }
         });
         const valid = parsed.filter((p): p is Exclude<typeof p, Error> => !(p instanceof Error));
-        const rows = await readThrough.jobsByIds(valid, { upstream });
+        const rows = await sharedRead(shared, `jobsByIds|${upstream}|${JSON.stringify(valid)}`, () => readThrough.jobsByIds(valid, { upstream }));
         let i = 0;
         return parsed.map((p) => (p instanceof Error ? p : rows[i++]!));
       },
