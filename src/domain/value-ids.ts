@@ -36,6 +36,9 @@ export const VALUE_KINDS = {
   gpuhours: { part: true, type: 'GpuHours' },
   idlegpu: { part: true, type: 'IdleGpu' },
   idleinterval: { part: true, type: 'IdleInterval' },
+  comparison: { part: true, type: 'RunComparison' },
+  comparedrun: { part: true, type: 'ComparedRun' },
+  comparedseries: { part: true, type: 'ComparedSeries' },
 } as const;
 export type ValueKind = keyof typeof VALUE_KINDS;
 
@@ -62,13 +65,21 @@ function prefixOf(ownerId: string): string {
 }
 
 /** The id of a value its owner holds one of (`part` omitted) or several of (`part` names which). */
-export function valueId(kind: Exclude<ValueKind, 'fleet'>, ownerId: string, part?: string): string {
+export function valueId(kind: Exclude<ValueKind, 'fleet' | 'comparison'>, ownerId: string, part?: string): string {
   return part === undefined ? `${prefixOf(ownerId)}:${kind}:${ownerId}` : `${prefixOf(ownerId)}:${kind}:${part}:${ownerId}`;
 }
+
+/** Kinds that are questions owned by nothing (their arguments are their part), under the `*` prefix. */
+const QUESTION_KINDS = new Set<ValueKind>(['fleet', 'comparison']);
 
 /** The fleet's id: its question's arguments as a part. */
 export function fleetValueId(part: string): string {
   return `${FLEET_PREFIX}:fleet:${part}`;
+}
+
+/** A run comparison's id: its arguments as a part. */
+export function comparisonValueId(part: string): string {
+  return `${FLEET_PREFIX}:comparison:${part}`;
 }
 
 export interface ParsedValueId {
@@ -98,7 +109,7 @@ export function parseValueId(id: string): ParsedValueId {
     rest = colon < 0 ? '' : rest.slice(colon + 1);
     if (part.length === 0) throw bad();
   }
-  if (kind === 'fleet') {
+  if (QUESTION_KINDS.has(kind)) {
     if (prefix !== FLEET_PREFIX || rest.length > 0) throw bad();
     return { prefix, kind, part, ownerId: null };
   }

@@ -14,6 +14,7 @@ import './gpu.js';
 import './subscription.js';
 import './duration.js';
 import './fleet.js';
+import './compare.js';
 import './entities.js';
 import './relay.js';
 

@@ -22,6 +22,15 @@ import {
   problemsOf,
   totalRow,
 } from './fleet.js';
+import {
+  askComparison,
+  type ComparedRunShape,
+  type ComparedSeriesShape,
+  type ComparisonShape,
+  parseComparedRunPart,
+  parseComparedSeriesPart,
+  parseComparisonPart,
+} from './compare.js';
 import { jobListError } from './job-connection.js';
 import { type LogGapView, type LogLineView, type LogPageView, logPageOf, type ProgressView, progressOf } from './job.js';
 import { type FreshnessView, freshnessError, freshnessView, type PointView, pointsOf, type SeriesView, type SummaryView, summaryOf } from './metric-series.js';
@@ -60,7 +69,10 @@ type Value =
   | FleetUtilizationShape
   | GpuHoursShape
   | IdleGpuShape
-  | IdleIntervalShape;
+  | IdleIntervalShape
+  | ComparisonShape
+  | ComparedRunShape
+  | ComparedSeriesShape;
 
 /** The value a value id names, carrying that id; null when it is not one this graph issued or it is gone. */
 export async function valueById(ctx: Context, id: string): Promise<(Value & { id: string }) | null> {
@@ -166,6 +178,18 @@ async function resolveValue(ctx: Context, p: ParsedValueId): Promise<Value | nul
     }
     case 'fleet':
       return askFleet(ctx, parseFleetPart(part));
+    case 'comparison':
+      return askComparison(ctx, parseComparisonPart(part));
+    case 'comparedrun': {
+      const jobId = parseComparedRunPart(part);
+      const comparison = await owner<ComparisonShape>(ctx, p, 'comparison');
+      return comparison?.runs.find((r) => r.jobId === jobId) ?? null;
+    }
+    case 'comparedseries': {
+      const { kind, name } = parseComparedSeriesPart(part);
+      const run = await owner<ComparedRunShape>(ctx, p, 'comparedrun');
+      return run?.series.find((x) => x.kind === kind && x.name === name) ?? null;
+    }
     case 'fleetutilization': {
       const fleet = await owner<FleetShape>(ctx, p, 'fleet');
       return fleet ? { fleet, rows: await gpuHoursOf(fleet, ctx) } : null;
@@ -239,6 +263,10 @@ async function errorById(ctx: Context, p: ParsedValueId): Promise<SourceErrorSha
       if (!provider) return null;
       const freshness = (await ctx.store.syncJobLists([provider.id])).get(provider.id);
       return freshness?.error ? jobListError(provider.id, freshness) : null;
+    }
+    case 'comparedrun': {
+      const run = await owner<ComparedRunShape>(ctx, p, 'comparedrun');
+      return run?.error ?? null;
     }
     default:
       return null;

@@ -10,13 +10,26 @@ import type { JobFilter } from './job-filter.js';
 import { createLoaders, type Loaders, type SharedReads } from './loaders.js';
 import type { Freshness, ReadThrough, StatusListener } from './read-through.js';
 import type { JobCursor, JobOrder } from './job-filter.js';
-import type { GpuRow, JobRow, NodeRow, OrderedJobRow, PointRow, ProjectRow, SeriesRow } from './repository.js';
+import type { ComparisonQuery, ComparisonRow, GpuRow, JobRow, NodeRow, OrderedJobRow, PointRow, ProjectRow, SeriesRow } from './repository.js';
 
 export { cacheOnlyConditions, DEFAULT_JOB_ORDER, jobMatches, type JobCursor, type JobFilter, type JobOrder, type JobOrderKey } from './job-filter.js';
 export { MAX_GAP_STEPS, type GpuHoursRow, type IdleRunRow, type PreparedFleet } from './fleet.js';
 export { isTerminal, jobWindow, type Freshness, type StatusListener, type TopologyHint, type Window } from './read-through.js';
 export type { Loaders } from './loaders.js';
-export type { GpuRow, JobRow, JobSummaryRow, OrderedJobRow, NodeRow, PointRow, ProgressRow, ProjectRow, SeriesRow, SummaryRow } from './repository.js';
+export type {
+  ComparisonQuery,
+  ComparisonRow,
+  GpuRow,
+  JobRow,
+  JobSummaryRow,
+  OrderedJobRow,
+  NodeRow,
+  PointRow,
+  ProgressRow,
+  ProjectRow,
+  SeriesRow,
+  SummaryRow,
+} from './repository.js';
 export type { ProviderHealth } from '../providers/provider-set.js';
 export { clientFacingError } from './unavailable.js';
 /** The reconnect backoff the live poll lock shares with the cache's own connections. */
@@ -147,6 +160,16 @@ export class RequestStore {
 
   jobsCount(filter: JobFilter): Promise<number> {
     return this.rt.repo.jobsCount(filter);
+  }
+
+  /**
+   * Several jobs' cached metrics on one shared grid, in one statement (Repository.comparePoints),
+   * once the cache writes under way have committed: answers go out before their writes, and this
+   * question reads only the cache.
+   */
+  async comparePoints(q: ComparisonQuery): Promise<ComparisonRow[]> {
+    await this.rt.writesSettled();
+    return this.rt.repo.comparePoints(q);
   }
 
   /** Cached projects of the given providers. */

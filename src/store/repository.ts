@@ -52,6 +52,30 @@ export interface SummaryRow {
   lastAt: Date | null;
 }
 
+/** What comparePoints reads: jobs, metric names by kind, the axis, the grid size, an optional time window. */
+export interface ComparisonQuery {
+  jobIds: readonly string[];
+  training: readonly string[];
+  system: readonly string[];
+  axis: 'STEP' | 'TIME' | 'RELATIVE_TIME';
+  buckets: number;
+  aggregation: Aggregation;
+  from: Date | null;
+  to: Date | null;
+}
+
+/** One (job, metric, bucket) of a comparison: the bucket's x on the shared grid and the aggregated value. */
+export interface ComparisonRow {
+  jobId: string;
+  kind: 'training' | 'system';
+  name: string;
+  unit: string;
+  bucket: number;
+  x: number;
+  value: number | null;
+  points: number;
+}
+
 /** A job as an ordered page lists it: with its key in that order (what its cursor holds). */
 export type OrderedJobRow = JobRow & { orderKey: number | string | null };
 
@@ -304,6 +328,67 @@ export class Repository {
         best_value = case when job_summaries.best_source = 'platform' then job_summaries.best_value else excluded.best_value end,
         best_step = case when job_summaries.best_source = 'platform' then job_summaries.best_step else excluded.best_step end,
         best_source = case when job_summaries.best_source = 'platform' then 'platform' else excluded.best_source end`);
+  }
+
+  /**
+   * Several jobs' metrics on one shared grid, in one statement: the points of the selected series
+   * (training series by name; system series by name, every node and GPU of the job together) are
+   * placed on one axis (step, epoch ms, or seconds since each job's start),
+   * the axis' whole range is cut into `buckets` equal-width buckets, and each (job, metric,
+   * bucket) is aggregated. A bucket's x is its first point's x across all runs, so a sparse step
+   * axis keeps the real steps.
+   */
+  async comparePoints(q: ComparisonQuery): Promise<ComparisonRow[]> {
+    if (q.jobIds.length === 0 || (q.training.length === 0 && q.system.length === 0)) return [];
+    const x =
+      q.axis === 'STEP'
+        ? sql`p.step::float8`
+        : q.axis === 'TIME'
+          ? sql`extract(epoch from p.ts)::float8 * 1000`
+          : sql`extract(epoch from (p.ts - coalesce(j.started_at, j.created_at)))::float8`;
+    const agg =
+      q.aggregation === 'MIN'
+        ? sql`min(value)`
+        : q.aggregation === 'MAX'
+          ? sql`max(value)`
+          : q.aggregation === 'LAST'
+            ? sql`(array_agg(value order by x desc))[1]`
+            : sql`avg(value)`;
+    const rows = await rowsOf<ComparisonRow>(
+      this.db,
+      sql`
+      with sel as (
+        select s.id, s.job_id, s.kind, s.name, s.unit from series s
+        where s.job_id = any(${textArray(q.jobIds)})
+          and ((s.kind = 'training' and s.name = any(${textArray(q.training)}))
+            or (s.kind = 'system' and s.name = any(${textArray(q.system)})
+              -- the job's own devices at their finest scope (the mean over its GPUs, not GPUs and
+              -- their node aggregates mixed), never a whole node's or host's readings
+              and not coalesce((s.meta->>'nodeWide')::boolean, false) and not coalesce((s.meta->>'hostWide')::boolean, false)
+              and s.scope = (select case when bool_or(s2.scope = 'GPU') then 'GPU' when bool_or(s2.scope = 'NODE') then 'NODE' else 'JOB' end
+                from series s2 where s2.job_id = s.job_id and s2.kind = 'system' and s2.name = s.name
+                  and not coalesce((s2.meta->>'nodeWide')::boolean, false) and not coalesce((s2.meta->>'hostWide')::boolean, false))))
+      ),
+      pts as (
+        select sel.job_id, sel.kind, sel.name, sel.unit, ${x} as x, p.value
+        from sel join points p on p.series_id = sel.id join jobs j on j.id = sel.job_id
+        where p.value is not null and p.value <> 'NaN'::float8
+          and (${q.from?.toISOString() ?? null}::timestamptz is null or p.ts >= ${q.from?.toISOString() ?? null}::timestamptz)
+          and (${q.to?.toISOString() ?? null}::timestamptz is null or p.ts <= ${q.to?.toISOString() ?? null}::timestamptz)
+      ),
+      placed as (select * from pts where x is not null),
+      bounds as (select min(x) as lo, max(x) as hi from placed),
+      bk as (
+        select p.job_id, p.kind, p.name, p.unit, p.x, p.value,
+          least(width_bucket(p.x, b.lo, case when b.hi > b.lo then b.hi else b.lo + 1 end, ${q.buckets}::int), ${q.buckets}::int) as bucket
+        from placed p cross join bounds b
+      )
+      select job_id as "jobId", kind, name, min(unit) as unit, bucket::int as bucket,
+        min(min(x)) over (partition by bucket) as x, ${agg}::float8 as value, count(*)::int as points
+      from bk group by job_id, kind, name, bucket
+      order by bucket, job_id, kind, name`,
+    );
+    return rows.map((r) => ({ ...r, x: Number(r.x), value: r.value === null ? null : Number(r.value), bucket: Number(r.bucket), points: Number(r.points) }));
   }
 
   async summariesOfJobs(jobIds: readonly string[]): Promise<JobSummaryRow[]> {
