@@ -55,7 +55,9 @@ describe('compareRuns (demo)', () => {
       const expected = new Map<number, number[]>();
       for (const s of own) for (const p of s.points) if (p.value !== null) expected.set(p.step, [...(expected.get(p.step) ?? []), p.value]);
       const onGrid = new Map<number, number>();
-      loss.values.forEach((v: number | null, i: number) => v !== null && onGrid.set(c.x[i], v));
+      loss.values.forEach((v: number | null, i: number) => {
+        if (v !== null) onGrid.set(c.x[i], v);
+      });
       expect([...onGrid.keys()].sort((a, b) => a - b)).toEqual([...expected.keys()].sort((a, b) => a - b));
       for (const [step, vs] of expected) expect(onGrid.get(step)).toBeCloseTo(vs.reduce((a, b) => a + b, 0) / vs.length, 9);
     }
