@@ -11,7 +11,7 @@ const PROBES = new Set(['/healthz', '/readyz', '/metrics']);
 
 /** A bounded route label: the path's first segment for known routes, "other" for the rest. */
 function routeOf(path: string): string {
-  if (path === '/' || path === '/graphql' || PROBES.has(path)) return path;
+  if (path === '/' || path === '/graphql' || path === '/metrics/jobs' || PROBES.has(path)) return path;
   if (path.startsWith('/assets/')) return '/assets';
   return 'other';
 }

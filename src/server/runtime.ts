@@ -1,5 +1,6 @@
 // Wires one running server: database, providers (configured or the demo simulators), the
 // read-through store, the yoga app, and one HTTP server with the probes.
+import { serveJobsScrape } from './jobs-scrape.js';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { destination, pino, type DestinationStream, type Logger } from 'pino';
@@ -54,6 +55,9 @@ export interface Runtime {
   app: App;
   server: http.Server;
   database: Database;
+  /** The store's door, as the server holds it (what HTTP routes beside GraphQL read through). */
+  store: Store;
+  tokens: TokenStore | null;
   readThrough: ReadThrough;
   providers: ProviderSet;
   demo: DemoProvider[];
@@ -142,6 +146,14 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const server = http.createServer(
     front.wrap((req, res) => {
       guard.http(res);
+      if ((req.url ?? '').split('?')[0] === '/metrics/jobs' && (req.method === 'GET' || req.method === 'HEAD')) {
+        serveJobsScrape(req, res, { store, tokens }).catch((err) => {
+          logger.error({ err }, 'GET /metrics/jobs failed');
+          if (!res.headersSent) res.writeHead(503, { 'content-type': 'text/plain' });
+          res.end('the cache is not available\n');
+        });
+        return;
+      }
       if (req.url === '/metrics') {
         // Metrics name every provider: with tokens configured only the metrics token or an unscoped API token reads them.
         const denied = metricsAccess(tokens, config.security?.metricsToken ?? null, req.headers.authorization);
@@ -197,6 +209,8 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     app,
     server,
     database,
+    store,
+    tokens,
     readThrough,
     providers,
     demo,

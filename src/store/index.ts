@@ -245,6 +245,14 @@ export class Store {
     await this.rt.syncJobListNow(providerId, signal);
   }
 
+  /**
+   * The latest reading of each accelerator series of every running job of these providers (and
+   * projects, null = all), one statement; readings older than `since` are only counted.
+   */
+  latestReadings(q: { names: readonly string[]; providerIds: readonly string[]; projectIds: readonly string[] | null; since: Date; limit: number }) {
+    return this.rt.repo.latestReadings(q);
+  }
+
   /** Told of each job status change (and new job) once, whichever refresh wrote it. */
   onStatusChange(listener: StatusListener): void {
     this.rt.onStatusChange(listener);

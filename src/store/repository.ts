@@ -76,6 +76,22 @@ export interface ComparisonRow {
   points: number;
 }
 
+/** The latest reading of one accelerator series of a running job, with its labels. */
+export interface LatestReadingRow {
+  name: string;
+  scope: string;
+  providerId: string;
+  jobId: string;
+  jobName: string;
+  projectName: string | null;
+  nodeName: string | null;
+  gpuIndex: number | null;
+  model: string | null;
+  acceleratorKind: string | null;
+  ts: Date;
+  value: number;
+}
+
 /** A job as an ordered page lists it: with its key in that order (what its cursor holds). */
 export type OrderedJobRow = JobRow & { orderKey: number | string | null };
 
@@ -389,6 +405,50 @@ export class Repository {
       order by bucket, job_id, kind, name`,
     );
     return rows.map((r) => ({ ...r, x: Number(r.x), value: r.value === null ? null : Number(r.value), bucket: Number(r.bucket), points: Number(r.points) }));
+  }
+
+  /**
+   * The latest reading of each accelerator series of every RUNNING job, in one statement: the
+   * job's own devices at their finest scope (per GPU where the platform has it, else per node;
+   * node- and host-wide readings left out), with the labels a scrape needs. Readings older than
+   * `since` are counted, not returned; at most `limit` + 1 rows (the extra one says there are more).
+   */
+  async latestReadings(q: { names: readonly string[]; providerIds: readonly string[]; projectIds: readonly string[] | null; since: Date; limit: number }) {
+    const rows = await rowsOf<LatestReadingRow & { stale_count: number | string }>(
+      this.db,
+      sql`
+      with sel as (
+        select s.id, s.job_id, s.name, s.scope, s.node_id, s.gpu_id from series s join jobs j on j.id = s.job_id
+        where j.status = 'RUNNING' and j.provider_id = any(${textArray(q.providerIds)})
+          and (${q.projectIds === null} or j.project_id = any(${textArray(q.projectIds ?? [])}))
+          and s.kind = 'system' and s.name = any(${textArray(q.names)})
+          and not coalesce((s.meta->>'nodeWide')::boolean, false) and not coalesce((s.meta->>'hostWide')::boolean, false)
+          and s.scope = (select case when bool_or(s2.scope = 'GPU') then 'GPU' when bool_or(s2.scope = 'NODE') then 'NODE' else 'JOB' end
+            from series s2 where s2.job_id = s.job_id and s2.kind = 'system' and s2.name = s.name
+              and not coalesce((s2.meta->>'nodeWide')::boolean, false) and not coalesce((s2.meta->>'hostWide')::boolean, false))
+      ),
+      latest as (
+        select sel.*, p.ts, p.value from sel
+        join lateral (select x.ts, x.value from points x where x.series_id = sel.id and x.value is not null order by x.key desc limit 1) p on true
+      ),
+      counts as (select count(*) filter (where ts < ${q.since.toISOString()}::timestamptz) as stale_count from latest)
+      select c.stale_count, r.* from counts c left join lateral (
+        select f.name, f.scope, j.provider_id as "providerId", j.id as "jobId", j.name as "jobName", pr.name as "projectName",
+          n.name as "nodeName", g.idx as "gpuIndex", coalesce(g.model, j.gpu_type) as model, j.accelerator_kind as "acceleratorKind",
+          f.ts, f.value
+        from latest f join jobs j on j.id = f.job_id left join projects pr on pr.id = j.project_id
+          left join nodes n on n.id = f.node_id left join gpus g on g.id = f.gpu_id
+        where f.ts >= ${q.since.toISOString()}::timestamptz
+        order by j.provider_id, j.id, n.name nulls first, g.idx nulls first, f.name
+        limit ${q.limit + 1}) r on true`,
+    );
+    return {
+      // With nothing fresh, the one row carries only the count.
+      rows: rows
+        .filter((r) => r.name !== null)
+        .map(({ stale_count: _s, ...r }) => ({ ...r, ts: toDate(r.ts)!, value: Number(r.value), gpuIndex: r.gpuIndex === null ? null : Number(r.gpuIndex) })),
+      stale: Number(rows[0]?.stale_count ?? 0),
+    };
   }
 
   async summariesOfJobs(jobIds: readonly string[]): Promise<JobSummaryRow[]> {

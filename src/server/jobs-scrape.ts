@@ -1,0 +1,101 @@
+// GET /metrics/jobs: one Prometheus scrape target for the accelerators of every running job on
+// every platform (beside /metrics, the service's own). The latest utilization, memory and power
+// of each GPU or NPU, in canonical units under base-unit names, labelled by provider, project,
+// job, node, gpu, model and kind. Read from the cache the live pollers keep fresh: the scrape
+// itself never calls a platform. Scoped by the API token like every other read.
+import type http from 'node:http';
+import type { TokenStore } from '../config/security.js';
+import type { Store } from '../store/index.js';
+import { authenticate } from './access.js';
+
+/** A reading older than this (seconds) is left out: Prometheus would otherwise repeat a dead value. */
+export const JOBS_SCRAPE_MAX_AGE_SECONDS = 300;
+/** At most this many series per scrape; beyond it the answer is cut (in a stable order) and says so. */
+export const JOBS_SCRAPE_MAX_SERIES = 10_000;
+
+/** Canonical system metric -> exposed family (a base-unit name) and its help. */
+const FAMILIES: Record<string, { family: string; help: string }> = {
+  GPU_UTILIZATION: { family: 'training_graph_accelerator_utilization_ratio', help: 'Accelerator (GPU or NPU) utilization, 0..1' },
+  NPU_UTILIZATION: { family: 'training_graph_accelerator_utilization_ratio', help: 'Accelerator (GPU or NPU) utilization, 0..1' },
+  GPU_MEMORY_USED: { family: 'training_graph_accelerator_memory_used_bytes', help: 'Accelerator memory in use, bytes' },
+  GPU_MEMORY_UTILIZATION: { family: 'training_graph_accelerator_memory_utilization_ratio', help: 'Accelerator memory in use over its total, 0..1' },
+  NPU_MEMORY_UTILIZATION: { family: 'training_graph_accelerator_memory_utilization_ratio', help: 'Accelerator memory in use over its total, 0..1' },
+  GPU_POWER: { family: 'training_graph_accelerator_power_watts', help: 'Accelerator power draw, watts' },
+};
+
+const escapeLabel = (v: string) => v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
+
+export interface JobsScrapeDeps {
+  store: Store;
+  tokens: TokenStore | null;
+  /** For tests and benches: the cap on series per scrape. */
+  maxSeries?: number;
+}
+
+export async function serveJobsScrape(req: http.IncomingMessage, res: http.ServerResponse, deps: JobsScrapeDeps): Promise<void> {
+  let scope: ReturnType<typeof authenticate>;
+  try {
+    const headers = new Headers();
+    if (req.headers.authorization) headers.set('authorization', req.headers.authorization);
+    scope = authenticate(deps.tokens, headers);
+  } catch {
+    res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' });
+    res.end(
+      JSON.stringify({ errors: [{ message: 'a valid API token is required (Authorization: Bearer <token>)', extensions: { code: 'UNAUTHENTICATED' } }] }),
+    );
+    return;
+  }
+  const providerIds = scope ? scope.visibleProviders(deps.store.providers.ids()) : deps.store.providers.ids();
+  const cap = deps.maxSeries ?? JOBS_SCRAPE_MAX_SERIES;
+  const now = deps.store.now();
+  const { rows, stale } = await deps.store.latestReadings({
+    names: Object.keys(FAMILIES),
+    providerIds,
+    projectIds: scope?.projectIds() ?? null,
+    since: new Date(now.getTime() - JOBS_SCRAPE_MAX_AGE_SECONDS * 1000),
+    limit: cap,
+  });
+  const truncated = rows.length > cap;
+  const openMetrics = String(req.headers.accept ?? '').includes('application/openmetrics-text');
+  const byFamily = new Map<string, string[]>();
+  for (const r of rows.slice(0, cap)) {
+    const { family } = FAMILIES[r.name]!;
+    const labels = {
+      provider: r.providerId,
+      project: r.projectName ?? '',
+      job: r.jobName,
+      job_id: r.jobId,
+      node: r.nodeName ?? '',
+      gpu: r.gpuIndex === null ? '' : String(r.gpuIndex),
+      model: r.model ?? '',
+      kind: r.acceleratorKind ?? (r.name.startsWith('NPU_') ? 'NPU' : 'GPU'),
+      scope: r.scope,
+    };
+    const text = Object.entries(labels)
+      .map(([k, v]) => `${k}="${escapeLabel(v)}"`)
+      .join(',');
+    // Prometheus text stamps in ms, OpenMetrics in seconds.
+    const stamp = openMetrics ? (r.ts.getTime() / 1000).toFixed(3) : String(r.ts.getTime());
+    const lines = byFamily.get(family) ?? [];
+    lines.push(`${family}{${text}} ${r.value} ${stamp}`);
+    byFamily.set(family, lines);
+  }
+  const out: string[] = [];
+  const helpOf = new Map(Object.values(FAMILIES).map((f) => [f.family, f.help]));
+  for (const [family, lines] of [...byFamily].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    out.push(`# HELP ${family} ${helpOf.get(family)}`, `# TYPE ${family} gauge`, ...lines);
+  }
+  out.push(
+    `# HELP training_graph_scrape_truncated 1 when more than ${cap} series matched and the answer was cut (in provider, job, node, gpu order)`,
+    '# TYPE training_graph_scrape_truncated gauge',
+    `training_graph_scrape_truncated ${truncated ? 1 : 0}`,
+    `# HELP training_graph_scrape_stale_series Series left out because their latest reading is older than ${JOBS_SCRAPE_MAX_AGE_SECONDS} s (no live poller keeps them fresh)`,
+    '# TYPE training_graph_scrape_stale_series gauge',
+    `training_graph_scrape_stale_series ${stale}`,
+  );
+  if (openMetrics) out.push('# EOF');
+  res.writeHead(200, {
+    'content-type': openMetrics ? 'application/openmetrics-text; version=1.0.0; charset=utf-8' : 'text/plain; version=0.0.4; charset=utf-8',
+  });
+  res.end(`${out.join('\n')}\n`);
+}
