@@ -13,6 +13,7 @@ const PROBES = new Set(['/healthz', '/readyz', '/metrics']);
 function routeOf(path: string): string {
   if (path === '/' || path === '/graphql' || path === '/metrics/jobs' || PROBES.has(path)) return path;
   if (path.startsWith('/assets/')) return '/assets';
+  if (path.startsWith('/export/')) return '/export';
   return 'other';
 }
 

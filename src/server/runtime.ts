@@ -1,5 +1,6 @@
 // Wires one running server: database, providers (configured or the demo simulators), the
 // read-through store, the yoga app, and one HTTP server with the probes.
+import { serveExport } from './export.js';
 import { serveJobsScrape } from './jobs-scrape.js';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -174,6 +175,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
         void metrics.scrape().then((body) => res.writeHead(200, { 'content-type': metrics.contentType() }).end(body));
         return;
       }
+      if (serveExport(req, res, app)) return;
       if (serveWebPage(req, res, logger)) return;
       if (req.url === '/healthz') {
         res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');

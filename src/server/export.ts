@@ -1,0 +1,203 @@
+// Series as files for notebooks: GET /export/jobs/<job id>/metrics.csv (or .jsonl) and
+// /export/jobs/<job id>/training-metrics.csv|.jsonl, with the arguments of Job.metrics and
+// Job.trainingMetrics as query parameters. Each export runs the equivalent GraphQL operation
+// through the same app (the same argument checks, limits, token scope, error codes and cache), and
+// streams the answer's points as rows, gzip-compressed when the client accepts it.
+import type http from 'node:http';
+import { PassThrough, type Writable } from 'node:stream';
+import { createGzip } from 'node:zlib';
+import type { App } from './yoga.js';
+
+const PATH = /^\/export\/jobs\/([^/]+)\/(metrics|training-metrics)\.(csv|jsonl)$/;
+
+const SERIES_FIELDS = `id name unit scope source stage rawName node { name } gpu { index } freshness { stale cachedAt: fetchedAt error { code message } } points { timestamp step value }`;
+
+const QUERIES = {
+  metrics: `query Export($id: ID!, $names: [SystemMetric!], $scope: MetricScope, $from: DateTime, $to: DateTime, $maxPoints: Int, $aggregation: Aggregation) {
+    job(id: $id) { id metrics(names: $names, scope: $scope, from: $from, to: $to, maxPoints: $maxPoints, aggregation: $aggregation) { ${SERIES_FIELDS} } } }`,
+  'training-metrics': `query Export($id: ID!, $names: [String!], $from: DateTime, $to: DateTime, $maxPoints: Int, $aggregation: Aggregation) {
+    job(id: $id) { id trainingMetrics(names: $names, from: $from, to: $to, maxPoints: $maxPoints, aggregation: $aggregation) { ${SERIES_FIELDS} } } }`,
+} as const;
+
+/** The query parameters each export takes (the field's arguments); anything else is refused. */
+const PARAMS = {
+  metrics: ['names', 'scope', 'from', 'to', 'maxPoints', 'aggregation'],
+  'training-metrics': ['names', 'from', 'to', 'maxPoints', 'aggregation'],
+} as const;
+
+export const EXPORT_COLUMNS = ['job_id', 'series_id', 'metric', 'unit', 'scope', 'node', 'gpu', 'source', 'stage', 'timestamp', 'step', 'value'] as const;
+
+const STATUS_OF_CODE: Record<string, number> = {
+  BAD_INPUT: 400,
+  BAD_REQUEST: 400,
+  BAD_ID: 400,
+  GRAPHQL_VALIDATION_FAILED: 400,
+  NOT_FOUND: 404,
+  UNAUTHENTICATED: 401,
+  FORBIDDEN: 403,
+  QUERY_TOO_COSTLY: 400,
+  RATE_LIMITED: 429,
+};
+
+interface ExportedSeries {
+  id: string;
+  name: string;
+  unit: string;
+  scope: string;
+  source: string;
+  stage: string | null;
+  node: { name: string } | null;
+  gpu: { index: number } | null;
+  freshness: { stale: boolean; cachedAt: string | null; error: { code: string; message: string } | null };
+  points: { timestamp: string | null; step: number | null; value: number | null }[];
+}
+
+interface GqlError {
+  message: string;
+  path?: (string | number)[];
+  extensions?: { code?: string; argument?: string; http?: { status?: number } };
+}
+
+function csvCell(v: unknown): string {
+  if (v === null || v === undefined) return '';
+  const s = String(v);
+  return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+function refuse(res: http.ServerResponse, status: number, errors: GqlError[], extra: Record<string, string> = {}) {
+  res.writeHead(status, { 'content-type': 'application/json', ...extra });
+  res.end(JSON.stringify({ errors }));
+}
+
+/** Writes one chunk, waiting while the client's socket is full; false once the client has gone. */
+async function write(out: Writable, chunk: string, res: http.ServerResponse): Promise<boolean> {
+  if (res.destroyed) return false;
+  if (!out.write(chunk))
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        out.off('drain', done);
+        res.off('close', done);
+        resolve();
+      };
+      out.once('drain', done);
+      res.once('close', done);
+    });
+  return !res.destroyed;
+}
+
+/** True when the request was an export (answered here), false for any other path. */
+export function serveExport(req: http.IncomingMessage, res: http.ServerResponse, app: App): boolean {
+  const url = new URL(req.url ?? '/', 'http://x');
+  const m = PATH.exec(url.pathname);
+  if (!m || (req.method !== 'GET' && req.method !== 'HEAD')) return false;
+  void answer(req, res, app, url, decodeURIComponent(m[1]!), m[2] as keyof typeof QUERIES, m[3] as 'csv' | 'jsonl').catch((err) => {
+    if (!res.headersSent) refuse(res, 500, [{ message: 'the export failed', extensions: { code: 'INTERNAL' } }]);
+    else res.destroy(err as Error);
+  });
+  return true;
+}
+
+async function answer(
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  app: App,
+  url: URL,
+  jobId: string,
+  kind: keyof typeof QUERIES,
+  format: 'csv' | 'jsonl',
+) {
+  const allowed = new Set<string>(PARAMS[kind]);
+  for (const key of url.searchParams.keys()) {
+    if (!allowed.has(key)) {
+      return refuse(res, 400, [
+        { message: `unknown parameter "${key}"; this export takes ${[...allowed].join(', ')}`, extensions: { code: 'BAD_INPUT', argument: key } },
+      ]);
+    }
+  }
+  const variables: Record<string, unknown> = { id: jobId };
+  const names = url.searchParams.get('names');
+  if (names)
+    variables.names = names
+      .split(',')
+      .map((n) => n.trim())
+      .filter(Boolean);
+  for (const key of ['scope', 'from', 'to', 'aggregation'] as const) if (url.searchParams.has(key)) variables[key] = url.searchParams.get(key);
+  if (url.searchParams.has('maxPoints')) {
+    const raw = url.searchParams.get('maxPoints')!;
+    if (!/^\d{1,9}$/.test(raw))
+      return refuse(res, 400, [{ message: `"maxPoints" must be a whole number, got "${raw}"`, extensions: { code: 'BAD_INPUT', argument: 'maxPoints' } }]);
+    variables.maxPoints = Number(raw);
+  }
+  const headers = new Headers({ 'content-type': 'application/json', accept: 'application/json' });
+  if (req.headers.authorization) headers.set('authorization', req.headers.authorization);
+  const requestId = req.headers['x-request-id'];
+  if (typeof requestId === 'string') headers.set('x-request-id', requestId);
+  const abort = new AbortController();
+  res.once('close', () => abort.abort());
+  const gql = await app.fetch('http://training-graph/graphql', {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ query: QUERIES[kind], variables }),
+    signal: abort.signal,
+  });
+  const body = (await gql.json()) as {
+    data?: { job: { id: string; metrics?: ExportedSeries[] | null; trainingMetrics?: ExportedSeries[] | null } | null } | null;
+    errors?: GqlError[];
+  };
+  const job = body.data?.job ?? null;
+  const series = job ? (kind === 'metrics' ? job.metrics : job.trainingMetrics) : null;
+  // Stale data is data: exported with a header saying so; anything else that failed is refused whole.
+  const hard = (body.errors ?? []).filter((e) => !(e.extensions as { stale?: boolean } | undefined)?.stale);
+  if (!job || !series || hard.length > 0) {
+    const first = hard[0] ?? { message: `no job with id "${jobId.slice(0, 200)}"`, extensions: { code: 'NOT_FOUND' } };
+    const code = first.extensions?.code ?? 'INTERNAL';
+    const status = first.extensions?.http?.status ?? STATUS_OF_CODE[code] ?? (gql.status >= 400 ? gql.status : 502);
+    return refuse(res, status, hard.length > 0 ? hard : [first], status === 401 ? { 'www-authenticate': 'Bearer' } : {});
+  }
+  const stale = series.filter((s) => s.freshness.stale);
+  const gzip = /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''));
+  res.writeHead(200, {
+    'content-type': format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson; charset=utf-8',
+    'content-disposition': `inline; filename="${kind}.${format}"`,
+    ...(gzip ? { 'content-encoding': 'gzip', vary: 'accept-encoding' } : {}),
+    ...(stale.length > 0
+      ? { 'x-stale': `${stale.length} series served from the cache after a failed refresh (${stale[0]!.freshness.error?.code ?? 'UPSTREAM_UNAVAILABLE'})` }
+      : {}),
+  });
+  if (req.method === 'HEAD') return res.end();
+  let out: Writable = res;
+  if (gzip) {
+    const z = createGzip();
+    z.pipe(res);
+    out = z;
+  } else {
+    const pass = new PassThrough();
+    pass.pipe(res);
+    out = pass;
+  }
+  if (format === 'csv' && !(await write(out, `${EXPORT_COLUMNS.join(',')}\n`, res))) return;
+  for (const s of series) {
+    const base = {
+      job_id: job.id,
+      series_id: s.id,
+      metric: s.name,
+      unit: s.unit,
+      scope: s.scope,
+      node: s.node?.name ?? null,
+      gpu: s.gpu?.index ?? null,
+      source: s.source,
+      stage: s.stage,
+    };
+    let chunk = '';
+    for (const p of s.points) {
+      const row = { ...base, timestamp: p.timestamp, step: p.step, value: p.value };
+      chunk += format === 'csv' ? `${EXPORT_COLUMNS.map((c) => csvCell(row[c])).join(',')}\n` : `${JSON.stringify(row)}\n`;
+      if (chunk.length >= 64 * 1024) {
+        if (!(await write(out, chunk, res))) return;
+        chunk = '';
+      }
+    }
+    if (chunk && !(await write(out, chunk, res))) return;
+  }
+  out.end();
+}
