@@ -251,8 +251,9 @@ export class ReadThrough {
         const { projects, jobs } = await fetchCatalog(this.providers, providerId, signal);
         // Before the first list ever cached, every job would look new: that is a baseline, not news.
         await this.writeJobsAnnouncing(providerId, jobs, Boolean(previous?.syncedAt), async () => {
-          await this.repo.upsertCatalog(providerId, projects, jobs, at);
+          const inserted = await this.repo.upsertCatalog(providerId, projects, jobs, at);
           await this.repo.recordProviderSync({ providerId, dataset: 'jobs', syncedAt: at, attemptedAt: at, errorCode: null, errorMessage: null });
+          return inserted;
         });
         await this.settleUnlisted(providerId, new Set(jobs.map((j) => j.externalId)), at, signal);
         return at;
@@ -310,12 +311,13 @@ export class ReadThrough {
    * one UPDATE re-checked on the latest row version, so of two concurrent writers of the same change
    * (two pollers, two replicas) exactly one announces it.
    */
-  private async writeJobsAnnouncing(providerId: string, jobs: readonly JobRecord[], announceNew: boolean, write: () => Promise<void>) {
+  private async writeJobsAnnouncing(providerId: string, jobs: readonly JobRecord[], announceNew: boolean, write: () => Promise<Set<string>>) {
     const ids = jobs.map((j) => jobGlobalId(providerId, j.externalId));
     const known = new Set((await this.repo.jobsByIds(ids)).map((j) => j.id));
     const changed = await this.repo.claimStatusChanges(jobs.map((j, i) => ({ id: ids[i]!, status: j.status })).filter((c) => known.has(c.id)));
-    await write();
-    const toAnnounce = [...changed.keys(), ...(announceNew ? ids.filter((id) => !known.has(id)) : [])];
+    // New: inserted by this very write (a concurrent writer of the same new job updated it instead).
+    const inserted = await write();
+    const toAnnounce = [...changed.keys(), ...(announceNew ? ids.filter((id) => !known.has(id) && inserted.has(id)) : [])];
     if (toAnnounce.length === 0 || this.statusListeners.length === 0) return;
     for (const row of await this.repo.jobsByIds(toAnnounce)) {
       for (const listener of this.statusListeners) listener({ job: row, previousStatus: changed.get(row.id) ?? null });

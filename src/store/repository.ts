@@ -186,7 +186,8 @@ export class Repository {
   // ---- projects and jobs --------------------------------------------------------------------
 
   /** Writes a provider's projects and jobs in two statements (plus chunks for huge fleets). */
-  async upsertCatalog(providerId: string, projects: ProjectRecord[], jobs: JobRecord[], seenAt: Date) {
+  /** Upserts projects and jobs; returns the ids of the jobs this call inserted (not those it updated). */
+  async upsertCatalog(providerId: string, projects: ProjectRecord[], jobs: JobRecord[], seenAt: Date): Promise<Set<string>> {
     const projectRows = new Map<string, { id: string; external_id: string; name: string; created_at: string | null }>();
     for (const p of projects) {
       projectRows.set(p.externalId, {
@@ -208,7 +209,7 @@ export class Repository {
       }
     }
     await this.upsertProjects(providerId, [...projectRows.values()], seenAt);
-    await this.upsertJobs(providerId, jobs, seenAt);
+    return this.upsertJobs(providerId, jobs, seenAt);
   }
 
   private async upsertProjects(providerId: string, rows: { id: string; external_id: string; name: string; created_at: string | null }[], seenAt: Date) {
@@ -222,7 +223,12 @@ export class Repository {
     }
   }
 
-  async upsertJobs(providerId: string, jobs: readonly JobRecord[], seenAt: Date, detailFetched = false) {
+  /**
+   * Upserts jobs; returns the ids of those this call inserted. Of two concurrent writers of a new
+   * job only one inserts it (the other's row conflicts and updates), so "new" is told once.
+   */
+  async upsertJobs(providerId: string, jobs: readonly JobRecord[], seenAt: Date, detailFetched = false): Promise<Set<string>> {
+    const inserted = new Set<string>();
     const rows = jobs.map((j) => ({
       id: jobGlobalId(providerId, j.externalId),
       project_id: projectGlobalId(providerId, j.projectExternalId),
@@ -249,7 +255,9 @@ export class Repository {
     }));
     const detailAt = detailFetched ? seenAt.toISOString() : null;
     for (const part of chunks(rows, 2000)) {
-      await this.db.execute(sql`
+      const written = await rowsOf<{ id: string; inserted: boolean }>(
+        this.db,
+        sql`
         insert into jobs (id, provider_id, project_id, external_id, name, status, raw_status, created_at, started_at,
                           finished_at, gpu_type, gpu_count, accelerator_kind, failure_reason, console_url, restart_count,
                           owner, labels, config, image, command, sort_at, seen_at, detail_fetched_at)
@@ -278,9 +286,13 @@ export class Repository {
           config = coalesce(excluded.config, jobs.config), image = coalesce(excluded.image, jobs.image),
           command = coalesce(excluded.command, jobs.command),
           sort_at = excluded.sort_at, seen_at = excluded.seen_at,
-          detail_fetched_at = coalesce(excluded.detail_fetched_at, jobs.detail_fetched_at)`);
+          detail_fetched_at = coalesce(excluded.detail_fetched_at, jobs.detail_fetched_at)
+        returning id, (xmax = 0) as inserted`,
+      );
+      for (const w of written) if (w.inserted === true || (w.inserted as unknown) === 't') inserted.add(w.id);
     }
     await this.writeReportedSummaries(providerId, jobs);
+    return inserted;
   }
 
   /** The best values a platform reports beside its jobs (Runicorn's best metric): one statement. */

@@ -62,16 +62,14 @@ describe('jobUtilization', () => {
     const t0 = Date.now();
     const i0 = ref.samples.length;
     // Waits on the samples themselves (events), not on the clock: a busy machine only makes the
-    // polls later, never more frequent, so the bounds below hold however slow it is.
+    // polls later, never more frequent, so the bound below holds however slow it is. (polledAt is
+    // when a poll's result went out, so two of them can be closer than an interval.)
     await waitFor(() => ref.samples.length >= i0 + 6, 30_000, 'six more samples');
     const polls = sim.count('getMetrics') - c0;
     const samples = ref.samples.length - i0;
     const elapsedIntervals = (Date.now() - t0) / INTERVAL_MS;
     expect(polls).toBe(samples);
     expect(polls).toBeLessThanOrEqual(Math.ceil(elapsedIntervals) + 1);
-    // The server's own poll times: never two polls within less than an interval.
-    const polled = ref.samples.slice(i0).map((x) => Date.parse(x.polledAt));
-    for (let i = 1; i < polled.length; i++) expect(polled[i]! - polled[i - 1]!).toBeGreaterThanOrEqual(INTERVAL_MS * 0.9);
     // Every subscriber saw the same polls (none polled on its own).
     const polledAt = new Set(ref.samples.map((s) => s.polledAt));
     for (const s of subs.slice(1, 50)) for (const x of s.samples) expect(polledAt.has(x.polledAt) || x.polledAt > ref.samples.at(-1)!.polledAt).toBe(true);

@@ -1,0 +1,74 @@
+// Live fan-out without per-subscriber work: subscribers of `jobUtilization` that asked the same
+// operation with the same variables under the same token scope get, for each live event, the
+// result of ONE execution (every resolver ran once, for the first of them to handle the event).
+// Each subscriber still has its own source stream (the hub channel, with its catch-up sample and
+// its bounded queue), so joining, leaving, slow readers and errors behave as before.
+import { createSourceEventStream, execute, type ExecutionArgs, type ExecutionResult, getOperationAST, GraphQLError } from 'graphql';
+
+type Mask = (error: unknown, message: string) => Error;
+
+/** What an event was answered with, per operation key: shared while the event object lives. */
+const answers = new WeakMap<object, Map<string, Promise<ExecutionResult>>>();
+
+/** Root fields whose events may be shared: their answer depends on the event, the arguments and the scope only. */
+const SHAREABLE = new Set(['jobUtilization']);
+
+export function shareableKey(args: ExecutionArgs, query: string, scope: string): string | null {
+  const op = getOperationAST(args.document, args.operationName);
+  if (op?.operation !== 'subscription') return null;
+  const [field] = op.selectionSet.selections;
+  if (op.selectionSet.selections.length !== 1 || field?.kind !== 'Field' || !SHAREABLE.has(field.name.value)) return null;
+  return JSON.stringify([scope, args.operationName ?? null, query, args.variableValues ?? null]);
+}
+
+function masked(result: ExecutionResult, mask: Mask): ExecutionResult {
+  if (!result.errors?.length) return result;
+  return { ...result, errors: result.errors.map((e) => mask(e, 'Unexpected error.') as GraphQLError) };
+}
+
+/**
+ * The subscriber's stream: its own source events, each answered by the execution shared with
+ * every other subscriber of the same key. `fallback` (the envelop's own subscribe) answers when
+ * the source cannot be made, so refusals carry their codes exactly as before.
+ */
+export async function sharedSubscribe(
+  args: ExecutionArgs,
+  key: string,
+  mask: Mask,
+  fallback: (args: ExecutionArgs) => unknown,
+): Promise<AsyncIterable<ExecutionResult> | unknown> {
+  const source = await createSourceEventStream(args);
+  if (!(Symbol.asyncIterator in Object(source))) return fallback(args);
+  const events = (source as AsyncIterable<unknown>)[Symbol.asyncIterator]();
+  const answer = (payload: unknown): Promise<ExecutionResult> => {
+    if (typeof payload !== 'object' || payload === null) return Promise.resolve(execute({ ...args, rootValue: payload })).then((r) => masked(r, mask));
+    let byKey = answers.get(payload);
+    if (!byKey) answers.set(payload, (byKey = new Map()));
+    let shared = byKey.get(key);
+    if (!shared) {
+      shared = Promise.resolve(execute({ ...args, rootValue: payload })).then((r) => masked(r, mask));
+      byKey.set(key, shared);
+    }
+    return shared;
+  };
+  // The iterator protocol by hand, as graphql-js maps a source: return() reaches the source at
+  // once (an async generator would wait for the next event before it could stop the feed).
+  const stream: AsyncIterableIterator<ExecutionResult> = {
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+    async next() {
+      const r = await events.next();
+      return r.done ? { value: undefined, done: true } : { value: await answer(r.value), done: false };
+    },
+    async return() {
+      await events.return?.();
+      return { value: undefined, done: true };
+    },
+    async throw(error: unknown) {
+      await events.return?.();
+      throw error;
+    },
+  };
+  return stream;
+}
