@@ -6,17 +6,21 @@
 import type http from 'node:http';
 import { PassThrough, type Writable } from 'node:stream';
 import { createGzip } from 'node:zlib';
+import { DomainError } from '../domain/errors.js';
+import { checkSeriesArgs } from '../schema/args.js';
+import type { Limits } from '../schema/context.js';
 import type { App } from './yoga.js';
 
 const PATH = /^\/export\/jobs\/([^/]+)\/(metrics|training-metrics)\.(csv|jsonl)$/;
 
-const SERIES_FIELDS = `id name unit scope source stage rawName node { name } gpu { index } freshness { stale cachedAt: fetchedAt error { code message } } points { timestamp step value }`;
+const seriesFields = (point: string) =>
+  `id name unit scope source stage rawName node { name } gpu { index } freshness { stale cachedAt: fetchedAt error { code message } } points { ${point} }`;
 
 const QUERIES = {
   metrics: `query Export($id: ID!, $names: [SystemMetric!], $scope: MetricScope, $from: DateTime, $to: DateTime, $maxPoints: Int, $aggregation: Aggregation) {
-    job(id: $id) { id metrics(names: $names, scope: $scope, from: $from, to: $to, maxPoints: $maxPoints, aggregation: $aggregation) { ${SERIES_FIELDS} } } }`,
+    job(id: $id) { id metrics(names: $names, scope: $scope, from: $from, to: $to, maxPoints: $maxPoints, aggregation: $aggregation) { ${seriesFields('timestamp value')} } } }`,
   'training-metrics': `query Export($id: ID!, $names: [String!], $from: DateTime, $to: DateTime, $maxPoints: Int, $aggregation: Aggregation) {
-    job(id: $id) { id trainingMetrics(names: $names, from: $from, to: $to, maxPoints: $maxPoints, aggregation: $aggregation) { ${SERIES_FIELDS} } } }`,
+    job(id: $id) { id trainingMetrics(names: $names, from: $from, to: $to, maxPoints: $maxPoints, aggregation: $aggregation) { ${seriesFields('timestamp step value')} } } }`,
 } as const;
 
 /** The query parameters each export takes (the field's arguments); anything else is refused. */
@@ -49,7 +53,7 @@ interface ExportedSeries {
   node: { name: string } | null;
   gpu: { index: number } | null;
   freshness: { stale: boolean; cachedAt: string | null; error: { code: string; message: string } | null };
-  points: { timestamp: string | null; step: number | null; value: number | null }[];
+  points: { timestamp: string | null; step?: number | null; value: number | null }[];
 }
 
 interface GqlError {
@@ -69,6 +73,17 @@ function refuse(res: http.ServerResponse, status: number, errors: GqlError[], ex
   res.end(JSON.stringify({ errors }));
 }
 
+/**
+ * A query parameter the operation could not take (an unknown enum value, a malformed time) is
+ * reported by GraphQL against its variable, which is named after the argument: said as the
+ * fields say bad input, BAD_INPUT naming the argument.
+ */
+function asArgumentError(e: GqlError): GqlError {
+  const variable = /^Variable "\$(\w+)" got invalid value/.exec(e.message);
+  if (!variable) return e;
+  return { message: e.message, extensions: { code: 'BAD_INPUT', argument: variable[1]! } };
+}
+
 /** Writes one chunk, waiting while the client's socket is full; false once the client has gone. */
 async function write(out: Writable, chunk: string, res: http.ServerResponse): Promise<boolean> {
   if (res.destroyed) return false;
@@ -86,11 +101,11 @@ async function write(out: Writable, chunk: string, res: http.ServerResponse): Pr
 }
 
 /** True when the request was an export (answered here), false for any other path. */
-export function serveExport(req: http.IncomingMessage, res: http.ServerResponse, app: App): boolean {
+export function serveExport(req: http.IncomingMessage, res: http.ServerResponse, app: App, limits: Limits): boolean {
   const url = new URL(req.url ?? '/', 'http://x');
   const m = PATH.exec(url.pathname);
   if (!m || (req.method !== 'GET' && req.method !== 'HEAD')) return false;
-  void answer(req, res, app, url, decodeURIComponent(m[1]!), m[2] as keyof typeof QUERIES, m[3] as 'csv' | 'jsonl').catch((err) => {
+  void answer(req, res, app, limits, url, decodeURIComponent(m[1]!), m[2] as keyof typeof QUERIES, m[3] as 'csv' | 'jsonl').catch((err) => {
     if (!res.headersSent) refuse(res, 500, [{ message: 'the export failed', extensions: { code: 'INTERNAL' } }]);
     else res.destroy(err as Error);
   });
@@ -101,6 +116,7 @@ async function answer(
   req: http.IncomingMessage,
   res: http.ServerResponse,
   app: App,
+  limits: Limits,
   url: URL,
   jobId: string,
   kind: keyof typeof QUERIES,
@@ -128,6 +144,18 @@ async function answer(
       return refuse(res, 400, [{ message: `"maxPoints" must be a whole number, got "${raw}"`, extensions: { code: 'BAD_INPUT', argument: 'maxPoints' } }]);
     variables.maxPoints = Number(raw);
   }
+  // The field's own checks, before the operation: its cost estimate would otherwise refuse a
+  // maxPoints above the cap as too costly instead of naming the argument.
+  const when = (key: 'from' | 'to') => {
+    const d = new Date(String(variables[key] ?? ''));
+    return variables[key] !== undefined && !Number.isNaN(d.getTime()) ? d : null;
+  };
+  try {
+    checkSeriesArgs({ from: when('from'), to: when('to'), maxPoints: variables.maxPoints as number | undefined }, limits);
+  } catch (err) {
+    if (!(err instanceof DomainError)) throw err;
+    return refuse(res, 400, [{ message: err.message, extensions: { code: 'BAD_INPUT', argument: err.details.argument as string } }]);
+  }
   const headers = new Headers({ 'content-type': 'application/json', accept: 'application/json' });
   if (req.headers.authorization) headers.set('authorization', req.headers.authorization);
   const requestId = req.headers['x-request-id'];
@@ -147,7 +175,7 @@ async function answer(
   const job = body.data?.job ?? null;
   const series = job ? (kind === 'metrics' ? job.metrics : job.trainingMetrics) : null;
   // Stale data is data: exported with a header saying so; anything else that failed is refused whole.
-  const hard = (body.errors ?? []).filter((e) => !(e.extensions as { stale?: boolean } | undefined)?.stale);
+  const hard = (body.errors ?? []).filter((e) => !(e.extensions as { stale?: boolean } | undefined)?.stale).map(asArgumentError);
   if (!job || !series || hard.length > 0) {
     const first = hard[0] ?? { message: `no job with id "${jobId.slice(0, 200)}"`, extensions: { code: 'NOT_FOUND' } };
     const code = first.extensions?.code ?? 'INTERNAL';

@@ -15,7 +15,7 @@ import { openDatabase, type Database } from '../store/db.js';
 import { DEFAULT_CACHE_POLICY, ReadThrough, type CachePolicy } from '../store/read-through.js';
 import { Repository } from '../store/repository.js';
 import { Store } from '../store/index.js';
-import type { Limits } from '../schema/context.js';
+import { DEFAULT_LIMITS, type Limits } from '../schema/context.js';
 import { createApp, type App } from './yoga.js';
 import { startLive, type LiveRuntime } from './live.js';
 import type { LiveOptions } from '../live/hub.js';
@@ -176,7 +176,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
         void metrics.scrape().then((body) => res.writeHead(200, { 'content-type': metrics.contentType() }).end(body));
         return;
       }
-      if (serveExport(req, res, app)) return;
+      if (serveExport(req, res, app, opts.limits ?? DEFAULT_LIMITS)) return;
       if (serveWebPage(req, res, logger)) return;
       if (req.url === '/healthz') {
         res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');

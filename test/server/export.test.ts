@@ -98,7 +98,14 @@ describe('series exports', () => {
     };
     expect(await refusal(path(baseten, 'metrics.csv', 'maxPoints=0'))).toEqual([400, 'BAD_INPUT', 'maxPoints']);
     expect(await refusal(path(baseten, 'metrics.csv', 'color=blue'))).toEqual([400, 'BAD_INPUT', 'color']);
-    expect((await refusal(path(baseten, 'metrics.csv', 'names=NOT_A_METRIC')))[0]).toBe(400);
+    // Above the field's cap: the field's own message, not the operation's cost estimate.
+    expect(await refusal(path(baseten, 'metrics.csv', 'maxPoints=10001'))).toEqual([400, 'BAD_INPUT', 'maxPoints']);
+    // Values the argument's type does not take, named as the argument (GraphQL reports them against a variable).
+    expect(await refusal(path(baseten, 'metrics.csv', 'names=NOT_A_METRIC'))).toEqual([400, 'BAD_INPUT', 'names']);
+    expect(await refusal(path(baseten, 'metrics.jsonl', 'scope=PLANET'))).toEqual([400, 'BAD_INPUT', 'scope']);
+    expect(await refusal(path(runicorn, 'training-metrics.csv', 'aggregation=MEDIAN'))).toEqual([400, 'BAD_INPUT', 'aggregation']);
+    expect(await refusal(path(baseten, 'metrics.csv', 'from=yesterday'))).toEqual([400, 'BAD_INPUT', 'from']);
+    expect(await refusal(path(baseten, 'metrics.csv', 'from=2025-01-01T00:00:00Z&to=2026-11-20T00:00:00Z'))).toEqual([400, 'BAD_INPUT', 'to']);
     expect(await refusal(path(baseten, 'metrics.csv', 'from=2026-11-20T00:00:00Z&to=2026-11-19T00:00:00Z'))).toEqual([400, 'BAD_INPUT', 'from']);
     expect((await refusal(path('baseten-demo:job:no-such-job', 'metrics.csv', '')))[0]).toBe(404);
     // The token's scope: no token, and a job outside it (the same answer as an unknown job).
