@@ -1,6 +1,5 @@
 // Wires one running server: database, providers (configured or the demo simulators), the
 // read-through store, the yoga app, and one HTTP server with the probes.
-import { maskError } from './plugins/use-error-codes.js';
 import { serveExport } from './export.js';
 import { serveJobsScrape } from './jobs-scrape.js';
 import http from 'node:http';
@@ -198,7 +197,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
   });
-  const ws = attachGraphqlWs(server, app, { ...DEFAULT_WS_LIMITS, ...opts.ws }, tokens, guard, maskError(logger));
+  const ws = attachGraphqlWs(server, app, { ...DEFAULT_WS_LIMITS, ...opts.ws }, tokens, guard);
   const addr = server.address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   const url = `http://${host}:${addr.port}`;

@@ -3,9 +3,8 @@
 // result of ONE execution (every resolver ran once, for the first of them to handle the event).
 // Each subscriber still has its own source stream (the hub channel, with its catch-up sample and
 // its bounded queue), so joining, leaving, slow readers and errors behave as before.
-import { createSourceEventStream, execute, type ExecutionArgs, type ExecutionResult, getOperationAST, GraphQLError } from 'graphql';
-
-type Mask = (error: unknown, message: string) => Error;
+import { createSourceEventStream, execute, type ExecutionArgs, type ExecutionResult, getOperationAST, print } from 'graphql';
+import type { Plugin } from 'graphql-yoga';
 
 /** What an event was answered with, per operation key: shared while the event object lives. */
 const answers = new WeakMap<object, Map<string, Promise<ExecutionResult>>>();
@@ -13,40 +12,35 @@ const answers = new WeakMap<object, Map<string, Promise<ExecutionResult>>>();
 /** Root fields whose events may be shared: their answer depends on the event, the arguments and the scope only. */
 const SHAREABLE = new Set(['jobUtilization']);
 
-export function shareableKey(args: ExecutionArgs, query: string, scope: string): string | null {
+function shareableKey(args: ExecutionArgs, scope: string): string | null {
   const op = getOperationAST(args.document, args.operationName);
   if (op?.operation !== 'subscription') return null;
   const [field] = op.selectionSet.selections;
   if (op.selectionSet.selections.length !== 1 || field?.kind !== 'Field' || !SHAREABLE.has(field.name.value)) return null;
-  return JSON.stringify([scope, args.operationName ?? null, query, args.variableValues ?? null]);
-}
-
-function masked(result: ExecutionResult, mask: Mask): ExecutionResult {
-  if (!result.errors?.length) return result;
-  return { ...result, errors: result.errors.map((e) => mask(e, 'Unexpected error.') as GraphQLError) };
+  return JSON.stringify([scope, args.operationName ?? null, print(args.document), args.variableValues ?? null]);
 }
 
 /**
  * The subscriber's stream: its own source events, each answered by the execution shared with
  * every other subscriber of the same key. `fallback` (the envelop's own subscribe) answers when
- * the source cannot be made, so refusals carry their codes exactly as before.
+ * the source cannot be made, so refusals carry their codes exactly as before. Error masking and
+ * the other plugins' result hooks still run per subscriber, on the shared result.
  */
-export async function sharedSubscribe(
+async function sharedSubscribe(
   args: ExecutionArgs,
   key: string,
-  mask: Mask,
   fallback: (args: ExecutionArgs) => unknown,
 ): Promise<AsyncIterable<ExecutionResult> | unknown> {
   const source = await createSourceEventStream(args);
   if (!(Symbol.asyncIterator in Object(source))) return fallback(args);
   const events = (source as AsyncIterable<unknown>)[Symbol.asyncIterator]();
   const answer = (payload: unknown): Promise<ExecutionResult> => {
-    if (typeof payload !== 'object' || payload === null) return Promise.resolve(execute({ ...args, rootValue: payload })).then((r) => masked(r, mask));
+    if (typeof payload !== 'object' || payload === null) return Promise.resolve(execute({ ...args, rootValue: payload }));
     let byKey = answers.get(payload);
     if (!byKey) answers.set(payload, (byKey = new Map()));
     let shared = byKey.get(key);
     if (!shared) {
-      shared = Promise.resolve(execute({ ...args, rootValue: payload })).then((r) => masked(r, mask));
+      shared = Promise.resolve(execute({ ...args, rootValue: payload }));
       byKey.set(key, shared);
     }
     return shared;
@@ -71,4 +65,16 @@ export async function sharedSubscribe(
     },
   };
   return stream;
+}
+
+/** The envelop plugin: every other plugin's subscribe hooks (limits, metrics, tracing, masking) still run. */
+export function useSharedSubscriptions(): Plugin {
+  return {
+    onSubscribe({ args, subscribeFn, setSubscribeFn }) {
+      const scope = (args.contextValue as { access?: { name?: string } | null }).access?.name ?? '';
+      const key = shareableKey(args, scope);
+      if (!key) return;
+      setSubscribeFn((a) => sharedSubscribe(a as ExecutionArgs, key, () => subscribeFn(a)) as never);
+    },
+  };
 }

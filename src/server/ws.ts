@@ -10,7 +10,6 @@ import type { TokenStore } from '../config/security.js';
 import { presentedToken } from './access.js';
 import { recoded } from './plugins/use-limits.js';
 import type { OutgoingGuard } from './outgoing-guard.js';
-import { shareableKey, sharedSubscribe } from './shared-subscriptions.js';
 
 export interface WsLimits {
   /** Largest message a client may send; bigger frames close the socket with 1009. Default 64 KiB. */
@@ -58,8 +57,6 @@ export function attachGraphqlWs(
   limits: WsLimits = DEFAULT_WS_LIMITS,
   tokens: TokenStore | null = null,
   guard: OutgoingGuard | null = null,
-  /** The app's error masking, applied to shared subscription results as yoga applies it to its own. */
-  mask: ((error: unknown, message: string) => Error) | null = null,
 ) {
   const wss = new WebSocketServer({ server, path: '/graphql', maxPayload: limits.maxPayloadBytes });
   // Per socket, the client-gone signal of each operation under way, by operation id.
@@ -133,7 +130,7 @@ export function attachGraphqlWs(
         operationsOf(ctx.extra.socket).set(_id, gone);
         if (ctx.extra.socket.readyState >= ctx.extra.socket.CLOSING) gone.abort(clientClosed());
         (contextValue as { clientGone?: AbortSignal }).clientGone = gone.signal;
-        const args: ExecutionArgs = {
+        return {
           schema,
           document,
           operationName: payload.operationName,
@@ -141,16 +138,6 @@ export function attachGraphqlWs(
           contextValue,
           rootValue: { execute, subscribe },
         };
-        // Subscribers of the same live question share each event's execution (shared-subscriptions.ts).
-        const scope = (contextValue as { access?: { name?: string } | null }).access?.name ?? '';
-        const key = mask ? shareableKey(args, payload.query, scope) : null;
-        if (key && mask) {
-          args.rootValue = {
-            execute,
-            subscribe: (a: ExecutionArgs) => sharedSubscribe({ ...a, rootValue: undefined }, key, mask, () => subscribe(a)),
-          };
-        }
-        return args;
       },
     },
     wss,

@@ -1,4 +1,5 @@
 // The yoga app: schema, per-request context (fresh loaders), error codes, offline GraphiQL.
+import { useSharedSubscriptions } from './shared-subscriptions.js';
 import { useAPQ } from '@graphql-yoga/plugin-apq';
 import { createYoga, type Plugin } from 'graphql-yoga';
 import type { Logger } from 'pino';
@@ -71,6 +72,8 @@ export function createApp(deps: YogaDeps) {
         defaultLogLines: limits.defaultLogLines,
       }),
       useStaleErrors(),
+      // Subscribers of the same live question share each event's execution.
+      useSharedSubscriptions(),
       useRevocation(deps.tokens ?? null),
       ...(deps.plugins ?? []),
     ],
