@@ -118,6 +118,17 @@ function windowsSql(windows: readonly SeriesWindow[]): SQL {
     from jsonb_array_elements(${json}::jsonb) as r`;
 }
 
+/**
+ * For a system series `s`: it reads the job's own devices, at the finest scope the job has for
+ * that metric (per GPU where there are GPU series, else per node, else the job), never a whole
+ * node's or host's readings (meta nodeWide / hostWide). What "a job's GPU utilization" means when
+ * runs are compared or scraped: its GPUs, not GPUs and their node aggregates mixed.
+ */
+const OWN_DEVICES_AT_FINEST_SCOPE = sql.raw(`not coalesce((s.meta->>'nodeWide')::boolean, false) and not coalesce((s.meta->>'hostWide')::boolean, false)
+  and s.scope = (select case when bool_or(s2.scope = 'GPU') then 'GPU' when bool_or(s2.scope = 'NODE') then 'NODE' else 'JOB' end
+    from series s2 where s2.job_id = s.job_id and s2.kind = 'system' and s2.name = s.name
+      and not coalesce((s2.meta->>'nodeWide')::boolean, false) and not coalesce((s2.meta->>'hostWide')::boolean, false))`);
+
 export class Repository {
   constructor(
     readonly db: Db,
@@ -389,13 +400,7 @@ export class Repository {
         select s.id, s.job_id, s.kind, s.name, s.unit from series s
         where s.job_id = any(${textArray(q.jobIds)})
           and ((s.kind = 'training' and s.name = any(${textArray(q.training)}))
-            or (s.kind = 'system' and s.name = any(${textArray(q.system)})
-              -- the job's own devices at their finest scope (the mean over its GPUs, not GPUs and
-              -- their node aggregates mixed), never a whole node's or host's readings
-              and not coalesce((s.meta->>'nodeWide')::boolean, false) and not coalesce((s.meta->>'hostWide')::boolean, false)
-              and s.scope = (select case when bool_or(s2.scope = 'GPU') then 'GPU' when bool_or(s2.scope = 'NODE') then 'NODE' else 'JOB' end
-                from series s2 where s2.job_id = s.job_id and s2.kind = 'system' and s2.name = s.name
-                  and not coalesce((s2.meta->>'nodeWide')::boolean, false) and not coalesce((s2.meta->>'hostWide')::boolean, false))))
+            or (s.kind = 'system' and s.name = any(${textArray(q.system)}) and ${OWN_DEVICES_AT_FINEST_SCOPE}))
       ),
       pts as (
         select sel.job_id, sel.kind, sel.name, sel.unit, ${x} as x, p.value
@@ -433,11 +438,7 @@ export class Repository {
         select s.id, s.job_id, s.name, s.scope, s.node_id, s.gpu_id from series s join jobs j on j.id = s.job_id
         where j.status = 'RUNNING' and j.provider_id = any(${textArray(q.providerIds)})
           and (${q.projectIds === null} or j.project_id = any(${textArray(q.projectIds ?? [])}))
-          and s.kind = 'system' and s.name = any(${textArray(q.names)})
-          and not coalesce((s.meta->>'nodeWide')::boolean, false) and not coalesce((s.meta->>'hostWide')::boolean, false)
-          and s.scope = (select case when bool_or(s2.scope = 'GPU') then 'GPU' when bool_or(s2.scope = 'NODE') then 'NODE' else 'JOB' end
-            from series s2 where s2.job_id = s.job_id and s2.kind = 'system' and s2.name = s.name
-              and not coalesce((s2.meta->>'nodeWide')::boolean, false) and not coalesce((s2.meta->>'hostWide')::boolean, false))
+          and s.kind = 'system' and s.name = any(${textArray(q.names)}) and ${OWN_DEVICES_AT_FINEST_SCOPE}
       ),
       latest as (
         select sel.*, p.ts, p.value from sel
