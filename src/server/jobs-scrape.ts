@@ -6,7 +6,8 @@
 import type http from 'node:http';
 import type { TokenStore } from '../config/security.js';
 import type { Store } from '../store/index.js';
-import { authenticate } from './access.js';
+import { GraphQLError } from 'graphql';
+import { authenticate, unauthenticated } from './access.js';
 
 /** A reading older than this (seconds) is left out: Prometheus would otherwise repeat a dead value. */
 export const JOBS_SCRAPE_MAX_AGE_SECONDS = 300;
@@ -38,11 +39,11 @@ export async function serveJobsScrape(req: http.IncomingMessage, res: http.Serve
     const headers = new Headers();
     if (req.headers.authorization) headers.set('authorization', req.headers.authorization);
     scope = authenticate(deps.tokens, headers);
-  } catch {
+  } catch (err) {
+    // authenticate()'s own refusal, so the scrape target and the graph say the same thing.
+    const refusal = err instanceof GraphQLError ? err : unauthenticated();
     res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' });
-    res.end(
-      JSON.stringify({ errors: [{ message: 'a valid API token is required (Authorization: Bearer <token>)', extensions: { code: 'UNAUTHENTICATED' } }] }),
-    );
+    res.end(JSON.stringify({ errors: [{ message: refusal.message, extensions: { code: refusal.extensions.code ?? 'UNAUTHENTICATED' } }] }));
     return;
   }
   const providerIds = scope ? scope.visibleProviders(deps.store.providers.ids()) : deps.store.providers.ids();

@@ -10,7 +10,18 @@ import type { JobFilter } from './job-filter.js';
 import { createLoaders, type Loaders, type SharedReads } from './loaders.js';
 import type { Freshness, ReadThrough, StatusListener } from './read-through.js';
 import type { JobCursor, JobOrder } from './job-filter.js';
-import type { ComparisonQuery, ComparisonRow, GpuRow, JobRow, NodeRow, OrderedJobRow, PointRow, ProjectRow, SeriesRow } from './repository.js';
+import type {
+  ComparisonQuery,
+  ComparisonRow,
+  GpuRow,
+  JobRow,
+  LatestReadingsQuery,
+  NodeRow,
+  OrderedJobRow,
+  PointRow,
+  ProjectRow,
+  SeriesRow,
+} from './repository.js';
 
 export { cacheOnlyConditions, DEFAULT_JOB_ORDER, jobMatches, type JobCursor, type JobFilter, type JobOrder, type JobOrderKey } from './job-filter.js';
 export { MAX_GAP_STEPS, type GpuHoursRow, type IdleRunRow, type PreparedFleet } from './fleet.js';
@@ -249,7 +260,7 @@ export class Store {
    * The latest reading of each accelerator series of every running job of these providers (and
    * projects, null = all), one statement; readings older than `since` are only counted.
    */
-  latestReadings(q: { names: readonly string[]; providerIds: readonly string[]; projectIds: readonly string[] | null; since: Date; limit: number }) {
+  latestReadings(q: LatestReadingsQuery) {
     return this.rt.repo.latestReadings(q);
   }
 

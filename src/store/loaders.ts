@@ -77,8 +77,9 @@ function sharedRepository(repo: Repository, shared: SharedReads): Repository {
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver);
       if (typeof prop !== 'string' || !READS.has(prop) || typeof value !== 'function') return value;
-      return (...args: unknown[]) =>
-        shared.memo ? sharedRead(shared, `${prop}|${JSON.stringify(args)}`, () => value.apply(target, args) as Promise<unknown>) : value.apply(target, args);
+      // Outside a shared event there is nothing to share: the method itself, no per-read closure.
+      if (!shared.memo) return value;
+      return (...args: unknown[]) => sharedRead(shared, `${prop}|${JSON.stringify(args)}`, () => value.apply(target, args) as Promise<unknown>);
     },
   });
 }

@@ -52,6 +52,15 @@ export interface SummaryRow {
   lastAt: Date | null;
 }
 
+/** What latestReadings reads: metric names, providers and projects (null = all), the freshness bound, the cap. */
+export interface LatestReadingsQuery {
+  names: readonly string[];
+  providerIds: readonly string[];
+  projectIds: readonly string[] | null;
+  since: Date;
+  limit: number;
+}
+
 /** What comparePoints reads: jobs, metric names by kind, the axis, the grid size, an optional time window. */
 export interface ComparisonQuery {
   jobIds: readonly string[];
@@ -371,11 +380,11 @@ export class Repository {
 
   /**
    * Several jobs' metrics on one shared grid, in one statement: the points of the selected series
-   * (training series by name; system series by name, every node and GPU of the job together) are
-   * placed on one axis (step, epoch ms, or seconds since each job's start),
-   * the axis' whole range is cut into `buckets` equal-width buckets, and each (job, metric,
-   * bucket) is aggregated. A bucket's x is its first point's x across all runs, so a sparse step
-   * axis keeps the real steps.
+   * (training series by name; system series by name, the job's own devices at their finest scope,
+   * node- and host-wide readings left out) are placed on one axis (step, epoch ms, or seconds since
+   * each job's start), the axis' whole range is cut into `buckets` equal-width buckets, and each
+   * (job, metric, bucket) is aggregated. A bucket's x is its first point's x across all runs, so a
+   * sparse step axis keeps the real steps.
    */
   async comparePoints(q: ComparisonQuery): Promise<ComparisonRow[]> {
     if (q.jobIds.length === 0 || (q.training.length === 0 && q.system.length === 0)) return [];
@@ -430,7 +439,7 @@ export class Repository {
    * node- and host-wide readings left out), with the labels a scrape needs. Readings older than
    * `since` are counted, not returned; at most `limit` + 1 rows (the extra one says there are more).
    */
-  async latestReadings(q: { names: readonly string[]; providerIds: readonly string[]; projectIds: readonly string[] | null; since: Date; limit: number }) {
+  async latestReadings(q: LatestReadingsQuery) {
     const rows = await rowsOf<LatestReadingRow & { stale_count: number | string }>(
       this.db,
       sql`
