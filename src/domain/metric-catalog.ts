@@ -9,8 +9,19 @@ export interface MetricDefinition {
   /** The finest scope a platform may report; a platform reports its own scope on each series. */
   finestScope: MetricScope;
   description: string;
-  /** Each platform's raw name (and the unit it arrives in) for this metric; absent = not offered. */
-  raw: Partial<Record<ProviderKind, { name: string; unit: string }>>;
+  /**
+   * Each platform's raw names for this metric (and the unit each arrives in); absent = not
+   * offered. A platform with several routes to one metric names each (`route`): adapters take their
+   * raw names from here, never from a literal of their own.
+   */
+  raw: Partial<Record<ProviderKind, readonly RawName[]>>;
+}
+
+export interface RawName {
+  name: string;
+  unit: string;
+  /** Which of the platform's routes uses this name, where it has more than one. */
+  route?: string;
 }
 
 const defs: MetricDefinition[] = [
@@ -20,11 +31,18 @@ const defs: MetricDefinition[] = [
     finestScope: 'GPU',
     description: 'Fraction of time the GPU was busy, 0..1',
     raw: {
-      BASETEN: { name: 'gpu_utilization', unit: 'fraction 0-1, per rank' },
-      MODELARTS: { name: 'gpuUtil', unit: 'percent, task average' },
-      PAI_DLC: { name: 'GpuCoreUsage', unit: 'percent, pod average' },
-      PRIMUS_LENS: { name: 'GPU Utilization', unit: 'percent, per node' },
-      RUNICORN: { name: 'util_gpu', unit: 'percent, host snapshot' },
+      BASETEN: [{ name: 'gpu_utilization', unit: 'fraction 0-1, per rank' }],
+      MODELARTS: [{ name: 'gpuUtil', unit: 'percent, task average' }],
+      PAI_DLC: [
+        { name: 'GpuCoreUsage', unit: 'percent, pod average', route: 'GetJobMetrics' },
+        { name: 'POD_GPU_UTIL', unit: 'percent, pod average', route: 'CloudMonitor' },
+      ],
+      PRIMUS_LENS: [
+        { name: 'GPU Utilization', unit: 'percent, per node', route: 'workload metrics' },
+        { name: 'gpu_utilization_by_device', unit: 'percent, per device', route: 'unified' },
+        { name: 'gpu_utilization', unit: 'percent, per device of the node (node-wide)', route: 'node gpuMetrics' },
+      ],
+      RUNICORN: [{ name: 'util_gpu', unit: 'percent, host snapshot', route: 'gpu telemetry' }],
     },
   },
   {
@@ -33,8 +51,8 @@ const defs: MetricDefinition[] = [
     finestScope: 'GPU',
     description: 'GPU memory in use',
     raw: {
-      BASETEN: { name: 'gpu_memory_usage_bytes', unit: 'bytes, per rank' },
-      RUNICORN: { name: 'mem_used_mib', unit: 'MiB, host snapshot' },
+      BASETEN: [{ name: 'gpu_memory_usage_bytes', unit: 'bytes, per rank' }],
+      RUNICORN: [{ name: 'mem_used_mib', unit: 'MiB, host snapshot', route: 'gpu telemetry' }],
     },
   },
   {
@@ -43,11 +61,15 @@ const defs: MetricDefinition[] = [
     finestScope: 'GPU',
     description: 'GPU memory in use over GPU memory available, 0..1',
     raw: {
-      BASETEN: { name: 'gpu_memory_usage_bytes / gpu_memory_limit_mib', unit: 'derived' },
-      MODELARTS: { name: 'gpuMemUsage', unit: 'percent, task average' },
-      PAI_DLC: { name: 'GpuMemoryUsage', unit: 'percent, pod average' },
-      PRIMUS_LENS: { name: 'GPU Memory Utilization', unit: 'percent, per node' },
-      RUNICORN: { name: 'mem_used_pct', unit: 'percent, host snapshot' },
+      // Derived: the rank's gpu_memory_usage_bytes over instance_type.gpu_memory_limit_mib.
+      BASETEN: [{ name: 'gpu_memory_usage_bytes', unit: 'bytes, per rank, over the instance type GPU memory limit' }],
+      MODELARTS: [{ name: 'gpuMemUsage', unit: 'percent, task average' }],
+      PAI_DLC: [
+        { name: 'GpuMemoryUsage', unit: 'percent, pod average', route: 'GetJobMetrics' },
+        { name: 'POD_GPU_MEMORY_UTIL', unit: 'percent, pod average', route: 'CloudMonitor' },
+      ],
+      PRIMUS_LENS: [{ name: 'GPU Memory Utilization', unit: 'percent, per node', route: 'workload metrics' }],
+      RUNICORN: [{ name: 'mem_used_pct', unit: 'percent, host snapshot', route: 'gpu telemetry' }],
     },
   },
   {
@@ -55,7 +77,10 @@ const defs: MetricDefinition[] = [
     unit: 'CORES',
     finestScope: 'NODE',
     description: 'CPU cores in use',
-    raw: { BASETEN: { name: 'cpu_usage', unit: 'cores' }, PRIMUS_LENS: { name: 'pod_cpu_usage', unit: 'cores, per pod (summed per node)' } },
+    raw: {
+      BASETEN: [{ name: 'cpu_usage', unit: 'cores' }],
+      PRIMUS_LENS: [{ name: 'pod_cpu_usage', unit: 'cores, per pod (summed per node)', route: 'unified' }],
+    },
   },
   {
     name: 'CPU_UTILIZATION',
@@ -63,8 +88,11 @@ const defs: MetricDefinition[] = [
     finestScope: 'NODE',
     description: 'CPU in use over CPU available, 0..1 (where a platform gives only a percentage)',
     raw: {
-      MODELARTS: { name: 'cpuUsage', unit: 'percent' },
-      PAI_DLC: { name: 'CpuCoreUsage', unit: 'percent' },
+      MODELARTS: [{ name: 'cpuUsage', unit: 'percent' }],
+      PAI_DLC: [
+        { name: 'CpuCoreUsage', unit: 'percent', route: 'GetJobMetrics' },
+        { name: 'POD_CPU_UTIL', unit: 'percent', route: 'CloudMonitor' },
+      ],
     },
   },
   {
@@ -73,8 +101,8 @@ const defs: MetricDefinition[] = [
     finestScope: 'NODE',
     description: 'Host memory in use',
     raw: {
-      BASETEN: { name: 'cpu_memory_usage_bytes', unit: 'bytes' },
-      PRIMUS_LENS: { name: 'pod_memory_usage', unit: 'bytes, per pod working set (summed per node)' },
+      BASETEN: [{ name: 'cpu_memory_usage_bytes', unit: 'bytes' }],
+      PRIMUS_LENS: [{ name: 'pod_memory_usage', unit: 'bytes, per pod working set (summed per node)', route: 'unified' }],
     },
   },
   {
@@ -83,8 +111,11 @@ const defs: MetricDefinition[] = [
     finestScope: 'NODE',
     description: 'Host memory in use over memory available, 0..1',
     raw: {
-      MODELARTS: { name: 'memUsage', unit: 'percent' },
-      PAI_DLC: { name: 'MemoryUsage', unit: 'percent' },
+      MODELARTS: [{ name: 'memUsage', unit: 'percent' }],
+      PAI_DLC: [
+        { name: 'MemoryUsage', unit: 'percent', route: 'GetJobMetrics' },
+        { name: 'POD_MEMORY_UTIL', unit: 'percent', route: 'CloudMonitor' },
+      ],
     },
   },
   {
@@ -92,14 +123,24 @@ const defs: MetricDefinition[] = [
     unit: 'BYTES_PER_SECOND',
     finestScope: 'NODE',
     description: 'Network bytes received per second',
-    raw: { PAI_DLC: { name: 'NetworkInputRate', unit: 'bytes/s' } },
+    raw: {
+      PAI_DLC: [
+        { name: 'NetworkInputRate', unit: 'bytes/s', route: 'GetJobMetrics' },
+        { name: 'POD_NETWORK_RX_RATE', unit: 'bytes/s', route: 'CloudMonitor' },
+      ],
+    },
   },
   {
     name: 'NETWORK_TRANSMIT_RATE',
     unit: 'BYTES_PER_SECOND',
     finestScope: 'NODE',
     description: 'Network bytes sent per second',
-    raw: { PAI_DLC: { name: 'NetworkOutputRate', unit: 'bytes/s' } },
+    raw: {
+      PAI_DLC: [
+        { name: 'NetworkOutputRate', unit: 'bytes/s', route: 'GetJobMetrics' },
+        { name: 'POD_NETWORK_TX_RATE', unit: 'bytes/s', route: 'CloudMonitor' },
+      ],
+    },
   },
   {
     name: 'DISK_READ_RATE',
@@ -107,8 +148,11 @@ const defs: MetricDefinition[] = [
     finestScope: 'NODE',
     description: 'Disk bytes read per second',
     raw: {
-      PAI_DLC: { name: 'DiskReadRate', unit: 'bytes/s' },
-      PRIMUS_LENS: { name: 'pod_read_bytes', unit: 'bytes/s, per pod and container filesystem reads (summed per node)' },
+      PAI_DLC: [
+        { name: 'DiskReadRate', unit: 'bytes/s', route: 'GetJobMetrics' },
+        { name: 'POD_DISK_READ_RATE', unit: 'bytes/s', route: 'CloudMonitor' },
+      ],
+      PRIMUS_LENS: [{ name: 'pod_read_bytes', unit: 'bytes/s, per pod and container filesystem reads (summed per node)', route: 'unified' }],
     },
   },
   {
@@ -117,8 +161,11 @@ const defs: MetricDefinition[] = [
     finestScope: 'NODE',
     description: 'Disk bytes written per second',
     raw: {
-      PAI_DLC: { name: 'DiskWriteRate', unit: 'bytes/s' },
-      PRIMUS_LENS: { name: 'pod_write_bytes', unit: 'bytes/s, per pod and container filesystem writes (summed per node)' },
+      PAI_DLC: [
+        { name: 'DiskWriteRate', unit: 'bytes/s', route: 'GetJobMetrics' },
+        { name: 'POD_DISK_WRITE_RATE', unit: 'bytes/s', route: 'CloudMonitor' },
+      ],
+      PRIMUS_LENS: [{ name: 'pod_write_bytes', unit: 'bytes/s, per pod and container filesystem writes (summed per node)', route: 'unified' }],
     },
   },
   {
@@ -126,28 +173,38 @@ const defs: MetricDefinition[] = [
     unit: 'BYTES',
     finestScope: 'NODE',
     description: 'Local (ephemeral) storage in use',
-    raw: { BASETEN: { name: 'ephemeral_storage.usage_bytes', unit: 'bytes' } },
+    raw: {
+      BASETEN: [
+        { name: 'ephemeral_storage.usage_bytes', unit: 'bytes, per node', route: 'per node' },
+        { name: 'cache.usage_bytes', unit: 'bytes, the job read-write cache volume', route: 'cache' },
+      ],
+    },
   },
   {
     name: 'STORAGE_UTILIZATION',
     unit: 'RATIO',
     finestScope: 'NODE',
     description: 'Local (ephemeral) storage in use over its limit, 0..1',
-    raw: { BASETEN: { name: 'ephemeral_storage.utilization', unit: 'fraction 0-1' } },
+    raw: {
+      BASETEN: [
+        { name: 'ephemeral_storage.utilization', unit: 'fraction 0-1, per node', route: 'per node' },
+        { name: 'cache.utilization', unit: 'fraction 0-1, the job read-write cache volume', route: 'cache' },
+      ],
+    },
   },
   {
     name: 'NPU_UTILIZATION',
     unit: 'RATIO',
     finestScope: 'NODE',
     description: 'Fraction of time the NPU (Ascend) was busy, 0..1',
-    raw: { MODELARTS: { name: 'npuUtil', unit: 'percent' } },
+    raw: { MODELARTS: [{ name: 'npuUtil', unit: 'percent' }] },
   },
   {
     name: 'NPU_MEMORY_UTILIZATION',
     unit: 'RATIO',
     finestScope: 'NODE',
     description: 'NPU memory in use over NPU memory available, 0..1',
-    raw: { MODELARTS: { name: 'npuMemUsage', unit: 'percent' } },
+    raw: { MODELARTS: [{ name: 'npuMemUsage', unit: 'percent' }] },
   },
   {
     name: 'GPU_POWER',
@@ -155,8 +212,11 @@ const defs: MetricDefinition[] = [
     finestScope: 'GPU',
     description: 'GPU (socket) power draw, in watts',
     raw: {
-      PRIMUS_LENS: { name: 'GPU Power', unit: 'W, per node (gpu_power_by_device: per device)' },
-      RUNICORN: { name: 'power_w', unit: 'W, host snapshot' },
+      PRIMUS_LENS: [
+        { name: 'GPU Power', unit: 'W, per node', route: 'workload metrics' },
+        { name: 'gpu_power_by_device', unit: 'W, per device', route: 'unified' },
+      ],
+      RUNICORN: [{ name: 'power_w', unit: 'W, host snapshot', route: 'gpu telemetry' }],
     },
   },
   {
@@ -164,7 +224,7 @@ const defs: MetricDefinition[] = [
     unit: 'CELSIUS',
     finestScope: 'GPU',
     description: 'GPU (core) temperature, in degrees Celsius',
-    raw: { RUNICORN: { name: 'temp_c', unit: '°C, host snapshot' } },
+    raw: { RUNICORN: [{ name: 'temp_c', unit: '°C, host snapshot', route: 'gpu telemetry' }] },
   },
   {
     name: 'MODEL_FLOPS_PER_GPU',
@@ -175,21 +235,21 @@ const defs: MetricDefinition[] = [
     // Lens' TrainingPerformance graph holds a series labelled "tflops" (and one labelled "iteration").
     // Per GPU is our reading (unconfirmed): the values sit where one accelerator's achieved TFLOP/s
     // do (hundreds), and the adapter reports a value above any accelerator's peak as a mismatch.
-    raw: { PRIMUS_LENS: { name: 'TrainingPerformance', unit: 'TFLOP/s per GPU, series labelled "tflops"' } },
+    raw: { PRIMUS_LENS: [{ name: 'TrainingPerformance', unit: 'TFLOP/s per GPU, series labelled "tflops"', route: 'workload metrics' }] },
   },
   {
     name: 'RDMA_RECEIVE_RATE',
     unit: 'BYTES_PER_SECOND',
     finestScope: 'NODE',
     description: 'RDMA (RoCE) bytes received per second',
-    raw: { PRIMUS_LENS: { name: 'rdma_rx_bandwidth_by_node', unit: 'bytes/s, per node' } },
+    raw: { PRIMUS_LENS: [{ name: 'rdma_rx_bandwidth_by_node', unit: 'bytes/s, per node', route: 'unified' }] },
   },
   {
     name: 'RDMA_TRANSMIT_RATE',
     unit: 'BYTES_PER_SECOND',
     finestScope: 'NODE',
     description: 'RDMA (RoCE) bytes sent per second',
-    raw: { PRIMUS_LENS: { name: 'rdma_tx_bandwidth_by_node', unit: 'bytes/s, per node' } },
+    raw: { PRIMUS_LENS: [{ name: 'rdma_tx_bandwidth_by_node', unit: 'bytes/s, per node', route: 'unified' }] },
   },
 ];
 
@@ -201,9 +261,21 @@ export function metricDefinition(name: SystemMetric): MetricDefinition {
   return def;
 }
 
-/** The canonical metric a platform's raw name stands for, if any. */
-export function canonicalMetricFor(kind: ProviderKind, rawName: string): SystemMetric | null {
-  for (const def of defs) if (def.raw[kind]?.name === rawName) return def.name;
+/**
+ * A platform's raw name for a metric on one of its routes (the only route when it has one). Throws
+ * when the catalog has none: an adapter asking for a name the catalog lacks is a programming error,
+ * found at start-up since the adapters build their tables when their module loads.
+ */
+export function rawName(metric: SystemMetric, kind: ProviderKind, route?: string): string {
+  const names = metricDefinition(metric).raw[kind] ?? [];
+  const found = route === undefined ? (names.length === 1 ? names[0] : undefined) : names.find((n) => n.route === route);
+  if (!found) throw new Error(`the metric catalog has no ${kind} name for ${metric}${route === undefined ? '' : ` on route "${route}"`}`);
+  return found.name;
+}
+
+/** The canonical metric a platform's raw name stands for, if any (on the given route, when given). */
+export function canonicalMetricFor(kind: ProviderKind, raw: string, route?: string): SystemMetric | null {
+  for (const def of defs) if (def.raw[kind]?.some((n) => n.name === raw && (route === undefined || n.route === route))) return def.name;
   return null;
 }
 

@@ -1,5 +1,5 @@
 // Baseten wire objects -> domain records in canonical units.
-import { metricDefinition } from '../../domain/metric-catalog.js';
+import { metricDefinition, rawName } from '../../domain/metric-catalog.js';
 import {
   TERMINAL_STATUSES,
   type JobRecord,
@@ -116,6 +116,19 @@ function series(
   };
 }
 
+/** Baseten's raw names, from the metric catalog (per node; the job's read-write cache volume apart). */
+const BASETEN_NAME = {
+  GPU_UTILIZATION: rawName('GPU_UTILIZATION', 'BASETEN'),
+  GPU_MEMORY_USED: rawName('GPU_MEMORY_USED', 'BASETEN'),
+  GPU_MEMORY_UTILIZATION: rawName('GPU_MEMORY_UTILIZATION', 'BASETEN'),
+  CPU_USAGE: rawName('CPU_USAGE', 'BASETEN'),
+  MEMORY_USED: rawName('MEMORY_USED', 'BASETEN'),
+  STORAGE_USED: rawName('STORAGE_USED', 'BASETEN', 'per node'),
+  STORAGE_UTILIZATION: rawName('STORAGE_UTILIZATION', 'BASETEN', 'per node'),
+  CACHE_USED: rawName('STORAGE_USED', 'BASETEN', 'cache'),
+  CACHE_UTILIZATION: rawName('STORAGE_UTILIZATION', 'BASETEN', 'cache'),
+};
+
 function rankIndex(rank: string): number | null {
   return /^\d+$/.test(rank) ? Number(rank) : null;
 }
@@ -124,31 +137,31 @@ function nodeSeries(nodeId: string, m: WireNodeMetrics, gpuMemoryLimitBytes: num
   const out: SeriesData[] = [];
   for (const [rank, pts] of Object.entries(m.gpu_utilization)) {
     const idx = rankIndex(rank);
-    if (idx !== null) out.push(series('GPU_UTILIZATION', 'gpu_utilization', 'GPU', nodeId, idx, toPoints(pts)));
+    if (idx !== null) out.push(series('GPU_UTILIZATION', BASETEN_NAME.GPU_UTILIZATION, 'GPU', nodeId, idx, toPoints(pts)));
   }
   for (const [rank, pts] of Object.entries(m.gpu_memory_usage_bytes)) {
     const idx = rankIndex(rank);
     if (idx === null) continue;
     const used = toPoints(pts);
-    out.push(series('GPU_MEMORY_USED', 'gpu_memory_usage_bytes', 'GPU', nodeId, idx, used));
+    out.push(series('GPU_MEMORY_USED', BASETEN_NAME.GPU_MEMORY_USED, 'GPU', nodeId, idx, used));
     if (gpuMemoryLimitBytes) {
       out.push(
         series(
           'GPU_MEMORY_UTILIZATION',
-          'gpu_memory_usage_bytes',
+          BASETEN_NAME.GPU_MEMORY_UTILIZATION,
           'GPU',
           nodeId,
           idx,
           used.map((p) => ({ ...p, value: p.value === null ? null : p.value / gpuMemoryLimitBytes })),
-          { derived: true, derivation: 'gpu_memory_usage_bytes / (instance_type.gpu_memory_limit_mib * 2^20)' },
+          { derived: true, derivation: `${BASETEN_NAME.GPU_MEMORY_UTILIZATION} / (instance_type.gpu_memory_limit_mib * 2^20)` },
         ),
       );
     }
   }
-  out.push(series('CPU_USAGE', 'cpu_usage', 'NODE', nodeId, null, toPoints(m.cpu_usage)));
-  out.push(series('MEMORY_USED', 'cpu_memory_usage_bytes', 'NODE', nodeId, null, toPoints(m.cpu_memory_usage_bytes)));
-  out.push(series('STORAGE_USED', 'ephemeral_storage.usage_bytes', 'NODE', nodeId, null, toPoints(m.ephemeral_storage.usage_bytes)));
-  out.push(series('STORAGE_UTILIZATION', 'ephemeral_storage.utilization', 'NODE', nodeId, null, toPoints(m.ephemeral_storage.utilization)));
+  out.push(series('CPU_USAGE', BASETEN_NAME.CPU_USAGE, 'NODE', nodeId, null, toPoints(m.cpu_usage)));
+  out.push(series('MEMORY_USED', BASETEN_NAME.MEMORY_USED, 'NODE', nodeId, null, toPoints(m.cpu_memory_usage_bytes)));
+  out.push(series('STORAGE_USED', BASETEN_NAME.STORAGE_USED, 'NODE', nodeId, null, toPoints(m.ephemeral_storage.usage_bytes)));
+  out.push(series('STORAGE_UTILIZATION', BASETEN_NAME.STORAGE_UTILIZATION, 'NODE', nodeId, null, toPoints(m.ephemeral_storage.utilization)));
   return out;
 }
 
@@ -178,8 +191,10 @@ export function mapMetrics(body: WireMetrics, job: WireTrainingJob | undefined):
     });
   }
   if (body.cache) {
-    out.push(series('STORAGE_USED', 'cache.usage_bytes', 'JOB', null, null, toPoints(body.cache.usage_bytes), { volume: 'read-write cache' }));
-    out.push(series('STORAGE_UTILIZATION', 'cache.utilization', 'JOB', null, null, toPoints(body.cache.utilization), { volume: 'read-write cache' }));
+    out.push(series('STORAGE_USED', BASETEN_NAME.CACHE_USED, 'JOB', null, null, toPoints(body.cache.usage_bytes), { volume: 'read-write cache' }));
+    out.push(
+      series('STORAGE_UTILIZATION', BASETEN_NAME.CACHE_UTILIZATION, 'JOB', null, null, toPoints(body.cache.utilization), { volume: 'read-write cache' }),
+    );
   }
   return { series: out, nodes };
 }

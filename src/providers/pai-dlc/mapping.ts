@@ -1,5 +1,5 @@
 // PAI-DLC wire records -> domain records in canonical units.
-import { metricDefinition } from '../../domain/metric-catalog.js';
+import { metricDefinition, rawName } from '../../domain/metric-catalog.js';
 import type { AcceleratorKind, GpuRecord, JobRecord, JobStatus, NodeRecord, SeriesData, SeriesPoint, SystemMetric } from '../../domain/types.js';
 import { finiteOrNull, GIB, isoToDate, percentToRatio } from '../../domain/units.js';
 import type { WireCmsDataPoint, WireEcsSpec, WireJob, WireJobMetrics, WireJobSpec, WirePod } from './wire.js';
@@ -14,14 +14,14 @@ export const PAI_DLC_SOURCE = 'pai-dlc';
  */
 export const CMS_NAMESPACE = 'acs_pai_dlc';
 export const CMS_METRIC_NAMES: ReadonlyMap<SystemMetric, { metricName: string; percent: boolean }> = new Map([
-  ['GPU_UTILIZATION', { metricName: 'POD_GPU_UTIL', percent: true }],
-  ['GPU_MEMORY_UTILIZATION', { metricName: 'POD_GPU_MEMORY_UTIL', percent: true }],
-  ['CPU_UTILIZATION', { metricName: 'POD_CPU_UTIL', percent: true }],
-  ['MEMORY_UTILIZATION', { metricName: 'POD_MEMORY_UTIL', percent: true }],
-  ['NETWORK_RECEIVE_RATE', { metricName: 'POD_NETWORK_RX_RATE', percent: false }],
-  ['NETWORK_TRANSMIT_RATE', { metricName: 'POD_NETWORK_TX_RATE', percent: false }],
-  ['DISK_READ_RATE', { metricName: 'POD_DISK_READ_RATE', percent: false }],
-  ['DISK_WRITE_RATE', { metricName: 'POD_DISK_WRITE_RATE', percent: false }],
+  ['GPU_UTILIZATION', { metricName: rawName('GPU_UTILIZATION', 'PAI_DLC', 'CloudMonitor'), percent: true }],
+  ['GPU_MEMORY_UTILIZATION', { metricName: rawName('GPU_MEMORY_UTILIZATION', 'PAI_DLC', 'CloudMonitor'), percent: true }],
+  ['CPU_UTILIZATION', { metricName: rawName('CPU_UTILIZATION', 'PAI_DLC', 'CloudMonitor'), percent: true }],
+  ['MEMORY_UTILIZATION', { metricName: rawName('MEMORY_UTILIZATION', 'PAI_DLC', 'CloudMonitor'), percent: true }],
+  ['NETWORK_RECEIVE_RATE', { metricName: rawName('NETWORK_RECEIVE_RATE', 'PAI_DLC', 'CloudMonitor'), percent: false }],
+  ['NETWORK_TRANSMIT_RATE', { metricName: rawName('NETWORK_TRANSMIT_RATE', 'PAI_DLC', 'CloudMonitor'), percent: false }],
+  ['DISK_READ_RATE', { metricName: rawName('DISK_READ_RATE', 'PAI_DLC', 'CloudMonitor'), percent: false }],
+  ['DISK_WRITE_RATE', { metricName: rawName('DISK_WRITE_RATE', 'PAI_DLC', 'CloudMonitor'), percent: false }],
 ]);
 
 /** The statistical periods GetMetrics accepts (official SDK model: 15, 60, 900, 3600 seconds). */
@@ -49,14 +49,14 @@ export function metricsRouteOf(job: WireJob): MetricsRoute {
 
 /** Canonical metric -> the MetricType GetJobMetrics takes, and whether values are percent. */
 export const METRIC_TYPES: ReadonlyMap<SystemMetric, { metricType: string; percent: boolean }> = new Map([
-  ['GPU_UTILIZATION', { metricType: 'GpuCoreUsage', percent: true }],
-  ['GPU_MEMORY_UTILIZATION', { metricType: 'GpuMemoryUsage', percent: true }],
-  ['CPU_UTILIZATION', { metricType: 'CpuCoreUsage', percent: true }],
-  ['MEMORY_UTILIZATION', { metricType: 'MemoryUsage', percent: true }],
-  ['NETWORK_RECEIVE_RATE', { metricType: 'NetworkInputRate', percent: false }],
-  ['NETWORK_TRANSMIT_RATE', { metricType: 'NetworkOutputRate', percent: false }],
-  ['DISK_READ_RATE', { metricType: 'DiskReadRate', percent: false }],
-  ['DISK_WRITE_RATE', { metricType: 'DiskWriteRate', percent: false }],
+  ['GPU_UTILIZATION', { metricType: rawName('GPU_UTILIZATION', 'PAI_DLC', 'GetJobMetrics'), percent: true }],
+  ['GPU_MEMORY_UTILIZATION', { metricType: rawName('GPU_MEMORY_UTILIZATION', 'PAI_DLC', 'GetJobMetrics'), percent: true }],
+  ['CPU_UTILIZATION', { metricType: rawName('CPU_UTILIZATION', 'PAI_DLC', 'GetJobMetrics'), percent: true }],
+  ['MEMORY_UTILIZATION', { metricType: rawName('MEMORY_UTILIZATION', 'PAI_DLC', 'GetJobMetrics'), percent: true }],
+  ['NETWORK_RECEIVE_RATE', { metricType: rawName('NETWORK_RECEIVE_RATE', 'PAI_DLC', 'GetJobMetrics'), percent: false }],
+  ['NETWORK_TRANSMIT_RATE', { metricType: rawName('NETWORK_TRANSMIT_RATE', 'PAI_DLC', 'GetJobMetrics'), percent: false }],
+  ['DISK_READ_RATE', { metricType: rawName('DISK_READ_RATE', 'PAI_DLC', 'GetJobMetrics'), percent: false }],
+  ['DISK_WRITE_RATE', { metricType: rawName('DISK_WRITE_RATE', 'PAI_DLC', 'GetJobMetrics'), percent: false }],
 ]);
 
 const STATUS_MAP: Record<string, JobStatus> = {

@@ -4,7 +4,7 @@
 // ran on; training metrics and progress come from the four seed-003 routes.
 import { requireSecret, type PrimusLensConfig, type SecretSource } from '../../config/index.js';
 import { DomainError, UpstreamError } from '../../domain/errors.js';
-import { metricDefinition } from '../../domain/metric-catalog.js';
+import { metricDefinition, rawName } from '../../domain/metric-catalog.js';
 import type {
   GpuRecord,
   JobPage,
@@ -58,6 +58,8 @@ import {
 } from './mapping.js';
 
 const PAGE_SIZE = 100;
+/** The node route's name for its devices' utilization (node-wide, not the workload's own). */
+const NODE_GPU_METRICS_NAME = rawName('GPU_UTILIZATION', 'PRIMUS_LENS', 'node gpuMetrics');
 const PROMETHEUS_MAX_POINTS = 11_000;
 /** How far back fetchProgress first looks for iteration times (a bounded answer for long runs). */
 const PROGRESS_WINDOW_MS = 30 * 60_000;
@@ -190,7 +192,7 @@ export function createPrimusLensAdapter(config: PrimusLensConfig, secrets: Secre
           (device): SeriesData => ({
             kind: 'system',
             name: 'GPU_UTILIZATION',
-            rawName: 'gpu_utilization',
+            rawName: NODE_GPU_METRICS_NAME,
             unit: 'RATIO',
             scope: 'GPU',
             nodeExternalId: node,

@@ -1,5 +1,5 @@
 import { UpstreamError } from '../../domain/errors.js';
-import { metricDefinition } from '../../domain/metric-catalog.js';
+import { metricDefinition, rawName } from '../../domain/metric-catalog.js';
 import type { JobRecord, JobStatus, SeriesData, SeriesPoint, SystemMetric } from '../../domain/types.js';
 import { epochSecondsToDate, finiteOrNull, percentToRatio } from '../../domain/units.js';
 import { reportShapeMismatch } from '../shape-watch.js';
@@ -100,21 +100,19 @@ interface UnifiedSpec {
 
 /** What the unified route serves, per canonical metric. */
 export const UNIFIED: Partial<Record<SystemMetric, UnifiedSpec>> = {
-  GPU_UTILIZATION: { names: ['gpu_utilization_by_device'], level: 'device', rawUnit: '%', convert: percentToRatio },
-  GPU_POWER: { names: ['gpu_power_by_device'], level: 'device', rawUnit: 'W', convert: finiteOrNull },
-  CPU_USAGE: { names: ['pod_cpu_usage'], level: 'pod', rawUnit: 'cores', convert: finiteOrNull },
-  MEMORY_USED: { names: ['pod_memory_usage'], level: 'pod', rawUnit: 'bytes', convert: finiteOrNull },
-  DISK_READ_RATE: { names: ['pod_read_bytes'], level: 'pod', rawUnit: 'bytes/s', convert: finiteOrNull },
-  DISK_WRITE_RATE: { names: ['pod_write_bytes'], level: 'pod', rawUnit: 'bytes/s', convert: finiteOrNull },
-  RDMA_RECEIVE_RATE: { names: ['rdma_rx_bandwidth_by_node'], level: 'node', rawUnit: 'bytes/s', convert: finiteOrNull },
-  RDMA_TRANSMIT_RATE: { names: ['rdma_tx_bandwidth_by_node'], level: 'node', rawUnit: 'bytes/s', convert: finiteOrNull },
+  GPU_UTILIZATION: { names: [rawName('GPU_UTILIZATION', 'PRIMUS_LENS', 'unified')], level: 'device', rawUnit: '%', convert: percentToRatio },
+  GPU_POWER: { names: [rawName('GPU_POWER', 'PRIMUS_LENS', 'unified')], level: 'device', rawUnit: 'W', convert: finiteOrNull },
+  CPU_USAGE: { names: [rawName('CPU_USAGE', 'PRIMUS_LENS', 'unified')], level: 'pod', rawUnit: 'cores', convert: finiteOrNull },
+  MEMORY_USED: { names: [rawName('MEMORY_USED', 'PRIMUS_LENS', 'unified')], level: 'pod', rawUnit: 'bytes', convert: finiteOrNull },
+  DISK_READ_RATE: { names: [rawName('DISK_READ_RATE', 'PRIMUS_LENS', 'unified')], level: 'pod', rawUnit: 'bytes/s', convert: finiteOrNull },
+  DISK_WRITE_RATE: { names: [rawName('DISK_WRITE_RATE', 'PRIMUS_LENS', 'unified')], level: 'pod', rawUnit: 'bytes/s', convert: finiteOrNull },
+  RDMA_RECEIVE_RATE: { names: [rawName('RDMA_RECEIVE_RATE', 'PRIMUS_LENS', 'unified')], level: 'node', rawUnit: 'bytes/s', convert: finiteOrNull },
+  RDMA_TRANSMIT_RATE: { names: [rawName('RDMA_TRANSMIT_RATE', 'PRIMUS_LENS', 'unified')], level: 'node', rawUnit: 'bytes/s', convert: finiteOrNull },
 };
-export const DEVICE_IDS_METRIC = 'gpu_utilization_by_device';
+export const DEVICE_IDS_METRIC = rawName('GPU_UTILIZATION', 'PRIMUS_LENS', 'unified');
 
 export function lensRawName(metric: SystemMetric): string {
-  const raw = metricDefinition(metric).raw.PRIMUS_LENS;
-  if (!raw) throw new Error(`${metric} has no Primus-Lens name in the catalog`);
-  return raw.name;
+  return rawName(metric, 'PRIMUS_LENS', 'workload metrics');
 }
 
 /**

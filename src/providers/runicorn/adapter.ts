@@ -2,6 +2,7 @@
 // storage folder read directly (storageDir). Project = the run's experiment path, Job = a run.
 import type { RunicornConfig, SecretSource } from '../../config/index.js';
 import { DomainError, UpstreamError } from '../../domain/errors.js';
+import { rawName } from '../../domain/metric-catalog.js';
 import {
   TERMINAL_STATUSES,
   type JobRecord,
@@ -18,6 +19,7 @@ import {
   type SystemMetric,
 } from '../../domain/types.js';
 import { LogClock } from './log-clock.js';
+import { GPU_TELEMETRY_READINGS, type GpuTelemetryReading } from './wire.js';
 import { epochSecondsToDate } from '../../domain/units.js';
 import type { JobDetailResult, ProviderAdapter, ProviderCapabilities, SystemMetricsResult } from '../provider.js';
 import { mapStatus, progressFromTable, reportedBest, tableToSeries, targetIterationFrom } from './mapping.js';
@@ -55,19 +57,25 @@ const CAPABILITIES: ProviderCapabilities = {
   logs: true,
 };
 
+/** The catalog's Runicorn name of a metric, which must be one of the telemetry answer's readings. */
+function telemetryReading(metric: SystemMetric): GpuTelemetryReading {
+  const name = rawName(metric, 'RUNICORN', 'gpu telemetry');
+  const reading = GPU_TELEMETRY_READINGS.find((r) => r === name);
+  if (!reading) throw new Error(`the metric catalog names "${name}" for ${metric}, which /api/gpu/telemetry does not give`);
+  return reading;
+}
+
 /**
  * What /api/gpu/telemetry gives (a viewer only): nvidia-smi on the viewer's host, now, tied to no
  * run. Read while a run is running and written as host-wide series of that run (source
  * `runicorn:host`, `meta.hostWide`), never as the run's own GPUs; each poll's reading is a point,
  * so the cache keeps the history the endpoint does not.
  */
-const TELEMETRY: Partial<
-  Record<SystemMetric, { field: 'util_gpu' | 'mem_used_mib' | 'power_w' | 'temp_c'; unit: MetricUnit; convert: (v: number) => number }>
-> = {
-  GPU_UTILIZATION: { field: 'util_gpu', unit: 'RATIO', convert: (v) => v / 100 },
-  GPU_MEMORY_USED: { field: 'mem_used_mib', unit: 'BYTES', convert: (v) => v * 1024 * 1024 },
-  GPU_POWER: { field: 'power_w', unit: 'WATTS', convert: (v) => v },
-  GPU_TEMPERATURE: { field: 'temp_c', unit: 'CELSIUS', convert: (v) => v },
+const TELEMETRY: Partial<Record<SystemMetric, { field: GpuTelemetryReading; unit: MetricUnit; convert: (v: number) => number }>> = {
+  GPU_UTILIZATION: { field: telemetryReading('GPU_UTILIZATION'), unit: 'RATIO', convert: (v) => v / 100 },
+  GPU_MEMORY_USED: { field: telemetryReading('GPU_MEMORY_USED'), unit: 'BYTES', convert: (v) => v * 1024 * 1024 },
+  GPU_POWER: { field: telemetryReading('GPU_POWER'), unit: 'WATTS', convert: (v) => v },
+  GPU_TEMPERATURE: { field: telemetryReading('GPU_TEMPERATURE'), unit: 'CELSIUS', convert: (v) => v },
 };
 const TELEMETRY_METRICS = Object.keys(TELEMETRY) as SystemMetric[];
 const HOST_SOURCE = 'runicorn:host';

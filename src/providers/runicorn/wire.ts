@@ -67,3 +67,6 @@ export const gpuTelemetrySchema = z.object({
     .optional(),
 });
 export type GpuTelemetryBody = z.infer<typeof gpuTelemetrySchema>;
+/** The per-GPU readings of a telemetry answer (the numeric fields of a `gpus` element). */
+export const GPU_TELEMETRY_READINGS = ['util_gpu', 'mem_used_mib', 'mem_total_mib', 'temp_c', 'power_w'] as const;
+export type GpuTelemetryReading = (typeof GPU_TELEMETRY_READINGS)[number];
