@@ -366,9 +366,7 @@ function byKind(rows: readonly GpuHoursRow[], kind: GpuHoursRow['kind']): GpuHou
 }
 
 function providerOf(ctx: Context, job: { providerId: string }) {
-  const p = ctx.store.providers.find(job.providerId);
-  if (!p) throw new DomainError('NOT_FOUND', `provider "${job.providerId}" is no longer configured`);
-  return p;
+  return ctx.store.providers.require(job.providerId);
 }
 
 // utilization and jobs share one statement: the roll-ups come with the top jobs (up to the page

@@ -185,11 +185,7 @@ JobRef.implement({
     provider: t.field({
       type: ProviderRef,
       description: 'The platform the job runs on',
-      resolve: (j, _a, ctx) => {
-        const p = ctx.store.providers.find(j.providerId);
-        if (!p) throw new DomainError('NOT_FOUND', `provider "${j.providerId}" is no longer configured`);
-        return p;
-      },
+      resolve: (j, _a, ctx) => ctx.store.providers.require(j.providerId),
     }),
     project: t.field({
       type: ProjectRef,

@@ -1,5 +1,5 @@
 import { parseGlobalId, seriesGlobalId } from '../domain/ids.js';
-import type { Freshness, SeriesRow } from '../store/index.js';
+import type { Freshness, SeriesRow, SummaryRow } from '../store/index.js';
 import type { CheckedSeriesArgs } from './args.js';
 import { builder } from './builder.js';
 import type { ArgBuilder } from '@pothos/core';
@@ -80,14 +80,8 @@ export interface PointView {
   id?: string;
 }
 
-export interface SummaryView {
-  count: number;
-  min: number | null;
-  max: number | null;
-  avg: number | null;
-  last: number | null;
-  firstAt: Date | null;
-  lastAt: Date | null;
+/** A series' summary as the store computes it, owned by its series. */
+export interface SummaryView extends Omit<SummaryRow, 'seriesId' | 'index'> {
   /** The series' id. */
   ownerId: string;
   id?: string;

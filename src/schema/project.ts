@@ -16,11 +16,7 @@ ProjectRef.implement({
     provider: t.field({
       type: ProviderRef,
       description: 'The platform the project is on',
-      resolve: (p, _a, ctx) => {
-        const provider = ctx.store.providers.find(p.providerId);
-        if (!provider) throw new DomainError('NOT_FOUND', `provider "${p.providerId}" is no longer configured`);
-        return provider;
-      },
+      resolve: (p, _a, ctx) => ctx.store.providers.require(p.providerId),
     }),
     jobs: t.field({
       type: JobConnectionRef,

@@ -270,6 +270,13 @@ export async function startSimulator(opts: SimulatorOptions, port = 0, host = '1
   return handle;
 }
 
+const DAY_MS = 86_400_000;
+
+/** Midnight UTC of the day `ms` falls on: the default anchor of every simulated fleet. */
+export function startOfUtcDay(ms: number): number {
+  return Math.floor(ms / DAY_MS) * DAY_MS;
+}
+
 /** A deterministic PRNG (mulberry32) so simulated fleets are the same on every run. */
 export function seededRandom(seed: number): () => number {
   let a = seed >>> 0;

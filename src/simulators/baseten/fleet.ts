@@ -2,7 +2,7 @@
 // every job time placed relative to an anchor so tests can pin the clock. This is the ground
 // truth the simulator serves and that tests compare adapters against; written from the fact
 // sheet (shared/providers/baseten.md) only, never from the adapter.
-import { hashSeed, seededRandom, wave } from '../kit.js';
+import { startOfUtcDay, hashSeed, seededRandom, wave } from '../kit.js';
 
 export const JOB_STATUSES = [
   'TRAINING_JOB_PENDING',
@@ -179,10 +179,6 @@ export function instanceTypeFor(gpuType: string, gpuCount: number): InstanceType
     gpu_type: model.type,
     gpu_memory_limit_mib: model.gpuMemoryMib,
   };
-}
-
-function startOfUtcDay(ms: number): number {
-  return Math.floor(ms / DAY) * DAY;
 }
 
 const ID_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';

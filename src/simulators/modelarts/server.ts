@@ -2,7 +2,7 @@
 // from ../shared/providers/modelarts.md: both auth modes really checked, page-index paging,
 // ModelArts' error bodies ({error_code, error_msg}), 204 for metrics that are not ready yet.
 import { randomBytes } from 'node:crypto';
-import { startSimulator, type Fault, type RouteDef, type SimRequest, type SimResponse, type SimulatorHandle } from '../kit.js';
+import { startOfUtcDay, startSimulator, type Fault, type RouteDef, type SimRequest, type SimResponse, type SimulatorHandle } from '../kit.js';
 import { buildFleet, endTime, metricSeries, taskLog, taskNames, type Phase, type SimJob, DEFAULT_WORKSPACE } from './fleet.js';
 import { verifySignature } from './signature.js';
 
@@ -49,10 +49,6 @@ export interface ModelArtsSimulator extends SimulatorHandle {
 const MINUTE = 60_000;
 /** How long a terminate action keeps the job in Terminating before it shows Terminated. */
 const TERMINATING_MS = 10_000;
-
-function startOfUtcDay(ms: number): number {
-  return Math.floor(ms / 86_400_000) * 86_400_000;
-}
 
 function modelArtsError(status: number, code: string, message: string, headers?: Record<string, string>): SimResponse {
   return { status, body: { error_code: code, error_msg: message }, ...(headers ? { headers } : {}) };

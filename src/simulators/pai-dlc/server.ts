@@ -2,7 +2,18 @@
 // Alibaba's error bodies, ListJobs' silent 7-day window, numbers-as-strings, per-pod metric series
 // one MetricType per call, and empty PodMetrics for jobs whose monitoring moved to CloudMonitor.
 import { randomUUID } from 'node:crypto';
-import { hashSeed, seededRandom, startSimulator, wave, type Fault, type RouteDef, type SimRequest, type SimResponse, type SimulatorHandle } from '../kit.js';
+import {
+  startOfUtcDay,
+  hashSeed,
+  seededRandom,
+  startSimulator,
+  wave,
+  type Fault,
+  type RouteDef,
+  type SimRequest,
+  type SimResponse,
+  type SimulatorHandle,
+} from '../kit.js';
 import { buildFleet, SIM_TIME, type PaiDlcFleet, type SimJob, type SimPod } from './fleet.js';
 import { verifyAcs3Signature } from './signature.js';
 
@@ -76,10 +87,6 @@ const TERMINAL = new Set(['Succeeded', 'Failed', 'Stopped']);
 
 function iso(ms: number | null): string {
   return ms === null ? '' : new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
-}
-
-function startOfUtcDay(ms: number): number {
-  return Math.floor(ms / SIM_TIME.DAY) * SIM_TIME.DAY;
 }
 
 /** Parses TimeStep: "5m", "30s", "1h", or a bare number of minutes (the doc's "default 5, unit minutes"). */

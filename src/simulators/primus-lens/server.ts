@@ -3,7 +3,17 @@
 // handler errors as HTTP 200 + meta.code, the legacy bare form of the four training-metrics
 // routes, cluster resolution, and the three auth setups (none, Lens cookie middleware, SaFE Bearer).
 import http from 'node:http';
-import { hashSeed, seededRandom, startSimulator, type Fault, type RouteDef, type SimRequest, type SimResponse, type SimulatorHandle } from '../kit.js';
+import {
+  startOfUtcDay,
+  hashSeed,
+  seededRandom,
+  startSimulator,
+  type Fault,
+  type RouteDef,
+  type SimRequest,
+  type SimResponse,
+  type SimulatorHandle,
+} from '../kit.js';
 import {
   CLUSTERS,
   GPUS_PER_NODE,
@@ -90,11 +100,6 @@ class LensError extends Error {
   ) {
     super(message);
   }
-}
-
-function startOfUtcDay(ms: number): number {
-  const d = new Date(ms);
-  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate());
 }
 
 const toSec = (ms: number) => Math.floor(ms / 1000);

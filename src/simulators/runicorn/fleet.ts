@@ -1,6 +1,6 @@
 // A deterministic demo storage folder: finished, failed, crashed, interrupted, legacy-layout and
 // soft-deleted runs, plus one running run that `advance(now)` keeps writing as time passes.
-import { hashSeed, seededRandom } from '../kit.js';
+import { startOfUtcDay, hashSeed, seededRandom } from '../kit.js';
 import { createLegacyRun, createRun, type RunicornRunWriter } from './storage-writer.js';
 
 /** Above Linux's pid_max (2^22) and macOS's 99999, so no live process ever has it. */
@@ -38,10 +38,6 @@ export interface FleetOptions {
 
 export const LIVE_TARGET_STEPS = 100_000;
 export const LIVE_STEP_SECONDS = 2;
-
-function startOfUtcDay(ms: number): number {
-  return Math.floor(ms / 86_400_000) * 86_400_000;
-}
 
 function lossAt(seed: number, step: number): number {
   const noise = seededRandom(seed ^ step)() * 0.04 - 0.02;

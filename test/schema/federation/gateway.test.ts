@@ -10,8 +10,8 @@ import { composeServices } from '@theguild/federation-composition';
 import { parse } from 'graphql';
 import { createYoga } from 'graphql-yoga';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { nodeIds as nodeIdsOf, rankKeys } from '../../src/simulators/baseten/fleet.js';
-import { startTestServer, type GqlResult, type TestServer } from '../support/runtime.js';
+import { nodeIds as nodeIdsOf, rankKeys } from '../../../src/simulators/baseten/fleet.js';
+import { startTestServer, type GqlResult, type TestServer } from '../../support/runtime.js';
 
 interface Team {
   id: string;

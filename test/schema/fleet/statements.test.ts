@@ -3,8 +3,8 @@
 // and asks upstream at most once per job.
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rowsOf } from '../../src/store/sql-util.js';
-import { ANCHOR, startTestServer, type TestServer } from '../support/runtime.js';
+import { rowsOf } from '../../../src/store/sql-util.js';
+import { ANCHOR, startTestServer, type TestServer } from '../../support/runtime.js';
 import { IDLE_QUERY, USAGE_QUERY } from './queries.js';
 
 const VARS = { from: new Date(ANCHOR - 2 * 3600_000).toISOString(), to: new Date(ANCHOR - 20 * 60_000).toISOString(), threshold: 0.5, min: 'PT2M' };

@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRuntime, type Runtime } from '../src/server/runtime.js';
-import { createTestDatabase, type TestDatabase } from './support/database.js';
+import { startRuntime, type Runtime } from '../../src/server/runtime.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
 
-const readme = readFileSync(path.resolve(import.meta.dirname, '../README.md'), 'utf8');
+const readme = readFileSync(path.resolve(import.meta.dirname, '../../README.md'), 'utf8');
 const examples = [...readme.matchAll(/```graphql\n([\s\S]*?)```/g)].map((m) => m[1]!);
 
 describe('README examples against the demo', () => {

@@ -5,10 +5,10 @@
 import { pino } from 'pino';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRuntime, type Runtime } from '../../src/server/runtime.js';
-import { startPaiDlcSimulator, type PaiDlcSimulator } from '../../src/simulators/pai-dlc/index.js';
-import { rowsOf } from '../../src/store/sql-util.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { startRuntime, type Runtime } from '../../../src/server/runtime.js';
+import { startPaiDlcSimulator, type PaiDlcSimulator } from '../../../src/simulators/pai-dlc/index.js';
+import { rowsOf } from '../../../src/store/sql-util.js';
+import { createTestDatabase, type TestDatabase } from '../../support/database.js';
 import { IDLE_QUERY, USAGE_QUERY } from './queries.js';
 import { coveredAndUsedMs, holdIntervals, idleRuns, type RefPoint } from './reference.js';
 

@@ -4,10 +4,10 @@
 // asked for Job.nodes before (the README's RunningEverywhere example hit exactly that).
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ProviderConfig } from '../src/config/index.js';
-import { startRuntime, type Runtime } from '../src/server/runtime.js';
-import { startDemoProviders, type DemoProvider } from '../src/simulators/demo.js';
-import { createTestDatabase, type TestDatabase } from './support/database.js';
+import type { ProviderConfig } from '../../src/config/index.js';
+import { startRuntime, type Runtime } from '../../src/server/runtime.js';
+import { startDemoProviders, type DemoProvider } from '../../src/simulators/demo.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
 
 const CLOUDS = ['BASETEN', 'MODELARTS', 'PAI_DLC'];
 

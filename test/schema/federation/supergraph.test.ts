@@ -10,7 +10,7 @@ import { composeServices } from '@theguild/federation-composition';
 import { parse } from 'graphql';
 import { createYoga } from 'graphql-yoga';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type GqlResult, type TestServer } from '../support/runtime.js';
+import { startTestServer, type GqlResult, type TestServer } from '../../support/runtime.js';
 
 const DIRECTORY_SDL = /* GraphQL */ `
   extend schema @link(url: "https://specs.apollo.dev/federation/v2.6", import: ["@key", "@shareable"])

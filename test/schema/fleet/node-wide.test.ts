@@ -3,10 +3,10 @@
 // never count as the workload's GPUs in the fleet's GPU-hours: a 4-GPU workload on an 8-GPU node
 // is covered by at most its 4 GPUs' hours, from its own per-node series.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Runtime } from '../../src/server/runtime.js';
-import { startPrimusLensSimulator, type PrimusLensSimulator } from '../../src/simulators/primus-lens/server.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { postGraphql, startRuntimeOn } from '../support/runtime.js';
+import type { Runtime } from '../../../src/server/runtime.js';
+import { startPrimusLensSimulator, type PrimusLensSimulator } from '../../../src/simulators/primus-lens/server.js';
+import { createTestDatabase, type TestDatabase } from '../../support/database.js';
+import { postGraphql, startRuntimeOn } from '../../support/runtime.js';
 
 const H = 3600_000;
 const NOW = Date.now();

@@ -2,10 +2,10 @@
 // GPU-hours allocated / covered / used and the waste ranking must equal what the simulator's
 // ground truth (metricValue at every sample time) gives under the documented rules.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { gpuGlobalId, jobGlobalId, projectGlobalId } from '../../src/domain/ids.js';
-import { parseDuration } from '../../src/schema/duration.js';
-import { metricValue, nodeIds, rankKeys, type FleetJob } from '../../src/simulators/baseten/fleet.js';
-import { ANCHOR, startTestServer, type TestServer } from '../support/runtime.js';
+import { gpuGlobalId, jobGlobalId, projectGlobalId } from '../../../src/domain/ids.js';
+import { parseDuration } from '../../../src/schema/duration.js';
+import { metricValue, nodeIds, rankKeys, type FleetJob } from '../../../src/simulators/baseten/fleet.js';
+import { ANCHOR, startTestServer, type TestServer } from '../../support/runtime.js';
 import { IDLE_QUERY, USAGE_QUERY } from './queries.js';
 import { coveredAndUsedMs, holdIntervals, idleRuns, type RefRun } from './reference.js';
 

@@ -3,10 +3,10 @@
 import { pino } from 'pino';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ProviderConfig } from '../src/config/index.js';
-import { startRuntime, type Runtime } from '../src/server/runtime.js';
-import { startDemoProviders, type DemoProvider } from '../src/simulators/demo.js';
-import { createTestDatabase, type TestDatabase } from './support/database.js';
+import type { ProviderConfig } from '../../src/config/index.js';
+import { startRuntime, type Runtime } from '../../src/server/runtime.js';
+import { startDemoProviders, type DemoProvider } from '../../src/simulators/demo.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
 
 const CLOUDS = ['BASETEN', 'MODELARTS', 'PAI_DLC'] as const;
 const METRICS_ROUTE: Record<(typeof CLOUDS)[number], string> = { BASETEN: 'getMetrics', MODELARTS: 'getMetrics', PAI_DLC: 'getJobMetrics' };

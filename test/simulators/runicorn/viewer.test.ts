@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { startRunicornViewer, type RunicornViewerHandle } from '../../../src/simulators/runicorn/viewer.js';
-import { BIG_RUN, CRASHED_RUN, FINISHED_RUN, LIVE_RUN, copyFixtureStorage, fixtureIndex, fixtureJson, relocate } from './helpers.js';
+import { BIG_RUN, CRASHED_RUN, FINISHED_RUN, LIVE_RUN, copyFixtureStorage, fixtureIndex, fixtureJson, relocate } from '../../providers/runicorn/helpers.js';
 
 let viewer: RunicornViewerHandle;
 let storage: { dir: string; cleanup: () => void };
