@@ -4,6 +4,7 @@
 // through one listener per feed per replica, which fans them out to bounded per-subscriber queues.
 // Among replicas, the poll lock picks who polls; the others keep trying every interval, so a dead
 // holder is replaced within one interval, resuming from the cursor its last event carried.
+import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import { DomainError, UpstreamError } from '../domain/errors.js';
 import { parseGlobalId } from '../domain/ids.js';
@@ -30,6 +31,28 @@ export interface LiveOptions {
   maxBackoffMs: number;
 }
 
+/**
+ * The clock and timers the feeds run on: the real ones in a server; a test gives its own and moves
+ * time itself, so poll counts follow the intervals it advances instead of a machine's speed.
+ */
+export interface LiveTimers {
+  now(): number;
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+export const REAL_TIMERS: LiveTimers = {
+  now: () => Date.now(),
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
+
+/** What the hub tells listeners (tests wait on it instead of sleeping). */
+export interface LiveHubEvents {
+  /** A feed finished one step: it polled (or failed to), or only tried the poll lock. */
+  step: [topic: string];
+}
+
 export const DEFAULT_LIVE_OPTIONS: LiveOptions = { sampleBuffer: 16, logBuffer: 2000, statusBuffer: 256, maxBackoffMs: 5 * 60_000 };
 
 export interface LiveHubDeps {
@@ -39,6 +62,7 @@ export interface LiveHubDeps {
   logger: Logger;
   options?: Partial<LiveOptions>;
   random?: () => number;
+  timers?: LiveTimers;
 }
 
 export interface SubscribeOptions {
@@ -64,7 +88,7 @@ class Feed {
   readonly sinks = new Set<Sink>();
   readonly state: FeedState = { cursor: null, since: null };
   private readonly offBus: () => void;
-  private timer: NodeJS.Timeout | null = null;
+  private timer: unknown = null;
   /** The poll under way, so stopping waits for its cache writes to finish. */
   private running: Promise<void> | null = null;
   private abort = new AbortController();
@@ -126,15 +150,18 @@ class Feed {
 
   private schedule(delayMs: number) {
     if (this.stopped || this.done) return;
-    this.timer = setTimeout(() => {
+    this.timer = this.hub.timers.setTimeout(() => {
       this.timer = null;
-      this.running = this.step().finally(() => (this.running = null));
+      this.running = this.step().finally(() => {
+        this.running = null;
+        this.hub.events.emit('step', this.topic);
+      });
     }, delayMs);
   }
 
   private async step() {
     const hub = this.hub;
-    const started = Date.now();
+    const started = hub.timers.now();
     try {
       if (!this.leader) {
         const acquired = await hub.lock.tryAcquire(this.topic);
@@ -166,7 +193,7 @@ class Feed {
     if (this.stopped) return;
     if (outcome === 'end') return this.finish('the job has finished');
     // Fixed cadence: the next poll is one interval after this one began, not after it ended.
-    this.schedule(Math.max(0, started + this.intervalMs - Date.now()));
+    this.schedule(Math.max(0, started + this.intervalMs - hub.timers.now()));
   }
 
   /** Tells subscribers (through `tell`) what failed and when the next try is, then schedules it. */
@@ -219,7 +246,7 @@ class Feed {
   /** The last subscriber left: nothing of this feed may survive (timer, in-flight call, listener, lock). */
   async stop() {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
+    if (this.timer !== null) this.hub.timers.clearTimeout(this.timer);
     this.timer = null;
     this.abort.abort();
     this.offBus();
@@ -235,6 +262,8 @@ export class LiveHub {
   readonly bus: EventBus;
   readonly lock: PollLock;
   readonly logger: Logger;
+  readonly timers: LiveTimers;
+  readonly events = new EventEmitter<LiveHubEvents>();
   private readonly feeds = new Map<string, Feed>();
   private readonly channels = new Set<BoundedChannel<unknown>>();
 
@@ -245,6 +274,7 @@ export class LiveHub {
     this.logger = deps.logger;
     this.options = { ...DEFAULT_LIVE_OPTIONS, ...deps.options };
     this.random = deps.random ?? Math.random;
+    this.timers = deps.timers ?? REAL_TIMERS;
     // Every status change the store claims (a poll's or a query's refresh) goes out once, to every replica.
     this.store.onStatusChange(({ job, previousStatus }) =>
       this.bus.publish(statusTopic(job.providerId), { type: 'status', job: jobRowToJson(job), previousStatus } satisfies LivePayload),

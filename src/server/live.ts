@@ -3,7 +3,7 @@
 import type { Logger } from 'pino';
 import type { AppConfig } from '../config/index.js';
 import { createMemoryBus, createRedisBus, type EventBus } from '../live/bus.js';
-import { LiveHub, type LiveOptions } from '../live/hub.js';
+import { LiveHub, type LiveOptions, type LiveTimers } from '../live/hub.js';
 import { createAdvisoryLock, createLocalLock, type PollLock } from '../live/lock.js';
 import type { Store } from '../store/index.js';
 
@@ -14,13 +14,19 @@ export interface LiveRuntime {
   close(): Promise<void>;
 }
 
-export async function startLive(deps: { config: AppConfig; store: Store; logger: Logger; options?: Partial<LiveOptions> }): Promise<LiveRuntime> {
+export async function startLive(deps: {
+  config: AppConfig;
+  store: Store;
+  logger: Logger;
+  options?: Partial<LiveOptions>;
+  timers?: LiveTimers;
+}): Promise<LiveRuntime> {
   const { config } = deps;
   const bus = config.redisUrl ? await createRedisBus(config.redisUrl, deps.logger) : createMemoryBus();
   // Without Redis each replica only serves its own subscribers, so each must poll for them itself;
   // PGlite is one process by construction.
   const lock = config.redisUrl && config.databaseUrl ? await createAdvisoryLock(config.databaseUrl) : createLocalLock();
-  const hub = new LiveHub({ store: deps.store, bus, lock, logger: deps.logger, options: deps.options });
+  const hub = new LiveHub({ store: deps.store, bus, lock, logger: deps.logger, options: deps.options, timers: deps.timers });
   return {
     hub,
     bus,

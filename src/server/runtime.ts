@@ -17,7 +17,7 @@ import { Store } from '../store/index.js';
 import { DEFAULT_LIMITS, type Limits } from '../schema/context.js';
 import { createApp, type App } from './yoga.js';
 import { startLive, type LiveRuntime } from './live.js';
-import type { LiveOptions } from '../live/hub.js';
+import type { LiveOptions, LiveTimers } from '../live/hub.js';
 import { attachGraphqlWs, DEFAULT_WS_LIMITS, type WsLimits } from './ws.js';
 import { ConfigError } from '../config/index.js';
 import { DEFAULT_REQUEST_LIMITS, isLoopbackHost, type TokenStore } from '../config/security.js';
@@ -42,6 +42,8 @@ export interface RuntimeOptions {
   /** Demo simulators' working folder (Runicorn writes its storage there). */
   demoWorkDir?: string;
   live?: Partial<LiveOptions>;
+  /** The live feeds' clock and timers (tests advance their own); default the real ones. */
+  liveTimers?: LiveTimers;
   ws?: Partial<WsLimits>;
   /** Retries, circuit breaker and concurrency limit around every upstream call (src/providers/provider-set.ts). */
   resilience?: Partial<ResilienceOptions>;
@@ -120,7 +122,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   if (demo.length > 0) await repo.expireJobLists(demo.map((d) => d.config.id));
   const readThrough = new ReadThrough(repo, providers, { ...DEFAULT_CACHE_POLICY, ...opts.cachePolicy }, opts.clock);
   const store = new Store(readThrough);
-  const live = await startLive({ config, store, logger, options: opts.live });
+  const live = await startLive({ config, store, logger, options: opts.live, timers: opts.liveTimers });
   const metrics = new Metrics({ providers, readThrough, live: live.hub });
   const stopShapeWarnings = warnOnShapeMismatches(
     providers.all().map((p) => p.id),

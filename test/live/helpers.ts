@@ -129,5 +129,3 @@ export async function waitFor(cond: () => boolean, timeoutMs: number, what: stri
     await new Promise((r) => setTimeout(r, 20));
   }
 }
-
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -10,7 +10,6 @@ import {
   POLL_FIELDS,
   runningJobId,
   seriesNamed,
-  sleep,
   startSim,
   startTestRuntime,
   subscribeUtilization,
@@ -19,70 +18,77 @@ import {
   type Sample,
   type Subscriber,
 } from './helpers.js';
+import { ManualTimers, nextStep } from '../support/manual-timers.js';
 
 const INTERVAL_S = 0.5;
 const INTERVAL_MS = INTERVAL_S * 1000;
 let sim: BasetenSimulator;
 let rt: Runtime;
+/** A runtime whose feeds poll only when the test advances its clock: poll counts are exact. */
+let clocked: Runtime;
+const timers = new ManualTimers();
 let jobId: string;
 
 beforeAll(async () => {
   sim = await startSim();
   rt = await startTestRuntime(sim, INTERVAL_S);
+  clocked = await startTestRuntime(sim, INTERVAL_S, {}, { liveTimers: timers });
   jobId = runningJobId(sim);
 });
 afterAll(async () => {
+  await clocked?.close();
   await rt?.close();
   await sim?.close();
 });
 
 describe('jobUtilization', () => {
   it('1,000 subscribers share one poll per interval, and the last unsubscribe stops it', async () => {
+    const hub = clocked.live.hub;
+    const topic = `live:utilization:${jobId}`;
     const clients: Client[] = [];
     const subs: Subscriber[] = [];
-    const first = client(rt.url);
+    const first = client(clocked.url);
     clients.push(first);
     // Only the poll's own fields: this is about sharing polls, not about reading series 1,000 times.
     subs.push(subscribeUtilization(first, jobId, POLL_FIELDS));
     await waitFor(() => subs[0]!.samples.length >= 1, 10_000, 'the first sample');
     for (let i = 1; i < 1000; i++) {
-      const c = client(rt.url);
+      const c = client(clocked.url);
       clients.push(c);
       subs.push(subscribeUtilization(c, jobId, POLL_FIELDS));
     }
     await waitFor(() => subs.every((s) => s.samples.length >= 1), 20_000, 'every subscriber to get a sample');
-    expect(rt.live.hub.stats().subscribers).toBe(1000);
-    expect(rt.live.hub.stats().feeds).toBe(1);
+    expect(hub.stats().subscribers).toBe(1000);
+    expect(hub.stats().feeds).toBe(1);
 
-    // Count over a stretch of polls: every getMetrics call is one sample every subscriber gets.
+    // Six intervals of the feed's clock: exactly six polls upstream, each one sample every subscriber gets.
     const ref = subs[0]!;
-    const startIdx = ref.samples.length;
-    await waitFor(() => ref.samples.length >= startIdx + 1, 5000, 'a sample boundary');
     const c0 = sim.count('getMetrics');
-    const t0 = Date.now();
     const i0 = ref.samples.length;
-    // Waits on the samples themselves (events), not on the clock: a busy machine only makes the
-    // polls later, never more frequent, so the bound below holds however slow it is. (polledAt is
-    // when a poll's result went out, so two of them can be closer than an interval.)
-    await waitFor(() => ref.samples.length >= i0 + 6, 30_000, 'six more samples');
-    const polls = sim.count('getMetrics') - c0;
-    const samples = ref.samples.length - i0;
-    const elapsedIntervals = (Date.now() - t0) / INTERVAL_MS;
-    expect(polls).toBe(samples);
-    expect(polls).toBeLessThanOrEqual(Math.ceil(elapsedIntervals) + 1);
+    for (let k = 1; k <= 6; k++) {
+      const stepped = nextStep(hub, topic);
+      timers.advance(INTERVAL_MS);
+      await stepped;
+      await waitFor(() => ref.samples.length >= i0 + k, 30_000, `sample ${k}`);
+    }
+    await waitFor(() => subs.every((s) => s.samples.length >= i0 + 6), 30_000, 'the six samples on every subscriber');
+    expect(sim.count('getMetrics') - c0).toBe(6);
+    expect(ref.samples.length - i0).toBe(6);
     // Every subscriber saw the same polls (none polled on its own).
-    const polledAt = new Set(ref.samples.map((s) => s.polledAt));
-    for (const s of subs.slice(1, 50)) for (const x of s.samples) expect(polledAt.has(x.polledAt) || x.polledAt > ref.samples.at(-1)!.polledAt).toBe(true);
+    const polledAt = ref.samples.map((s) => s.polledAt);
+    for (const s of subs.slice(1)) expect(s.samples.slice(-6).map((x) => x.polledAt)).toEqual(polledAt.slice(-6));
     expect(ref.samples.at(-1)!.granularity).toBe('GPU');
     expect(ref.errors).toEqual([]);
 
     for (const s of subs) s.stop();
     await Promise.all(clients.map((c) => c.dispose()));
-    await sleep(50);
+    await waitFor(() => hub.stats().feeds === 0, 10_000, 'the feed to stop');
+    // Nothing left to fire: three more intervals poll nothing.
+    expect(timers.pending()).toBe(0);
     const cStop = sim.count('getMetrics');
-    await sleep(3 * INTERVAL_MS);
+    timers.advance(3 * INTERVAL_MS);
     expect(sim.count('getMetrics') - cStop).toBe(0);
-    expect(rt.live.hub.stats()).toMatchObject({ feeds: 0, subscribers: 0, leading: [] });
+    expect(hub.stats()).toMatchObject({ feeds: 0, subscribers: 0, leading: [] });
   }, 60_000);
 
   it('a live sample is the series Job.metrics answers: same ids, same points', async () => {
@@ -214,21 +220,30 @@ describe('jobLogs', () => {
 
 describe('jobStatusChanged', () => {
   it('announces a job whose status changed upstream, once', async () => {
+    const hub = clocked.live.hub;
+    const topic = 'live:status:bt';
     const running = sim.fleet.jobs.filter((j) => j.status === 'TRAINING_JOB_RUNNING').at(-1)!;
-    const c = client(rt.url);
+    const c = client(clocked.url);
     const got: { id: string; status: string }[] = [];
+    const firstStep = nextStep(hub, topic);
     const stop = c.subscribe<{ jobStatusChanged: { id: string; status: string } }>(
       { query: 'subscription { jobStatusChanged(filter: { statuses: [STOPPED] }) { id status } }' },
       { next: (r) => r.data && got.push(r.data.jobStatusChanged), error: () => {}, complete: () => {} },
     );
-    await sleep(3 * INTERVAL_MS);
+    // The feed's first poll has seen the job running.
+    await firstStep;
     const stopRes = await fetch(`${sim.url}/v1/training_projects/${running.projectId}/jobs/${running.id}/stop`, {
       method: 'POST',
       headers: { authorization: `Api-Key ${sim.apiKey}` },
     });
     expect(stopRes.status).toBe(200);
-    await waitFor(() => got.length >= 1, 10_000, 'the status event');
-    await sleep(3 * INTERVAL_MS);
+    // The next poll sees it stopped; three more see nothing new.
+    for (let k = 0; k < 4; k++) {
+      const stepped = nextStep(hub, topic);
+      timers.advance(INTERVAL_MS);
+      await stepped;
+      if (k === 0) await waitFor(() => got.length >= 1, 10_000, 'the status event');
+    }
     expect(got).toEqual([{ id: `bt:job:${running.id}`, status: 'STOPPED' }]);
     stop();
     await c.dispose();
@@ -268,9 +283,10 @@ describe('protection', () => {
         cursor: null,
         series: [big],
       });
-      if (i % 100 === 0) await sleep(5);
+      // Lets the socket write what it can between bursts (a turn of the loop, not a duration).
+      if (i % 100 === 0) await new Promise((r) => setImmediate(r));
     }
-    await sleep(200);
+    await waitFor(() => rt.live.hub.stats().dropped > 2000, 10_000, 'the slow queue to drop its oldest samples');
     const stats = rt.live.hub.stats();
     expect(stats.queued).toBeLessThanOrEqual(rt.live.hub.options.sampleBuffer);
     expect(stats.dropped).toBeGreaterThan(2000);

@@ -220,8 +220,20 @@ describe.runIf(REAL_POSTGRES_URL)('Postgres lost during a write burst (real Post
     try {
       // The burst: every finished job's metrics, cold, so each answer is written as it arrives.
       const burst = Promise.all(finishedIds.map((id) => gql(victim, METRICS, { id })));
-      for (const delayMs of [150, 250, 250]) {
-        await new Promise((r) => setTimeout(r, delayMs));
+      let settled = false;
+      const markSettled = () => {
+        settled = true;
+      };
+      burst.then(markSettled, markSettled);
+      // Three kills, each while the burst has a statement running (seen in pg_stat_activity), not
+      // after fixed delays: a busy machine only makes the burst slower.
+      for (let i = 0; i < 3 && !settled; i++) {
+        await eventually(
+          async () =>
+            settled || (await admin`select 1 from pg_stat_activity where datname = ${dbName} and state = 'active' and pid <> pg_backend_pid()`).length > 0,
+          30_000,
+          'a statement of the burst running',
+        );
         const [row] =
           await admin`select count(pg_terminate_backend(pid))::int as n from pg_stat_activity where datname = ${dbName} and pid <> pg_backend_pid()`;
         kills.push(row!.n as number);

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from 'graphql-ws';
 import type { Runtime } from '../../src/server/runtime.js';
 import type { BasetenSimulator } from '../../src/simulators/baseten/server.js';
-import { client, runningJobId, sleep, startSim, startTestRuntime, subscribeUtilization, waitFor, type Subscriber } from '../live/helpers.js';
+import { client, runningJobId, startSim, startTestRuntime, subscribeUtilization, waitFor, type Subscriber } from '../live/helpers.js';
 import { createTestDatabase, REAL_POSTGRES_URL, type TestDatabase } from '../support/database.js';
 import { startPrivateRedis, type PrivateRedis } from '../support/private-services.js';
 
@@ -44,8 +44,12 @@ describe.runIf(REAL_POSTGRES_URL)('Redis killed and started again under two repl
     const leaders = () => replicas.filter((r) => r.live.hub.stats().leading.length > 0).length;
     expect(leaders()).toBe(1);
 
+    // Redis stays down while the poller polls twice more (waited for as its steps, not a duration).
+    const leader = replicas.find((r) => r.live.hub.stats().leading.length > 0)!;
+    const topic = `live:utilization:${jobId}`;
+    const pollsBefore = leader.live.hub.stats().polls[topic]!;
     await redis.kill();
-    await sleep(4 * INTERVAL_S * 1000);
+    await waitFor(() => leader.live.hub.stats().polls[topic]! >= pollsBefore + 2, 30_000, 'two polls while Redis is down');
     await redis.start();
     const restartedAt = new Date().toISOString();
 

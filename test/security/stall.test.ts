@@ -103,10 +103,9 @@ describe('one request cannot stall the rest', () => {
         expect(await bomb).toBe('AbortError');
         await eventually(async () => (await waiting()).length === 0, 10_000, 'the abandoned read to leave pg_stat_activity');
         events.push('read gone');
-        const started = performance.now();
+        // Answered while the lock is still held (it is released only below): nothing waits on it.
         const trivial = await gql('{ providers { id } }');
         expect(trivial).toEqual({ data: { providers: [{ id: 'bt' }] } });
-        expect(performance.now() - started).toBeLessThan(1000);
         events.push('trivial answered');
       } finally {
         release();

@@ -14,6 +14,7 @@ import { loadSecurityConfig, sha256Hex } from '../../src/config/security.js';
 import { startRuntime, type Runtime } from '../../src/server/runtime.js';
 import { startDemoProviders, type DemoProvider } from '../../src/simulators/demo.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { eventually } from '../support/wait.js';
 
 const ADMIN = 'admin-token-0123456789abcdef';
 const TOKEN_A = 'tenant-a-token-0123456789abcdef';
@@ -86,7 +87,8 @@ describe('tenants', () => {
       { name: 'a', sha256: sha256Hex(TOKEN_A), providers: ['modelarts-demo'] },
       { name: 'b', sha256: sha256Hex(TOKEN_B), providers: ['baseten-demo'], projects: [projectB] },
     ]);
-    await new Promise((r) => setTimeout(r, 1100));
+    // Waits for the new file to be in force (token b answers), not for a duration.
+    await eventually(async () => (await gql(TOKEN_B, '{ providers { id } }')).status === 200, 30_000, 'the rewritten tokens file to take effect');
   }, 60_000);
 
   afterAll(async () => {
@@ -220,8 +222,16 @@ describe('tenants', () => {
       { name: 'admin', sha256: sha256Hex(ADMIN) },
       { name: 'b', sha256: sha256Hex(TOKEN_B), providers: ['baseten-demo'], projects: [projectB] },
     ]);
-    await new Promise((r) => setTimeout(r, 1100));
-    const revoked = await first(jobA);
+    // The open connection's next subscription is refused once the file is re-read (waited for as
+    // that refusal, not for a duration).
+    const revoked = await eventually(
+      async () => {
+        const r = await first(jobA);
+        return (r.errors as any[] | undefined)?.[0]?.extensions?.code === 'UNAUTHENTICATED' && r;
+      },
+      30_000,
+      'the revocation to take effect',
+    );
     expect((revoked.errors as any[])[0].extensions.code).toBe('UNAUTHENTICATED');
     await client.dispose();
     // A connection without a token is closed at init with 4403.

@@ -14,6 +14,7 @@ import { pipeline } from 'node:stream/promises';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, REAL_POSTGRES_URL, type TestDatabase } from '../support/database.js';
+import { eventually } from '../support/wait.js';
 
 /** Settles with the query's outcome, or 'hung' if the driver has not answered in time. */
 async function outcome<T>(query: Promise<T>, ms = 5_000): Promise<{ ok: T } | { error: string } | 'hung'> {
@@ -117,7 +118,9 @@ describe.runIf(REAL_POSTGRES_URL)('postgres.js after its connection dies (real P
       expect(await outcome(sql`select 1 as n`)).toEqual({ error: 'ECONNRESET' });
       expect(armed).toBe(false);
       expect(await outcome(sql`select 2 as n`)).toEqual({ ok: [{ n: 2 }] });
-      await new Promise((r) => setTimeout(r, 20));
+      // An unhandled rejection is reported after the microtasks of the turn that left it: two turns of the loop.
+      await new Promise((r) => setImmediate(r));
+      await new Promise((r) => setImmediate(r));
       expect(unhandled).toEqual([]);
     } finally {
       process.off('unhandledRejection', onUnhandled);
@@ -131,7 +134,11 @@ describe.runIf(REAL_POSTGRES_URL)('postgres.js after its connection dies (real P
       const pid = (await sql<{ pid: number }[]>`select pg_backend_pid() as pid`)[0]!.pid;
       // The backend dies while it runs a statement: it answers with 57P01, then closes.
       const running = outcome(sql`select pg_sleep(2)`);
-      await new Promise((r) => setTimeout(r, 200));
+      await eventually(
+        async () => (await admin`select 1 from pg_stat_activity where pid = ${pid} and state = 'active' and query like '%pg_sleep%'`).length > 0,
+        30_000,
+        'the statement to be running',
+      );
       await admin`select pg_terminate_backend(${pid})`;
       expect(await running).toMatchObject({ error: expect.stringMatching(/57P01|CONNECTION_CLOSED/) });
       expect(await outcome(sql`select 5 as n`)).toEqual({ ok: [{ n: 5 }] });
@@ -168,11 +175,12 @@ describe.runIf(REAL_POSTGRES_URL)('postgres.js after its connection dies (real P
       const pid = (await admin<{ pid: number }[]>`select pid from pg_stat_activity where datname = current_database() and state = 'idle in transaction'`)[0]!
         .pid;
       await admin`select pg_terminate_backend(${pid})`;
-      await new Promise((r) => setTimeout(r, 200));
+      // begin() rejects when the connection closes (the body still waits): the pool has seen it.
+      const ended = await transaction;
       // Other work takes the (only) pool slot: it reconnects and answers.
       expect(await outcome(sql`select 6 as n`)).toEqual({ ok: [{ n: 6 }] });
       resume();
-      expect(await transaction).toMatchObject({ error: expect.stringMatching(/CONNECTION_CLOSED|57P01/) });
+      expect(ended).toMatchObject({ error: expect.stringMatching(/CONNECTION_CLOSED|57P01/) });
       await bodyFinished;
       expect(later).toEqual({ error: 'CONNECTION_CLOSED' });
       // Nothing of the dead transaction committed, not even the statements issued after the kill.

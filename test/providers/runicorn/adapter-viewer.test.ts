@@ -207,8 +207,15 @@ describe('the demo starter', () => {
       const before = await a.fetchProgress!(ref(live.externalId), signal());
       expect(before).toMatchObject({ iteration: 300, targetIteration: LIVE_TARGET_STEPS });
       now += 10_000;
-      await new Promise((r) => setTimeout(r, 1100));
-      const after = await a.fetchProgress!(ref(live.externalId), signal());
+      // The demo's writer appends on its own cadence: wait for the step it owes, not for a duration.
+      const after = await eventually(
+        async () => {
+          const p = await a.fetchProgress!(ref(live.externalId), signal());
+          return (p?.iteration ?? 0) > 300 && p;
+        },
+        30_000,
+        'the demo run to log its next steps',
+      );
       expect(after!.iteration).toBe(305);
       expect(LIVE_TARGET_STEPS).toBeGreaterThan(305);
     } finally {

@@ -149,33 +149,62 @@ describe('a run that is still being written', () => {
   });
 });
 
-/** Collects frames until the server closes or `idleMs` passes without one. */
-function collectFrames(url: string, idleMs: number, onOpen?: () => void): Promise<{ frames: string[]; closeCode: number | null; elapsedMs: number }> {
-  return new Promise((resolve) => {
-    const started = Date.now();
-    const frames: string[] = [];
-    const ws = new WebSocket(url);
-    let idle: NodeJS.Timeout | undefined;
-    const finish = (code: number | null) => {
-      clearTimeout(idle);
-      ws.removeAllListeners();
-      ws.terminate();
-      resolve({ frames, closeCode: code, elapsedMs: Date.now() - started });
-    };
-    const arm = () => {
-      clearTimeout(idle);
-      idle = setTimeout(() => finish(null), idleMs);
-    };
-    ws.on('open', () => {
-      arm();
-      onOpen?.();
-    });
-    ws.on('message', (d) => {
-      frames.push(d.toString());
-      arm();
-    });
-    ws.on('close', (code) => finish(code));
+interface FrameLog {
+  frames: string[];
+  /** The server's close code, or null while the socket is open. */
+  closeCode: number | null;
+  elapsedMs: number;
+  /** Waits until `done(frames)` holds or the server closes (a hang fails the test by its own time-out). */
+  until(done: (frames: string[]) => boolean): Promise<void>;
+  /** Resolves when a ping is answered: the socket is open and served. */
+  ping(): Promise<void>;
+  close(): void;
+}
+
+/** Opens the log socket and records every frame and the close, for the test to wait on. */
+async function openFrames(url: string): Promise<FrameLog> {
+  const started = Date.now();
+  const ws = new WebSocket(url);
+  const waiters = new Set<() => void>();
+  const log: FrameLog = {
+    frames: [],
+    closeCode: null,
+    elapsedMs: 0,
+    until: (done) =>
+      new Promise<void>((resolve) => {
+        const check = () => {
+          if (done(log.frames) || log.closeCode !== null) {
+            waiters.delete(check);
+            resolve();
+          }
+        };
+        waiters.add(check);
+        check();
+      }),
+    ping: () =>
+      new Promise<void>((resolve, reject) => {
+        ws.once('pong', () => resolve());
+        ws.ping((err?: Error) => err && reject(err));
+      }),
+    close: () => ws.terminate(),
+  };
+  const notify = () => {
+    log.elapsedMs = Date.now() - started;
+    for (const w of [...waiters]) w();
+  };
+  ws.on('message', (d) => {
+    log.frames.push(d.toString());
+    notify();
   });
+  ws.on('close', (code) => {
+    log.closeCode = code;
+    notify();
+  });
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', () => resolve());
+    ws.once('error', reject);
+  });
+  return log;
 }
 
 const capturedFrames = (file: string) => (fixtureJson(file) as { messages: string[] }).messages.filter((m) => !m.startsWith('<<'));
@@ -184,32 +213,43 @@ describe('the log WebSocket', () => {
   const wsUrl = (id: string) => `${viewer.url.replace('http', 'ws')}/api/runs/${id}/logs/ws`;
 
   it('replays a finished run like the capture and keeps the socket open', async () => {
-    const { frames, closeCode } = await collectFrames(wsUrl(FINISHED_RUN), 400);
-    expect(frames).toEqual(capturedFrames('ws/ws_logs_finished.json'));
-    expect(closeCode).toBeNull();
+    const expected = capturedFrames('ws/ws_logs_finished.json');
+    const log = await openFrames(wsUrl(FINISHED_RUN));
+    await log.until((f) => f.length >= expected.length);
+    expect(log.frames).toEqual(expected);
+    // Still open and served after the replay (the viewer tails the file).
+    await log.ping();
+    expect(log.closeCode).toBeNull();
+    log.close();
   });
 
   it('answers an unknown run with [error] run not found and close 1000', async () => {
-    const { frames, closeCode } = await collectFrames(wsUrl('nope_123'), 3000);
-    expect(frames).toEqual(capturedFrames('ws/ws_logs_not_found.json'));
-    expect(closeCode).toBe(1000);
+    const log = await openFrames(wsUrl('nope_123'));
+    await log.until(() => false);
+    expect(log.frames).toEqual(capturedFrames('ws/ws_logs_not_found.json'));
+    expect(log.closeCode).toBe(1000);
   });
 
   it('drops a run without logs.txt about 2 s after the info line', async () => {
-    const { frames, closeCode, elapsedMs } = await collectFrames(wsUrl(CRASHED_RUN), 4000);
-    expect(frames).toEqual(capturedFrames('ws/ws_logs_no_logs_file.json'));
-    expect(closeCode).toBe(1000);
-    expect(elapsedMs).toBeGreaterThanOrEqual(1900);
+    const log = await openFrames(wsUrl(CRASHED_RUN));
+    await log.until(() => false);
+    expect(log.frames).toEqual(capturedFrames('ws/ws_logs_no_logs_file.json'));
+    expect(log.closeCode).toBe(1000);
+    // A lower bound only: a busy machine makes the drop later, never sooner.
+    expect(log.elapsedMs).toBeGreaterThanOrEqual(1900);
   });
 
   it('tails lines appended after the replay', async () => {
     const logs = join(storage.dir, 'runs/demo/live', LIVE_RUN, 'logs.txt');
     const original = readFileSync(logs, 'utf8');
     try {
-      const { frames } = await collectFrames(wsUrl(LIVE_RUN), 800, () => {
-        setTimeout(() => appendFileSync(logs, '02:33:51 | live step 31\n\n'), 300);
-      });
-      expect(frames).toEqual([...capturedFrames('ws/ws_logs_live.json'), '02:33:51 | live step 31']);
+      const replay = capturedFrames('ws/ws_logs_live.json');
+      const log = await openFrames(wsUrl(LIVE_RUN));
+      await log.until((f) => f.length >= replay.length);
+      appendFileSync(logs, '02:33:51 | live step 31\n\n');
+      await log.until((f) => f.length >= replay.length + 1);
+      log.close();
+      expect(log.frames).toEqual([...replay, '02:33:51 | live step 31']);
       expect(viewer.count('logs_ws')).toBeGreaterThan(0);
     } finally {
       writeFileSync(logs, original);
