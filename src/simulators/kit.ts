@@ -227,6 +227,11 @@ export async function startSimulator(opts: SimulatorOptions, port = 0, host = '1
       send(res, { status: 500, body: { error: `simulator ${opts.name} failed: ${(err as Error).message}` } });
     }
   });
+  // The platforms' APIs sit behind load balancers that keep idle connections for a minute or more;
+  // Node's 5 s default races a client reusing a connection (fetch keeps them 4 s), which shows up
+  // as ECONNRESET on a busy machine. Longer than any client's: the client always closes first.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
   server.on('connection', (s) => {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));

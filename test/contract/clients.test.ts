@@ -141,7 +141,13 @@ beforeEach(() => {
     vi.spyOn(console, level).mockImplementation((...args: unknown[]) => void warnings.push(args.map(String).join(' ')));
   }
 });
-afterEach(() => vi.restoreAllMocks());
+/** Every Apollo client a test made: stopped after it, so none answers (or warns) into the next test. */
+const apolloClients = new Set<ApolloClient>();
+afterEach(() => {
+  for (const c of apolloClients) c.stop();
+  apolloClients.clear();
+  vi.restoreAllMocks();
+});
 
 function apollo(opts: { persisted?: boolean } = {}) {
   const http = new HttpLink({ uri: `${rt.url}/graphql` });
@@ -153,7 +159,9 @@ function apollo(opts: { persisted?: boolean } = {}) {
   );
   const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
   const link = opts.persisted ? ApolloLink.from([new PersistedQueryLink({ sha256 }), transport]) : transport;
-  return new ApolloClient({ link, cache: new InMemoryCache() });
+  const client = new ApolloClient({ link, cache: new InMemoryCache() });
+  apolloClients.add(client);
+  return client;
 }
 
 describe('Apollo Client', () => {
