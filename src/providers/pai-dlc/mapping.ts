@@ -7,22 +7,30 @@ import type { WireCmsDataPoint, WireEcsSpec, WireJob, WireJobMetrics, WireJobSpe
 export const PAI_DLC_SOURCE = 'pai-dlc';
 
 /**
+ * The metrics PAI-DLC serves, on both routes (GetJobMetrics and CloudMonitor), and whether their
+ * values arrive in percent; each route's names come from the metric catalog.
+ */
+const PAI_DLC_METRICS: ReadonlyMap<SystemMetric, boolean> = new Map([
+  ['GPU_UTILIZATION', true],
+  ['GPU_MEMORY_UTILIZATION', true],
+  ['CPU_UTILIZATION', true],
+  ['MEMORY_UTILIZATION', true],
+  ['NETWORK_RECEIVE_RATE', false],
+  ['NETWORK_TRANSMIT_RATE', false],
+  ['DISK_READ_RATE', false],
+  ['DISK_WRITE_RATE', false],
+]);
+
+/**
  * Canonical metric -> the MetricName CloudMonitor's namespace acs_pai_dlc takes for one pod.
  * UNCONFIRMED: the official SDK only shows `JOB_MEMORY_FREE` as an example and no metric list; these
  * follow its SCOPE_RESOURCE_MEASURE pattern at pod scope. A running job whose pods have run for a
  * while but whose answer is empty is reported as a shape mismatch (a wrong name answers that way).
  */
 export const CMS_NAMESPACE = 'acs_pai_dlc';
-export const CMS_METRIC_NAMES: ReadonlyMap<SystemMetric, { metricName: string; percent: boolean }> = new Map([
-  ['GPU_UTILIZATION', { metricName: rawName('GPU_UTILIZATION', 'PAI_DLC', 'CloudMonitor'), percent: true }],
-  ['GPU_MEMORY_UTILIZATION', { metricName: rawName('GPU_MEMORY_UTILIZATION', 'PAI_DLC', 'CloudMonitor'), percent: true }],
-  ['CPU_UTILIZATION', { metricName: rawName('CPU_UTILIZATION', 'PAI_DLC', 'CloudMonitor'), percent: true }],
-  ['MEMORY_UTILIZATION', { metricName: rawName('MEMORY_UTILIZATION', 'PAI_DLC', 'CloudMonitor'), percent: true }],
-  ['NETWORK_RECEIVE_RATE', { metricName: rawName('NETWORK_RECEIVE_RATE', 'PAI_DLC', 'CloudMonitor'), percent: false }],
-  ['NETWORK_TRANSMIT_RATE', { metricName: rawName('NETWORK_TRANSMIT_RATE', 'PAI_DLC', 'CloudMonitor'), percent: false }],
-  ['DISK_READ_RATE', { metricName: rawName('DISK_READ_RATE', 'PAI_DLC', 'CloudMonitor'), percent: false }],
-  ['DISK_WRITE_RATE', { metricName: rawName('DISK_WRITE_RATE', 'PAI_DLC', 'CloudMonitor'), percent: false }],
-]);
+export const CMS_METRIC_NAMES: ReadonlyMap<SystemMetric, { metricName: string; percent: boolean }> = new Map(
+  [...PAI_DLC_METRICS].map(([metric, percent]) => [metric, { metricName: rawName(metric, 'PAI_DLC', 'CloudMonitor'), percent }]),
+);
 
 /** The statistical periods GetMetrics accepts (official SDK model: 15, 60, 900, 3600 seconds). */
 export const CMS_PERIODS = [15, 60, 900, 3600] as const;
@@ -48,16 +56,9 @@ export function metricsRouteOf(job: WireJob): MetricsRoute {
 }
 
 /** Canonical metric -> the MetricType GetJobMetrics takes, and whether values are percent. */
-export const METRIC_TYPES: ReadonlyMap<SystemMetric, { metricType: string; percent: boolean }> = new Map([
-  ['GPU_UTILIZATION', { metricType: rawName('GPU_UTILIZATION', 'PAI_DLC', 'GetJobMetrics'), percent: true }],
-  ['GPU_MEMORY_UTILIZATION', { metricType: rawName('GPU_MEMORY_UTILIZATION', 'PAI_DLC', 'GetJobMetrics'), percent: true }],
-  ['CPU_UTILIZATION', { metricType: rawName('CPU_UTILIZATION', 'PAI_DLC', 'GetJobMetrics'), percent: true }],
-  ['MEMORY_UTILIZATION', { metricType: rawName('MEMORY_UTILIZATION', 'PAI_DLC', 'GetJobMetrics'), percent: true }],
-  ['NETWORK_RECEIVE_RATE', { metricType: rawName('NETWORK_RECEIVE_RATE', 'PAI_DLC', 'GetJobMetrics'), percent: false }],
-  ['NETWORK_TRANSMIT_RATE', { metricType: rawName('NETWORK_TRANSMIT_RATE', 'PAI_DLC', 'GetJobMetrics'), percent: false }],
-  ['DISK_READ_RATE', { metricType: rawName('DISK_READ_RATE', 'PAI_DLC', 'GetJobMetrics'), percent: false }],
-  ['DISK_WRITE_RATE', { metricType: rawName('DISK_WRITE_RATE', 'PAI_DLC', 'GetJobMetrics'), percent: false }],
-]);
+export const METRIC_TYPES: ReadonlyMap<SystemMetric, { metricType: string; percent: boolean }> = new Map(
+  [...PAI_DLC_METRICS].map(([metric, percent]) => [metric, { metricType: rawName(metric, 'PAI_DLC', 'GetJobMetrics'), percent }]),
+);
 
 const STATUS_MAP: Record<string, JobStatus> = {
   Creating: 'PENDING',

@@ -2,13 +2,13 @@
 // recipe (shared/providers/pai-dlc.md): it must behave as the real ROA API does, since it is what
 // keeps the PAI-DLC adapter honest. Success, paging, auth failure, 429 with its retry hint, 5xx,
 // a malformed body and a held (timed-out) request, each in Alibaba's shapes.
-import { once } from 'node:events';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { heldUntilAbandoned, simAnswer } from '../../support/sim-http.js';
 import { startPaiDlcSimulator, type PaiDlcSimulator } from '../../../src/simulators/pai-dlc/index.js';
 import { rawSigned } from '../../providers/pai-dlc/helpers.js';
 
 const ANCHOR = Date.UTC(2026, 2, 1);
-let nowMs = ANCHOR + 12 * 3600_000;
+const nowMs = ANCHOR + 12 * 3600_000;
 let sim: PaiDlcSimulator;
 
 beforeAll(async () => {
@@ -22,20 +22,11 @@ beforeEach(() => {
   sim.resetStats();
 });
 
-type Json = any;
-
 /** A V3-signed GET dated by the simulator's clock, so the 15-minute skew check passes. */
 async function call(action: string, path: string, query: Record<string, string> = {}, opts: { secret?: string; signal?: AbortSignal } = {}) {
   const { url, headers } = rawSigned(sim, { action, path, query, date: new Date(nowMs), secret: opts.secret });
   const res = await fetch(url, { headers, signal: opts.signal });
-  const text = await res.text();
-  let body: Json;
-  try {
-    body = text ? JSON.parse(text) : undefined;
-  } catch {
-    body = { unparsed: text };
-  }
-  return { status: res.status, headers: res.headers, body };
+  return simAnswer(res);
 }
 const listJobs = (query: Record<string, string> = {}) => call('ListJobs', '/api/v1/jobs', query);
 
@@ -46,7 +37,7 @@ describe('ListJobs', () => {
     expect(typeof first.body.RequestId).toBe('string');
     const total = Number(first.body.TotalCount);
     expect(total).toBeGreaterThan(5);
-    const seen: Json[] = [];
+    const seen: any[] = [];
     for (let page = 1; seen.length < total; page++) {
       const r = await listJobs({ PageSize: '5', PageNumber: String(page) });
       expect(r.body.Jobs.length).toBeGreaterThan(0);
@@ -94,8 +85,8 @@ describe('GetJob and GetJobMetrics', () => {
     const to = new Date(nowMs).toISOString();
     const r = await call('GetJobMetrics', `/api/v1/jobs/${job.JobId}/metrics`, { MetricType: 'GpuCoreUsage', StartTime: from, EndTime: to, TimeStep: '5m' });
     expect(r.status).toBe(200);
-    expect(r.body.PodMetrics.map((p: Json) => p.PodId).sort()).toEqual(job.Pods.map((p) => p.PodId).sort());
-    const points = r.body.PodMetrics.flatMap((p: Json) => p.Metrics);
+    expect(r.body.PodMetrics.map((p: any) => p.PodId).sort()).toEqual(job.Pods.map((p) => p.PodId).sort());
+    const points = r.body.PodMetrics.flatMap((p: any) => p.Metrics);
     expect(points.length).toBeGreaterThan(0);
     for (const p of points) {
       expect(p.Time % 300_000).toBe(0);
@@ -156,15 +147,8 @@ describe('failures, in Alibaba shapes', () => {
   });
 
   it('holds a request until its client gives up, and counts it abandoned', async () => {
-    sim.inject({ kind: 'timeout', route: 'listJobs', times: 1 });
-    const abort = new AbortController();
-    const arrived = once(sim.events, 'request');
-    const answer = call('ListJobs', '/api/v1/jobs', {}, { signal: abort.signal }).catch((e: Error) => e);
-    await arrived;
-    const abandoned = once(sim.events, 'abandoned');
-    abort.abort();
-    expect(await answer).toBeInstanceOf(Error);
-    expect(await abandoned).toEqual(['listJobs']);
+    const seen = await heldUntilAbandoned(sim, 'listJobs', (signal) => call('ListJobs', '/api/v1/jobs', {}, { signal }));
+    expect(seen).toBeInstanceOf(Error);
     expect(sim.abandoned('listJobs')).toBe(1);
     // The fault hit once: the next request is answered.
     expect((await listJobs()).status).toBe(200);

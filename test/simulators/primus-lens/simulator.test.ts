@@ -3,15 +3,13 @@
 // The {meta, data} envelope with handler errors as HTTP 200 + meta.code, paging, the unified
 // training-metrics route, the auth setups, and the failures a deployment produces (a gateway's
 // 429 with Retry-After, an Envoy 503, a truncated body, a held request).
-import { once } from 'node:events';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { heldUntilAbandoned, simAnswer } from '../../support/sim-http.js';
 import { startPrimusLensSimulator, type PrimusLensSimulator } from '../../../src/simulators/primus-lens/server.js';
 
 const ANCHOR = Date.UTC(2026, 2, 1);
 const nowMs = ANCHOR + 12 * 3600_000;
 let sim: PrimusLensSimulator;
-
-type Json = any;
 
 beforeAll(async () => {
   sim = await startPrimusLensSimulator({ seed: 5, anchorMs: ANCHOR, now: () => nowMs, replicas: 3 });
@@ -26,14 +24,7 @@ beforeEach(() => {
 
 async function get(path: string, init: RequestInit = {}, s: PrimusLensSimulator = sim) {
   const res = await fetch(`${s.url}${s.prefix}${path}`, init);
-  const text = await res.text();
-  let body: Json;
-  try {
-    body = text ? JSON.parse(text) : undefined;
-  } catch {
-    body = { unparsed: text };
-  }
-  return { status: res.status, headers: res.headers, body };
+  return simAnswer(res);
 }
 
 describe('workloads', () => {
@@ -43,7 +34,7 @@ describe('workloads', () => {
     expect(first.body.meta).toEqual({ code: 2000, message: 'OK' });
     const total = first.body.data.total as number;
     expect(total).toBeGreaterThan(8);
-    const seen: Json[] = [];
+    const seen: any[] = [];
     for (let page = 1; seen.length < total; page++) {
       const r = await get(`/workloads?page_num=${page}&page_size=4`);
       expect(r.body.data.total).toBe(total);
@@ -155,16 +146,10 @@ describe('failures a deployment produces', () => {
   });
 
   it('holds a request until its client gives up, and counts it abandoned', async () => {
-    sim.inject({ kind: 'timeout', route: 'workloads', times: 1 });
-    const abort = new AbortController();
-    const arrived = once(sim.events, 'request');
-    const answer = get('/workloads', { signal: abort.signal }).catch((e: Error) => e);
-    await arrived;
-    const abandoned = once(sim.events, 'abandoned');
-    abort.abort();
-    expect(await answer).toBeInstanceOf(Error);
-    expect(await abandoned).toEqual(['workloads']);
+    const seen = await heldUntilAbandoned(sim, 'workloads', (signal) => get('/workloads', { signal }));
+    expect(seen).toBeInstanceOf(Error);
     expect(sim.abandoned('workloads')).toBe(1);
+    // The fault hit once: the next request is answered.
     expect((await get('/workloads')).status).toBe(200);
   });
 });
