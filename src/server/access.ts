@@ -96,7 +96,11 @@ function filtered<T>(inner: DataLoader<string, T | null>, visible: (row: T) => P
 /** The request's context narrowed to a token's scope. */
 export function scopeContext(base: Context, scope: AccessScope): Context {
   const providers = base.store.providers.narrowed(scope.visibleProviders(base.store.providers.ids()));
-  const inner = base.store.loaders;
+  return { ...base, store: base.store.narrowed(providers, (inner) => scopedLoaders(inner, scope)), access: scope };
+}
+
+/** The request's loaders narrowed to a token's scope. */
+function scopedLoaders(inner: Loaders, scope: AccessScope): Loaders {
   // A project-scoped token answers job ids from the cache only: fetching a cache miss upstream
   // would make an unknown id slow and another project's known job fast, and the difference would
   // tell the token which ids exist. From the cache, both cost one lookup and answer null. (The
@@ -124,12 +128,11 @@ export function scopeContext(base: Context, scope: AccessScope): Context {
     { maxBatchSize: 1000 },
   );
   const ownJob = async (row: NodeRow | GpuRow) => (await jobById.load(row.jobId)) !== null;
-  const loaders: Loaders = {
+  return {
     ...inner,
     jobById,
     projectById: filtered<ProjectRow>(inner.projectById, (p) => scope.allowsProject(p.id)),
     nodeById: filtered<NodeRow>(inner.nodeById, ownJob),
     gpuById: filtered<GpuRow>(inner.gpuById, ownJob),
   };
-  return { ...base, store: base.store.narrowed(providers, loaders), access: scope };
 }

@@ -71,10 +71,16 @@ async function sharedSubscribe(
 export function useSharedSubscriptions(): Plugin {
   return {
     onSubscribe({ args, subscribeFn, setSubscribeFn }) {
+      // Each subscription's context lives as long as it does: once an event's result is out, its
+      // reads are let go (with shared execution, most contexts never read again after their
+      // catch-up; they held its rows for the subscription's life: ~300 KiB per subscriber).
+      const store = (args.contextValue as { store?: { endEvent?(): void } }).store;
+      const endEvent = { onSubscribeResult: () => ({ onNext: () => store?.endEvent?.() }) };
       const scope = (args.contextValue as { access?: { name?: string } | null }).access?.name ?? '';
       const key = shareableKey(args, scope);
-      if (!key) return;
+      if (!key) return endEvent;
       setSubscribeFn((a) => sharedSubscribe(a as ExecutionArgs, key, () => subscribeFn(a)) as never);
+      return endEvent;
     },
   };
 }

@@ -120,34 +120,57 @@ export interface StoredSample {
 
 /** The store as one request sees it: fresh loaders (a per-request cache) and the provider view it may see. */
 export class RequestStore {
+  private current: Loaders | null = null;
+
   constructor(
     private readonly rt: ReadThrough,
     readonly providers: ProviderDirectory,
-    readonly loaders: Loaders,
+    private readonly makeLoaders: () => Loaders,
     private readonly shared: SharedReads = { memo: null },
-    /** The unnarrowed loaders the narrowed ones wrap (the same object when not narrowed). */
-    private readonly baseLoaders: Loaders = loaders,
+    /** The unnarrowed store a narrowed one wraps (null when not narrowed). */
+    private readonly base: RequestStore | null = null,
   ) {}
 
+  /** This request's DataLoaders, made at first use (a subscription gets new ones for each event). */
+  get loaders(): Loaders {
+    this.current ??= this.makeLoaders();
+    return this.current;
+  }
+
   /**
-   * A subscription's context outlives one answer: before each live event its loaders forget what
-   * they read, and its cache reads are shared with every other subscriber handling the same event
-   * (the same payload object), so N subscribers cost one set of statements, not N.
+   * A subscription's context outlives one answer: each live event is read with new loaders, and
+   * its cache reads are shared with every other subscriber handling the same event (the same
+   * payload object), so N subscribers cost one set of statements, not N.
    */
   startEvent(event: object): void {
     let memo = eventReads.get(event);
     if (!memo) eventReads.set(event, (memo = new Map()));
     this.shared.memo = memo;
-    for (const loader of new Set([...Object.values(this.loaders), ...Object.values(this.baseLoaders)])) loader.clearAll();
+    this.dropLoaders();
+  }
+
+  /**
+   * The event's answer is out: its loaders and shared reads are let go, so a subscription holds
+   * nothing of an event between events. (Clearing a DataLoader is not enough: it keeps its last
+   * batch, and with it the rows that batch answered.)
+   */
+  endEvent(): void {
+    this.shared.memo = null;
+    this.dropLoaders();
+  }
+
+  private dropLoaders(): void {
+    this.current = null;
+    this.base?.dropLoaders();
   }
 
   now(): Date {
     return this.rt.now();
   }
 
-  /** The same request narrowed to a token's scope: fewer providers, loaders that hide what is outside it. */
-  narrowed(providers: ProviderDirectory, loaders: Loaders): RequestStore {
-    return new RequestStore(this.rt, providers, loaders, this.shared, this.baseLoaders);
+  /** The same request narrowed to a token's scope: fewer providers, loaders (made by `narrow` over this store's) that hide what is outside it. */
+  narrowed(providers: ProviderDirectory, narrow: (inner: Loaders) => Loaders): RequestStore {
+    return new RequestStore(this.rt, providers, () => narrow(this.loaders), this.shared, this);
   }
 
   /** Refreshes the providers' job lists where stale; the freshness of each (a failure leaves its cache as is). */
@@ -213,7 +236,7 @@ export class Store {
   /** A store for one request (one GraphQL operation): its loaders cache nothing beyond it. */
   forRequest(): RequestStore {
     const shared: SharedReads = { memo: null };
-    return new RequestStore(this.rt, this.providers, createLoaders(this.rt, shared), shared);
+    return new RequestStore(this.rt, this.providers, () => createLoaders(this.rt, shared), shared);
   }
 
   now(): Date {
