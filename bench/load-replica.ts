@@ -55,8 +55,33 @@ if (cluster.isPrimary && opts.workers > 1) {
     clock: () => opts.anchorMs,
   });
   process.send!({ ready: true, url: runtime.url });
-  process.on('message', (m: { cmd?: string; id?: number }) => {
+  // bench/load-profile.ts profiles only the load itself (not start-up and warm-up): a V8 CPU
+  // profile between 'profile-start' and 'profile-stop', written to the file it names.
+  let profiler: import('node:inspector/promises').Session | null = null;
+  process.on('message', (m: { cmd?: string; id?: number; file?: string }) => {
     if (m.cmd === 'close') void runtime.close().then(() => process.exit(0));
     if (m.cmd === 'cpu') process.send!({ id: m.id, cpuUs: cpuUs() });
+    if (m.cmd === 'profile-start') {
+      void (async () => {
+        const { Session } = await import('node:inspector/promises');
+        profiler = new Session();
+        profiler.connect();
+        await profiler.post('Profiler.enable');
+        await profiler.post('Profiler.setSamplingInterval', { interval: 500 });
+        await profiler.post('Profiler.start');
+        process.send!({ id: m.id });
+      })();
+    }
+    if (m.cmd === 'profile-stop' && profiler) {
+      const session = profiler;
+      profiler = null;
+      void (async () => {
+        const { profile } = await session.post('Profiler.stop');
+        const { writeFileSync } = await import('node:fs');
+        writeFileSync(m.file!, JSON.stringify(profile));
+        session.disconnect();
+        process.send!({ id: m.id });
+      })();
+    }
   });
 }

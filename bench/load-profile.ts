@@ -1,0 +1,166 @@
+// CPU profiles of one replica under the load bench's warm reads: `npx tsx bench/load-profile.ts
+// --out <dir>` starts the simulator, a fresh Postgres database (or PGlite with --pglite) and, for
+// each scenario (--scenarios list,page,trivial), a replica, warms it as bench/load.ts does, then
+// profiles it (V8's CPU profiler, in the replica: start-up and warm-up left out) while wrk drives
+// the scenario (--connections, --seconds), writes <dir>/<scenario>.cpuprofile and prints the top
+// self and inclusive frames (bench/cpu-profile-summary.ts).
+import { fork, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { summarizeProfile } from './cpu-profile-summary.js';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const { values: flags } = parseArgs({
+  options: {
+    out: { type: 'string', default: path.join(tmpdir(), 'tg-load-profile') },
+    seconds: { type: 'string', default: '8' },
+    connections: { type: 'string', default: '20' },
+    scenarios: { type: 'string', default: 'list,page,trivial' },
+    pglite: { type: 'boolean', default: false },
+    top: { type: 'string', default: '25' },
+    db: { type: 'string', default: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/' },
+  },
+});
+const ANCHOR = Date.UTC(2026, 10, 20, 12, 0, 0);
+const OUT = path.resolve(flags.out!);
+mkdirSync(OUT, { recursive: true });
+
+const LIST_QUERY = '{ jobs(first: 20) { edges { node { id name status provider { kind } } } } }';
+const PAGE_QUERY = `query Page($id: ID!) { job(id: $id) { id name status
+  nodes { name gpus { index utilization(maxPoints: 300) { points { timestamp value } } } } } }`;
+const TRIVIAL_QUERY = '{ providers { id name } }';
+
+interface Child {
+  url: string;
+  ready: any;
+  /** A command the child answers with a message carrying the same id. */
+  request(message: Record<string, unknown>): Promise<void>;
+  close(): Promise<void>;
+}
+
+function startChild(script: string, options: unknown): Promise<Child> {
+  const child: ChildProcess = fork(path.join(HERE, script), [JSON.stringify(options)], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`${script} exited (${code}) before it was ready`)));
+    child.once('message', (m: any) => {
+      child.removeAllListeners('exit');
+      let seq = 0;
+      resolve({
+        url: m.url,
+        ready: m,
+        request: (message) =>
+          new Promise<void>((done) => {
+            const id = ++seq;
+            const on = (r: any) => r.id === id && (child.off('message', on), done());
+            child.on('message', on);
+            child.send({ ...message, id });
+          }),
+        close: () =>
+          new Promise<void>((done) => {
+            const timer = setTimeout(() => (child.kill('SIGKILL'), done()), 20_000);
+            child.once('exit', () => (clearTimeout(timer), done()));
+            child.send({ cmd: 'close' });
+          }),
+      });
+    });
+  });
+}
+
+async function freePort(): Promise<number> {
+  const { createServer } = await import('node:net');
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function post(url: string, body: unknown): Promise<any> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const json = (await res.json()) as any;
+  if (res.status !== 200 || json.errors) throw new Error(`${url}: ${JSON.stringify(json).slice(0, 300)}`);
+  return json;
+}
+
+const WORK = mkdtempSync(path.join(tmpdir(), 'tg-load-profile-'));
+const LUA = path.join(WORK, 'post.lua');
+writeFileSync(
+  LUA,
+  `wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local f = io.open(os.getenv("BODY_FILE"), "r"); wrk.body = f:read("*a"); f:close()
+`,
+);
+
+const sim = await startChild('sim-child.ts', {
+  seed: 7,
+  anchorMs: ANCHOR,
+  fleet: { projects: 5, jobsPerProject: 10, emptyProjects: 0, nodesPerJob: 2, gpusPerNode: 8, statuses: ['TRAINING_JOB_RUNNING'] },
+});
+let databaseUrl: string | null = null;
+let dataDir = 'memory://';
+let dropDatabase = async () => {};
+if (!flags.pglite) {
+  const { default: postgres } = await import('postgres');
+  const admin = postgres(flags.db!, { max: 1, onnotice: () => {} });
+  const name = `tg_profile_${process.pid}_${Date.now()}`;
+  await admin.unsafe(`create database ${name}`);
+  const u = new URL(flags.db!);
+  u.pathname = `/${name}`;
+  databaseUrl = u.toString();
+  dropDatabase = async () => {
+    await admin.unsafe(`drop database if exists ${name} with (force)`);
+    await admin.end();
+  };
+} else {
+  dataDir = path.join(WORK, 'pglite');
+  mkdirSync(dataDir, { recursive: true });
+}
+
+try {
+  for (const scenario of flags.scenarios!.split(',')) {
+    const replica = await startChild('load-replica.ts', {
+      port: await freePort(),
+      workers: 1,
+      databaseUrl,
+      dataDir,
+      simUrl: sim.url,
+      apiKey: sim.ready.apiKey,
+      anchorMs: ANCHOR,
+    });
+    const gql = `${replica.url}/graphql`;
+    const list = await post(gql, { query: LIST_QUERY });
+    const jobId: string = list.data.jobs.edges[0].node.id;
+    const bodies: Record<string, unknown> = {
+      list: { query: LIST_QUERY },
+      page: { query: PAGE_QUERY, variables: { id: jobId } },
+      trivial: { query: TRIVIAL_QUERY },
+    };
+    for (let i = 0; i < 3; i++) for (const b of Object.values(bodies)) await post(gql, b);
+    const file = path.join(WORK, `body-${scenario}.json`);
+    writeFileSync(file, JSON.stringify(bodies[scenario]));
+    const target = path.join(OUT, `${scenario}.cpuprofile`);
+    await replica.request({ cmd: 'profile-start' });
+    const out = spawnSync('wrk', ['-t2', `-c${flags.connections}`, `-d${flags.seconds}s`, '-s', LUA, gql], {
+      env: { ...process.env, BODY_FILE: file },
+      encoding: 'utf8',
+    });
+    const rps = /Requests\/sec:\s+([\d.]+)/.exec(out.stdout)?.[1];
+    const requests = Number(/(\d+) requests in/.exec(out.stdout)?.[1] ?? NaN);
+    await replica.request({ cmd: 'profile-stop', file: target });
+    await replica.close();
+    console.log(`\n## ${scenario}: ${rps} req/s, ${requests} requests (wrk -c${flags.connections} -d${flags.seconds}s)\n`);
+    console.log(summarizeProfile(target, { top: Number(flags.top), requests }));
+  }
+} finally {
+  await sim.close();
+  await dropDatabase();
+  rmSync(WORK, { recursive: true, force: true });
+}
