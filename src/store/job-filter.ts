@@ -101,6 +101,43 @@ export function jobFilterConditions(filter: JobFilter): SQL[] {
   return cond;
 }
 
+/**
+ * The plain conditions (id lists, a project, owners) a prepared statement answers: a key naming
+ * which of them the filter has, or null when it has any other condition (a name, labels, time
+ * windows, training metrics, summaries), whose statement jobFilterConditions builds each time.
+ */
+export function preparedFilterShape(filter: JobFilter): string | null {
+  if (filter.nameContains || filter.labels?.length || filter.created || filter.started || filter.finished) return null;
+  if (filter.hasTrainingMetrics?.length || filter.summary?.length) return null;
+  return `${filter.providerIds ? 'P' : ''}${filter.statuses ? 'S' : ''}${filter.projectId ? 'J' : ''}${filter.projectIds ? 'Q' : ''}${filter.owners ? 'O' : ''}`;
+}
+
+/**
+ * jobFilterConditions for a filter preparedFilterShape accepts, with its values as placeholders
+ * (preparedFilterValues binds them): each list is one text[] parameter, whatever its length.
+ */
+export function preparedFilterConditions(filter: JobFilter): SQL[] {
+  const list = (name: string) => sql`${sql.placeholder(name)}::text[]`;
+  const cond: SQL[] = [];
+  if (filter.providerIds) cond.push(sql`${t.jobs.providerId} = any(${list('providerIds')})`);
+  if (filter.statuses) cond.push(sql`${t.jobs.status} = any(${list('statuses')})`);
+  if (filter.projectId) cond.push(sql`${t.jobs.projectId} = ${sql.placeholder('projectId')}::text`);
+  if (filter.projectIds) cond.push(sql`${t.jobs.projectId} = any(${list('projectIds')})`);
+  if (filter.owners) cond.push(sql`${t.jobs.owner} = any(${list('owners')})`);
+  return cond;
+}
+
+/** The values preparedFilterConditions' placeholders take. */
+export function preparedFilterValues(filter: JobFilter): Record<string, unknown> {
+  const values: Record<string, unknown> = {};
+  if (filter.providerIds) values.providerIds = [...filter.providerIds];
+  if (filter.statuses) values.statuses = [...filter.statuses];
+  if (filter.projectId) values.projectId = filter.projectId;
+  if (filter.projectIds) values.projectIds = [...filter.projectIds];
+  if (filter.owners) values.owners = [...filter.owners];
+  return values;
+}
+
 interface MatchableJob {
   providerId: string;
   status: string;
@@ -192,6 +229,21 @@ export function cursorKeySql(order: JobOrder, key: number | string | null): SQL 
   if (order.by === 'NAME') return sql`(${String(key)} collate "C")`;
   if (key === null) return sql.raw(order.direction === 'ASC' ? `'Infinity'::float8` : `'-Infinity'::float8`);
   return sql`${Number(key)}::float8`;
+}
+
+/** cursorKeySql with the key as the placeholder `cursorKey` (preparedCursorKey binds it); not for a missing numeric key. */
+export function preparedCursorKeySql(order: JobOrder): SQL {
+  const key = sql.placeholder('cursorKey');
+  if (order.by === 'CREATED') return sql`${key}::timestamptz`;
+  if (order.by === 'NAME') return sql`(${key}::text collate "C")`;
+  return sql`${key}::float8`;
+}
+
+/** The value preparedCursorKeySql binds; null when a numeric key is missing (cursorKeySql's constant then). */
+export function preparedCursorKey(order: JobOrder, key: number | string | null): number | string | null {
+  if (order.by === 'CREATED') return new Date(Number(key)).toISOString();
+  if (order.by === 'NAME') return String(key);
+  return key === null ? null : Number(key);
 }
 
 /** A row's order key as a cursor holds it: a time as epoch ms, a missing value as null. */

@@ -6,7 +6,21 @@ import { summaryModePattern } from '../domain/metric-catalog.js';
 import type { Aggregation, JobLabel, JobRecord, NodeRecord, ProjectRecord, SeriesData } from '../domain/types.js';
 import type { Db } from './db.js';
 import { chunks, copierOf, isUniqueViolation, rowsOf, textArray, toDate } from './sql-util.js';
-import { cursorKeyOf, cursorKeySql, DEFAULT_JOB_ORDER, jobFilterConditions, orderKeySql, type JobCursor, type JobFilter, type JobOrder } from './job-filter.js';
+import {
+  cursorKeyOf,
+  cursorKeySql,
+  DEFAULT_JOB_ORDER,
+  jobFilterConditions,
+  orderKeySql,
+  preparedCursorKey,
+  preparedCursorKeySql,
+  preparedFilterConditions,
+  preparedFilterShape,
+  preparedFilterValues,
+  type JobCursor,
+  type JobFilter,
+  type JobOrder,
+} from './job-filter.js';
 import * as t from './tables.js';
 
 export type JobRow = typeof t.jobs.$inferSelect;
@@ -138,11 +152,81 @@ const OWN_DEVICES_AT_FINEST_SCOPE = sql.raw(`not coalesce((s.meta->>'nodeWide'):
     from series s2 where s2.job_id = s.job_id and s2.kind = 'system' and s2.name = s.name
       and not coalesce((s2.meta->>'nodeWide')::boolean, false) and not coalesce((s2.meta->>'hostWide')::boolean, false))`);
 
+/** A placeholder for a text[] parameter: one parameter whatever the number of ids (both drivers bind a JS array). */
+const ids = (name: string) => sql`${sql.placeholder(name)}::text[]`;
+
+/**
+ * The reads every warm request makes (a job list's sync check and page, a job page's topology,
+ * series and fetch records), built once per database handle and sent as prepared statements: the
+ * SQL is not rebuilt by drizzle's query builder per request, and on PostgreSQL the statement is
+ * parsed once per connection and answered in one round trip (an unprepared statement with
+ * parameters costs postgres.js a Describe round trip first). Id lists bind as one text[], so the
+ * statement is the same for any number of ids.
+ */
+function preparedReads(db: Db) {
+  return {
+    providerSyncs: db
+      .select()
+      .from(t.providerSyncs)
+      .where(and(sql`${t.providerSyncs.providerId} = any(${ids('ids')})`, eq(t.providerSyncs.dataset, sql.placeholder('dataset'))))
+      .prepare('provider_syncs'),
+    jobsByIds: db
+      .select()
+      .from(t.jobs)
+      .where(sql`${t.jobs.id} = any(${ids('ids')})`)
+      .prepare('jobs_by_ids'),
+    projectsByIds: db
+      .select()
+      .from(t.projects)
+      .where(sql`${t.projects.id} = any(${ids('ids')})`)
+      .prepare('projects_by_ids'),
+    nodesOfJobs: db
+      .select()
+      .from(t.nodes)
+      .where(sql`${t.nodes.jobId} = any(${ids('ids')})`)
+      .orderBy(t.nodes.jobId, t.nodes.ord)
+      .prepare('nodes_of_jobs'),
+    gpusOfJobs: db
+      .select()
+      .from(t.gpus)
+      .where(sql`${t.gpus.jobId} = any(${ids('ids')})`)
+      .orderBy(t.gpus.nodeId, t.gpus.idx)
+      .prepare('gpus_of_jobs'),
+    seriesOfJobs: db
+      .select()
+      .from(t.series)
+      .where(and(sql`${t.series.jobId} = any(${ids('ids')})`, eq(t.series.kind, sql.placeholder('kind'))))
+      .orderBy(t.series.jobId, t.series.name, t.series.nodeId, t.series.gpuId, t.series.id)
+      .prepare('series_of_jobs'),
+    fetchesOf: db
+      .select()
+      .from(t.fetches)
+      .where(and(sql`${t.fetches.jobId} = any(${ids('ids')})`, sql`${t.fetches.dataset} = any(${ids('datasets')})`))
+      .orderBy(desc(t.fetches.fetchedAt))
+      .prepare('fetches_of'),
+  };
+}
+
+type PreparedJobQuery = { execute(values: Record<string, unknown>): Promise<Record<string, unknown>[]> };
+
+/** Orders whose key is a column expression without values (DURATION binds an instant, SUMMARY a metric name). */
+function orderKeyIsConstant(order: JobOrder): boolean {
+  return order.by === 'CREATED' || order.by === 'NAME' || order.by === 'STARTED' || order.by === 'ACCELERATOR_COUNT';
+}
+
 export class Repository {
+  private prepared: ReturnType<typeof preparedReads> | null = null;
+  /** Job pages and counts of the plain filter shapes (preparedFilterShape), prepared once per shape. */
+  private readonly jobQueries = new Map<string, PreparedJobQuery>();
+
   constructor(
     readonly db: Db,
     private readonly inTransaction = false,
   ) {}
+
+  private get reads(): ReturnType<typeof preparedReads> {
+    return (this.prepared ??= preparedReads(this.db));
+  }
 
   /**
    * Runs writes that belong together in one transaction: a batch's points and the record that
@@ -168,10 +252,7 @@ export class Repository {
 
   async providerSyncs(providerIds: readonly string[], dataset: string): Promise<ProviderSyncRow[]> {
     if (providerIds.length === 0) return [];
-    return this.db
-      .select()
-      .from(t.providerSyncs)
-      .where(and(inArray(t.providerSyncs.providerId, [...providerIds]), eq(t.providerSyncs.dataset, dataset)));
+    return this.reads.providerSyncs.execute({ ids: [...providerIds], dataset });
   }
 
   /**
@@ -531,18 +612,12 @@ export class Repository {
 
   async jobsByIds(ids: readonly string[]): Promise<JobRow[]> {
     if (ids.length === 0) return [];
-    return this.db
-      .select()
-      .from(t.jobs)
-      .where(inArray(t.jobs.id, [...ids]));
+    return this.reads.jobsByIds.execute({ ids: [...ids] });
   }
 
   async projectsByIds(ids: readonly string[]): Promise<ProjectRow[]> {
     if (ids.length === 0) return [];
-    return this.db
-      .select()
-      .from(t.projects)
-      .where(inArray(t.projects.id, [...ids]));
+    return this.reads.projectsByIds.execute({ ids: [...ids] });
   }
 
   async projectsOf(providerIds: readonly string[]): Promise<ProjectRow[]> {
@@ -566,9 +641,36 @@ export class Repository {
     direction: 'forward' | 'backward' = 'forward',
     order: JobOrder = DEFAULT_JOB_ORDER,
   ): Promise<OrderedJobRow[]> {
+    const ascending = (order.direction === 'ASC') !== (direction === 'backward');
+    const shape = preparedFilterShape(filter);
+    const cursorKey = cursor ? preparedCursorKey(order, cursor.key) : null;
+    if (shape !== null && orderKeyIsConstant(order)) {
+      const name = `page|${shape}|${order.by}|${ascending ? 'asc' : 'desc'}|${cursor ? (cursorKey === null ? 'null' : 'key') : ''}`;
+      let query = this.jobQueries.get(name);
+      if (!query) {
+        const cond = preparedFilterConditions(filter);
+        const key = orderKeySql(order);
+        if (cursor) {
+          const at = cursorKey === null ? cursorKeySql(order, null) : preparedCursorKeySql(order);
+          cond.push(sql`(${key}, ${t.jobs.id}) ${sql.raw(ascending ? '>' : '<')} (${at}, ${sql.placeholder('cursorId')})`);
+        }
+        query = this.db
+          .select({ ...getTableColumns(t.jobs), orderKey: sql<unknown>`${key}`.as('order_key') })
+          .from(t.jobs)
+          .where(cond.length ? and(...cond) : undefined)
+          .orderBy(...(ascending ? [sql`${key} asc`, asc(t.jobs.id)] : [sql`${key} desc`, desc(t.jobs.id)]))
+          .limit(sql.placeholder('limit') as never)
+          .prepare(name.replace(/\W+/g, '_')) as unknown as PreparedJobQuery;
+        this.jobQueries.set(name, query);
+      }
+      const values = { ...preparedFilterValues(filter), limit: limit + 1, ...(cursor ? { cursorKey: cursorKey ?? undefined, cursorId: cursor.id } : {}) };
+      const rows = (await query.execute(values)) as OrderedJobRow[];
+      // The rows are this call's own: each keeps its columns and gets its key in cursor form.
+      for (const row of rows) row.orderKey = cursorKeyOf(order, row.orderKey);
+      return rows;
+    }
     const cond = jobFilterConditions(filter);
     const key = orderKeySql(order);
-    const ascending = (order.direction === 'ASC') !== (direction === 'backward');
     if (cursor) {
       cond.push(sql`(${key}, ${t.jobs.id}) ${sql.raw(ascending ? '>' : '<')} (${cursorKeySql(order, cursor.key)}, ${cursor.id})`);
     }
@@ -582,6 +684,22 @@ export class Repository {
   }
 
   async jobsCount(filter: JobFilter): Promise<number> {
+    const shape = preparedFilterShape(filter);
+    if (shape !== null) {
+      const name = `count|${shape}`;
+      let query = this.jobQueries.get(name);
+      if (!query) {
+        const cond = preparedFilterConditions(filter);
+        query = this.db
+          .select({ n: sql<number>`count(*)::int` })
+          .from(t.jobs)
+          .where(cond.length ? and(...cond) : undefined)
+          .prepare(name.replace(/\W+/g, '_')) as unknown as PreparedJobQuery;
+        this.jobQueries.set(name, query);
+      }
+      const [row] = await query.execute(preparedFilterValues(filter));
+      return Number(row?.n ?? 0);
+    }
     const cond = jobFilterConditions(filter);
     const [row] = await this.db
       .select({ n: sql<number>`count(*)::int` })
@@ -645,11 +763,7 @@ export class Repository {
 
   async nodesOfJobs(jobIds: readonly string[]): Promise<NodeRow[]> {
     if (jobIds.length === 0) return [];
-    return this.db
-      .select()
-      .from(t.nodes)
-      .where(inArray(t.nodes.jobId, [...jobIds]))
-      .orderBy(t.nodes.jobId, t.nodes.ord);
+    return this.reads.nodesOfJobs.execute({ ids: [...jobIds] });
   }
 
   async nodesByIds(ids: readonly string[]): Promise<NodeRow[]> {
@@ -662,11 +776,7 @@ export class Repository {
 
   async gpusOfJobs(jobIds: readonly string[]): Promise<GpuRow[]> {
     if (jobIds.length === 0) return [];
-    return this.db
-      .select()
-      .from(t.gpus)
-      .where(inArray(t.gpus.jobId, [...jobIds]))
-      .orderBy(t.gpus.nodeId, t.gpus.idx);
+    return this.reads.gpusOfJobs.execute({ ids: [...jobIds] });
   }
 
   async gpusByIds(ids: readonly string[]): Promise<GpuRow[]> {
@@ -770,11 +880,7 @@ export class Repository {
 
   async seriesOfJobs(jobIds: readonly string[], kind: 'system' | 'training'): Promise<SeriesRow[]> {
     if (jobIds.length === 0) return [];
-    return this.db
-      .select()
-      .from(t.series)
-      .where(and(inArray(t.series.jobId, [...jobIds]), eq(t.series.kind, kind)))
-      .orderBy(t.series.jobId, t.series.name, t.series.nodeId, t.series.gpuId, t.series.id);
+    return this.reads.seriesOfJobs.execute({ ids: [...jobIds], kind });
   }
 
   /**
@@ -876,11 +982,7 @@ export class Repository {
 
   async fetchesOf(jobIds: readonly string[], datasets: readonly string[]): Promise<FetchRow[]> {
     if (jobIds.length === 0 || datasets.length === 0) return [];
-    return this.db
-      .select()
-      .from(t.fetches)
-      .where(and(inArray(t.fetches.jobId, [...jobIds]), inArray(t.fetches.dataset, [...datasets])))
-      .orderBy(desc(t.fetches.fetchedAt));
+    return this.reads.fetchesOf.execute({ ids: [...jobIds], datasets: [...datasets] });
   }
 
   /** Records fetched ranges and drops the older records they make redundant. */
