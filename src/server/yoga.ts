@@ -56,6 +56,9 @@ export function createApp(deps: YogaDeps) {
     graphiql: { title: 'Training graph', defaultQuery: EXAMPLE_QUERY },
     maskedErrors: { maskError: maskError(deps.logger) },
     logging: false,
+    // use-limits.ts caps every body it accepts (declared or chunked, with its own codes) and
+    // refuses every other media type: yoga's own limit re-wrapped each body in a second stream.
+    maxRequestBodySize: false,
     // Yoga's default echoes any Origin with credentials: only configured origins get CORS headers.
     cors: (request) => {
       const origin = request.headers.get('origin');
