@@ -50,6 +50,19 @@ export class OutgoingGuard {
 
   private check(chunk: unknown, encoding: BufferEncoding | undefined, transport: Transport): unknown {
     if (chunk === undefined || chunk === null) return chunk;
+    // UTF-8 text is searched as it is: a spelling's bytes occur in the encoded text exactly where
+    // the spelling occurs in the string, so only text that quotes one is encoded and masked.
+    if (typeof chunk === 'string' && (encoding === undefined || encoding === 'utf8' || encoding === 'utf-8')) {
+      const forms = registeredForms();
+      let quoted = false;
+      for (const form of forms) {
+        if (form.length > 0 && chunk.includes(form)) {
+          quoted = true;
+          break;
+        }
+      }
+      if (!quoted) return chunk;
+    }
     const bytes =
       typeof chunk === 'string'
         ? Buffer.from(chunk, encoding ?? 'utf8')
