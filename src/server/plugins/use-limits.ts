@@ -155,33 +155,34 @@ export function edgeInputProblem(variables: unknown): string | null {
 
 /** Bytes a JSON number takes at most ("-1.2345678901234567e-308"). */
 const MAX_NUMBER_BYTES = 24;
+const MAX_WALK_DEPTH = 1000;
 
 /**
  * An upper bound of the UTF-8 bytes of JSON.stringify(value), without building the string: a
  * UTF-16 unit of a string takes at most 6 bytes (a \u escape), a number at most 24. Stops and
  * answers Infinity once the bound passes `limit`; the caller then measures exactly.
  */
-export function jsonBytesAtMost(value: unknown, limit: number): number {
-  let bytes = 0;
-  const stack: unknown[] = [value];
-  while (stack.length > 0) {
-    let v = stack.pop();
-    if (v !== null && typeof v === 'object' && typeof (v as { toJSON?: unknown }).toJSON === 'function') v = (v as { toJSON(): unknown }).toJSON();
-    if (typeof v === 'string') bytes += 2 + 6 * v.length;
-    else if (typeof v === 'number') bytes += MAX_NUMBER_BYTES;
-    else if (typeof v === 'boolean') bytes += 5;
-    else if (v === null || typeof v !== 'object') bytes += 4;
-    else if (Array.isArray(v)) {
-      bytes += 2 + v.length;
-      for (let i = v.length - 1; i >= 0; i--) stack.push(v[i]);
-    } else {
-      bytes += 2;
-      for (const key in v) {
-        if (!Object.hasOwn(v, key)) continue;
-        bytes += 4 + 6 * key.length;
-        stack.push((v as Record<string, unknown>)[key]);
-      }
+export function jsonBytesAtMost(value: unknown, limit: number, depth = 0): number {
+  if (typeof value === 'string') return 2 + 6 * value.length;
+  if (typeof value === 'number') return MAX_NUMBER_BYTES;
+  if (typeof value === 'boolean') return 5;
+  if (value === null || typeof value !== 'object') return 4;
+  // Deeper than any answer nests (or a cycle, which JSON.stringify refuses): measured exactly.
+  if (depth > MAX_WALK_DEPTH) return Number.POSITIVE_INFINITY;
+  const toJSON = (value as { toJSON?: unknown }).toJSON;
+  if (typeof toJSON === 'function') return jsonBytesAtMost(toJSON.call(value), limit, depth + 1);
+  let bytes = 2;
+  if (Array.isArray(value)) {
+    bytes += value.length;
+    for (let i = 0; i < value.length; i++) {
+      bytes += jsonBytesAtMost(value[i], limit, depth + 1);
+      if (bytes > limit) return Number.POSITIVE_INFINITY;
     }
+    return bytes;
+  }
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
+    bytes += 4 + 6 * key.length + jsonBytesAtMost((value as Record<string, unknown>)[key], limit, depth + 1);
     if (bytes > limit) return Number.POSITIVE_INFINITY;
   }
   return bytes;
