@@ -44,6 +44,8 @@ interface Child {
 function startChild(script: string, options: unknown): Promise<Child> {
   const child: ChildProcess = fork(path.join(HERE, script), [JSON.stringify(options)], {
     execArgv: ['--import', 'tsx'],
+    // As bench/load.ts runs them: as deployed (the Dockerfile sets NODE_ENV=production).
+    env: { ...process.env, NODE_ENV: 'production' },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   return new Promise((resolve, reject) => {

@@ -32,7 +32,22 @@ if (cluster.isPrimary && opts.workers > 1) {
   cluster.on('exit', (_w, code) => {
     if (code) process.exit(code);
   });
-  process.on('message', (m: { cmd?: string }) => {
+  // CPU time of the whole group (the primary and every worker), so two replicas' cost per
+  // request is measured as one replica's is.
+  let cpuSeq = 0;
+  const workerCpu = (w: import('node:cluster').Worker) =>
+    new Promise<number>((resolve) => {
+      const id = ++cpuSeq;
+      const on = (r: { id?: number; cpuUs?: number }) => r.id === id && (w.off('message', on), resolve(r.cpuUs ?? 0));
+      w.on('message', on);
+      w.send({ cmd: 'cpu', id });
+    });
+  process.on('message', (m: { cmd?: string; id?: number }) => {
+    if (m.cmd === 'cpu') {
+      const workers = Object.values(cluster.workers ?? {}).filter((w) => w !== undefined);
+      void Promise.all(workers.map(workerCpu)).then((each) => process.send!({ id: m.id, cpuUs: cpuUs() + each.reduce((a, b) => a + b, 0) }));
+      return;
+    }
     if (m.cmd !== 'close') return;
     for (const w of Object.values(cluster.workers ?? {})) w?.send({ cmd: 'close' });
     let left = opts.workers;

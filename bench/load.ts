@@ -6,8 +6,8 @@
 // (Debian: apt-get install wrk). Flags: --seconds per run (default 5), --pglite / --postgres
 // (default both), --db <admin url>.
 import { fork, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -45,6 +45,9 @@ interface Child {
 function startChild(script: string, options: unknown): Promise<Child> {
   const child: ChildProcess = fork(path.join(HERE, script), [JSON.stringify(options)], {
     execArgv: ['--import', 'tsx'],
+    // Servers and floors run as deployed (the Dockerfile sets NODE_ENV=production): graphql-js
+    // otherwise checks every failed instanceof for a second copy of itself, on both sides.
+    env: { ...process.env, NODE_ENV: 'production' },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   return new Promise((resolve, reject) => {
@@ -101,6 +104,21 @@ interface Load {
   errors: number;
   /** The server process's CPU time per completed request (robust on a busy machine). */
   cpuUsPerRequest: number;
+  /** Cores the whole machine was busy during the run (wrk, Postgres, the server, anything else), and how many it has. */
+  machineBusyCores: number;
+  cores: number;
+}
+
+/** Busy and total jiffies of all CPUs (Linux /proc/stat); null elsewhere. */
+function cpuTimes(): { busy: number; total: number } | null {
+  try {
+    const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+    const total = fields.reduce((a, b) => a + b, 0);
+    const idle = (fields[3] ?? 0) + (fields[4] ?? 0);
+    return { busy: total - idle, total };
+  } catch {
+    return null;
+  }
 }
 
 function toMs(v: string): number {
@@ -115,6 +133,7 @@ async function wrk(server: Child | null, url: string, body: unknown, connections
   const cpuBefore = server ? await server.cpu() : NaN;
   const file = path.join(WORK, `body-${++bodySeq}.json`);
   writeFileSync(file, JSON.stringify(body));
+  const machineBefore = cpuTimes();
   const out = spawnSync('wrk', ['-t2', `-c${connections}`, `-d${SECONDS}s`, '--latency', '-s', LUA, url], {
     env: { ...process.env, BODY_FILE: file },
     encoding: 'utf8',
@@ -127,8 +146,12 @@ async function wrk(server: Child | null, url: string, body: unknown, connections
   const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(text);
   const errors = non2xx + (socket ? socket.slice(1).reduce((a, b) => a + Number(b), 0) : 0);
   const requests = Number(/(\d+) requests in/.exec(text)?.[1] ?? NaN);
+  const machineAfter = cpuTimes();
+  const cores = availableParallelism();
+  const machineBusyCores =
+    machineBefore && machineAfter ? (cores * (machineAfter.busy - machineBefore.busy)) / (machineAfter.total - machineBefore.total) : NaN;
   const cpuUsPerRequest = server ? ((await server.cpu()) - cpuBefore) / requests : NaN;
-  return { rps, p99Ms: p99, errors, cpuUsPerRequest };
+  return { rps, p99Ms: p99, errors, cpuUsPerRequest, machineBusyCores, cores };
 }
 
 async function post(url: string, body: unknown): Promise<any> {
@@ -154,6 +177,10 @@ export interface LoadRow {
   /** Server CPU time per request, ours and the baseline's, in microseconds. */
   cpuUs: number;
   floorCpuUs: number;
+  /** Cores the machine was busy (of `cores`) during our run and the baseline's. */
+  busyCores: number;
+  floorBusyCores: number;
+  cores: number;
 }
 
 async function measureDatabase(database: 'postgres' | 'pglite'): Promise<LoadRow[]> {
@@ -251,6 +278,9 @@ async function measureDatabase(database: 'postgres' | 'pglite'): Promise<LoadRow
           errors: o.errors + f.errors,
           cpuUs: o.cpuUsPerRequest,
           floorCpuUs: f.cpuUsPerRequest,
+          busyCores: o.machineBusyCores,
+          floorBusyCores: f.machineBusyCores,
+          cores: o.cores,
         });
       }
     }
@@ -270,7 +300,7 @@ async function measureDatabase(database: 'postgres' | 'pglite'): Promise<LoadRow
         const two = await startChild('load-replica.ts', replicaOptions(2, port));
         const twoUrl = `http://127.0.0.1:${port}`;
         for (let i = 0; i < 4; i++) await post(`${twoUrl}/graphql`, bodies[key]);
-        const double = await wrk(null, `${twoUrl}/graphql`, bodies[key], 100);
+        const double = await wrk(two, `${twoUrl}/graphql`, bodies[key], 100);
         await two.close();
         rows.push({
           database,
@@ -283,8 +313,11 @@ async function measureDatabase(database: 'postgres' | 'pglite'): Promise<LoadRow
           ratio: double.rps / single.rps,
           goal: 1.7,
           errors: single.errors + double.errors,
-          cpuUs: NaN,
+          cpuUs: double.cpuUsPerRequest,
           floorCpuUs: single.cpuUsPerRequest,
+          busyCores: double.machineBusyCores,
+          floorBusyCores: single.machineBusyCores,
+          cores: double.cores,
         });
       }
     }
@@ -311,11 +344,11 @@ export async function benchLoad(databases: ('postgres' | 'pglite')[]): Promise<L
 export function printLoad(rows: LoadRow[]): string {
   const fmt = (n: number, d = 0) => (Number.isFinite(n) ? n.toFixed(d) : '-');
   const lines = [
-    '| database | scenario | conns | ours req/s | ours p99 ms | baseline req/s | baseline p99 ms | ratio | goal | errors | CPU µs/req ours / baseline |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    '| database | scenario | conns | ours req/s | ours p99 ms | baseline req/s | baseline p99 ms | ratio | goal | errors | CPU µs/req ours / baseline | machine busy cores ours / baseline |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ...rows.map(
       (r) =>
-        `| ${r.database} | ${r.scenario} | ${r.connections} | ${fmt(r.rps)} | ${fmt(r.p99Ms, 1)} | ${fmt(r.floorRps)} | ${fmt(r.floorP99Ms, 1)} | ${fmt(r.ratio, 2)}x | >= ${r.goal}x ${r.ratio >= r.goal ? 'met' : 'MISSED'} | ${r.errors} | ${fmt(r.cpuUs)} / ${fmt(r.floorCpuUs)} |`,
+        `| ${r.database} | ${r.scenario} | ${r.connections} | ${fmt(r.rps)} | ${fmt(r.p99Ms, 1)} | ${fmt(r.floorRps)} | ${fmt(r.floorP99Ms, 1)} | ${fmt(r.ratio, 2)}x | >= ${r.goal}x ${r.ratio >= r.goal ? 'met' : 'MISSED'} | ${r.errors} | ${fmt(r.cpuUs)} / ${fmt(r.floorCpuUs)} | ${fmt(r.busyCores, 2)} / ${fmt(r.floorBusyCores, 2)} of ${r.cores} |`,
     ),
   ];
   return lines.join('\n');
