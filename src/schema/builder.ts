@@ -53,9 +53,27 @@ function parseDateTime(value: unknown): Date {
   return d;
 }
 
+/**
+ * Instants answered lately, as ISO strings: the series of one job share their instants (every GPU
+ * sampled at the same times), so an answer writes each instant once instead of once per series.
+ */
+const isoStrings = new Map<number, string>();
+const ISO_STRINGS_KEPT = 10_000;
+
+function isoString(d: Date): string {
+  const ms = d.getTime();
+  let text = isoStrings.get(ms);
+  if (text === undefined) {
+    text = d.toISOString();
+    if (isoStrings.size >= ISO_STRINGS_KEPT) isoStrings.clear();
+    isoStrings.set(ms, text);
+  }
+  return text;
+}
+
 builder.scalarType('DateTime', {
   description: 'An ISO-8601 instant, always answered in UTC (e.g. 2025-03-01T10:00:00.000Z)',
-  serialize: (d) => d.toISOString(),
+  serialize: isoString,
   parseValue: parseDateTime,
   parseLiteral: (ast) => parseDateTime(ast.kind === Kind.STRING ? ast.value : undefined),
 });
