@@ -10,7 +10,7 @@ import { GraphQLError, NoSchemaIntrospectionCustomRule, type ASTVisitor, type Ex
 import type { Plugin } from 'graphql-yoga';
 import type { RequestLimits } from '../../config/security.js';
 import { withCode } from './use-error-codes.js';
-import { queryCost, type CostDefaults } from './query-cost.js';
+import { queryCost, type CostDefaults, type QueryCost } from './query-cost.js';
 import { setMaxListeners } from 'node:events';
 import { runInRequestScope } from '../../domain/request-scope.js';
 
@@ -226,6 +226,10 @@ function bodyParser(contentType: string): ((text: string) => Record<string, unkn
   return null;
 }
 
+/** Costs kept per document: variables sets up to this many, each at most this long as JSON. */
+const MAX_COSTS_PER_DOCUMENT = 64;
+const MAX_COST_KEY_CHARS = 1024;
+
 export function useLimits(limits: RequestLimits, defaults: CostDefaults): Plugin[] {
   const armor = EnvelopArmorPlugin({
     maxDepth: { n: limits.maxDepth, ignoreIntrospection: true },
@@ -236,11 +240,32 @@ export function useLimits(limits: RequestLimits, defaults: CostDefaults): Plugin
     costLimit: { enabled: false },
     blockFieldSuggestion: { enabled: true },
   });
+  /**
+   * The cost of an operation with its variables, counted once per parsed document (yoga's parser
+   * cache hands the same document back) and set of small variables: a dashboard repeats them.
+   */
+  const costs = new WeakMap<object, WeakMap<object, Map<string, QueryCost>>>();
+  const costOf = (args: { schema: never; document: never; operationName?: string | null; variableValues?: unknown }): QueryCost => {
+    const variables = args.variableValues as Record<string, unknown> | null | undefined;
+    const vars = variables ? JSON.stringify(variables) : '';
+    if (vars.length > MAX_COST_KEY_CHARS) return queryCost(args.schema, args.document, args.operationName, variables, defaults);
+    let bySchema = costs.get(args.schema);
+    if (!bySchema) costs.set(args.schema, (bySchema = new WeakMap()));
+    let byDocument = bySchema.get(args.document);
+    if (!byDocument) bySchema.set(args.document, (byDocument = new Map()));
+    const key = `${args.operationName ?? ''}\u0000${vars}`;
+    let cost = byDocument.get(key);
+    if (!cost) {
+      cost = queryCost(args.schema, args.document, args.operationName, variables, defaults);
+      if (byDocument.size < MAX_COSTS_PER_DOCUMENT) byDocument.set(key, cost);
+    }
+    return cost;
+  };
   /** Refusal of an operation before it runs (HTTP, SSE and graphql-ws alike), or null to run it. */
   const refusal = (args: { schema: never; document: never; operationName?: string | null; variableValues?: unknown }): GraphQLError | null => {
     const problem = edgeInputProblem(args.variableValues);
     if (problem) return badInput(problem);
-    const cost = queryCost(args.schema, args.document, args.operationName, args.variableValues as Record<string, unknown> | null, defaults);
+    const cost = costOf(args);
     if (cost.values > limits.maxCost) {
       return new GraphQLError(
         `the answer could hold ${cost.values.toLocaleString('en-US')} values, more than the ${limits.maxCost.toLocaleString('en-US')} allowed (MAX_QUERY_COST); ` +
