@@ -180,8 +180,10 @@ export function jsonBytesAtMost(value: unknown, limit: number, depth = 0): numbe
     }
     return bytes;
   }
-  for (const key in value) {
-    if (!Object.hasOwn(value, key)) continue;
+  // JSON.stringify's keys: own and enumerable (an executor's result objects have no prototype).
+  const keys = Object.keys(value);
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!;
     bytes += 4 + 6 * key.length + jsonBytesAtMost((value as Record<string, unknown>)[key], limit, depth + 1);
     if (bytes > limit) return Number.POSITIVE_INFINITY;
   }
