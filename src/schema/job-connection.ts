@@ -147,8 +147,12 @@ export async function resolveJobConnection(ctx: Context, args: ConnectionArgs, p
   const from = backward ? before : after;
   const order = asked.by === 'DURATION' && from?.now ? { ...asked, now: from.now } : asked;
   const filter = resolveJobFilter(ctx, args.filter, projectId);
-  const freshness = await ctx.store.syncJobLists(filter.providerIds);
-  const rows = filter.providerIds.length ? await ctx.store.jobsPage(filter.jobs, size, from?.cursor ?? null, backward ? 'backward' : 'forward', order) : [];
+  const cursor = from?.cursor ?? null;
+  const dir = backward ? 'backward' : 'forward';
+  // Warm lists: the page and the lists' freshness in one statement; else sync, then read.
+  const warm = await ctx.store.jobsPageIfListsFresh(filter.providerIds, filter.jobs, size, cursor, dir, order);
+  const freshness = warm?.freshness ?? (await ctx.store.syncJobLists(filter.providerIds));
+  const rows = warm?.rows ?? (filter.providerIds.length ? await ctx.store.jobsPage(filter.jobs, size, cursor, dir, order) : []);
   // Backward pages are read nearest-first; a page is always presented in the order asked.
   const page = backward ? rows.slice(0, size).reverse() : rows.slice(0, size);
   for (const j of page) ctx.store.loaders.jobById.prime(j.id, j);

@@ -192,6 +192,21 @@ export class RequestStore {
     return this.rt.repo.jobsPage(filter, limit, cursor, direction, order);
   }
 
+  /**
+   * The same page in one statement with the providers' list records, when every list is fresh
+   * (what syncJobLists would then answer, with the page); null when a list is due: sync, then read.
+   */
+  jobsPageIfListsFresh(
+    providerIds: readonly string[],
+    filter: JobFilter,
+    limit: number,
+    cursor: JobCursor | null,
+    direction: 'forward' | 'backward' = 'forward',
+    order?: JobOrder,
+  ): Promise<{ rows: OrderedJobRow[]; freshness: Map<string, Freshness> } | null> {
+    return this.rt.jobsPageIfListsFresh(providerIds, () => this.rt.repo.jobsPageWithListSyncs(providerIds, filter, limit, cursor, direction, order));
+  }
+
   jobsCount(filter: JobFilter): Promise<number> {
     return this.rt.repo.jobsCount(filter);
   }

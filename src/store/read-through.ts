@@ -18,7 +18,7 @@ import {
 } from '../domain/types.js';
 import type { ProviderAdapter, SystemMetricsResult } from '../providers/provider.js';
 import type { ProviderSet } from '../providers/provider-set.js';
-import { pointRowsOf, seriesIdentity, type FetchRow, type JobRow, type Repository } from './repository.js';
+import { pointRowsOf, seriesIdentity, type FetchRow, type JobRow, type ProviderSyncRow, type Repository } from './repository.js';
 import type { HeldPoint } from './shaping.js';
 
 export interface CachePolicy {
@@ -215,6 +215,35 @@ export class ReadThrough {
 
   // ---- provider-wide job lists --------------------------------------------------------------
 
+  /** A provider's job list as its sync record says: fresh (within the list TTL, last sync without error) or due. */
+  private listFresh(s: ProviderSyncRow | undefined, now: Date): s is ProviderSyncRow & { syncedAt: Date } {
+    return Boolean(s?.syncedAt && now.getTime() - s.syncedAt.getTime() < this.policy.listTtlMs && !s.errorCode);
+  }
+
+  /**
+   * A job page read in the same statement as the providers' list records, when every list is
+   * fresh: what syncJobLists and a page read answer then, in one statement instead of two. null
+   * when a list is due (or the page is empty, so the records did not come back): the caller then
+   * syncs and reads the page as before.
+   */
+  async jobsPageIfListsFresh<T>(
+    providerIds: readonly string[],
+    read: () => Promise<{ rows: T[]; syncs: ProviderSyncRow[] | null } | null>,
+  ): Promise<{ rows: T[]; freshness: Map<string, Freshness> } | null> {
+    if (providerIds.length === 0) return null;
+    const page = await read();
+    if (!page?.syncs) return null;
+    const now = this.now();
+    const syncs = new Map(page.syncs.map((s) => [s.providerId, s]));
+    const freshness = new Map<string, Freshness>();
+    for (const pid of providerIds) {
+      const s = syncs.get(pid);
+      if (!this.listFresh(s, now)) return null;
+      freshness.set(pid, FRESH_NOW(s.syncedAt));
+    }
+    return { rows: page.rows, freshness };
+  }
+
   /** Refreshes the job lists of the given providers where stale; failures leave the cache as is. */
   async syncJobLists(providerIds: readonly string[]): Promise<Map<string, Freshness>> {
     const now = this.now();
@@ -223,7 +252,7 @@ export class ReadThrough {
     await Promise.all(
       providerIds.map(async (pid) => {
         const s = syncs.get(pid);
-        if (s?.syncedAt && now.getTime() - s.syncedAt.getTime() < this.policy.listTtlMs && !s.errorCode) {
+        if (this.listFresh(s, now)) {
           out.set(pid, FRESH_NOW(s.syncedAt));
           return;
         }

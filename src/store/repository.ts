@@ -207,6 +207,20 @@ function preparedReads(db: Db) {
   };
 }
 
+/** A provider_syncs row as json_build_object writes it (times as ISO text). */
+interface ProviderSyncJson {
+  providerId: string;
+  dataset: string;
+  syncedAt: string | null;
+  attemptedAt: string | null;
+  errorCode: string | null;
+  errorMessage: string | null;
+}
+
+function syncRowOf(j: ProviderSyncJson): ProviderSyncRow {
+  return { ...j, syncedAt: toDate(j.syncedAt), attemptedAt: toDate(j.attemptedAt) } as ProviderSyncRow;
+}
+
 type PreparedJobQuery = { execute(values: Record<string, unknown>): Promise<Record<string, unknown>[]> };
 
 /** Orders whose key is a column expression without values (DURATION binds an instant, SUMMARY a metric name). */
@@ -634,6 +648,81 @@ export class Repository {
    * the `limit + 1` strictly before it (nearest first), each with its order key (for its cursor).
    * Keyset-paged in one statement, so deep pages cost the same as the first, for any number of jobs.
    */
+  /**
+   * jobsPage of a plain filter (preparedFilterShape) in a statement prepared once per shape; with
+   * `syncsOf`, each row also carries these providers' job-list records (read in the same
+   * statement, so the page and the records are one snapshot). null for any other filter or order.
+   */
+  private async preparedPage(
+    syncsOf: readonly string[] | null,
+    filter: JobFilter,
+    limit: number,
+    cursor: JobCursor | null,
+    ascending: boolean,
+    order: JobOrder,
+  ): Promise<{ rows: OrderedJobRow[]; syncs: ProviderSyncRow[] | null } | null> {
+    const shape = preparedFilterShape(filter);
+    if (shape === null || !orderKeyIsConstant(order)) return null;
+    const cursorKey = cursor ? preparedCursorKey(order, cursor.key) : null;
+    const name = `page|${shape}|${order.by}|${ascending ? 'asc' : 'desc'}|${cursor ? (cursorKey === null ? 'null' : 'key') : ''}|${syncsOf ? 'syncs' : ''}`;
+    let query = this.jobQueries.get(name);
+    if (!query) {
+      const cond = preparedFilterConditions(filter);
+      const key = orderKeySql(order);
+      if (cursor) {
+        const at = cursorKey === null ? cursorKeySql(order, null) : preparedCursorKeySql(order);
+        cond.push(sql`(${key}, ${t.jobs.id}) ${sql.raw(ascending ? '>' : '<')} (${at}, ${sql.placeholder('cursorId')})`);
+      }
+      const syncs = sql<ProviderSyncJson[]>`(select coalesce(json_agg(json_build_object('providerId', ps.provider_id, 'dataset', ps.dataset,
+          'syncedAt', ps.synced_at, 'attemptedAt', ps.attempted_at, 'errorCode', ps.error_code, 'errorMessage', ps.error_message)), '[]'::json)
+        from provider_syncs ps where ps.provider_id = any(${ids('syncProviderIds')}) and ps.dataset = 'jobs')`;
+      query = this.db
+        .select({
+          ...getTableColumns(t.jobs),
+          orderKey: sql<unknown>`${key}`.as('order_key'),
+          ...(syncsOf ? { listSyncs: syncs.as('list_syncs') } : {}),
+        })
+        .from(t.jobs)
+        .where(cond.length ? and(...cond) : undefined)
+        .orderBy(...(ascending ? [sql`${key} asc`, asc(t.jobs.id)] : [sql`${key} desc`, desc(t.jobs.id)]))
+        .limit(sql.placeholder('limit') as never)
+        .prepare(name.replace(/\W+/g, '_')) as unknown as PreparedJobQuery;
+      this.jobQueries.set(name, query);
+    }
+    const values = {
+      ...preparedFilterValues(filter),
+      limit: limit + 1,
+      ...(cursor ? { cursorKey: cursorKey ?? undefined, cursorId: cursor.id } : {}),
+      ...(syncsOf ? { syncProviderIds: [...syncsOf] } : {}),
+    };
+    const rows = (await query.execute(values)) as (OrderedJobRow & { listSyncs?: ProviderSyncJson[] | string })[];
+    // The list records ride on every row (an empty page brings none back).
+    const first = rows[0]?.listSyncs;
+    const syncs = syncsOf && first !== undefined ? (typeof first === 'string' ? (JSON.parse(first) as ProviderSyncJson[]) : first).map(syncRowOf) : null;
+    // The rows are this call's own: each keeps its columns and gets its key in cursor form.
+    for (const row of rows) {
+      row.orderKey = cursorKeyOf(order, row.orderKey);
+      if (syncsOf) delete row.listSyncs;
+    }
+    return { rows, syncs };
+  }
+
+  /**
+   * jobsPage together with the job-list records of `providerIds` (one statement), for a plain
+   * filter; syncs is null when the page is empty. null for other filters (read them apart).
+   */
+  async jobsPageWithListSyncs(
+    providerIds: readonly string[],
+    filter: JobFilter,
+    limit: number,
+    cursor: JobCursor | null,
+    direction: 'forward' | 'backward' = 'forward',
+    order: JobOrder = DEFAULT_JOB_ORDER,
+  ): Promise<{ rows: OrderedJobRow[]; syncs: ProviderSyncRow[] | null } | null> {
+    const ascending = (order.direction === 'ASC') !== (direction === 'backward');
+    return this.preparedPage(providerIds, filter, limit, cursor, ascending, order);
+  }
+
   async jobsPage(
     filter: JobFilter,
     limit: number,
@@ -642,33 +731,8 @@ export class Repository {
     order: JobOrder = DEFAULT_JOB_ORDER,
   ): Promise<OrderedJobRow[]> {
     const ascending = (order.direction === 'ASC') !== (direction === 'backward');
-    const shape = preparedFilterShape(filter);
-    const cursorKey = cursor ? preparedCursorKey(order, cursor.key) : null;
-    if (shape !== null && orderKeyIsConstant(order)) {
-      const name = `page|${shape}|${order.by}|${ascending ? 'asc' : 'desc'}|${cursor ? (cursorKey === null ? 'null' : 'key') : ''}`;
-      let query = this.jobQueries.get(name);
-      if (!query) {
-        const cond = preparedFilterConditions(filter);
-        const key = orderKeySql(order);
-        if (cursor) {
-          const at = cursorKey === null ? cursorKeySql(order, null) : preparedCursorKeySql(order);
-          cond.push(sql`(${key}, ${t.jobs.id}) ${sql.raw(ascending ? '>' : '<')} (${at}, ${sql.placeholder('cursorId')})`);
-        }
-        query = this.db
-          .select({ ...getTableColumns(t.jobs), orderKey: sql<unknown>`${key}`.as('order_key') })
-          .from(t.jobs)
-          .where(cond.length ? and(...cond) : undefined)
-          .orderBy(...(ascending ? [sql`${key} asc`, asc(t.jobs.id)] : [sql`${key} desc`, desc(t.jobs.id)]))
-          .limit(sql.placeholder('limit') as never)
-          .prepare(name.replace(/\W+/g, '_')) as unknown as PreparedJobQuery;
-        this.jobQueries.set(name, query);
-      }
-      const values = { ...preparedFilterValues(filter), limit: limit + 1, ...(cursor ? { cursorKey: cursorKey ?? undefined, cursorId: cursor.id } : {}) };
-      const rows = (await query.execute(values)) as OrderedJobRow[];
-      // The rows are this call's own: each keeps its columns and gets its key in cursor form.
-      for (const row of rows) row.orderKey = cursorKeyOf(order, row.orderKey);
-      return rows;
-    }
+    const prepared = await this.preparedPage(null, filter, limit, cursor, ascending, order);
+    if (prepared) return prepared.rows;
     const cond = jobFilterConditions(filter);
     const key = orderKeySql(order);
     if (cursor) {
