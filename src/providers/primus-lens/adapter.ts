@@ -47,10 +47,9 @@ import {
   UNIFIED,
   DEVICE_IDS_METRIC,
   lensRawName,
-  dominantModel,
   latestPods,
   gpusPerNode,
-  mapStatus,
+  jobFromDetail,
   jobFromListItem,
   graphPoints,
   unifiedToSeries,
@@ -286,22 +285,7 @@ export function createPrimusLensAdapter(config: PrimusLensConfig, secrets: Secre
         throw err;
       }
       const [item, nodes] = await Promise.all([findListItem(detail, signal), nodesOf(detail, signal)]);
-      const status = item ? (item.status === 'Deleted' ? lastKnownStatus(detail.pods) : mapStatus(item.status)) : 'UNKNOWN';
-      const created = epochSecondsToDate(detail.startTime);
-      return {
-        externalId: detail.uid,
-        projectExternalId: detail.namespace,
-        projectName: detail.namespace,
-        name: detail.name,
-        status,
-        rawStatus: item?.status ?? null,
-        createdAt: created,
-        startedAt: status === 'PENDING' ? null : created,
-        finishedAt: epochSecondsToDate(detail.endTime),
-        gpuType: dominantModel(detail.gpu_allocation),
-        gpuCount: item?.gpu_allocated ?? nodes.reduce((n, node) => n + node.gpus.length, 0),
-        nodes,
-      };
+      return jobFromDetail(detail, item, nodes);
     },
 
     async fetchSystemMetrics(job, request: MetricFetchRequest, signal): Promise<SystemMetricsResult> {

@@ -1,8 +1,9 @@
 import { UpstreamError } from '../../domain/errors.js';
 import { metricDefinition, rawName } from '../../domain/metric-catalog.js';
-import type { JobRecord, JobStatus, SeriesData, SeriesPoint, SystemMetric } from '../../domain/types.js';
+import type { JobRecord, JobStatus, NodeRecord, SeriesData, SeriesPoint, SystemMetric } from '../../domain/types.js';
 import { epochSecondsToDate, finiteOrNull, percentToRatio } from '../../domain/units.js';
 import { reportShapeMismatch } from '../shape-watch.js';
+import type { JobDetailResult } from '../provider.js';
 import { metricsGraphSchema, type UnifiedData, type LensPod, type MetricsGraph, type WorkloadDetail, type WorkloadListItem } from './wire.js';
 
 /** The `source` of every series this adapter writes. */
@@ -150,23 +151,46 @@ export function mapStatus(raw: string): JobStatus {
   return STATUS[raw] ?? 'UNKNOWN';
 }
 
-export function jobFromListItem(item: WorkloadListItem): JobRecord {
-  const status = mapStatus(item.status);
-  const created = epochSecondsToDate(item.start_at);
+/** What a workload's list row and its detail both say of it, as a job record. */
+function workloadJob(
+  w: { uid: string; namespace: string; name: string; gpu_allocation: Record<string, number> },
+  startSeconds: unknown,
+  status: JobStatus,
+  rawStatus: string | null,
+): JobRecord {
+  const created = epochSecondsToDate(startSeconds);
   return {
-    externalId: item.uid,
-    projectExternalId: item.namespace,
-    projectName: item.namespace,
-    name: item.name,
+    externalId: w.uid,
+    projectExternalId: w.namespace,
+    projectName: w.namespace,
+    name: w.name,
     status,
-    rawStatus: item.status,
-    // start_at is when Lens first saw the workload; a Pending one has not started yet.
+    rawStatus,
+    // Lens' start is when it first saw the workload; a Pending one has not started yet.
     createdAt: created,
     startedAt: status === 'PENDING' ? null : created,
-    // end_at is the row's last update (non-zero while Running); the real end is only in the detail.
     finishedAt: null,
-    gpuType: dominantModel(item.gpu_allocation),
-    gpuCount: item.gpu_allocated ?? null,
+    gpuType: dominantModel(w.gpu_allocation),
+    gpuCount: null,
+  };
+}
+
+export function jobFromListItem(item: WorkloadListItem): JobRecord {
+  // end_at is the row's last update (non-zero while Running); the real end is only in the detail.
+  return { ...workloadJob(item, item.start_at, mapStatus(item.status), item.status), gpuCount: item.gpu_allocated ?? null };
+}
+
+/**
+ * A job from its detail and (when Lens still lists it) its list row: the status is the row's, or
+ * the pods' last known one for a Deleted workload, UNKNOWN without a row.
+ */
+export function jobFromDetail(detail: WorkloadDetail, item: WorkloadListItem | null, nodes: NodeRecord[]): JobDetailResult {
+  const status = item ? (item.status === 'Deleted' ? lastKnownStatus(detail.pods) : mapStatus(item.status)) : 'UNKNOWN';
+  return {
+    ...workloadJob(detail, detail.startTime, status, item?.status ?? null),
+    finishedAt: epochSecondsToDate(detail.endTime),
+    gpuCount: item?.gpu_allocated ?? nodes.reduce((n, node) => n + node.gpus.length, 0),
+    nodes,
   };
 }
 
