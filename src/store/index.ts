@@ -272,6 +272,10 @@ export class Store {
 
   /** Every stored point of the given metrics of a job in [from, to], each as itself (no downsampling). */
   async storedSample(job: JobRow, metrics: readonly SystemMetric[], from: Date, to: Date): Promise<StoredSample> {
+    // Queries answer before their cache writes commit; a sample (and what its subscribers then read
+    // of its series) must hold what such an answer held, so the writes under way commit first.
+    // Without it a sample could carry a query's series id with fewer points than the query gave.
+    await this.rt.writesSettled();
     const repo = this.rt.repo;
     const wanted = new Set<string>(metrics);
     const [allSeries, nodes, gpus] = await Promise.all([repo.seriesOfJobs([job.id], 'system'), repo.nodesOfJobs([job.id]), repo.gpusOfJobs([job.id])]);
