@@ -53,9 +53,12 @@ describe('GET /metrics/jobs', () => {
         }),
       },
     });
-    // What the live pollers would keep fresh: every running job's accelerator series, read once.
+    // What the live pollers would keep fresh: every running job's accelerator series over the last
+    // minutes, read once. (Over the whole job life, 20 points are minutes apart, and whether the
+    // newest falls within the scrape's 300 s depended on the hour the test ran.)
+    const recent = new Date(clock.now() - 10 * 60_000).toISOString();
     await gql(`{ jobs(first: 500, filter: { statuses: [RUNNING] }) { edges { node { id
-      metrics(names: [GPU_UTILIZATION, GPU_MEMORY_USED, GPU_POWER, NPU_UTILIZATION, NPU_MEMORY_UTILIZATION], maxPoints: 20) { name } } } } }`);
+      metrics(names: [GPU_UTILIZATION, GPU_MEMORY_USED, GPU_POWER, NPU_UTILIZATION, NPU_MEMORY_UTILIZATION], from: "${recent}", maxPoints: 20) { name } } } } }`);
     await rt.readThrough.writesSettled();
   }, 120_000);
   afterAll(async () => {
