@@ -11,6 +11,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { summarizeProfile } from './cpu-profile-summary.js';
+// The load bench's own queries, so a profile is of exactly what it measures.
+import { LIST_QUERY, PAGE_QUERY, TRIVIAL_QUERY } from './load.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const { values: flags } = parseArgs({
@@ -27,11 +29,6 @@ const { values: flags } = parseArgs({
 const ANCHOR = Date.UTC(2026, 10, 20, 12, 0, 0);
 const OUT = path.resolve(flags.out!);
 mkdirSync(OUT, { recursive: true });
-
-const LIST_QUERY = '{ jobs(first: 20) { edges { node { id name status provider { kind } } } } }';
-const PAGE_QUERY = `query Page($id: ID!) { job(id: $id) { id name status
-  nodes { name gpus { index utilization(maxPoints: 300) { points { timestamp value } } } } } }`;
-const TRIVIAL_QUERY = '{ providers { id name } }';
 
 interface Child {
   url: string;
