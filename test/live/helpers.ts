@@ -2,17 +2,20 @@
 import { createClient, type Client } from 'graphql-ws';
 import { pino } from 'pino';
 import WebSocket from 'ws';
+import { eventually } from '../support/wait.js';
 import type { AppConfig } from '../../src/config/index.js';
 import { startRuntime, type Runtime } from '../../src/server/runtime.js';
-import { startBasetenSimulator, type BasetenSimulator } from '../../src/simulators/baseten/server.js';
+import { startBasetenSimulator, type BasetenSimulator, type BasetenSimulatorOptions } from '../../src/simulators/baseten/server.js';
 
 export const PROVIDER_ID = 'bt';
 
-export async function startSim(): Promise<BasetenSimulator> {
+/** The live tests' fleet; `clock` puts its data on a clock the test moves (default: the wall clock). */
+export async function startSim(clock: Pick<BasetenSimulatorOptions, 'anchorMs' | 'now'> = {}): Promise<BasetenSimulator> {
   return startBasetenSimulator({
     seed: 'live-test',
     rateLimit: false,
     fleet: { projects: 1, jobsPerProject: 4, emptyProjects: 0, nodesPerJob: 2, gpusPerNode: 4 },
+    ...clock,
   });
 }
 
@@ -122,10 +125,7 @@ export function subscribeUtilization(c: Client, jobId: string, fields: string = 
   return sub;
 }
 
+/** Waits for `cond` to hold; the time-out only calls a hang (at least HANG_MS, test/support/wait.ts). */
 export async function waitFor(cond: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await eventually(() => cond() || undefined, timeoutMs, what);
 }

@@ -19,6 +19,7 @@ import {
   type Subscriber,
 } from './helpers.js';
 import { ManualTimers, nextStep } from '../support/manual-timers.js';
+import { ANCHOR } from '../support/runtime.js';
 
 const INTERVAL_S = 0.5;
 const INTERVAL_MS = INTERVAL_S * 1000;
@@ -182,39 +183,62 @@ describe('jobUtilization', () => {
 });
 
 describe('jobLogs', () => {
+  // On a clock the test moves, shared by the simulator's data, the cache and the feed's timers:
+  // the simulator writes a line in three of four 2 s slots, so "a later poll" is a number of
+  // advanced intervals, not a wait on the wall clock (which once met a 14 s gap between lines).
   it('streams lines in order with no duplicates, equal to the history pages', async () => {
-    const c = client(rt.url);
+    const logTimers = new ManualTimers(ANCHOR);
+    const logSim = await startSim({ anchorMs: ANCHOR, now: () => logTimers.now() });
+    const logRt = await startTestRuntime(logSim, INTERVAL_S, {}, { liveTimers: logTimers, clock: () => logTimers.now() });
+    const id = runningJobId(logSim);
+    const topic = `live:logs:${id}`;
+    const c = client(logRt.url);
     const lines: { cursor: string; message: string; timestamp: string }[] = [];
     const stop = c.subscribe<{ jobLogs: { cursor: string; message: string; timestamp: string } }>(
-      { query: 'subscription L($id: ID!) { jobLogs(jobId: $id) { cursor message timestamp } }', variables: { id: jobId } },
+      { query: 'subscription L($id: ID!) { jobLogs(jobId: $id) { cursor message timestamp } }', variables: { id } },
       { next: (r) => r.data && lines.push(r.data.jobLogs), error: () => {}, complete: () => {} },
     );
-    await waitFor(() => lines.length >= 5, 10_000, 'log lines');
-    const before = lines.length;
-    await waitFor(() => lines.length > before, 10_000, 'lines from a later poll');
-    stop();
-    await c.dispose();
-    expect(new Set(lines.map((l) => l.cursor)).size).toBe(lines.length);
-    const times = lines.map((l) => Date.parse(l.timestamp));
-    expect([...times].sort((a, b) => a - b)).toEqual(times);
-    // The same lines, read as history pages after the first one: no gap, no duplicate.
-    const history: { cursor: string; message: string }[] = [];
-    let after: string | null = lines[0]!.cursor;
-    for (let page = 0; page < 20 && history.length < lines.length - 1; page++) {
-      const res = await fetch(`${rt.url}/graphql`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({
-          query: `query($id: ID!, $after: String) { job(id: $id) { logs(first: 50, after: $after) { lines { cursor message } nextCursor } } }`,
-          variables: { id: jobId, after },
-        }),
-      });
-      const body = (await res.json()) as { data: { job: { logs: { lines: { cursor: string; message: string }[]; nextCursor: string | null } } } };
-      history.push(...body.data.job.logs.lines);
-      if (!body.data.job.logs.nextCursor || body.data.job.logs.nextCursor === after) break;
-      after = body.data.job.logs.nextCursor;
+    try {
+      // The first poll (due at once) reads the last minute: about 22 lines.
+      await waitFor(() => lines.length >= 5, 30_000, 'log lines');
+      const before = lines.length;
+      // Up to a minute of data time, a poll per interval: one empty slot in four, so a line is
+      // all but certain within a few; the bound only turns a feed that stopped into a failure.
+      for (let k = 0; k < 120 && lines.length === before; k++) {
+        const stepped = nextStep(logRt.live.hub, topic);
+        logTimers.advance(INTERVAL_MS);
+        await stepped;
+        // The lines of a step reach the socket after the step: wait for them to drain.
+        await new Promise((r) => setImmediate(r));
+      }
+      await waitFor(() => lines.length > before, 30_000, 'lines from a later poll');
+      expect(new Set(lines.map((l) => l.cursor)).size).toBe(lines.length);
+      const times = lines.map((l) => Date.parse(l.timestamp));
+      expect([...times].sort((a, b) => a - b)).toEqual(times);
+      // The same lines, read as history pages after the first one: no gap, no duplicate.
+      const history: { cursor: string; message: string }[] = [];
+      let after: string | null = lines[0]!.cursor;
+      for (let page = 0; page < 20 && history.length < lines.length - 1; page++) {
+        const res = await fetch(`${logRt.url}/graphql`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            query: `query($id: ID!, $after: String) { job(id: $id) { logs(first: 50, after: $after) { lines { cursor message } nextCursor } } }`,
+            variables: { id, after },
+          }),
+        });
+        const body = (await res.json()) as { data: { job: { logs: { lines: { cursor: string; message: string }[]; nextCursor: string | null } } } };
+        history.push(...body.data.job.logs.lines);
+        if (!body.data.job.logs.nextCursor || body.data.job.logs.nextCursor === after) break;
+        after = body.data.job.logs.nextCursor;
+      }
+      expect(history.slice(0, lines.length - 1)).toEqual(lines.slice(1).map((l) => ({ cursor: l.cursor, message: l.message })));
+    } finally {
+      stop();
+      await c.dispose();
+      await logRt.close();
+      await logSim.close();
     }
-    expect(history.slice(0, lines.length - 1)).toEqual(lines.slice(1).map((l) => ({ cursor: l.cursor, message: l.message })));
   });
 });
 
