@@ -144,6 +144,16 @@ export class Metrics {
       };
     });
 
+    const readThrough = sources.readThrough;
+    new Gauge({
+      name: `${METRIC_PREFIX}cache_writes_pending`,
+      help: 'Cache writes of fetched data not yet committed (answers go out before their write commits; a crash only means a later fetch)',
+      registers: [this.registry],
+      collect() {
+        this.set(readThrough.pendingWrites());
+      },
+    });
+
     const live = sources.live;
     new Gauge({
       name: `${METRIC_PREFIX}live_subscribers`,

@@ -171,6 +171,11 @@ export class ReadThrough {
     clearTimeout(timer);
   }
 
+  /** Cache writes under way: answers go out before their writes commit (a gauge for operators and tests). */
+  pendingWrites(): number {
+    return this.writes.size;
+  }
+
   /** Waits for the cache writes under way (answers go out before their writes commit) to commit or fail. */
   async writesSettled(): Promise<void> {
     while (this.writes.size > 0) await Promise.allSettled([...this.writes]);

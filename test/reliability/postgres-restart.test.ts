@@ -131,6 +131,21 @@ function codesOf(answers: Answer[]): string[] {
   return answers.flatMap((a) => (a.body.errors ?? []).map((e) => e.extensions?.code ?? `no code: ${e.message}`));
 }
 
+/**
+ * Resolves once the server has no cache write pending (its gauge on /metrics): an answer goes out
+ * before its write commits, so a cache read right after the answers could miss their points.
+ */
+async function writesCommitted(server: Server): Promise<void> {
+  await eventually(
+    async () => {
+      const text = await (await fetch(`${server.url}/metrics`, { signal: AbortSignal.timeout(10_000) })).text();
+      return /^training_graph_cache_writes_pending 0$/m.test(text) || undefined;
+    },
+    30_000,
+    'the cache writes to commit',
+  );
+}
+
 async function readyz(server: Server): Promise<number> {
   return (await fetch(`${server.url}/readyz`, { signal: AbortSignal.timeout(10_000) })).status;
 }
@@ -198,6 +213,7 @@ describe.runIf(REAL_POSTGRES_URL)('Postgres lost during a write burst (real Post
     expect(codesOf(after)).toEqual([]);
     const reference = await Promise.all(finishedIds.map((id) => gql(control, METRICS, { id })));
     expect(codesOf(reference)).toEqual([]);
+    await Promise.all([writesCommitted(victim), writesCommitted(control)]);
     const victimShape = await rows(victimUrl, CACHE_SHAPE, [finishedIds]);
     const controlShape = await rows(controlDb.databaseUrl!, CACHE_SHAPE, [finishedIds]);
     expect(victimShape.length).toBeGreaterThan(0);
