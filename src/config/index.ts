@@ -24,6 +24,7 @@ const envSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
   OTEL_SERVICE_NAME: z.string().min(1).default('training-graph'),
+  GRAPHQL_EXECUTOR: z.enum(['jit', 'graphql-js']).default('jit'),
 });
 
 export interface AppConfig {
@@ -39,6 +40,11 @@ export interface AppConfig {
   security?: SecurityConfig;
   /** OpenTelemetry tracing: spans go to this OTLP/HTTP endpoint; unset = no tracing. */
   tracing?: { endpoint: string; serviceName: string } | null;
+  /**
+   * What executes queries: `jit` (default) compiles each document once with graphql-jit;
+   * `graphql-js` is the reference executor, kept as a switch should a query ever answer differently.
+   */
+  executor?: 'jit' | 'graphql-js';
 }
 
 function describeIssues(prefix: string, error: z.ZodError): string {
@@ -91,6 +97,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     redisUrl: e.REDIS_URL ?? null,
     logLevel: e.LOG_LEVEL,
     providers,
+    executor: e.GRAPHQL_EXECUTOR,
     tracing: e.OTEL_EXPORTER_OTLP_ENDPOINT ? { endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: e.OTEL_SERVICE_NAME } : null,
   };
 }

@@ -140,6 +140,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     requestLimits: config.security?.requestLimits,
     tokens,
     corsOrigins: config.security?.corsOrigins,
+    executor: config.executor,
     plugins: [useMetrics(metrics, logger), ...(tracing ? [useTracing(tracing.tracer)] : [])],
   });
   const graceMs = opts.shutdownGraceMs ?? 10_000;

@@ -1,5 +1,6 @@
 // The yoga app: schema, per-request context (fresh loaders), error codes, offline GraphiQL.
 import { useSharedSubscriptions } from './shared-subscriptions.js';
+import { useQueryJit } from './plugins/use-query-jit.js';
 import { useAPQ } from '@graphql-yoga/plugin-apq';
 import { createYoga, type Plugin } from 'graphql-yoga';
 import type { Logger } from 'pino';
@@ -26,6 +27,8 @@ export interface YogaDeps {
   tokens?: TokenStore | null;
   /** Origins allowed cross-origin (with credentials); none when empty or absent. */
   corsOrigins?: readonly string[];
+  /** Queries on graphql-jit (default) or graphql-js (AppConfig.executor). */
+  executor?: 'jit' | 'graphql-js';
 }
 
 export const EXAMPLE_QUERY = `# Every platform's jobs, newest first, with per-GPU utilization (ratio 0..1)
@@ -65,6 +68,7 @@ export function createApp(deps: YogaDeps) {
       return origin && deps.corsOrigins?.includes(origin) ? { origin, credentials: true, methods: ['GET', 'POST'] } : false;
     },
     plugins: [
+      ...(deps.executor === 'graphql-js' ? [] : [useQueryJit()]),
       useErrorCodes(),
       // Automatic persisted queries (Apollo's protocol): a client sends a query's sha256 alone and
       // the text only once per replica (kept in an in-memory LRU of 1000 queries per replica).
