@@ -2,9 +2,11 @@
 // baseline measured in the same run on the same data (timings on shared 2-core machines are noisy;
 // ratios much less so). Also written as JSON to bench/results/latest.json. Flags: --jobs --nodes
 // --gpus --points (fleet and series length), --postgres / --pglite (one database only), --db <url>
-// (default DATABASE_URL or postgres://postgres@127.0.0.1:5432/), --quick (fewer samples).
+// (default DATABASE_URL or postgres://postgres@127.0.0.1:5432/), --quick (fewer samples), --profile
+// <folder> (CPU profiles of the cold and warm dashboard queries, with their top frames).
 import { loadSecurityConfig } from '../src/config/security.js';
 import { benchFleet } from './fleet.js';
+import { summarizeProfile } from './cpu-profile-summary.js';
 import { benchFootprint } from './footprint.js';
 import { fork, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -33,6 +35,8 @@ const { values: flags } = parseArgs({
     growth: { type: 'string', default: '5,50,500' },
     live: { type: 'boolean', default: true },
     'downsample-rows': { type: 'string', default: '1000000' },
+    /** A folder: the cold and warm dashboard queries are CPU-profiled into it (this process: server and client). */
+    profile: { type: 'string' },
   },
   allowNegative: true,
 });
@@ -257,6 +261,30 @@ async function openScenario(fleet: { jobs: number; nodes: number; gpus: number }
 
 /** SQL statements and upstream calls of one request. */
 /** One request: its time to answer, then the cache write that follows it (writeMs), and its SQL and upstream calls. */
+/**
+ * Runs `work` under V8's CPU profiler when --profile names a folder: writes <name>.cpuprofile and
+ * prints its top frames (bench/cpu-profile-summary.ts). The server runs in this process, so the
+ * profile holds the server's work and the bench client's (its fetch reading the answer).
+ */
+async function profiled<T>(name: string, work: () => Promise<T>): Promise<T> {
+  if (!flags.profile) return work();
+  const { Session } = await import('node:inspector/promises');
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  try {
+    return await work();
+  } finally {
+    const { profile } = await session.post('Profiler.stop');
+    session.disconnect();
+    mkdirSync(flags.profile, { recursive: true });
+    const file = path.join(flags.profile, `${name}.cpuprofile`);
+    writeFileSync(file, JSON.stringify(profile));
+    log(`profile ${name}: ${file}\n${summarizeProfile(file, { top: 30 })}`);
+  }
+}
+
 async function costOf(
   s: Scenario,
   first: number,
@@ -365,7 +393,7 @@ async function benchDatabase(pglite: boolean): Promise<DbResult> {
     await s.dropCache();
     const calls: UpstreamCall[] = [];
     recording = calls;
-    const cold = await costOf(s, JOBS);
+    const cold = await profiled(`${pglite ? 'pglite' : 'postgres'}-cold`, () => costOf(s, JOBS));
     recording = null;
     log(`cold: answered ${cold.ms.toFixed(0)} ms, written ${cold.writeMs.toFixed(0)} ms later, ${cold.sql} SQL, upstream ${JSON.stringify(cold.byRoute)}`);
     // Each upstream call alone, through the same fetch, body read; then all of them at once,
@@ -434,6 +462,7 @@ async function benchDatabase(pglite: boolean): Promise<DbResult> {
     log(
       `warm samples: ${warmTimes.map((x) => x.toFixed(0)).join(', ')} ms; floor ${floorTimes.map((x) => x.toFixed(0)).join(', ')} ms; columnar ${columnarTimes.map((x) => x.toFixed(0)).join(', ')} ms`,
     );
+    if (flags.profile) await profiled(`${pglite ? 'pglite' : 'postgres'}-warm`, () => s.gql(DASHBOARD, { first: JOBS, ...WINDOW, maxPoints: POINTS }));
     const warmUpstream = upstreamTotal(await s.sim.stats());
     const p = (xs: number[], q: number) => quantile(xs, q);
     rows.push({
@@ -480,13 +509,13 @@ async function benchDatabase(pglite: boolean): Promise<DbResult> {
 
     // Ingest: the same new rows through Repository.writePoints and through COPY into the same
     // table, alternating, best of two; then writePoints over rows that all exist (the merge).
-    const ingestRows: [number, number, string | null, number | null, number | null][] = [];
+    const ingestRows: [number, number, number | null, number | null, number | null][] = [];
     for (let i = 0; i < INGEST_ROWS; i++) {
       const series = 10_000_000 + Math.floor(i / 300);
       const key = ANCHOR - (i % 300) * STEP_MS;
-      ingestRows.push([series, key, new Date(key).toISOString(), null, round(Math.sin(i) * 0.5 + 0.5, 4)]);
+      ingestRows.push([series, key, key, null, round(Math.sin(i) * 0.5 + 0.5, 4)]);
     }
-    const csv = ingestRows.map((r) => `${r[0]},${r[1]},${r[2]},,${r[4]}`).join('\n') + '\n';
+    const csv = ingestRows.map((r) => `${r[0]},${r[1]},${new Date(r[2]!).toISOString()},,${r[4]}`).join('\n') + '\n';
     const clearIngest = async () => {
       await s.raw.query('delete from points where series_id >= 10000000');
       await s.raw.query('vacuum points');
@@ -588,13 +617,15 @@ async function benchDatabase(pglite: boolean): Promise<DbResult> {
     await big.close();
   }
   const perJob = (n: number, k: 'coldMs' | 'warmMs') => growth[n]![k] / n;
-  const [small, , large] = SCALE_JOBS as [number, number, number];
-  const step = (k: 'coldMs' | 'warmMs') => perJob(large, k) / perJob(SCALE_JOBS[1]!, k);
+  // The largest fleet against the one before it (--growth may list two sizes or more).
+  const small = SCALE_JOBS[0]!;
+  const large = SCALE_JOBS.at(-1)!;
+  const step = (k: 'coldMs' | 'warmMs') => perJob(large, k) / perJob(SCALE_JOBS.at(-2) ?? small, k);
   for (const k of ['coldMs', 'warmMs'] as const) {
     rows.push({
       scenario: `${k === 'coldMs' ? 'cold' : 'warm'} dashboard time per job at ${SCALE_JOBS.join(' / ')} jobs (${SCALE_NODES} nodes x ${SCALE_GPUS} GPUs each)`,
       measured: SCALE_JOBS.map((n) => `${perJob(n, k).toFixed(1)}`).join(' / ') + ' ms per job',
-      baseline: `per job at ${SCALE_JOBS[1]} jobs`,
+      baseline: `per job at ${SCALE_JOBS.at(-2) ?? small} jobs`,
       ratio: step(k),
       goal: `flat: ${large} jobs <= 1.3x per job`,
       met: step(k) <= 1.3,

@@ -67,10 +67,37 @@ export function epochSecondsToDate(value: unknown): Date | null {
   return n === null || n <= 0 ? null : new Date(Math.round(n * 1000));
 }
 
+/**
+ * Instants seen lately, as ISO strings: a job's series share their instants (every GPU sampled at
+ * the same times), so answers and cache writes convert each instant once instead of once per series.
+ */
+const isoStrings = new Map<number, string>();
+const ISO_STRINGS_KEPT = 10_000;
+
+/** `d.toISOString()`, remembered for the instants seen lately. */
+export function isoString(d: Date): string {
+  const ms = d.getTime();
+  let text = isoStrings.get(ms);
+  if (text === undefined) {
+    text = d.toISOString();
+    if (isoStrings.size >= ISO_STRINGS_KEPT) isoStrings.clear();
+    isoStrings.set(ms, text);
+  }
+  return text;
+}
+
+/** Instants parsed lately, by their text: a platform sends the same instants for every series of a job. */
+const parsedInstants = new Map<string, number>();
+
 export function isoToDate(value: unknown): Date | null {
   if (typeof value !== 'string' || value === '') return null;
-  const d = new Date(value);
-  return Number.isNaN(d.getTime()) ? null : d;
+  let ms = parsedInstants.get(value);
+  if (ms === undefined) {
+    ms = Date.parse(value);
+    if (parsedInstants.size >= ISO_STRINGS_KEPT) parsedInstants.clear();
+    parsedInstants.set(value, ms);
+  }
+  return Number.isNaN(ms) ? null : new Date(ms);
 }
 
 /** Epoch nanoseconds as a decimal string (Baseten log timestamps) to a Date, without float loss. */

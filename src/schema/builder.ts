@@ -3,6 +3,7 @@ import SchemaBuilder from '@pothos/core';
 import DirectivePlugin from '@pothos/plugin-directives';
 import FederationPlugin from '@pothos/plugin-federation';
 import { GraphQLError, Kind } from 'graphql';
+import { isoString } from '../domain/units.js';
 import type { Context } from './context.js';
 
 export const builder = new SchemaBuilder<{
@@ -51,24 +52,6 @@ function parseDateTime(value: unknown): Date {
   const d = new Date(value as string);
   if (Number.isNaN(d.getTime())) throw dateTimeError('not a valid instant');
   return d;
-}
-
-/**
- * Instants answered lately, as ISO strings: the series of one job share their instants (every GPU
- * sampled at the same times), so an answer writes each instant once instead of once per series.
- */
-const isoStrings = new Map<number, string>();
-const ISO_STRINGS_KEPT = 10_000;
-
-function isoString(d: Date): string {
-  const ms = d.getTime();
-  let text = isoStrings.get(ms);
-  if (text === undefined) {
-    text = d.toISOString();
-    if (isoStrings.size >= ISO_STRINGS_KEPT) isoStrings.clear();
-    isoStrings.set(ms, text);
-  }
-  return text;
 }
 
 builder.scalarType('DateTime', {

@@ -18,7 +18,7 @@ import {
 } from '../domain/types.js';
 import type { ProviderAdapter, SystemMetricsResult } from '../providers/provider.js';
 import type { ProviderSet } from '../providers/provider-set.js';
-import { pointRowsOf, seriesIdentity, type FetchRow, type JobRow, type ProviderSyncRow, type Repository } from './repository.js';
+import { pointRowsWithDates, seriesIdentity, type FetchRow, type PointWriteRow, type JobRow, type ProviderSyncRow, type Repository } from './repository.js';
 import type { HeldPoint } from './shaping.js';
 
 export interface CachePolicy {
@@ -765,17 +765,18 @@ export class ReadThrough {
     const prepared = described.then(({ ids, cached: committedByJob }) => {
       // Hold the points: alone (the series had nothing cached) they are the answer as written.
       const mine: [number, HeldSeries][] = [];
-      const rowsByProvider = new Map<string, ReturnType<typeof pointRowsOf>>();
+      const rowsByProvider = new Map<string, PointWriteRow[]>();
       let expectNew = true;
       for (const [pid, group] of byProvider) {
         const entries = group.map((f) => ({ job: f.job, series: this.withoutFinerCovered(f, committedByJob.get(f.job.id) ?? []) }));
-        const rows = pointRowsOf(pid, entries, ids.get(pid)!);
+        const { rows, dates } = pointRowsWithDates(pid, entries, ids.get(pid)!);
         rowsByProvider.set(pid, rows);
         const bySeries = new Map<number, HeldPoint[]>();
-        for (const r of rows) {
+        for (let i = 0; i < rows.length; i++) {
+          const r = rows[i]!;
           let list = bySeries.get(r[0]);
           if (!list) bySeries.set(r[0], (list = []));
-          list.push({ key: r[1], ts: r[2] === null ? null : new Date(r[2]), step: r[3], value: r[4] });
+          list.push({ key: r[1], ts: dates[i]!, step: r[3], value: r[4] });
         }
         for (const f of group) {
           const cachedBefore = new Set((committedByJob.get(f.job.id) ?? []).map((r) => r.dataset));

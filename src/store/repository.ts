@@ -859,7 +859,7 @@ export class Repository {
    */
   async writeSeries(providerId: string, entries: { job: JobRow; series: SeriesData[] }[]) {
     const ids = await this.writeSeriesRows(providerId, entries);
-    await this.writePoints(pointRowsOf(providerId, entries, ids));
+    await this.writePoints(pointRowsWithDates(providerId, entries, ids).rows);
   }
 
   /** Upserts the series themselves (not their points); returns their ids by series key. */
@@ -937,7 +937,7 @@ export class Repository {
   private async upsertPointsJson(part: readonly PointWriteRow[]) {
     await this.db.execute(sql`
       insert into points (series_id, key, ts, step, value)
-      select (r->>0)::bigint, (r->>1)::bigint, (r->>2)::timestamptz, (r->>3)::int, (r->>4)::float8
+      select (r->>0)::bigint, (r->>1)::bigint, to_timestamp((r->>2)::float8 / 1000), (r->>3)::int, (r->>4)::float8
       from jsonb_array_elements(${JSON.stringify(part)}::jsonb) as r
       on conflict (series_id, key) do update set ts = excluded.ts, step = excluded.step, value = excluded.value`);
   }
@@ -1134,31 +1134,60 @@ export function seriesIdentity(providerId: string, job: Pick<JobRow, 'id' | 'ext
   return { key: seriesKey(job.id, s, nodeId, gpuId), nodeId, gpuId };
 }
 
-export type PointWriteRow = [seriesId: number, key: number, ts: string | null, step: number | null, value: number | null];
+/** A point as it is written: `ts` in epoch milliseconds. */
+export type PointWriteRow = [seriesId: number, key: number, ts: number | null, step: number | null, value: number | null];
 
 /** The point rows of fetched series, one per (series, key): a key repeated upstream keeps its last point. */
-export function pointRowsOf(providerId: string, entries: { job: JobRow; series: SeriesData[] }[], ids: Map<string, number>): PointWriteRow[] {
-  const out: PointWriteRow[] = [];
-  const seen = new Map<string, Map<number, number>>();
+/**
+ * The point rows of fetched series, one per series and key (a later point of the same key wins),
+ * and beside each row the Date it came with (null for points without a time), so what is held
+ * for an answer needs no second parse. Points come in key order almost always: a series is only
+ * indexed by key once one arrives out of order.
+ */
+export function pointRowsWithDates(
+  providerId: string,
+  entries: { job: JobRow; series: SeriesData[] }[],
+  ids: Map<string, number>,
+): { rows: PointWriteRow[]; dates: (Date | null)[] } {
+  const rows: PointWriteRow[] = [];
+  const dates: (Date | null)[] = [];
+  // Each series' rows: while they are contiguous and in increasing key order, [start, end); an
+  // index by key from the first point that breaks either.
+  const bySeries = new Map<number, { start: number; end: number; last: number; at: Map<number, number> | null }>();
   for (const { job, series } of entries) {
     for (const s of series) {
-      const { key } = seriesIdentity(providerId, job, s);
-      const seriesId = ids.get(key)!;
-      let at = seen.get(key);
-      if (!at) seen.set(key, (at = new Map()));
+      const seriesId = ids.get(seriesIdentity(providerId, job, s).key)!;
+      let seen = bySeries.get(seriesId);
+      if (!seen) bySeries.set(seriesId, (seen = { start: rows.length, end: rows.length, last: -Infinity, at: null }));
+      const byStep = s.keyedBy === 'step';
       for (const p of s.points) {
-        const k = s.keyedBy === 'step' ? p.step : (p.timestamp?.getTime() ?? null);
+        const ts = p.timestamp ?? null;
+        const k = byStep ? p.step : (ts?.getTime() ?? null);
         if (k === null || k === undefined) continue;
-        const row: PointWriteRow = [seriesId, k, p.timestamp?.toISOString() ?? null, p.step, p.value];
-        const i = at.get(k);
+        const row: PointWriteRow = [seriesId, k, ts ? ts.getTime() : null, p.step, p.value];
+        if (seen.at === null) {
+          if (k > seen.last && seen.end === rows.length) {
+            seen.last = k;
+            seen.end = rows.push(row);
+            dates.push(ts);
+            continue;
+          }
+          seen.at = new Map();
+          for (let i = seen.start; i < seen.end; i++) seen.at.set(rows[i]![1], i);
+        }
+        const i = seen.at.get(k);
         if (i === undefined) {
-          at.set(k, out.length);
-          out.push(row);
-        } else out[i] = row;
+          seen.at.set(k, rows.length);
+          rows.push(row);
+          dates.push(ts);
+        } else {
+          rows[i] = row;
+          dates[i] = ts;
+        }
       }
     }
   }
-  return out;
+  return { rows, dates };
 }
 
 /** Labels as the jobs table keeps them: one JSON object, key -> value (null for a bare tag). */
