@@ -220,7 +220,10 @@ export class FleetStore {
       this.db,
       sql`
       with ${intervalsSql(windows)},
-      per_series as (
+      -- Materialised: computed once. Inlined, a planner without statistics (PGlite has no
+      -- autovacuum) took sel for one row and re-ran this aggregate for each of its series
+      -- (10 jobs x 64 GPUs: 33 s instead of 1).
+      per_series as materialized (
         select series_id, sum(t1 - t0) as covered_ms, sum((t1 - t0) * value) as used_ms from iv group by series_id
       ), per_job as (
         select jw.job_id, j.provider_id, j.project_id, coalesce(j.gpu_type, 'unknown') as model,
