@@ -9,7 +9,8 @@ import { benchFleet } from './fleet.js';
 import { summarizeProfile } from './cpu-profile-summary.js';
 import { benchFootprint } from './footprint.js';
 import { fork, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Writable } from 'node:stream';
@@ -182,7 +183,12 @@ async function openScenario(fleet: { jobs: number; nodes: number; gpus: number }
     statuses: ['TRAINING_JOB_RUNNING'],
   });
   let databaseUrl: string | null = null;
-  let dropDatabase = async () => {};
+  // PGlite in a folder on disk, as the embedded default keeps it (DATA_DIR): in memory, its file
+  // system grows a table's file by copying it (a third of the cold dashboard's time went there).
+  const dataDir = pglite ? mkdtempSync(path.join(tmpdir(), 'tg-bench-pglite-')) : 'memory://bench';
+  let dropDatabase = async () => {
+    if (pglite) rmSync(dataDir, { recursive: true, force: true });
+  };
   if (!pglite) {
     const { default: postgres } = await import('postgres');
     const admin = postgres(flags.db!, { max: 1, onnotice: () => {} });
@@ -201,7 +207,7 @@ async function openScenario(fleet: { jobs: number; nodes: number; gpus: number }
       port: 0,
       host: '127.0.0.1',
       databaseUrl,
-      dataDir: 'memory://bench',
+      dataDir,
       redisUrl: null,
       logLevel: 'silent',
       providers: [{ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', timeoutSeconds: 120 }],
