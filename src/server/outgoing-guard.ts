@@ -98,6 +98,14 @@ export class OutgoingGuard {
     }) as typeof res.end;
   }
 
+  /**
+   * A payload serialised once and sent on many sockets (server/ws.ts) is checked once, here,
+   * instead of in every message that carries it.
+   */
+  prepared(bytes: Buffer): Buffer {
+    return this.check(bytes, undefined, 'graphql-ws') as Buffer;
+  }
+
   /** Every message this graphql-ws socket sends passes the check. */
   socket(ws: WebSocket): void {
     const send = ws.send.bind(ws) as (...args: unknown[]) => void;

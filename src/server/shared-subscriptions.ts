@@ -9,6 +9,18 @@ import type { Plugin } from 'graphql-yoga';
 /** What an event was answered with, per operation key: shared while the event object lives. */
 const answers = new WeakMap<object, Map<string, Promise<ExecutionResult>>>();
 
+/** Every result a shared execution made, as it was handed to its subscribers. */
+const sharedResults = new WeakSet<object>();
+
+/**
+ * Whether `result` is a shared execution's result itself: no plugin replaced it for this
+ * subscriber (error masking and every other result hook replace, never edit, a result), so it
+ * is the same for every subscriber of its event and may be serialised once for all (server/ws.ts).
+ */
+export function isSharedResult(result: unknown): result is ExecutionResult {
+  return typeof result === 'object' && result !== null && sharedResults.has(result);
+}
+
 /** Root fields whose events may be shared: their answer depends on the event, the arguments and the scope only. */
 const SHAREABLE = new Set(['jobUtilization']);
 
@@ -40,7 +52,10 @@ async function sharedSubscribe(
     if (!byKey) answers.set(payload, (byKey = new Map()));
     let shared = byKey.get(key);
     if (!shared) {
-      shared = Promise.resolve(execute({ ...args, rootValue: payload }));
+      shared = Promise.resolve(execute({ ...args, rootValue: payload })).then((result) => {
+        sharedResults.add(result);
+        return result;
+      });
       byKey.set(key, shared);
     }
     return shared;
