@@ -101,6 +101,12 @@ class Feed {
   /** The latest sample heard (from whichever replica polled), and every series any sample named. */
   private latestSample: SamplePayload | null = null;
   private readonly seenSeries = new Set<string>();
+  /**
+   * The backfill until the next event: subscribers joining between two polls get the same
+   * object, so they share its execution and its serialised answer (server/shared-subscriptions.ts
+   * keys both by the event object) instead of one each.
+   */
+  private backfilled: SamplePayload | null = null;
 
   constructor(
     readonly topic: string,
@@ -129,6 +135,7 @@ class Feed {
     if (payload.type === 'sample') {
       if (payload.cursor) this.state.cursor = payload.cursor;
       this.latestSample = payload;
+      this.backfilled = null;
       for (const key of payload.series) this.seenSeries.add(key);
     }
     if (payload.type === 'logs') {
@@ -145,7 +152,9 @@ class Feed {
    * the first subscriber built up, instead of nothing until the next poll.
    */
   backfill(): SamplePayload | null {
-    return this.latestSample ? { ...this.latestSample, series: [...this.seenSeries] } : null;
+    if (!this.latestSample) return null;
+    this.backfilled ??= { ...this.latestSample, series: [...this.seenSeries] };
+    return this.backfilled;
   }
 
   private schedule(delayMs: number) {

@@ -145,6 +145,24 @@ describe('shared live payloads on the wire', () => {
     await waitFor(() => rt.live.hub.stats().subscribers === 0, 10_000, 'cleanup');
   });
 
+  it('subscribers joining between two polls share one catch-up', async () => {
+    const a = await rawSocket();
+    a.subscribe('first');
+    await waitFor(() => a.nexts('first').length >= 1, 10_000, 'the first sample');
+    const before = await counters();
+    const b = await rawSocket();
+    for (const id of ['j1', 'j2', 'j3']) b.subscribe(id);
+    await waitFor(() => ['j1', 'j2', 'j3'].every((id) => b.nexts(id).length >= 1), 10_000, 'the catch-ups');
+    const texts = ['j1', 'j2', 'j3'].map((id) => payloadText(b.nexts(id)[0]!, id));
+    expect(new Set(texts).size).toBe(1);
+    const after = await counters();
+    expect(after.payloads - before.payloads).toBe(1);
+    expect(after.shared - before.shared).toBe(3);
+    a.ws.terminate();
+    b.ws.terminate();
+    await waitFor(() => rt.live.hub.stats().subscribers === 0, 10_000, 'cleanup');
+  });
+
   it('a result a plugin changes for one subscriber reaches that subscriber alone; the others share theirs', async () => {
     const plain = await rawSocket();
     const x = await rawSocket({ tag: 'x' });
