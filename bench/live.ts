@@ -32,6 +32,13 @@ const INTERVAL_S = Number(flags.interval);
 
 type Msg = { type: string; [k: string]: unknown };
 const gc = () => (globalThis as { gc?: () => void }).gc?.();
+/** Server CPU (user + system) in ms: the steadiest figure on a machine other work shares. */
+const cpuMs = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
+/** CPU at each event a server sent (a poll's sample, a broadcast round): a round's cost is the CPU until the next. */
+const marks: { key: string; cpu: number }[] = [];
 const memory = () => {
   gc();
   const m = process.memoryUsage();
@@ -63,8 +70,15 @@ async function serveGraphql() {
     logger: pino({ level: 'silent' }),
     ws: { maxSubscriptionsPerConnection: 100, connectionInitWaitTimeoutMs: 60_000, maxPayloadBytes: 64 * 1024, keepAliveMs: 60_000 },
   });
+  const jobId = `bench:job:${sim.fleet.jobs[0]!.id}`;
+  rt.live.hub.bus.on(`live:utilization:${jobId}`, (p) => {
+    const sample = p as { type: string; polledAt?: string };
+    if (sample.type === 'sample' && sample.polledAt) marks.push({ key: sample.polledAt, cpu: cpuMs() });
+  });
   process.on('message', async (m: Msg) => {
     if (m.type === 'memory') process.send!({ type: 'memory', ...memory() });
+    if (m.type === 'marks') process.send!({ type: 'marks', marks, cpu: cpuMs() });
+    if (m.type === 'subscribers') process.send!({ type: 'subscribers', n: rt.live.hub.stats().subscribers });
     if (m.type === 'heap-snapshot') {
       const { writeHeapSnapshot } = await import('node:v8');
       gc();
@@ -76,7 +90,7 @@ async function serveGraphql() {
         .then(() => sim.close())
         .then(() => process.exit(0));
   });
-  process.send!({ type: 'ready', url: rt.url, jobId: `bench:job:${sim.fleet.jobs[0]!.id}` });
+  process.send!({ type: 'ready', url: rt.url, jobId });
 }
 
 async function serveWs() {
@@ -85,13 +99,16 @@ async function serveWs() {
   let timer: NodeJS.Timeout | null = null;
   process.on('message', (m: Msg) => {
     if (m.type === 'memory') process.send!({ type: 'memory', ...memory() });
+    if (m.type === 'marks') process.send!({ type: 'marks', marks, cpu: cpuMs() });
     if (m.type === 'broadcast') {
       const templates = m.templates as string[];
       let left = m.rounds as number;
       let round = 0;
       timer = setInterval(() => {
         // The same bytes as the GraphQL `next` message of the same round, stamped with the send time.
-        const bytes = templates[round++ % templates.length]!.replace('__POLLED_AT__', new Date().toISOString());
+        const polledAt = new Date().toISOString();
+        marks.push({ key: polledAt, cpu: cpuMs() });
+        const bytes = templates[round++ % templates.length]!.replace('__POLLED_AT__', polledAt);
         for (const c of wss.clients) c.send(bytes);
         if (--left <= 0) clearInterval(timer!);
       }, m.intervalMs as number);
@@ -148,8 +165,22 @@ interface Result {
   memPerSubscriber: { rss: number; heap: number };
   /** Bytes of each timed round's message. */
   bytes: number[];
-  /** Heap per subscriber again once the rounds went out (steady state, queues drained). */
+  /** Heap per subscriber again after the rounds, once every subscriber got a poll without series (nothing in flight). */
   heapAfterRounds?: number;
+  /** What the subscribers held: heap after the rounds less heap once they left (warm-up garbage cancels out). */
+  heapHeld?: number;
+  /** Server CPU ms of each timed round (until the next event went out). */
+  roundCpuMs: number[];
+}
+
+/** The server CPU spent from each of `keys`' events until the next event (or now). */
+async function roundCpu(child: ChildProcess, keys: string[]): Promise<number[]> {
+  const m = await ask(child, 'marks');
+  const marks = m.marks as { key: string; cpu: number }[];
+  return keys.map((k) => {
+    const i = marks.findIndex((x) => x.key === k);
+    return i < 0 ? Number.NaN : (marks[i + 1]?.cpu ?? (m.cpu as number)) - marks[i]!.cpu;
+  });
 }
 
 async function measureGraphql(): Promise<Result & { templates: string[] }> {
@@ -170,6 +201,10 @@ async function measureGraphql(): Promise<Result & { templates: string[] }> {
   const templates = new Map<string, string>();
   let received = 0;
   let empty = 0;
+  // Samples without series delivered, per poll: one every subscriber got is a quiet moment (the
+  // next poll is an interval away), where the heap holds the subscribers' state and nothing in flight.
+  const emptyDelivered = new Map<string, number>();
+  let quietPolls = 0;
   const clients: Client[] = [];
   const query = `subscription($id: ID!) { jobUtilization(jobId: $id, names: [GPU_UTILIZATION, GPU_MEMORY_USED, CPU_USAGE, MEMORY_USED], maxPoints: 60) { polledAt granularity job { id status } series { id name scope points { timestamp value } } } }`;
   type Series = { id: string }[];
@@ -197,6 +232,9 @@ async function measureGraphql(): Promise<Result & { templates: string[] }> {
             }
             if (s.series.length === 0) {
               empty++;
+              const n = (emptyDelivered.get(s.polledAt) ?? 0) + 1;
+              emptyDelivered.set(s.polledAt, n);
+              if (n === N) quietPolls++;
               return;
             }
             latencies.push(at - Date.parse(s.polledAt));
@@ -212,14 +250,23 @@ async function measureGraphql(): Promise<Result & { templates: string[] }> {
   });
   while (firstSeen.size < N) await new Promise((r) => setTimeout(r, 100));
   const after = await ask(child, 'memory');
-  if (flags['heap-snapshot']) console.log(`heap snapshot: ${(await ask(child, 'heap-snapshot', { file: flags['heap-snapshot'] })).file}`);
   while (received < N * ROUNDS) await new Promise((r) => setTimeout(r, 100));
+  const quietBefore = quietPolls;
+  while (quietPolls === quietBefore) await new Promise((r) => setTimeout(r, 20));
   const afterRounds = await ask(child, 'memory');
+  if (flags['heap-snapshot']) console.log(`heap snapshot: ${(await ask(child, 'heap-snapshot', { file: flags['heap-snapshot'] })).file}`);
+  const timed = [...templates.keys()].slice(0, ROUNDS);
+  const cpu = await roundCpu(child, timed);
   console.log(`samples without series between the timed rounds: ${empty / N}`);
-  await Promise.allSettled([...clients, warm].map((c) => c.dispose()));
+  await Promise.allSettled(clients.map((c) => c.dispose()));
+  while (((await ask(child, 'subscribers')).n as number) > 1) await new Promise((r) => setTimeout(r, 100));
+  const left = await ask(child, 'memory');
+  await warm.dispose();
   child.send({ type: 'stop' });
   const list = [...templates.values()].slice(0, ROUNDS);
   return {
+    heapHeld: ((afterRounds.heap as number) - (left.heap as number)) / N,
+    roundCpuMs: cpu,
     latencies,
     memPerSubscriber: { rss: ((after.rss as number) - (before.rss as number)) / N, heap: ((after.heap as number) - (before.heap as number)) / N },
     heapAfterRounds: ((afterRounds.heap as number) - (before.heap as number)) / N,
@@ -248,12 +295,18 @@ async function measureWs(templates: string[]): Promise<Result> {
   const after = await ask(child, 'memory');
   child.send({ type: 'broadcast', templates, rounds: ROUNDS, intervalMs: INTERVAL_S * 1000 });
   while (latencies.length < N * ROUNDS) await new Promise((r) => setTimeout(r, 100));
+  const marks = (await ask(child, 'marks')).marks as { key: string }[];
+  const cpu = await roundCpu(
+    child,
+    marks.map((x) => x.key),
+  );
   for (const s of sockets) s.terminate();
   child.send({ type: 'stop' });
   return {
     latencies,
     memPerSubscriber: { rss: ((after.rss as number) - (before.rss as number)) / N, heap: ((after.heap as number) - (before.heap as number)) / N },
     bytes: templates.map((t) => Buffer.byteLength(t)),
+    roundCpuMs: cpu,
   };
 }
 
@@ -272,13 +325,20 @@ async function main() {
       rssKiB: r.memPerSubscriber.rss / 1024,
       heapKiB: r.memPerSubscriber.heap / 1024,
       heapAfterRoundsKiB: r.heapAfterRounds === undefined ? null : r.heapAfterRounds / 1024,
+      heapHeldKiB: r.heapHeld === undefined ? null : r.heapHeld / 1024,
+      cpuMsPerRound: r.roundCpuMs.reduce((x, y) => x + y, 0) / r.roundCpuMs.length,
       samples: s.length,
     };
   };
   const a = row('graphql-ws subscription', g);
   const b = row('raw ws broadcast', w);
   console.log(`messages of the timed rounds: ${g.bytes.join(', ')} bytes`);
-  console.log(`graphql-ws server heap per subscriber after the rounds: ${a.heapAfterRoundsKiB?.toFixed(1)} KiB`);
+  console.log(
+    `graphql-ws server heap per subscriber after the rounds: ${a.heapAfterRoundsKiB?.toFixed(1)} KiB; held by the subscribers (after the rounds less after they left): ${a.heapHeldKiB?.toFixed(1)} KiB`,
+  );
+  console.log(
+    `server CPU per timed round: graphql-ws ${g.roundCpuMs.map((x) => x.toFixed(0)).join(', ')} ms (fan-out and the next poll); raw ws ${w.roundCpuMs.map((x) => x.toFixed(0)).join(', ')} ms`,
+  );
   console.log('transport                  p50 ms   p99 ms   server RSS/sub KiB   heap/sub KiB   deliveries');
   for (const r of [a, b]) {
     console.log(
@@ -287,7 +347,7 @@ async function main() {
   }
   const ratio = (x: number, y: number) => (y > 0 ? (x / y).toFixed(1) : 'n/a (baseline 0)');
   console.log(
-    `ratios graphql-ws / raw ws: p50 ${ratio(a.p50, b.p50)}x, p99 ${ratio(a.p99, b.p99)}x, RSS/sub ${ratio(a.rssKiB, b.rssKiB)}x, heap/sub ${ratio(a.heapKiB, b.heapKiB)}x`,
+    `ratios graphql-ws / raw ws: p50 ${ratio(a.p50, b.p50)}x, p99 ${ratio(a.p99, b.p99)}x, RSS/sub ${ratio(a.rssKiB, b.rssKiB)}x, heap/sub ${ratio(a.heapKiB, b.heapKiB)}x, server CPU/round ${ratio(a.cpuMsPerRound, b.cpuMsPerRound)}x`,
   );
   // For npm run bench, which puts this row in its table.
   console.log(`LIVE_RESULT ${JSON.stringify({ subscribers: N, rounds: ROUNDS, bytes: Math.max(...g.bytes), graphqlWs: a, rawWs: b })}`);
