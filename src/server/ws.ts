@@ -2,7 +2,7 @@
 // envelop (same schema, context, error masking as HTTP). Yoga itself serves SSE subscriptions
 // (GraphiQL uses them). The socket's limits are part of its protection against abusive clients.
 import type http from 'node:http';
-import { GraphQLError, type ExecutionArgs, type ExecutionResult } from 'graphql';
+import { GraphQLError, type ExecutionArgs, type ExecutionResult, getOperationAST } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { type WebSocket, WebSocketServer } from 'ws';
 import type { App } from './yoga.js';
@@ -188,6 +188,9 @@ export function attachGraphqlWs(
         } catch (err) {
           return refused(err);
         }
+        // The parse cache hands every subscriber of a query the same document: its text stands in
+        // for the copy each message brought, which graphql-ws keeps for the operation's life.
+        if (document.loc?.source.body === payload.query) (payload as { query: string }).query = document.loc.source.body;
         const errors = validate(schema, document);
         if (errors.length > 0) return errors.map((e: GraphQLError) => refused(e)[0]);
         // The token is checked again for each subscription: one revoked since the connection opened is refused.
@@ -198,13 +201,17 @@ export function attachGraphqlWs(
           if (err instanceof Error && err.name === 'GraphQLError') return refused(err);
           throw err;
         }
-        // A socket has no Fetch request whose signal says the client went away: the operation
-        // gets its own, aborted when the client completes it early or the socket closes, so its
-        // store reads and upstream calls stop as an abandoned HTTP request's do (use-limits.ts).
-        const gone = new AbortController();
-        operationsOf(ctx.extra.socket).set(_id, gone);
-        if (ctx.extra.socket.readyState >= ctx.extra.socket.CLOSING) gone.abort(clientClosed());
-        (contextValue as { clientGone?: AbortSignal }).clientGone = gone.signal;
+        // A socket has no Fetch request whose signal says the client went away: a query or
+        // mutation gets its own, aborted when the client completes it early or the socket closes,
+        // so its store reads and upstream calls stop as an abandoned HTTP request's do
+        // (use-limits.ts, whose execute hook is the only reader). A subscription has none: nothing
+        // listens to it there, and thousands of live subscribers each held one (~600 bytes).
+        if (getOperationAST(document, payload.operationName)?.operation !== 'subscription') {
+          const gone = new AbortController();
+          operationsOf(ctx.extra.socket).set(_id, gone);
+          if (ctx.extra.socket.readyState >= ctx.extra.socket.CLOSING) gone.abort(clientClosed());
+          (contextValue as { clientGone?: AbortSignal }).clientGone = gone.signal;
+        }
         return {
           schema,
           document,
