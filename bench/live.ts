@@ -39,10 +39,14 @@ const cpuMs = () => {
 };
 /** CPU at each event a server sent (a poll's sample, a broadcast round): a round's cost is the CPU until the next. */
 const marks: { key: string; cpu: number }[] = [];
-const memory = () => {
+const memory = async () => {
+  // V8 frees dead ArrayBuffers' memory (sent frames) on a background sweeper after a collection:
+  // read `external` once it has had a moment to, or it counts frames already let go.
+  gc();
+  await new Promise((r) => setTimeout(r, 200));
   gc();
   const m = process.memoryUsage();
-  return { rss: m.rss, heap: m.heapUsed + m.external + m.arrayBuffers };
+  return { rss: m.rss, heap: m.heapUsed + m.external + m.arrayBuffers, heapUsed: m.heapUsed, external: m.external };
 };
 
 // ---- server roles (child processes) ---------------------------------------------------------
@@ -76,7 +80,7 @@ async function serveGraphql() {
     if (sample.type === 'sample' && sample.polledAt) marks.push({ key: sample.polledAt, cpu: cpuMs() });
   });
   process.on('message', async (m: Msg) => {
-    if (m.type === 'memory') process.send!({ type: 'memory', ...memory() });
+    if (m.type === 'memory') process.send!({ type: 'memory', ...(await memory()) });
     if (m.type === 'marks') process.send!({ type: 'marks', marks, cpu: cpuMs() });
     if (m.type === 'subscribers') process.send!({ type: 'subscribers', n: rt.live.hub.stats().subscribers });
     if (m.type === 'heap-snapshot') {
@@ -97,8 +101,8 @@ async function serveWs() {
   const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, maxPayload: 64 * 1024 });
   await new Promise((r) => wss.once('listening', r));
   let timer: NodeJS.Timeout | null = null;
-  process.on('message', (m: Msg) => {
-    if (m.type === 'memory') process.send!({ type: 'memory', ...memory() });
+  process.on('message', async (m: Msg) => {
+    if (m.type === 'memory') process.send!({ type: 'memory', ...(await memory()) });
     if (m.type === 'marks') process.send!({ type: 'marks', marks, cpu: cpuMs() });
     if (m.type === 'broadcast') {
       const templates = m.templates as string[];
@@ -169,6 +173,7 @@ interface Result {
   heapAfterRounds?: number;
   /** What the subscribers held: heap after the rounds less heap once they left (warm-up garbage cancels out). */
   heapHeld?: number;
+  heapHeldParts?: { heapUsed: number; external: number };
   /** Server CPU ms of each timed round (until the next event went out). */
   roundCpuMs: number[];
 }
@@ -266,6 +271,10 @@ async function measureGraphql(): Promise<Result & { templates: string[] }> {
   const list = [...templates.values()].slice(0, ROUNDS);
   return {
     heapHeld: ((afterRounds.heap as number) - (left.heap as number)) / N,
+    heapHeldParts: {
+      heapUsed: ((afterRounds.heapUsed as number) - (left.heapUsed as number)) / N,
+      external: ((afterRounds.external as number) - (left.external as number)) / N,
+    },
     roundCpuMs: cpu,
     latencies,
     memPerSubscriber: { rss: ((after.rss as number) - (before.rss as number)) / N, heap: ((after.heap as number) - (before.heap as number)) / N },
@@ -334,7 +343,7 @@ async function main() {
   const b = row('raw ws broadcast', w);
   console.log(`messages of the timed rounds: ${g.bytes.join(', ')} bytes`);
   console.log(
-    `graphql-ws server heap per subscriber after the rounds: ${a.heapAfterRoundsKiB?.toFixed(1)} KiB; held by the subscribers (after the rounds less after they left): ${a.heapHeldKiB?.toFixed(1)} KiB`,
+    `graphql-ws server heap per subscriber after the rounds: ${a.heapAfterRoundsKiB?.toFixed(1)} KiB; held by the subscribers (after the rounds less after they left): ${a.heapHeldKiB?.toFixed(1)} KiB (V8 heap ${((g.heapHeldParts?.heapUsed ?? 0) / 1024).toFixed(1)}, external ${((g.heapHeldParts?.external ?? 0) / 1024).toFixed(1)})`,
   );
   console.log(
     `server CPU per timed round: graphql-ws ${g.roundCpuMs.map((x) => x.toFixed(0)).join(', ')} ms (fan-out and the next poll); raw ws ${w.roundCpuMs.map((x) => x.toFixed(0)).join(', ')} ms`,
