@@ -102,8 +102,9 @@ export class OutgoingGuard {
    * A payload serialised once and sent on many sockets (server/ws.ts) is checked once, here,
    * instead of in every message that carries it.
    */
-  prepared(bytes: Buffer): Buffer {
-    return this.check(bytes, undefined, 'graphql-ws') as Buffer;
+  prepared(text: string): string {
+    const checked = this.check(text, 'utf8', 'graphql-ws');
+    return typeof checked === 'string' ? checked : (checked as Buffer).toString('utf8');
   }
 
   /** Every message this graphql-ws socket sends passes the check. */

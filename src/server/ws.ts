@@ -62,12 +62,11 @@ const MARKER_TEXT = '\u0000prepared';
 const MARKER = { toJSON: () => MARKER_TEXT };
 const MARKED_HEAD = '{"id":';
 const MARKED_TAIL = `,"type":"next","payload":${JSON.stringify(MARKER_TEXT)}}`;
-const CLOSE_BRACE = Buffer.from('}');
 
-/** The payload graphql-ws would send for `result` (server.js emit.next), as bytes. */
-function serialisePayload(result: ExecutionResult): Buffer {
+/** The payload graphql-ws would send for `result` (server.js emit.next). */
+function serialisePayload(result: ExecutionResult): string {
   const { errors, ...rest } = result;
-  return Buffer.from(JSON.stringify(errors ? { ...rest, errors: errors.map((e) => e.toJSON()) } : rest));
+  return JSON.stringify(errors ? { ...rest, errors: errors.map((e) => e.toJSON()) } : rest);
 }
 
 /** What the server counts of its `next` messages (server/metrics.ts). */
@@ -103,10 +102,10 @@ export function attachGraphqlWs(
     return ops;
   };
   // Each shared result's payload, serialised (and secret-checked) once for every socket.
-  const prepared = new WeakMap<object, Buffer>();
+  const prepared = new WeakMap<object, string>();
   // Per socket, the prepared payload of each operation's `next` on its way (onNext -> send).
-  const pendingNext = new WeakMap<WebSocket, Map<string, Buffer>>();
-  const preparedPayload = (result: ExecutionResult): Buffer => {
+  const pendingNext = new WeakMap<WebSocket, Map<string, string>>();
+  const preparedPayload = (result: ExecutionResult): string => {
     let bytes = prepared.get(result);
     if (!bytes) {
       bytes = serialisePayload(result);
@@ -120,7 +119,7 @@ export function attachGraphqlWs(
   // the splice first, then the secret check outside it (it sees the marked message, whose
   // prepared payload it checked once).
   wss.on('connection', (socket) => {
-    const pending = new Map<string, Buffer>();
+    const pending = new Map<string, string>();
     pendingNext.set(socket, pending);
     const send = socket.send.bind(socket) as (data: unknown, options: object, cb?: (err?: Error) => void) => void;
     socket.send = ((data: unknown, ...rest: unknown[]) => {
@@ -131,9 +130,10 @@ export function attachGraphqlWs(
         const payload = pending.get(id);
         pending.delete(id);
         if (payload) {
-          const head = Buffer.from(`${MARKED_HEAD}${idJson},"type":"next","payload":`);
-          // A text frame: graphql-ws clients refuse binary ones.
-          return send(Buffer.concat([head, payload, CLOSE_BRACE], head.length + payload.length + 1), { binary: false }, cb);
+          // A string, as the text frame graphql-ws clients expect: concatenating it is free (V8
+          // joins the parts lazily) and the socket encodes it as it writes. A Buffer per socket
+          // (Buffer.concat) cost an ArrayBuffer allocation and its garbage collection per message.
+          return send(`${MARKED_HEAD}${idJson},"type":"next","payload":${payload}}`, {}, cb);
         }
       }
       return (send as (...args: unknown[]) => void)(data, ...rest);

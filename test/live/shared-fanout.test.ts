@@ -5,6 +5,7 @@
 import type { Plugin } from 'graphql-yoga';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { registerSecret } from '../../src/domain/secrets.js';
 import type { Runtime } from '../../src/server/runtime.js';
 import type { BasetenSimulator } from '../../src/simulators/baseten/server.js';
 import { ManualTimers, nextStep } from '../support/manual-timers.js';
@@ -75,13 +76,14 @@ function payloadText(frame: string, id: string): string {
   return text;
 }
 
-async function counters(): Promise<{ shared: number; own: number; payloads: number }> {
+async function counters(): Promise<{ shared: number; own: number; payloads: number; secretFindings: number }> {
   const text = await rt.metrics.scrape();
   const read = (re: RegExp) => Number(re.exec(text)?.[1] ?? 0);
   return {
     shared: read(/graphql_ws_next_messages_total\{payload="shared"\} (\d+)/),
     own: read(/graphql_ws_next_messages_total\{payload="own"\} (\d+)/),
     payloads: read(/graphql_ws_shared_payloads_total (\d+)/),
+    secretFindings: read(/secret_findings_total\{transport="graphql-ws"\} (\d+)/),
   };
 }
 
@@ -281,5 +283,28 @@ describe('shared live payloads on the wire', () => {
     slow.ws.terminate();
     await waitFor(() => rt.live.hub.stats().subscribers === 0 && rt.live.hub.stats().feeds === 0, 10_000, 'cleanup after the socket died');
     live.ws.terminate();
+  });
+
+  // Last: the secret it registers stays registered for the rest of this process.
+  it('a shared payload that quotes a secret reaches every subscriber masked, checked once', async () => {
+    const a = await rawSocket();
+    const b = await rawSocket();
+    a.subscribe('q1');
+    b.subscribe('q2');
+    await waitFor(() => a.nexts('q1').length >= 1 && b.nexts('q2').length >= 1, 10_000, 'the catch-ups');
+    // The job's id is in every sample (job { id }, the series ids): as if it were a credential.
+    registerSecret(jobId);
+    const before = await counters();
+    await poll();
+    await waitFor(() => a.nexts('q1').length >= 2 && b.nexts('q2').length >= 2, 10_000, 'the poll on both');
+    const texts = [payloadText(a.nexts('q1')[1]!, 'q1'), payloadText(b.nexts('q2')[1]!, 'q2')];
+    expect(texts[0]).toBe(texts[1]);
+    expect(texts[0]).not.toContain(jobId);
+    expect(texts[0]).toContain('*'.repeat(jobId.length));
+    const after = await counters();
+    expect(after.shared - before.shared).toBe(2);
+    expect(after.secretFindings - before.secretFindings).toBe(1);
+    for (const s of [a, b]) s.ws.terminate();
+    await waitFor(() => rt.live.hub.stats().subscribers === 0, 10_000, 'cleanup');
   });
 });
