@@ -262,7 +262,13 @@ async function measureGraphql(): Promise<Result & { templates: string[] }> {
   if (flags['heap-snapshot']) console.log(`heap snapshot: ${(await ask(child, 'heap-snapshot', { file: flags['heap-snapshot'] })).file}`);
   const timed = [...templates.keys()].slice(0, ROUNDS);
   const cpu = await roundCpu(child, timed);
-  console.log(`samples without series between the timed rounds: ${empty / N}`);
+  // The polls without points in the same stretch: a poll's own work and a 175-byte fan-out.
+  const emptyCpu = await roundCpu(
+    child,
+    [...emptyDelivered.keys()].filter((k) => emptyDelivered.get(k) === N),
+  );
+  const emptyMean = emptyCpu.reduce((x, y) => x + y, 0) / Math.max(1, emptyCpu.length);
+  console.log(`samples without series between the timed rounds: ${empty / N}; server CPU per such poll: ${emptyMean.toFixed(0)} ms`);
   await Promise.allSettled(clients.map((c) => c.dispose()));
   while (((await ask(child, 'subscribers')).n as number) > 1) await new Promise((r) => setTimeout(r, 100));
   const left = await ask(child, 'memory');
