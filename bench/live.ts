@@ -1,8 +1,12 @@
-// `npm run bench:live [-- --subscribers 10000 --rounds 5 --interval 2]`: N graphql-ws subscribers
-// of one job's utilization on one server process, publish-to-receive latency (p50/p99) and server
-// memory per subscriber, beside a baseline measured in the same run: a raw `ws` server
-// broadcasting the same bytes to N plain sockets. Servers run in child processes so the clients'
-// memory is not counted; both use the same loopback and the same clock.
+// `npm run bench:live [-- --subscribers 10000 --rounds 5 --interval 2 --heap-snapshot f.heapsnapshot]`:
+// N graphql-ws subscribers of one job's utilization on one server process, publish-to-receive
+// latency (p50/p99) and server memory per subscriber, beside a baseline measured in the same run:
+// a raw `ws` server broadcasting the same bytes to N plain sockets. Servers run in child processes
+// so the clients' memory is not counted; both use the same loopback and the same clock.
+// A round is a poll that brought points: the simulator's series have a point every 15 s, so most
+// 2 s polls send a sample without series (175 bytes), and which rounds were big used to depend on
+// the moment the run started. Empty samples still go out between rounds; only the rounds with
+// points are timed, and the baseline broadcasts exactly their bytes, round by round.
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -15,7 +19,12 @@ const { values: flags } = parseArgs({
     rounds: { type: 'string', default: '5' },
     interval: { type: 'string', default: '2' },
     serve: { type: 'string' },
+    'heap-snapshot': { type: 'string' },
+    // The baseline's clients parse each message as JSON, as every graphql-ws client does (its
+    // parse is most of this process's work: 3,000 x 57 KB a round); --no-raw-parse only matches a regex.
+    'raw-parse': { type: 'boolean', default: true },
   },
+  allowNegative: true,
 });
 const N = Number(flags.subscribers);
 const ROUNDS = Number(flags.rounds);
@@ -23,10 +32,21 @@ const INTERVAL_S = Number(flags.interval);
 
 type Msg = { type: string; [k: string]: unknown };
 const gc = () => (globalThis as { gc?: () => void }).gc?.();
-const memory = () => {
+/** Server CPU (user + system) in ms: the steadiest figure on a machine other work shares. */
+const cpuMs = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
+/** CPU at each event a server sent (a poll's sample, a broadcast round): a round's cost is the CPU until the next. */
+const marks: { key: string; cpu: number }[] = [];
+const memory = async () => {
+  // V8 frees dead ArrayBuffers' memory (sent frames) on a background sweeper after a collection:
+  // read `external` once it has had a moment to, or it counts frames already let go.
+  gc();
+  await new Promise((r) => setTimeout(r, 200));
   gc();
   const m = process.memoryUsage();
-  return { rss: m.rss, heap: m.heapUsed + m.external + m.arrayBuffers };
+  return { rss: m.rss, heap: m.heapUsed + m.external + m.arrayBuffers, heapUsed: m.heapUsed, external: m.external };
 };
 
 // ---- server roles (child processes) ---------------------------------------------------------
@@ -54,29 +74,45 @@ async function serveGraphql() {
     logger: pino({ level: 'silent' }),
     ws: { maxSubscriptionsPerConnection: 100, connectionInitWaitTimeoutMs: 60_000, maxPayloadBytes: 64 * 1024, keepAliveMs: 60_000 },
   });
-  process.on('message', (m: Msg) => {
-    if (m.type === 'memory') process.send!({ type: 'memory', ...memory() });
+  const jobId = `bench:job:${sim.fleet.jobs[0]!.id}`;
+  rt.live.hub.bus.on(`live:utilization:${jobId}`, (p) => {
+    const sample = p as { type: string; polledAt?: string };
+    if (sample.type === 'sample' && sample.polledAt) marks.push({ key: sample.polledAt, cpu: cpuMs() });
+  });
+  process.on('message', async (m: Msg) => {
+    if (m.type === 'memory') process.send!({ type: 'memory', ...(await memory()) });
+    if (m.type === 'marks') process.send!({ type: 'marks', marks, cpu: cpuMs() });
+    if (m.type === 'subscribers') process.send!({ type: 'subscribers', n: rt.live.hub.stats().subscribers });
+    if (m.type === 'heap-snapshot') {
+      const { writeHeapSnapshot } = await import('node:v8');
+      gc();
+      process.send!({ type: 'heap-snapshot', file: writeHeapSnapshot(m.file as string) });
+    }
     if (m.type === 'stop')
       void rt
         .close()
         .then(() => sim.close())
         .then(() => process.exit(0));
   });
-  process.send!({ type: 'ready', url: rt.url, jobId: `bench:job:${sim.fleet.jobs[0]!.id}` });
+  process.send!({ type: 'ready', url: rt.url, jobId });
 }
 
 async function serveWs() {
   const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, maxPayload: 64 * 1024 });
   await new Promise((r) => wss.once('listening', r));
   let timer: NodeJS.Timeout | null = null;
-  process.on('message', (m: Msg) => {
-    if (m.type === 'memory') process.send!({ type: 'memory', ...memory() });
+  process.on('message', async (m: Msg) => {
+    if (m.type === 'memory') process.send!({ type: 'memory', ...(await memory()) });
+    if (m.type === 'marks') process.send!({ type: 'marks', marks, cpu: cpuMs() });
     if (m.type === 'broadcast') {
-      const template = m.template as string;
+      const templates = m.templates as string[];
       let left = m.rounds as number;
+      let round = 0;
       timer = setInterval(() => {
-        // The same bytes as the GraphQL `next` message, stamped with the send time.
-        const bytes = template.replace('__POLLED_AT__', new Date().toISOString());
+        // The same bytes as the GraphQL `next` message of the same round, stamped with the send time.
+        const polledAt = new Date().toISOString();
+        marks.push({ key: polledAt, cpu: cpuMs() });
+        const bytes = templates[round++ % templates.length]!.replace('__POLLED_AT__', polledAt);
         for (const c of wss.clients) c.send(bytes);
         if (--left <= 0) clearInterval(timer!);
       }, m.intervalMs as number);
@@ -105,7 +141,7 @@ function startChild(role: string): Promise<{ child: ChildProcess; ready: Msg }> 
   return new Promise((resolve) => child.once('message', (ready: Msg) => resolve({ child, ready })));
 }
 
-function ask(child: ChildProcess, type: string): Promise<Msg> {
+function ask(child: ChildProcess, type: string, extra: Record<string, unknown> = {}): Promise<Msg> {
   return new Promise((resolve) => {
     const on = (m: Msg) => {
       if (m.type === type) {
@@ -114,7 +150,7 @@ function ask(child: ChildProcess, type: string): Promise<Msg> {
       }
     };
     child.on('message', on);
-    child.send({ type });
+    child.send({ type, ...extra });
   });
 }
 
@@ -131,10 +167,28 @@ async function inBatches<T>(n: number, batch: number, make: (i: number) => Promi
 interface Result {
   latencies: number[];
   memPerSubscriber: { rss: number; heap: number };
-  bytes: number;
+  /** Bytes of each timed round's message. */
+  bytes: number[];
+  /** Heap per subscriber again after the rounds, once every subscriber got a poll without series (nothing in flight). */
+  heapAfterRounds?: number;
+  /** What the subscribers held: heap after the rounds less heap once they left (warm-up garbage cancels out). */
+  heapHeld?: number;
+  heapHeldParts?: { heapUsed: number; external: number };
+  /** Server CPU ms of each timed round (until the next event went out). */
+  roundCpuMs: number[];
 }
 
-async function measureGraphql(): Promise<Result & { template: string }> {
+/** The server CPU spent from each of `keys`' events until the next event (or now). */
+async function roundCpu(child: ChildProcess, keys: string[]): Promise<number[]> {
+  const m = await ask(child, 'marks');
+  const marks = m.marks as { key: string; cpu: number }[];
+  return keys.map((k) => {
+    const i = marks.findIndex((x) => x.key === k);
+    return i < 0 ? Number.NaN : (marks[i + 1]?.cpu ?? (m.cpu as number)) - marks[i]!.cpu;
+  });
+}
+
+async function measureGraphql(): Promise<Result & { templates: string[] }> {
   const { child, ready } = await startChild('graphql');
   // Warm-up: one subscriber makes the server start its feed, open PGlite pages, compile resolvers;
   // memory per subscriber is then measured from there.
@@ -148,10 +202,17 @@ async function measureGraphql(): Promise<Result & { template: string }> {
   });
   const before = await ask(child, 'memory');
   const latencies: number[] = [];
-  let template = '';
+  // The first message of each timed round, in order: the baseline's bytes.
+  const templates = new Map<string, string>();
   let received = 0;
+  let empty = 0;
+  // Samples without series delivered, per poll: one every subscriber got is a quiet moment (the
+  // next poll is an interval away), where the heap holds the subscribers' state and nothing in flight.
+  const emptyDelivered = new Map<string, number>();
+  let quietPolls = 0;
   const clients: Client[] = [];
   const query = `subscription($id: ID!) { jobUtilization(jobId: $id, names: [GPU_UTILIZATION, GPU_MEMORY_USED, CPU_USAGE, MEMORY_USED], maxPoints: 60) { polledAt granularity job { id status } series { id name scope points { timestamp value } } } }`;
+  type Series = { id: string }[];
   // 100 subscriptions per connection (the server's cap): N subscribers, N/100 sockets.
   const perSocket = 100;
   const sockets = Math.ceil(N / perSocket);
@@ -162,7 +223,7 @@ async function measureGraphql(): Promise<Result & { template: string }> {
     clients.push(c);
     for (let k = 0; k < perSocket && subscribed < N; k++) {
       const id = subscribed++;
-      c.subscribe<{ jobUtilization: { polledAt: string } }>(
+      c.subscribe<{ jobUtilization: { polledAt: string; series: Series } }>(
         { query, variables: { id: ready.jobId } },
         {
           next: (r) => {
@@ -174,9 +235,17 @@ async function measureGraphql(): Promise<Result & { template: string }> {
               firstSeen.add(id);
               return;
             }
+            if (s.series.length === 0) {
+              empty++;
+              const n = (emptyDelivered.get(s.polledAt) ?? 0) + 1;
+              emptyDelivered.set(s.polledAt, n);
+              if (n === N) quietPolls++;
+              return;
+            }
             latencies.push(at - Date.parse(s.polledAt));
             received++;
-            if (!template) template = JSON.stringify({ id: '1', type: 'next', payload: { data: { jobUtilization: { ...s, polledAt: '__POLLED_AT__' } } } });
+            if (!templates.has(s.polledAt))
+              templates.set(s.polledAt, JSON.stringify({ id: '1', type: 'next', payload: { data: { jobUtilization: { ...s, polledAt: '__POLLED_AT__' } } } }));
           },
           error: () => {},
           complete: () => {},
@@ -187,17 +256,41 @@ async function measureGraphql(): Promise<Result & { template: string }> {
   while (firstSeen.size < N) await new Promise((r) => setTimeout(r, 100));
   const after = await ask(child, 'memory');
   while (received < N * ROUNDS) await new Promise((r) => setTimeout(r, 100));
-  await Promise.allSettled([...clients, warm].map((c) => c.dispose()));
+  const quietBefore = quietPolls;
+  while (quietPolls === quietBefore) await new Promise((r) => setTimeout(r, 20));
+  const afterRounds = await ask(child, 'memory');
+  if (flags['heap-snapshot']) console.log(`heap snapshot: ${(await ask(child, 'heap-snapshot', { file: flags['heap-snapshot'] })).file}`);
+  const timed = [...templates.keys()].slice(0, ROUNDS);
+  const cpu = await roundCpu(child, timed);
+  // The polls without points in the same stretch: a poll's own work and a 175-byte fan-out.
+  const emptyCpu = await roundCpu(
+    child,
+    [...emptyDelivered.keys()].filter((k) => emptyDelivered.get(k) === N),
+  );
+  const emptyMean = emptyCpu.reduce((x, y) => x + y, 0) / Math.max(1, emptyCpu.length);
+  console.log(`samples without series between the timed rounds: ${empty / N}; server CPU per such poll: ${emptyMean.toFixed(0)} ms`);
+  await Promise.allSettled(clients.map((c) => c.dispose()));
+  while (((await ask(child, 'subscribers')).n as number) > 1) await new Promise((r) => setTimeout(r, 100));
+  const left = await ask(child, 'memory');
+  await warm.dispose();
   child.send({ type: 'stop' });
+  const list = [...templates.values()].slice(0, ROUNDS);
   return {
+    heapHeld: ((afterRounds.heap as number) - (left.heap as number)) / N,
+    heapHeldParts: {
+      heapUsed: ((afterRounds.heapUsed as number) - (left.heapUsed as number)) / N,
+      external: ((afterRounds.external as number) - (left.external as number)) / N,
+    },
+    roundCpuMs: cpu,
     latencies,
     memPerSubscriber: { rss: ((after.rss as number) - (before.rss as number)) / N, heap: ((after.heap as number) - (before.heap as number)) / N },
-    bytes: Buffer.byteLength(template),
-    template,
+    heapAfterRounds: ((afterRounds.heap as number) - (before.heap as number)) / N,
+    bytes: list.map((t) => Buffer.byteLength(t)),
+    templates: list,
   };
 }
 
-async function measureWs(template: string): Promise<Result> {
+async function measureWs(templates: string[]): Promise<Result> {
   const { child, ready } = await startChild('ws');
   const before = await ask(child, 'memory');
   const latencies: number[] = [];
@@ -205,28 +298,39 @@ async function measureWs(template: string): Promise<Result> {
     const ws = new WebSocket(ready.url as string);
     ws.on('message', (data) => {
       const at = Date.now();
-      const m = /"polledAt":"([^"]+)"/.exec(String(data));
-      if (m) latencies.push(at - Date.parse(m[1]!));
+      const text = String(data);
+      const polledAt = flags['raw-parse']
+        ? (JSON.parse(text) as { payload: { data: { jobUtilization: { polledAt: string } } } }).payload.data.jobUtilization.polledAt
+        : /"polledAt":"([^"]+)"/.exec(text)?.[1];
+      if (polledAt) latencies.push(at - Date.parse(polledAt));
     });
     await new Promise((r) => ws.once('open', r));
     return ws;
   });
   const after = await ask(child, 'memory');
-  child.send({ type: 'broadcast', template, rounds: ROUNDS, intervalMs: INTERVAL_S * 1000 });
+  child.send({ type: 'broadcast', templates, rounds: ROUNDS, intervalMs: INTERVAL_S * 1000 });
   while (latencies.length < N * ROUNDS) await new Promise((r) => setTimeout(r, 100));
+  const marks = (await ask(child, 'marks')).marks as { key: string }[];
+  const cpu = await roundCpu(
+    child,
+    marks.map((x) => x.key),
+  );
   for (const s of sockets) s.terminate();
   child.send({ type: 'stop' });
   return {
     latencies,
     memPerSubscriber: { rss: ((after.rss as number) - (before.rss as number)) / N, heap: ((after.heap as number) - (before.heap as number)) / N },
-    bytes: Buffer.byteLength(template),
+    bytes: templates.map((t) => Buffer.byteLength(t)),
+    roundCpuMs: cpu,
   };
 }
 
 async function main() {
-  console.log(`live bench: ${N} subscribers, ${ROUNDS} rounds, poll interval ${INTERVAL_S}s`);
+  console.log(
+    `live bench: ${N} subscribers, ${ROUNDS} rounds, poll interval ${INTERVAL_S}s; baseline clients ${flags['raw-parse'] ? 'parse each message as JSON' : 'match a regex (--no-raw-parse)'}`,
+  );
   const g = await measureGraphql();
-  const w = await measureWs(g.template);
+  const w = await measureWs(g.templates);
   const row = (name: string, r: Result) => {
     const s = [...r.latencies].sort((a, b) => a - b);
     return {
@@ -235,12 +339,21 @@ async function main() {
       p99: percentile(s, 99),
       rssKiB: r.memPerSubscriber.rss / 1024,
       heapKiB: r.memPerSubscriber.heap / 1024,
+      heapAfterRoundsKiB: r.heapAfterRounds === undefined ? null : r.heapAfterRounds / 1024,
+      heapHeldKiB: r.heapHeld === undefined ? null : r.heapHeld / 1024,
+      cpuMsPerRound: r.roundCpuMs.reduce((x, y) => x + y, 0) / r.roundCpuMs.length,
       samples: s.length,
     };
   };
   const a = row('graphql-ws subscription', g);
   const b = row('raw ws broadcast', w);
-  console.log(`message: ${g.bytes} bytes`);
+  console.log(`messages of the timed rounds: ${g.bytes.join(', ')} bytes`);
+  console.log(
+    `graphql-ws server heap per subscriber after the rounds: ${a.heapAfterRoundsKiB?.toFixed(1)} KiB; held by the subscribers (after the rounds less after they left): ${a.heapHeldKiB?.toFixed(1)} KiB (V8 heap ${((g.heapHeldParts?.heapUsed ?? 0) / 1024).toFixed(1)}, external ${((g.heapHeldParts?.external ?? 0) / 1024).toFixed(1)})`,
+  );
+  console.log(
+    `server CPU per timed round: graphql-ws ${g.roundCpuMs.map((x) => x.toFixed(0)).join(', ')} ms (fan-out and the next poll); raw ws ${w.roundCpuMs.map((x) => x.toFixed(0)).join(', ')} ms`,
+  );
   console.log('transport                  p50 ms   p99 ms   server RSS/sub KiB   heap/sub KiB   deliveries');
   for (const r of [a, b]) {
     console.log(
@@ -249,10 +362,10 @@ async function main() {
   }
   const ratio = (x: number, y: number) => (y > 0 ? (x / y).toFixed(1) : 'n/a (baseline 0)');
   console.log(
-    `ratios graphql-ws / raw ws: p50 ${ratio(a.p50, b.p50)}x, p99 ${ratio(a.p99, b.p99)}x, RSS/sub ${ratio(a.rssKiB, b.rssKiB)}x, heap/sub ${ratio(a.heapKiB, b.heapKiB)}x`,
+    `ratios graphql-ws / raw ws: p50 ${ratio(a.p50, b.p50)}x, p99 ${ratio(a.p99, b.p99)}x, RSS/sub ${ratio(a.rssKiB, b.rssKiB)}x, heap/sub ${ratio(a.heapKiB, b.heapKiB)}x, server CPU/round ${ratio(a.cpuMsPerRound, b.cpuMsPerRound)}x`,
   );
   // For npm run bench, which puts this row in its table.
-  console.log(`LIVE_RESULT ${JSON.stringify({ subscribers: N, rounds: ROUNDS, bytes: g.bytes, graphqlWs: a, rawWs: b })}`);
+  console.log(`LIVE_RESULT ${JSON.stringify({ subscribers: N, rounds: ROUNDS, bytes: Math.max(...g.bytes), graphqlWs: a, rawWs: b })}`);
   process.exit(0);
 }
 

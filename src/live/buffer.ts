@@ -10,7 +10,14 @@ export interface BoundedChannelOptions {
 }
 
 export class BoundedChannel<T> implements AsyncIterableIterator<T> {
-  private readonly items: (T | undefined)[];
+  /**
+   * The queue, made when the consumer lags and let go when it caught up: a consumer that keeps
+   * up is handed each item directly and never needs one (thousands of live subscribers each held
+   * an empty `capacity`-slot array).
+   */
+  private items: (T | undefined)[] | null = null;
+  private readonly capacity: number;
+  private readonly onClose: (() => void) | undefined;
   private head = 0;
   private size = 0;
   private waiting: ((r: IteratorResult<T>) => void) | null = null;
@@ -19,9 +26,10 @@ export class BoundedChannel<T> implements AsyncIterableIterator<T> {
   /** Items dropped because the consumer lagged; exposed so tests and metrics can see it. */
   dropped = 0;
 
-  constructor(private readonly opts: BoundedChannelOptions) {
+  constructor(opts: BoundedChannelOptions) {
     if (!Number.isInteger(opts.capacity) || opts.capacity < 1) throw new Error('capacity must be a positive integer');
-    this.items = new Array(opts.capacity);
+    this.capacity = opts.capacity;
+    this.onClose = opts.onClose;
   }
 
   get length(): number {
@@ -40,15 +48,16 @@ export class BoundedChannel<T> implements AsyncIterableIterator<T> {
       resolve({ value: item, done: false });
       return;
     }
-    const cap = this.items.length;
+    const cap = this.capacity;
+    const items = (this.items ??= new Array(cap));
     if (this.size === cap) {
       // Full: overwrite the oldest slot.
-      this.items[this.head] = item;
+      items[this.head] = item;
       this.head = (this.head + 1) % cap;
       this.dropped++;
       return;
     }
-    this.items[(this.head + this.size) % cap] = item;
+    items[(this.head + this.size) % cap] = item;
     this.size++;
   }
 
@@ -65,11 +74,15 @@ export class BoundedChannel<T> implements AsyncIterableIterator<T> {
   }
 
   next(): Promise<IteratorResult<T>> {
-    if (this.size > 0) {
+    if (this.size > 0 && this.items) {
       const item = this.items[this.head] as T;
       this.items[this.head] = undefined;
-      this.head = (this.head + 1) % this.items.length;
+      this.head = (this.head + 1) % this.capacity;
       this.size--;
+      if (this.size === 0) {
+        this.items = null;
+        this.head = 0;
+      }
       if (this.ended && this.size === 0) this.notifyClosed();
       return Promise.resolve({ value: item, done: false });
     }
@@ -86,7 +99,8 @@ export class BoundedChannel<T> implements AsyncIterableIterator<T> {
   /** The consumer left (unsubscribe, disconnect): drop everything and release the producer side. */
   return(): Promise<IteratorResult<T>> {
     this.ended = true;
-    this.items.fill(undefined);
+    this.items = null;
+    this.head = 0;
     this.size = 0;
     if (this.waiting) {
       const resolve = this.waiting;
@@ -109,6 +123,11 @@ export class BoundedChannel<T> implements AsyncIterableIterator<T> {
   private notifyClosed() {
     if (this.closedNotified) return;
     this.closedNotified = true;
-    this.opts.onClose?.();
+    this.closedOnce();
+  }
+
+  /** Runs once when the channel closes; a subclass that is its own producer's handle releases it here. */
+  protected closedOnce(): void {
+    this.onClose?.();
   }
 }

@@ -75,6 +75,32 @@ interface Sink {
   deliver(payload: LivePayload): void;
 }
 
+/**
+ * A subscriber: its bounded queue, and the sink its feeds deliver to, in one object (what a
+ * subscription holds on the server is multiplied by thousands of subscribers).
+ */
+class FeedChannel extends BoundedChannel<unknown> implements Sink {
+  readonly attached: Feed[] = [];
+
+  constructor(
+    private readonly hub: LiveHub,
+    capacity: number,
+    private readonly expand: SubscribeOptions['expand'],
+  ) {
+    super({ capacity });
+  }
+
+  deliver(payload: LivePayload): void {
+    if (payload.type === 'end') this.end();
+    else if (!this.expand) this.push(payload);
+    else for (const item of this.expand(payload)) this.push(item);
+  }
+
+  protected override closedOnce(): void {
+    this.hub.release(this);
+  }
+}
+
 export const topicOf = (spec: FeedSpec) => (spec.kind === 'status' ? statusTopic(spec.key) : `live:${spec.kind}:${spec.key}`);
 
 /** Delay before retry `attempt` (1-based): exponential from the interval, capped, with equal jitter. */
@@ -101,6 +127,12 @@ class Feed {
   /** The latest sample heard (from whichever replica polled), and every series any sample named. */
   private latestSample: SamplePayload | null = null;
   private readonly seenSeries = new Set<string>();
+  /**
+   * The backfill until the next event: subscribers joining between two polls get the same
+   * object, so they share its execution and its serialised answer (server/shared-subscriptions.ts
+   * keys both by the event object) instead of one each.
+   */
+  private backfilled: SamplePayload | null = null;
 
   constructor(
     readonly topic: string,
@@ -129,6 +161,7 @@ class Feed {
     if (payload.type === 'sample') {
       if (payload.cursor) this.state.cursor = payload.cursor;
       this.latestSample = payload;
+      this.backfilled = null;
       for (const key of payload.series) this.seenSeries.add(key);
     }
     if (payload.type === 'logs') {
@@ -145,7 +178,9 @@ class Feed {
    * the first subscriber built up, instead of nothing until the next poll.
    */
   backfill(): SamplePayload | null {
-    return this.latestSample ? { ...this.latestSample, series: [...this.seenSeries] } : null;
+    if (!this.latestSample) return null;
+    this.backfilled ??= { ...this.latestSample, series: [...this.seenSeries] };
+    return this.backfilled;
   }
 
   private schedule(delayMs: number) {
@@ -292,32 +327,26 @@ export class LiveHub {
   /** A bounded queue fed by the given feeds; return() on it (unsubscribe, disconnect) detaches everything. */
   subscribe(specs: readonly FeedSpec[], opts: SubscribeOptions): BoundedChannel<unknown> {
     const providers = specs.map((s) => this.providerOf(s));
-    const attached: Feed[] = [];
-    const channel: BoundedChannel<unknown> = new BoundedChannel({
-      capacity: opts.capacity,
-      onClose: () => {
-        this.channels.delete(channel);
-        for (const feed of attached) this.detach(feed, sink);
-      },
-    });
-    const sink: Sink = {
-      deliver(payload) {
-        if (payload.type === 'end') return channel.end();
-        for (const item of opts.expand ? opts.expand(payload) : [payload]) channel.push(item);
-      },
-    };
+    const channel = new FeedChannel(this, opts.capacity, opts.expand);
     this.channels.add(channel);
-    specs.forEach((spec, i) => {
+    for (let i = 0; i < specs.length; i++) {
+      const spec = specs[i]!;
       const topic = topicOf(spec);
       let feed = this.feeds.get(topic);
       // A finished feed whose slow readers still drain it is left to them; a newcomer gets a new one.
       if (!feed || feed.isDone) this.feeds.set(topic, (feed = new Feed(topic, spec, providers[i]!, this)));
       const backfill = feed.backfill();
-      if (backfill) sink.deliver(backfill);
-      feed.sinks.add(sink);
-      attached.push(feed);
-    });
+      if (backfill) channel.deliver(backfill);
+      feed.sinks.add(channel);
+      channel.attached.push(feed);
+    }
     return channel;
+  }
+
+  /** A subscriber's channel closed (unsubscribe, disconnect, its feeds ended): it leaves its feeds. */
+  release(channel: FeedChannel): void {
+    this.channels.delete(channel);
+    for (const feed of channel.attached) this.detach(feed, channel);
   }
 
   /** The latest sample of a job's utilization feed running on this replica (with every series it sampled), or null. */

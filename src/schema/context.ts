@@ -45,6 +45,10 @@ export interface Context {
   live?: LiveHub;
   /** The API token's scope; absent or null when no tokens are configured. */
   access?: Access | null;
-  /** Stale-data errors the resolvers reported for this answer, by path (src/schema/staleness.ts). */
-  staleErrors: Map<string, GraphQLError>;
+  /**
+   * Stale-data errors the resolvers reported for this answer, by path (src/schema/staleness.ts);
+   * made by the first report (most answers have none, and a live subscription's context lives as
+   * long as it does).
+   */
+  staleErrors?: Map<string, GraphQLError>;
 }

@@ -44,7 +44,8 @@ function sourceError(s: SourceErrorLike, info: GraphQLResolveInfo): GraphQLError
 export function reportStale<T>(ctx: Context, info: GraphQLResolveInfo, value: T): T {
   const key = responsePathAsArray(info.path).join('.');
   const add = (k: string, make: () => GraphQLError) => {
-    if (!ctx.staleErrors.has(k)) ctx.staleErrors.set(k, make());
+    const errors = (ctx.staleErrors ??= new Map());
+    if (!errors.has(k)) errors.set(k, make());
   };
   const consider = (v: unknown) => {
     if (typeof v !== 'object' || v === null) return;

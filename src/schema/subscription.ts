@@ -106,6 +106,9 @@ function unlessError<T>(payload: unknown): T {
   return payload as T;
 }
 
+/** What a utilization subscriber gets of its feed's events (one function for all of them). */
+const samplesAndErrors = (p: LivePayload) => (p.type === 'sample' || p.type === 'error' ? [p] : []);
+
 async function requireJob(ctx: Context, jobId: string) {
   parseGlobalId(jobId, 'job');
   const job = await ctx.store.loaders.jobById.load(jobId);
@@ -139,10 +142,7 @@ builder.subscriptionType({
         checkSeriesArgs(args, ctx.limits);
         await requireJob(ctx, jobId);
         const live = liveOf(ctx);
-        return live.subscribe([{ kind: 'utilization', key: jobId }], {
-          capacity: live.options.sampleBuffer,
-          expand: (p) => (p.type === 'sample' || p.type === 'error' ? [p] : []),
-        });
+        return live.subscribe([{ kind: 'utilization', key: jobId }], { capacity: live.options.sampleBuffer, expand: samplesAndErrors });
       },
       resolve: async (payload, args, ctx) => {
         const p = unlessError<SamplePayload>(payload);

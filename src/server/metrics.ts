@@ -94,6 +94,19 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly wsNextMessages = new Counter({
+    name: `${METRIC_PREFIX}graphql_ws_next_messages_total`,
+    help: "graphql-ws `next` messages by payload: shared = a shared subscription event's payload serialised once for all its subscribers, own = serialised for this subscriber (queries, other subscriptions, results a plugin changed)",
+    labelNames: ['payload'] as const,
+    registers: [this.registry],
+  });
+
+  readonly wsSharedPayloads = new Counter({
+    name: `${METRIC_PREFIX}graphql_ws_shared_payloads_total`,
+    help: 'Shared subscription payloads serialised (once per event and operation, whatever the number of subscribers)',
+    registers: [this.registry],
+  });
+
   readonly cacheLookups = new Counter({
     name: `${METRIC_PREFIX}cache_lookups_total`,
     help: 'Read-through cache lookups by dataset (metrics, training, progress): hit = answered from Postgres, miss = fetched upstream',

@@ -98,6 +98,15 @@ export class OutgoingGuard {
     }) as typeof res.end;
   }
 
+  /**
+   * A payload serialised once and sent on many sockets (server/ws.ts) is checked once, here,
+   * instead of in every message that carries it.
+   */
+  prepared(text: string): string {
+    const checked = this.check(text, 'utf8', 'graphql-ws');
+    return typeof checked === 'string' ? checked : (checked as Buffer).toString('utf8');
+  }
+
   /** Every message this graphql-ws socket sends passes the check. */
   socket(ws: WebSocket): void {
     const send = ws.send.bind(ws) as (...args: unknown[]) => void;

@@ -16,6 +16,7 @@ import { Repository } from '../store/repository.js';
 import { Store } from '../store/index.js';
 import { DEFAULT_LIMITS, type Limits } from '../schema/context.js';
 import { createApp, type App } from './yoga.js';
+import type { Plugin } from 'graphql-yoga';
 import { startLive, type LiveRuntime } from './live.js';
 import type { LiveOptions, LiveTimers } from '../live/hub.js';
 import { attachGraphqlWs, DEFAULT_WS_LIMITS, type WsLimits } from './ws.js';
@@ -45,6 +46,8 @@ export interface RuntimeOptions {
   /** The live feeds' clock and timers (tests advance their own); default the real ones. */
   liveTimers?: LiveTimers;
   ws?: Partial<WsLimits>;
+  /** Envelop plugins after the server's own (tests use one to change results per subscriber). */
+  plugins?: Plugin[];
   /** Retries, circuit breaker and concurrency limit around every upstream call (src/providers/provider-set.ts). */
   resilience?: Partial<ResilienceOptions>;
   /** Where the runtime's own logger writes (stdout by default); ignored when `logger` is given. */
@@ -141,7 +144,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     tokens,
     corsOrigins: config.security?.corsOrigins,
     executor: config.executor,
-    plugins: [useMetrics(metrics, logger), ...(tracing ? [useTracing(tracing.tracer)] : [])],
+    plugins: [useMetrics(metrics, logger), ...(tracing ? [useTracing(tracing.tracer)] : []), ...(opts.plugins ?? [])],
   });
   const graceMs = opts.shutdownGraceMs ?? 10_000;
 
@@ -200,7 +203,10 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
   });
-  const ws = attachGraphqlWs(server, app, { ...DEFAULT_WS_LIMITS, ...opts.ws }, tokens, guard);
+  const ws = attachGraphqlWs(server, app, { ...DEFAULT_WS_LIMITS, ...opts.ws }, tokens, guard, {
+    next: (payload) => metrics.wsNextMessages.inc({ payload }),
+    sharedPayload: () => metrics.wsSharedPayloads.inc(),
+  });
   const addr = server.address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   const url = `http://${host}:${addr.port}`;

@@ -89,7 +89,6 @@ export function createApp(deps: YogaDeps) {
         store: deps.store.forRequest(),
         limits,
         live: deps.live,
-        staleErrors: new Map(),
       };
       // Over graphql-ws there is no Fetch request: the token comes in connectionParams.
       const scope = authenticate(deps.tokens ?? null, initial.request?.headers ?? null, initial.connectionParams as Record<string, unknown> | undefined);

@@ -231,13 +231,27 @@ export class RequestStore {
     return this.rt.logs(job, request, signal);
   }
 
-  readonly fleet = {
-    /** Makes sure the GPU utilization of every matching job is cached for [from, to] (src/store/fleet.ts). */
-    prepare: (filter: JobFilter, from: Date, to: Date, maxPoints: number): Promise<PreparedFleet> => prepareFleet(this.rt, filter, from, to, maxPoints),
-    idleRuns: (windows: readonly FleetJobWindow[], threshold: number, forAtLeastSeconds: number, first: number): Promise<IdleRunRow[]> =>
-      new FleetStore(this.rt.repo.db).idleRuns(windows, threshold, forAtLeastSeconds, first),
-    gpuHours: (windows: readonly FleetJobWindow[], topJobs: number): Promise<GpuHoursRow[]> => new FleetStore(this.rt.repo.db).gpuHours(windows, topJobs),
-  };
+  /** Fleet questions (src/store/fleet.ts); made when asked, as few requests ask them. */
+  get fleet(): FleetReads {
+    return new FleetReads(this.rt);
+  }
+}
+
+export class FleetReads {
+  constructor(private readonly rt: ReadThrough) {}
+
+  /** Makes sure the GPU utilization of every matching job is cached for [from, to] (src/store/fleet.ts). */
+  prepare(filter: JobFilter, from: Date, to: Date, maxPoints: number): Promise<PreparedFleet> {
+    return prepareFleet(this.rt, filter, from, to, maxPoints);
+  }
+
+  idleRuns(windows: readonly FleetJobWindow[], threshold: number, forAtLeastSeconds: number, first: number): Promise<IdleRunRow[]> {
+    return new FleetStore(this.rt.repo.db).idleRuns(windows, threshold, forAtLeastSeconds, first);
+  }
+
+  gpuHours(windows: readonly FleetJobWindow[], topJobs: number): Promise<GpuHoursRow[]> {
+    return new FleetStore(this.rt.repo.db).gpuHours(windows, topJobs);
+  }
 }
 
 /** The store as the server holds it: makes request stores, and runs the refreshes the live pollers need. */

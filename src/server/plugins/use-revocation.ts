@@ -12,32 +12,63 @@ function revokedError(): GraphQLError {
   return new GraphQLError('the API token of this subscription was revoked', { extensions: { code: 'UNAUTHENTICATED' } });
 }
 
-/** `source`, ending with one error once `revoked` settles. Unsubscribing passes straight through. */
-function endOnRevocation<T>(source: AsyncIterable<T>, revoked: Promise<void>, release: () => void): AsyncIterableIterator<T> {
+/**
+ * `source`, ending with one error once `revoked` settles. Unsubscribing passes straight through.
+ * The revocation answers a waiting read through one listener, not a race per read: a race added
+ * a reaction to the never-settled `revoked` for every event, and each reaction kept its event
+ * (with its result) reachable for the subscription's life.
+ */
+export function endOnRevocation<T>(source: AsyncIterable<T>, revoked: Promise<void>, release: () => void): AsyncIterableIterator<T> {
   const it = source[Symbol.asyncIterator]();
-  const signal = revoked.then(() => 'revoked' as const);
   let done = false;
+  let isRevoked = false;
+  // The read waiting for the source, if any.
+  let waiting: ((r: IteratorResult<T>) => void) | null = null;
+  const revokedResult = (): IteratorResult<T> => ({ done: false, value: { errors: [revokedError()] } as T });
   const finish = async () => {
+    if (done) return;
     done = true;
     release();
     await it.return?.();
   };
+  void revoked.then(() => {
+    isRevoked = true;
+    const answer = waiting;
+    if (!answer) return;
+    waiting = null;
+    void finish();
+    answer(revokedResult());
+  });
   return {
     [Symbol.asyncIterator]() {
       return this;
     },
     async next() {
       if (done) return { done: true, value: undefined };
-      const r = await Promise.race([it.next(), signal]);
-      if (r === 'revoked') {
+      if (isRevoked) {
         await finish();
-        return { done: false, value: { errors: [revokedError()] } as T };
+        return revokedResult();
       }
-      if (r.done) {
-        done = true;
-        release();
-      }
-      return r;
+      return new Promise<IteratorResult<T>>((resolve, reject) => {
+        waiting = resolve;
+        it.next().then(
+          (r) => {
+            // Answered already by the revocation: the source's own answer is dropped.
+            if (waiting !== resolve) return;
+            waiting = null;
+            if (r.done && !done) {
+              done = true;
+              release();
+            }
+            resolve(r);
+          },
+          (err) => {
+            if (waiting !== resolve) return;
+            waiting = null;
+            reject(err);
+          },
+        );
+      });
     },
     async return() {
       await finish();
