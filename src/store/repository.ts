@@ -38,10 +38,18 @@ export type JobSummaryRow = typeof t.jobSummaries.$inferSelect;
 /** A numeric SQL array as a driver returns it: parsed, or in Postgres' text form. */
 type NumberArray = readonly (number | string | null)[] | string;
 
-/** The numbers of a numeric SQL array (int or float8; NULL elements as null). */
+/**
+ * The numbers of a numeric SQL array (int or float8; NULL elements as null). postgres.js parses a
+ * NULL element through the number parser, as NaN: stored values are finite or null (the adapters
+ * map NaN to null), so NaN here is a NULL.
+ */
 function numbersOf(a: NumberArray): (number | null)[] {
   const items = typeof a === 'string' ? (a === '{}' ? [] : a.slice(1, -1).split(',')) : a;
-  return items.map((x) => (x === null || x === 'NULL' ? null : Number(x)));
+  return items.map((x) => {
+    if (x === null || x === 'NULL') return null;
+    const n = Number(x);
+    return Number.isNaN(n) ? null : n;
+  });
 }
 
 export interface PointRow {

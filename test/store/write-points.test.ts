@@ -70,6 +70,25 @@ describe('Repository.writePoints (binary COPY)', () => {
     expect(await stored([901, 902, 6_000_000_000])).toEqual(expected);
   });
 
+  it('reads them back through pointsOf as written: NULL steps, values and instants stay null', async () => {
+    const points = await repo.pointsOf(
+      [
+        { seriesId: 901, from: null, to: null, keyedBy: 'time' },
+        { seriesId: 902, from: null, to: null, keyedBy: 'step' },
+      ],
+      1000,
+      'AVG',
+    );
+    const expected = sorted([
+      ...edge.filter((r) => !(r[0] === 901 && r[1] === Date.UTC(2026, 10, 20, 12, 0, 0, 123))),
+      [901, Date.UTC(2026, 10, 20, 12, 0, 0, 123), Date.UTC(2026, 10, 20, 12, 0, 0, 123), null, 0.5],
+      [902, 3, null, 3, 3],
+    ])
+      .filter((r) => r[0] !== 6_000_000_000)
+      .map(([seriesId, , ts, step, value]) => ({ seriesId, ts: ts === null ? null : new Date(ts), step, value }));
+    expect(points).toEqual(expected);
+  });
+
   it('writes many chunks in one COPY (the encoder splits rows into buffers)', async () => {
     const many: PointWriteRow[] = Array.from({ length: 12_345 }, (_, i) => [903, 1_000_000 + i * 15_000, 1_000_000 + i * 15_000, i, i / 7]);
     await repo.writePoints(many);
