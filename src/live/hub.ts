@@ -133,6 +133,8 @@ class Feed {
    * keys both by the event object) instead of one each.
    */
   private backfilled: SamplePayload | null = null;
+  /** The cache as it was when `backfilled` was made: its answer holds only while nothing was written since. */
+  private backfilledAt = '';
 
   constructor(
     readonly topic: string,
@@ -179,7 +181,14 @@ class Feed {
    */
   backfill(): SamplePayload | null {
     if (!this.latestSample) return null;
-    this.backfilled ??= { ...this.latestSample, series: [...this.seenSeries] };
+    // Shared only while the cache is unchanged: a joiner after a query's cache write must read
+    // that write (its series ids are the query's, and a client cache would lose the query's points).
+    const version = this.hub.store.cacheVersion();
+    const nothingPending = version.endsWith(':0');
+    if (!this.backfilled || this.backfilledAt !== version || !nothingPending) {
+      this.backfilled = { ...this.latestSample, series: [...this.seenSeries] };
+      this.backfilledAt = version;
+    }
     return this.backfilled;
   }
 

@@ -284,6 +284,14 @@ export class Store {
     if (freshness?.error) throw new DomainError(freshness.error.code as never, freshness.error.message);
   }
 
+  /**
+   * Changes whenever cache writes have settled (or are under way): two reads with the same version
+   * and no write pending saw the same cache.
+   */
+  cacheVersion(): string {
+    return `${this.rt.settledWrites()}:${this.rt.pendingWrites()}`;
+  }
+
   /** Every stored point of the given metrics of a job in [from, to], each as itself (no downsampling). */
   async storedSample(job: JobRow, metrics: readonly SystemMetric[], from: Date, to: Date): Promise<StoredSample> {
     // Queries answer before their cache writes commit; a sample (and what its subscribers then read

@@ -135,6 +135,7 @@ export class ReadThrough {
   private readonly writeEpoch = new Map<string, number>();
   /** Cache writes under way (the points and fetch records of answered fetches). */
   private readonly writes = new Set<Promise<void>>();
+  private writesSettledCount = 0;
 
   constructor(
     readonly repo: Repository,
@@ -169,6 +170,11 @@ export class ReadThrough {
     };
     await Promise.race([all(), bound]);
     clearTimeout(timer);
+  }
+
+  /** How many cache writes have settled (committed or failed) since start: what was read may have changed since. */
+  settledWrites(): number {
+    return this.writesSettledCount;
   }
 
   /** Cache writes under way: answers go out before their writes commit (a gauge for operators and tests). */
@@ -824,6 +830,7 @@ export class ReadThrough {
           else this.heldFetches.delete(row.jobId);
         }
         this.writes.delete(tracked);
+        this.writesSettledCount++;
       });
     this.writes.add(tracked);
     return written;

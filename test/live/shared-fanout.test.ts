@@ -165,6 +165,42 @@ describe('shared live payloads on the wire', () => {
     await waitFor(() => rt.live.hub.stats().subscribers === 0, 10_000, 'cleanup');
   });
 
+  it('a joiner after a cache write gets a catch-up of its own, read after the write', async () => {
+    const a = await rawSocket();
+    a.subscribe('first');
+    await waitFor(() => a.nexts('first').length >= 1, 10_000, 'the first sample');
+    const b = await rawSocket();
+    const c0 = await counters();
+    b.subscribe('k1');
+    await waitFor(() => b.nexts('k1').length >= 1, 10_000, 'the first catch-up');
+    b.subscribe('k2');
+    await waitFor(() => b.nexts('k2').length >= 1, 10_000, 'the second catch-up');
+    const c1 = await counters();
+    // No write between them: one catch-up for both.
+    expect(c1.payloads - c0.payloads).toBe(1);
+    // A query fills the cache with a window nobody asked before (a write the next catch-up must read after).
+    const from = new Date(ANCHOR - 6 * 3600_000).toISOString();
+    const to = new Date(ANCHOR - 5 * 3600_000).toISOString();
+    const res = await fetch(`${rt.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        query:
+          'query($id: ID!, $from: DateTime, $to: DateTime) { job(id: $id) { metrics(names: [GPU_UTILIZATION], from: $from, to: $to, maxPoints: 50) { id } } }',
+        variables: { id: jobId, from, to },
+      }),
+    });
+    expect(res.status).toBe(200);
+    await rt.readThrough.settle();
+    b.subscribe('k3');
+    await waitFor(() => b.nexts('k3').length >= 1, 10_000, 'the catch-up after the write');
+    const c2 = await counters();
+    expect(c2.payloads - c1.payloads).toBe(1);
+    a.ws.terminate();
+    b.ws.terminate();
+    await waitFor(() => rt.live.hub.stats().subscribers === 0, 10_000, 'cleanup');
+  });
+
   it('a result a plugin changes for one subscriber reaches that subscriber alone; the others share theirs', async () => {
     const plain = await rawSocket();
     const x = await rawSocket({ tag: 'x' });
