@@ -3,9 +3,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JobRecord } from '../../src/domain/types.js';
 import { jobMatches, type JobFilter } from '../../src/store/job-filter.js';
-import { openDatabase, type Database } from '../../src/store/db.js';
-import { Repository } from '../../src/store/repository.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import type { Repository } from '../../src/store/repository.js';
+import { openTestRepository } from '../support/database.js';
 
 const job = (externalId: string, name: string, status: JobRecord['status'], projectExternalId: string, extra: Partial<JobRecord> = {}): JobRecord => ({
   externalId,
@@ -51,14 +50,12 @@ const FILTERS: JobFilter[] = [
 ];
 
 describe('job filter', () => {
-  let tdb: TestDatabase;
-  let db: Database;
+  let store: Awaited<ReturnType<typeof openTestRepository>>;
   let repo: Repository;
 
   beforeAll(async () => {
-    tdb = await createTestDatabase();
-    db = await openDatabase({ databaseUrl: tdb.databaseUrl, dataDir: tdb.dataDir });
-    repo = new Repository(db.db);
+    store = await openTestRepository();
+    repo = store.repo;
     await repo.upsertProviders([
       { id: 'a', kind: 'BASETEN', name: 'a', simulated: true },
       { id: 'b', kind: 'RUNICORN', name: 'b', simulated: true },
@@ -98,10 +95,7 @@ describe('job filter', () => {
       at,
     );
   });
-  afterAll(async () => {
-    await db?.close();
-    await tdb?.drop();
-  });
+  afterAll(() => store?.close());
 
   it('selects the same jobs in SQL and as a predicate', async () => {
     const all = await repo.jobsPage({}, 100, null);

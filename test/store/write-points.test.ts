@@ -3,24 +3,20 @@
 // series copied straight into points; existing ones merged through the staging table).
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase, type Database } from '../../src/store/db.js';
-import { Repository, type PointWriteRow } from '../../src/store/repository.js';
+import type { Database } from '../../src/store/db.js';
+import type { PointWriteRow, Repository } from '../../src/store/repository.js';
 import { rowsOf } from '../../src/store/sql-util.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { openTestRepository } from '../support/database.js';
 
-let tdb: TestDatabase;
+let store: Awaited<ReturnType<typeof openTestRepository>>;
 let db: Database;
 let repo: Repository;
 
 beforeAll(async () => {
-  tdb = await createTestDatabase();
-  db = await openDatabase({ databaseUrl: tdb.databaseUrl, dataDir: tdb.dataDir });
-  repo = new Repository(db.db);
+  store = await openTestRepository();
+  ({ db, repo } = store);
 });
-afterAll(async () => {
-  await db?.close();
-  await tdb?.drop();
-});
+afterAll(() => store?.close());
 
 async function stored(seriesIds: number[]): Promise<PointWriteRow[]> {
   const rows = await rowsOf<{ series_id: string | number; key: string | number; ms: string | number | null; step: number | null; value: number | null }>(

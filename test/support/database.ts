@@ -3,6 +3,8 @@
 // runs against both drivers and files never see each other's rows.
 import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
+import { openDatabase, type Database } from '../../src/store/db.js';
+import { Repository } from '../../src/store/repository.js';
 
 export interface TestDatabase {
   databaseUrl: string | null;
@@ -27,6 +29,20 @@ export async function createTestDatabase(dataDir = 'memory://'): Promise<TestDat
       const a = postgres(REAL_POSTGRES_URL!, { max: 1, onnotice: () => {} });
       await a.unsafe(`drop database if exists ${name} with (force)`);
       await a.end();
+    },
+  };
+}
+
+/** A Repository on a test database of its own, migrated; close() closes and drops it. */
+export async function openTestRepository(): Promise<{ db: Database; repo: Repository; close(): Promise<void> }> {
+  const tdb = await createTestDatabase();
+  const db = await openDatabase({ databaseUrl: tdb.databaseUrl, dataDir: tdb.dataDir });
+  return {
+    db,
+    repo: new Repository(db.db),
+    async close() {
+      await db.close();
+      await tdb.drop();
     },
   };
 }
