@@ -4,17 +4,16 @@
 // profiles it (V8's CPU profiler, in the replica: start-up and warm-up left out) while wrk drives
 // the scenario (--connections, --seconds), writes <dir>/<scenario>.cpuprofile and prints the top
 // self and inclusive frames (bench/cpu-profile-summary.ts).
-import { fork, spawnSync, type ChildProcess } from 'node:child_process';
+import { freshPostgresDatabase, startChild } from './children.js';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { summarizeProfile } from './cpu-profile-summary.js';
 // The load bench's own queries, so a profile is of exactly what it measures.
 import { LIST_QUERY, PAGE_QUERY, TRIVIAL_QUERY } from './load.js';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
 const { values: flags } = parseArgs({
   options: {
     out: { type: 'string', default: path.join(tmpdir(), 'tg-load-profile') },
@@ -29,47 +28,6 @@ const { values: flags } = parseArgs({
 const ANCHOR = Date.UTC(2026, 10, 20, 12, 0, 0);
 const OUT = path.resolve(flags.out!);
 mkdirSync(OUT, { recursive: true });
-
-interface Child {
-  url: string;
-  ready: any;
-  /** A command the child answers with a message carrying the same id. */
-  request(message: Record<string, unknown>): Promise<void>;
-  close(): Promise<void>;
-}
-
-function startChild(script: string, options: unknown): Promise<Child> {
-  const child: ChildProcess = fork(path.join(HERE, script), [JSON.stringify(options)], {
-    execArgv: ['--import', 'tsx'],
-    // As bench/load.ts runs them: as deployed (the Dockerfile sets NODE_ENV=production).
-    env: { ...process.env, NODE_ENV: 'production' },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  return new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`${script} exited (${code}) before it was ready`)));
-    child.once('message', (m: any) => {
-      child.removeAllListeners('exit');
-      let seq = 0;
-      resolve({
-        url: m.url,
-        ready: m,
-        request: (message) =>
-          new Promise<void>((done) => {
-            const id = ++seq;
-            const on = (r: any) => r.id === id && (child.off('message', on), done());
-            child.on('message', on);
-            child.send({ ...message, id });
-          }),
-        close: () =>
-          new Promise<void>((done) => {
-            const timer = setTimeout(() => (child.kill('SIGKILL'), done()), 20_000);
-            child.once('exit', () => (clearTimeout(timer), done()));
-            child.send({ cmd: 'close' });
-          }),
-      });
-    });
-  });
-}
 
 async function freePort(): Promise<number> {
   const { createServer } = await import('node:net');
@@ -107,17 +65,9 @@ let databaseUrl: string | null = null;
 let dataDir = 'memory://';
 let dropDatabase = async () => {};
 if (!flags.pglite) {
-  const { default: postgres } = await import('postgres');
-  const admin = postgres(flags.db!, { max: 1, onnotice: () => {} });
-  const name = `tg_profile_${process.pid}_${Date.now()}`;
-  await admin.unsafe(`create database ${name}`);
-  const u = new URL(flags.db!);
-  u.pathname = `/${name}`;
-  databaseUrl = u.toString();
-  dropDatabase = async () => {
-    await admin.unsafe(`drop database if exists ${name} with (force)`);
-    await admin.end();
-  };
+  const fresh = await freshPostgresDatabase(flags.db!, 'tg_profile');
+  databaseUrl = fresh.url;
+  dropDatabase = fresh.drop;
 } else {
   dataDir = path.join(WORK, 'pglite');
   mkdirSync(dataDir, { recursive: true });

@@ -5,7 +5,8 @@
 // replicas behind one port (node:cluster) against one, on the same Postgres. Needs `wrk`
 // (Debian: apt-get install wrk). Flags: --seconds per run (default 5), --pglite / --postgres
 // (default both), --db <admin url>.
-import { fork, spawnSync, type ChildProcess } from 'node:child_process';
+import { freshPostgresDatabase, startChild, type Child } from './children.js';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
@@ -33,48 +34,6 @@ export const PAGE_QUERY = `query Page($id: ID!) { job(id: $id) { id name status
 export const TRIVIAL_QUERY = '{ providers { id name } }';
 
 // ---- child processes ------------------------------------------------------------------------
-
-interface Child {
-  url: string;
-  ready: any;
-  /** CPU time the child has used so far, in microseconds (single-process children only). */
-  cpu(): Promise<number>;
-  close(): Promise<void>;
-}
-
-function startChild(script: string, options: unknown): Promise<Child> {
-  const child: ChildProcess = fork(path.join(HERE, script), [JSON.stringify(options)], {
-    execArgv: ['--import', 'tsx'],
-    // Servers and floors run as deployed (the Dockerfile sets NODE_ENV=production): graphql-js
-    // otherwise checks every failed instanceof for a second copy of itself, on both sides.
-    env: { ...process.env, NODE_ENV: 'production' },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  return new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`${script} exited (${code}) before it was ready`)));
-    child.once('message', (m: any) => {
-      child.removeAllListeners('exit');
-      let seq = 0;
-      resolve({
-        url: m.url,
-        ready: m,
-        cpu: () =>
-          new Promise<number>((done) => {
-            const id = ++seq;
-            const on = (r: any) => r.id === id && (child.off('message', on), done(r.cpuUs));
-            child.on('message', on);
-            child.send({ cmd: 'cpu', id });
-          }),
-        close: () =>
-          new Promise<void>((done) => {
-            const timer = setTimeout(() => (child.kill('SIGKILL'), done()), 10_000);
-            child.once('exit', () => (clearTimeout(timer), done()));
-            child.send({ cmd: 'close' });
-          }),
-      });
-    });
-  });
-}
 
 async function freePort(): Promise<number> {
   const { createServer } = await import('node:net');
@@ -193,17 +152,9 @@ async function measureDatabase(database: 'postgres' | 'pglite'): Promise<LoadRow
   let dataDir = 'memory://';
   let dropDatabase = async () => {};
   if (database === 'postgres') {
-    const { default: postgres } = await import('postgres');
-    const admin = postgres(flags.db as string, { max: 1, onnotice: () => {} });
-    const name = `tg_load_${process.pid}_${Date.now()}`;
-    await admin.unsafe(`create database ${name}`);
-    const u = new URL(flags.db as string);
-    u.pathname = `/${name}`;
-    databaseUrl = u.toString();
-    dropDatabase = async () => {
-      await admin.unsafe(`drop database if exists ${name} with (force)`);
-      await admin.end();
-    };
+    const fresh = await freshPostgresDatabase(flags.db as string, 'tg_load');
+    databaseUrl = fresh.url;
+    dropDatabase = fresh.drop;
   } else {
     dataDir = path.join(WORK, 'pglite');
     mkdirSync(dataDir, { recursive: true });

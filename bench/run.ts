@@ -6,6 +6,7 @@
 // <folder> (CPU profiles of the cold and warm dashboard queries, with their top frames).
 import { loadSecurityConfig } from '../src/config/security.js';
 import { benchFleet } from './fleet.js';
+import { freshPostgresDatabase } from './children.js';
 import { summarizeProfile } from './cpu-profile-summary.js';
 import { benchFootprint } from './footprint.js';
 import { fork, spawnSync, type ChildProcess } from 'node:child_process';
@@ -190,17 +191,9 @@ async function openScenario(fleet: { jobs: number; nodes: number; gpus: number }
     if (pglite) rmSync(dataDir, { recursive: true, force: true });
   };
   if (!pglite) {
-    const { default: postgres } = await import('postgres');
-    const admin = postgres(flags.db!, { max: 1, onnotice: () => {} });
-    const name = `tg_bench_${process.pid}_${Date.now()}`;
-    await admin.unsafe(`create database ${name}`);
-    const u = new URL(flags.db!);
-    u.pathname = `/${name}`;
-    databaseUrl = u.toString();
-    dropDatabase = async () => {
-      await admin.unsafe(`drop database if exists ${name} with (force)`);
-      await admin.end();
-    };
+    const fresh = await freshPostgresDatabase(flags.db!, 'tg_bench');
+    databaseUrl = fresh.url;
+    dropDatabase = fresh.drop;
   }
   const runtime = await startRuntime({
     config: {

@@ -1,0 +1,71 @@
+// What the load benches share: bench scripts started as child processes (forked, ready when they
+// send their first message, answering commands by id) and a fresh PostgreSQL database per run.
+import { fork, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+
+export interface Child {
+  url: string;
+  ready: any;
+  /** Sends a command and resolves with the child's answer (the message carrying the same id). */
+  request(message: Record<string, unknown>): Promise<any>;
+  /** CPU time the child has used so far, in microseconds (children that answer `cpu`). */
+  cpu(): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** Forks bench/<script> with its options as JSON; resolves with its first message. */
+export function startChild(script: string, options: unknown): Promise<Child> {
+  const child: ChildProcess = fork(path.join(HERE, script), [JSON.stringify(options)], {
+    execArgv: ['--import', 'tsx'],
+    // Servers and floors run as deployed (the Dockerfile sets NODE_ENV=production): graphql-js
+    // otherwise checks every failed instanceof for a second copy of itself, on both sides.
+    env: { ...process.env, NODE_ENV: 'production' },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`${script} exited (${code}) before it was ready`)));
+    child.once('message', (m: any) => {
+      child.removeAllListeners('exit');
+      let seq = 0;
+      const request = (message: Record<string, unknown>) =>
+        new Promise<any>((done) => {
+          const id = ++seq;
+          const on = (r: any) => r.id === id && (child.off('message', on), done(r));
+          child.on('message', on);
+          child.send({ ...message, id });
+        });
+      resolve({
+        url: m.url,
+        ready: m,
+        request,
+        cpu: async () => (await request({ cmd: 'cpu' })).cpuUs,
+        close: () =>
+          new Promise<void>((done) => {
+            const timer = setTimeout(() => (child.kill('SIGKILL'), done()), 20_000);
+            child.once('exit', () => (clearTimeout(timer), done()));
+            child.send({ cmd: 'close' });
+          }),
+      });
+    });
+  });
+}
+
+/** A new database on the PostgreSQL of `adminUrl`, named `<prefix>_<pid>_<ms>`; drop() removes it. */
+export async function freshPostgresDatabase(adminUrl: string, prefix: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const { default: postgres } = await import('postgres');
+  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+  const name = `${prefix}_${process.pid}_${Date.now()}`;
+  await admin.unsafe(`create database ${name}`);
+  const u = new URL(adminUrl);
+  u.pathname = `/${name}`;
+  return {
+    url: u.toString(),
+    async drop() {
+      await admin.unsafe(`drop database if exists ${name} with (force)`);
+      await admin.end();
+    },
+  };
+}
