@@ -134,7 +134,7 @@ class Feed {
    */
   private backfilled: SamplePayload | null = null;
   /** The cache as it was when `backfilled` was made: its answer holds only while nothing was written since. */
-  private backfilledAt = '';
+  private backfilledAt: number | null = null;
 
   constructor(
     readonly topic: string,
@@ -184,8 +184,7 @@ class Feed {
     // Shared only while the cache is unchanged: a joiner after a query's cache write must read
     // that write (its series ids are the query's, and a client cache would lose the query's points).
     const version = this.hub.store.cacheVersion();
-    const nothingPending = version.endsWith(':0');
-    if (!this.backfilled || this.backfilledAt !== version || !nothingPending) {
+    if (!this.backfilled || version === null || this.backfilledAt !== version) {
       this.backfilled = { ...this.latestSample, series: [...this.seenSeries] };
       this.backfilledAt = version;
     }

@@ -285,11 +285,11 @@ export class Store {
   }
 
   /**
-   * Changes whenever cache writes have settled (or are under way): two reads with the same version
-   * and no write pending saw the same cache.
+   * How many cache writes have settled, or null while one is under way: two reads with the same
+   * version saw the same cache.
    */
-  cacheVersion(): string {
-    return `${this.rt.settledWrites()}:${this.rt.pendingWrites()}`;
+  cacheVersion(): number | null {
+    return this.rt.pendingWrites() > 0 ? null : this.rt.settledWrites();
   }
 
   /** Every stored point of the given metrics of a job in [from, to], each as itself (no downsampling). */

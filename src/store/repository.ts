@@ -234,6 +234,11 @@ interface ProviderSyncJson {
   errorMessage: string | null;
 }
 
+/** A json column's value: drivers hand it over parsed, or as its text. */
+function jsonValue<T>(v: unknown): T {
+  return (typeof v === 'string' ? JSON.parse(v) : v) as T;
+}
+
 function syncRowOf(j: ProviderSyncJson): ProviderSyncRow {
   return { ...j, syncedAt: toDate(j.syncedAt), attemptedAt: toDate(j.attemptedAt) } as ProviderSyncRow;
 }
@@ -686,7 +691,7 @@ export class Repository {
    */
   /**
    * jobsPage of a plain filter (preparedFilterShape) in a statement prepared once per shape; with
-   * `syncsOf`, each row also carries these providers' job-list records (read in the same
+   * `syncsOf`, these providers' job-list records come beside the page (read in the same
    * statement, so the page and the records are one snapshot). null for any other filter or order.
    */
   private async preparedPage(
@@ -739,7 +744,7 @@ export class Repository {
       ...(syncsOf ? { syncProviderIds: [...syncsOf] } : {}),
     };
     const [result] = (await query.execute(values)) as { rows: unknown; listSyncs?: ProviderSyncJson[] | string }[];
-    const json = (typeof result!.rows === 'string' ? JSON.parse(result!.rows) : result!.rows) as Record<string, unknown>[];
+    const json = jsonValue<Record<string, unknown>[]>(result!.rows);
     const rows = json.map((r) => {
       const row = jobRowOfJson(r) as OrderedJobRow;
       row.orderKey = cursorKeyOf(order, r.order_key);
@@ -747,7 +752,7 @@ export class Repository {
     });
     // As before the page came as one value: no list records with an empty page.
     const listed = rows.length > 0 ? result!.listSyncs : undefined;
-    const syncs = syncsOf && listed !== undefined ? (typeof listed === 'string' ? (JSON.parse(listed) as ProviderSyncJson[]) : listed).map(syncRowOf) : null;
+    const syncs = syncsOf && listed !== undefined ? jsonValue<ProviderSyncJson[]>(listed).map(syncRowOf) : null;
     return { rows, syncs };
   }
 

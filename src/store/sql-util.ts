@@ -36,8 +36,8 @@ type CopyRow = readonly [number, number, number | null, number | null, number | 
 const BINARY_HEADER = Buffer.concat([Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1'), Buffer.alloc(8)]);
 /** Binary timestamps count microseconds from 2000-01-01T00:00:00Z. */
 const PG_EPOCH_MS = Date.UTC(2000, 0, 1);
-/** One row at most: field count, then (series_id, key, ts) as int8 and value as float8 with their lengths, step as int4. */
-const MAX_ROW_BYTES = 2 + 4 * 12 + 4 * 8;
+/** One row at most: its field count, series_id, key, ts (int8) and value (float8) with their lengths, step (int4) with its length. */
+const MAX_ROW_BYTES = 2 + 4 * (4 + 8) + (4 + 4);
 
 /**
  * COPY's binary format: numbers travel as the bytes Postgres stores, so neither side formats or
