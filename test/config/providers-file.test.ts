@@ -6,6 +6,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, parseProvidersFile } from '../../src/config/index.js';
+import { HANG_MS } from '../support/wait.js';
 
 const run = promisify(execFile);
 const dir = mkdtempSync(path.join(tmpdir(), 'tg-config-'));
@@ -60,7 +61,7 @@ describe('providers file', () => {
     const err = await run(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
       cwd: path.resolve(import.meta.dirname, '../..'),
       env: { ...process.env, PROVIDERS_CONFIG: p, PORT: '0' },
-      timeout: 20_000,
+      timeout: HANG_MS,
     }).catch((e) => e);
     expect(err.code).toBe(2);
     expect(err.stderr).toMatch(/providers\[0\]\.apiKeyEnv/);
@@ -73,7 +74,7 @@ describe('providers file', () => {
     const err = await run(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
       cwd: path.resolve(import.meta.dirname, '../..'),
       env,
-      timeout: 20_000,
+      timeout: HANG_MS,
     }).catch((e) => e);
     expect(err.code).not.toBe(0);
     expect(err.stderr).toMatch(/TG_TEST_UNSET_KEY is not set/);
