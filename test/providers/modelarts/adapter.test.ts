@@ -44,7 +44,7 @@ function akskConfig(extra: Partial<ModelArtsConfig> = {}): ModelArtsConfig {
     projectId: sim.projectId,
     accessKeyIdEnv: 'HW_AK',
     secretAccessKeyEnv: 'HW_SK',
-    timeoutSeconds: 2,
+    timeoutSeconds: 10,
     ...extra,
   });
 }

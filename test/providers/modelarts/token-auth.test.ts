@@ -23,7 +23,7 @@ function tokenAdapter(password = sim.credentials.password, projectName?: string)
     ...(projectName ? { projectName } : {}),
     usernameEnv: 'HW_USER',
     passwordEnv: 'HW_PASSWORD',
-    timeoutSeconds: 2,
+    timeoutSeconds: 10,
   });
   return createModelArtsAdapter(config, { HW_USER: sim.credentials.userName, HW_PASSWORD: password }, { now: () => clock });
 }
