@@ -759,7 +759,8 @@ export class Repository {
     const json = jsonValue<unknown[][]>(result!.rows);
     const rows = json.map((a) => {
       const row = jobRowOfArray(a) as OrderedJobRow;
-      row.orderKey = cursorKeyOf(order, a[JOB_COLUMNS.length]);
+      // CREATED orders by sort_at, which the row holds already as a Date (no second parse of its text).
+      row.orderKey = cursorKeyOf(order, order.by === 'CREATED' ? row.sortAt : a[JOB_COLUMNS.length]);
       return row;
     });
     // As before the page came as one value: no list records with an empty page.
