@@ -4,6 +4,7 @@
 // whose share of each platform's budget it draws from. Carried by AsyncLocalStorage, so the
 // one-way flow (resolver -> loaders -> store -> adapter) needs no extra parameter at each step.
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { setMaxListeners } from 'node:events';
 
 export interface RequestScope {
   signal: AbortSignal;
@@ -12,6 +13,70 @@ export interface RequestScope {
 }
 
 const storage = new AsyncLocalStorage<RequestScope>();
+
+/** Where an operation learns that its client went away: graphql-ws' own signal, or the Fetch request's. */
+interface ClientSide {
+  clientGone?: AbortSignal;
+  request?: { signal?: AbortSignal };
+}
+
+/**
+ * One GraphQL operation's scope. Its AbortController is made when something first asks for the
+ * signal (a store read, an upstream call, a shared fill): an operation answered from memory (a
+ * trivial query) makes none and never touches the request's own signal (whatwg-node builds that
+ * behind a proxy). A signal made after the client left, or after the operation was abandoned,
+ * is made aborted; one made before follows the client's.
+ */
+export class OperationScope implements RequestScope {
+  private controller: AbortController | null = null;
+  private abandoned = false;
+  private reason: unknown = undefined;
+  private gone: AbortSignal | null = null;
+
+  constructor(
+    readonly tenant: string | null,
+    private readonly client: ClientSide,
+    private readonly goneReason: () => unknown,
+  ) {}
+
+  get signal(): AbortSignal {
+    if (this.controller) return this.controller.signal;
+    const controller = new AbortController();
+    this.controller = controller;
+    setMaxListeners(0, controller.signal);
+    if (this.abandoned) {
+      controller.abort(this.reason);
+      return controller.signal;
+    }
+    const gone = this.client.clientGone ?? this.client.request?.signal ?? null;
+    if (gone?.aborted) controller.abort(this.goneReason());
+    else if (gone) {
+      this.gone = gone;
+      gone.addEventListener('abort', this, { once: true });
+    }
+    return controller.signal;
+  }
+
+  /** The client went away (EventListener interface: no closure per operation). */
+  handleEvent(): void {
+    this.abandon(this.goneReason());
+  }
+
+  /** Nobody waits for the operation any more: its signal aborts (now, or when it is made). */
+  abandon(reason: unknown): void {
+    if (this.abandoned) return;
+    this.abandoned = true;
+    this.reason = reason;
+    this.controller?.abort(reason);
+  }
+
+  /** The operation is over: the client's leaving no longer concerns it. */
+  end(): void {
+    if (!this.gone) return;
+    this.gone.removeEventListener('abort', this);
+    this.gone = null;
+  }
+}
 
 export function runInRequestScope<T>(scope: RequestScope, fn: () => T): T {
   return storage.run(scope, fn);

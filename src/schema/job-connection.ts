@@ -155,7 +155,7 @@ export async function resolveJobConnection(ctx: Context, args: ConnectionArgs, p
   const rows = warm?.rows ?? (filter.providerIds.length ? await ctx.store.jobsPage(filter.jobs, size, cursor, dir, order) : []);
   // Backward pages are read nearest-first; a page is always presented in the order asked.
   const page = backward ? rows.slice(0, size).reverse() : rows.slice(0, size);
-  for (const j of page) ctx.store.loaders.jobById.prime(j.id, j);
+  ctx.store.primeJobs(page);
   const more = rows.length > size;
   return {
     rows: page,

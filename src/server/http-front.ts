@@ -33,6 +33,7 @@ export function createHttpFront(logger: Logger, metrics: Metrics): HttpFront {
     for (const w of waiters) w();
     waiters = [];
   };
+  metrics.countInFlight(() => inFlight);
   return {
     wrap(listener) {
       return (req, res) => {
@@ -44,21 +45,18 @@ export function createHttpFront(logger: Logger, metrics: Metrics): HttpFront {
         res.setHeader('x-request-id', reqId);
         const path = (req.url ?? '/').split('?')[0]!;
         const stream = String(req.headers.accept ?? '').includes('text/event-stream');
-        if (!stream) {
-          inFlight++;
-          metrics.httpInFlight.inc();
-        }
+        if (!stream) inFlight++;
         res.once('close', () => {
           if (!stream) {
             inFlight--;
-            metrics.httpInFlight.dec();
             settle();
           }
           const route = routeOf(path);
-          metrics.httpRequests.inc({ route, status: String(res.statusCode) });
+          metrics.httpAnswered(route, res.statusCode);
+          const level = PROBES.has(path) ? 'debug' : 'info';
+          if (!logger.isLevelEnabled(level)) return;
           const line = { reqId, method: req.method, path, status: res.statusCode, ms: Math.round(performance.now() - started), aborted: !res.writableFinished };
-          if (PROBES.has(path)) logger.debug(line, 'request');
-          else logger.info(line, 'request');
+          logger[level](line, 'request');
         });
         listener(req, res);
       };

@@ -27,6 +27,19 @@ function processMetrics(): Registry {
   return processRegistry;
 }
 
+/** Counts of one label set not yet added to its counter. */
+interface PendingCount {
+  labels: Record<string, string>;
+  n: number;
+}
+
+export interface OperationSeries {
+  /** The duration histogram's labels. */
+  labels: { operation: string; type: string };
+  ok: PendingCount;
+  error: PendingCount;
+}
+
 export interface MetricsSources {
   providers: ProviderSet;
   readThrough: ReadThrough;
@@ -42,7 +55,13 @@ export class Metrics {
     help: 'GraphQL operations executed (HTTP and graphql-ws), by operation name, type and outcome (error = the result carries errors)',
     labelNames: ['operation', 'type', 'outcome'] as const,
     registers: [this.registry],
+    collect: () => this.flushCounts(),
   });
+
+  /** Per operation label and type: its labels and its counts since the last scrape (see operationSeries). */
+  private readonly series = new Map<string, OperationSeries>();
+  /** The same series by the name as clients send it (bounded). */
+  private readonly seriesByName = new Map<string, OperationSeries>();
 
   readonly operationDuration = new Histogram({
     name: `${METRIC_PREFIX}graphql_operation_duration_seconds`,
@@ -57,13 +76,28 @@ export class Metrics {
     help: 'HTTP requests answered, by route and status code',
     labelNames: ['route', 'status'] as const,
     registers: [this.registry],
+    collect: () => this.flushCounts(),
   });
+
+  /** HTTP requests answered since the last scrape, by route and status (see httpAnswered). */
+  private readonly answered = new Map<string, PendingCount>();
+
+  /** Where the in-flight gauge reads its value when scraped (the HTTP front counts requests anyway). */
+  private inFlightSource: (() => number) | null = null;
 
   readonly httpInFlight = new Gauge({
     name: `${METRIC_PREFIX}http_requests_in_flight`,
     help: 'HTTP requests being served (SSE subscription streams excluded)',
     registers: [this.registry],
+    collect: () => {
+      if (this.inFlightSource) this.httpInFlight.set(this.inFlightSource());
+    },
   });
+
+  /** The HTTP requests being served now, read at each scrape. */
+  countInFlight(source: () => number): void {
+    this.inFlightSource = source;
+  }
 
   readonly upstreamCalls = new Counter({
     name: `${METRIC_PREFIX}upstream_calls_total`,
@@ -192,6 +226,52 @@ export class Metrics {
         this.set(live.stats().leading.length);
       },
     });
+  }
+
+  /**
+   * The series of one operation name and type, found once: a request only adds 1 to a number
+   * (ok or error) and observes its duration; the counter takes the sums when scraped (prom-client
+   * hashes and validates the labels of every inc).
+   */
+  operationSeries(name: string | null | undefined, type: string): OperationSeries {
+    const key = `${type}\u0000${name ?? ''}`;
+    const known = this.seriesByName.get(key);
+    if (known) return known;
+    const operation = this.operationLabel(name);
+    const labelKey = `${type}\u0000${operation}`;
+    let found = this.series.get(labelKey);
+    if (!found) {
+      found = {
+        labels: { operation, type },
+        ok: { labels: { operation, type, outcome: 'ok' }, n: 0 },
+        error: { labels: { operation, type, outcome: 'error' }, n: 0 },
+      };
+      this.series.set(labelKey, found);
+    }
+    // Client-chosen names beyond the cap are cleaned and looked up again each time.
+    if (this.seriesByName.size < 4 * MAX_OPERATION_NAMES) this.seriesByName.set(key, found);
+    return found;
+  }
+
+  /** One HTTP request answered (counted at the next scrape). */
+  httpAnswered(route: string, status: number): void {
+    const key = `${route} ${status}`;
+    let count = this.answered.get(key);
+    if (!count) this.answered.set(key, (count = { labels: { route, status: String(status) }, n: 0 }));
+    count.n++;
+  }
+
+  private flushCounts(): void {
+    const flush = (c: PendingCount, counter: Counter<string>) => {
+      if (c.n === 0) return;
+      counter.inc(c.labels, c.n);
+      c.n = 0;
+    };
+    for (const s of this.series.values()) {
+      flush(s.ok, this.operations);
+      flush(s.error, this.operations);
+    }
+    for (const c of this.answered.values()) flush(c, this.httpRequests);
   }
 
   /** A bounded label for a client-chosen operation name. */

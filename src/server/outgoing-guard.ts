@@ -12,6 +12,31 @@ const MASK = 0x2a; // '*'
 
 export type Transport = 'http' | 'graphql-ws';
 
+const GUARD = Symbol('outgoing guard');
+const WRITE = Symbol('unguarded write');
+const END = Symbol('unguarded end');
+
+type GuardedResponse = http.ServerResponse & {
+  [GUARD]: OutgoingGuard;
+  [WRITE]: (...args: unknown[]) => boolean;
+  [END]: (...args: unknown[]) => http.ServerResponse;
+};
+
+// write(chunk, encoding?, callback?) and end(chunk?, encoding?, callback?): a masked chunk is a
+// Buffer, sent without the string's encoding.
+function guardedWrite(this: GuardedResponse, chunk: unknown, encoding?: unknown, callback?: unknown): boolean {
+  const out = this[GUARD].checkHttp(chunk, encoding);
+  if (out !== chunk && typeof encoding === 'string') return this[WRITE](out, callback);
+  return this[WRITE](out, encoding, callback);
+}
+
+function guardedEnd(this: GuardedResponse, chunk?: unknown, encoding?: unknown, callback?: unknown): http.ServerResponse {
+  if (typeof chunk === 'function') return this[END](chunk);
+  const out = this[GUARD].checkHttp(chunk, encoding);
+  if (out !== chunk && typeof encoding === 'string') return this[END](out, callback);
+  return this[END](out, encoding, callback);
+}
+
 export class OutgoingGuard {
   private forms: string[] = [];
   private needles: Buffer[] = [];
@@ -79,23 +104,22 @@ export class OutgoingGuard {
     return out;
   }
 
-  /** Every body chunk of this response (plain, chunked or an SSE stream) passes the check. */
+  /**
+   * Every body chunk of this response (plain, chunked or an SSE stream) passes the check. The
+   * response gets two shared functions and this guard (no closures per response).
+   */
   http(res: http.ServerResponse): void {
-    const write = res.write.bind(res) as (...args: unknown[]) => boolean;
-    const end = res.end.bind(res) as (...args: unknown[]) => http.ServerResponse;
-    const encodingOf = (args: unknown[]) => (typeof args[1] === 'string' ? (args[1] as BufferEncoding) : undefined);
-    res.write = ((...args: unknown[]) => {
-      args[0] = this.check(args[0], encodingOf(args), 'http');
-      if (Buffer.isBuffer(args[0]) && typeof args[1] === 'string') args.splice(1, 1);
-      return write(...args);
-    }) as typeof res.write;
-    res.end = ((...args: unknown[]) => {
-      if (typeof args[0] !== 'function') {
-        args[0] = this.check(args[0], encodingOf(args), 'http');
-        if (Buffer.isBuffer(args[0]) && typeof args[1] === 'string') args.splice(1, 1);
-      }
-      return end(...args);
-    }) as typeof res.end;
+    const guarded = res as GuardedResponse;
+    guarded[GUARD] = this;
+    guarded[WRITE] = res.write as GuardedResponse[typeof WRITE];
+    guarded[END] = res.end as GuardedResponse[typeof END];
+    res.write = guardedWrite as typeof res.write;
+    res.end = guardedEnd as typeof res.end;
+  }
+
+  /** @internal The chunk as it may leave (checked over HTTP). */
+  checkHttp(chunk: unknown, encoding: unknown): unknown {
+    return this.check(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : undefined, 'http');
   }
 
   /**

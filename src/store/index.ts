@@ -131,10 +131,30 @@ export class RequestStore {
     private readonly base: RequestStore | null = null,
   ) {}
 
+  /** Jobs a page read before the loaders were made, primed into jobById when they are. */
+  private primes: readonly JobRow[][] = [];
+
   /** This request's DataLoaders, made at first use (a subscription gets new ones for each event). */
   get loaders(): Loaders {
-    this.current ??= this.makeLoaders();
-    return this.current;
+    if (this.current) return this.current;
+    const loaders = this.makeLoaders();
+    this.current = loaders;
+    for (const rows of this.primes) for (const j of rows) loaders.jobById.prime(j.id, j);
+    this.primes = [];
+    return loaders;
+  }
+
+  /**
+   * Jobs this request read (a page): later lookups of them by id in the same request are
+   * answered with these rows. Kept aside until the loaders are made: a job list that looks
+   * nothing up by id (the common page) makes no loaders at all.
+   */
+  primeJobs(rows: JobRow[]): void {
+    if (this.current) {
+      for (const j of rows) this.current.jobById.prime(j.id, j);
+      return;
+    }
+    this.primes = [...this.primes, rows];
   }
 
   /**
@@ -161,6 +181,7 @@ export class RequestStore {
 
   private dropLoaders(): void {
     this.current = null;
+    this.primes = [];
     this.base?.dropLoaders();
   }
 

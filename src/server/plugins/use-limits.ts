@@ -11,8 +11,7 @@ import type { Plugin } from 'graphql-yoga';
 import type { RequestLimits } from '../../config/security.js';
 import { withCode } from './use-error-codes.js';
 import { queryCost, type CostDefaults, type QueryCost } from './query-cost.js';
-import { setMaxListeners } from 'node:events';
-import { runInRequestScope } from '../../domain/request-scope.js';
+import { OperationScope, runInRequestScope } from '../../domain/request-scope.js';
 
 /** graphql-armor's refusals, told apart by their messages, and what they are called here. */
 const ARMOR_CODES: [RegExp, string][] = [
@@ -73,6 +72,12 @@ export function recoded(error: GraphQLError): GraphQLError {
 function coded(result: ExecutionResult): ExecutionResult {
   if (!result.errors?.length) return result;
   return { ...result, errors: result.errors.map((e) => recoded(e as GraphQLError)) };
+}
+
+const clientGoneError = () => new GraphQLError('the client went away', { extensions: { code: 'CLIENT_CLOSED_REQUEST' } });
+
+function isPromise(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as { then?: unknown } | null)?.then === 'function';
 }
 
 /** Deeper list or object nesting than any argument of this API takes is an attack, not a question. */
@@ -336,29 +341,49 @@ export function useLimits(limits: RequestLimits, defaults: CostDefaults): Plugin
         return;
       }
       // The operation's work runs in a request scope whose signal aborts when nobody waits for
-      // it any more: the time-out below, or the HTTP client gone. Store reads are cancelled
-      // through it (store/db.ts), upstream calls stop (providers/provider-set.ts).
+      // it any more: the time-out below, or the HTTP client gone (HTTP: the Fetch request's
+      // signal; graphql-ws: the operation's own, server/ws.ts). Store reads are cancelled through
+      // it (store/db.ts), upstream calls stop (providers/provider-set.ts). Its AbortController is
+      // made only when the work asks for the signal (request-scope.ts).
       const context = args.contextValue as { request?: Request; clientGone?: AbortSignal; access?: { name: string } | null };
-      const abandoned = new AbortController();
-      setMaxListeners(0, abandoned.signal);
-      // HTTP: the Fetch request's signal; graphql-ws: the operation's own (server/ws.ts).
-      const clientGone = context.clientGone ?? context.request?.signal;
-      const onClientGone = () => abandoned.abort(new GraphQLError('the client went away', { extensions: { code: 'CLIENT_CLOSED_REQUEST' } }));
-      clientGone?.addEventListener('abort', onClientGone, { once: true });
-      const scope = { signal: abandoned.signal, tenant: context.access?.name ?? null };
+      const scope = new OperationScope(context.access?.name ?? null, context, clientGoneError);
       setExecuteFn((a) => {
-        let timer: NodeJS.Timeout | undefined;
-        const timedOut = new Promise<ExecutionResult>((resolve) => {
-          timer = setTimeout(() => {
-            const error = new GraphQLError(`the operation took longer than ${limits.executionTimeoutMs} ms`, { extensions: { code: 'EXECUTION_TIMEOUT' } });
-            abandoned.abort(error);
-            resolve({ data: null, errors: [error] });
-          }, limits.executionTimeoutMs);
-        });
-        const work = runInRequestScope(scope, () => Promise.resolve(executeFn(a)));
-        return Promise.race([work, timedOut]).finally(() => {
-          clearTimeout(timer);
-          clientGone?.removeEventListener('abort', onClientGone);
+        const started = performance.now();
+        let out: ReturnType<typeof executeFn>;
+        try {
+          out = runInRequestScope(scope, () => executeFn(a));
+        } catch (err) {
+          scope.end();
+          throw err;
+        }
+        // Answered without waiting (every resolver answered from memory): nothing to time out.
+        if (!isPromise(out)) {
+          scope.end();
+          return out;
+        }
+        return new Promise<ExecutionResult>((resolve, reject) => {
+          const timer = setTimeout(
+            () => {
+              const error = new GraphQLError(`the operation took longer than ${limits.executionTimeoutMs} ms`, { extensions: { code: 'EXECUTION_TIMEOUT' } });
+              scope.abandon(error);
+              scope.end();
+              resolve({ data: null, errors: [error] });
+            },
+            // The time-out counts from the start of execution, its synchronous part included.
+            Math.max(0, limits.executionTimeoutMs - (performance.now() - started)),
+          );
+          out.then(
+            (result) => {
+              clearTimeout(timer);
+              scope.end();
+              resolve(result as ExecutionResult);
+            },
+            (err) => {
+              clearTimeout(timer);
+              scope.end();
+              reject(err);
+            },
+          );
         }) as never;
       });
       return {

@@ -3,22 +3,27 @@
 import type { Plugin } from 'graphql-yoga';
 import type { Logger } from 'pino';
 import type { Metrics } from '../metrics.js';
-import { hasErrors, isAsyncIterable, operationInfo } from './operation.js';
+import { hasErrors, isAsyncIterable, operationInfo, operationKind, requestIdOf } from './operation.js';
 
 export function useMetrics(metrics: Metrics, logger: Logger): Plugin {
   return {
     onExecute({ args }) {
-      const info = operationInfo(args);
-      const labels = { operation: metrics.operationLabel(info.name), type: info.type };
+      const kind = operationKind(args.document, args.operationName);
+      const series = metrics.operationSeries(kind.name, kind.type);
       const started = performance.now();
       return {
         onExecuteDone({ result }) {
           const seconds = (performance.now() - started) / 1000;
           // An incremental (@defer/@stream) result is counted when its first part is ready.
           const failed = !isAsyncIterable(result) && hasErrors(result);
-          metrics.operations.inc({ ...labels, outcome: failed ? 'error' : 'ok' });
-          metrics.operationDuration.observe(labels, seconds);
-          logger.debug({ reqId: info.requestId, operation: info.name, type: info.type, ms: Math.round(seconds * 1000), failed }, 'graphql operation');
+          (failed ? series.error : series.ok).n++;
+          metrics.operationDuration.observe(series.labels, seconds);
+          if (logger.isLevelEnabled('debug')) {
+            logger.debug(
+              { reqId: requestIdOf(args.contextValue), operation: kind.name, type: kind.type, ms: Math.round(seconds * 1000), failed },
+              'graphql operation',
+            );
+          }
         },
       };
     },

@@ -1,0 +1,164 @@
+// Two checkouts of the server under the same warm load, alternated, for decisions on a busy
+// machine: `npx tsx bench/load-ab.ts --b <other checkout>` starts one replica from this checkout
+// (A) and one from the other (B, a worktree or a copy with node_modules), both on the same fresh
+// PostgreSQL database and simulator, plus the load bench's floor, then runs wrk against A, B and
+// the floor in turn (the order rotates each round) for each scenario (--scenarios list,trivial,page;
+// --rounds, --seconds, --connections) and prints each run's server CPU µs per request and req/s,
+// and the median per variant. CPU per request is what to compare when other work shares the cores.
+import { freshPostgresDatabase, startChild, type Child } from './children.js';
+import { spawnSync } from 'node:child_process';
+import { fork } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { LIST_QUERY, PAGE_QUERY, TRIVIAL_QUERY } from './load.js';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const { values: flags } = parseArgs({
+  options: {
+    b: { type: 'string' },
+    seconds: { type: 'string', default: '4' },
+    rounds: { type: 'string', default: '3' },
+    connections: { type: 'string', default: '20' },
+    scenarios: { type: 'string', default: 'list,trivial' },
+    db: { type: 'string', default: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/' },
+  },
+});
+const ANCHOR = Date.UTC(2026, 10, 20, 12, 0, 0);
+
+async function freePort(): Promise<number> {
+  const { createServer } = await import('node:net');
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function post(url: string, body: unknown): Promise<any> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const json = (await res.json()) as any;
+  if (res.status !== 200 || json.errors) throw new Error(`${url}: ${JSON.stringify(json).slice(0, 300)}`);
+  return json;
+}
+
+/** bench/load-replica.ts of another checkout, run with that checkout's own tsx and sources. */
+function startReplicaFrom(root: string, options: unknown): Promise<Child> {
+  if (path.resolve(root) === path.resolve(HERE, '..')) return startChild('load-replica.ts', options);
+  const child = fork(path.join(root, 'bench', 'load-replica.ts'), [JSON.stringify(options)], {
+    cwd: root,
+    execArgv: ['--import', 'tsx'],
+    env: { ...process.env, NODE_ENV: 'production' },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`${root}: replica exited (${code}) before it was ready`)));
+    child.once('message', (m: any) => {
+      child.removeAllListeners('exit');
+      let seq = 0;
+      const request = (message: Record<string, unknown>) =>
+        new Promise<any>((done) => {
+          const id = ++seq;
+          const on = (r: any) => r.id === id && (child.off('message', on), done(r));
+          child.on('message', on);
+          child.send({ ...message, id });
+        });
+      resolve({
+        url: m.url,
+        ready: m,
+        request,
+        cpu: async () => (await request({ cmd: 'cpu' })).cpuUs,
+        close: () =>
+          new Promise<void>((done) => {
+            const timer = setTimeout(() => (child.kill('SIGKILL'), done()), 20_000);
+            child.once('exit', () => (clearTimeout(timer), done()));
+            child.send({ cmd: 'close' });
+          }),
+      });
+    });
+  });
+}
+
+const WORK = mkdtempSync(path.join(tmpdir(), 'tg-load-ab-'));
+const LUA = path.join(WORK, 'post.lua');
+writeFileSync(
+  LUA,
+  `wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local f = io.open(os.getenv("BODY_FILE"), "r"); wrk.body = f:read("*a"); f:close()
+`,
+);
+
+async function run(server: Child, url: string, body: unknown): Promise<{ cpuUs: number; rps: number }> {
+  const file = path.join(WORK, 'body.json');
+  writeFileSync(file, JSON.stringify(body));
+  const before = await server.cpu();
+  const out = spawnSync('wrk', ['-t2', `-c${flags.connections}`, `-d${flags.seconds}s`, '-s', LUA, url], {
+    env: { ...process.env, BODY_FILE: file },
+    encoding: 'utf8',
+  });
+  const requests = Number(/(\d+) requests in/.exec(out.stdout)?.[1] ?? NaN);
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out.stdout)?.[1] ?? NaN);
+  return { cpuUs: ((await server.cpu()) - before) / requests, rps };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+const sim = await startChild('sim-child.ts', {
+  seed: 7,
+  anchorMs: ANCHOR,
+  fleet: { projects: 5, jobsPerProject: 10, emptyProjects: 0, nodesPerJob: 2, gpusPerNode: 8, statuses: ['TRAINING_JOB_RUNNING'] },
+});
+const fresh = await freshPostgresDatabase(flags.db!, 'tg_ab');
+const replicaOptions = async () => ({
+  port: await freePort(),
+  workers: 1,
+  databaseUrl: fresh.url,
+  dataDir: 'memory://',
+  simUrl: sim.url,
+  apiKey: sim.ready.apiKey,
+  anchorMs: ANCHOR,
+});
+try {
+  const a = await startReplicaFrom(path.resolve(HERE, '..'), await replicaOptions());
+  const b = flags.b ? await startReplicaFrom(path.resolve(flags.b), await replicaOptions()) : null;
+  const list = await post(`${a.url}/graphql`, { query: LIST_QUERY });
+  const jobId: string = list.data.jobs.edges[0].node.id;
+  const bodies: Record<string, unknown> = {
+    list: { query: LIST_QUERY },
+    page: { query: PAGE_QUERY, variables: { id: jobId } },
+    trivial: { query: TRIVIAL_QUERY },
+  };
+  for (const s of b ? [a, b] : [a]) for (let i = 0; i < 3; i++) for (const body of Object.values(bodies)) await post(`${s.url}/graphql`, body);
+  const providers = (await post(`${a.url}/graphql`, bodies.trivial)).data.providers;
+  const floor = await startChild('load-floor.ts', { databaseUrl: fresh.url, dataDir: 'memory://', providers });
+  const routes: Record<string, string> = { list: '/list', page: '/page', trivial: '/graphql' };
+  const variants: [string, Child, (scenario: string) => string][] = [
+    ['A', a, () => `${a.url}/graphql`],
+    ...(b ? [['B', b, () => `${b.url}/graphql`] as [string, Child, (s: string) => string]] : []),
+    ['floor', floor, (s: string) => `${floor.url}${routes[s]}`],
+  ];
+  for (const scenario of flags.scenarios!.split(',')) {
+    await post(variants.at(-1)![2](scenario), bodies[scenario]);
+    const results = new Map<string, { cpuUs: number; rps: number }[]>();
+    for (let round = 0; round < Number(flags.rounds); round++) {
+      const order = variants.map((_, i) => variants[(i + round) % variants.length]!);
+      for (const [name, server, url] of order) {
+        const r = await run(server, url(scenario), bodies[scenario]);
+        results.set(name, [...(results.get(name) ?? []), r]);
+        console.log(`${scenario} round ${round + 1} ${name}: ${r.cpuUs.toFixed(0)} µs/req, ${r.rps.toFixed(0)} req/s`);
+      }
+    }
+    for (const [name, rs] of results) {
+      console.log(`== ${scenario} ${name}: median ${median(rs.map((r) => r.cpuUs)).toFixed(0)} µs/req CPU, ${median(rs.map((r) => r.rps)).toFixed(0)} req/s`);
+    }
+  }
+  await Promise.all([a.close(), b?.close(), floor.close()]);
+} finally {
+  await sim.close();
+  await fresh.drop();
+  rmSync(WORK, { recursive: true, force: true });
+}
