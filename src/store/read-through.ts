@@ -809,6 +809,7 @@ export class ReadThrough {
     });
     const committed = prepared.then(async ({ batches, expectNew, heldHere, release }) => {
       try {
+        await afterTheAnswer();
         await this.repo.transaction(async (repo) => {
           for (const batch of batches) await repo.writePoints(batch, { expectNew });
           await repo.recordFetches(fetchRows.map(({ id: _id, ...r }) => r));
@@ -1004,6 +1005,16 @@ interface HeldSeries {
   exclusive: boolean;
   /** Settles when every write of this series under way has committed or failed. */
   written: Promise<void>;
+}
+
+/**
+ * Waits a few turns of the event loop: the answers shaped from held points (their reads of nodes,
+ * GPUs and series, execution and serialisation: promise jobs, not macrotasks) go first. A write
+ * started at once held PGlite (one connection, statements run in this thread) for the whole COPY
+ * while the answer's reads queued behind it, and on PostgreSQL its COPY competed for the cores.
+ */
+async function afterTheAnswer(turns = 3): Promise<void> {
+  for (let i = 0; i < turns; i++) await new Promise<void>((resolve) => setImmediate(resolve));
 }
 
 export function groupBy<T, K>(items: readonly T[], key: (item: T) => K): Map<K, T[]> {
