@@ -1008,10 +1008,12 @@ interface HeldSeries {
 }
 
 /**
- * Waits a few turns of the event loop: the answers shaped from held points (their reads of nodes,
- * GPUs and series, execution and serialisation: promise jobs, not macrotasks) go first. A write
- * started at once held PGlite (one connection, statements run in this thread) for the whole COPY
- * while the answer's reads queued behind it, and on PostgreSQL its COPY competed for the cores.
+ * Waits a few turns of the event loop, so the answers shaped from held points go first as far as
+ * their work runs as promise jobs. A write started at once held PGlite (one connection, statements
+ * run in this thread) for the whole COPY while the answer's reads queued behind it. On PostgreSQL
+ * the answer's reads are I/O: the turns pass while they are in flight, and the COPY may still
+ * overlap the answer's execution (waiting for the answer itself would need an end-of-operation
+ * signal from the server).
  */
 async function afterTheAnswer(turns = 3): Promise<void> {
   for (let i = 0; i < turns; i++) await new Promise<void>((resolve) => setImmediate(resolve));
