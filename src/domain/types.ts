@@ -152,6 +152,20 @@ export interface SeriesPoint {
   value: number | null;
 }
 
+/**
+ * A series' points as columns, what an adapter that reads many points gives beside (instead of)
+ * a SeriesPoint each: epoch ms, step and value per point, in the platform's order, with no object
+ * or Date per point. NaN stands for null (no time, no step, a gap): values are finite or null, so
+ * nothing is lost. The arrays are only read once handed over (series may share them).
+ */
+export interface PointColumns {
+  readonly length: number;
+  readonly ts: Float64Array;
+  /** null when no point has a step (time-keyed series). */
+  readonly step: Float64Array | null;
+  readonly value: Float64Array;
+}
+
 /** Where a series sits and what it means; a series is unique by (job, node, gpu, kind, name, source). */
 export interface SeriesData {
   kind: 'system' | 'training';
@@ -172,6 +186,31 @@ export interface SeriesData {
   /** Facts a client needs to read the series honestly: derived values, inferred timestamps, stage, ... */
   meta: Record<string, unknown>;
   points: SeriesPoint[];
+  /**
+   * The same points as columns, when the adapter read them so (Baseten): the store reads these and
+   * never `points`, which are then made only when something asks for them (seriesWithColumns).
+   */
+  columns?: PointColumns;
+}
+
+/** A series whose points are the columns; `points` is made from them on first use. */
+export function seriesWithColumns(series: Omit<SeriesData, 'points' | 'columns'>, columns: PointColumns): SeriesData {
+  let points: SeriesPoint[] | null = null;
+  // `columns` is not enumerable: a copy of the series ({ ...s }) or a comparison sees the points only.
+  return Object.defineProperties({ ...series } as SeriesData, {
+    columns: { value: columns, enumerable: false },
+    points: { enumerable: true, get: () => (points ??= pointsOfColumns(columns)) },
+  });
+}
+
+export function pointsOfColumns(c: PointColumns): SeriesPoint[] {
+  const out: SeriesPoint[] = new Array(c.length);
+  const num = (x: number) => (Number.isNaN(x) ? null : x);
+  for (let i = 0; i < c.length; i++) {
+    const ts = c.ts[i]!;
+    out[i] = { timestamp: Number.isNaN(ts) ? null : new Date(ts), step: c.step ? num(c.step[i]!) : null, value: num(c.value[i]!) };
+  }
+  return out;
 }
 
 export interface MetricFetchRequest {

@@ -90,14 +90,20 @@ export function isoString(d: Date): string {
 const parsedInstants = new Map<string, number>();
 
 export function isoToDate(value: unknown): Date | null {
-  if (typeof value !== 'string' || value === '') return null;
+  const ms = isoToMillis(value);
+  return Number.isNaN(ms) ? null : new Date(ms);
+}
+
+/** An ISO instant as epoch ms, NaN when it is none (no Date made: for points read as columns). */
+export function isoToMillis(value: unknown): number {
+  if (typeof value !== 'string' || value === '') return Number.NaN;
   let ms = parsedInstants.get(value);
   if (ms === undefined) {
     ms = Date.parse(value);
     if (parsedInstants.size >= ISO_STRINGS_KEPT) parsedInstants.clear();
     parsedInstants.set(value, ms);
   }
-  return Number.isNaN(ms) ? null : new Date(ms);
+  return ms;
 }
 
 /** Epoch nanoseconds as a decimal string (Baseten log timestamps) to a Date, without float loss. */

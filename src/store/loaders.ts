@@ -5,7 +5,7 @@ import DataLoader from 'dataloader';
 import { parseGlobalId } from '../domain/ids.js';
 import type { Aggregation, SystemMetric } from '../domain/types.js';
 import type { Freshness, ReadThrough, TopologyHint, Window } from './read-through.js';
-import { downsampleHeld, summarizeHeld, type HeldPoint } from './shaping.js';
+import { downsampleHeld, summarizeHeld, type HeldPoints } from './shaping.js';
 import type {
   GpuRow,
   JobRow,
@@ -119,7 +119,7 @@ export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { 
 
   // Points this request's fetches returned for series that had nothing cached: its answer is
   // shaped from them, written or not yet (the same answer either way).
-  const heldForRequest = new Map<number, readonly HeldPoint[]>();
+  const heldForRequest = new Map<number, HeldPoints>();
   // What a query will ask of a job's series, told by the resolver that asks for its nodes.
   const topologyHints = new Map<string, TopologyHint>();
   const topology = new DataLoader<JobRow, Freshness, string>(
@@ -224,7 +224,9 @@ export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { 
   const points = new DataLoader<PointsKey, PointRow[], string>(
     async (keys) => {
       const out = new Map<string, PointRow[]>();
-      const fromSql = await heldOrPending(keys, (k, held) => out.set(pointsKey(k), downsampleHeld(k.seriesId, held, k, k.maxPoints, k.aggregation)));
+      // The series of an answer share their instants: one Date per instant, as the SQL read makes.
+      const dates = new Map<number, Date>();
+      const fromSql = await heldOrPending(keys, (k, held) => out.set(pointsKey(k), downsampleHeld(k.seriesId, held, k, k.maxPoints, k.aggregation, dates)));
       for (const group of byKey(fromSql, (k) => `${k.maxPoints}|${k.aggregation}`).values()) {
         const rows = await repo.pointsOf(group, group[0]!.maxPoints, group[0]!.aggregation);
         // Two keys of one group may share a series with different windows: split by window.
@@ -260,7 +262,7 @@ export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { 
   );
 
   /** Answers the keys whose series are held alone in memory; returns the rest, once any write they wait on is done. */
-  async function heldOrPending<K extends { seriesId: number }>(keys: readonly K[], answer: (k: K, held: readonly HeldPoint[]) => void): Promise<K[]> {
+  async function heldOrPending<K extends { seriesId: number }>(keys: readonly K[], answer: (k: K, held: HeldPoints) => void): Promise<K[]> {
     const rest: K[] = [];
     const pending: Promise<void>[] = [];
     for (const k of keys) {

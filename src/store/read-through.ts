@@ -13,13 +13,17 @@ import {
   type LogPage,
   type LogRequest,
   type ProjectRecord,
+  seriesWithColumns,
   type SeriesData,
   type SystemMetric,
 } from '../domain/types.js';
 import type { ProviderAdapter, SystemMetricsResult } from '../providers/provider.js';
 import type { ProviderSet } from '../providers/provider-set.js';
-import { pointRowsWithDates, seriesIdentity, type FetchRow, type PointWriteRow, type JobRow, type ProviderSyncRow, type Repository } from './repository.js';
-import type { HeldPoint } from './shaping.js';
+import { columnsOf, pointBatch, seriesIdentity, type FetchRow, type JobRow, type ProviderSyncRow, type Repository } from './repository.js';
+import { heldOf, type HeldPoints } from './shaping.js';
+import type { PointBatch } from './sql-util.js';
+
+const NO_POINTS: HeldPoints = { length: 0, key: new Float64Array(0), ts: new Float64Array(0), step: new Float64Array(0), value: new Float64Array(0) };
 
 export interface CachePolicy {
   /** How long a provider's job list is fresh. */
@@ -192,7 +196,7 @@ export class ReadThrough {
    * it once written (the series had no cached points before): answers can be shaped from them.
    * `pending` instead when the written points will merge with older ones: wait, then read SQL.
    */
-  heldPoints(seriesId: number): { points: readonly HeldPoint[] } | { pending: Promise<void> } | null {
+  heldPoints(seriesId: number): { points: HeldPoints } | { pending: Promise<void> } | null {
     const h = this.held.get(seriesId);
     if (!h) return null;
     return h.exclusive ? { points: h.points } : { pending: h.written };
@@ -463,7 +467,7 @@ export class ReadThrough {
    */
   async ensureTopology(
     jobs: readonly JobRow[],
-    opts: { hints?: ReadonlyMap<string, TopologyHint>; answerBeforeWrite?: boolean; collect?: Map<number, readonly HeldPoint[]> } = {},
+    opts: { hints?: ReadonlyMap<string, TopologyHint>; answerBeforeWrite?: boolean; collect?: Map<number, HeldPoints> } = {},
   ): Promise<Map<string, Freshness | Error>> {
     const now = this.now();
     const out = new Map<string, Freshness | Error>();
@@ -581,7 +585,7 @@ export class ReadThrough {
        */
       answerBeforeWrite?: boolean;
       /** Given the points held alone for the series answered before their write: the request shapes them. */
-      collect?: Map<number, readonly HeldPoint[]>;
+      collect?: Map<number, HeldPoints>;
     } = {},
   ): Promise<(Freshness | Error)[]> {
     const now = this.now();
@@ -711,11 +715,16 @@ export class ReadThrough {
     return f.res.series.map((s) => {
       const finer = rows.filter((r) => r.dataset === `metric:${s.name}`).map((r) => [r.rangeFrom.getTime(), r.rangeTo.getTime()] as const);
       if (finer.length === 0 || s.keyedBy === 'step') return s;
-      const points = s.points.filter((p) => {
-        const t = p.timestamp?.getTime();
-        return t === undefined || !finer.some(([from, to]) => t >= from && t <= to);
-      });
-      return points.length === s.points.length ? s : { ...s, points };
+      const c = columnsOf(s);
+      const keep: number[] = [];
+      for (let i = 0; i < c.length; i++) {
+        const t = c.ts[i]!;
+        if (Number.isNaN(t) || !finer.some(([from, to]) => t >= from && t <= to)) keep.push(i);
+      }
+      if (keep.length === c.length) return s;
+      const pick = (a: Float64Array) => Float64Array.from(keep, (i) => a[i]!);
+      const { points: _points, ...rest } = s;
+      return seriesWithColumns(rest, { length: keep.length, ts: pick(c.ts), step: c.step ? pick(c.step) : null, value: pick(c.value) });
     });
   }
 
@@ -771,19 +780,12 @@ export class ReadThrough {
     const prepared = described.then(({ ids, cached: committedByJob }) => {
       // Hold the points: alone (the series had nothing cached) they are the answer as written.
       const mine: [number, HeldSeries][] = [];
-      const rowsByProvider = new Map<string, PointWriteRow[]>();
+      const batches: PointBatch[] = [];
       let expectNew = true;
       for (const [pid, group] of byProvider) {
         const entries = group.map((f) => ({ job: f.job, series: this.withoutFinerCovered(f, committedByJob.get(f.job.id) ?? []) }));
-        const { rows, dates } = pointRowsWithDates(pid, entries, ids.get(pid)!);
-        rowsByProvider.set(pid, rows);
-        const bySeries = new Map<number, HeldPoint[]>();
-        for (let i = 0; i < rows.length; i++) {
-          const r = rows[i]!;
-          let list = bySeries.get(r[0]);
-          if (!list) bySeries.set(r[0], (list = []));
-          list.push({ key: r[1], ts: dates[i]!, step: r[3], value: r[4] });
-        }
+        const { batch, runs } = pointBatch(pid, entries, ids.get(pid)!);
+        batches.push(batch);
         for (const f of group) {
           const cachedBefore = new Set((committedByJob.get(f.job.id) ?? []).map((r) => r.dataset));
           for (const s of f.res.series) {
@@ -792,7 +794,8 @@ export class ReadThrough {
             const exclusive =
               !previous && !busy.has(f.job.id) && this.writeEpoch.get(f.job.id) === epochs.get(f.job.id) && !cachedBefore.has(`metric:${s.name}`);
             if (!exclusive) expectNew = false;
-            const points = (bySeries.get(id) ?? []).sort((a, b) => a.key - b.key);
+            const run = runs.get(id);
+            const points = run ? heldOf(batch, run) : NO_POINTS;
             mine.push([id, { points, exclusive, written: previous ? previous.written : Promise.resolve() }]);
           }
         }
@@ -801,13 +804,14 @@ export class ReadThrough {
       const done = new Promise<void>((resolve) => (release = resolve));
       for (const [id, h] of mine) this.held.set(id, { ...h, written: Promise.all([h.written, done]).then(() => undefined) });
       const heldHere = mine.map(([id]) => [id, this.held.get(id)!] as const);
-      const alone = new Map(mine.filter(([, h]) => h.exclusive).map(([id, h]) => [id, h.points as readonly HeldPoint[]]));
-      return { rowsByProvider, expectNew, heldHere, release, alone };
+      const alone = new Map(mine.filter(([, h]) => h.exclusive).map(([id, h]) => [id, h.points]));
+      return { batches, expectNew, heldHere, release, alone };
     });
-    const committed = prepared.then(async ({ rowsByProvider, expectNew, heldHere, release }) => {
+    const committed = prepared.then(async ({ batches, expectNew, heldHere, release }) => {
       try {
+        await afterTheAnswer();
         await this.repo.transaction(async (repo) => {
-          await repo.writePoints([...rowsByProvider.values()].flat(), { expectNew });
+          for (const batch of batches) await repo.writePoints(batch, { expectNew });
           await repo.recordFetches(fetchRows.map(({ id: _id, ...r }) => r));
           await repo.clearFetchErrors(fetchRows.map((r) => ({ jobId: r.jobId, dataset: r.dataset })));
         });
@@ -990,17 +994,29 @@ async function fetchCatalog(providers: ProviderSet, providerId: string, signal?:
 /** A batch of fetches being stored: `described` once its topology and series are, `committed` once its points are. */
 interface Written {
   /** Resolves to the points held alone (series id -> points sorted by key), the answer as it will be written. */
-  described: Promise<ReadonlyMap<number, readonly HeldPoint[]>>;
+  described: Promise<ReadonlyMap<number, HeldPoints>>;
   committed: Promise<void>;
 }
 
 interface HeldSeries {
   /** The fetched points, sorted by key. */
-  points: HeldPoint[];
+  points: HeldPoints;
   /** True when these points are all the series will have once written. */
   exclusive: boolean;
   /** Settles when every write of this series under way has committed or failed. */
   written: Promise<void>;
+}
+
+/**
+ * Waits a few turns of the event loop, so the answers shaped from held points go first as far as
+ * their work runs as promise jobs. A write started at once held PGlite (one connection, statements
+ * run in this thread) for the whole COPY while the answer's reads queued behind it. On PostgreSQL
+ * the answer's reads are I/O: the turns pass while they are in flight, and the COPY may still
+ * overlap the answer's execution (waiting for the answer itself would need an end-of-operation
+ * signal from the server).
+ */
+async function afterTheAnswer(turns = 3): Promise<void> {
+  for (let i = 0; i < turns; i++) await new Promise<void>((resolve) => setImmediate(resolve));
 }
 
 export function groupBy<T, K>(items: readonly T[], key: (item: T) => K): Map<K, T[]> {

@@ -3,9 +3,9 @@
 import { and, asc, desc, eq, getTableColumns, inArray, sql, type SQL } from 'drizzle-orm';
 import { gpuGlobalId, jobGlobalId, nodeGlobalId, projectGlobalId } from '../domain/ids.js';
 import { summaryModePattern } from '../domain/metric-catalog.js';
-import type { Aggregation, JobLabel, JobRecord, NodeRecord, ProjectRecord, SeriesData } from '../domain/types.js';
+import type { Aggregation, JobLabel, JobRecord, NodeRecord, PointColumns, ProjectRecord, SeriesData } from '../domain/types.js';
 import type { Db } from './db.js';
-import { chunks, copierOf, isUniqueViolation, rowsOf, textArray, toDate } from './sql-util.js';
+import { chunks, copierOf, isUniqueViolation, pointBatchOfRows, rowsOf, textArray, toDate, type PointBatch, type PointRun } from './sql-util.js';
 import {
   cursorKeyOf,
   cursorKeySql,
@@ -921,7 +921,7 @@ export class Repository {
    */
   async writeSeries(providerId: string, entries: { job: JobRow; series: SeriesData[] }[]) {
     const ids = await this.writeSeriesRows(providerId, entries);
-    await this.writePoints(pointRowsWithDates(providerId, entries, ids).rows);
+    await this.writePoints(pointBatch(providerId, entries, ids).batch);
   }
 
   /** Upserts the series themselves (not their points); returns their ids by series key. */
@@ -971,11 +971,12 @@ export class Repository {
    * back to the merge when one already exists (another replica got there first). Runs in the
    * caller's transaction, or in its own. Drivers without COPY use the jsonb upsert.
    */
-  async writePoints(rows: readonly PointWriteRow[], opts: { expectNew?: boolean } = {}): Promise<void> {
-    if (rows.length === 0) return;
+  async writePoints(points: PointBatch | readonly PointWriteRow[], opts: { expectNew?: boolean } = {}): Promise<void> {
+    if (points.length === 0) return;
+    const rows = Array.isArray(points) ? pointBatchOfRows(points as readonly PointWriteRow[]) : (points as PointBatch);
     const copier = copierOf(this.db);
     if (!copier) {
-      for (const part of chunks(rows, POINTS_PER_STATEMENT)) await this.upsertPointsJson(part);
+      for (const part of chunks(rowsOfBatch(rows), POINTS_PER_STATEMENT)) await this.upsertPointsJson(part);
       return;
     }
     if (!this.inTransaction) return this.transaction((repo) => repo.writePoints(rows, opts));
@@ -1220,57 +1221,111 @@ export function seriesIdentity(providerId: string, job: Pick<JobRow, 'id' | 'ext
 /** A point as it is written: `ts` in epoch milliseconds. */
 export type PointWriteRow = [seriesId: number, key: number, ts: number | null, step: number | null, value: number | null];
 
-/** The point rows of fetched series, one per (series, key): a key repeated upstream keeps its last point. */
+/** A batch's rows one by one (the jsonb upsert of drivers without COPY). */
+function rowsOfBatch(b: PointBatch): PointWriteRow[] {
+  const out: PointWriteRow[] = [];
+  const num = (x: number) => (Number.isNaN(x) ? null : x);
+  for (const run of b.runs) for (let i = run.start; i < run.end; i++) out.push([run.seriesId, b.key[i]!, num(b.ts[i]!), num(b.step[i]!), num(b.value[i]!)]);
+  return out;
+}
+
 /**
- * The point rows of fetched series, one per series and key (a later point of the same key wins),
- * and beside each row the Date it came with (null for points without a time), so what is held
- * for an answer needs no second parse. Points come in key order almost always: a series is only
- * indexed by key once one arrives out of order.
+ * The points of fetched series as one batch of columns: each series' points in one run, sorted by
+ * key, one per key (a later point of the same key wins, across the entries too); points without
+ * a key (no time, or no step for a step-keyed series) are left out. Points come in key order
+ * almost always: only a series whose keys do not rise is sorted. No object per point: a cold
+ * dashboard's batch holds millions, and the answer is shaped from these runs while they are written.
  */
-export function pointRowsWithDates(
+export function pointBatch(
   providerId: string,
   entries: { job: JobRow; series: SeriesData[] }[],
   ids: Map<string, number>,
-): { rows: PointWriteRow[]; dates: (Date | null)[] } {
-  const rows: PointWriteRow[] = [];
-  const dates: (Date | null)[] = [];
-  // Each series' rows: while they are contiguous and in increasing key order, [start, end); an
-  // index by key from the first point that breaks either.
-  const bySeries = new Map<number, { start: number; end: number; last: number; at: Map<number, number> | null }>();
+): { batch: PointBatch; runs: Map<number, PointRun> } {
+  const parts = new Map<number, { c: PointColumns; byStep: boolean }[]>();
+  let total = 0;
   for (const { job, series } of entries) {
     for (const s of series) {
       const seriesId = ids.get(seriesIdentity(providerId, job, s).key)!;
-      let seen = bySeries.get(seriesId);
-      if (!seen) bySeries.set(seriesId, (seen = { start: rows.length, end: rows.length, last: -Infinity, at: null }));
-      const byStep = s.keyedBy === 'step';
-      for (const p of s.points) {
-        const ts = p.timestamp ?? null;
-        const k = byStep ? p.step : (ts?.getTime() ?? null);
-        if (k === null || k === undefined) continue;
-        const row: PointWriteRow = [seriesId, k, ts ? ts.getTime() : null, p.step, p.value];
-        if (seen.at === null) {
-          if (k > seen.last && seen.end === rows.length) {
-            seen.last = k;
-            seen.end = rows.push(row);
-            dates.push(ts);
-            continue;
-          }
-          seen.at = new Map();
-          for (let i = seen.start; i < seen.end; i++) seen.at.set(rows[i]![1], i);
-        }
-        const i = seen.at.get(k);
-        if (i === undefined) {
-          seen.at.set(k, rows.length);
-          rows.push(row);
-          dates.push(ts);
-        } else {
-          rows[i] = row;
-          dates[i] = ts;
-        }
-      }
+      const c = columnsOf(s);
+      total += c.length;
+      const list = parts.get(seriesId);
+      if (list) list.push({ c, byStep: s.keyedBy === 'step' });
+      else parts.set(seriesId, [{ c, byStep: s.keyedBy === 'step' }]);
     }
   }
-  return { rows, dates };
+  const key = new Float64Array(total);
+  const ts = new Float64Array(total);
+  const step = new Float64Array(total);
+  const value = new Float64Array(total);
+  const runs = new Map<number, PointRun>();
+  let n = 0;
+  const put = (c: PointColumns, i: number, k: number) => {
+    key[n] = k;
+    ts[n] = c.ts[i]!;
+    step[n] = c.step ? c.step[i]! : Number.NaN;
+    value[n] = c.value[i]!;
+    n++;
+  };
+  for (const [seriesId, list] of parts) {
+    const start = n;
+    let rising = list.length === 1;
+    if (rising) {
+      const { c, byStep } = list[0]!;
+      const keys = byStep ? c.step : c.ts;
+      let last = -Infinity;
+      for (let i = 0; keys && i < c.length; i++) {
+        const k = keys[i]!;
+        if (Number.isNaN(k)) continue;
+        if (k <= last) {
+          rising = false;
+          n = start;
+          break;
+        }
+        last = k;
+        put(c, i, k);
+      }
+    }
+    if (!rising) {
+      // Every keyed point in arrival order, sorted by key (stable): the last of equal keys wins.
+      const order: { k: number; c: PointColumns; i: number }[] = [];
+      for (const { c, byStep } of list) {
+        const keys = byStep ? c.step : c.ts;
+        for (let i = 0; keys && i < c.length; i++) if (!Number.isNaN(keys[i]!)) order.push({ k: keys[i]!, c, i });
+      }
+      order.sort((x, y) => x.k - y.k);
+      for (let j = 0; j < order.length; j++) {
+        const o = order[j]!;
+        if (j + 1 < order.length && order[j + 1]!.k === o.k) continue;
+        put(o.c, o.i, o.k);
+      }
+    }
+    runs.set(seriesId, { seriesId, start, end: n });
+  }
+  const batch: PointBatch = {
+    length: n,
+    key: key.subarray(0, n),
+    ts: ts.subarray(0, n),
+    step: step.subarray(0, n),
+    value: value.subarray(0, n),
+    runs: [...runs.values()],
+  };
+  return { batch, runs };
+}
+
+/** A series' points as columns: the adapter's own, or made from its SeriesPoints. */
+export function columnsOf(s: SeriesData): PointColumns {
+  if (s.columns) return s.columns;
+  const n = s.points.length;
+  const ts = new Float64Array(n);
+  const step = new Float64Array(n);
+  const value = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    const p = s.points[i]!;
+    ts[i] = p.timestamp ? p.timestamp.getTime() : Number.NaN;
+    step[i] = p.step ?? Number.NaN;
+    value[i] = p.value ?? Number.NaN;
+  }
+  return { length: n, ts, step, value };
 }
 
 /** Labels as the jobs table keeps them: one JSON object, key -> value (null for a bare tag). */

@@ -5,73 +5,144 @@
 // compares the two answers point for point).
 import type { Aggregation } from '../domain/types.js';
 import type { PointRow, SeriesWindow, SummaryRow } from './repository.js';
+import type { PointBatch, PointRun } from './sql-util.js';
 
-/** One stored point: `key` is epoch ms (time-keyed series) or the step (step-keyed ones). */
-export interface HeldPoint {
-  key: number;
-  ts: Date | null;
-  step: number | null;
-  value: number | null;
+/**
+ * A series' stored points as columns, sorted by key, one per key: `key` is epoch ms (time-keyed
+ * series) or the step (step-keyed ones); NaN stands for null in ts, step and value. Views into
+ * the batch being written: no object per point until an answer asks for its points.
+ */
+export interface HeldPoints {
+  readonly length: number;
+  readonly key: Float64Array;
+  readonly ts: Float64Array;
+  readonly step: Float64Array;
+  readonly value: Float64Array;
 }
 
-/** The points of the window: the key range for time-keyed series, the timestamp range otherwise. */
-function inWindow(points: readonly HeldPoint[], w: SeriesWindow): HeldPoint[] {
-  if (w.keyedBy === 'time') {
-    const from = w.from?.getTime() ?? -Infinity;
-    const to = w.to?.getTime() ?? Infinity;
-    return points.filter((p) => p.key >= from && p.key <= to);
-  }
-  if (!w.from && !w.to) return points as HeldPoint[];
+/** The run's rows of a batch, as held points (views, no copy). */
+export function heldOf(batch: PointBatch, run: PointRun): HeldPoints {
+  return {
+    length: run.end - run.start,
+    key: batch.key.subarray(run.start, run.end),
+    ts: batch.ts.subarray(run.start, run.end),
+    step: batch.step.subarray(run.start, run.end),
+    value: batch.value.subarray(run.start, run.end),
+  };
+}
+
+const nullable = (x: number) => (Number.isNaN(x) ? null : x);
+
+/**
+ * The indexes of the window's points, in key order: the key range for time-keyed series (a binary
+ * search: keys are sorted), the timestamp range otherwise.
+ */
+function inWindow(points: HeldPoints, w: SeriesWindow): { from: number; to: number } | number[] {
   const from = w.from?.getTime() ?? -Infinity;
   const to = w.to?.getTime() ?? Infinity;
-  // SQL's `ts >= from` is unknown (so false) for a null ts.
-  return points.filter((p) => p.ts !== null && p.ts.getTime() >= from && p.ts.getTime() <= to);
+  if (w.keyedBy === 'time') return { from: lowerBound(points.key, from), to: lowerBound(points.key, to, true) };
+  if (!w.from && !w.to) return { from: 0, to: points.length };
+  // SQL's `ts >= from` is unknown (so false) for a null ts; NaN compares false as well.
+  const out: number[] = [];
+  for (let i = 0; i < points.length; i++) {
+    const t = points.ts[i]!;
+    if (t >= from && t <= to) out.push(i);
+  }
+  return out;
 }
 
-/** Points sorted by key, at most maxPoints: raw when few enough, else equal-width key buckets. */
-export function downsampleHeld(seriesId: number, points: readonly HeldPoint[], w: SeriesWindow, maxPoints: number, aggregation: Aggregation): PointRow[] {
-  const pts = inWindow(points, w);
-  if (pts.length === 0) return [];
-  if (pts.length <= maxPoints) return pts.map((p) => ({ seriesId, ts: p.ts, step: p.step, value: p.value }));
-  const lo = pts[0]!.key;
-  const hi = pts[pts.length - 1]!.key;
+/** The first index whose key is >= x (> x with `after`). */
+function lowerBound(keys: Float64Array, x: number, after = false): number {
+  let lo = 0;
+  let hi = keys.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (keys[mid]! < x || (after && keys[mid]! === x)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** The j-th index of a window's points. */
+const at = (sel: { from: number; to: number } | number[], j: number) => (Array.isArray(sel) ? sel[j]! : sel.from + j);
+const countOf = (sel: { from: number; to: number } | number[]) => (Array.isArray(sel) ? sel.length : Math.max(0, sel.to - sel.from));
+const firstOf = (sel: { from: number; to: number } | number[]) => (Array.isArray(sel) ? sel[0]! : sel.from);
+const lastOf = (sel: { from: number; to: number } | number[]) => (Array.isArray(sel) ? sel[sel.length - 1]! : sel.to - 1);
+
+/** The Date of an instant, one per instant for all the series of an answer (`dates`). */
+function dateOf(ms: number, dates: Map<number, Date>): Date | null {
+  if (Number.isNaN(ms)) return null;
+  let d = dates.get(ms);
+  if (d === undefined) dates.set(ms, (d = new Date(ms)));
+  return d;
+}
+
+/**
+ * Points sorted by key, at most maxPoints: raw when few enough, else equal-width key buckets.
+ * `dates` is shared by the series of one answer (they share their instants), as the SQL read does.
+ */
+export function downsampleHeld(
+  seriesId: number,
+  points: HeldPoints,
+  w: SeriesWindow,
+  maxPoints: number,
+  aggregation: Aggregation,
+  dates: Map<number, Date> = new Map(),
+): PointRow[] {
+  const sel = inWindow(points, w);
+  const count = countOf(sel);
+  if (count === 0) return [];
+  if (count <= maxPoints) {
+    const out: PointRow[] = new Array(count);
+    for (let j = 0; j < count; j++) {
+      const i = at(sel, j);
+      out[j] = { seriesId, ts: dateOf(points.ts[i]!, dates), step: nullable(points.step[i]!), value: nullable(points.value[i]!) };
+    }
+    return out;
+  }
+  const lo = points.key[firstOf(sel)]!;
+  const hi = points.key[lastOf(sel)]!;
   const width = Math.max(1, Math.ceil((hi - lo + 1) / maxPoints));
   const out: PointRow[] = [];
   let bucket = -1;
-  let ts: number | null = null;
-  let step: number | null = null;
+  let ts = Number.NaN;
+  let step = Number.NaN;
   let sum = 0;
   let n = 0;
-  let min: number | null = null;
-  let max: number | null = null;
-  let last: number | null = null;
+  let min = Number.NaN;
+  let max = Number.NaN;
+  let last = Number.NaN;
   const flush = () => {
     if (bucket < 0) return;
-    const value = aggregation === 'MIN' ? min : aggregation === 'MAX' ? max : aggregation === 'LAST' ? last : n > 0 ? sum / n : null;
-    out.push({ seriesId, ts: ts === null ? null : new Date(ts), step, value });
+    const value = aggregation === 'MIN' ? min : aggregation === 'MAX' ? max : aggregation === 'LAST' ? last : n > 0 ? sum / n : Number.NaN;
+    out.push({ seriesId, ts: dateOf(ts, dates), step: nullable(step), value: nullable(value) });
   };
-  for (const p of pts) {
-    const b = Math.floor((p.key - lo) / width);
+  for (let j = 0; j < count; j++) {
+    const i = at(sel, j);
+    const b = Math.floor((points.key[i]! - lo) / width);
     if (b !== bucket) {
       flush();
       bucket = b;
-      ts = null;
-      step = null;
+      ts = Number.NaN;
+      step = Number.NaN;
       sum = 0;
       n = 0;
-      min = null;
-      max = null;
+      min = Number.NaN;
+      max = Number.NaN;
     }
     // min(ts), min(step): nulls ignored, as in SQL.
-    if (p.ts !== null && (ts === null || p.ts.getTime() < ts)) ts = p.ts.getTime();
-    if (p.step !== null && (step === null || p.step < step)) step = p.step;
+    const t = points.ts[i]!;
+    if (!Number.isNaN(t) && (Number.isNaN(ts) || t < ts)) ts = t;
+    const s = points.step[i]!;
+    if (!Number.isNaN(s) && (Number.isNaN(step) || s < step)) step = s;
     // LAST is the value of the bucket's highest key, null or not (array_agg keeps nulls).
-    last = p.value;
-    if (p.value !== null) {
-      sum += p.value;
+    const v = points.value[i]!;
+    last = v;
+    if (!Number.isNaN(v)) {
+      sum += v;
       n++;
-      if (min === null || p.value < min) min = p.value;
-      if (max === null || p.value > max) max = p.value;
+      if (Number.isNaN(min) || v < min) min = v;
+      if (Number.isNaN(max) || v > max) max = v;
     }
   }
   flush();
@@ -79,9 +150,10 @@ export function downsampleHeld(seriesId: number, points: readonly HeldPoint[], w
 }
 
 /** Statistics over the raw points of the window, as Repository.summariesOf gives them (null: no points). */
-export function summarizeHeld(seriesId: number, index: number, points: readonly HeldPoint[], w: SeriesWindow): SummaryRow | null {
-  const pts = inWindow(points, w);
-  if (pts.length === 0) return null;
+export function summarizeHeld(seriesId: number, index: number, points: HeldPoints, w: SeriesWindow): SummaryRow | null {
+  const sel = inWindow(points, w);
+  const n = countOf(sel);
+  if (n === 0) return null;
   let count = 0;
   let sum = 0;
   let min: number | null = null;
@@ -89,18 +161,20 @@ export function summarizeHeld(seriesId: number, index: number, points: readonly 
   let last: number | null = null;
   let firstAt: number | null = null;
   let lastAt: number | null = null;
-  for (const p of pts) {
-    if (p.ts !== null) {
-      const t = p.ts.getTime();
+  for (let j = 0; j < n; j++) {
+    const i = at(sel, j);
+    const t = points.ts[i]!;
+    if (!Number.isNaN(t)) {
       if (firstAt === null || t < firstAt) firstAt = t;
       if (lastAt === null || t > lastAt) lastAt = t;
     }
-    if (p.value === null) continue;
+    const v = points.value[i]!;
+    if (Number.isNaN(v)) continue;
     count++;
-    sum += p.value;
-    if (min === null || p.value < min) min = p.value;
-    if (max === null || p.value > max) max = p.value;
-    last = p.value;
+    sum += v;
+    if (min === null || v < min) min = v;
+    if (max === null || v > max) max = v;
+    last = v;
   }
   return {
     seriesId,

@@ -29,8 +29,50 @@ export function toDate(v: unknown): Date | null {
   return Number.isNaN(d.getTime()) ? null : d;
 }
 
-/** A point row as COPY takes it: [series_id, key, ts (epoch ms), step, value]. */
-type CopyRow = readonly [number, number, number | null, number | null, number | null];
+/**
+ * Points to write, as columns: rows [start, end) of each run belong to its series. NaN stands for
+ * null in ts, step and value (values are finite or null). No object per point from the adapter's
+ * columns to COPY's bytes: a cold dashboard writes millions.
+ */
+export interface PointBatch {
+  readonly length: number;
+  readonly key: Float64Array;
+  /** Epoch ms. */
+  readonly ts: Float64Array;
+  readonly step: Float64Array;
+  readonly value: Float64Array;
+  readonly runs: readonly PointRun[];
+}
+
+export interface PointRun {
+  seriesId: number;
+  start: number;
+  end: number;
+}
+
+/** A point row: [series_id, key, ts (epoch ms), step, value]. */
+export type PointRowTuple = readonly [number, number, number | null, number | null, number | null];
+
+/** Rows as a batch (in their order; a run per stretch of one series). */
+export function pointBatchOfRows(rows: readonly PointRowTuple[]): PointBatch {
+  const n = rows.length;
+  const key = new Float64Array(n);
+  const ts = new Float64Array(n);
+  const step = new Float64Array(n);
+  const value = new Float64Array(n);
+  const runs: PointRun[] = [];
+  for (let i = 0; i < n; i++) {
+    const r = rows[i]!;
+    const run = runs[runs.length - 1];
+    if (run?.seriesId === r[0]) run.end = i + 1;
+    else runs.push({ seriesId: r[0], start: i, end: i + 1 });
+    key[i] = r[1];
+    ts[i] = r[2] ?? Number.NaN;
+    step[i] = r[3] ?? Number.NaN;
+    value[i] = r[4] ?? Number.NaN;
+  }
+  return { length: n, key, ts, step, value, runs };
+}
 
 /** COPY's binary signature, flags and header extension length (PostgreSQL docs, "COPY", Binary Format). */
 const BINARY_HEADER = Buffer.concat([Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1'), Buffer.alloc(8)]);
@@ -42,17 +84,35 @@ const MAX_ROW_BYTES = 2 + 4 * (4 + 8) + (4 + 4);
 /**
  * COPY's binary format: numbers travel as the bytes Postgres stores, so neither side formats or
  * parses text (a float's shortest decimal and an ISO instant per point were most of the write's
- * CPU here, and timestamptz parsing most of Postgres'). Chunks of `per` rows; the trailer ends
- * the last one.
+ * CPU here, and timestamptz parsing most of Postgres'). Chunks of about `per` rows; the trailer
+ * ends the last one.
  */
-function* copyBinary(rows: readonly CopyRow[], per = 5000): Generator<Buffer> {
-  for (let i = 0; i === 0 || i < rows.length; i += per) {
-    const last = i + per >= rows.length;
-    const n = Math.min(per, rows.length - i);
-    const buf = Buffer.allocUnsafe((i === 0 ? BINARY_HEADER.length : 0) + n * MAX_ROW_BYTES + (last ? 2 : 0));
+function* copyBinary(batch: PointBatch, per = 5000): Generator<Buffer> {
+  const { key, ts, step, value } = batch;
+  let first = true;
+  // Chunks of whole runs' slices: [run index, row] where the next chunk starts.
+  let r = 0;
+  let row = batch.runs[0]?.start ?? 0;
+  do {
+    let n = 0;
+    const slices: [number, number, number][] = [];
+    while (r < batch.runs.length && n < per) {
+      const run = batch.runs[r]!;
+      const take = Math.min(run.end - row, per - n);
+      if (take > 0) slices.push([run.seriesId, row, row + take]);
+      n += take;
+      row += take;
+      if (row >= run.end) {
+        r++;
+        row = batch.runs[r]?.start ?? 0;
+      }
+    }
+    const last = r >= batch.runs.length;
+    const buf = Buffer.allocUnsafe((first ? BINARY_HEADER.length : 0) + n * MAX_ROW_BYTES + (last ? 2 : 0));
     const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
     let o = 0;
-    if (i === 0) o += BINARY_HEADER.copy(buf, 0);
+    if (first) o += BINARY_HEADER.copy(buf, 0);
+    first = false;
     // An int8 as two 32-bit words (exact for every safe integer, negative ones in two's complement),
     // without a BigInt per value.
     const int8 = (v: number) => {
@@ -62,39 +122,43 @@ function* copyBinary(rows: readonly CopyRow[], per = 5000): Generator<Buffer> {
       view.setUint32(o + 8, v - hi * 4294967296);
       o += 12;
     };
-    const int4 = (v: number) => {
-      view.setInt32(o, 4);
-      view.setInt32(o + 4, v);
-      o += 8;
-    };
-    const float8 = (v: number) => {
-      view.setInt32(o, 8);
-      view.setFloat64(o + 4, v);
-      o += 12;
-    };
-    const nul = () => {
-      view.setInt32(o, -1);
-      o += 4;
-    };
-    for (let j = i; j < i + n; j++) {
-      const r = rows[j]!;
-      view.setInt16(o, 5);
-      o += 2;
-      int8(r[0]);
-      int8(r[1]);
-      if (r[2] === null) nul();
-      else int8((r[2] - PG_EPOCH_MS) * 1000);
-      if (r[3] === null) nul();
-      else int4(r[3]);
-      if (r[4] === null) nul();
-      else float8(r[4]);
+    for (const [seriesId, from, to] of slices) {
+      for (let j = from; j < to; j++) {
+        view.setInt16(o, 5);
+        o += 2;
+        int8(seriesId);
+        int8(key[j]!);
+        const t = ts[j]!;
+        if (Number.isNaN(t)) {
+          view.setInt32(o, -1);
+          o += 4;
+        } else int8((t - PG_EPOCH_MS) * 1000);
+        const s = step[j]!;
+        if (Number.isNaN(s)) {
+          view.setInt32(o, -1);
+          o += 4;
+        } else {
+          view.setInt32(o, 4);
+          view.setInt32(o + 4, s);
+          o += 8;
+        }
+        const v = value[j]!;
+        if (Number.isNaN(v)) {
+          view.setInt32(o, -1);
+          o += 4;
+        } else {
+          view.setInt32(o, 8);
+          view.setFloat64(o + 4, v);
+          o += 12;
+        }
+      }
     }
     if (last) {
       view.setInt16(o, -1);
       o += 2;
     }
     yield buf.subarray(0, o);
-  }
+  } while (r < batch.runs.length);
 }
 
 /**
@@ -102,7 +166,7 @@ function* copyBinary(rows: readonly CopyRow[], per = 5000): Generator<Buffer> {
  * postgres.js streams them, PGlite reads them as one blob. null: the driver has no COPY.
  * Counted as one statement, like every other.
  */
-export function copierOf(db: Db): ((table: 'points' | 'points_stage', rows: readonly CopyRow[]) => Promise<void>) | null {
+export function copierOf(db: Db): ((table: 'points' | 'points_stage', rows: PointBatch) => Promise<void>) | null {
   const session = (db as unknown as { session?: { client?: any; logger?: { logQuery(q: string, p: unknown[]): void } } }).session;
   const client = session?.client;
   if (!client) return null;

@@ -5,7 +5,7 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/store/db.js';
 import type { PointWriteRow, Repository } from '../../src/store/repository.js';
-import { rowsOf } from '../../src/store/sql-util.js';
+import { pointBatchOfRows, rowsOf } from '../../src/store/sql-util.js';
 import { openTestRepository } from '../support/database.js';
 
 let store: Awaited<ReturnType<typeof openTestRepository>>;
@@ -83,6 +83,17 @@ describe('Repository.writePoints (binary COPY)', () => {
       .filter((r) => r[0] !== 6_000_000_000)
       .map(([seriesId, , ts, step, value]) => ({ seriesId, ts: ts === null ? null : new Date(ts), step, value }));
     expect(points).toEqual(expected);
+  });
+
+  it('writes a batch of columns whose series runs cross the chunks (fetched points: NaN is null)', async () => {
+    const rows: PointWriteRow[] = [];
+    for (const id of [904, 905, 906, 907]) {
+      for (let i = 0; i < 3_001; i++) rows.push([id, 2_000_000 + i * 15_000, i % 11 === 0 ? null : 2_000_000 + i * 15_000, null, i % 13 === 0 ? null : i / 3]);
+    }
+    const batch = pointBatchOfRows(rows);
+    expect(batch.runs).toHaveLength(4);
+    await repo.writePoints(batch, { expectNew: true });
+    expect(await stored([904, 905, 906, 907])).toEqual(rows);
   });
 
   it('writes many chunks in one COPY (the encoder splits rows into buffers)', async () => {

@@ -5,11 +5,12 @@ import {
   type JobRecord,
   type JobStatus,
   type NodeRecord,
+  seriesWithColumns,
+  type PointColumns,
   type SeriesData,
-  type SeriesPoint,
   type SystemMetric,
 } from '../../domain/types.js';
-import { finiteOrNull, isoToDate, mibToBytes } from '../../domain/units.js';
+import { isoToDate, isoToMillis, mibToBytes } from '../../domain/units.js';
 import type { WireMetrics, WireNodeMetrics, WirePoint, WireQueueContext, WireTrainingJob } from './wire.js';
 
 const STATUS: Record<string, JobStatus> = {
@@ -81,14 +82,20 @@ export function withQueueContext(record: JobRecord, job: WireTrainingJob, contex
   };
 }
 
-function toPoints(points: readonly WirePoint[]): SeriesPoint[] {
-  const out: SeriesPoint[] = [];
+/** A series' points as columns (a dashboard's fetch brings millions: no object or Date per point). */
+function toPoints(points: readonly WirePoint[]): PointColumns {
+  const ts = new Float64Array(points.length);
+  const value = new Float64Array(points.length);
+  let n = 0;
   for (const p of points) {
-    const ts = isoToDate(p.timestamp);
-    if (!ts) continue;
-    out.push({ timestamp: ts, step: null, value: finiteOrNull(p.value) });
+    const ms = isoToMillis(p.timestamp);
+    if (Number.isNaN(ms)) continue;
+    ts[n] = ms;
+    // finiteOrNull, with NaN for null.
+    value[n] = typeof p.value === 'number' && Number.isFinite(p.value) ? p.value : Number.NaN;
+    n++;
   }
-  return out;
+  return n === points.length ? { length: n, ts, step: null, value } : { length: n, ts: ts.subarray(0, n), step: null, value: value.subarray(0, n) };
 }
 
 function series(
@@ -97,23 +104,25 @@ function series(
   scope: 'JOB' | 'NODE' | 'GPU',
   nodeExternalId: string | null,
   gpuIndex: number | null,
-  points: SeriesPoint[],
+  points: PointColumns,
   meta: Record<string, unknown> = {},
 ): SeriesData {
-  return {
-    kind: 'system',
-    name,
-    rawName,
-    unit: metricDefinition(name).unit,
-    scope,
-    nodeExternalId,
-    gpuIndex,
-    source: 'baseten',
-    stage: null,
-    keyedBy: 'time',
-    meta,
+  return seriesWithColumns(
+    {
+      kind: 'system',
+      name,
+      rawName,
+      unit: metricDefinition(name).unit,
+      scope,
+      nodeExternalId,
+      gpuIndex,
+      source: 'baseten',
+      stage: null,
+      keyedBy: 'time',
+      meta,
+    },
     points,
-  };
+  );
 }
 
 /** Baseten's raw names, from the metric catalog (per node; the job's read-write cache volume apart). */
@@ -152,7 +161,7 @@ function nodeSeries(nodeId: string, m: WireNodeMetrics, gpuMemoryLimitBytes: num
           'GPU',
           nodeId,
           idx,
-          used.map((p) => ({ ...p, value: p.value === null ? null : p.value / gpuMemoryLimitBytes })),
+          { ...used, value: used.value.map((v) => v / gpuMemoryLimitBytes) },
           { derived: true, derivation: `${BASETEN_NAME.GPU_MEMORY_UTILIZATION} / (instance_type.gpu_memory_limit_mib * 2^20)` },
         ),
       );

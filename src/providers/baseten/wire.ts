@@ -5,7 +5,23 @@ import { z } from 'zod';
 export const pointSchema = z.object({ timestamp: z.string(), value: z.number().nullable() });
 export type WirePoint = z.infer<typeof pointSchema>;
 
-const series = z.array(pointSchema);
+/**
+ * A series' points, checked in place: z.array(pointSchema) is the same check, but zod copies
+ * every point object it validates (a cold dashboard's answers hold millions; the copies were
+ * a third of the validation's time and their collection more). Points are only read afterwards.
+ */
+const series = z.custom<WirePoint[]>(
+  (v) => {
+    if (!Array.isArray(v)) return false;
+    for (const p of v) {
+      if (typeof p !== 'object' || p === null || typeof p.timestamp !== 'string') return false;
+      const value = p.value;
+      if (value !== null && typeof value !== 'number') return false;
+    }
+    return true;
+  },
+  { message: 'expected an array of points ({ timestamp: string, value: number | null })' },
+);
 const rankMap = z.record(z.string(), series);
 const storage = z.object({ usage_bytes: series.default([]), utilization: series.default([]) });
 
