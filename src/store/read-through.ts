@@ -820,6 +820,10 @@ export class ReadThrough {
         for (const [id, e] of epochs) if (this.writeEpoch.get(id) === e && !this.heldFetches.has(id)) this.writeEpoch.delete(id);
         release();
       }
+      // Committed: where no autovacuum runs (PGlite), a large write refreshes the planner's statistics.
+      await this.repo.maintainStatistics(batches.reduce((n, b) => n + b.length, 0)).catch((err) => {
+        for (const observe of this.writeFailureObservers) observe(err);
+      });
     });
     const written: Written = { described: prepared.then((p) => p.alone), committed };
     for (const row of fetchRows) this.heldFetches.set(row.jobId, [...(this.heldFetches.get(row.jobId) ?? []), { row, written }]);

@@ -5,7 +5,18 @@ import { gpuGlobalId, jobGlobalId, nodeGlobalId, projectGlobalId } from '../doma
 import { summaryModePattern } from '../domain/metric-catalog.js';
 import type { Aggregation, JobLabel, JobRecord, NodeRecord, PointColumns, ProjectRecord, SeriesData } from '../domain/types.js';
 import type { Db } from './db.js';
-import { chunks, copierOf, isUniqueViolation, pointBatchOfRows, rowsOf, textArray, toDate, type PointBatch, type PointRun } from './sql-util.js';
+import {
+  chunks,
+  copierOf,
+  embeddedClientOf,
+  isUniqueViolation,
+  pointBatchOfRows,
+  rowsOf,
+  textArray,
+  toDate,
+  type PointBatch,
+  type PointRun,
+} from './sql-util.js';
 import {
   cursorKeyOf,
   cursorKeySql,
@@ -137,6 +148,8 @@ export type OrderedJobRow = JobRow & { orderKey: number | string | null };
 
 /** Rows per bulk point statement: statements grow with data volume only, by this divisor. */
 export const POINTS_PER_STATEMENT = 50_000;
+/** The fewest points written since the last ANALYZE that make PGlite refresh its statistics (maintainStatistics). */
+export const ANALYZE_AFTER_POINTS = 10_000;
 
 export function seriesKey(jobId: string, s: Pick<SeriesData, 'kind' | 'name' | 'source' | 'stage'>, nodeId: string | null, gpuId: string | null) {
   return [jobId, s.kind, s.name, s.source, s.stage ?? '', nodeId ?? '', gpuId ?? ''].join('|');
@@ -284,6 +297,10 @@ export class Repository {
   private prepared: ReturnType<typeof preparedReads> | null = null;
   /** Job pages and counts of the plain filter shapes (preparedFilterShape), prepared once per shape. */
   private readonly jobQueries = new Map<string, PreparedJobQuery>();
+
+  /** Points written since the planner's statistics were last refreshed, and the table's rows then (PGlite only). */
+  private pointsSinceAnalyze = 0;
+  private pointsAtAnalyze = 0;
 
   constructor(
     readonly db: Db,
@@ -995,6 +1012,29 @@ export class Repository {
       select series_id, key, ts, step, value from points_stage
       on conflict (series_id, key) do update set ts = excluded.ts, step = excluded.step, value = excluded.value`);
     await this.db.execute(sql`truncate points_stage`);
+  }
+
+  /**
+   * Autoanalyze's part where nothing else plays it. PGlite has no autovacuum, so its planner never
+   * learns how many points and series there are and plans the warm reads for empty tables (the
+   * fleet statement re-ran a per-series aggregate 640 times). Called after a points write
+   * commits: once the points written since the last ANALYZE pass autovacuum's own rule (50 rows
+   * plus 10% of the table), with a floor of ANALYZE_AFTER_POINTS so that small writes never pay
+   * for it, `analyze points, series` runs. It is maintenance, as autovacuum is on PostgreSQL (where
+   * this does nothing): sent on PGlite's own client, outside drizzle, so it is not one of the
+   * statements a request's work is counted in (test/store/batching.test.ts).
+   */
+  async maintainStatistics(pointsWritten: number): Promise<boolean> {
+    const client = embeddedClientOf(this.db);
+    if (!client || this.inTransaction) return false;
+    this.pointsSinceAnalyze += pointsWritten;
+    const due = Math.max(ANALYZE_AFTER_POINTS, 50 + 0.1 * this.pointsAtAnalyze);
+    if (this.pointsSinceAnalyze < due) return false;
+    this.pointsSinceAnalyze = 0;
+    await client.query('analyze points, series');
+    const counted = (await client.query(`select reltuples::float8 as n from pg_class where relname = 'points'`)) as { rows: { n: number }[] };
+    this.pointsAtAnalyze = Math.max(0, counted.rows[0]?.n ?? 0);
+    return true;
   }
 
   private async upsertPointsJson(part: readonly PointWriteRow[]) {

@@ -187,6 +187,17 @@ export function copierOf(db: Db): ((table: 'points' | 'points_stage', rows: Poin
   return null;
 }
 
+/**
+ * PGlite's own client, where `db` runs on PGlite (postgres.js has `unsafe`; PGlite only `query`);
+ * null on PostgreSQL. Statements sent through it bypass drizzle and its statement log.
+ */
+export function embeddedClientOf(db: Db): { query(statement: string): Promise<unknown> } | null {
+  const client = (db as unknown as { session?: { client?: { unsafe?: unknown; query?: unknown } } }).session?.client;
+  return client && typeof client.unsafe !== 'function' && typeof client.query === 'function'
+    ? (client as { query(statement: string): Promise<unknown> })
+    : null;
+}
+
 /** Postgres' unique_violation (23505), as postgres.js and PGlite report it. */
 export function isUniqueViolation(err: unknown): boolean {
   for (let e: any = err; e; e = e.cause) if (e.code === '23505') return true;
