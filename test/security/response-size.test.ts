@@ -1,8 +1,9 @@
-// The answer-size limit measures only answers that may pass it: jsonBytesAtMost is an upper bound
-// of JSON.stringify's bytes for any answer, and an answer over MAX_RESPONSE_BYTES is still refused.
+// The answer-size limit: an answer without errors is serialised once, measured, and that text is
+// what yoga sends (the result's own `stringify`); one with errors is bounded by jsonBytesAtMost, an
+// upper bound of JSON.stringify's bytes for any answer. An answer over MAX_RESPONSE_BYTES is refused.
 import { GraphQLError } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jsonBytesAtMost } from '../../src/server/plugins/use-limits.js';
+import { answerBytes, jsonBytesAtMost } from '../../src/server/plugins/use-limits.js';
 import { postGraphql, startTestServer, type TestServer } from '../support/runtime.js';
 
 const bytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v));
@@ -38,6 +39,42 @@ describe('jsonBytesAtMost', () => {
     const cycle: Record<string, unknown> = {};
     cycle.self = cycle;
     expect(jsonBytesAtMost(cycle, Number.MAX_SAFE_INTEGER)).toBe(Number.POSITIVE_INFINITY);
+  });
+});
+
+describe('answerBytes', () => {
+  type Result = { data?: unknown; errors?: GraphQLError[]; extensions?: Record<string, unknown>; stringify?: (v: unknown) => string };
+
+  it('serialises an answer without errors once and hands that text to the HTTP answer', () => {
+    const result: Result = { data: { name: 'ünïcödé ✓ 漢字 😀', points: [{ timestamp: new Date(0), value: 0.5 }] } };
+    const text = JSON.stringify(result);
+    expect(answerBytes(result as never, 1_000_000)).toBe(0);
+    expect(result.stringify?.(result)).toBe(text);
+    // Not a key of the answer, and not copied by a plugin's `{ ...result }`.
+    expect(Object.keys(result)).toEqual(['data']);
+    expect(({ ...result } as Result).stringify).toBeUndefined();
+    // Changed after it was measured (a later plugin): serialised anew.
+    result.extensions = { note: 1 };
+    expect(result.stringify?.(result)).toBe(JSON.stringify(result));
+    // Another object handed to it (yoga's copy without internals) is serialised as it is.
+    expect(result.stringify?.({ data: 1 })).toBe('{"data":1}');
+  });
+
+  it('counts UTF-8 bytes exactly where the limit needs them', () => {
+    const result = { data: { name: 'é'.repeat(100) } };
+    const exact = Buffer.byteLength(JSON.stringify(result));
+    // 100 two-byte characters: the text's length is under the limit, its bytes are over it.
+    expect(JSON.stringify(result).length).toBeLessThan(200);
+    expect(answerBytes({ ...result }, 200)).toBe(exact);
+    expect(answerBytes({ ...result }, exact)).toBeLessThanOrEqual(exact);
+    expect(answerBytes({ ...result }, 3 * exact)).toBe(0);
+  });
+
+  it('bounds an answer with errors without serialising it, and leaves its serialiser alone', () => {
+    const result: Result = { data: { x: 'y' }, errors: [new GraphQLError('bad', { extensions: { code: 'BAD_INPUT' } })] };
+    expect(answerBytes(result as never, 1_000_000)).toBe(0);
+    expect(result.stringify).toBeUndefined();
+    expect(answerBytes(result as never, 10)).toBe(bytes(result));
   });
 });
 

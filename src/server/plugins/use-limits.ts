@@ -158,6 +158,35 @@ export function edgeInputProblem(variables: unknown): string | null {
   return null;
 }
 
+/**
+ * The answer's UTF-8 bytes as far as the limit needs them (0 when surely under it). An answer
+ * without errors is serialised here, once: yoga's HTTP answer calls a result's own `stringify`,
+ * which hands back this text (a dashboard's 54 MB answer was walked to bound its size, then
+ * serialised again: 0.2 s of a cold answer's last 1.5 s). An answer with errors is bounded by a
+ * walk, as yoga serialises a copy of it without the errors' internal fields.
+ */
+export function answerBytes(result: ExecutionResult, limit: number): number {
+  const withInternals = result.errors?.length || (result.extensions as { http?: unknown } | undefined)?.http;
+  if (withInternals || !Object.isExtensible(result)) {
+    if (jsonBytesAtMost(result, limit) <= limit) return 0;
+    return Buffer.byteLength(JSON.stringify(result));
+  }
+  const text = JSON.stringify(result);
+  // A UTF-16 unit is one to three UTF-8 bytes: the exact count only where the bounds straddle the limit.
+  const bytes = text.length * 3 <= limit ? 0 : Buffer.byteLength(text);
+  if (bytes > limit) return bytes;
+  const { data, errors, extensions } = result;
+  // Not enumerable, so a plugin's `{ ...result, errors }` copy does not take it; a changed result is serialised anew.
+  Object.defineProperty(result, 'stringify', {
+    value: (value: ExecutionResult) =>
+      value === result && value.data === data && value.errors === errors && value.extensions === extensions ? text : JSON.stringify(value),
+    enumerable: false,
+    configurable: true,
+    writable: true,
+  });
+  return bytes;
+}
+
 /** Bytes a JSON number takes at most ("-1.2345678901234567e-308"). */
 const MAX_NUMBER_BYTES = 24;
 const MAX_WALK_DEPTH = 1000;
@@ -390,9 +419,7 @@ export function useLimits(limits: RequestLimits, defaults: CostDefaults): Plugin
         onExecuteDone({ result, setResult }) {
           if (Symbol.asyncIterator in Object(result)) return;
           // The cost bounds the number of values; this bounds their bytes (long strings, names).
-          // An upper bound first: only an answer that may be too large is serialised to measure it.
-          if (jsonBytesAtMost(result, limits.maxResponseBytes) <= limits.maxResponseBytes) return;
-          const bytes = Buffer.byteLength(JSON.stringify(result));
+          const bytes = answerBytes(result as ExecutionResult, limits.maxResponseBytes);
           if (bytes > limits.maxResponseBytes) {
             setResult({
               data: null,
