@@ -1,6 +1,9 @@
 // What the load benches share: bench scripts started as child processes (forked, ready when they
-// send their first message, answering commands by id) and a fresh PostgreSQL database per run.
+// send their first message, answering commands by id), a fresh PostgreSQL database per run, a free
+// port, a GraphQL POST that must succeed, and wrk's script that POSTs a body from a file.
 import { fork, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -16,9 +19,13 @@ export interface Child {
   close(): Promise<void>;
 }
 
-/** Forks bench/<script> with its options as JSON; resolves with its first message. */
-export function startChild(script: string, options: unknown): Promise<Child> {
-  const child: ChildProcess = fork(path.join(HERE, script), [JSON.stringify(options)], {
+/**
+ * Forks bench/<script> with its options as JSON; resolves with its first message. `root`: another
+ * checkout whose script runs instead, with that checkout's own tsx and sources (bench/load-ab.ts).
+ */
+export function startChild(script: string, options: unknown, root = path.resolve(HERE, '..')): Promise<Child> {
+  const child: ChildProcess = fork(path.join(root, 'bench', script), [JSON.stringify(options)], {
+    cwd: root,
     execArgv: ['--import', 'tsx'],
     // Servers and floors run as deployed (the Dockerfile sets NODE_ENV=production): graphql-js
     // otherwise checks every failed instanceof for a second copy of itself, on both sides.
@@ -26,7 +33,7 @@ export function startChild(script: string, options: unknown): Promise<Child> {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   return new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`${script} exited (${code}) before it was ready`)));
+    child.once('exit', (code) => reject(new Error(`${path.join(root, 'bench', script)} exited (${code}) before it was ready`)));
     child.once('message', (m: any) => {
       child.removeAllListeners('exit');
       let seq = 0;
@@ -68,4 +75,37 @@ export async function freshPostgresDatabase(adminUrl: string, prefix: string): P
       await admin.end();
     },
   };
+}
+
+/** A TCP port free on loopback now. */
+export async function freePort(): Promise<number> {
+  const { createServer } = await import('node:net');
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** POSTs a GraphQL request; throws unless it answered 200 without errors. */
+export async function post(url: string, body: unknown): Promise<any> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const json = (await res.json()) as any;
+  if (res.status !== 200 || json.errors) throw new Error(`${url}: ${JSON.stringify(json).slice(0, 300)}`);
+  return json;
+}
+
+/** A folder of its own, with wrk's script that POSTs the JSON in the file named by BODY_FILE. */
+export function wrkPostScript(prefix: string): { dir: string; lua: string } {
+  const dir = mkdtempSync(path.join(tmpdir(), prefix));
+  const lua = path.join(dir, 'post.lua');
+  writeFileSync(
+    lua,
+    `wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local f = io.open(os.getenv("BODY_FILE"), "r"); wrk.body = f:read("*a"); f:close()
+`,
+  );
+  return { dir, lua };
 }

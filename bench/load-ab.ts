@@ -5,17 +5,13 @@
 // the floor in turn (the order rotates each round) for each scenario (--scenarios list,trivial,page;
 // --rounds, --seconds, --connections) and prints each run's server CPU µs per request and req/s,
 // and the median per variant. CPU per request is what to compare when other work shares the cores.
-import { freshPostgresDatabase, startChild, type Child } from './children.js';
+import { freePort, freshPostgresDatabase, post, startChild, wrkPostScript, type Child } from './children.js';
 import { spawnSync } from 'node:child_process';
-import { fork } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { LIST_QUERY, PAGE_QUERY, TRIVIAL_QUERY } from './load.js';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
 const { values: flags } = parseArgs({
   options: {
     b: { type: 'string' },
@@ -28,69 +24,7 @@ const { values: flags } = parseArgs({
 });
 const ANCHOR = Date.UTC(2026, 10, 20, 12, 0, 0);
 
-async function freePort(): Promise<number> {
-  const { createServer } = await import('node:net');
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function post(url: string, body: unknown): Promise<any> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  const json = (await res.json()) as any;
-  if (res.status !== 200 || json.errors) throw new Error(`${url}: ${JSON.stringify(json).slice(0, 300)}`);
-  return json;
-}
-
-/** bench/load-replica.ts of another checkout, run with that checkout's own tsx and sources. */
-function startReplicaFrom(root: string, options: unknown): Promise<Child> {
-  if (path.resolve(root) === path.resolve(HERE, '..')) return startChild('load-replica.ts', options);
-  const child = fork(path.join(root, 'bench', 'load-replica.ts'), [JSON.stringify(options)], {
-    cwd: root,
-    execArgv: ['--import', 'tsx'],
-    env: { ...process.env, NODE_ENV: 'production' },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  return new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`${root}: replica exited (${code}) before it was ready`)));
-    child.once('message', (m: any) => {
-      child.removeAllListeners('exit');
-      let seq = 0;
-      const request = (message: Record<string, unknown>) =>
-        new Promise<any>((done) => {
-          const id = ++seq;
-          const on = (r: any) => r.id === id && (child.off('message', on), done(r));
-          child.on('message', on);
-          child.send({ ...message, id });
-        });
-      resolve({
-        url: m.url,
-        ready: m,
-        request,
-        cpu: async () => (await request({ cmd: 'cpu' })).cpuUs,
-        close: () =>
-          new Promise<void>((done) => {
-            const timer = setTimeout(() => (child.kill('SIGKILL'), done()), 20_000);
-            child.once('exit', () => (clearTimeout(timer), done()));
-            child.send({ cmd: 'close' });
-          }),
-      });
-    });
-  });
-}
-
-const WORK = mkdtempSync(path.join(tmpdir(), 'tg-load-ab-'));
-const LUA = path.join(WORK, 'post.lua');
-writeFileSync(
-  LUA,
-  `wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-local f = io.open(os.getenv("BODY_FILE"), "r"); wrk.body = f:read("*a"); f:close()
-`,
-);
+const { dir: WORK, lua: LUA } = wrkPostScript('tg-load-ab-');
 
 async function run(server: Child, url: string, body: unknown): Promise<{ cpuUs: number; rps: number }> {
   const file = path.join(WORK, 'body.json');
@@ -123,8 +57,8 @@ const replicaOptions = async () => ({
   anchorMs: ANCHOR,
 });
 try {
-  const a = await startReplicaFrom(path.resolve(HERE, '..'), await replicaOptions());
-  const b = flags.b ? await startReplicaFrom(path.resolve(flags.b), await replicaOptions()) : null;
+  const a = await startChild('load-replica.ts', await replicaOptions());
+  const b = flags.b ? await startChild('load-replica.ts', await replicaOptions(), path.resolve(flags.b)) : null;
   const list = await post(`${a.url}/graphql`, { query: LIST_QUERY });
   const jobId: string = list.data.jobs.edges[0].node.id;
   const bodies: Record<string, unknown> = {

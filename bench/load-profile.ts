@@ -4,9 +4,9 @@
 // profiles it (V8's CPU profiler, in the replica: start-up and warm-up left out) while wrk drives
 // the scenario (--connections, --seconds), writes <dir>/<scenario>.cpuprofile and prints the top
 // self and inclusive frames (bench/cpu-profile-summary.ts).
-import { freshPostgresDatabase, startChild } from './children.js';
+import { freePort, freshPostgresDatabase, post, startChild, wrkPostScript } from './children.js';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -29,32 +29,7 @@ const ANCHOR = Date.UTC(2026, 10, 20, 12, 0, 0);
 const OUT = path.resolve(flags.out!);
 mkdirSync(OUT, { recursive: true });
 
-async function freePort(): Promise<number> {
-  const { createServer } = await import('node:net');
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function post(url: string, body: unknown): Promise<any> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  const json = (await res.json()) as any;
-  if (res.status !== 200 || json.errors) throw new Error(`${url}: ${JSON.stringify(json).slice(0, 300)}`);
-  return json;
-}
-
-const WORK = mkdtempSync(path.join(tmpdir(), 'tg-load-profile-'));
-const LUA = path.join(WORK, 'post.lua');
-writeFileSync(
-  LUA,
-  `wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-local f = io.open(os.getenv("BODY_FILE"), "r"); wrk.body = f:read("*a"); f:close()
-`,
-);
+const { dir: WORK, lua: LUA } = wrkPostScript('tg-load-profile-');
 
 const sim = await startChild('sim-child.ts', {
   seed: 7,

@@ -5,10 +5,10 @@
 // replicas behind one port (node:cluster) against one, on the same Postgres. Needs `wrk`
 // (Debian: apt-get install wrk). Flags: --seconds per run (default 5), --pglite / --postgres
 // (default both), --db <admin url>.
-import { freshPostgresDatabase, startChild, type Child } from './children.js';
+import { freePort, freshPostgresDatabase, post, startChild, wrkPostScript, type Child } from './children.js';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -35,27 +35,9 @@ export const TRIVIAL_QUERY = '{ providers { id name } }';
 
 // ---- child processes ------------------------------------------------------------------------
 
-async function freePort(): Promise<number> {
-  const { createServer } = await import('node:net');
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 // ---- wrk ------------------------------------------------------------------------------------
 
-const WORK = mkdtempSync(path.join(tmpdir(), 'tg-load-'));
-const LUA = path.join(WORK, 'post.lua');
-writeFileSync(
-  LUA,
-  `wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-local f = io.open(os.getenv("BODY_FILE"), "r"); wrk.body = f:read("*a"); f:close()
-`,
-);
+const { dir: WORK, lua: LUA } = wrkPostScript('tg-load-');
 
 interface Load {
   rps: number;
@@ -111,13 +93,6 @@ async function wrk(server: Child | null, url: string, body: unknown, connections
     machineBefore && machineAfter ? (cores * (machineAfter.busy - machineBefore.busy)) / (machineAfter.total - machineBefore.total) : NaN;
   const cpuUsPerRequest = server ? ((await server.cpu()) - cpuBefore) / requests : NaN;
   return { rps, p99Ms: p99, errors, cpuUsPerRequest, machineBusyCores, cores };
-}
-
-async function post(url: string, body: unknown): Promise<any> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  const json = (await res.json()) as any;
-  if (res.status !== 200 || json.errors) throw new Error(`${url}: ${JSON.stringify(json).slice(0, 300)}`);
-  return json;
 }
 
 // ---- one database -----------------------------------------------------------------------------
