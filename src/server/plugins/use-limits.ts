@@ -176,15 +176,18 @@ export function answerBytes(result: ExecutionResult, limit: number): number {
   const bytes = text.length * 3 <= limit ? 0 : Buffer.byteLength(text);
   if (bytes > limit) return bytes;
   const { data, errors, extensions } = result;
-  // Not enumerable, so a plugin's `{ ...result, errors }` copy does not take it; a changed result is serialised anew.
-  Object.defineProperty(result, 'stringify', {
-    value: (value: ExecutionResult) =>
-      value === result && value.data === data && value.errors === errors && value.extensions === extensions ? text : JSON.stringify(value),
-    enumerable: false,
-    configurable: true,
-    writable: true,
-  });
+  // Assigned as graphql-jit assigns its own, so a plugin's `{ ...result }` copy carries it too; any
+  // result that is not this one's data, errors and extensions alone is serialised anew.
+  (result as { stringify?: (value: ExecutionResult) => string }).stringify = (value) =>
+    value.data === data && value.errors === errors && value.extensions === extensions && onlyAnswerKeys(value) ? text : JSON.stringify(value);
   return bytes;
+}
+
+const ANSWER_KEYS: ReadonlySet<string> = new Set(['data', 'errors', 'extensions', 'stringify']);
+
+function onlyAnswerKeys(value: object): boolean {
+  for (const key of Object.keys(value)) if (!ANSWER_KEYS.has(key)) return false;
+  return true;
 }
 
 /** Bytes a JSON number takes at most ("-1.2345678901234567e-308"). */
