@@ -2,25 +2,16 @@
 // as it went in, on PGlite and on PostgreSQL, through both paths of Repository.writePoints (new
 // series copied straight into points; existing ones merged through the staging table).
 import { sql } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Database } from '../../src/store/db.js';
-import type { PointWriteRow, Repository } from '../../src/store/repository.js';
+import { describe, expect, it } from 'vitest';
+import type { PointWriteRow } from '../../src/store/repository.js';
 import { pointBatchOfRows, rowsOf } from '../../src/store/sql-util.js';
-import { openTestRepository } from '../support/database.js';
+import { useTestRepository } from '../support/database.js';
 
-let store: Awaited<ReturnType<typeof openTestRepository>>;
-let db: Database;
-let repo: Repository;
-
-beforeAll(async () => {
-  store = await openTestRepository();
-  ({ db, repo } = store);
-});
-afterAll(() => store?.close());
+const suite = useTestRepository();
 
 async function stored(seriesIds: number[]): Promise<PointWriteRow[]> {
   const rows = await rowsOf<{ series_id: string | number; key: string | number; ms: string | number | null; step: number | null; value: number | null }>(
-    db.db,
+    suite.db.db,
     sql`select series_id, key, (extract(epoch from ts) * 1000)::float8 as ms, step, value from points
         where series_id = any(${`{${seriesIds.join(',')}}`}::bigint[]) order by series_id, key`,
   );
@@ -51,7 +42,7 @@ describe('Repository.writePoints (binary COPY)', () => {
   ];
 
   it('stores every value as given: new series copied, nulls, negative and large numbers', async () => {
-    await repo.writePoints(edge, { expectNew: true });
+    await suite.repo.writePoints(edge, { expectNew: true });
     expect(await stored([901, 902, 6_000_000_000])).toEqual(sorted(edge));
   });
 
@@ -61,13 +52,13 @@ describe('Repository.writePoints (binary COPY)', () => {
       [902, 3, null, 3, 3],
     ];
     // expectNew although the first exists: the straight copy fails on the key, the merge follows.
-    await repo.writePoints(changed, { expectNew: true });
+    await suite.repo.writePoints(changed, { expectNew: true });
     const expected = sorted([...edge.filter((r) => !(r[0] === 901 && r[1] === changed[0]![1])), ...changed]);
     expect(await stored([901, 902, 6_000_000_000])).toEqual(expected);
   });
 
   it('reads them back through pointsOf as written: NULL steps, values and instants stay null', async () => {
-    const points = await repo.pointsOf(
+    const points = await suite.repo.pointsOf(
       [
         { seriesId: 901, from: null, to: null, keyedBy: 'time' },
         { seriesId: 902, from: null, to: null, keyedBy: 'step' },
@@ -92,13 +83,13 @@ describe('Repository.writePoints (binary COPY)', () => {
     }
     const batch = pointBatchOfRows(rows);
     expect(batch.runs).toHaveLength(4);
-    await repo.writePoints(batch, { expectNew: true });
+    await suite.repo.writePoints(batch, { expectNew: true });
     expect(await stored([904, 905, 906, 907])).toEqual(rows);
   });
 
   it('writes many chunks in one COPY (the encoder splits rows into buffers)', async () => {
     const many: PointWriteRow[] = Array.from({ length: 12_345 }, (_, i) => [903, 1_000_000 + i * 15_000, 1_000_000 + i * 15_000, i, i / 7]);
-    await repo.writePoints(many);
+    await suite.repo.writePoints(many);
     expect(await stored([903])).toEqual(many);
   });
 });

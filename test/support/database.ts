@@ -3,6 +3,7 @@
 // runs against both drivers and files never see each other's rows.
 import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
+import { afterAll, beforeAll } from 'vitest';
 import { openDatabase, type Database } from '../../src/store/db.js';
 import { Repository } from '../../src/store/repository.js';
 
@@ -43,6 +44,23 @@ export async function openTestRepository(): Promise<{ db: Database; repo: Reposi
     async close() {
       await db.close();
       await tdb.drop();
+    },
+  };
+}
+
+/** A repository on a database of its own for the suite that calls this: opened before its tests, closed after them. */
+export function useTestRepository(): { readonly db: Database; readonly repo: Repository } {
+  let store: Awaited<ReturnType<typeof openTestRepository>> | undefined;
+  beforeAll(async () => {
+    store = await openTestRepository();
+  });
+  afterAll(() => store?.close());
+  return {
+    get db() {
+      return store!.db;
+    },
+    get repo() {
+      return store!.repo;
     },
   };
 }
