@@ -42,6 +42,8 @@ export interface RuntimeOptions {
   clock?: () => number;
   /** Demo simulators' working folder (Runicorn writes its storage there). */
   demoWorkDir?: string;
+  /** The instant the demo fleets are laid out around; default the start of the current UTC day (DemoOptions.anchorMs). */
+  demoAnchorMs?: number;
   live?: Partial<LiveOptions>;
   /** The live feeds' clock and timers (tests advance their own); default the real ones. */
   liveTimers?: LiveTimers;
@@ -109,7 +111,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const logger = opts.logger ?? pino(loggerOptions, opts.logDestination ?? destination({ dest: 1, sync: true }));
   // The simulators (and the OpenTelemetry SDK below) are loaded only when used: a deployment with a
   // providers file never has them in memory.
-  const demo = config.providers ? [] : await (await import('../simulators/demo.js')).startDemoProviders({ workDir: opts.demoWorkDir, now: opts.clock });
+  const demo = config.providers ? [] : await (await import('../simulators/demo.js')).startDemoProviders({ workDir: opts.demoWorkDir, now: opts.clock, anchorMs: opts.demoAnchorMs });
   const configs = config.providers ?? demo.map((d) => d.config);
   const env: SecretSource = config.providers ? (opts.env ?? process.env) : Object.assign({}, ...demo.map((d) => d.secrets));
   const providers = new ProviderSet(buildProviders(configs, env, !config.providers), opts.resilience);

@@ -13,6 +13,12 @@ export interface DemoOptions {
   /** Where file-based simulators (Runicorn storage) may write; a temp folder by default. */
   workDir?: string;
   now?: () => number;
+  /**
+   * The instant the demo fleets are laid out around (default: the start of the current UTC day, so
+   * a restart the same day shows the same jobs). Tests pin it: a running job's history otherwise
+   * grows with the time of day.
+   */
+  anchorMs?: number;
 }
 
 export type DemoStarter = (opts: DemoOptions) => Promise<DemoProvider>;

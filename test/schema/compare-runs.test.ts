@@ -26,7 +26,11 @@ describe('compareRuns (demo)', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    rt = await startRuntimeOn(db, null);
+    // The demo's running jobs started hours before its anchor (default: the start of the UTC day),
+    // so their histories grow through the day: by the afternoon the running Primus-Lens job passed
+    // 10,000 steps and the step grid, capped at 10,000 buckets, no longer had a bucket per step.
+    // An anchor an hour back gives every run the same length at any time of day.
+    rt = await startRuntimeOn(db, null, { demoAnchorMs: Date.now() - 3_600_000 });
     jobs = (await ok(`{ jobs(first: 500) { edges { node { id name status provider { kind } } } } }`)).jobs.edges.map((e: any) => e.node);
   }, 120_000);
   afterAll(async () => {

@@ -4,7 +4,7 @@ import type { DemoStarter } from '../demo-starter.js';
 import { startBasetenSimulator } from './server.js';
 
 export const startBasetenDemo: DemoStarter = async (opts) => {
-  const sim = await startBasetenSimulator({ now: opts.now });
+  const sim = await startBasetenSimulator({ now: opts.now, anchorMs: opts.anchorMs });
   return {
     config: {
       id: 'baseten-demo',

@@ -3,7 +3,7 @@ import type { DemoStarter } from '../demo-starter.js';
 import { startModelArtsSimulator } from './server.js';
 
 export const startModelArtsDemo: DemoStarter = async (opts) => {
-  const sim = await startModelArtsSimulator({ ...(opts.now ? { now: opts.now } : {}) });
+  const sim = await startModelArtsSimulator({ ...(opts.now ? { now: opts.now } : {}), anchorMs: opts.anchorMs });
   return {
     config: {
       id: 'modelarts-demo',

@@ -3,7 +3,7 @@ import type { DemoStarter } from '../demo-starter.js';
 import { startPaiDlcSimulator } from './server.js';
 
 export const startPaiDlcDemo: DemoStarter = async (opts) => {
-  const sim = await startPaiDlcSimulator({ ...(opts.now ? { now: opts.now } : {}) });
+  const sim = await startPaiDlcSimulator({ ...(opts.now ? { now: opts.now } : {}), anchorMs: opts.anchorMs });
   return {
     config: {
       id: 'pai-dlc-demo',

@@ -11,6 +11,7 @@ export const startPrimusLensDemo: DemoStarter = async (opts) => {
     prefix: '/lens/v1',
     auth: { mode: 'bearer', token: DEMO_TOKEN },
     ...(opts.now ? { now: opts.now } : {}),
+    anchorMs: opts.anchorMs,
   });
   return {
     config: {

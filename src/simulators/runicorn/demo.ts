@@ -18,7 +18,7 @@ export const startRunicornDemo: DemoStarter = async (opts) => {
   rmSync(storageDir, { recursive: true, force: true });
   mkdirSync(storageDir, { recursive: true });
   const host = hostname();
-  const fleet = writeDemoFleet({ storageDir, hostname: host, livePid: process.pid, nowMs: now() });
+  const fleet = writeDemoFleet({ storageDir, hostname: host, livePid: process.pid, nowMs: now(), anchorMs: opts.anchorMs });
   const ticker = setInterval(() => fleet.advance(now()), 1000);
   ticker.unref();
   return {
