@@ -356,7 +356,7 @@ async function explainPointsOf(s: Scenario, call: () => Promise<unknown>): Promi
   const execute = db.execute;
   let captured: SQL | null = null;
   db.execute = (q: SQL) => {
-    if (!captured && db.dialect.sqlToQuery(q).sql.includes('bn as w')) captured = q;
+    if (!captured && db.dialect.sqlToQuery(q).sql.includes('firsts as materialized')) captured = q;
     return execute.call(db, q);
   };
   try {
