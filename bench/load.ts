@@ -8,7 +8,7 @@
 import { freePort, freshPostgresDatabase, post, startChild, wrkPostScript, type Child } from './children.js';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { availableParallelism, } from 'node:os';
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';

@@ -111,7 +111,9 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const logger = opts.logger ?? pino(loggerOptions, opts.logDestination ?? destination({ dest: 1, sync: true }));
   // The simulators (and the OpenTelemetry SDK below) are loaded only when used: a deployment with a
   // providers file never has them in memory.
-  const demo = config.providers ? [] : await (await import('../simulators/demo.js')).startDemoProviders({ workDir: opts.demoWorkDir, now: opts.clock, anchorMs: opts.demoAnchorMs });
+  const demo = config.providers
+    ? []
+    : await (await import('../simulators/demo.js')).startDemoProviders({ workDir: opts.demoWorkDir, now: opts.clock, anchorMs: opts.demoAnchorMs });
   const configs = config.providers ?? demo.map((d) => d.config);
   const env: SecretSource = config.providers ? (opts.env ?? process.env) : Object.assign({}, ...demo.map((d) => d.secrets));
   const providers = new ProviderSet(buildProviders(configs, env, !config.providers), opts.resilience);
