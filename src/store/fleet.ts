@@ -178,15 +178,15 @@ export class FleetStore {
           with ${seriesIntervalsSql()},
           flagged as (
             select t0, t1, value, value < ${threshold} as idle,
-              lag(t1) over (order by t0) as prev_t1, lag(value < ${threshold}) over (order by t0) as prev_idle
-            from iv
+              case when lag(value < ${threshold}) over w and lag(t1) over w = t0 then 0 else 1 end as starts
+            from iv window w as (order by t0)
           ), grouped as (
-            select *, sum(case when idle and prev_idle and prev_t1 = t0 then 0 else 1 end)
-              over (order by t0 rows unbounded preceding) as grp
-            from flagged
+            -- numbered over the idle intervals only (a run is unbroken idle, so starts decide alone):
+            -- the busy majority skips the second window pass
+            select *, sum(starts) over (order by t0 rows unbounded preceding) as grp from flagged where idle
           )
           select min(t0) as r0, max(t1) as r1, sum((t1 - t0) * value) / sum(t1 - t0) as avg_util, max(value) as max_util
-          from grouped where idle group by grp
+          from grouped group by grp
           having max(t1) - min(t0) >= ${minSeconds * 1000}
         ) r
       ), ranked as (
