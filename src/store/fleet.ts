@@ -228,8 +228,8 @@ export class FleetStore {
       with ${selectedSeriesSql(windows)},
       -- Each series' sums in its own lateral pass over its points, in index order: no sort of the
       -- fleet's ~10^6 intervals. Materialised: inlined into per_job, a planner that takes sel for
-      -- a row (PGlite has no autovacuum; its own ANALYZE still estimates the json windows) may
-      -- re-run every series' pass once per job window.
+      -- a row or two (it comes from a json array, whatever ANALYZE knows) could re-run every
+      -- series' pass once per job window.
       per_series as materialized (
         select sel.series_id, sel.job_id, sel.gpus, x.covered_ms, x.used_ms
         from sel cross join lateral (
