@@ -168,33 +168,39 @@ export class FleetStore {
     const rows = await rowsOf<Record<string, unknown>>(
       this.db,
       sql`
-      with ${intervalsSql(windows)},
-      flagged as (
-        select series_id, t0, t1, value, value < ${threshold} as idle,
-          lag(t1) over (partition by series_id order by t0) as prev_t1,
-          lag(value < ${threshold}) over (partition by series_id order by t0) as prev_idle
-        from iv
-      ), grouped as (
-        select *, sum(case when idle and prev_idle and prev_t1 = t0 then 0 else 1 end)
-          over (partition by series_id order by t0 rows unbounded preceding) as grp
-        from flagged
-      ), runs as (
-        select series_id, min(t0) as r0, max(t1) as r1,
-          sum((t1 - t0) * value) / sum(t1 - t0) as avg_util, max(value) as max_util
-        from grouped where idle group by series_id, grp
-        having max(t1) - min(t0) >= ${minSeconds * 1000}
+      with ${selectedSeriesSql(windows)},
+      -- Gaps and islands inside each series' own lateral pass: its intervals come in time order
+      -- from the points index, so no sort or window ever spans the fleet's ~10^6 intervals (one
+      -- such pass sorted them all to disk, and each later window re-sorted them).
+      runs as materialized (
+        select sel.series_id, sel.job_id, sel.node_id, sel.gpu_id, sel.scope, sel.gpus, r.r0, r.r1, r.avg_util, r.max_util
+        from sel cross join lateral (
+          with ${seriesIntervalsSql()},
+          flagged as (
+            select t0, t1, value, value < ${threshold} as idle,
+              case when lag(value < ${threshold}) over w and lag(t1) over w = t0 then 0 else 1 end as starts
+            from iv window w as (order by t0)
+          ), grouped as (
+            -- numbered over the idle intervals only (a run is unbroken idle, so starts decide alone):
+            -- the busy majority skips the second window pass
+            select *, sum(starts) over (order by t0 rows unbounded preceding) as grp from flagged where idle
+          )
+          select min(t0) as r0, max(t1) as r1, sum((t1 - t0) * value) / sum(t1 - t0) as avg_util, max(value) as max_util
+          from grouped group by grp
+          having max(t1) - min(t0) >= ${minSeconds * 1000}
+        ) r
       ), ranked as (
-        select runs.*, dense_rank() over (order by tot.idle_gpu_ms desc, runs.series_id) as rnk
-        from runs join (
-          select r.series_id, sum(r.r1 - r.r0) * max(sel.gpus) as idle_gpu_ms
-          from runs r join sel on sel.series_id = r.series_id group by r.series_id
-        ) tot on tot.series_id = runs.series_id
+        -- windows, not joins: the planner takes runs for a row or two, and its nested loops back to
+        -- sel and to the series' totals cost runs x series where many GPUs idle
+        select *, dense_rank() over (order by idle_gpu_ms desc, series_id) as rnk from (
+          select *, sum(r1 - r0) over (partition by series_id) * gpus as idle_gpu_ms from runs
+        ) x
       )
-      select ranked.series_id::float8 as series_id, sel.job_id, sel.node_id, sel.gpu_id, sel.scope, sel.gpus::float8 as gpus,
-        ranked.r0::float8 as r0, ranked.r1::float8 as r1, ranked.avg_util::float8 as avg_util, ranked.max_util::float8 as max_util
-      from ranked join sel on sel.series_id = ranked.series_id
-      where ranked.rnk <= ${first}
-      order by ranked.rnk, ranked.r0`,
+      select series_id::float8 as series_id, job_id, node_id, gpu_id, scope, gpus::float8 as gpus,
+        r0::float8 as r0, r1::float8 as r1, avg_util::float8 as avg_util, max_util::float8 as max_util
+      from ranked
+      where rnk <= ${first}
+      order by rnk, r0`,
     );
     return rows.map((r) => ({
       seriesId: Number(r.series_id),
@@ -219,21 +225,25 @@ export class FleetStore {
     const rows = await rowsOf<Record<string, unknown>>(
       this.db,
       sql`
-      with ${intervalsSql(windows)},
-      -- Materialised: computed once. Inlined, a planner without statistics (PGlite has no
-      -- autovacuum) took sel for one row and re-ran this aggregate for each of its series
-      -- (10 jobs x 64 GPUs: 33 s instead of 1).
+      with ${selectedSeriesSql(windows)},
+      -- Each series' sums in its own lateral pass over its points, in index order: no sort of the
+      -- fleet's ~10^6 intervals. Materialised: inlined into per_job, a planner that takes sel for
+      -- a row or two (it comes from a json array, whatever ANALYZE knows) could re-run every
+      -- series' pass once per job window.
       per_series as materialized (
-        select series_id, sum(t1 - t0) as covered_ms, sum((t1 - t0) * value) as used_ms from iv group by series_id
+        select sel.series_id, sel.job_id, sel.gpus, x.covered_ms, x.used_ms
+        from sel cross join lateral (
+          with ${seriesIntervalsSql()}
+          select sum(t1 - t0) as covered_ms, sum((t1 - t0) * value) as used_ms from iv
+        ) x
       ), per_job as (
         select jw.job_id, j.provider_id, j.project_id, coalesce(j.gpu_type, 'unknown') as model,
           -- the platform's GPU count, or more where more GPUs report than it claims
-          greatest(coalesce(j.gpu_count, 0), coalesce(sum(sel.gpus), 0)) * (jw.w_to - jw.w_from) as alloc_ms,
-          coalesce(sum(ps.covered_ms * sel.gpus), 0) as covered_ms,
-          coalesce(sum(ps.used_ms * sel.gpus), 0) as used_ms
+          greatest(coalesce(j.gpu_count, 0), coalesce(sum(ps.gpus), 0)) * (jw.w_to - jw.w_from) as alloc_ms,
+          coalesce(sum(ps.covered_ms * ps.gpus), 0) as covered_ms,
+          coalesce(sum(ps.used_ms * ps.gpus), 0) as used_ms
         from jw join jobs j on j.id = jw.job_id
-          left join sel on sel.job_id = jw.job_id
-          left join per_series ps on ps.series_id = sel.series_id
+          left join per_series ps on ps.job_id = jw.job_id
         group by jw.job_id, j.provider_id, j.project_id, j.gpu_type, j.gpu_count, jw.w_from, jw.w_to
       ), gpu_jobs as (
         select * from per_job where alloc_ms > 0
@@ -263,56 +273,74 @@ export class FleetStore {
 }
 
 /**
- * The shared relations: jw (job windows, epoch ms), sel (the chosen GPU_UTILIZATION series and
- * the GPUs each stands for) and iv (the interval each non-null point holds, [t0, t1) in epoch ms).
+ * The shared relations: jw (job windows, epoch ms) and sel (the chosen GPU_UTILIZATION series,
+ * the GPUs each stands for and its job's window). Materialised: every series' pass reads it.
  */
-function intervalsSql(windows: readonly FleetJobWindow[]): SQL {
+function selectedSeriesSql(windows: readonly FleetJobWindow[]): SQL {
   const json = JSON.stringify(windows.map((w) => [w.jobId, w.from.getTime(), w.to.getTime(), w.stepSeconds * 1000]));
   const jobIds = windows.map((w) => w.jobId);
+  // Written so that no plan depends on row estimates: jw comes from a json array (always guessed at
+  // 100 rows) and the CTEs over it at a row or two, so PGlite, once ANALYZE had run, nested-loop
+  // joined 3,200 series against every job window and every node's GPU count.
   return sql`
   jw as (
     select r->>0 as job_id, (r->>1)::float8 as w_from, (r->>2)::float8 as w_to, (r->>3)::float8 as asked_step
     from jsonb_array_elements(${json}::jsonb) as r
   ), gpu_series as (
     -- one series per (job, node, GPU, scope), however many sources report it; never the devices of
-    -- a node or host that are not the job's own (Lens' node-wide fallback, Runicorn's viewer host)
-    select distinct on (s.job_id, s.node_id, s.gpu_id, s.scope) s.id, s.job_id, s.node_id, s.gpu_id, s.scope
-    from series s
+    -- a node or host that are not the job's own (Lens' node-wide fallback, Runicorn's viewer host);
+    -- reached from each job's window, one index probe per job
+    select distinct on (s.job_id, s.node_id, s.gpu_id, s.scope) s.id, s.job_id, s.node_id, s.gpu_id, s.scope,
+      jw.w_from, jw.w_to, jw.asked_step, j.gpu_count
+    from jw join jobs j on j.id = jw.job_id join series s on s.job_id = jw.job_id
     where s.job_id = any(${textArray(jobIds)}) and s.kind = 'system' and s.name in ('GPU_UTILIZATION', 'NPU_UTILIZATION')
       and not coalesce((s.meta->>'nodeWide')::boolean, false) and not coalesce((s.meta->>'hostWide')::boolean, false)
     order by s.job_id, s.node_id, s.gpu_id, s.scope, s.id
+  ), scoped as (
+    -- what else the job (and the node) reports, by window rather than a lookup per series
+    select g.*,
+      bool_or(g.scope = 'GPU') over (partition by g.job_id, g.node_id) as node_has_gpus,
+      bool_or(g.scope in ('GPU', 'NODE')) over (partition by g.job_id) as job_has_finer
+    from gpu_series g
   ), chosen as (
-    select g.* from gpu_series g
-    where g.scope = 'GPU'
-      or (g.scope = 'NODE' and not exists (
-        select 1 from gpu_series x where x.job_id = g.job_id and x.scope = 'GPU' and x.node_id is not distinct from g.node_id))
-      or (g.scope = 'JOB' and not exists (
-        select 1 from gpu_series x where x.job_id = g.job_id and x.scope in ('GPU', 'NODE')))
-  ), node_gpus as (
-    select node_id, count(*) as n from gpus where job_id = any(${textArray(jobIds)}) group by node_id
-  ), sel as (
+    select * from scoped c
+    where c.scope = 'GPU' or (c.scope = 'NODE' and not c.node_has_gpus) or (c.scope = 'JOB' and not c.job_has_finer)
+  ), sel as materialized (
     select c.id as series_id, c.job_id, c.node_id, c.gpu_id, c.scope,
       (case c.scope
         when 'GPU' then 1
-        when 'NODE' then coalesce(ng.n, coalesce(j.gpu_count, 0)::float8
-          / count(*) filter (where c.scope = 'NODE') over (partition by c.job_id))
-        else coalesce(j.gpu_count, 0) end)::float8 as gpus,
-      jw.w_from, jw.w_to, jw.asked_step
-    from chosen c join jw on jw.job_id = c.job_id join jobs j on j.id = c.job_id
-      left join node_gpus ng on ng.node_id = c.node_id
-  ), pts as (
-    select sel.series_id, p.key::float8 as ts, p.value,
-      lead(p.key::float8) over (partition by sel.series_id order by p.key) as next_ts
-    from sel join points p on p.series_id = sel.series_id and p.key >= sel.w_from and p.key <= sel.w_to
-  ), steps as (
-    select series_id, percentile_cont(0.5) within group (order by next_ts - ts) as step
-    from pts where next_ts is not null group by series_id
+        -- a node's GPUs in the cached topology (the fleet's jobs'), asked only for node aggregates
+        when 'NODE' then coalesce(
+          nullif((select count(*) from gpus where gpus.job_id = any(${textArray(jobIds)}) and gpus.node_id = c.node_id), 0),
+          coalesce(c.gpu_count, 0)::float8 / count(*) filter (where c.scope = 'NODE') over (partition by c.job_id))
+        else coalesce(c.gpu_count, 0) end)::float8 as gpus,
+      c.w_from, c.w_to, c.asked_step,
+      -- the window as keys, for the points index (keys are integers: key >= w_from iff key >= ceil(w_from))
+      ceil(c.w_from)::bigint as k_from, floor(c.w_to)::bigint as k_to
+    from chosen c
+  )`;
+}
+
+/**
+ * For use inside a lateral subquery over sel (one series): pts (its points in the window, in key
+ * order, each with the next one's time), st (its step) and iv (the interval each non-null point
+ * holds, [t0, t1) in epoch ms).
+ */
+function seriesIntervalsSql(): SQL {
+  return sql`
+  pts as materialized (
+    select p.key::float8 as ts, p.value, lead(p.key::float8) over (order by p.key) as next_ts
+    from points p where p.series_id = sel.series_id and p.key >= sel.k_from and p.key <= sel.k_to
+  ), st as materialized (
+    -- one row, read back from its store: taken for the inner side of the join with pts (when pts
+    -- is guessed at a row), the aggregate itself was re-run for every point
+    select percentile_cont(0.5) within group (order by next_ts - ts) as step from pts where next_ts is not null
   ), iv as (
-    select x.series_id, x.t0, x.t1, x.value from (
-      select pts.series_id, pts.ts as t0, pts.value,
+    select x.t0, x.t1, x.value from (
+      select pts.ts as t0, pts.value,
         least(sel.w_to, case when pts.next_ts - pts.ts <= ${MAX_GAP_STEPS} * coalesce(st.step, sel.asked_step) then pts.next_ts
                              else pts.ts + coalesce(st.step, sel.asked_step) end) as t1
-      from pts join sel on sel.series_id = pts.series_id left join steps st on st.series_id = pts.series_id
+      from pts cross join st
       where pts.value is not null
     ) x where x.t1 > x.t0
   )`;
