@@ -33,8 +33,6 @@ export const PAGE_QUERY = `query Page($id: ID!) { job(id: $id) { id name status
   nodes { name gpus { index utilization(maxPoints: 300) { points { timestamp value } } } } } }`;
 export const TRIVIAL_QUERY = '{ providers { id name } }';
 
-// ---- child processes ------------------------------------------------------------------------
-
 // ---- wrk ------------------------------------------------------------------------------------
 
 const { dir: WORK, lua: LUA } = wrkPostScript('tg-load-');

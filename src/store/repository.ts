@@ -182,6 +182,13 @@ const OWN_DEVICES_AT_FINEST_SCOPE = sql.raw(`not coalesce((s.meta->>'nodeWide'):
     from series s2 where s2.job_id = s.job_id and s2.kind = 'system' and s2.name = s.name
       and not coalesce((s2.meta->>'nodeWide')::boolean, false) and not coalesce((s2.meta->>'hostWide')::boolean, false))`);
 
+/** A series' points as three arrays in key order (ts as epoch ms, steps, vals), from the rows of `rows`. */
+function pointArrays(rows: string, orderBy: string): SQL {
+  return sql.raw(`array_agg(floor(extract(epoch from ${rows}.ts) * 1000)::float8 order by ${orderBy}) as ts,
+    array_agg(${rows}.step order by ${orderBy}) as steps,
+    array_agg(${rows}.value::float8 order by ${orderBy}) as vals`);
+}
+
 /** A placeholder for a text[] parameter: one parameter whatever the number of ids (both drivers bind a JS array). */
 const ids = (name: string) => sql`${sql.placeholder(name)}::text[]`;
 
@@ -1096,10 +1103,7 @@ export class Repository {
       ), firsts as materialized (
         select w.*, greatest(1, ceil((w.hi - w.lo + 1)::float8 / ${maxPoints}))::bigint as width, f.n, f.ts, f.steps, f.vals
         from b as w cross join lateral (
-          select count(*) as n,
-            array_agg(floor(extract(epoch from r.ts) * 1000)::float8 order by r.key) as ts,
-            array_agg(r.step order by r.key) as steps,
-            array_agg(r.value::float8 order by r.key) as vals
+          select count(*) as n, ${pointArrays('r', 'r.key')}
           from (select pt.key, pt.ts, pt.step, pt.value from points pt
             where pt.series_id = w.series_id and pt.key between w.lo and w.hi and ${inWindow('pt')}
             order by pt.key limit ${maxPoints + 1}) r
@@ -1116,10 +1120,7 @@ export class Repository {
       )
       select series_id::float8 as series_id, ts, steps, vals from firsts where n between 1 and ${maxPoints}
       union all
-      select series_id::float8,
-        array_agg(floor(extract(epoch from ts) * 1000)::float8 order by k),
-        array_agg(step order by k),
-        array_agg(value::float8 order by k)
+      select series_id::float8, ${pointArrays('bucketed', 'k')}
       from bucketed
       group by series_id
       order by series_id`,
