@@ -1,9 +1,10 @@
 // What the work one GraphQL operation causes knows about that operation, wherever it runs (a
 // loader batch, a store query, an upstream call): the signal that says nobody waits for it any
 // more (execution time-out, client gone), and the tenant it is done for (the API token's name),
-// whose share of each platform's budget it draws from. Carried by AsyncLocalStorage, so the
-// one-way flow (resolver -> loaders -> store -> adapter) needs no extra parameter at each step.
-import { AsyncLocalStorage } from 'node:async_hooks';
+// whose share of each platform's budget it draws from. Passed down the one-way flow (resolver ->
+// loaders -> store -> adapter) as a parameter, not carried by AsyncLocalStorage: on Node 20 an
+// AsyncLocalStorage in use turns on promise hooks for every promise of the process, which cost a
+// warm job list about 30% of its CPU (issue 22).
 import { setMaxListeners } from 'node:events';
 
 export interface RequestScope {
@@ -11,8 +12,6 @@ export interface RequestScope {
   /** The API token's name, or null with no tokens configured (one tenant). */
   tenant: string | null;
 }
-
-const storage = new AsyncLocalStorage<RequestScope>();
 
 /** Where an operation learns that its client went away: graphql-ws' own signal, or the Fetch request's. */
 interface ClientSide {
@@ -78,25 +77,6 @@ export class OperationScope implements RequestScope {
   }
 }
 
-export function runInRequestScope<T>(scope: RequestScope, fn: () => T): T {
-  return storage.run(scope, fn);
-}
-
-/** The operation the current work is done for; undefined for background work (live pollers, syncs). */
-export function currentRequestScope(): RequestScope | undefined {
-  return storage.getStore();
-}
-
-/**
- * Runs work other requests may come to share (a de-duplicated cache fill) under its own signal:
- * it stays the starting tenant's (its share of the platform), and is cancelled only when the
- * caller that owns `signal` says nobody waits for it any more (see SharedWork).
- */
-export function runShared<T>(signal: AbortSignal, fn: () => T): T {
-  const scope = storage.getStore();
-  return storage.run({ signal, tenant: scope?.tenant ?? null }, fn);
-}
-
 /**
  * Work shared by several waiters: cancelled when the last request waiting on it is abandoned,
  * never while a background waiter (a live poller, a sync: no request scope) needs it. Each
@@ -108,8 +88,12 @@ export class SharedWork<T> {
   private requests = 0;
   private background = false;
 
-  constructor(work: () => Promise<T>) {
-    this.promise = runShared(this.controller.signal, work);
+  /**
+   * `work` runs under its own scope: the starting tenant's (its share of the platform), with a
+   * signal that aborts only when the caller that owns it says nobody waits any more.
+   */
+  constructor(starter: RequestScope | undefined, work: (shared: RequestScope) => Promise<T>) {
+    this.promise = work({ signal: this.controller.signal, tenant: starter?.tenant ?? null });
     // A cancelled fill nobody awaits any more must not surface as an unhandled rejection.
     this.promise.catch(() => {});
   }
@@ -123,9 +107,9 @@ export class SharedWork<T> {
     return this.controller.signal.aborted;
   }
 
-  /** The result for the current caller: its own abandonment ends its wait (and may cancel the work). */
-  join(): Promise<T> {
-    const signal = storage.getStore()?.signal;
+  /** The result for a caller (undefined: background work): its own abandonment ends its wait (and may cancel the work). */
+  join(caller: RequestScope | undefined): Promise<T> {
+    const signal = caller?.signal;
     if (!signal) {
       this.background = true;
       return this.promise;

@@ -2,7 +2,7 @@
 // resilience policies (cockatiel) every upstream call goes through: a circuit breaker per provider
 // instance, retries with exponential backoff and jitter that honour the platform's Retry-After, and
 // a concurrency limit (bulkhead) per provider. Each try is bounded by the adapter's own time-out.
-import { currentRequestScope } from '../domain/request-scope.js';
+import type { RequestScope } from '../domain/request-scope.js';
 import {
   BrokenCircuitError,
   BulkheadRejectedError,
@@ -207,16 +207,17 @@ export class ProviderSet {
   /**
    * Runs one upstream operation through the provider's breaker, retries and concurrency limit, and
    * keeps its health in step with how it went. Throws the last UpstreamError when every try failed.
+   * `scope`: whose share of the platform it draws from (its tenant) and the signal that stops it
+   * when nobody waits for the answer any more; none for background work (a poller with no signal).
    */
-  async call<T>(id: string, op: (adapter: ProviderAdapter, signal: AbortSignal) => Promise<T>, signal?: AbortSignal): Promise<T> {
+  async call<T>(id: string, op: (adapter: ProviderAdapter, signal: AbortSignal) => Promise<T>, scope?: RequestScope): Promise<T> {
     const p = this.find(id);
     if (!p) throw new DomainError('NOT_FOUND', `provider "${id}" is not configured`);
     const h = this.health.get(id)!;
     const guard = this.guards.get(id)!;
-    const scope = currentRequestScope();
     const share = this.shareOf(id, scope?.tenant ?? null);
     // Nobody waits for the answer any more (request abandoned, shared fill cancelled): stop the call.
-    signal ??= scope?.signal;
+    const signal = scope?.signal;
     try {
       const guarded = () =>
         guard.breaker.execute(

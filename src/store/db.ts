@@ -3,7 +3,7 @@
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { MIGRATIONS_DIR } from '../config/install.js';
 import * as tables from './tables.js';
-import { currentRequestScope } from '../domain/request-scope.js';
+import type { RequestScope } from '../domain/request-scope.js';
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof tables>;
 
@@ -28,6 +28,30 @@ export interface OpenOptions {
    * SQL never outlives the request that asked for it. 0 = unbounded.
    */
   statementTimeoutMs?: number;
+}
+
+/**
+ * The operation whose read is being issued: set only while a Repository method hands its statement
+ * to the driver, which drizzle does synchronously from `.execute()` (see issueReadFor), so the
+ * client.unsafe wrapper below knows which request a statement belongs to without
+ * AsyncLocalStorage.
+ */
+let issuing: RequestScope | undefined;
+
+/**
+ * Issues a read for `scope`: `issue` must hand its statement to the driver synchronously (call a
+ * prepared statement's or a query builder's `.execute()`, not `await` a builder, whose statement
+ * is only made in a later microtask). The statement is then cancelled if the request is abandoned.
+ */
+export function issueReadFor<T>(scope: RequestScope | undefined, issue: () => T): T {
+  if (!scope) return issue();
+  const outer = issuing;
+  issuing = scope;
+  try {
+    return issue();
+  } finally {
+    issuing = outer;
+  }
 }
 
 /** Reads are cancelled with their request; writes (cache fills other requests may wait on) finish. */
@@ -96,8 +120,7 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
     const unsafe = client.unsafe.bind(client);
     client.unsafe = ((query: string, ...rest: unknown[]) => {
       const pending = (unsafe as unknown as (...a: unknown[]) => CancellableQuery)(query, ...rest);
-      const signal = currentRequestScope()?.signal;
-      if (signal && READ_STATEMENT.test(query)) cancelWithRequest(pending, signal);
+      if (issuing && READ_STATEMENT.test(query)) cancelWithRequest(pending, issuing.signal);
       return pending;
     }) as unknown as typeof client.unsafe;
     const db = drizzle(client, { schema: tables, logger });

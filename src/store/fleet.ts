@@ -21,7 +21,8 @@
 //   known); a job aggregate for the job's GPU count.
 import { and, ne, sql, type SQL } from 'drizzle-orm';
 import { DomainError } from '../domain/errors.js';
-import type { Db } from './db.js';
+import { issueReadFor, type Db } from './db.js';
+import type { RequestScope } from '../domain/request-scope.js';
 import { isTerminal, jobWindow, type Freshness, type ReadThrough } from './read-through.js';
 import { jobFilterConditions, type JobFilter } from './job-filter.js';
 import type { JobRow } from './repository.js';
@@ -87,10 +88,17 @@ export interface PreparedFleet {
  * chart of the same window asks for, so the two share fetches), plus the topology of jobs whose
  * nodes are still unknown (node aggregates count for their node's GPUs).
  */
-export async function prepareFleet(readThrough: ReadThrough, filter: JobFilter, from: Date, to: Date, maxPoints: number): Promise<PreparedFleet> {
+export async function prepareFleet(
+  readThrough: ReadThrough,
+  filter: JobFilter,
+  from: Date,
+  to: Date,
+  maxPoints: number,
+  scope?: RequestScope,
+): Promise<PreparedFleet> {
   const now = readThrough.now();
   const end = to < now ? to : now;
-  const store = new FleetStore(readThrough.repo.db);
+  const store = new FleetStore(readThrough.repo.db, scope);
   const all = await store.jobsInWindow(filter, from, end, now);
   // A finished job whose end the platform never reported (Baseten has no finish time) would count
   // GPUs held until now: it is left out and named as a problem instead of a wrong number.
@@ -100,14 +108,14 @@ export async function prepareFleet(readThrough: ReadThrough, filter: JobFilter, 
     .map((job) => ({ job, ...jobWindow(job, now, from, end) }))
     .filter((r) => r.to > r.from)
     .map((r) => ({ ...r, metrics: ACCELERATOR_UTILIZATION, maxPoints }));
-  const freshness: (Freshness | Error)[] = requests.length ? await readThrough.ensureMetrics(requests) : [];
+  const freshness: (Freshness | Error)[] = requests.length ? await readThrough.ensureMetrics(requests, { scope }) : [];
   // Metrics fetches teach some platforms their topology (and GPU counts): read the rows again.
-  const jobs = await readThrough.repo.jobsByIds(requests.map((r) => r.job.id));
+  const jobs = await readThrough.repo.within(scope).jobsByIds(requests.map((r) => r.job.id));
   const withoutTopology = jobs.filter((j) => !j.topologyFetchedAt);
   if (withoutTopology.length) {
     const needed = new Set(await store.jobsWithNodeAggregates(withoutTopology.map((j) => j.id)));
     const due = withoutTopology.filter((j) => needed.has(j.id));
-    if (due.length) await readThrough.ensureTopology(due);
+    if (due.length) await readThrough.ensureTopology(due, { scope });
   }
   const problems: PreparedFleet['problems'] = unknownEnd.map((job) => ({
     job,
@@ -133,7 +141,15 @@ export async function prepareFleet(readThrough: ReadThrough, filter: JobFilter, 
 }
 
 export class FleetStore {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    /** The operation it reads for: its statements are cancelled when it is abandoned (store/db.ts). */
+    private readonly scope?: RequestScope,
+  ) {}
+
+  private rows<T>(query: SQL): Promise<T[]> {
+    return issueReadFor(this.scope, () => rowsOf<T>(this.db, query));
+  }
 
   /** Jobs matching the filter whose life overlaps [from, to] and that hold GPUs (not PENDING). */
   async jobsInWindow(filter: JobFilter, from: Date, to: Date, now: Date): Promise<JobRow[]> {
@@ -141,17 +157,19 @@ export class FleetStore {
     const [fromAt, toAt, nowAt] = [from, to, now].map((d) => sql`${d.toISOString()}::timestamptz`);
     cond.push(sql`coalesce(${t.jobs.startedAt}, ${t.jobs.createdAt}) < ${toAt}`);
     cond.push(sql`coalesce(${t.jobs.finishedAt}, ${nowAt}) > ${fromAt}`);
-    return this.db
-      .select()
-      .from(t.jobs)
-      .where(and(...cond))
-      .orderBy(t.jobs.id);
+    return issueReadFor(this.scope, () =>
+      this.db
+        .select()
+        .from(t.jobs)
+        .where(and(...cond))
+        .orderBy(t.jobs.id)
+        .execute(),
+    );
   }
 
   /** Of these jobs, those with node-scope GPU utilization: their weights need the node's GPUs. */
   async jobsWithNodeAggregates(jobIds: readonly string[]): Promise<string[]> {
-    const rows = await rowsOf<{ job_id: string }>(
-      this.db,
+    const rows = await this.rows<{ job_id: string }>(
       sql`select distinct job_id from series where job_id = any(${textArray(jobIds)}) and kind = 'system'
         and name in ('GPU_UTILIZATION', 'NPU_UTILIZATION') and scope = 'NODE'`,
     );
@@ -165,8 +183,7 @@ export class FleetStore {
    */
   async idleRuns(windows: readonly FleetJobWindow[], threshold: number, minSeconds: number, first: number): Promise<IdleRunRow[]> {
     if (windows.length === 0 || first === 0) return [];
-    const rows = await rowsOf<Record<string, unknown>>(
-      this.db,
+    const rows = await this.rows<Record<string, unknown>>(
       sql`
       with ${selectedSeriesSql(windows)},
       -- Gaps and islands inside each series' own lateral pass: its intervals come in time order
@@ -222,8 +239,7 @@ export class FleetStore {
    */
   async gpuHours(windows: readonly FleetJobWindow[], firstJobs: number): Promise<GpuHoursRow[]> {
     if (windows.length === 0) return [];
-    const rows = await rowsOf<Record<string, unknown>>(
-      this.db,
+    const rows = await this.rows<Record<string, unknown>>(
       sql`
       with ${selectedSeriesSql(windows)},
       -- Each series' sums in its own lateral pass over its points, in index order: no sort of the

@@ -3,6 +3,7 @@
 // of the configured providers, and the refreshes the live pollers run. Behind it, the read-through
 // cache, the repository's SQL and the provider set stay private to store/ (and server/ wiring).
 import { DomainError } from '../domain/errors.js';
+import type { RequestScope } from '../domain/request-scope.js';
 import type { LogPage, LogRequest, ProviderKind, SystemMetric } from '../domain/types.js';
 import type { ProviderHealth, ProviderSet } from '../providers/provider-set.js';
 import { FleetStore, prepareFleet, type FleetJobWindow, type GpuHoursRow, type IdleRunRow, type PreparedFleet } from './fleet.js';
@@ -121,11 +122,13 @@ export interface StoredSample {
 /** The store as one request sees it: fresh loaders (a per-request cache) and the provider view it may see. */
 export class RequestStore {
   private current: Loaders | null = null;
+  /** The operation this store reads for (enter); undefined for a live event's reads, which are background work. */
+  private scope: RequestScope | undefined = undefined;
 
   constructor(
     private readonly rt: ReadThrough,
     readonly providers: ProviderDirectory,
-    private readonly makeLoaders: () => Loaders,
+    private readonly makeLoaders: (scope: RequestScope | undefined) => Loaders,
     private readonly shared: SharedReads = { memo: null },
     /** The unnarrowed store a narrowed one wraps (null when not narrowed). */
     private readonly base: RequestStore | null = null,
@@ -137,7 +140,7 @@ export class RequestStore {
   /** This request's DataLoaders, made at first use (a subscription gets new ones for each event). */
   get loaders(): Loaders {
     if (this.current) return this.current;
-    const loaders = this.makeLoaders();
+    const loaders = this.makeLoaders(this.scope);
     this.current = loaders;
     for (const rows of this.primes) for (const j of rows) loaders.jobById.prime(j.id, j);
     this.primes = [];
@@ -185,6 +188,20 @@ export class RequestStore {
     this.base?.dropLoaders();
   }
 
+  /**
+   * The operation starts: what it reads from here on is done for `scope` (its tenant's share of
+   * each platform; its statements and upstream calls stop when it is abandoned).
+   */
+  enter(scope: RequestScope): void {
+    this.scope = scope;
+    this.base?.enter(scope);
+  }
+
+  /** The repository as this operation reads it. */
+  private get repo() {
+    return this.rt.repo.within(this.scope);
+  }
+
   now(): Date {
     return this.rt.now();
   }
@@ -196,7 +213,7 @@ export class RequestStore {
 
   /** Refreshes the providers' job lists where stale; the freshness of each (a failure leaves its cache as is). */
   syncJobLists(providerIds: readonly string[]): Promise<Map<string, Freshness>> {
-    return this.rt.syncJobLists(providerIds);
+    return this.rt.syncJobLists(providerIds, this.scope);
   }
 
   /**
@@ -210,7 +227,7 @@ export class RequestStore {
     direction: 'forward' | 'backward' = 'forward',
     order?: JobOrder,
   ): Promise<OrderedJobRow[]> {
-    return this.rt.repo.jobsPage(filter, limit, cursor, direction, order);
+    return this.repo.jobsPage(filter, limit, cursor, direction, order);
   }
 
   /**
@@ -225,11 +242,11 @@ export class RequestStore {
     direction: 'forward' | 'backward' = 'forward',
     order?: JobOrder,
   ): Promise<{ rows: OrderedJobRow[]; freshness: Map<string, Freshness> } | null> {
-    return this.rt.jobsPageIfListsFresh(providerIds, () => this.rt.repo.jobsPageWithListSyncs(providerIds, filter, limit, cursor, direction, order));
+    return this.rt.jobsPageIfListsFresh(providerIds, () => this.repo.jobsPageWithListSyncs(providerIds, filter, limit, cursor, direction, order));
   }
 
   jobsCount(filter: JobFilter): Promise<number> {
-    return this.rt.repo.jobsCount(filter);
+    return this.repo.jobsCount(filter);
   }
 
   /**
@@ -239,40 +256,48 @@ export class RequestStore {
    */
   async comparePoints(q: ComparisonQuery): Promise<ComparisonRow[]> {
     await this.rt.writesSettled();
-    return this.rt.repo.comparePoints(q);
+    return this.repo.comparePoints(q);
   }
 
   /** Cached projects of the given providers. */
   projectsOf(providerIds: readonly string[]): Promise<ProjectRow[]> {
-    return this.rt.repo.projectsOf(providerIds);
+    return this.repo.projectsOf(providerIds);
   }
 
   /** A page of a job's log lines, straight from its platform (UNSUPPORTED where it has no log API). */
-  logs(job: JobRow, request: LogRequest, signal?: AbortSignal): Promise<LogPage> {
-    return this.rt.logs(job, request, signal);
+  logs(job: JobRow, request: LogRequest): Promise<LogPage> {
+    return this.rt.logs(job, request, this.scope);
   }
 
   /** Fleet questions (src/store/fleet.ts); made when asked, as few requests ask them. */
   get fleet(): FleetReads {
-    return new FleetReads(this.rt);
+    return new FleetReads(this.rt, this.scope);
   }
 }
 
 export class FleetReads {
-  constructor(private readonly rt: ReadThrough) {}
+  constructor(
+    private readonly rt: ReadThrough,
+    private readonly scope: RequestScope | undefined,
+  ) {}
 
   /** Makes sure the GPU utilization of every matching job is cached for [from, to] (src/store/fleet.ts). */
   prepare(filter: JobFilter, from: Date, to: Date, maxPoints: number): Promise<PreparedFleet> {
-    return prepareFleet(this.rt, filter, from, to, maxPoints);
+    return prepareFleet(this.rt, filter, from, to, maxPoints, this.scope);
   }
 
   idleRuns(windows: readonly FleetJobWindow[], threshold: number, forAtLeastSeconds: number, first: number): Promise<IdleRunRow[]> {
-    return new FleetStore(this.rt.repo.db).idleRuns(windows, threshold, forAtLeastSeconds, first);
+    return new FleetStore(this.rt.repo.db, this.scope).idleRuns(windows, threshold, forAtLeastSeconds, first);
   }
 
   gpuHours(windows: readonly FleetJobWindow[], topJobs: number): Promise<GpuHoursRow[]> {
-    return new FleetStore(this.rt.repo.db).gpuHours(windows, topJobs);
+    return new FleetStore(this.rt.repo.db, this.scope).gpuHours(windows, topJobs);
   }
+}
+
+/** An explicit signal of background work (a poller's), as the scope its reads and calls run for. */
+function background(signal: AbortSignal | undefined): RequestScope | undefined {
+  return signal ? { signal, tenant: null } : undefined;
 }
 
 /** The store as the server holds it: makes request stores, and runs the refreshes the live pollers need. */
@@ -286,7 +311,7 @@ export class Store {
   /** A store for one request (one GraphQL operation): its loaders cache nothing beyond it. */
   forRequest(): RequestStore {
     const shared: SharedReads = { memo: null };
-    return new RequestStore(this.rt, this.providers, () => createLoaders(this.rt, shared), shared);
+    return new RequestStore(this.rt, this.providers, (scope) => createLoaders(this.rt, shared, scope), shared);
   }
 
   now(): Date {
@@ -295,7 +320,7 @@ export class Store {
 
   /** The job's status and nodes as the platform has them now, written through; NOT_FOUND when gone. */
   refreshJob(jobId: string, signal?: AbortSignal): Promise<JobRow> {
-    return this.rt.refreshJob(jobId, signal);
+    return this.rt.refreshJob(jobId, background(signal));
   }
 
   /** Fetches the metrics of [from, to] now whatever the cache TTL says (and learns nodes that metrics reveal); throws the failure. */
@@ -333,12 +358,12 @@ export class Store {
   }
 
   logs(job: JobRow, request: LogRequest, signal?: AbortSignal): Promise<LogPage> {
-    return this.rt.logs(job, request, signal);
+    return this.rt.logs(job, request, background(signal));
   }
 
   /** Fetches and writes a provider's job list now (sharing a sync under way); throws the upstream error. */
   async syncJobList(providerId: string, signal?: AbortSignal): Promise<void> {
-    await this.rt.syncJobListNow(providerId, signal);
+    await this.rt.syncJobListNow(providerId, background(signal));
   }
 
   /**

@@ -3,6 +3,7 @@
 // metrics call per job. Batch functions return values (or an Error) in key order.
 import DataLoader from 'dataloader';
 import { parseGlobalId } from '../domain/ids.js';
+import type { RequestScope } from '../domain/request-scope.js';
 import type { Aggregation, SystemMetric } from '../domain/types.js';
 import type { Freshness, ReadThrough, TopologyHint, Window } from './read-through.js';
 import { downsampleHeld, summarizeHeld, type HeldPoints } from './shaping.js';
@@ -84,8 +85,9 @@ function sharedRepository(repo: Repository, shared: SharedReads): Repository {
   });
 }
 
-export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { memo: null }) {
-  const repo: Repository = sharedRepository(readThrough.repo, shared);
+/** `scope`: the operation they read for (undefined: a live event's reads, background work). */
+export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { memo: null }, scope?: RequestScope) {
+  const repo: Repository = sharedRepository(readThrough.repo.within(scope), shared);
 
   const jobsByIdFrom = (upstream: boolean) =>
     new DataLoader<string, JobRow | null>(
@@ -98,7 +100,7 @@ export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { 
           }
         });
         const valid = parsed.filter((p): p is Exclude<typeof p, Error> => !(p instanceof Error));
-        const rows = await sharedRead(shared, `jobsByIds|${upstream}|${JSON.stringify(valid)}`, () => readThrough.jobsByIds(valid, { upstream }));
+        const rows = await sharedRead(shared, `jobsByIds|${upstream}|${JSON.stringify(valid)}`, () => readThrough.jobsByIds(valid, { upstream, scope }));
         let i = 0;
         return parsed.map((p) => (p instanceof Error ? p : rows[i++]!));
       },
@@ -124,7 +126,7 @@ export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { 
   const topologyHints = new Map<string, TopologyHint>();
   const topology = new DataLoader<JobRow, Freshness, string>(
     async (jobs) => {
-      const res = await readThrough.ensureTopology(jobs, { hints: topologyHints, answerBeforeWrite: true, collect: heldForRequest });
+      const res = await readThrough.ensureTopology(jobs, { hints: topologyHints, answerBeforeWrite: true, collect: heldForRequest, scope });
       return jobs.map((j) => res.get(j.id) ?? { fetchedAt: null, stale: false, error: null });
     },
     { cacheKeyFn: (j) => j.id, maxBatchSize: MAX_BATCH },
@@ -166,7 +168,7 @@ export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { 
     (keys) =>
       readThrough.ensureMetrics(
         keys.map((k) => ({ job: k.job, from: k.window.from, to: k.window.to, metrics: k.metrics, maxPoints: k.maxPoints })),
-        { answerBeforeWrite: true, collect: heldForRequest },
+        { answerBeforeWrite: true, collect: heldForRequest, scope },
       ),
     {
       cacheKeyFn: (k) => `${k.job.id}|${k.window.from.getTime()}|${k.window.to.getTime()}|${k.maxPoints}|${[...k.metrics].sort().join(',')}`,
@@ -176,7 +178,7 @@ export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { 
 
   const trainingReady = new DataLoader<JobRow, Freshness, string>(
     async (jobs) => {
-      const res = await readThrough.ensureTraining(jobs);
+      const res = await readThrough.ensureTraining(jobs, scope);
       return jobs.map((j) => res.get(j.id)!);
     },
     { cacheKeyFn: (j) => j.id, maxBatchSize: MAX_BATCH },
@@ -184,7 +186,7 @@ export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { 
 
   const progressReady = new DataLoader<JobRow, Freshness, string>(
     async (jobs) => {
-      const res = await readThrough.ensureProgress(jobs);
+      const res = await readThrough.ensureProgress(jobs, scope);
       return jobs.map((j) => res.get(j.id)!);
     },
     { cacheKeyFn: (j) => j.id, maxBatchSize: MAX_BATCH },

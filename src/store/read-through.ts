@@ -2,7 +2,7 @@
 // provider adapters (batched per job, one call per job at most), writes it, and reports freshness.
 // Finished jobs' fetched ranges are final and never refetched; running jobs' expire after a TTL.
 // When upstream fails, cached data is served as stale with the error; with no cache, it throws.
-import { SharedWork } from '../domain/request-scope.js';
+import { SharedWork, type RequestScope } from '../domain/request-scope.js';
 import { DomainError } from '../domain/errors.js';
 import { jobGlobalId, parseGlobalId, type ParsedId } from '../domain/ids.js';
 import {
@@ -215,17 +215,17 @@ export class ReadThrough {
    * call aborted) when every request waiting on it has been abandoned, and a later caller then
    * starts a new one; a background caller (live poller) keeps it going.
    */
-  private once<T>(key: string, work: () => Promise<T>): Promise<T> {
+  private once<T>(key: string, scope: RequestScope | undefined, work: (shared: RequestScope) => Promise<T>): Promise<T> {
     const existing = this.inflight.get(key) as SharedWork<T> | undefined;
-    if (existing && !existing.cancelled) return existing.join();
-    const shared = new SharedWork(work);
+    if (existing && !existing.cancelled) return existing.join(scope);
+    const shared = new SharedWork(scope, work);
     this.inflight.set(key, shared);
     void shared.promise
       .catch(() => {})
       .finally(() => {
         if (this.inflight.get(key) === shared) this.inflight.delete(key);
       });
-    return shared.join();
+    return shared.join(scope);
   }
 
   // ---- provider-wide job lists --------------------------------------------------------------
@@ -260,9 +260,9 @@ export class ReadThrough {
   }
 
   /** Refreshes the job lists of the given providers where stale; failures leave the cache as is. */
-  async syncJobLists(providerIds: readonly string[]): Promise<Map<string, Freshness>> {
+  async syncJobLists(providerIds: readonly string[], scope?: RequestScope): Promise<Map<string, Freshness>> {
     const now = this.now();
-    const syncs = new Map((await this.repo.providerSyncs(providerIds, 'jobs')).map((s) => [s.providerId, s]));
+    const syncs = new Map((await this.repo.within(scope).providerSyncs(providerIds, 'jobs')).map((s) => [s.providerId, s]));
     const out = new Map<string, Freshness>();
     await Promise.all(
       providerIds.map(async (pid) => {
@@ -272,7 +272,7 @@ export class ReadThrough {
           return;
         }
         try {
-          out.set(pid, FRESH_NOW(await this.syncJobListNow(pid)));
+          out.set(pid, FRESH_NOW(await this.syncJobListNow(pid, scope)));
         } catch (err) {
           out.set(pid, { fetchedAt: s?.syncedAt ?? null, stale: true, error: toErrorInfo(err) });
         }
@@ -287,19 +287,19 @@ export class ReadThrough {
    * and the live status poller's) share one upstream call. Status changes of known jobs, and jobs
    * new since an earlier sync, are claimed atomically and told to the status listeners.
    */
-  syncJobListNow(providerId: string, signal?: AbortSignal): Promise<Date> {
-    return this.once(`jobs:${providerId}`, async () => {
+  syncJobListNow(providerId: string, scope?: RequestScope): Promise<Date> {
+    return this.once(`jobs:${providerId}`, scope, async (shared) => {
       const at = this.now();
       try {
-        const [previous] = await this.repo.providerSyncs([providerId], 'jobs');
-        const { projects, jobs } = await fetchCatalog(this.providers, providerId, signal);
+        const [previous] = await this.repo.within(shared).providerSyncs([providerId], 'jobs');
+        const { projects, jobs } = await fetchCatalog(this.providers, providerId, shared);
         // Before the first list ever cached, every job would look new: that is a baseline, not news.
         await this.writeJobsAnnouncing(providerId, jobs, Boolean(previous?.syncedAt), async () => {
           const inserted = await this.repo.upsertCatalog(providerId, projects, jobs, at);
           await this.repo.recordProviderSync({ providerId, dataset: 'jobs', syncedAt: at, attemptedAt: at, errorCode: null, errorMessage: null });
           return inserted;
         });
-        await this.settleUnlisted(providerId, new Set(jobs.map((j) => j.externalId)), at, signal);
+        await this.settleUnlisted(providerId, new Set(jobs.map((j) => j.externalId)), at, shared);
         return at;
       } catch (err) {
         const info = toErrorInfo(err);
@@ -315,7 +315,7 @@ export class ReadThrough {
    * rawStatus), so no job shows as running forever after it vanished (a deleted run folder, a
    * demo restarted with new runs). At most MAX_UNLISTED_CHECKS lookups per sync; the rest wait.
    */
-  private async settleUnlisted(providerId: string, listed: ReadonlySet<string>, at: Date, signal?: AbortSignal) {
+  private async settleUnlisted(providerId: string, listed: ReadonlySet<string>, at: Date, scope: RequestScope) {
     const unlisted = (await this.repo.unfinishedJobsOf(providerId)).filter((j) => !listed.has(j.externalId)).slice(0, MAX_UNLISTED_CHECKS);
     if (unlisted.length === 0) return;
     const projects = await this.projectExternalIds(unlisted);
@@ -326,7 +326,7 @@ export class ReadThrough {
           const detail = await this.providers.call(
             providerId,
             (a, sig) => a.getJob({ externalId: job.externalId, projectExternalId: projects.get(job.projectId) ?? '' }, sig),
-            signal,
+            scope,
           );
           if (!detail) gone.push(job);
         } catch {
@@ -372,16 +372,16 @@ export class ReadThrough {
    * The job as the platform has it now (status, nodes), written to the store whatever the TTL says;
    * throws NOT_FOUND when it is gone. Shares its upstream call with a topology refresh under way.
    */
-  async refreshJob(jobId: string, signal?: AbortSignal): Promise<JobRow> {
-    const [cached] = await this.jobsByIds([parseGlobalId(jobId, 'job')]);
+  async refreshJob(jobId: string, scope?: RequestScope): Promise<JobRow> {
+    const [cached] = await this.jobsByIds([parseGlobalId(jobId, 'job')], { scope });
     if (cached instanceof Error) throw cached;
     if (!cached) throw new DomainError('NOT_FOUND', `no job with id "${jobId}"`);
-    const projects = await this.projectExternalIds([cached]);
-    const detail = await this.once(`detail:${cached.id}`, () =>
+    const projects = await this.projectExternalIds([cached], scope);
+    const detail = await this.once(`detail:${cached.id}`, scope, (shared) =>
       this.providers.call(
         cached.providerId,
         (a, sig) => a.getJob({ externalId: cached.externalId, projectExternalId: projects.get(cached.projectId) ?? '' }, sig),
-        signal,
+        shared,
       ),
     );
     if (!detail) {
@@ -401,9 +401,9 @@ export class ReadThrough {
    * Jobs by id, fetched from upstream when not cached yet (a job created since the last list
    * sync). Unknown ids come back as null; upstream failures for uncached jobs are thrown per id.
    */
-  async jobsByIds(ids: readonly ParsedId[], opts: { upstream?: boolean } = {}): Promise<(JobRow | null | Error)[]> {
+  async jobsByIds(ids: readonly ParsedId[], opts: { upstream?: boolean; scope?: RequestScope } = {}): Promise<(JobRow | null | Error)[]> {
     const fullIds = ids.map((p) => jobGlobalId(p.providerId, p.key));
-    const cached = new Map((await this.repo.jobsByIds(fullIds)).map((j) => [j.id, j]));
+    const cached = new Map((await this.repo.within(opts.scope).jobsByIds(fullIds)).map((j) => [j.id, j]));
     if (opts.upstream === false) return fullIds.map((id) => cached.get(id) ?? null);
     const nowMs = this.clock();
     const missing = ids.filter((p, i) => !cached.has(fullIds[i]!) && this.providers.find(p.providerId) && !this.knownUnknown(fullIds[i]!, nowMs));
@@ -413,8 +413,8 @@ export class ReadThrough {
       const found = await Promise.all(
         missing.map(async (p) => {
           try {
-            const detail = await this.once(`job:${p.providerId}:${p.key}`, () =>
-              this.providers.call(p.providerId, (a, signal) => a.getJob({ externalId: p.key, projectExternalId: '' }, signal)),
+            const detail = await this.once(`job:${p.providerId}:${p.key}`, opts.scope, (shared) =>
+              this.providers.call(p.providerId, (a, signal) => a.getJob({ externalId: p.key, projectExternalId: '' }, signal), shared),
             );
             return { p, detail };
           } catch (err) {
@@ -467,7 +467,7 @@ export class ReadThrough {
    */
   async ensureTopology(
     jobs: readonly JobRow[],
-    opts: { hints?: ReadonlyMap<string, TopologyHint>; answerBeforeWrite?: boolean; collect?: Map<number, HeldPoints> } = {},
+    opts: { hints?: ReadonlyMap<string, TopologyHint>; answerBeforeWrite?: boolean; collect?: Map<number, HeldPoints>; scope?: RequestScope } = {},
   ): Promise<Map<string, Freshness | Error>> {
     const now = this.now();
     const out = new Map<string, Freshness | Error>();
@@ -502,13 +502,15 @@ export class ReadThrough {
       }
       return true;
     });
-    const projects = await this.projectExternalIds(due);
+    const projects = await this.projectExternalIds(due, opts.scope);
     const results = await Promise.all(
       due.map(async (job) => {
         try {
-          const detail = await this.once(`detail:${job.id}`, () =>
-            this.providers.call(job.providerId, (a, signal) =>
-              a.getJob({ externalId: job.externalId, projectExternalId: projects.get(job.projectId) ?? '' }, signal),
+          const detail = await this.once(`detail:${job.id}`, opts.scope, (shared) =>
+            this.providers.call(
+              job.providerId,
+              (a, signal) => a.getJob({ externalId: job.externalId, projectExternalId: projects.get(job.projectId) ?? '' }, signal),
+              shared,
             ),
           );
           return { job, detail, error: null };
@@ -545,7 +547,12 @@ export class ReadThrough {
       }
     }
     if (metricsNeeded.length) {
-      const fresh = await this.ensureMetrics(metricsNeeded, { forceTopology: true, answerBeforeWrite: opts.answerBeforeWrite, collect: opts.collect });
+      const fresh = await this.ensureMetrics(metricsNeeded, {
+        forceTopology: true,
+        answerBeforeWrite: opts.answerBeforeWrite,
+        collect: opts.collect,
+        scope: opts.scope,
+      });
       metricsNeeded.forEach((m, i) => {
         out.set(m.job.id, fresh[i]!);
       });
@@ -586,6 +593,8 @@ export class ReadThrough {
       answerBeforeWrite?: boolean;
       /** Given the points held alone for the series answered before their write: the request shapes them. */
       collect?: Map<number, HeldPoints>;
+      /** The operation asking (undefined: background work). */
+      scope?: RequestScope;
     } = {},
   ): Promise<(Freshness | Error)[]> {
     const now = this.now();
@@ -597,7 +606,7 @@ export class ReadThrough {
       return metrics;
     });
     const jobIds = [...new Set(requests.map((r) => r.job.id))];
-    const committed = await this.repo.fetchesOf(jobIds, [...datasets]);
+    const committed = await this.repo.within(opts.scope).fetchesOf(jobIds, [...datasets]);
     const held = jobIds.flatMap((id) => this.heldFetches.get(id) ?? []).filter((h) => datasets.has(h.row.dataset));
     const rowsByJob = groupBy([...held.map((h) => h.row), ...committed], (r) => r.jobId);
     // What another request fetched and is storing counts as cached once it is described (or
@@ -643,18 +652,24 @@ export class ReadThrough {
     }
 
     const work = [...plan.values()];
-    const projects = await this.projectExternalIds(work.map((w) => w.job));
+    const projects = await this.projectExternalIds(
+      work.map((w) => w.job),
+      opts.scope,
+    );
     const results = await Promise.all(
       work.map(async (w) => {
         const key = `metrics:${w.job.id}:${w.from.getTime()}:${w.to.getTime()}:${w.step}:${[...w.metrics].sort().join(',')}`;
         try {
-          const res = await this.once(key, () =>
-            this.providers.call(w.job.providerId, (a, signal) =>
-              a.fetchSystemMetrics(
-                jobRef(w.job, projects.get(w.job.projectId) ?? ''),
-                { from: w.from, to: w.to, metrics: [...w.metrics], stepSeconds: w.step },
-                signal,
-              ),
+          const res = await this.once(key, opts.scope, (shared) =>
+            this.providers.call(
+              w.job.providerId,
+              (a, signal) =>
+                a.fetchSystemMetrics(
+                  jobRef(w.job, projects.get(w.job.projectId) ?? ''),
+                  { from: w.from, to: w.to, metrics: [...w.metrics], stepSeconds: w.step },
+                  signal,
+                ),
+              shared,
             ),
           );
           return { w, key, res, error: null as unknown };
@@ -850,8 +865,9 @@ export class ReadThrough {
    * Training metrics are fetched whole per job (platforms page them by step, not by the small
    * windows dashboards ask for), final once the job is, fresh for the metrics TTL while it runs.
    */
-  async ensureTraining(jobs: readonly JobRow[]): Promise<Map<string, Freshness | Error>> {
+  async ensureTraining(jobs: readonly JobRow[], scope?: RequestScope): Promise<Map<string, Freshness | Error>> {
     return this.ensureWholeJobDataset(
+      scope,
       jobs,
       'training',
       (a) => a.capabilities.trainingMetrics,
@@ -869,8 +885,9 @@ export class ReadThrough {
     );
   }
 
-  async ensureProgress(jobs: readonly JobRow[]): Promise<Map<string, Freshness | Error>> {
+  async ensureProgress(jobs: readonly JobRow[], scope?: RequestScope): Promise<Map<string, Freshness | Error>> {
     return this.ensureWholeJobDataset(
+      scope,
       jobs,
       'progress',
       (a) => a.capabilities.progress,
@@ -893,6 +910,7 @@ export class ReadThrough {
 
   /** A dataset fetched whole per job; every job of the batch is fetched in parallel and written at once. */
   private async ensureWholeJobDataset<T>(
+    scope: RequestScope | undefined,
     jobs: readonly JobRow[],
     dataset: 'training' | 'progress',
     supported: (adapter: ProviderAdapter) => boolean,
@@ -908,7 +926,7 @@ export class ReadThrough {
       return false;
     });
     const rows = groupBy(
-      await this.repo.fetchesOf(
+      await this.repo.within(scope).fetchesOf(
         relevant.map((j) => j.id),
         [dataset],
       ),
@@ -924,13 +942,13 @@ export class ReadThrough {
     });
     this.lookedUp(dataset, relevant.length - due.length, due.length);
     if (due.length === 0) return out;
-    const projects = await this.projectExternalIds(due);
+    const projects = await this.projectExternalIds(due, scope);
     const fetched: { job: JobRow; data: T }[] = [];
     await Promise.all(
       due.map(async (job) => {
         try {
-          const data = await this.once(`${dataset}:${job.id}`, () =>
-            this.providers.call(job.providerId, (adapter, signal) => fetch(jobRef(job, projects.get(job.projectId) ?? ''), signal, adapter)),
+          const data = await this.once(`${dataset}:${job.id}`, scope, (shared) =>
+            this.providers.call(job.providerId, (adapter, signal) => fetch(jobRef(job, projects.get(job.projectId) ?? ''), signal, adapter), shared),
           );
           fetched.push({ job, data });
           out.set(job.id, FRESH_NOW(now));
@@ -957,25 +975,25 @@ export class ReadThrough {
   // ---- logs ---------------------------------------------------------------------------------
 
   /** Log pages come straight from the platform: each page is a moving cursor, not a cacheable range. */
-  async logs(job: JobRow, request: LogRequest, signal?: AbortSignal): Promise<LogPage> {
+  async logs(job: JobRow, request: LogRequest, scope?: RequestScope): Promise<LogPage> {
     const provider = this.providers.find(job.providerId);
     if (!provider?.adapter.fetchLogs) {
       throw new DomainError('UNSUPPORTED', `${provider?.kind ?? 'this platform'} has no log API`);
     }
-    const [project] = await this.repo.projectsByIds([job.projectId]);
-    return this.providers.call(job.providerId, (a, sig) => a.fetchLogs!(jobRef(job, project?.externalId ?? ''), request, sig), signal);
+    const [project] = await this.repo.within(scope).projectsByIds([job.projectId]);
+    return this.providers.call(job.providerId, (a, sig) => a.fetchLogs!(jobRef(job, project?.externalId ?? ''), request, sig), scope);
   }
 
   // ---- helpers ------------------------------------------------------------------------------
 
-  private async projectExternalIds(jobs: readonly JobRow[]): Promise<Map<string, string>> {
-    const rows = await this.repo.projectsByIds([...new Set(jobs.map((j) => j.projectId))]);
+  private async projectExternalIds(jobs: readonly JobRow[], scope?: RequestScope): Promise<Map<string, string>> {
+    const rows = await this.repo.within(scope).projectsByIds([...new Set(jobs.map((j) => j.projectId))]);
     return new Map(rows.map((p) => [p.id, p.externalId]));
   }
 }
 
 /** Every project and job a provider lists, all pages, in one upstream operation. */
-async function fetchCatalog(providers: ProviderSet, providerId: string, signal?: AbortSignal): Promise<{ projects: ProjectRecord[]; jobs: JobRecord[] }> {
+async function fetchCatalog(providers: ProviderSet, providerId: string, scope: RequestScope): Promise<{ projects: ProjectRecord[]; jobs: JobRecord[] }> {
   return providers.call(
     providerId,
     async (adapter, sig) => {
@@ -991,7 +1009,7 @@ async function fetchCatalog(providers: ProviderSet, providerId: string, signal?:
       }
       return { projects, jobs };
     },
-    signal,
+    scope,
   );
 }
 

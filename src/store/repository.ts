@@ -4,7 +4,8 @@ import { and, asc, desc, eq, getTableColumns, inArray, sql, type SQL } from 'dri
 import { gpuGlobalId, jobGlobalId, nodeGlobalId, projectGlobalId } from '../domain/ids.js';
 import { summaryModePattern } from '../domain/metric-catalog.js';
 import type { Aggregation, JobLabel, JobRecord, NodeRecord, PointColumns, ProjectRecord, SeriesData } from '../domain/types.js';
-import type { Db } from './db.js';
+import { issueReadFor, type Db } from './db.js';
+import type { RequestScope } from '../domain/request-scope.js';
 import {
   chunks,
   copierOf,
@@ -300,22 +301,41 @@ function orderKeyIsConstant(order: JobOrder): boolean {
   return order.by === 'CREATED' || order.by === 'NAME' || order.by === 'STARTED' || order.by === 'ACCELERATOR_COUNT';
 }
 
-export class Repository {
-  private prepared: ReturnType<typeof preparedReads> | null = null;
+/** What every view of one database handle shares (Repository.within): statements prepared once, PGlite's statistics bookkeeping. */
+class HandleState {
+  prepared: ReturnType<typeof preparedReads> | null = null;
   /** Job pages and counts of the plain filter shapes (preparedFilterShape), prepared once per shape. */
-  private readonly jobQueries = new Map<string, PreparedJobQuery>();
-
+  readonly jobQueries = new Map<string, PreparedJobQuery>();
   /** Points written since the planner's statistics were last refreshed, and the table's rows then (PGlite only). */
-  private pointsSinceAnalyze = 0;
-  private pointsAtAnalyze = 0;
+  pointsSinceAnalyze = 0;
+  pointsAtAnalyze = 0;
+}
 
+export class Repository {
   constructor(
     readonly db: Db,
     private readonly inTransaction = false,
+    private readonly state = new HandleState(),
+    /** The operation this view reads for (within): its reads are cancelled when it is abandoned. */
+    private readonly scope?: RequestScope,
   ) {}
 
+  /**
+   * The same repository reading for one operation: a statement it issues is cancelled when the
+   * operation is abandoned (time-out, client gone). Undefined: the shared handle (background work).
+   */
+  within(scope: RequestScope | undefined): Repository {
+    if (scope === this.scope) return this;
+    return new Repository(this.db, this.inTransaction, this.state, scope);
+  }
+
+  /** Issues a read for this view's operation; `issue` must call `.execute()` (store/db.ts, issueReadFor). */
+  private read<T>(issue: () => Promise<T>): Promise<T> {
+    return issueReadFor(this.scope, issue);
+  }
+
   private get reads(): ReturnType<typeof preparedReads> {
-    return (this.prepared ??= preparedReads(this.db));
+    return (this.state.prepared ??= preparedReads(this.db));
   }
 
   /**
@@ -342,7 +362,7 @@ export class Repository {
 
   async providerSyncs(providerIds: readonly string[], dataset: string): Promise<ProviderSyncRow[]> {
     if (providerIds.length === 0) return [];
-    return this.reads.providerSyncs.execute({ ids: [...providerIds], dataset });
+    return this.read(() => this.reads.providerSyncs.execute({ ids: [...providerIds], dataset }));
   }
 
   /**
@@ -573,9 +593,10 @@ export class Repository {
           : q.aggregation === 'LAST'
             ? sql`(array_agg(value order by x desc))[1]`
             : sql`avg(value)`;
-    const rows = await rowsOf<ComparisonRow>(
-      this.db,
-      sql`
+    const rows = await this.read(() =>
+      rowsOf<ComparisonRow>(
+        this.db,
+        sql`
       with sel as (
         select s.id, s.job_id, s.kind, s.name, s.unit from series s
         where s.job_id = any(${textArray(q.jobIds)})
@@ -600,6 +621,7 @@ export class Repository {
         min(min(x)) over (partition by bucket) as x, ${agg}::float8 as value, count(*)::int as points
       from bk group by job_id, kind, name, bucket
       order by bucket, job_id, kind, name`,
+      ),
     );
     return rows.map((r) => ({ ...r, x: Number(r.x), value: r.value === null ? null : Number(r.value), bucket: Number(r.bucket), points: Number(r.points) }));
   }
@@ -611,9 +633,10 @@ export class Repository {
    * `since` are counted, not returned; at most `limit` + 1 rows (the extra one says there are more).
    */
   async latestReadings(q: LatestReadingsQuery) {
-    const rows = await rowsOf<LatestReadingRow & { stale_count: number | string }>(
-      this.db,
-      sql`
+    const rows = await this.read(() =>
+      rowsOf<LatestReadingRow & { stale_count: number | string }>(
+        this.db,
+        sql`
       with sel as (
         select s.id, s.job_id, s.name, s.scope, s.node_id, s.gpu_id from series s join jobs j on j.id = s.job_id
         where j.status = 'RUNNING' and j.provider_id = any(${textArray(q.providerIds)})
@@ -634,6 +657,7 @@ export class Repository {
         where f.ts >= ${q.since.toISOString()}::timestamptz
         order by j.provider_id, j.id, n.name nulls first, g.idx nulls first, f.name
         limit ${q.limit + 1}) r on true`,
+      ),
     );
     return {
       // With nothing fresh, the one row carries only the count.
@@ -646,11 +670,14 @@ export class Repository {
 
   async summariesOfJobs(jobIds: readonly string[]): Promise<JobSummaryRow[]> {
     if (jobIds.length === 0) return [];
-    return this.db
-      .select()
-      .from(t.jobSummaries)
-      .where(inArray(t.jobSummaries.jobId, [...jobIds]))
-      .orderBy(t.jobSummaries.jobId, t.jobSummaries.name);
+    return this.read(() =>
+      this.db
+        .select()
+        .from(t.jobSummaries)
+        .where(inArray(t.jobSummaries.jobId, [...jobIds]))
+        .orderBy(t.jobSummaries.jobId, t.jobSummaries.name)
+        .execute(),
+    );
   }
 
   /**
@@ -702,21 +729,24 @@ export class Repository {
 
   async jobsByIds(ids: readonly string[]): Promise<JobRow[]> {
     if (ids.length === 0) return [];
-    return this.reads.jobsByIds.execute({ ids: [...ids] });
+    return this.read(() => this.reads.jobsByIds.execute({ ids: [...ids] }));
   }
 
   async projectsByIds(ids: readonly string[]): Promise<ProjectRow[]> {
     if (ids.length === 0) return [];
-    return this.reads.projectsByIds.execute({ ids: [...ids] });
+    return this.read(() => this.reads.projectsByIds.execute({ ids: [...ids] }));
   }
 
   async projectsOf(providerIds: readonly string[]): Promise<ProjectRow[]> {
     if (providerIds.length === 0) return [];
-    return this.db
-      .select()
-      .from(t.projects)
-      .where(inArray(t.projects.providerId, [...providerIds]))
-      .orderBy(t.projects.providerId, t.projects.name, t.projects.id);
+    return this.read(() =>
+      this.db
+        .select()
+        .from(t.projects)
+        .where(inArray(t.projects.providerId, [...providerIds]))
+        .orderBy(t.projects.providerId, t.projects.name, t.projects.id)
+        .execute(),
+    );
   }
 
   /**
@@ -741,7 +771,7 @@ export class Repository {
     if (shape === null || !orderKeyIsConstant(order)) return null;
     const cursorKey = cursor ? preparedCursorKey(order, cursor.key) : null;
     const name = `page|${shape}|${order.by}|${ascending ? 'asc' : 'desc'}|${cursor ? (cursorKey === null ? 'null' : 'key') : ''}|${syncsOf ? 'syncs' : ''}`;
-    let query = this.jobQueries.get(name);
+    let query = this.state.jobQueries.get(name);
     if (!query) {
       const cond = preparedFilterConditions(filter);
       const key = orderKeySql(order);
@@ -771,7 +801,7 @@ export class Repository {
         })
         .from(page)
         .prepare(name.replace(/\W+/g, '_')) as unknown as PreparedJobQuery;
-      this.jobQueries.set(name, query);
+      this.state.jobQueries.set(name, query);
     }
     const values = {
       ...preparedFilterValues(filter),
@@ -779,7 +809,7 @@ export class Repository {
       ...(cursor ? { cursorKey: cursorKey ?? undefined, cursorId: cursor.id } : {}),
       ...(syncsOf ? { syncProviderIds: [...syncsOf] } : {}),
     };
-    const [result] = (await query.execute(values)) as { rows: unknown; listSyncs?: ProviderSyncJson[] | string }[];
+    const [result] = (await this.read(() => query!.execute(values))) as { rows: unknown; listSyncs?: ProviderSyncJson[] | string }[];
     const json = jsonValue<unknown[][]>(result!.rows);
     const rows = json.map((a) => {
       const row = jobRowOfArray(a) as OrderedJobRow;
@@ -824,12 +854,15 @@ export class Repository {
     if (cursor) {
       cond.push(sql`(${key}, ${t.jobs.id}) ${sql.raw(ascending ? '>' : '<')} (${cursorKeySql(order, cursor.key)}, ${cursor.id})`);
     }
-    const rows = await this.db
-      .select({ ...getTableColumns(t.jobs), orderKey: sql<unknown>`${key}`.as('order_key') })
-      .from(t.jobs)
-      .where(cond.length ? and(...cond) : undefined)
-      .orderBy(...(ascending ? [sql`${key} asc`, asc(t.jobs.id)] : [sql`${key} desc`, desc(t.jobs.id)]))
-      .limit(limit + 1);
+    const rows = await this.read(() =>
+      this.db
+        .select({ ...getTableColumns(t.jobs), orderKey: sql<unknown>`${key}`.as('order_key') })
+        .from(t.jobs)
+        .where(cond.length ? and(...cond) : undefined)
+        .orderBy(...(ascending ? [sql`${key} asc`, asc(t.jobs.id)] : [sql`${key} desc`, desc(t.jobs.id)]))
+        .limit(limit + 1)
+        .execute(),
+    );
     return rows.map(({ orderKey, ...job }) => ({ ...job, orderKey: cursorKeyOf(order, orderKey) }));
   }
 
@@ -837,7 +870,7 @@ export class Repository {
     const shape = preparedFilterShape(filter);
     if (shape !== null) {
       const name = `count|${shape}`;
-      let query = this.jobQueries.get(name);
+      let query = this.state.jobQueries.get(name);
       if (!query) {
         const cond = preparedFilterConditions(filter);
         query = this.db
@@ -845,16 +878,19 @@ export class Repository {
           .from(t.jobs)
           .where(cond.length ? and(...cond) : undefined)
           .prepare(name.replace(/\W+/g, '_')) as unknown as PreparedJobQuery;
-        this.jobQueries.set(name, query);
+        this.state.jobQueries.set(name, query);
       }
-      const [row] = await query.execute(preparedFilterValues(filter));
+      const [row] = await this.read(() => query.execute(preparedFilterValues(filter)));
       return Number(row?.n ?? 0);
     }
     const cond = jobFilterConditions(filter);
-    const [row] = await this.db
-      .select({ n: sql<number>`count(*)::int` })
-      .from(t.jobs)
-      .where(cond.length ? and(...cond) : undefined);
+    const [row] = await this.read(() =>
+      this.db
+        .select({ n: sql<number>`count(*)::int` })
+        .from(t.jobs)
+        .where(cond.length ? and(...cond) : undefined)
+        .execute(),
+    );
     return Number(row?.n ?? 0);
   }
 
@@ -913,28 +949,34 @@ export class Repository {
 
   async nodesOfJobs(jobIds: readonly string[]): Promise<NodeRow[]> {
     if (jobIds.length === 0) return [];
-    return this.reads.nodesOfJobs.execute({ ids: [...jobIds] });
+    return this.read(() => this.reads.nodesOfJobs.execute({ ids: [...jobIds] }));
   }
 
   async nodesByIds(ids: readonly string[]): Promise<NodeRow[]> {
     if (ids.length === 0) return [];
-    return this.db
-      .select()
-      .from(t.nodes)
-      .where(inArray(t.nodes.id, [...ids]));
+    return this.read(() =>
+      this.db
+        .select()
+        .from(t.nodes)
+        .where(inArray(t.nodes.id, [...ids]))
+        .execute(),
+    );
   }
 
   async gpusOfJobs(jobIds: readonly string[]): Promise<GpuRow[]> {
     if (jobIds.length === 0) return [];
-    return this.reads.gpusOfJobs.execute({ ids: [...jobIds] });
+    return this.read(() => this.reads.gpusOfJobs.execute({ ids: [...jobIds] }));
   }
 
   async gpusByIds(ids: readonly string[]): Promise<GpuRow[]> {
     if (ids.length === 0) return [];
-    return this.db
-      .select()
-      .from(t.gpus)
-      .where(inArray(t.gpus.id, [...ids]));
+    return this.read(() =>
+      this.db
+        .select()
+        .from(t.gpus)
+        .where(inArray(t.gpus.id, [...ids]))
+        .execute(),
+    );
   }
 
   // ---- series and points --------------------------------------------------------------------
@@ -1034,13 +1076,13 @@ export class Repository {
   async maintainStatistics(pointsWritten: number): Promise<boolean> {
     const client = embeddedClientOf(this.db);
     if (!client || this.inTransaction) return false;
-    this.pointsSinceAnalyze += pointsWritten;
-    const due = Math.max(ANALYZE_AFTER_POINTS, 50 + 0.1 * this.pointsAtAnalyze);
-    if (this.pointsSinceAnalyze < due) return false;
-    this.pointsSinceAnalyze = 0;
+    this.state.pointsSinceAnalyze += pointsWritten;
+    const due = Math.max(ANALYZE_AFTER_POINTS, 50 + 0.1 * this.state.pointsAtAnalyze);
+    if (this.state.pointsSinceAnalyze < due) return false;
+    this.state.pointsSinceAnalyze = 0;
     await client.query('analyze points, series');
     const counted = (await client.query(`select reltuples::float8 as n from pg_class where relname = 'points'`)) as { rows: { n: number }[] };
-    this.pointsAtAnalyze = Math.max(0, counted.rows[0]?.n ?? 0);
+    this.state.pointsAtAnalyze = Math.max(0, counted.rows[0]?.n ?? 0);
     return true;
   }
 
@@ -1054,7 +1096,7 @@ export class Repository {
 
   async seriesOfJobs(jobIds: readonly string[], kind: 'system' | 'training'): Promise<SeriesRow[]> {
     if (jobIds.length === 0) return [];
-    return this.reads.seriesOfJobs.execute({ ids: [...jobIds], kind });
+    return this.read(() => this.reads.seriesOfJobs.execute({ ids: [...jobIds], kind }));
   }
 
   /**
@@ -1085,9 +1127,10 @@ export class Repository {
     // a million points, and a row per point cost the drivers a row's parsing each (PGlite, whose
     // protocol is parsed in JavaScript, took 3.3x the hand-written floor over rows; postgres.js parses
     // each column of each row).
-    const rows = await rowsOf<{ series_id: number | string; ts: NumberArray; steps: NumberArray; vals: NumberArray }>(
-      this.db,
-      sql`
+    const rows = await this.read(() =>
+      rowsOf<{ series_id: number | string; ts: NumberArray; steps: NumberArray; vals: NumberArray }>(
+        this.db,
+        sql`
       with w as materialized (${windowsSql(windows)}),
       b as materialized (
         select w.*, e.lo, e.hi from w cross join lateral (
@@ -1124,6 +1167,7 @@ export class Repository {
       from bucketed
       group by series_id
       order by series_id`,
+      ),
     );
     // The series of a job share their instants: one Date per instant in an answer.
     const dates = new Map<number, Date>();
@@ -1149,9 +1193,10 @@ export class Repository {
   /** Statistics of many series over their own windows, in one statement. */
   async summariesOf(windows: readonly SeriesWindow[]): Promise<SummaryRow[]> {
     if (windows.length === 0) return [];
-    const rows = await rowsOf<Record<string, unknown>>(
-      this.db,
-      sql`
+    const rows = await this.read(() =>
+      rowsOf<Record<string, unknown>>(
+        this.db,
+        sql`
       with w as (${windowsSql(windows)})
       select w.idx, count(pt.value)::int as count, min(pt.value) as min, max(pt.value) as max, avg(pt.value)::float8 as avg,
         (array_agg(pt.value order by pt.key desc) filter (where pt.value is not null))[1] as last, min(pt.ts) as first_at, max(pt.ts) as last_at
@@ -1159,6 +1204,7 @@ export class Repository {
         and (w.k_from is null or pt.key >= w.k_from) and (w.k_to is null or pt.key <= w.k_to)
         and (w.t_from is null or pt.ts >= w.t_from) and (w.t_to is null or pt.ts <= w.t_to)
       group by w.idx`,
+      ),
     );
     return rows.map((r) => ({
       seriesId: windows[Number(r.idx)]!.seriesId,
@@ -1177,7 +1223,7 @@ export class Repository {
 
   async fetchesOf(jobIds: readonly string[], datasets: readonly string[]): Promise<FetchRow[]> {
     if (jobIds.length === 0 || datasets.length === 0) return [];
-    return this.reads.fetchesOf.execute({ ids: [...jobIds], datasets: [...datasets] });
+    return this.read(() => this.reads.fetchesOf.execute({ ids: [...jobIds], datasets: [...datasets] }));
   }
 
   /** Records fetched ranges and drops the older records they make redundant. */
@@ -1206,10 +1252,13 @@ export class Repository {
 
   async fetchErrorsOf(jobIds: readonly string[], datasets: readonly string[]): Promise<FetchErrorRow[]> {
     if (jobIds.length === 0 || datasets.length === 0) return [];
-    return this.db
-      .select()
-      .from(t.fetchErrors)
-      .where(and(inArray(t.fetchErrors.jobId, [...jobIds]), inArray(t.fetchErrors.dataset, [...datasets])));
+    return this.read(() =>
+      this.db
+        .select()
+        .from(t.fetchErrors)
+        .where(and(inArray(t.fetchErrors.jobId, [...jobIds]), inArray(t.fetchErrors.dataset, [...datasets])))
+        .execute(),
+    );
   }
 
   async recordFetchErrors(rows: FetchErrorRow[]) {
@@ -1234,10 +1283,13 @@ export class Repository {
 
   async progressOf(jobIds: readonly string[]): Promise<ProgressRow[]> {
     if (jobIds.length === 0) return [];
-    return this.db
-      .select()
-      .from(t.progress)
-      .where(inArray(t.progress.jobId, [...jobIds]));
+    return this.read(() =>
+      this.db
+        .select()
+        .from(t.progress)
+        .where(inArray(t.progress.jobId, [...jobIds]))
+        .execute(),
+    );
   }
 
   async writeProgress(rows: ProgressRow[]) {

@@ -11,7 +11,9 @@ export function textArray(values: readonly string[]): SQL {
 }
 
 export async function rowsOf<T>(db: Db, query: SQL): Promise<T[]> {
-  const res = (await db.execute(query)) as unknown;
+  // `.execute()`, not `await db.execute(query)`: the statement is issued now, not in a later
+  // microtask, so a read issued for a request is known as its (store/db.ts, issueReadFor).
+  const res = (await db.execute(query).execute()) as unknown;
   return (Array.isArray(res) ? res : ((res as { rows: T[] }).rows ?? [])) as T[];
 }
 

@@ -11,7 +11,7 @@ import type { Plugin } from 'graphql-yoga';
 import type { RequestLimits } from '../../config/security.js';
 import { withCode } from './use-error-codes.js';
 import { queryCost, type CostDefaults, type QueryCost } from './query-cost.js';
-import { OperationScope, runInRequestScope } from '../../domain/request-scope.js';
+import { OperationScope, type RequestScope } from '../../domain/request-scope.js';
 
 /** graphql-armor's refusals, told apart by their messages, and what they are called here. */
 const ARMOR_CODES: [RegExp, string][] = [
@@ -372,18 +372,24 @@ export function useLimits(limits: RequestLimits, defaults: CostDefaults): Plugin
         setResultAndStopExecution({ data: null, errors: [refused] });
         return;
       }
-      // The operation's work runs in a request scope whose signal aborts when nobody waits for
-      // it any more: the time-out below, or the HTTP client gone (HTTP: the Fetch request's
-      // signal; graphql-ws: the operation's own, server/ws.ts). Store reads are cancelled through
-      // it (store/db.ts), upstream calls stop (providers/provider-set.ts). Its AbortController is
+      // The operation's store reads for a scope whose signal aborts when nobody waits for it any
+      // more: the time-out below, or the HTTP client gone (HTTP: the Fetch request's signal;
+      // graphql-ws: the operation's own, server/ws.ts). Store reads are cancelled through it
+      // (store/db.ts), upstream calls stop (providers/provider-set.ts). Its AbortController is
       // made only when the work asks for the signal (request-scope.ts).
-      const context = args.contextValue as { request?: Request; clientGone?: AbortSignal; access?: { name: string } | null };
+      const context = args.contextValue as {
+        request?: Request;
+        clientGone?: AbortSignal;
+        access?: { name: string } | null;
+        store?: { enter(scope: RequestScope): void };
+      };
       const scope = new OperationScope(context.access?.name ?? null, context, clientGoneError);
+      context.store?.enter(scope);
       setExecuteFn((a) => {
         const started = performance.now();
         let out: ReturnType<typeof executeFn>;
         try {
-          out = runInRequestScope(scope, () => executeFn(a));
+          out = executeFn(a);
         } catch (err) {
           scope.end();
           throw err;
