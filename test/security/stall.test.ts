@@ -1,7 +1,7 @@
 // One request cannot stall the rest. The bomb of the report (six `jobs(first: 500) { ...
 // metrics(maxPoints: 10000) }`) is refused before it runs, from literals and variables alike, so
 // the next trivial query answers at once. And on Postgres, a read its client abandoned is
-// cancelled: with the points table locked, a series read waits in pg_stat_activity; the client
+// cancelled: with its table locked, a read (a series, a filtered job list) waits in pg_stat_activity; the client
 // goes away; the statement leaves pg_stat_activity while the lock is still held (so it was
 // cancelled, not finished), and a trivial query answers meanwhile.
 import postgres from 'postgres';
@@ -40,7 +40,9 @@ describe('one request cannot stall the rest', () => {
         redisUrl: null,
         logLevel: 'silent',
         providers: [{ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', timeoutSeconds: 10 }],
-        security: loadSecurityConfig({}),
+        // The statement time-out is the execution time-out: ten minutes here, so only the
+        // cancellation can end an abandoned read within the wait below (its hang bound is 60 s).
+        security: loadSecurityConfig({ EXECUTION_TIMEOUT_MS: '600000' }),
       },
       env: { BT_KEY: sim.apiKey },
       logger: pino({ level: 'silent' }),
@@ -70,51 +72,61 @@ describe('one request cannot stall the rest', () => {
     expect(next).toEqual({ data: { providers: [{ id: 'bt' }] } });
   });
 
-  it.runIf(REAL_POSTGRES_URL)(
-    'cancels the SQL of a request its client abandoned (Postgres) [needs TEST_DATABASE_URL]',
-    async () => {
-      const SERIES = `query($id: ID!) { job(id: $id) { metrics(maxPoints: 50) { name points { value } } } }`;
-      const warm = await gql(SERIES, { id: jobId });
-      expect(warm.errors, JSON.stringify(warm)).toBeUndefined();
+  // Each read is issued through a different path to the driver (store/db.ts, issueReadFor): the
+  // series through a raw statement, a filtered job list through drizzle's query builder.
+  const ABANDONED_READS = [
+    { what: 'a series read', table: 'points', query: `query($id: ID!) { job(id: $id) { metrics(maxPoints: 50) { name points { value } } } }` },
+    { what: 'a filtered job list', table: 'jobs', query: `{ jobs(first: 5, filter: { labels: [{ key: "team" }] }) { edges { node { id } } } }` },
+  ] as const;
 
-      const admin = postgres(db.databaseUrl!, { max: 2, onnotice: () => {} });
-      const events: string[] = [];
-      let release!: () => void;
-      const released = new Promise<void>((r) => (release = r));
-      let locked!: () => void;
-      const lockHeld = new Promise<void>((r) => (locked = r));
-      const holder = admin.begin(async (tx) => {
-        await tx`lock table points in access exclusive mode`;
-        locked();
-        await released;
-        events.push('lock released');
-      });
-      await lockHeld;
-      const waiting = () =>
-        admin<
-          { pid: number }[]
-        >`select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and state = 'active' and wait_event_type = 'Lock' and query ilike '%points%'`;
-      try {
-        const client = new AbortController();
-        const bomb = gql(SERIES, { id: jobId }, client.signal).catch((err: Error) => err.name);
-        await eventually(async () => (await waiting()).length > 0, 30_000, 'the series read waiting on the lock');
-        events.push('read waiting');
-        client.abort();
-        expect(await bomb).toBe('AbortError');
-        await eventually(async () => (await waiting()).length === 0, 10_000, 'the abandoned read to leave pg_stat_activity');
-        events.push('read gone');
-        // Answered while the lock is still held (it is released only below): nothing waits on it.
-        const trivial = await gql('{ providers { id } }');
-        expect(trivial).toEqual({ data: { providers: [{ id: 'bt' }] } });
-        events.push('trivial answered');
-      } finally {
-        release();
-        await holder;
-        await admin.end();
-      }
-      // Cancelled, not finished: it left while the lock that blocked it was still held.
-      expect(events).toEqual(['read waiting', 'read gone', 'trivial answered', 'lock released']);
-    },
-    120_000,
-  );
+  for (const read of ABANDONED_READS) {
+    it.runIf(REAL_POSTGRES_URL)(
+      `cancels the SQL of a request its client abandoned: ${read.what} (Postgres) [needs TEST_DATABASE_URL]`,
+      async () => {
+        const warm = await gql(read.query, { id: jobId });
+        expect(warm.errors, JSON.stringify(warm)).toBeUndefined();
+        // Its cache write committed: the read below is SQL (not the held points), and no write of
+        // it is what waits on the lock.
+        await rt.readThrough.writesSettled();
+
+        const admin = postgres(db.databaseUrl!, { max: 2, onnotice: () => {} });
+        const events: string[] = [];
+        let release!: () => void;
+        const released = new Promise<void>((r) => (release = r));
+        let locked!: () => void;
+        const lockHeld = new Promise<void>((r) => (locked = r));
+        const holder = admin.begin(async (tx) => {
+          await tx.unsafe(`lock table ${read.table} in access exclusive mode`);
+          locked();
+          await released;
+          events.push('lock released');
+        });
+        await lockHeld;
+        const waiting = () =>
+          admin<{ pid: number }[]>`select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()
+            and state = 'active' and wait_event_type = 'Lock' and query ilike ${`%${read.table}%`}`;
+        try {
+          const client = new AbortController();
+          const abandoned = gql(read.query, { id: jobId }, client.signal).catch((err: Error) => err.name);
+          await eventually(async () => (await waiting()).length > 0, 30_000, `${read.what} waiting on the lock`);
+          events.push('read waiting');
+          client.abort();
+          expect(await abandoned).toBe('AbortError');
+          await eventually(async () => (await waiting()).length === 0, 10_000, 'the abandoned read to leave pg_stat_activity');
+          events.push('read gone');
+          // Answered while the lock is still held (it is released only below): nothing waits on it.
+          const trivial = await gql('{ providers { id } }');
+          expect(trivial).toEqual({ data: { providers: [{ id: 'bt' }] } });
+          events.push('trivial answered');
+        } finally {
+          release();
+          await holder;
+          await admin.end();
+        }
+        // Cancelled, not finished: it left while the lock that blocked it was still held.
+        expect(events).toEqual(['read waiting', 'read gone', 'trivial answered', 'lock released']);
+      },
+      120_000,
+    );
+  }
 });
