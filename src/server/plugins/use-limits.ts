@@ -173,12 +173,19 @@ export function edgeInputProblem(variables: unknown): string | null {
   return null;
 }
 
+/** Answers bounded by a walk up to this many bytes (see answerBytes). */
+const SMALL_ANSWER_BYTES = 16 * 1024;
+
 /**
  * The answer's UTF-8 bytes as far as the limit needs them (0 when surely under it). An answer
  * without errors is serialised here, once: yoga's HTTP answer calls a result's own `stringify`,
  * which hands back this text (a dashboard's 54 MB answer was walked to bound its size, then
  * serialised again: 0.2 s of a cold answer's last 1.5 s). An answer with errors is bounded by a
- * walk, as yoga serialises a copy of it without the errors' internal fields.
+ * walk, as yoga serialises a copy of it without the errors' internal fields. So is a small one
+ * (bound at most SMALL_ANSWER_BYTES): a walk that stops at that bound costs less than a
+ * serialisation and its hand-over, and yoga still serialises it once (graphql-jit's `stringify`
+ * is JSON.stringify: use-query-jit.ts compiles without its custom serialiser, so a plugin's
+ * changed copy that carries it is serialised whole).
  */
 export function answerBytes(result: ExecutionResult, limit: number): number {
   const withInternals = result.errors?.length || (result.extensions as { http?: unknown } | undefined)?.http;
@@ -186,6 +193,7 @@ export function answerBytes(result: ExecutionResult, limit: number): number {
     if (jsonBytesAtMost(result, limit) <= limit) return 0;
     return Buffer.byteLength(JSON.stringify(result));
   }
+  if (SMALL_ANSWER_BYTES <= limit && jsonBytesAtMost(result, SMALL_ANSWER_BYTES) <= SMALL_ANSWER_BYTES) return 0;
   const text = JSON.stringify(result);
   // A UTF-16 unit is one to three UTF-8 bytes: the exact count only where the bounds straddle the limit.
   const bytes = text.length * 3 <= limit ? 0 : Buffer.byteLength(text);
