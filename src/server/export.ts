@@ -12,6 +12,7 @@ import type { Limits } from '../schema/context.js';
 import type { App } from './yoga.js';
 
 const PATH = /^\/export\/jobs\/([^/]+)\/(metrics|training-metrics)\.(csv|jsonl)$/;
+const MAY_BE_EXPORT = /export|[\t\n\r]/;
 
 const seriesFields = (point: string) =>
   `id name unit scope source stage rawName node { name } gpu { index } freshness { stale cachedAt: fetchedAt error { code message } } points { ${point} }`;
@@ -102,9 +103,13 @@ async function write(out: Writable, chunk: string, res: http.ServerResponse): Pr
 
 /** True when the request was an export (answered here), false for any other path. */
 export function serveExport(req: http.IncomingMessage, res: http.ServerResponse, app: App, limits: Limits): boolean {
-  const url = new URL(req.url ?? '/', 'http://x');
+  // Every request passes here on its way to GraphQL: one that cannot be an export is let go before
+  // its URL is parsed. Its path would need the letters of "export": URL parsing adds none, it only
+  // drops tabs and line breaks from between them.
+  if ((req.method !== 'GET' && req.method !== 'HEAD') || !req.url || !MAY_BE_EXPORT.test(req.url)) return false;
+  const url = new URL(req.url, 'http://x');
   const m = PATH.exec(url.pathname);
-  if (!m || (req.method !== 'GET' && req.method !== 'HEAD')) return false;
+  if (!m) return false;
   void answer(req, res, app, limits, url, decodeURIComponent(m[1]!), m[2] as keyof typeof QUERIES, m[3] as 'csv' | 'jsonl').catch((err) => {
     if (!res.headersSent) refuse(res, 500, [{ message: 'the export failed', extensions: { code: 'INTERNAL' } }]);
     else res.destroy(err as Error);

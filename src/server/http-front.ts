@@ -9,12 +9,63 @@ import type { Metrics } from './metrics.js';
 const SANE_REQUEST_ID = /^[\w.:-]{1,128}$/;
 const PROBES = new Set(['/healthz', '/readyz', '/metrics']);
 
+/** The path of a request target (what comes before `?`), without splitting when there is no query. */
+export function pathOf(url: string | undefined): string {
+  if (url === undefined) return '/';
+  const q = url.indexOf('?');
+  return q === -1 ? url : url.slice(0, q);
+}
+
 /** A bounded route label: the path's first segment for known routes, "other" for the rest. */
 function routeOf(path: string): string {
   if (path === '/' || path === '/graphql' || path === '/metrics/jobs' || PROBES.has(path)) return path;
   if (path.startsWith('/assets/')) return '/assets';
   if (path.startsWith('/export/')) return '/export';
   return 'other';
+}
+
+/** What the answer's end needs to know of its request (kept on the response: no closure per request). */
+interface Answering {
+  front: FrontState;
+  req: http.IncomingMessage;
+  reqId: string;
+  path: string;
+  stream: boolean;
+  started: number;
+}
+
+interface FrontState {
+  logger: Logger;
+  metrics: Metrics;
+  inFlight: number;
+  settle(): void;
+}
+
+const ANSWERING = Symbol('answering');
+type FrontResponse = http.ServerResponse & { [ANSWERING]?: Answering | null };
+
+/** The one 'close' listener of every response: counts, logs and releases the request once. */
+function answered(this: FrontResponse): void {
+  const a = this[ANSWERING];
+  if (!a) return;
+  this[ANSWERING] = null;
+  const front = a.front;
+  if (!a.stream) {
+    front.inFlight--;
+    front.settle();
+  }
+  front.metrics.httpAnswered(routeOf(a.path), this.statusCode);
+  const level = PROBES.has(a.path) ? 'debug' : 'info';
+  if (!front.logger.isLevelEnabled(level)) return;
+  const line = {
+    reqId: a.reqId,
+    method: a.req.method,
+    path: a.path,
+    status: this.statusCode,
+    ms: Math.round(performance.now() - a.started),
+    aborted: !this.writableFinished,
+  };
+  front.logger[level](line, 'request');
 }
 
 export interface HttpFront {
@@ -26,14 +77,18 @@ export interface HttpFront {
 }
 
 export function createHttpFront(logger: Logger, metrics: Metrics): HttpFront {
-  let inFlight = 0;
   let waiters: (() => void)[] = [];
-  const settle = () => {
-    if (inFlight > 0) return;
-    for (const w of waiters) w();
-    waiters = [];
+  const front: FrontState = {
+    logger,
+    metrics,
+    inFlight: 0,
+    settle() {
+      if (front.inFlight > 0) return;
+      for (const w of waiters) w();
+      waiters = [];
+    },
   };
-  metrics.countInFlight(() => inFlight);
+  metrics.countInFlight(() => front.inFlight);
   return {
     wrap(listener) {
       return (req, res) => {
@@ -43,27 +98,17 @@ export function createHttpFront(logger: Logger, metrics: Metrics): HttpFront {
         // Downstream (yoga's plugins, error logs) read the id from the request itself.
         req.headers['x-request-id'] = reqId;
         res.setHeader('x-request-id', reqId);
-        const path = (req.url ?? '/').split('?')[0]!;
-        const stream = String(req.headers.accept ?? '').includes('text/event-stream');
-        if (!stream) inFlight++;
-        res.once('close', () => {
-          if (!stream) {
-            inFlight--;
-            settle();
-          }
-          const route = routeOf(path);
-          metrics.httpAnswered(route, res.statusCode);
-          const level = PROBES.has(path) ? 'debug' : 'info';
-          if (!logger.isLevelEnabled(level)) return;
-          const line = { reqId, method: req.method, path, status: res.statusCode, ms: Math.round(performance.now() - started), aborted: !res.writableFinished };
-          logger[level](line, 'request');
-        });
+        const accept = req.headers.accept;
+        const stream = accept?.includes('text/event-stream') === true;
+        if (!stream) front.inFlight++;
+        (res as FrontResponse)[ANSWERING] = { front, req, reqId, path: pathOf(req.url), stream, started };
+        res.on('close', answered);
         listener(req, res);
       };
     },
-    inFlight: () => inFlight,
+    inFlight: () => front.inFlight,
     drained(timeoutMs) {
-      if (inFlight === 0) return Promise.resolve(true);
+      if (front.inFlight === 0) return Promise.resolve(true);
       return new Promise<boolean>((resolve) => {
         const timer = setTimeout(() => {
           waiters = waiters.filter((w) => w !== done);

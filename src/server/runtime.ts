@@ -27,7 +27,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { scrubSecrets } from '../domain/secrets.js';
 import { OutgoingGuard } from './outgoing-guard.js';
 import { Metrics } from './metrics.js';
-import { createHttpFront } from './http-front.js';
+import { createHttpFront, pathOf } from './http-front.js';
 import { useMetrics } from './plugins/use-metrics.js';
 import { useTracing } from './plugins/use-tracing.js';
 import { serveWebPage } from './web.js';
@@ -157,7 +157,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const server = http.createServer(
     front.wrap((req, res) => {
       guard.http(res);
-      if ((req.url ?? '').split('?')[0] === '/metrics/jobs' && (req.method === 'GET' || req.method === 'HEAD')) {
+      if (pathOf(req.url) === '/metrics/jobs' && (req.method === 'GET' || req.method === 'HEAD')) {
         serveJobsScrape(req, res, { store, tokens }).catch((err) => {
           logger.error({ err }, 'GET /metrics/jobs failed');
           if (!res.headersSent) res.writeHead(503, { 'content-type': 'text/plain' });

@@ -5,6 +5,7 @@ import type http from 'node:http';
 import type { Logger } from 'pino';
 import { FROM_SOURCES } from '../config/install.js';
 import { buildWebAssets, readPrebuiltAssets, type WebAssets } from '../web/build.js';
+import { pathOf } from './http-front.js';
 
 let assets: Promise<WebAssets> | null = null;
 
@@ -24,9 +25,10 @@ function loadAssets(logger: Logger): Promise<WebAssets> {
 
 /** Answers the page's requests; false for any other path. */
 export function serveWebPage(req: http.IncomingMessage, res: http.ServerResponse, logger: Logger): boolean {
-  const path = (req.url ?? '/').split('?')[0]!;
+  if (req.method !== 'GET' && req.method !== 'HEAD') return false;
+  const path = pathOf(req.url);
   const name = path === '/' ? 'index.html' : path.startsWith('/assets/') ? path.slice('/assets/'.length) : null;
-  if (name === null || (req.method !== 'GET' && req.method !== 'HEAD')) return false;
+  if (name === null) return false;
   loadAssets(logger).then(
     (files) => {
       const file = files.get(name);

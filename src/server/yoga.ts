@@ -72,7 +72,7 @@ export function createApp(deps: YogaDeps) {
       useErrorCodes(),
       // Automatic persisted queries (Apollo's protocol): a client sends a query's sha256 alone and
       // the text only once per replica (kept in an in-memory LRU of 1000 queries per replica).
-      useAPQ(),
+      useAPQWhenAsked(),
       ...useLimits(deps.requestLimits ?? DEFAULT_REQUEST_LIMITS, {
         defaultPageSize: limits.defaultPageSize,
         defaultMaxPoints: limits.defaultMaxPoints,
@@ -98,3 +98,19 @@ export function createApp(deps: YogaDeps) {
 }
 
 export type App = ReturnType<typeof createApp>;
+
+/**
+ * APQ's hook is async: every request, persisted or not, paid a promise and a turn of the
+ * microtask queue before it was parsed. Requests without a persistedQuery extension (APQ ignores
+ * them) skip it.
+ */
+export function useAPQWhenAsked(): Plugin {
+  const apq = useAPQ();
+  const onParams = apq.onParams!;
+  return {
+    onParams(payload) {
+      if (payload.params.extensions?.persistedQuery == null) return;
+      return onParams(payload);
+    },
+  };
+}

@@ -46,7 +46,10 @@ describe('answerBytes', () => {
   type Result = { data?: unknown; errors?: GraphQLError[]; extensions?: Record<string, unknown>; stringify?: (v: unknown) => string };
 
   it('serialises an answer without errors once and hands that text to the HTTP answer', () => {
-    const result: Result = { data: { name: 'ünïcödé ✓ 漢字 😀', points: [{ timestamp: new Date(0), value: 0.5 }] } };
+    // Larger than a small answer (bounded by a short walk instead, below).
+    const points = Array.from({ length: 1000 }, (_, i) => ({ timestamp: new Date(i * 1000), value: i / 1000 }));
+    const result: Result = { data: { name: 'ünïcödé ✓ 漢字 😀', points } };
+    expect(jsonBytesAtMost(result, Number.MAX_SAFE_INTEGER)).toBeGreaterThan(16 * 1024);
     const text = JSON.stringify(result);
     expect(answerBytes(result as never, 1_000_000)).toBe(0);
     expect(result.stringify?.(result)).toBe(text);
@@ -61,6 +64,16 @@ describe('answerBytes', () => {
     expect(result.stringify?.(result)).toBe(JSON.stringify(result));
     // Another object handed to it (yoga's copy without internals) is serialised as it is.
     expect(result.stringify?.({ data: 1 })).toBe('{"data":1}');
+  });
+
+  it("bounds a small answer by a walk and leaves its serialisation to yoga (graphql-jit's own stringify)", () => {
+    const own = (v: unknown) => JSON.stringify(v);
+    const result: Result = { data: { name: 'ünïcödé ✓ 漢字 😀', points: [{ timestamp: new Date(0), value: 0.5 }] }, stringify: own };
+    expect(answerBytes(result as never, 1_000_000)).toBe(0);
+    expect(result.stringify).toBe(own);
+    // Under a limit smaller than a small answer, it is measured as before.
+    const exact = bytes({ data: result.data });
+    expect(answerBytes({ data: result.data } as never, exact - 1)).toBe(exact);
   });
 
   it('counts UTF-8 bytes exactly where the limit needs them', () => {

@@ -73,13 +73,16 @@ export function withCode(error: GraphQLError, code: string, message = error.mess
   });
 }
 
+/** One function for every validation (no closure per request); a valid document costs a length check. */
+function codeValidationErrors({ result, setResult }: { result: readonly Error[]; setResult: (errors: GraphQLError[]) => void }): void {
+  if (result.length > 0) setResult((result as readonly GraphQLError[]).map((e) => (e.extensions?.code ? e : withCode(e, 'GRAPHQL_VALIDATION_FAILED'))));
+}
+
 /** Validation errors (unknown fields, wrong argument types) get GRAPHQL_VALIDATION_FAILED. */
 export function useErrorCodes(): Plugin {
   return {
     onValidate() {
-      return ({ result, setResult }) => {
-        if (result.length > 0) setResult(result.map((e) => (e.extensions?.code ? e : withCode(e, 'GRAPHQL_VALIDATION_FAILED'))));
-      };
+      return codeValidationErrors;
     },
   };
 }

@@ -6,7 +6,16 @@
 // for, and the size of the answer. Every refusal carries extensions.code; nothing here answers
 // with a 5xx. HTTP, SSE and graphql-ws run through the same hooks.
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
-import { GraphQLError, NoSchemaIntrospectionCustomRule, type ASTVisitor, type ExecutionResult, type ValidationContext } from 'graphql';
+import {
+  GraphQLError,
+  NoSchemaIntrospectionCustomRule,
+  type ASTVisitor,
+  type DocumentNode,
+  type ExecutionResult,
+  type ParseOptions,
+  type Source,
+  type ValidationContext,
+} from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { RequestLimits } from '../../config/security.js';
 import { withCode } from './use-error-codes.js';
@@ -32,12 +41,17 @@ const CONTENT_LENGTH = /^\d+$/;
  * Reads a body up to `max` bytes; one byte more and it stops reading and refuses the request. A
  * body with a declared length (already checked against `max`) is read whole: Node's HTTP parser
  * delivers exactly that many bytes, never more, and reading it as text skips the web stream.
+ * Not itself async: a request with a declared length (nearly all) costs the body's own promise only.
  */
-async function readCapped(request: Request, max: number): Promise<string> {
+function readCapped(request: Request, max: number): Promise<string> {
   const declared = request.headers.get('content-length');
   if (declared !== null && CONTENT_LENGTH.test(declared) && Number(declared) <= max && !request.headers.has('transfer-encoding')) {
     return request.text();
   }
+  return readStreamCapped(request, max);
+}
+
+async function readStreamCapped(request: Request, max: number): Promise<string> {
   if (!request.body) return '';
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
@@ -141,6 +155,7 @@ export function documentNestingProblem(source: string): string | null {
 
 /** The same for variables (walked without recursion: a 3,000-deep list must not exhaust the stack). */
 export function edgeInputProblem(variables: unknown): string | null {
+  if (typeof variables !== 'object' || variables === null) return null;
   const stack: [unknown, number][] = [[variables, 0]];
   while (stack.length > 0) {
     const [value, depth] = stack.pop()!;
@@ -158,12 +173,19 @@ export function edgeInputProblem(variables: unknown): string | null {
   return null;
 }
 
+/** Answers bounded by a walk up to this many bytes (see answerBytes). */
+const SMALL_ANSWER_BYTES = 16 * 1024;
+
 /**
  * The answer's UTF-8 bytes as far as the limit needs them (0 when surely under it). An answer
  * without errors is serialised here, once: yoga's HTTP answer calls a result's own `stringify`,
  * which hands back this text (a dashboard's 54 MB answer was walked to bound its size, then
  * serialised again: 0.2 s of a cold answer's last 1.5 s). An answer with errors is bounded by a
- * walk, as yoga serialises a copy of it without the errors' internal fields.
+ * walk, as yoga serialises a copy of it without the errors' internal fields. So is a small one
+ * (bound at most SMALL_ANSWER_BYTES): a walk that stops at that bound costs less than a
+ * serialisation and its hand-over, and yoga still serialises it once (graphql-jit's `stringify`
+ * is JSON.stringify: use-query-jit.ts compiles without its custom serialiser, so a plugin's
+ * changed copy that carries it is serialised whole).
  */
 export function answerBytes(result: ExecutionResult, limit: number): number {
   const withInternals = result.errors?.length || (result.extensions as { http?: unknown } | undefined)?.http;
@@ -171,6 +193,7 @@ export function answerBytes(result: ExecutionResult, limit: number): number {
     if (jsonBytesAtMost(result, limit) <= limit) return 0;
     return Buffer.byteLength(JSON.stringify(result));
   }
+  if (SMALL_ANSWER_BYTES <= limit && jsonBytesAtMost(result, SMALL_ANSWER_BYTES) <= SMALL_ANSWER_BYTES) return 0;
   const text = JSON.stringify(result);
   // A UTF-16 unit is one to three UTF-8 bytes: the exact count only where the bounds straddle the limit.
   const bytes = text.length * 3 <= limit ? 0 : Buffer.byteLength(text);
@@ -243,26 +266,52 @@ function parseForm(text: string): Record<string, unknown> {
   return body;
 }
 
+function parseJsonBody(text: string): Record<string, unknown> {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw requestError('the request body is not valid JSON', 'BAD_REQUEST', 400);
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw requestError('the request body must be a JSON object with "query"', 'BAD_REQUEST', 400);
+  }
+  return body as Record<string, unknown>;
+}
+
+const parseGraphqlBody = (text: string): Record<string, unknown> => ({ query: text });
+
 /** The media types a POST may carry and how each becomes GraphQL parameters; anything else is 415. */
 function bodyParser(contentType: string): ((text: string) => Record<string, unknown>) | null {
   const type = contentType.split(';')[0]!.trim().toLowerCase();
-  if (type === 'application/json' || type.endsWith('+json')) {
-    return (text) => {
-      let body: unknown;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        throw requestError('the request body is not valid JSON', 'BAD_REQUEST', 400);
-      }
-      if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-        throw requestError('the request body must be a JSON object with "query"', 'BAD_REQUEST', 400);
-      }
-      return body as Record<string, unknown>;
-    };
-  }
-  if (type === 'application/graphql') return (text) => ({ query: text });
+  if (type === 'application/json' || type.endsWith('+json')) return parseJsonBody;
+  if (type === 'application/graphql') return parseGraphqlBody;
   if (type === 'application/x-www-form-urlencoded') return parseForm;
   return null;
+}
+
+/** The parse function, after a look at the document's bracket nesting; one wrapper per parse function. */
+type ParseFn = (source: string | Source, options?: ParseOptions) => DocumentNode;
+const nestingChecked = new WeakMap<ParseFn, ParseFn>();
+
+function nestingCheckedParse(parseFn: ParseFn): ParseFn {
+  let checked = nestingChecked.get(parseFn);
+  if (!checked) {
+    checked = (source, options) => {
+      const problem = documentNestingProblem(typeof source === 'string' ? source : source.body);
+      if (problem) throw badInput(problem);
+      return parseFn(source, options);
+    };
+    nestingChecked.set(parseFn, checked);
+  }
+  return checked;
+}
+
+/** An input refused at the edge is the answer; type errors about the same literal are noise. */
+function keepEdgeErrors({ result, setResult }: { result: readonly Error[]; setResult: (errors: GraphQLError[]) => void }): void {
+  if (result.length < 2) return;
+  const edge = (result as readonly GraphQLError[]).filter((e) => e.extensions?.code === 'BAD_INPUT');
+  if (edge.length > 0 && edge.length < result.length) setResult(edge);
 }
 
 /** Costs kept per document: variables sets up to this many, each at most this long as JSON. */
@@ -299,6 +348,37 @@ export function useLimits(limits: RequestLimits, defaults: CostDefaults): Plugin
       if (byDocument.size < MAX_COSTS_PER_DOCUMENT) byDocument.set(key, cost);
     }
     return cost;
+  };
+  /** One request parser per media type and one parse wrapper per parse function: no closures per request. */
+  const requestParsers = new Map<(text: string) => Record<string, unknown>, (request: Request) => Promise<Record<string, never>>>();
+  const requestParserFor = (parse: (text: string) => Record<string, unknown>) => {
+    let parser = requestParsers.get(parse);
+    if (!parser) {
+      parser = (request: Request) => readCapped(request, limits.maxBodyBytes).then(parse) as Promise<Record<string, never>>;
+      requestParsers.set(parse, parser);
+    }
+    return parser;
+  };
+  /** The answer's size, bounded once it is made (one hook object for every operation). */
+  const answerSizeLimit = {
+    onExecuteDone({ result, setResult }: { result: unknown; setResult: (result: ExecutionResult) => void }) {
+      if (Symbol.asyncIterator in Object(result)) return;
+      // The cost bounds the number of values; this bounds their bytes (long strings, names).
+      const bytes = answerBytes(result as ExecutionResult, limits.maxResponseBytes);
+      if (bytes > limits.maxResponseBytes) {
+        setResult({
+          data: null,
+          errors: [
+            new GraphQLError(
+              `the answer is ${bytes} bytes, more than the ${limits.maxResponseBytes} allowed (MAX_RESPONSE_BYTES): ask for fewer items or points`,
+              {
+                extensions: { code: 'RESPONSE_TOO_LARGE' },
+              },
+            ),
+          ],
+        });
+      }
+    },
   };
   /** Refusal of an operation before it runs (HTTP, SSE and graphql-ws alike), or null to run it. */
   const refusal = (args: { schema: never; document: never; operationName?: string | null; variableValues?: unknown }): GraphQLError | null => {
@@ -344,23 +424,15 @@ export function useLimits(limits: RequestLimits, defaults: CostDefaults): Plugin
         );
       }
       // Every accepted body, with or without a length, chunked or not, is read through the cap.
-      setRequestParser(async (req) => parse(await readCapped(req, limits.maxBodyBytes)) as Record<string, never>);
+      setRequestParser(requestParserFor(parse));
     },
     onParse({ parseFn, setParseFn }) {
-      setParseFn((source, options) => {
-        const problem = documentNestingProblem(typeof source === 'string' ? source : source.body);
-        if (problem) throw badInput(problem);
-        return parseFn(source, options);
-      });
+      setParseFn(nestingCheckedParse(parseFn));
     },
     onValidate({ addValidationRule }) {
       addValidationRule(edgeInputRule);
       if (!limits.introspection) addValidationRule(NoSchemaIntrospectionCustomRule);
-      // An input refused at the edge is the answer; type errors about the same literal are noise.
-      return ({ result, setResult }) => {
-        const edge = result.filter((e) => e.extensions?.code === 'BAD_INPUT');
-        if (edge.length > 0 && edge.length < result.length) setResult(edge);
-      };
+      return keepEdgeErrors;
     },
     onSubscribe({ args, setResultAndStopExecution }) {
       const refused = refusal(args as never);
@@ -424,30 +496,14 @@ export function useLimits(limits: RequestLimits, defaults: CostDefaults): Plugin
           );
         }) as never;
       });
-      return {
-        onExecuteDone({ result, setResult }) {
-          if (Symbol.asyncIterator in Object(result)) return;
-          // The cost bounds the number of values; this bounds their bytes (long strings, names).
-          const bytes = answerBytes(result as ExecutionResult, limits.maxResponseBytes);
-          if (bytes > limits.maxResponseBytes) {
-            setResult({
-              data: null,
-              errors: [
-                new GraphQLError(
-                  `the answer is ${bytes} bytes, more than the ${limits.maxResponseBytes} allowed (MAX_RESPONSE_BYTES): ask for fewer items or points`,
-                  {
-                    extensions: { code: 'RESPONSE_TOO_LARGE' },
-                  },
-                ),
-              ],
-            });
-          }
-        },
-      };
+      return answerSizeLimit;
     },
     onResultProcess({ result, setResult }) {
       if (Array.isArray(result)) setResult(result.map(coded));
-      else if (!(Symbol.asyncIterator in Object(result))) setResult(coded(result as ExecutionResult));
+      else if (!(Symbol.asyncIterator in Object(result))) {
+        const out = coded(result as ExecutionResult);
+        if (out !== result) setResult(out);
+      }
     },
   };
   return [armor as Plugin, own];

@@ -9,7 +9,7 @@ export function useMetrics(metrics: Metrics, logger: Logger): Plugin {
   return {
     onExecute({ args }) {
       const kind = operationKind(args.document, args.operationName);
-      const series = metrics.operationSeries(kind.name, kind.type);
+      const series = metrics.seriesOf(kind);
       const started = performance.now();
       return {
         onExecuteDone({ result }) {
@@ -17,7 +17,7 @@ export function useMetrics(metrics: Metrics, logger: Logger): Plugin {
           // An incremental (@defer/@stream) result is counted when its first part is ready.
           const failed = !isAsyncIterable(result) && hasErrors(result);
           (failed ? series.error : series.ok).n++;
-          metrics.operationDuration.observe(series.labels, seconds);
+          metrics.operationDuration.observe(series.duration, seconds);
           if (logger.isLevelEnabled('debug')) {
             logger.debug(
               { reqId: requestIdOf(args.contextValue), operation: kind.name, type: kind.type, ms: Math.round(seconds * 1000), failed },

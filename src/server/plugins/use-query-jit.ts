@@ -23,17 +23,19 @@ export function useQueryJit(): Plugin {
   return {
     onExecute(payload) {
       jit.onExecute?.(payload as never);
-      const document = payload.args.document;
-      return {
-        onExecuteDone({ result, setResult }) {
-          const errors = (result as { errors?: readonly GraphQLError[] }).errors;
-          if (!errors?.length || !errors.some((e) => !e.nodes && e.locations)) return;
-          setResult({ ...result, errors: errors.map((e) => withNodes(e, document)) } as never);
-        },
-      };
+      return restoreErrorNodes;
     },
   };
 }
+
+// One hook object for every operation: the document comes with the hook's own arguments.
+const restoreErrorNodes = {
+  onExecuteDone({ args, result, setResult }: { args: { document: DocumentNode }; result: unknown; setResult: (result: never) => void }) {
+    const errors = (result as { errors?: readonly GraphQLError[] }).errors;
+    if (!errors?.length || !errors.some((e) => !e.nodes && e.locations)) return;
+    setResult({ ...(result as object), errors: errors.map((e) => withNodes(e, args.document)) } as never);
+  },
+};
 
 /** Field nodes by the line and column they start at, per document (built only when an answer has errors). */
 const fieldsByPlace = new WeakMap<DocumentNode, Map<string, FieldNode>>();
