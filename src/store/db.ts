@@ -120,7 +120,10 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
     const unsafe = client.unsafe.bind(client);
     client.unsafe = ((query: string, ...rest: unknown[]) => {
       const pending = (unsafe as unknown as (...a: unknown[]) => CancellableQuery)(query, ...rest);
-      if (issuing && READ_STATEMENT.test(query)) cancelWithRequest(pending, issuing.signal);
+      if (issuing && READ_STATEMENT.test(query)) {
+        if (issuing.trackRead) issuing.trackRead(pending);
+        else cancelWithRequest(pending, issuing.signal);
+      }
       return pending;
     }) as unknown as typeof client.unsafe;
     const db = drizzle(client, { schema: tables, logger });

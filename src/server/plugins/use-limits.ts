@@ -451,6 +451,7 @@ export function useLimits(limits: RequestLimits, defaults: CostDefaults): Plugin
       // made only when the work asks for the signal (request-scope.ts).
       const context = args.contextValue as {
         request?: Request;
+        res?: import('node:http').ServerResponse;
         clientGone?: AbortSignal;
         access?: { name: string } | null;
         store?: { enter(scope: RequestScope): void };
