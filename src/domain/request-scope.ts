@@ -85,7 +85,10 @@ export class OperationScope implements RequestScope {
   }
 
   trackRead(read: CancellableRead): void {
-    if (this.abandoned) return cancelRead(read);
+    if (this.abandoned) {
+      cancelRead(read);
+      return;
+    }
     (this.reads ??= []).push(read);
     this.watchClient();
   }
@@ -96,7 +99,10 @@ export class OperationScope implements RequestScope {
     this.watching = true;
     const res = this.client.clientGone ? undefined : this.client.res;
     if (res) {
-      if (res.destroyed && !res.writableFinished) return this.abandon(this.goneReason());
+      if (res.destroyed && !res.writableFinished) {
+        this.abandon(this.goneReason());
+        return;
+      }
       this.closing = res;
       this.onClose = () => {
         if (!res.writableFinished) this.abandon(this.goneReason());
