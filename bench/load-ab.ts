@@ -58,9 +58,10 @@ const replicaOptions = async () => ({
   anchorMs: ANCHOR,
 });
 try {
-  // The cache is filled by a replica of its own, closed before A and B start: a replica that made
-  // the cold fill itself measured about 90 µs per warm list request more than one that did not
-  // (an A/A run: 511 against 418 µs), which read as a difference between the checkouts.
+  // The cache is filled by a replica of its own, closed before A and B start, so A and B begin
+  // alike: in one A/A run the replica that had made the cold fill itself measured 511 against 418
+  // µs per warm list request, which read as a difference between the checkouts (a later check of
+  // the trivial query found no such difference: 113-124 µs either way).
   {
     const warmer = await startChild('load-replica.ts', await replicaOptions());
     const l = await post(`${warmer.url}/graphql`, { query: LIST_QUERY });
