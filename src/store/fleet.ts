@@ -26,7 +26,7 @@ import type { RequestScope } from '../domain/request-scope.js';
 import { isTerminal, jobWindow, type Freshness, type ReadThrough } from './read-through.js';
 import { jobFilterConditions, type JobFilter } from './job-filter.js';
 import type { JobRow } from './repository.js';
-import { rowsOf, textArray } from './sql-util.js';
+import { readRowsFor, textArray } from './sql-util.js';
 import * as t from './tables.js';
 
 /**
@@ -148,7 +148,7 @@ export class FleetStore {
   ) {}
 
   private rows<T>(query: SQL): Promise<T[]> {
-    return issueReadFor(this.scope, () => rowsOf<T>(this.db, query));
+    return readRowsFor<T>(this.scope, this.db, query);
   }
 
   /** Jobs matching the filter whose life overlaps [from, to] and that hold GPUs (not PENDING). */

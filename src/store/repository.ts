@@ -12,6 +12,7 @@ import {
   embeddedClientOf,
   isUniqueViolation,
   pointBatchOfRows,
+  readRowsFor,
   rowsOf,
   textArray,
   toDate,
@@ -335,6 +336,11 @@ export class Repository {
     return issueReadFor(this.scope, issue);
   }
 
+  /** A raw read's rows, issued for this view's operation. */
+  private rows<T>(query: SQL): Promise<T[]> {
+    return readRowsFor<T>(this.scope, this.db, query);
+  }
+
   private get reads(): ReturnType<typeof preparedReads> {
     return (this.state.prepared ??= preparedReads(this.db));
   }
@@ -594,10 +600,8 @@ export class Repository {
           : q.aggregation === 'LAST'
             ? sql`(array_agg(value order by x desc))[1]`
             : sql`avg(value)`;
-    const rows = await this.read(() =>
-      rowsOf<ComparisonRow>(
-        this.db,
-        sql`
+    const rows = await this.rows<ComparisonRow>(
+      sql`
       with sel as (
         select s.id, s.job_id, s.kind, s.name, s.unit from series s
         where s.job_id = any(${textArray(q.jobIds)})
@@ -622,7 +626,6 @@ export class Repository {
         min(min(x)) over (partition by bucket) as x, ${agg}::float8 as value, count(*)::int as points
       from bk group by job_id, kind, name, bucket
       order by bucket, job_id, kind, name`,
-      ),
     );
     return rows.map((r) => ({ ...r, x: Number(r.x), value: r.value === null ? null : Number(r.value), bucket: Number(r.bucket), points: Number(r.points) }));
   }
@@ -634,10 +637,8 @@ export class Repository {
    * `since` are counted, not returned; at most `limit` + 1 rows (the extra one says there are more).
    */
   async latestReadings(q: LatestReadingsQuery) {
-    const rows = await this.read(() =>
-      rowsOf<LatestReadingRow & { stale_count: number | string }>(
-        this.db,
-        sql`
+    const rows = await this.rows<LatestReadingRow & { stale_count: number | string }>(
+      sql`
       with sel as (
         select s.id, s.job_id, s.name, s.scope, s.node_id, s.gpu_id from series s join jobs j on j.id = s.job_id
         where j.status = 'RUNNING' and j.provider_id = any(${textArray(q.providerIds)})
@@ -658,7 +659,6 @@ export class Repository {
         where f.ts >= ${q.since.toISOString()}::timestamptz
         order by j.provider_id, j.id, n.name nulls first, g.idx nulls first, f.name
         limit ${q.limit + 1}) r on true`,
-      ),
     );
     return {
       // With nothing fresh, the one row carries only the count.
@@ -1128,10 +1128,8 @@ export class Repository {
     // a million points, and a row per point cost the drivers a row's parsing each (PGlite, whose
     // protocol is parsed in JavaScript, took 3.3x the hand-written floor over rows; postgres.js parses
     // each column of each row).
-    const rows = await this.read(() =>
-      rowsOf<{ series_id: number | string; ts: NumberArray; steps: NumberArray; vals: NumberArray }>(
-        this.db,
-        sql`
+    const rows = await this.rows<{ series_id: number | string; ts: NumberArray; steps: NumberArray; vals: NumberArray }>(
+      sql`
       with w as materialized (${windowsSql(windows)}),
       b as materialized (
         select w.*, e.lo, e.hi from w cross join lateral (
@@ -1168,7 +1166,6 @@ export class Repository {
       from bucketed
       group by series_id
       order by series_id`,
-      ),
     );
     // The series of a job share their instants: one Date per instant in an answer.
     const dates = new Map<number, Date>();
@@ -1194,10 +1191,8 @@ export class Repository {
   /** Statistics of many series over their own windows, in one statement. */
   async summariesOf(windows: readonly SeriesWindow[]): Promise<SummaryRow[]> {
     if (windows.length === 0) return [];
-    const rows = await this.read(() =>
-      rowsOf<Record<string, unknown>>(
-        this.db,
-        sql`
+    const rows = await this.rows<Record<string, unknown>>(
+      sql`
       with w as (${windowsSql(windows)})
       select w.idx, count(pt.value)::int as count, min(pt.value) as min, max(pt.value) as max, avg(pt.value)::float8 as avg,
         (array_agg(pt.value order by pt.key desc) filter (where pt.value is not null))[1] as last, min(pt.ts) as first_at, max(pt.ts) as last_at
@@ -1205,7 +1200,6 @@ export class Repository {
         and (w.k_from is null or pt.key >= w.k_from) and (w.k_to is null or pt.key <= w.k_to)
         and (w.t_from is null or pt.ts >= w.t_from) and (w.t_to is null or pt.ts <= w.t_to)
       group by w.idx`,
-      ),
     );
     return rows.map((r) => ({
       seriesId: windows[Number(r.idx)]!.seriesId,

@@ -4,7 +4,8 @@ import { sql, type SQL } from 'drizzle-orm';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Writable } from 'node:stream';
-import type { Db } from './db.js';
+import type { RequestScope } from '../domain/request-scope.js';
+import { issueReadFor, type Db } from './db.js';
 
 export function textArray(values: readonly string[]): SQL {
   return sql`array(select jsonb_array_elements_text(${JSON.stringify(values)}::jsonb))`;
@@ -15,6 +16,11 @@ export async function rowsOf<T>(db: Db, query: SQL): Promise<T[]> {
   // microtask, so a read issued for a request is known as its (store/db.ts, issueReadFor).
   const res = (await db.execute(query).execute()) as unknown;
   return (Array.isArray(res) ? res : ((res as { rows: T[] }).rows ?? [])) as T[];
+}
+
+/** rowsOf issued for `scope`: its statement is cancelled if the operation is abandoned (db.ts, issueReadFor). */
+export function readRowsFor<T>(scope: RequestScope | undefined, db: Db, query: SQL): Promise<T[]> {
+  return issueReadFor(scope, () => rowsOf<T>(db, query));
 }
 
 /** Splits a bulk write so one statement stays well under Postgres' parameter and memory limits. */

@@ -444,11 +444,11 @@ export function useLimits(limits: RequestLimits, defaults: CostDefaults): Plugin
         setResultAndStopExecution({ data: null, errors: [refused] });
         return;
       }
-      // The operation's store reads for a scope whose signal aborts when nobody waits for it any
-      // more: the time-out below, or the HTTP client gone (HTTP: the Fetch request's signal;
-      // graphql-ws: the operation's own, server/ws.ts). Store reads are cancelled through it
-      // (store/db.ts), upstream calls stop (providers/provider-set.ts). Its AbortController is
-      // made only when the work asks for the signal (request-scope.ts).
+      // The operation's store reads for a scope that is abandoned when nobody waits for it any
+      // more: the time-out below, or the client gone (HTTP: the Node response closing before it
+      // finished; graphql-ws: the operation's own signal, server/ws.ts). Its store reads are then
+      // cancelled (store/db.ts) and its upstream calls stop (providers/provider-set.ts); nothing is
+      // made for an operation that reads nothing (request-scope.ts).
       const context = args.contextValue as {
         request?: Request;
         res?: import('node:http').ServerResponse;
