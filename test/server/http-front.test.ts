@@ -7,6 +7,7 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHttpFront, pathOf } from '../../src/server/http-front.js';
 import type { Metrics } from '../../src/server/metrics.js';
+import { eventually } from '../support/wait.js';
 
 function fakeMetrics() {
   const answered: [string, number][] = [];
@@ -44,7 +45,8 @@ describe('HTTP front', () => {
     const second = await fetch(`${url}/somewhere`, { headers: { 'x-request-id': 'not sane!' } });
     expect(second.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
     await second.text();
-    await new Promise((r) => setTimeout(r, 50));
+    // Both responses have closed once both are counted (a second count of one would come in the same turn as its first).
+    await eventually(() => answered.length >= 2, 10_000, 'both responses to close');
     expect(answered).toEqual([
       ['/graphql', 200],
       ['other', 200],
@@ -63,7 +65,7 @@ describe('HTTP front', () => {
       else res.end('ok');
     });
     const slow = fetch(`${url}/slow`);
-    await new Promise((r) => setTimeout(r, 50));
+    await eventually(() => release !== null, 10_000, 'the slow request to reach its handler');
     expect(front.inFlight()).toBe(1);
     const drained = front.drained(5000);
     release!();
