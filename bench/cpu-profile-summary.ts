@@ -113,6 +113,58 @@ export function summarizeProfile(file: string, opts: { top?: number; requests?: 
   return lines.join('\n');
 }
 
+interface AllocationNode {
+  id: number;
+  callFrame: CallFrame;
+  selfSize: number;
+  children: AllocationNode[];
+}
+
+/**
+ * Summarises a V8 sampling heap profile (HeapProfiler.stopSampling, collected objects included):
+ * bytes allocated by package, by frame and inclusive, per request when `requests` is given.
+ */
+export function summarizeAllocations(file: string, opts: { top?: number; requests?: number } = {}): string {
+  const top = opts.top ?? 25;
+  const { head } = JSON.parse(readFileSync(file, 'utf8')) as { head: AllocationNode };
+  const self = new Map<string, number>();
+  const inclusive = new Map<string, number>();
+  const packages = new Map<string, number>();
+  let total = 0;
+  const walk = (node: AllocationNode, stack: string[]) => {
+    const key = label(node.callFrame);
+    const here = stack.includes(key) ? stack : [...stack, key];
+    if (node.selfSize > 0) {
+      total += node.selfSize;
+      self.set(key, (self.get(key) ?? 0) + node.selfSize);
+      const pkg = packageOf(node.callFrame);
+      packages.set(pkg, (packages.get(pkg) ?? 0) + node.selfSize);
+      for (const k of here) inclusive.set(k, (inclusive.get(k) ?? 0) + node.selfSize);
+    }
+    for (const c of node.children) walk(c, here);
+  };
+  walk(head, []);
+  const perReq = (b: number) => (opts.requests ? ` ${(b / opts.requests / 1024).toFixed(1).padStart(7)} KiB/req` : '');
+  const row = (b: number, name: string) => `${(b / 2 ** 20).toFixed(1).padStart(8)} MiB ${((100 * b) / total).toFixed(1).padStart(5)}%${perReq(b)}  ${name}`;
+  const topOf = (m: Map<string, number>, n: number) =>
+    [...m]
+      .filter(([k]) => k !== '(root)')
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, n);
+  return [
+    `allocations ${path.basename(file)}: ${(total / 2 ** 20).toFixed(1)} MiB sampled${opts.requests ? `, ${(total / opts.requests / 1024).toFixed(1)} KiB per request` : ''}`,
+    '',
+    'allocated by package:',
+    ...topOf(packages, 20).map(([k, b]) => row(b, k)),
+    '',
+    'top allocating frames:',
+    ...topOf(self, top).map(([k, b]) => row(b, k)),
+    '',
+    'top inclusive frames:',
+    ...topOf(inclusive, top).map(([k, b]) => row(b, k)),
+  ].join('\n');
+}
+
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
   const { values, positionals } = parseArgs({
     options: { top: { type: 'string', default: '25' }, requests: { type: 'string' }, focus: { type: 'string' } },

@@ -3,14 +3,19 @@
 // each scenario (--scenarios list,page,trivial), a replica, warms it as bench/load.ts does, then
 // profiles it (V8's CPU profiler, in the replica: start-up and warm-up left out) while wrk drives
 // the scenario (--connections, --seconds), writes <dir>/<scenario>.cpuprofile and prints the top
-// self and inclusive frames (bench/cpu-profile-summary.ts).
+// self and inclusive frames (bench/cpu-profile-summary.ts). --before list,page drives those
+// scenarios first in the same replica, as bench/load.ts does (what one load leaves behind can
+// slow the next: V8's pretenuring did, see src/server/gc-tuning.ts); the replica's live heap is
+// printed before the profiled load (after a full collection when run with --expose-gc in
+// NODE_OPTIONS); --heap-snapshot writes it; --alloc samples allocations instead of CPU
+// (<scenario>.heapprofile, bytes per request by package and frame).
 import { freePort, freshPostgresDatabase, post, startChild, wrkPostScript } from './children.js';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { summarizeProfile } from './cpu-profile-summary.js';
+import { summarizeAllocations, summarizeProfile } from './cpu-profile-summary.js';
 // The load bench's own queries, so a profile is of exactly what it measures.
 import { LIST_QUERY, PAGE_QUERY, TRIVIAL_QUERY } from './load.js';
 
@@ -22,6 +27,11 @@ const { values: flags } = parseArgs({
     scenarios: { type: 'string', default: 'list,page,trivial' },
     pglite: { type: 'boolean', default: false },
     top: { type: 'string', default: '25' },
+    // Scenarios driven (unprofiled, --seconds each) in the same replica before the profiled one,
+    // as bench/load.ts drives them one after another: `--before list,page --scenarios trivial`.
+    before: { type: 'string', default: '' },
+    'heap-snapshot': { type: 'boolean', default: false },
+    alloc: { type: 'boolean', default: false },
     db: { type: 'string', default: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/' },
   },
 });
@@ -68,20 +78,34 @@ try {
       trivial: { query: TRIVIAL_QUERY },
     };
     for (let i = 0; i < 3; i++) for (const b of Object.values(bodies)) await post(gql, b);
+    for (const earlier of flags.before!.split(',').filter(Boolean)) {
+      const earlierFile = path.join(WORK, `body-before-${earlier}.json`);
+      writeFileSync(earlierFile, JSON.stringify(bodies[earlier]));
+      spawnSync('wrk', ['-t2', `-c${flags.connections}`, `-d${flags.seconds}s`, '-s', LUA, gql], {
+        env: { ...process.env, BODY_FILE: earlierFile },
+        encoding: 'utf8',
+      });
+    }
+    const heap = await replica.request({ cmd: 'heap' });
+    console.log(
+      `\n[${scenario}] before the profiled load: heap used ${(heap.heapUsed / 2 ** 20).toFixed(1)} MiB, old space ${(heap.oldSpaceUsed / 2 ** 20).toFixed(1)} MiB`,
+    );
+    if (flags['heap-snapshot']) await replica.request({ cmd: 'heap-snapshot', file: path.join(OUT, `${scenario}.heapsnapshot`) });
     const file = path.join(WORK, `body-${scenario}.json`);
     writeFileSync(file, JSON.stringify(bodies[scenario]));
-    const target = path.join(OUT, `${scenario}.cpuprofile`);
-    await replica.request({ cmd: 'profile-start' });
+    const target = path.join(OUT, `${scenario}.${flags.alloc ? 'heapprofile' : 'cpuprofile'}`);
+    await replica.request({ cmd: 'profile-start', alloc: flags.alloc });
     const out = spawnSync('wrk', ['-t2', `-c${flags.connections}`, `-d${flags.seconds}s`, '-s', LUA, gql], {
       env: { ...process.env, BODY_FILE: file },
       encoding: 'utf8',
     });
     const rps = /Requests\/sec:\s+([\d.]+)/.exec(out.stdout)?.[1];
     const requests = Number(/(\d+) requests in/.exec(out.stdout)?.[1] ?? NaN);
-    await replica.request({ cmd: 'profile-stop', file: target });
+    await replica.request({ cmd: 'profile-stop', file: target, alloc: flags.alloc });
     await replica.close();
     console.log(`\n## ${scenario}: ${rps} req/s, ${requests} requests (wrk -c${flags.connections} -d${flags.seconds}s)\n`);
-    console.log(summarizeProfile(target, { top: Number(flags.top), requests }));
+    const summarize = flags.alloc ? summarizeAllocations : summarizeProfile;
+    console.log(summarize(target, { top: Number(flags.top), requests }));
   }
 } finally {
   await sim.close();

@@ -1,5 +1,6 @@
 // Wires one running server: database, providers (configured or the demo simulators), the
 // read-through store, the yoga app, and one HTTP server with the probes.
+import { tuneGarbageCollector } from './gc-tuning.js';
 import { serveExport } from './export.js';
 import { serveJobsScrape } from './jobs-scrape.js';
 import http from 'node:http';
@@ -92,6 +93,7 @@ export function buildProviders(configs: ProviderConfig[], env: SecretSource, sim
 }
 
 export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
+  tuneGarbageCollector();
   const { config } = opts;
   const tokens = config.security?.tokens ?? null;
   if (!tokens?.configured && !config.security?.allowOpen && !isLoopbackHost(config.host)) {
