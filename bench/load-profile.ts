@@ -32,6 +32,8 @@ const { values: flags } = parseArgs({
     before: { type: 'string', default: '' },
     'heap-snapshot': { type: 'boolean', default: false },
     alloc: { type: 'boolean', default: false },
+    // Fill the cache from another replica first, so the profiled one never did a cold fetch.
+    'fill-apart': { type: 'boolean', default: false },
     db: { type: 'string', default: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/' },
   },
 });
@@ -59,6 +61,21 @@ if (!flags.pglite) {
 }
 
 try {
+  if (flags['fill-apart']) {
+    // The cache filled by a replica of its own, closed before the profiled one starts.
+    const warmer = await startChild('load-replica.ts', {
+      port: await freePort(),
+      workers: 1,
+      databaseUrl,
+      dataDir,
+      simUrl: sim.url,
+      apiKey: sim.ready.apiKey,
+      anchorMs: ANCHOR,
+    });
+    const l = await post(`${warmer.url}/graphql`, { query: LIST_QUERY });
+    await post(`${warmer.url}/graphql`, { query: PAGE_QUERY, variables: { id: l.data.jobs.edges[0].node.id } });
+    await warmer.close();
+  }
   for (const scenario of flags.scenarios!.split(',')) {
     const replica = await startChild('load-replica.ts', {
       port: await freePort(),

@@ -3,6 +3,7 @@
 // Query.jobs and Project.jobs. Edges are never null: a job's failing part is null on its own
 // field (with its error), the job stays listed.
 import type { ArgBuilder } from '@pothos/core';
+import { Kind, type FieldNode, type GraphQLResolveInfo, type SelectionSetNode } from 'graphql';
 import { DomainError } from '../domain/errors.js';
 import type { Freshness, JobFilter, JobOrder, OrderedJobRow } from '../store/index.js';
 import { checkPageSize, decodeJobCursor, encodeJobCursor } from './args.js';
@@ -132,7 +133,56 @@ export function jobConnectionArgs(arg: ArgBuilder<Types>) {
   };
 }
 
-export async function resolveJobConnection(ctx: Context, args: ConnectionArgs, projectId?: string): Promise<JobConnectionShape> {
+/**
+ * Job fields answered from JOB_LIST_FIELDS alone: their resolvers read nothing else of the row
+ * (provider only its providerId). Any other Job field selected makes the page read whole rows.
+ */
+const LIST_JOB_FIELDS = new Set(['__typename', 'id', 'externalId', 'name', 'status', 'rawStatus', 'provider']);
+/** JobConnection fields that read nothing of the jobs but their cursors (order key and id). */
+const CONNECTION_FIELDS_WITHOUT_JOBS = new Set(['__typename', 'pageInfo', 'totalCount', 'sourceErrors']);
+
+const listColumnsCache = new WeakMap<object, boolean>();
+
+/**
+ * Whether this jobs connection's selection asks nothing of its jobs beyond LIST_JOB_FIELDS (through
+ * fragments and inline fragments too): its page then reads JOB_LIST_FIELDS instead of whole rows.
+ * Worked out once per field of a parsed document (yoga keeps parsed documents).
+ */
+export function listColumnsSuffice(info: GraphQLResolveInfo): boolean {
+  const key = info.fieldNodes[0]!;
+  const known = listColumnsCache.get(key);
+  if (known !== undefined && info.fieldNodes.length === 1) return known;
+  const seen = new Set<string>();
+  const every = (set: SelectionSetNode | undefined, ok: (field: FieldNode) => boolean): boolean => {
+    if (!set) return true;
+    for (const sel of set.selections) {
+      if (sel.kind === Kind.FIELD) {
+        if (!ok(sel)) return false;
+      } else if (sel.kind === Kind.INLINE_FRAGMENT) {
+        if (!every(sel.selectionSet, ok)) return false;
+      } else {
+        // A fragment is on one type, so it meets one test wherever it is spread: once is enough
+        // (a false answer has already returned).
+        if (seen.has(sel.name.value)) continue;
+        seen.add(sel.name.value);
+        const fragment = info.fragments[sel.name.value];
+        if (!fragment || !every(fragment.selectionSet, ok)) return false;
+      }
+    }
+    return true;
+  };
+  const job = (f: FieldNode) => LIST_JOB_FIELDS.has(f.name.value);
+  const edge = (f: FieldNode) => f.name.value === '__typename' || f.name.value === 'cursor' || (f.name.value === 'node' && every(f.selectionSet, job));
+  const connection = (f: FieldNode) =>
+    CONNECTION_FIELDS_WITHOUT_JOBS.has(f.name.value) ||
+    (f.name.value === 'nodes' && every(f.selectionSet, job)) ||
+    (f.name.value === 'edges' && every(f.selectionSet, edge));
+  const answer = info.fieldNodes.every((node) => every(node.selectionSet, connection));
+  if (info.fieldNodes.length === 1) listColumnsCache.set(key, answer);
+  return answer;
+}
+
+export async function resolveJobConnection(ctx: Context, args: ConnectionArgs, info: GraphQLResolveInfo, projectId?: string): Promise<JobConnectionShape> {
   if (args.first != null && args.last != null) {
     throw new DomainError('BAD_INPUT', 'give "first" (forward) or "last" (backward), not both', { argument: 'last' });
   }
@@ -149,13 +199,17 @@ export async function resolveJobConnection(ctx: Context, args: ConnectionArgs, p
   const filter = resolveJobFilter(ctx, args.filter, projectId);
   const cursor = from?.cursor ?? null;
   const dir = backward ? 'backward' : 'forward';
+  const columns = listColumnsSuffice(info) ? 'list' : 'all';
   // Warm lists: the page and the lists' freshness in one statement; else sync, then read.
-  const warm = await ctx.store.jobsPageIfListsFresh(filter.providerIds, filter.jobs, size, cursor, dir, order);
+  const warm = await ctx.store.jobsPageIfListsFresh(filter.providerIds, filter.jobs, size, cursor, dir, order, columns);
   const freshness = warm?.freshness ?? (await ctx.store.syncJobLists(filter.providerIds));
-  const rows = warm?.rows ?? (filter.providerIds.length ? await ctx.store.jobsPage(filter.jobs, size, cursor, dir, order) : []);
+  const read = warm?.rows ?? (filter.providerIds.length ? await ctx.store.jobsPage(filter.jobs, size, cursor, dir, order, columns) : []);
+  // A list row holds JOB_LIST_FIELDS only; listColumnsSuffice admitted no Job field that reads
+  // another, and such rows are not given to the loaders as whole jobs.
+  const rows = read as OrderedJobRow[];
   // Backward pages are read nearest-first; a page is always presented in the order asked.
   const page = backward ? rows.slice(0, size).reverse() : rows.slice(0, size);
-  ctx.store.primeJobs(page);
+  if (columns === 'all') ctx.store.primeJobs(page);
   const more = rows.length > size;
   return {
     rows: page,

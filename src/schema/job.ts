@@ -333,6 +333,6 @@ builder.queryFields((t) => ({
     description: 'Jobs of every configured platform as a Relay connection, newest first',
     directives: { listSize: { assumedSize: 50, slicingArguments: ['first', 'last'], sizedFields: ['edges', 'nodes'], requireOneSlicingArgument: false } },
     args: jobConnectionArgs(t.arg),
-    resolve: async (_r, args, ctx, info) => reportStale(ctx, info, await resolveJobConnection(ctx, args)),
+    resolve: async (_r, args, ctx, info) => reportStale(ctx, info, await resolveJobConnection(ctx, args, info)),
   }),
 }));

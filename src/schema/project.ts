@@ -23,7 +23,7 @@ ProjectRef.implement({
       description: "This project's jobs as a Relay connection, newest first",
       directives: { listSize: { assumedSize: 50, slicingArguments: ['first', 'last'], sizedFields: ['edges', 'nodes'], requireOneSlicingArgument: false } },
       args: jobConnectionArgs(t.arg),
-      resolve: async (p, args, ctx, info) => reportStale(ctx, info, await resolveJobConnection(ctx, args, p.id)),
+      resolve: async (p, args, ctx, info) => reportStale(ctx, info, await resolveJobConnection(ctx, args, info, p.id)),
     }),
   }),
 });

@@ -17,6 +17,8 @@ import type {
   GpuRow,
   JobRow,
   LatestReadingsQuery,
+  JobPageColumns,
+  JobPageRow,
   NodeRow,
   OrderedJobRow,
   PointRow,
@@ -34,6 +36,9 @@ export type {
   GpuRow,
   JobRow,
   JobSummaryRow,
+  JobPageColumns,
+  JobPageRow,
+  OrderedJobListRow,
   OrderedJobRow,
   NodeRow,
   PointRow,
@@ -220,29 +225,31 @@ export class RequestStore {
    * One page of cached jobs (limit + 1 rows: the extra one says there is more) in `order` (default
    * newest first) after `cursor`, or going backward the nearest ones before it (nearest first).
    */
-  jobsPage(
+  jobsPage<C extends JobPageColumns = 'all'>(
     filter: JobFilter,
     limit: number,
     cursor: JobCursor | null,
     direction: 'forward' | 'backward' = 'forward',
     order?: JobOrder,
-  ): Promise<OrderedJobRow[]> {
-    return this.repo.jobsPage(filter, limit, cursor, direction, order);
+    columns?: C,
+  ): Promise<JobPageRow<C>[]> {
+    return this.repo.jobsPage(filter, limit, cursor, direction, order, columns);
   }
 
   /**
    * The same page in one statement with the providers' list records, when every list is fresh
    * (what syncJobLists would then answer, with the page); null when a list is due: sync, then read.
    */
-  jobsPageIfListsFresh(
+  jobsPageIfListsFresh<C extends JobPageColumns = 'all'>(
     providerIds: readonly string[],
     filter: JobFilter,
     limit: number,
     cursor: JobCursor | null,
     direction: 'forward' | 'backward' = 'forward',
     order?: JobOrder,
-  ): Promise<{ rows: OrderedJobRow[]; freshness: Map<string, Freshness> } | null> {
-    return this.rt.jobsPageIfListsFresh(providerIds, () => this.repo.jobsPageWithListSyncs(providerIds, filter, limit, cursor, direction, order));
+    columns?: C,
+  ): Promise<{ rows: JobPageRow<C>[]; freshness: Map<string, Freshness> } | null> {
+    return this.rt.jobsPageIfListsFresh(providerIds, () => this.repo.jobsPageWithListSyncs(providerIds, filter, limit, cursor, direction, order, columns));
   }
 
   jobsCount(filter: JobFilter): Promise<number> {

@@ -148,6 +148,19 @@ export interface LatestReadingRow {
 /** A job as an ordered page lists it: with its key in that order (what its cursor holds). */
 export type OrderedJobRow = JobRow & { orderKey: number | string | null };
 
+/**
+ * The columns a job list reads when its selection needs no more of each job (see
+ * `listColumnsSuffice` in src/schema/job-connection.ts): its identity, name and status. sortAt is
+ * the default order's key (its cursor). Everything else a job page asks for reads whole rows.
+ */
+export const JOB_LIST_FIELDS = ['id', 'providerId', 'externalId', 'name', 'status', 'rawStatus', 'sortAt'] as const;
+/** A job as a list page reads it with JOB_LIST_FIELDS only. */
+export type OrderedJobListRow = Pick<JobRow, (typeof JOB_LIST_FIELDS)[number]> & { orderKey: number | string | null };
+/** Which columns a job page reads: whole rows, or JOB_LIST_FIELDS. */
+export type JobPageColumns = 'all' | 'list';
+/** A job page's row for the columns it read. */
+export type JobPageRow<C extends JobPageColumns> = C extends 'list' ? OrderedJobListRow : OrderedJobRow;
+
 /** Rows per bulk point statement: statements grow with data volume only, by this divisor. */
 export const POINTS_PER_STATEMENT = 50_000;
 /** The fewest points written since the last ANALYZE that make PGlite refresh its statistics (maintainStatistics). */
@@ -281,9 +294,17 @@ const JOB_COLUMNS = Object.entries(getTableColumns(t.jobs)).map(([field, column]
  * A job as one JSON array of JOB_COLUMNS' values, then the page's order key. Epoch ms rounded
  * down, as a Date made from the ISO text drops the microseconds.
  */
-const JOB_ARRAY = sql.raw(
-  `json_build_array(${JOB_COLUMNS.map((c) => (c.instant ? `floor(extract(epoch from p."${c.name}") * 1000)` : `p."${c.name}"`)).join(', ')}, p.order_key)`,
-);
+const jobArrayOf = (columns: typeof JOB_COLUMNS) =>
+  sql.raw(`json_build_array(${columns.map((c) => (c.instant ? `floor(extract(epoch from p."${c.name}") * 1000)` : `p."${c.name}"`)).join(', ')}, p.order_key)`);
+const JOB_ARRAY = jobArrayOf(JOB_COLUMNS);
+
+/**
+ * JOB_LIST_FIELDS' columns, in JOB_COLUMNS' order. Building each job's JSON was most of the list
+ * statement's cost in Postgres: with 25 columns it served 17,000 pages/s under pgbench on this
+ * machine, with these 34,000 (issue 22; the database shares the server's cores).
+ */
+const JOB_LIST_COLUMNS = JOB_COLUMNS.filter((c) => (JOB_LIST_FIELDS as readonly string[]).includes(c.field));
+const JOB_LIST_ARRAY = jobArrayOf(JOB_LIST_COLUMNS);
 
 /**
  * A job row (with its order key still null) from a JSON array in JOB_COLUMNS' order. Generated once
@@ -291,10 +312,13 @@ const JOB_ARRAY = sql.raw(
  * per job (megamorphic keyed stores into an object that changed shape 25 times), 35 µs per page
  * of 21 jobs against 7 µs (the Dates are most of what is left).
  */
-const jobRowOfArray = new Function(
-  'a',
-  `return { ${JOB_COLUMNS.map((c, i) => `${JSON.stringify(c.field)}: ${c.instant ? `a[${i}] == null ? null : new Date(a[${i}])` : `a[${i}] ?? null`}`).join(', ')}, orderKey: null };`,
-) as (a: readonly unknown[]) => OrderedJobRow;
+const rowOfArrayFor = (columns: typeof JOB_COLUMNS) =>
+  new Function(
+    'a',
+    `return { ${columns.map((c, i) => `${JSON.stringify(c.field)}: ${c.instant ? `a[${i}] == null ? null : new Date(a[${i}])` : `a[${i}] ?? null`}`).join(', ')}, orderKey: null };`,
+  );
+const jobRowOfArray = rowOfArrayFor(JOB_COLUMNS) as (a: readonly unknown[]) => OrderedJobRow;
+const jobListRowOfArray = rowOfArrayFor(JOB_LIST_COLUMNS) as (a: readonly unknown[]) => OrderedJobListRow;
 
 type PreparedJobQuery = { execute(values: Record<string, unknown>): Promise<Record<string, unknown>[]> };
 
@@ -760,18 +784,19 @@ export class Repository {
    * `syncsOf`, these providers' job-list records come beside the page (read in the same
    * statement, so the page and the records are one snapshot). null for any other filter or order.
    */
-  private async preparedPage(
+  private async preparedPage<C extends JobPageColumns>(
     syncsOf: readonly string[] | null,
     filter: JobFilter,
     limit: number,
     cursor: JobCursor | null,
     ascending: boolean,
     order: JobOrder,
-  ): Promise<{ rows: OrderedJobRow[]; syncs: ProviderSyncRow[] | null } | null> {
+    columns: C,
+  ): Promise<{ rows: JobPageRow<C>[]; syncs: ProviderSyncRow[] | null } | null> {
     const shape = preparedFilterShape(filter);
     if (shape === null || !orderKeyIsConstant(order)) return null;
     const cursorKey = cursor ? preparedCursorKey(order, cursor.key) : null;
-    const name = `page|${shape}|${order.by}|${ascending ? 'asc' : 'desc'}|${cursor ? (cursorKey === null ? 'null' : 'key') : ''}|${syncsOf ? 'syncs' : ''}`;
+    const name = `page|${shape}|${order.by}|${ascending ? 'asc' : 'desc'}|${cursor ? (cursorKey === null ? 'null' : 'key') : ''}|${syncsOf ? 'syncs' : ''}|${columns}`;
     let query = this.state.jobQueries.get(name);
     if (!query) {
       const cond = preparedFilterConditions(filter);
@@ -797,7 +822,9 @@ export class Repository {
       const dir = sql.raw(ascending ? 'asc' : 'desc');
       query = this.db
         .select({
-          rows: sql<unknown>`coalesce(json_agg(${JOB_ARRAY} order by p.order_key ${dir}, p.id ${dir}), '[]'::json)`.as('rows'),
+          rows: sql<unknown>`coalesce(json_agg(${columns === 'list' ? JOB_LIST_ARRAY : JOB_ARRAY} order by p.order_key ${dir}, p.id ${dir}), '[]'::json)`.as(
+            'rows',
+          ),
           ...(syncsOf ? { listSyncs: syncs.as('list_syncs') } : {}),
         })
         .from(page)
@@ -812,11 +839,13 @@ export class Repository {
     };
     const [result] = (await this.read(() => query!.execute(values))) as { rows: unknown; listSyncs?: ProviderSyncJson[] | string }[];
     const json = jsonValue<unknown[][]>(result!.rows);
+    const ofArray = columns === 'list' ? jobListRowOfArray : jobRowOfArray;
+    const keyAt = columns === 'list' ? JOB_LIST_COLUMNS.length : JOB_COLUMNS.length;
     const rows = json.map((a) => {
-      const row = jobRowOfArray(a);
+      const row = ofArray(a);
       // CREATED orders by sort_at, which the row holds already as a Date (no second parse of its text).
-      row.orderKey = cursorKeyOf(order, order.by === 'CREATED' ? row.sortAt : a[JOB_COLUMNS.length]);
-      return row;
+      row.orderKey = cursorKeyOf(order, order.by === 'CREATED' ? row.sortAt : a[keyAt]);
+      return row as JobPageRow<C>;
     });
     // As before the page came as one value: no list records with an empty page.
     const listed = rows.length > 0 ? result!.listSyncs : undefined;
@@ -828,27 +857,30 @@ export class Repository {
    * jobsPage together with the job-list records of `providerIds` (one statement), for a plain
    * filter; syncs is null when the page is empty. null for other filters (read them apart).
    */
-  async jobsPageWithListSyncs(
+  async jobsPageWithListSyncs<C extends JobPageColumns = 'all'>(
     providerIds: readonly string[],
     filter: JobFilter,
     limit: number,
     cursor: JobCursor | null,
     direction: 'forward' | 'backward' = 'forward',
     order: JobOrder = DEFAULT_JOB_ORDER,
-  ): Promise<{ rows: OrderedJobRow[]; syncs: ProviderSyncRow[] | null } | null> {
+    columns: C = 'all' as C,
+  ): Promise<{ rows: JobPageRow<C>[]; syncs: ProviderSyncRow[] | null } | null> {
     const ascending = (order.direction === 'ASC') !== (direction === 'backward');
-    return this.preparedPage(providerIds, filter, limit, cursor, ascending, order);
+    return this.preparedPage(providerIds, filter, limit, cursor, ascending, order, columns);
   }
 
-  async jobsPage(
+  /** `columns: 'list'` reads JOB_LIST_FIELDS where a prepared statement can (whole rows otherwise). */
+  async jobsPage<C extends JobPageColumns = 'all'>(
     filter: JobFilter,
     limit: number,
     cursor: JobCursor | null,
     direction: 'forward' | 'backward' = 'forward',
     order: JobOrder = DEFAULT_JOB_ORDER,
-  ): Promise<OrderedJobRow[]> {
+    columns: C = 'all' as C,
+  ): Promise<JobPageRow<C>[]> {
     const ascending = (order.direction === 'ASC') !== (direction === 'backward');
-    const prepared = await this.preparedPage(null, filter, limit, cursor, ascending, order);
+    const prepared = await this.preparedPage(null, filter, limit, cursor, ascending, order, columns);
     if (prepared) return prepared.rows;
     const cond = jobFilterConditions(filter);
     const key = orderKeySql(order);

@@ -3,7 +3,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JobRecord } from '../../src/domain/types.js';
 import { jobMatches, type JobFilter } from '../../src/store/job-filter.js';
-import type { Repository } from '../../src/store/repository.js';
+import type { JobCursor, JobOrder } from '../../src/store/job-filter.js';
+import { JOB_LIST_FIELDS, type OrderedJobRow, type Repository } from '../../src/store/repository.js';
 import { openTestRepository } from '../support/database.js';
 
 const job = (externalId: string, name: string, status: JobRecord['status'], projectExternalId: string, extra: Partial<JobRecord> = {}): JobRecord => ({
@@ -114,6 +115,38 @@ describe('job filter', () => {
     expect((await repo.jobsPage({ nameContains: 'a_b' }, 100, null)).map((j) => j.externalId)).toEqual(['j4']);
     expect((await repo.jobsPage({ labels: [{ key: 'team', value: 'vision' }] }, 100, null)).map((j) => j.externalId).sort()).toEqual(['j1', 'j4']);
     expect((await repo.jobsPage({ started: { from: D('2026-01-01T12:00:00Z') } }, 100, null)).map((j) => j.externalId).sort()).toEqual(['j2', 'j5']);
+  });
+
+  it('reads the same pages with the list columns alone as with whole rows', async () => {
+    // The list form holds JOB_LIST_FIELDS only, with the values, order keys and paging of whole rows.
+    const orders: (JobOrder | undefined)[] = [
+      undefined,
+      { by: 'NAME', direction: 'ASC' },
+      { by: 'STARTED', direction: 'DESC' },
+      { by: 'ACCELERATOR_COUNT', direction: 'ASC' },
+    ];
+    let compared = 0;
+    for (const filter of FILTERS) {
+      for (const order of orders) {
+        for (const direction of ['forward', 'backward'] as const) {
+          let cursor: JobCursor | null = null;
+          for (let page = 0; page < 4; page++) {
+            const whole: OrderedJobRow[] = await repo.jobsPage(filter, 2, cursor, direction, order);
+            const list = await repo.jobsPage(filter, 2, cursor, direction, order, 'list');
+            // Filters that no prepared statement covers read whole rows either way.
+            const pick = (rows: typeof list) => rows.map((j) => ({ ...Object.fromEntries(JOB_LIST_FIELDS.map((f) => [f, j[f]])), orderKey: j.orderKey }));
+            expect(pick(list), JSON.stringify({ filter, order, direction, page })).toEqual(pick(whole));
+            compared += list.filter((j) => Object.keys(j).length === JOB_LIST_FIELDS.length + 1).length;
+            if (whole.length <= 2) break;
+            cursor = { key: whole[1]!.orderKey, id: whole[1]!.id };
+          }
+        }
+      }
+    }
+    expect(compared).toBeGreaterThan(50);
+    // With the list records beside the page, as a warm list reads them.
+    const withSyncs = await repo.jobsPageWithListSyncs(['a', 'b'], {}, 3, null, 'forward', undefined, 'list');
+    expect(Object.keys(withSyncs!.rows[0]!).sort()).toEqual([...JOB_LIST_FIELDS, 'orderKey'].sort());
   });
 
   it('keeps labels and owners a later list does not carry', async () => {
