@@ -5,6 +5,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createSchema, createYoga } from 'graphql-yoga';
+import { answerProfileCommand, type ProfileCommand } from './profile-commands.js';
 
 export interface FloorOptions {
   databaseUrl: string | null;
@@ -103,7 +104,8 @@ const server = http.createServer((req, res) => {
 });
 server.keepAliveTimeout = 65_000;
 server.listen(0, '127.0.0.1', () => process.send!({ ready: true, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }));
-process.on('message', (m: { cmd?: string; id?: number }) => {
+process.on('message', (m: ProfileCommand) => {
+  if (answerProfileCommand(m)) return;
   if (m.cmd === 'cpu') {
     const u = process.cpuUsage();
     process.send!({ id: m.id, cpuUs: u.user + u.system });

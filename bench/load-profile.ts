@@ -8,8 +8,9 @@
 // slow the next: V8's pretenuring did, see src/server/gc-tuning.ts); the replica's live heap is
 // printed before the profiled load (after a full collection when run with --expose-gc in
 // NODE_OPTIONS); --heap-snapshot writes it; --alloc samples allocations instead of CPU
-// (<scenario>.heapprofile, bytes per request by package and frame).
-import { freePort, freshPostgresDatabase, post, startChild, wrkPostScript } from './children.js';
+// (<scenario>.heapprofile, bytes per request by package and frame); --floor profiles the
+// scenario's floor (bench/load-floor.ts) under the same load after ours, for a side-by-side.
+import { freePort, freshPostgresDatabase, post, startChild, wrkPostScript, type Child } from './children.js';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -34,6 +35,8 @@ const { values: flags } = parseArgs({
     alloc: { type: 'boolean', default: false },
     // Fill the cache from another replica first, so the profiled one never did a cold fetch.
     'fill-apart': { type: 'boolean', default: false },
+    // Profile the scenarios' floor (bench/load-floor.ts: bare SQL + JSON, or a bare yoga) too, after ours.
+    floor: { type: 'boolean', default: false },
     db: { type: 'string', default: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/' },
   },
 });
@@ -58,6 +61,24 @@ if (!flags.pglite) {
 } else {
   dataDir = path.join(WORK, 'pglite');
   mkdirSync(dataDir, { recursive: true });
+}
+
+/** Profiles `server` (CPU, or allocations with --alloc) while wrk drives `url` with the body in `file`, and prints the summary. */
+async function profileUnderLoad(server: Child, url: string, file: string, name: string): Promise<void> {
+  // One unprofiled second first, as bench/load.ts runs every measured load.
+  spawnSync('wrk', ['-t2', `-c${flags.connections}`, '-d1s', '-s', LUA, url], { env: { ...process.env, BODY_FILE: file } });
+  const target = path.join(OUT, `${name}.${flags.alloc ? 'heapprofile' : 'cpuprofile'}`);
+  await server.request({ cmd: 'profile-start', alloc: flags.alloc });
+  const out = spawnSync('wrk', ['-t2', `-c${flags.connections}`, `-d${flags.seconds}s`, '-s', LUA, url], {
+    env: { ...process.env, BODY_FILE: file },
+    encoding: 'utf8',
+  });
+  const rps = /Requests\/sec:\s+([\d.]+)/.exec(out.stdout)?.[1];
+  const requests = Number(/(\d+) requests in/.exec(out.stdout)?.[1] ?? NaN);
+  await server.request({ cmd: 'profile-stop', file: target, alloc: flags.alloc });
+  console.log(`\n## ${name}: ${rps} req/s, ${requests} requests (wrk -c${flags.connections} -d${flags.seconds}s)\n`);
+  const summarize = flags.alloc ? summarizeAllocations : summarizeProfile;
+  console.log(summarize(target, { top: Number(flags.top), requests }));
 }
 
 try {
@@ -110,19 +131,20 @@ try {
     if (flags['heap-snapshot']) await replica.request({ cmd: 'heap-snapshot', file: path.join(OUT, `${scenario}.heapsnapshot`) });
     const file = path.join(WORK, `body-${scenario}.json`);
     writeFileSync(file, JSON.stringify(bodies[scenario]));
-    const target = path.join(OUT, `${scenario}.${flags.alloc ? 'heapprofile' : 'cpuprofile'}`);
-    await replica.request({ cmd: 'profile-start', alloc: flags.alloc });
-    const out = spawnSync('wrk', ['-t2', `-c${flags.connections}`, `-d${flags.seconds}s`, '-s', LUA, gql], {
-      env: { ...process.env, BODY_FILE: file },
-      encoding: 'utf8',
-    });
-    const rps = /Requests\/sec:\s+([\d.]+)/.exec(out.stdout)?.[1];
-    const requests = Number(/(\d+) requests in/.exec(out.stdout)?.[1] ?? NaN);
-    await replica.request({ cmd: 'profile-stop', file: target, alloc: flags.alloc });
-    await replica.close();
-    console.log(`\n## ${scenario}: ${rps} req/s, ${requests} requests (wrk -c${flags.connections} -d${flags.seconds}s)\n`);
-    const summarize = flags.alloc ? summarizeAllocations : summarizeProfile;
-    console.log(summarize(target, { top: Number(flags.top), requests }));
+    await profileUnderLoad(replica, gql, file, scenario);
+    if (flags.floor) {
+      // The bare yoga answers the providers ours answered. PGlite is one process's database: the
+      // floor opens the same folder once the replica is gone.
+      const providers = (await post(gql, bodies.trivial)).data.providers;
+      await replica.close();
+      const floor = await startChild('load-floor.ts', { databaseUrl, dataDir, providers });
+      const route = { list: '/list', page: '/page', trivial: '/graphql' }[scenario]!;
+      await post(`${floor.url}${route}`, bodies[scenario]);
+      await profileUnderLoad(floor, `${floor.url}${route}`, file, `${scenario}-floor`);
+      await floor.close();
+    } else {
+      await replica.close();
+    }
   }
 } finally {
   await sim.close();

@@ -5,6 +5,7 @@ import cluster from 'node:cluster';
 import { pino } from 'pino';
 import { loadSecurityConfig } from '../src/config/security.js';
 import { startRuntime } from '../src/server/runtime.js';
+import { answerProfileCommand, type ProfileCommand } from './profile-commands.js';
 
 export interface ReplicaOptions {
   port: number;
@@ -70,55 +71,9 @@ if (cluster.isPrimary && opts.workers > 1) {
     clock: () => opts.anchorMs,
   });
   process.send!({ ready: true, url: runtime.url });
-  // bench/load-profile.ts profiles only the load itself (not start-up and warm-up): a V8 CPU
-  // profile between 'profile-start' and 'profile-stop', written to the file it names.
-  let profiler: import('node:inspector/promises').Session | null = null;
-  process.on('message', (m: { cmd?: string; id?: number; file?: string; alloc?: boolean }) => {
+  process.on('message', (m: ProfileCommand & { cmd?: string; id?: number }) => {
     if (m.cmd === 'close') void runtime.close().then(() => process.exit(0));
     if (m.cmd === 'cpu') process.send!({ id: m.id, cpuUs: cpuUs() });
-    // How much the replica holds: heap used and its old space, in bytes, after a full collection
-    // when --expose-gc is on (so a load's leftovers show apart from its garbage).
-    if (m.cmd === 'heap') {
-      (globalThis as { gc?: () => void }).gc?.();
-      void import('node:v8').then((v8) => {
-        const old = v8.getHeapSpaceStatistics().find((s) => s.space_name === 'old_space');
-        process.send!({ id: m.id, heapUsed: process.memoryUsage().heapUsed, oldSpaceUsed: old?.space_used_size ?? NaN });
-      });
-    }
-    if (m.cmd === 'heap-snapshot') {
-      void import('node:v8').then((v8) => process.send!({ id: m.id, file: v8.writeHeapSnapshot(m.file) }));
-    }
-    if (m.cmd === 'profile-start') {
-      void (async () => {
-        const { Session } = await import('node:inspector/promises');
-        profiler = new Session();
-        profiler.connect();
-        if (m.alloc) {
-          // Allocation sampling instead of CPU: where the bytes a load allocates come from.
-          await profiler.post('HeapProfiler.enable');
-          await profiler.post('HeapProfiler.startSampling', {
-            samplingInterval: 1024,
-            includeObjectsCollectedByMajorGC: true,
-            includeObjectsCollectedByMinorGC: true,
-          });
-        } else {
-          await profiler.post('Profiler.enable');
-          await profiler.post('Profiler.setSamplingInterval', { interval: 500 });
-          await profiler.post('Profiler.start');
-        }
-        process.send!({ id: m.id });
-      })();
-    }
-    if (m.cmd === 'profile-stop' && profiler) {
-      const session = profiler;
-      profiler = null;
-      void (async () => {
-        const { profile } = m.alloc ? await session.post('HeapProfiler.stopSampling') : await session.post('Profiler.stop');
-        const { writeFileSync } = await import('node:fs');
-        writeFileSync(m.file!, JSON.stringify(profile));
-        session.disconnect();
-        process.send!({ id: m.id });
-      })();
-    }
+    answerProfileCommand(m);
   });
 }
