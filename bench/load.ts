@@ -71,10 +71,13 @@ let bodySeq = 0;
 async function wrk(server: Child | null, url: string, body: unknown, connections: number): Promise<Load> {
   const file = path.join(WORK, `body-${++bodySeq}.json`);
   writeFileSync(file, JSON.stringify(body));
-  // One unmeasured second first, for ours and the floor alike: a process that sat idle while the
-  // other was measured is slow at first (the first measured run of a replica, right after the
-  // floor's, measured 779 µs per warm list request and a later run of the same replica 423).
-  spawnSync('wrk', ['-t2', `-c${connections}`, '-d1s', '-s', LUA, url], { env: { ...process.env, BODY_FILE: file }, encoding: 'utf8' });
+  // Three unmeasured seconds first, for ours and the floor alike: a process that sat idle while
+  // the other was measured is slow at first (the first measured run of a replica, right after the
+  // floor's, measured 779 µs per warm list request and a later run of the same replica 423), and
+  // a query a replica has not served under load yet runs unoptimised code for a while (a fresh
+  // replica's first 4 s of trivial queries: 62 µs each; every later run: 47-51). One second was
+  // not enough for the trivial query; the floor, far less code, warms sooner.
+  spawnSync('wrk', ['-t2', `-c${connections}`, '-d3s', '-s', LUA, url], { env: { ...process.env, BODY_FILE: file }, encoding: 'utf8' });
   const cpuBefore = server ? await server.cpu() : NaN;
   const machineBefore = cpuTimes();
   const out = spawnSync('wrk', ['-t2', `-c${connections}`, `-d${SECONDS}s`, '--latency', '-s', LUA, url], {
