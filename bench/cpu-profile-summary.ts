@@ -52,6 +52,22 @@ function label(frame: CallFrame): string {
   return where ? `${name} ${where}:${frame.lineNumber + 1}` : name;
 }
 
+const CPU_PSEUDO_FRAMES = new Set(['(idle)', '(root)', '(program)']);
+const ROOT_FRAME = new Set(['(root)']);
+
+/** The n largest entries of m, pseudo-frames left out. */
+function topEntries(m: Map<string, number>, n: number, skip: ReadonlySet<string>): [string, number][] {
+  return [...m]
+    .filter(([k]) => !skip.has(k))
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n);
+}
+
+/** Each [title, totals, how many] as a blank line, the title and its largest rows. */
+function sections(groups: [string, Map<string, number>, number][], skip: ReadonlySet<string>, row: (value: number, name: string) => string): string[] {
+  return groups.flatMap(([title, m, n]) => ['', title, ...topEntries(m, n, skip).map(([k, v]) => row(v, k))]);
+}
+
 export function summarizeProfile(file: string, opts: { top?: number; requests?: number; focus?: RegExp } = {}): string {
   const top = opts.top ?? 25;
   const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
@@ -86,22 +102,18 @@ export function summarizeProfile(file: string, opts: { top?: number; requests?: 
   const busy = totalUs - idle;
   const perReq = (us: number) => (opts.requests ? ` ${(us / opts.requests).toFixed(1).padStart(7)} µs/req` : '');
   const row = (us: number, name: string) => `${(us / 1000).toFixed(0).padStart(7)} ms ${((100 * us) / busy).toFixed(1).padStart(5)}%${perReq(us)}  ${name}`;
-  const topOf = (m: Map<string, number>, n: number) =>
-    [...m]
-      .filter(([k]) => k !== '(idle)' && k !== '(root)' && k !== '(program)')
-      .sort((a, b) => b[1] - a[1])
-      .slice(0, n);
+  const topOf = (m: Map<string, number>, n: number) => topEntries(m, n, CPU_PSEUDO_FRAMES);
   const lines = [
     `profile ${path.basename(file)}: ${(totalUs / 1e6).toFixed(2)} s sampled, ${(busy / 1e6).toFixed(2)} s busy (not idle)${opts.requests ? `, ${(busy / opts.requests).toFixed(0)} µs busy per request` : ''}`,
-    '',
-    'self time by package:',
-    ...topOf(packages, 20).map(([k, us]) => row(us, k)),
-    '',
-    'top self frames:',
-    ...topOf(self, top).map(([k, us]) => row(us, k)),
-    '',
-    'top inclusive frames:',
-    ...topOf(inclusive, top).map(([k, us]) => row(us, k)),
+    ...sections(
+      [
+        ['self time by package:', packages, 20],
+        ['top self frames:', self, top],
+        ['top inclusive frames:', inclusive, top],
+      ],
+      CPU_PSEUDO_FRAMES,
+      row,
+    ),
     ...(opts.focus
       ? [
           '',
@@ -146,22 +158,17 @@ export function summarizeAllocations(file: string, opts: { top?: number; request
   walk(head, []);
   const perReq = (b: number) => (opts.requests ? ` ${(b / opts.requests / 1024).toFixed(1).padStart(7)} KiB/req` : '');
   const row = (b: number, name: string) => `${(b / 2 ** 20).toFixed(1).padStart(8)} MiB ${((100 * b) / total).toFixed(1).padStart(5)}%${perReq(b)}  ${name}`;
-  const topOf = (m: Map<string, number>, n: number) =>
-    [...m]
-      .filter(([k]) => k !== '(root)')
-      .sort((a, b) => b[1] - a[1])
-      .slice(0, n);
   return [
     `allocations ${path.basename(file)}: ${(total / 2 ** 20).toFixed(1)} MiB sampled${opts.requests ? `, ${(total / opts.requests / 1024).toFixed(1)} KiB per request` : ''}`,
-    '',
-    'allocated by package:',
-    ...topOf(packages, 20).map(([k, b]) => row(b, k)),
-    '',
-    'top allocating frames:',
-    ...topOf(self, top).map(([k, b]) => row(b, k)),
-    '',
-    'top inclusive frames:',
-    ...topOf(inclusive, top).map(([k, b]) => row(b, k)),
+    ...sections(
+      [
+        ['allocated by package:', packages, 20],
+        ['top allocating frames:', self, top],
+        ['top inclusive frames:', inclusive, top],
+      ],
+      ROOT_FRAME,
+      row,
+    ),
   ].join('\n');
 }
 

@@ -81,32 +81,28 @@ async function profileUnderLoad(server: Child, url: string, file: string, name: 
   console.log(summarize(target, { top: Number(flags.top), requests }));
 }
 
+/** A replica of this checkout on the bench's database and simulator. */
+const startReplica = async () =>
+  startChild('load-replica.ts', {
+    port: await freePort(),
+    workers: 1,
+    databaseUrl,
+    dataDir,
+    simUrl: sim.url,
+    apiKey: sim.ready.apiKey,
+    anchorMs: ANCHOR,
+  });
+
 try {
   if (flags['fill-apart']) {
     // The cache filled by a replica of its own, closed before the profiled one starts.
-    const warmer = await startChild('load-replica.ts', {
-      port: await freePort(),
-      workers: 1,
-      databaseUrl,
-      dataDir,
-      simUrl: sim.url,
-      apiKey: sim.ready.apiKey,
-      anchorMs: ANCHOR,
-    });
+    const warmer = await startReplica();
     const l = await post(`${warmer.url}/graphql`, { query: LIST_QUERY });
     await post(`${warmer.url}/graphql`, { query: PAGE_QUERY, variables: { id: l.data.jobs.edges[0].node.id } });
     await warmer.close();
   }
   for (const scenario of flags.scenarios!.split(',')) {
-    const replica = await startChild('load-replica.ts', {
-      port: await freePort(),
-      workers: 1,
-      databaseUrl,
-      dataDir,
-      simUrl: sim.url,
-      apiKey: sim.ready.apiKey,
-      anchorMs: ANCHOR,
-    });
+    const replica = await startReplica();
     const gql = `${replica.url}/graphql`;
     const list = await post(gql, { query: LIST_QUERY });
     const jobId: string = list.data.jobs.edges[0].node.id;
