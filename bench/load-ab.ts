@@ -11,7 +11,7 @@ import { spawnSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { LIST_QUERY, PAGE_QUERY, TRIVIAL_QUERY } from './load.js';
+import { fillCacheApart, LIST_QUERY, PAGE_QUERY, TRIVIAL_QUERY } from './load.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -62,12 +62,7 @@ try {
   // alike: in one A/A run the replica that had made the cold fill itself measured 511 against 418
   // µs per warm list request, which read as a difference between the checkouts (a later check of
   // the trivial query found no such difference: 113-124 µs either way).
-  {
-    const warmer = await startChild('load-replica.ts', await replicaOptions());
-    const l = await post(`${warmer.url}/graphql`, { query: LIST_QUERY });
-    await post(`${warmer.url}/graphql`, { query: PAGE_QUERY, variables: { id: l.data.jobs.edges[0].node.id } });
-    await warmer.close();
-  }
+  await fillCacheApart(await replicaOptions());
   const a = await startChild('load-replica.ts', await replicaOptions());
   const b = flags.b ? await startChild('load-replica.ts', await replicaOptions(), path.resolve(flags.b)) : null;
   const list = await post(`${a.url}/graphql`, { query: LIST_QUERY });

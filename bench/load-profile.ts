@@ -18,7 +18,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { summarizeAllocations, summarizeProfile } from './cpu-profile-summary.js';
 // The load bench's own queries, so a profile is of exactly what it measures.
-import { LIST_QUERY, PAGE_QUERY, TRIVIAL_QUERY } from './load.js';
+import { fillCacheApart, LIST_QUERY, PAGE_QUERY, TRIVIAL_QUERY } from './load.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -81,28 +81,21 @@ async function profileUnderLoad(server: Child, url: string, file: string, name: 
   console.log(summarize(target, { top: Number(flags.top), requests }));
 }
 
-/** A replica of this checkout on the bench's database and simulator. */
-const startReplica = async () =>
-  startChild('load-replica.ts', {
-    port: await freePort(),
-    workers: 1,
-    databaseUrl,
-    dataDir,
-    simUrl: sim.url,
-    apiKey: sim.ready.apiKey,
-    anchorMs: ANCHOR,
-  });
+/** A replica of this checkout's options on the bench's database and simulator. */
+const replicaOptions = async () => ({
+  port: await freePort(),
+  workers: 1,
+  databaseUrl,
+  dataDir,
+  simUrl: sim.url,
+  apiKey: sim.ready.apiKey,
+  anchorMs: ANCHOR,
+});
 
 try {
-  if (flags['fill-apart']) {
-    // The cache filled by a replica of its own, closed before the profiled one starts.
-    const warmer = await startReplica();
-    const l = await post(`${warmer.url}/graphql`, { query: LIST_QUERY });
-    await post(`${warmer.url}/graphql`, { query: PAGE_QUERY, variables: { id: l.data.jobs.edges[0].node.id } });
-    await warmer.close();
-  }
+  if (flags['fill-apart']) await fillCacheApart(await replicaOptions());
   for (const scenario of flags.scenarios!.split(',')) {
-    const replica = await startReplica();
+    const replica = await startChild('load-replica.ts', await replicaOptions());
     const gql = `${replica.url}/graphql`;
     const list = await post(gql, { query: LIST_QUERY });
     const jobId: string = list.data.jobs.edges[0].node.id;

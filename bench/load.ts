@@ -33,6 +33,18 @@ export const PAGE_QUERY = `query Page($id: ID!) { job(id: $id) { id name status
   nodes { name gpus { index utilization(maxPoints: 300) { points { timestamp value } } } } } }`;
 export const TRIVIAL_QUERY = '{ providers { id name } }';
 
+/**
+ * Fills the cache (the job list and the first job's page) from a replica of its own, closed
+ * before the measured ones start, so none of them has made the cold fill (bench/load-ab.ts,
+ * bench/load-profile.ts --fill-apart).
+ */
+export async function fillCacheApart(replicaOptions: unknown): Promise<void> {
+  const warmer = await startChild('load-replica.ts', replicaOptions);
+  const list = await post(`${warmer.url}/graphql`, { query: LIST_QUERY });
+  await post(`${warmer.url}/graphql`, { query: PAGE_QUERY, variables: { id: list.data.jobs.edges[0].node.id } });
+  await warmer.close();
+}
+
 // ---- wrk ------------------------------------------------------------------------------------
 
 const { dir: WORK, lua: LUA } = wrkPostScript('tg-load-');

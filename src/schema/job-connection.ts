@@ -3,7 +3,7 @@
 // Query.jobs and Project.jobs. Edges are never null: a job's failing part is null on its own
 // field (with its error), the job stays listed.
 import type { ArgBuilder } from '@pothos/core';
-import { Kind, type FieldNode, type GraphQLResolveInfo, type SelectionSetNode } from 'graphql';
+import type { FieldNode, GraphQLResolveInfo, SelectionSetNode } from 'graphql';
 import { DomainError } from '../domain/errors.js';
 import type { Freshness, JobFilter, JobOrder, OrderedJobRow } from '../store/index.js';
 import { checkPageSize, decodeJobCursor, encodeJobCursor } from './args.js';
@@ -11,6 +11,7 @@ import { builder } from './builder.js';
 import type { Context } from './context.js';
 import { JobFilterRef, JobOrderRef, resolveJobFilter, resolveJobOrder, type JobFilterInput, type JobOrderInput } from './job-filter.js';
 import { JobRef, SourceErrorRef, type SourceErrorShape } from './refs.js';
+import { everyField } from './selection.js';
 
 interface JobConnectionShape {
   rows: OrderedJobRow[];
@@ -153,24 +154,7 @@ export function listColumnsSuffice(info: GraphQLResolveInfo): boolean {
   const known = listColumnsCache.get(key);
   if (known !== undefined && info.fieldNodes.length === 1) return known;
   const seen = new Set<string>();
-  const every = (set: SelectionSetNode | undefined, ok: (field: FieldNode) => boolean): boolean => {
-    if (!set) return true;
-    for (const sel of set.selections) {
-      if (sel.kind === Kind.FIELD) {
-        if (!ok(sel)) return false;
-      } else if (sel.kind === Kind.INLINE_FRAGMENT) {
-        if (!every(sel.selectionSet, ok)) return false;
-      } else {
-        // A fragment is on one type, so it meets one test wherever it is spread: once is enough
-        // (a false answer has already returned).
-        if (seen.has(sel.name.value)) continue;
-        seen.add(sel.name.value);
-        const fragment = info.fragments[sel.name.value];
-        if (!fragment || !every(fragment.selectionSet, ok)) return false;
-      }
-    }
-    return true;
-  };
+  const every = (set: SelectionSetNode | undefined, ok: (field: FieldNode) => boolean) => everyField(info, set, ok, seen);
   const job = (f: FieldNode) => LIST_JOB_FIELDS.has(f.name.value);
   const edge = (f: FieldNode) => f.name.value === '__typename' || f.name.value === 'cursor' || (f.name.value === 'node' && every(f.selectionSet, job));
   const connection = (f: FieldNode) =>

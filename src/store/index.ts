@@ -20,7 +20,6 @@ import type {
   JobPageColumns,
   JobPageRow,
   NodeRow,
-  OrderedJobRow,
   PointRow,
   ProjectRow,
   SeriesRow,
