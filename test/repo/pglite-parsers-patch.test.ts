@@ -1,0 +1,44 @@
+// patches/@electric-sql+pglite+0.5.16.patch (applied by patch-package at install): PGlite merged
+// a query's own type parsers into its 318 defaults by copying all of them, on every query (about
+// 110 µs; drizzle passes parsers with every statement). The patched merge puts the query's
+// parsers in front of the defaults instead. It must be applied, and a query's parsers must still
+// win over the defaults without changing them.
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+describe('the patched @electric-sql/pglite', () => {
+  let db: PGlite;
+  beforeAll(async () => {
+    db = new PGlite();
+    await db.waitReady;
+  });
+  afterAll(async () => {
+    await db.close();
+  });
+
+  it('is applied: a query does not copy every default parser', () => {
+    const entry = createRequire(import.meta.url).resolve('@electric-sql/pglite');
+    const dist = entry.slice(0, entry.lastIndexOf(`${path.sep}dist${path.sep}`) + 6);
+    const parseResults = readFileSync(path.join(dist, 'chunk-Y6PULSM7.js'), 'utf8');
+    expect(parseResults).toContain('Object.assign(Object.create(t),n.parsers)');
+    expect(parseResults).not.toContain('{...t,...n.parsers}');
+  });
+
+  it("uses a query's parsers first and the defaults for every other type", async () => {
+    const res = await db.query<[number, unknown, boolean, string]>(
+      `select 41::int4, '{"a":[1,2]}'::json, true, '2026-11-20 12:00:00+00'::timestamptz::text`,
+      [],
+      { rowMode: 'array', parsers: { 23: (v: string) => Number(v) + 1 } },
+    );
+    expect(res.rows[0]).toEqual([42, { a: [1, 2] }, true, '2026-11-20 12:00:00+00']);
+  });
+
+  it('leaves the defaults as they were: the next query without parsers parses int4 as before', async () => {
+    await db.query('select 1::int4', [], { parsers: { 23: () => 'changed' } });
+    const res = await db.query<{ n: number }>('select 41::int4 as n');
+    expect(res.rows[0]!.n).toBe(41);
+  });
+});
