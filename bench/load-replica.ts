@@ -5,6 +5,7 @@ import cluster from 'node:cluster';
 import { pino } from 'pino';
 import { loadSecurityConfig } from '../src/config/security.js';
 import { startRuntime } from '../src/server/runtime.js';
+import { joinCpuCap } from './cpu-cap.js';
 import { answerProfileCommand, type ProfileCommand } from './profile-commands.js';
 
 export interface ReplicaOptions {
@@ -15,6 +16,8 @@ export interface ReplicaOptions {
   simUrl: string;
   apiKey: string;
   anchorMs: number;
+  /** One cgroup per serving process (bench/cpu-cap.ts): process i joins cpuCaps[i]. */
+  cpuCaps?: string[];
 }
 
 const opts = JSON.parse(process.argv[2]!) as ReplicaOptions;
@@ -55,6 +58,10 @@ if (cluster.isPrimary && opts.workers > 1) {
     cluster.on('exit', () => --left === 0 && process.exit(0));
   });
 } else {
+  // Each serving process under its own CPU limit, as a pod of its own; the primary only hands
+  // connections over, as a load balancer in front of pods would.
+  const cap = opts.cpuCaps?.[cluster.isWorker ? cluster.worker!.id - 1 : 0];
+  if (cap) joinCpuCap(cap);
   const runtime = await startRuntime({
     config: {
       port: opts.port,

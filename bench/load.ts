@@ -1,10 +1,14 @@
-// `npm run bench:load` (also the "load" rows of `npm run bench`): warm reads under concurrent
+// `npm run bench:load` (also run by `npm run bench`, unless --no-load): warm reads under concurrent
 // load. wrk drives each query at 20 and 100 connections against one replica, and against its
 // floor measured in the same run: the same rows from one SQL statement as JSON over plain HTTP
 // (list, job page), or a bare graphql-yoga with the same resolver (trivial query). Then two
 // replicas behind one port (node:cluster) against one, on the same Postgres. Needs `wrk`
-// (Debian: apt-get install wrk). Flags: --seconds per run (default 5), --pglite / --postgres
-// (default both), --db <admin url>.
+// (Debian: apt-get install wrk). Flags: --seconds per run (default 5), --rounds (default 3: on
+// PostgreSQL ours and the baseline alternate, each row is the median of the rounds' ratios),
+// --replica-cores (default 0.4: each replica's CPU limit in the scale-out rows),
+// --scale-out-only (those rows alone), --pglite /
+// --postgres (default both), --db <admin url>.
+import { createCpuCap, type CpuCap } from './cpu-cap.js';
 import { freePort, freshPostgresDatabase, post, startChild, wrkPostScript, type Child } from './children.js';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -17,6 +21,9 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 const { values: flags } = parseArgs({
   options: {
     seconds: { type: 'string', default: '5' },
+    rounds: { type: 'string', default: '3' },
+    'replica-cores': { type: 'string', default: '0.4' },
+    'scale-out-only': { type: 'boolean', default: false },
     pglite: { type: 'boolean', default: false },
     postgres: { type: 'boolean', default: false },
     db: { type: 'string', default: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/' },
@@ -24,6 +31,14 @@ const { values: flags } = parseArgs({
   strict: false,
 });
 const SECONDS = Number(flags.seconds);
+const ROUNDS = Math.max(1, Number(flags.rounds));
+// 0.4 CPU: at 0.5, two replicas, PostgreSQL and wrk kept this 2-core machine 1.89 cores busy on
+// the job list, so each replica's reads waited on a starved PostgreSQL (1.70x; 0.4: 1.93x).
+const REPLICA_CORES = Number(flags['replica-cores']);
+// 20 connections: at 100, one replica limited to 0.4-0.5 CPU holds 100 requests at once, answers
+// past wrk's 2 s time-out and spends more CPU per request on them (overload, not scale-out),
+// which flattered the ratio (2.7x).
+const SCALE_CONNS = 20;
 const ANCHOR = Date.UTC(2026, 10, 20, 12, 0, 0);
 const CONNECTIONS = [20, 100];
 const log = (...a: unknown[]) => console.error('[load]', ...a);
@@ -80,16 +95,26 @@ function toMs(v: string): number {
 }
 
 let bodySeq = 0;
-async function wrk(server: Child | null, url: string, body: unknown, connections: number): Promise<Load> {
+function bodyFile(body: unknown): string {
   const file = path.join(WORK, `body-${++bodySeq}.json`);
   writeFileSync(file, JSON.stringify(body));
+  return file;
+}
+
+/** wrk's load for `seconds`, not measured. */
+function unmeasured(url: string, body: unknown, connections: number, seconds: number, file = bodyFile(body)): void {
+  spawnSync('wrk', ['-t2', `-c${connections}`, `-d${seconds}s`, '-s', LUA, url], { env: { ...process.env, BODY_FILE: file }, encoding: 'utf8' });
+}
+
+async function wrk(server: Child | null, url: string, body: unknown, connections: number): Promise<Load> {
+  const file = bodyFile(body);
   // Three unmeasured seconds first, for ours and the floor alike: a process that sat idle while
   // the other was measured is slow at first (the first measured run of a replica, right after the
   // floor's, measured 779 µs per warm list request and a later run of the same replica 423), and
   // a query a replica has not served under load yet runs unoptimised code for a while (a fresh
   // replica's first 4 s of trivial queries: 62 µs each; every later run: 47-51). One second was
   // not enough for the trivial query; the floor, far less code, warms sooner.
-  spawnSync('wrk', ['-t2', `-c${connections}`, '-d3s', '-s', LUA, url], { env: { ...process.env, BODY_FILE: file }, encoding: 'utf8' });
+  unmeasured(url, body, connections, 3, file);
   const cpuBefore = server ? await server.cpu() : NaN;
   const machineBefore = cpuTimes();
   const out = spawnSync('wrk', ['-t2', `-c${connections}`, `-d${SECONDS}s`, '--latency', '-s', LUA, url], {
@@ -122,8 +147,13 @@ export interface LoadRow {
   p99Ms: number;
   floorRps: number;
   floorP99Ms: number;
+  /** The median of the rounds' ratios (each round runs both, the order alternating). */
   ratio: number;
-  goal: number;
+  /** null: measured, no goal (the scale-out rows without a CPU limit). */
+  goal: number | null;
+  rounds: number;
+  /** Each round's ratio, in the order measured. */
+  roundRatios: number[];
   /** wrk's non-2xx answers and socket errors (time-outs at 2 s included), ours and the baseline's. */
   errors: number;
   floorErrors: number;
@@ -134,6 +164,37 @@ export interface LoadRow {
   busyCores: number;
   floorBusyCores: number;
   cores: number;
+}
+
+const median = (xs: number[]) => {
+  const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+
+/** One table row from the rounds of ours and of the baseline (paired by round). */
+function rowOf(database: LoadRow['database'], scenario: string, connections: number, goal: number | null, ours: Load[], floor: Load[]): LoadRow {
+  const of = (ls: Load[], f: (l: Load) => number) => median(ls.map(f));
+  return {
+    database,
+    scenario,
+    connections,
+    rps: of(ours, (l) => l.rps),
+    p99Ms: of(ours, (l) => l.p99Ms),
+    floorRps: of(floor, (l) => l.rps),
+    floorP99Ms: of(floor, (l) => l.p99Ms),
+    ratio: median(ours.map((o, i) => o.rps / floor[i]!.rps)),
+    goal,
+    rounds: ours.length,
+    roundRatios: ours.map((o, i) => o.rps / floor[i]!.rps),
+    errors: ours.reduce((a, l) => a + l.errors, 0),
+    floorErrors: floor.reduce((a, l) => a + l.errors, 0),
+    cpuUs: of(ours, (l) => l.cpuUsPerRequest),
+    floorCpuUs: of(floor, (l) => l.cpuUsPerRequest),
+    busyCores: of(ours, (l) => l.machineBusyCores),
+    floorBusyCores: of(floor, (l) => l.machineBusyCores),
+    cores: ours[0]!.cores,
+  };
 }
 
 async function measureDatabase(database: 'postgres' | 'pglite'): Promise<LoadRow[]> {
@@ -153,9 +214,10 @@ async function measureDatabase(database: 'postgres' | 'pglite'): Promise<LoadRow
     dataDir = path.join(WORK, 'pglite');
     mkdirSync(dataDir, { recursive: true });
   }
-  const replicaOptions = (workers: number, port: number) => ({
+  const replicaOptions = (workers: number, port: number, cpuCaps?: string[]) => ({
     port,
     workers,
+    cpuCaps,
     databaseUrl,
     dataDir,
     simUrl: sim.url,
@@ -176,8 +238,11 @@ async function measureDatabase(database: 'postgres' | 'pglite'): Promise<LoadRow
     };
     for (let i = 0; i < 3; i++) for (const b of Object.values(bodies)) await post(gql, b);
     const providers = (await post(gql, bodies.trivial)).data.providers;
+    if (flags['scale-out-only']) {
+      await replica.close();
+      return database === 'postgres' ? await scaleOut(replicaOptions, bodies) : [];
+    }
 
-    // PGlite is one process's database: the floor opens the same folder once the replica is gone.
     const floorOpts = { databaseUrl, dataDir, providers };
     const goals = { list: 0.5, page: 0.4, trivial: 0.9 } as const;
     const scenarios = [
@@ -185,92 +250,149 @@ async function measureDatabase(database: 'postgres' | 'pglite'): Promise<LoadRow
       ['warm job page with series', 'page', '/page'],
       ['trivial query vs bare yoga', 'trivial', '/graphql'],
     ] as const;
-    const ours = new Map<string, Load>();
-    const floors = new Map<string, Load>();
-    const measureOurs = async (server: Child) => {
-      for (const c of CONNECTIONS) for (const [, key] of scenarios) ours.set(`${key}/${c}`, await wrk(server, `${server.url}/graphql`, bodies[key], c));
+    // Ours and the floor alternate round by round (which goes first swaps each round) for --rounds
+    // rounds; each row is the median of the rounds' ratios, as the machine's speed drifts over
+    // minutes and a lone run swung the trivial row from 0.71x to 1.06x. On PostgreSQL both run
+    // side by side and alternate per scenario; PGlite is one process's database, so there the
+    // floor and a replica open the same folder in turn.
+    const runs = new Map<string, { ours: Load[]; floor: Load[] }>();
+    const record = (key: string, which: 'ours' | 'floor', load: Load) => {
+      const r = runs.get(key) ?? { ours: [], floor: [] };
+      r[which].push(load);
+      runs.set(key, r);
     };
-    const measureFloor = async () => {
+    // A process just started runs every scenario for a while, unmeasured, before any is measured:
+    // a PGlite replica's first job-list run cost 1,876 µs per request and, after two more runs,
+    // 1,375 (its database's buffers and the JIT both warm up), while the floor warms sooner.
+    const warmUp = (urlOf: (key: keyof typeof bodies, route: string) => string) => {
+      for (const [, key, route] of scenarios) unmeasured(urlOf(key, route), bodies[key], 20, 5);
+    };
+    const startFloor = async () => {
       const floor = await startChild('load-floor.ts', floorOpts);
-      await post(`${floor.url}/list`, bodies.list);
-      await post(`${floor.url}/page`, bodies.page);
-      for (const c of CONNECTIONS) for (const [, key, route] of scenarios) floors.set(`${key}/${c}`, await wrk(floor, `${floor.url}${route}`, bodies[key], c));
-      await floor.close();
+      warmUp((_key, route) => `${floor.url}${route}`);
+      return floor;
+    };
+    const startReplica = async () => {
+      const started = await startChild('load-replica.ts', replicaOptions(1, await freePort()));
+      warmUp(() => `${started.url}/graphql`);
+      return started;
     };
     if (database === 'pglite') {
+      // One process at a time: each round starts the floor and a replica in turn (which goes
+      // first alternates), and each runs every scenario before it closes.
       await replica.close();
-      await measureFloor();
-      replica = await startChild('load-replica.ts', replicaOptions(1, await freePort()));
-      await measureOurs(replica);
+      for (let round = 0; round < ROUNDS; round++) {
+        const both = [
+          async () => {
+            const floor = await startFloor();
+            for (const c of CONNECTIONS)
+              for (const [, key, route] of scenarios) record(`${key}/${c}`, 'floor', await wrk(floor, `${floor.url}${route}`, bodies[key], c));
+            await floor.close();
+          },
+          async () => {
+            replica = await startChild('load-replica.ts', replicaOptions(1, await freePort()));
+            for (const c of CONNECTIONS)
+              for (const [, key] of scenarios) record(`${key}/${c}`, 'ours', await wrk(replica, `${replica.url}/graphql`, bodies[key], c));
+            await replica.close();
+          },
+        ];
+        for (const run of round % 2 === 0 ? both : both.reverse()) await run();
+      }
     } else {
-      await measureFloor();
-      await measureOurs(replica);
+      const floor = await startFloor();
+      warmUp(() => `${replica.url}/graphql`);
+      for (const c of CONNECTIONS) {
+        for (const [, key, route] of scenarios) {
+          for (let round = 0; round < ROUNDS; round++) {
+            const both = [
+              async () => record(`${key}/${c}`, 'floor', await wrk(floor, `${floor.url}${route}`, bodies[key], c)),
+              async () => record(`${key}/${c}`, 'ours', await wrk(replica, `${replica.url}/graphql`, bodies[key], c)),
+            ];
+            for (const run of round % 2 === 0 ? both : both.reverse()) await run();
+          }
+        }
+      }
+      await floor.close();
+      await replica.close();
     }
     for (const c of CONNECTIONS) {
       for (const [name, key] of scenarios) {
-        const o = ours.get(`${key}/${c}`)!;
-        const f = floors.get(`${key}/${c}`)!;
-        rows.push({
-          database,
-          scenario: name,
-          connections: c,
-          rps: o.rps,
-          p99Ms: o.p99Ms,
-          floorRps: f.rps,
-          floorP99Ms: f.p99Ms,
-          ratio: o.rps / f.rps,
-          goal: goals[key],
-          errors: o.errors,
-          floorErrors: f.errors,
-          cpuUs: o.cpuUsPerRequest,
-          floorCpuUs: f.cpuUsPerRequest,
-          busyCores: o.machineBusyCores,
-          floorBusyCores: f.machineBusyCores,
-          cores: o.cores,
-        });
+        const { ours, floor } = runs.get(`${key}/${c}`)!;
+        rows.push(rowOf(database, name, c, goals[key], ours, floor));
       }
     }
-    await replica.close();
 
-    if (database === 'postgres') {
-      // Scale-out: the same port served by one process, then by two (node:cluster), same Postgres.
-      for (const [name, key] of [
-        ['two replicas vs one: job list', 'list'],
-        ['two replicas vs one: trivial', 'trivial'],
-      ] as const) {
-        const one = await startChild('load-replica.ts', replicaOptions(1, await freePort()));
-        await post(`${one.url}/graphql`, bodies[key]);
-        const single = await wrk(one, `${one.url}/graphql`, bodies[key], 100);
-        await one.close();
-        const port = await freePort();
-        const two = await startChild('load-replica.ts', replicaOptions(2, port));
-        const twoUrl = `http://127.0.0.1:${port}`;
-        for (let i = 0; i < 4; i++) await post(`${twoUrl}/graphql`, bodies[key]);
-        const double = await wrk(two, `${twoUrl}/graphql`, bodies[key], 100);
-        await two.close();
-        rows.push({
-          database,
-          scenario: name,
-          connections: 100,
-          rps: double.rps,
-          p99Ms: double.p99Ms,
-          floorRps: single.rps,
-          floorP99Ms: single.p99Ms,
-          ratio: double.rps / single.rps,
-          goal: 1.7,
-          errors: double.errors,
-          floorErrors: single.errors,
-          cpuUs: double.cpuUsPerRequest,
-          floorCpuUs: single.cpuUsPerRequest,
-          busyCores: double.machineBusyCores,
-          floorBusyCores: single.machineBusyCores,
-          cores: double.cores,
-        });
-      }
-    }
+    if (database === 'postgres') rows.push(...(await scaleOut(replicaOptions, bodies)));
   } finally {
     await sim.close();
     await dropDatabase();
+  }
+  return rows;
+}
+
+/**
+ * Scale-out on the same PostgreSQL: one replica against two behind one port (node:cluster), both
+ * running, alternated round by round. First with every serving process limited to --replica-cores
+ * CPUs (bench/cpu-cap.ts), as replicas in pods of their own would be: on this 2-core machine an
+ * unlimited replica already keeps most of the cores busy beside wrk and PostgreSQL, so a second
+ * one has nowhere to run, whatever the code does. Then without a limit, measured for what this
+ * machine allows (no goal).
+ */
+async function scaleOut(
+  replicaOptions: (workers: number, port: number, cpuCaps?: string[]) => unknown,
+  bodies: Record<'list' | 'trivial', unknown>,
+): Promise<LoadRow[]> {
+  const rows: LoadRow[] = [];
+  const caps = [1, 2].map((i) => createCpuCap(`tg-load-${process.pid}-${i}`, REPLICA_CORES));
+  const made = caps.filter((c): c is CpuCap => 'procsFile' in c);
+  const refused = caps.find((c): c is { error: string } => 'error' in c);
+  if (refused) log(`replicas cannot be given a CPU limit here (${refused.error}): the scale-out rows run without one`);
+  const variants = [
+    ...(refused ? [] : [{ label: `each replica limited to ${REPLICA_CORES} CPU`, caps: made, goal: 1.7 as number | null }]),
+    { label: 'no CPU limit, on this machine', caps: null, goal: refused ? 1.7 : null },
+  ];
+  try {
+    for (const variant of variants) {
+      for (const [name, key] of [
+        ['job list', 'list'],
+        ['trivial', 'trivial'],
+      ] as const) {
+        const one = await startChild(
+          'load-replica.ts',
+          replicaOptions(
+            1,
+            await freePort(),
+            variant.caps?.slice(0, 1).map((c) => c.procsFile),
+          ),
+        );
+        const twoPort = await freePort();
+        const two = await startChild(
+          'load-replica.ts',
+          replicaOptions(
+            2,
+            twoPort,
+            variant.caps?.map((c) => c.procsFile),
+          ),
+        );
+        const twoUrl = `http://127.0.0.1:${twoPort}/graphql`;
+        // Both warm up first, unmeasured (node:cluster hands connections to both workers in turn).
+        unmeasured(`${one.url}/graphql`, bodies[key], SCALE_CONNS, 5);
+        unmeasured(twoUrl, bodies[key], SCALE_CONNS, 5);
+        const singles: Load[] = [];
+        const doubles: Load[] = [];
+        for (let round = 0; round < ROUNDS; round++) {
+          const both = [
+            async () => singles.push(await wrk(one, `${one.url}/graphql`, bodies[key], SCALE_CONNS)),
+            async () => doubles.push(await wrk(two, twoUrl, bodies[key], SCALE_CONNS)),
+          ];
+          for (const run of round % 2 === 0 ? both : both.reverse()) await run();
+        }
+        await Promise.all([one.close(), two.close()]);
+        rows.push(rowOf('postgres', `two replicas vs one (${variant.label}): ${name}`, SCALE_CONNS, variant.goal, doubles, singles));
+      }
+    }
+  } finally {
+    for (const c of made) c.remove();
   }
   return rows;
 }
@@ -289,22 +411,24 @@ export async function benchLoad(databases: ('postgres' | 'pglite')[]): Promise<L
 }
 
 /**
- * For a two-replica row: how busy one replica kept the machine (wrk and Postgres beside it). With
- * both cores near busy already, two replicas have little room to scale into on this machine.
+ * For a two-replica row: the cores the replicas themselves used (their CPU per request times
+ * req/s), and how busy the whole machine was, one replica against two.
  */
-function machineBound(r: LoadRow): string {
-  if (!r.scenario.startsWith('two replicas') || !(r.floorBusyCores > 0)) return '';
-  return ` (one replica kept ${r.floorBusyCores.toFixed(2)} of ${r.cores} cores busy)`;
+function scaleNote(r: LoadRow): string {
+  if (!r.scenario.startsWith('two replicas')) return '';
+  const used = (cpuUs: number, rps: number) => ((cpuUs * rps) / 1e6).toFixed(2);
+  return ` (replicas used ${used(r.floorCpuUs, r.floorRps)} / ${used(r.cpuUs, r.rps)} cores)`;
 }
 
 export function printLoad(rows: LoadRow[]): string {
   const fmt = (n: number, d = 0) => (Number.isFinite(n) ? n.toFixed(d) : '-');
+  const goal = (r: LoadRow) => (r.goal === null ? 'measured' : `>= ${r.goal}x ${r.ratio >= r.goal ? 'met' : 'MISSED'}`);
   const lines = [
-    '| database | scenario | conns | ours req/s | ours p99 ms | baseline req/s | baseline p99 ms | ratio | goal | errors ours / baseline | CPU µs/req ours / baseline | machine busy cores ours / baseline |',
+    '| database | scenario | conns | ours req/s | ours p99 ms | baseline req/s | baseline p99 ms | ratio (median of rounds) | goal | errors ours / baseline | CPU µs/req ours / baseline | machine busy cores ours / baseline |',
     '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ...rows.map(
       (r) =>
-        `| ${r.database} | ${r.scenario} | ${r.connections} | ${fmt(r.rps)} | ${fmt(r.p99Ms, 1)} | ${fmt(r.floorRps)} | ${fmt(r.floorP99Ms, 1)} | ${fmt(r.ratio, 2)}x | >= ${r.goal}x ${r.ratio >= r.goal ? 'met' : 'MISSED'}${machineBound(r)} | ${r.errors} / ${r.floorErrors} | ${fmt(r.cpuUs)} / ${fmt(r.floorCpuUs)} | ${fmt(r.busyCores, 2)} / ${fmt(r.floorBusyCores, 2)} of ${r.cores} |`,
+        `| ${r.database} | ${r.scenario} | ${r.connections} | ${fmt(r.rps)} | ${fmt(r.p99Ms, 1)} | ${fmt(r.floorRps)} | ${fmt(r.floorP99Ms, 1)} | ${fmt(r.ratio, 2)}x (${r.rounds}) | ${goal(r)}${scaleNote(r)} | ${r.errors} / ${r.floorErrors} | ${fmt(r.cpuUs)} / ${fmt(r.floorCpuUs)} | ${fmt(r.busyCores, 2)} / ${fmt(r.floorBusyCores, 2)} of ${r.cores} |`,
     ),
   ];
   return lines.join('\n');
@@ -317,6 +441,9 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.a
   const table = printLoad(rows);
   console.log(table);
   mkdirSync(path.join(HERE, 'results'), { recursive: true });
-  writeFileSync(path.join(HERE, 'results', 'load.json'), JSON.stringify({ date: new Date().toISOString(), seconds: SECONDS, rows }, null, 2));
+  writeFileSync(
+    path.join(HERE, 'results', 'load.json'),
+    JSON.stringify({ date: new Date().toISOString(), seconds: SECONDS, rounds: ROUNDS, replicaCores: REPLICA_CORES, rows }, null, 2),
+  );
   rmSync(WORK, { recursive: true, force: true });
 }

@@ -2,7 +2,8 @@
 // baseline measured in the same run on the same data (timings on shared 2-core machines are noisy;
 // ratios much less so). Also written as JSON to bench/results/latest.json. Flags: --jobs --nodes
 // --gpus --points (fleet and series length), --postgres / --pglite (one database only), --db <url>
-// (default DATABASE_URL or postgres://postgres@127.0.0.1:5432/), --quick (fewer samples), --profile
+// (default DATABASE_URL or postgres://postgres@127.0.0.1:5432/), --quick (fewer samples), --no-live,
+// --no-load (skip the live fan-out, or the warm reads under load of bench/load.ts), --profile
 // <folder> (CPU profiles of the cold and warm dashboard queries, with their top frames), --cold-only
 // (the cold dashboard rows only, with this process's CPU time, then one warm answer; nothing written).
 import { loadSecurityConfig } from '../src/config/security.js';
@@ -11,7 +12,7 @@ import { freshPostgresDatabase } from './children.js';
 import { summarizeProfile } from './cpu-profile-summary.js';
 import { benchFootprint } from './footprint.js';
 import { fork, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -37,6 +38,8 @@ const { values: flags } = parseArgs({
     quick: { type: 'boolean', default: false },
     growth: { type: 'string', default: '5,50,500' },
     live: { type: 'boolean', default: true },
+    /** The warm reads under load (bench/load.ts, needs wrk); --no-load skips them. */
+    load: { type: 'boolean', default: true },
     'downsample-rows': { type: 'string', default: '1000000' },
     /** A folder: the cold and warm dashboard queries are CPU-profiled into it (this process: server and client). */
     profile: { type: 'string' },
@@ -53,6 +56,8 @@ const POINTS = Number(flags.points);
 const SCALE_JOBS = flags.growth!.split(',').map(Number);
 const SCALE_NODES = 2;
 const SCALE_GPUS = 2;
+/** Cold answers measured per database, each against the upstream calls all at once. */
+const COLD_SAMPLES = flags.quick ? 3 : 5;
 const INGEST_ROWS = flags.quick ? 100_000 : 300_000;
 const DOWNSAMPLE_ROWS = Number(flags['downsample-rows']);
 const ANCHOR = Date.UTC(2026, 10, 20, 12, 0, 0);
@@ -412,14 +417,31 @@ async function benchDatabase(pglite: boolean): Promise<DbResult> {
       alone.push({ route: `${c.init.method ?? 'GET'} ${new URL(c.url).pathname.replace(/\/(?=[0-9a-z]*\d)[0-9a-z]{6,}(?=\/|$)/g, '/:id')}`, ms });
     }
     const slowest = alone.reduce((a, b) => (b.ms > a.ms ? b : a));
-    const [allAtOnce] = await timed(() => Promise.all(calls.map(async (c) => (await realFetch(c.url, c.init)).text())));
+    const allAtOnceOnce = () => timed(() => Promise.all(calls.map(async (c) => (await realFetch(c.url, c.init)).text()))).then(([ms]) => ms);
+    // One cold answer against its baseline swings from 1.30x to 1.71x between runs on this
+    // machine: more cold answers (each from an emptied cache), each paired with a baseline run
+    // next to it (which goes first alternates), and the row is the median of the pairs' ratios.
+    const pairs = [{ cold, allAtOnce: await allAtOnceOnce() }];
+    for (let i = 1; i < COLD_SAMPLES; i++) {
+      const baselineFirst = i % 2 === 1;
+      const before = baselineFirst ? await allAtOnceOnce() : NaN;
+      await s.dropCache();
+      const again = await costOf(s, JOBS);
+      pairs.push({ cold: again, allAtOnce: baselineFirst ? before : await allAtOnceOnce() });
+    }
+    const mid = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
+    const ratio = mid(pairs.map((p) => p.cold.ms / p.allAtOnce));
+    const allAtOnce = mid(pairs.map((p) => p.allAtOnce));
+    const coldMs = mid(pairs.map((p) => p.cold.ms));
+    const samplesText = pairs.map((p) => `${p.cold.ms.toFixed(0)}/${p.allAtOnce.toFixed(0)}`).join(', ');
+    log(`cold samples (answer/all at once, ms): ${samplesText}`);
     rows.push({
       scenario: `cold dashboard (${JOBS} jobs x ${NODES} nodes x ${GPUS} GPUs, ${POINTS} points)`,
-      measured: `answered in ${cold.ms.toFixed(0)} ms (cache write committed ${cold.writeMs.toFixed(0)} ms later)`,
-      baseline: `the same ${calls.length} upstream calls all at once: ${allAtOnce.toFixed(0)} ms (slowest alone ${slowest.ms.toFixed(0)} ms)`,
-      ratio: cold.ms / allAtOnce,
+      measured: `answered in ${coldMs.toFixed(0)} ms, median of ${pairs.length} (cache write committed ${cold.writeMs.toFixed(0)} ms later in the first)`,
+      baseline: `the same ${calls.length} upstream calls all at once: ${allAtOnce.toFixed(0)} ms (slowest alone ${slowest.ms.toFixed(0)} ms); pairs ${samplesText}`,
+      ratio,
       goal: '<= 1.3x',
-      met: cold.ms / allAtOnce <= 1.3,
+      met: ratio <= 1.3,
     });
     details.cold = {
       answerMs: round(cold.ms),
@@ -430,6 +452,7 @@ async function benchDatabase(pglite: boolean): Promise<DbResult> {
       sql: cold.sql,
       slowestCall: slowest,
       allCallsAtOnceMs: round(allAtOnce),
+      pairs: pairs.map((p) => ({ answerMs: round(p.cold.ms), cpuMs: round(p.cold.cpuMs), allAtOnceMs: round(p.allAtOnce) })),
       callsAloneMs: alone.map((a) => round(a.ms)),
     };
     const minimum = JOBS + 2; // Baseten: 2 list calls (projects, jobs) + 1 metrics call per job
@@ -700,6 +723,26 @@ function benchLive(): { row: Row; output: string } {
   };
 }
 
+/**
+ * bench:load in its own process (it starts its own replicas, floors and wrk): its table and rows.
+ * --quick: one round of 3 s per scenario instead of three of 5 s.
+ */
+function benchLoadRows(databases: boolean[]): { table: string; rows: unknown[] } {
+  log('warm reads under load: npm run bench:load');
+  const args = [
+    '--import',
+    'tsx',
+    path.join(HERE, 'load.ts'),
+    `--db=${flags.db}`,
+    ...(flags.quick ? ['--rounds=1', '--seconds=3'] : []),
+    ...(databases.length === 1 ? [databases[0] ? '--pglite' : '--postgres'] : []),
+  ];
+  const res = spawnSync(process.execPath, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 1_800_000 });
+  const table = `${res.stdout ?? ''}`.trim();
+  if (res.status !== 0 || !table.startsWith('|')) return { table: `bench:load failed (exit ${res.status})\n${table}`, rows: [] };
+  return { table, rows: JSON.parse(readFileSync(path.join(HERE, 'results', 'load.json'), 'utf8')).rows };
+}
+
 function tableOf(rows: Row[]): string {
   return [
     '| scenario | measured | baseline (same run, same data) | ratio | goal | met |',
@@ -734,6 +777,7 @@ async function main() {
         },
         output: '',
       };
+  const load = flags.load ? benchLoadRows(databases) : { table: 'not run (--no-load)', rows: [] };
   // The built server's memory and time to ready on both databases (issue 23), in processes of their own.
   log('footprint: node dist/main.js on PGlite and PostgreSQL (bench/footprint.ts)');
   const footprint = await benchFootprint({ postgresUrl: flags.db!, log });
@@ -753,6 +797,7 @@ async function main() {
     console.log(`\n${db === 'pglite' ? 'PGlite (in-memory)' : 'PostgreSQL'}:\n`);
     console.log(tableOf(db === 'postgres' || databases.length === 1 ? [...r.rows, live.row] : r.rows));
   }
+  console.log(`\nWarm reads under load (npm run bench:load):\n\n${load.table}`);
   console.log(
     `\nFootprint (built server):\n\n` +
       [
@@ -772,6 +817,7 @@ async function main() {
         wallSeconds: round(wallSeconds, 1),
         databases: Object.fromEntries(Object.entries(results).map(([db, r]) => [db, { rows: r.rows, details: r.details, explain: r.explains }])),
         live: { row: live.row, output: live.output.slice(-4000) },
+        load: load.rows,
         footprint: { rows: footprint.rows, details: footprint.details },
       },
       null,
