@@ -4,11 +4,13 @@
 # (DATABASE_URL). scripts/build-image-root.sh runs these same steps without Docker.
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
-# patches/ first: npm ci's postinstall applies them (patch-package) to the installed driver, then
-# runs scripts/pglite-template.mjs (a no-op here: the embedded database's template is for npm start).
+# patches first: npm ci's postinstall (scripts/apply-patches.mjs) applies patches/ to the installed
+# packages and patches-optional/ to the optional ones that are installed (none in the deps stage),
+# then runs scripts/pglite-template.mjs (a no-op here: the embedded database's template is for npm start).
 COPY package.json package-lock.json ./
 COPY patches ./patches
-COPY scripts/pglite-template.mjs ./scripts/
+COPY patches-optional ./patches-optional
+COPY scripts/apply-patches.mjs scripts/pglite-template.mjs ./scripts/
 RUN npm ci --no-audit --no-fund
 COPY src ./src
 COPY scripts ./scripts
@@ -19,7 +21,8 @@ FROM node:20-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY patches ./patches
-COPY scripts/pglite-template.mjs ./scripts/
+COPY patches-optional ./patches-optional
+COPY scripts/apply-patches.mjs scripts/pglite-template.mjs ./scripts/
 RUN npm ci --omit=dev --omit=optional --no-audit --no-fund && npm cache clean --force
 
 FROM node:20-bookworm-slim

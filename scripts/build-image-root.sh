@@ -17,9 +17,9 @@ node "$root/scripts/build.mjs" "$out/dist"
 
 # deps stage; skipped when the folder already holds an install of this very lockfile
 cp "$root/package.json" "$root/package-lock.json" "$out/"
-rm -rf "$out/patches" && cp -r "$root/patches" "$out/patches"
-mkdir -p "$out/scripts" && cp "$root/scripts/pglite-template.mjs" "$out/scripts/"
-stamp="$(cat "$root/package-lock.json" "$root"/patches/* | sha256sum | cut -d' ' -f1)"
+rm -rf "$out/patches" "$out/patches-optional" && cp -r "$root/patches" "$root/patches-optional" "$out/"
+mkdir -p "$out/scripts" && cp "$root/scripts/apply-patches.mjs" "$root/scripts/pglite-template.mjs" "$out/scripts/"
+stamp="$(cat "$root/package-lock.json" "$root"/patches/* "$root"/patches-optional/* "$root/scripts/apply-patches.mjs" | sha256sum | cut -d' ' -f1)"
 if [ "$(cat "$out/node_modules/.installed-stamp" 2>/dev/null)" != "$stamp" ]; then
   rm -rf "$out/node_modules"
   (cd "$out" && npm ci --omit=dev --omit=optional --prefer-offline --no-audit --no-fund --loglevel=error)

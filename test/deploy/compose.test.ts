@@ -2,7 +2,7 @@
 // Postgres, Redis and two API replicas built from the Dockerfile behind one port, all health-
 // checked; each replica's environment uses the settings the README documents and loadConfig
 // accepts; the Dockerfile is multi-stage, non-root and health-checked.
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parse } from 'yaml';
@@ -144,17 +144,23 @@ describe('Dockerfile', () => {
     const installing = stages.filter((s) => /^RUN npm ci/m.test(s));
     expect(installing.length).toBeGreaterThan(0);
     for (const stage of installing) {
-      const copy = stage.search(/^COPY patches \.\/patches$/m);
-      expect(copy).toBeGreaterThan(-1);
-      expect(copy).toBeLessThan(stage.search(/^RUN npm ci/m));
-      // postinstall's second step runs this script: without it npm ci fails.
-      const script = stage.search(/^COPY scripts\/pglite-template\.mjs \.\/scripts\/$/m);
+      for (const line of [/^COPY patches \.\/patches$/m, /^COPY patches-optional \.\/patches-optional$/m]) {
+        const copy = stage.search(line);
+        expect(copy).toBeGreaterThan(-1);
+        expect(copy).toBeLessThan(stage.search(/^RUN npm ci/m));
+      }
+      // postinstall runs these scripts: without them npm ci fails.
+      const script = stage.search(/^COPY scripts\/apply-patches\.mjs scripts\/pglite-template\.mjs \.\/scripts\/$/m);
       expect(script).toBeGreaterThan(-1);
       expect(script).toBeLessThan(stage.search(/^RUN npm ci/m));
     }
     const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
     expect(pkg.dependencies['patch-package']).toBeDefined();
-    expect(pkg.scripts.postinstall).toMatch(/^patch-package --error-on-fail && node scripts\/pglite-template\.mjs$/);
+    expect(pkg.scripts.postinstall).toMatch(/^node scripts\/apply-patches\.mjs && node scripts\/pglite-template\.mjs$/);
     expect(existsSync(path.join(root, 'patches', `postgres+${pkg.dependencies.postgres}.patch`))).toBe(true);
+    // Patches of optional dependencies live apart: the deps stage installs without them.
+    for (const file of readdirSync(path.join(root, 'patches-optional'))) {
+      expect(pkg.optionalDependencies[file.replace(/\+[^+]+\.patch$/, '').replace('+', '/')]).toBeDefined();
+    }
   });
 });

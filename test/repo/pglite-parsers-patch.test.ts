@@ -1,4 +1,5 @@
-// patches/@electric-sql+pglite+0.5.16.patch (applied by patch-package at install): PGlite merged
+// patches-optional/@electric-sql+pglite+0.5.16.patch (applied at install by scripts/apply-patches.mjs
+// when PGlite, an optional dependency, is installed): PGlite merged
 // a query's own type parsers into its 318 defaults by copying all of them, on every query (about
 // 110 µs; drizzle passes parsers with every statement). The patched merge puts the query's
 // parsers in front of the defaults instead. It must be applied, and a query's parsers must still
