@@ -3,11 +3,10 @@
 // floor measured in the same run: the same rows from one SQL statement as JSON over plain HTTP
 // (list, job page), or a bare graphql-yoga with the same resolver (trivial query). Then two
 // replicas behind one port (node:cluster) against one, on the same Postgres. Needs `wrk`
-// (Debian: apt-get install wrk). Flags: --seconds per run (default 5), --rounds (default 3: on
-// PostgreSQL ours and the baseline alternate, each row is the median of the rounds' ratios),
-// --replica-cores (default 0.4: each replica's CPU limit in the scale-out rows),
-// --scale-out-only (those rows alone), --pglite /
-// --postgres (default both), --db <admin url>.
+// (Debian: apt-get install wrk). Flags: --seconds per run (default 5), --rounds (default 3: ours
+// and the baseline alternate, each row is the median of the rounds' ratios), --replica-cores
+// (default 0.4: each replica's CPU limit in the scale-out rows), --scale-out-only (those rows
+// alone), --pglite / --postgres (default both), --db <admin url>.
 import { createCpuCap, type CpuCap } from './cpu-cap.js';
 import { freePort, freshPostgresDatabase, post, startChild, wrkPostScript, type Child } from './children.js';
 import { spawnSync } from 'node:child_process';
@@ -290,7 +289,7 @@ async function measureDatabase(database: 'postgres' | 'pglite'): Promise<LoadRow
             await floor.close();
           },
           async () => {
-            replica = await startChild('load-replica.ts', replicaOptions(1, await freePort()));
+            replica = await startReplica();
             for (const c of CONNECTIONS)
               for (const [, key] of scenarios) record(`${key}/${c}`, 'ours', await wrk(replica, `${replica.url}/graphql`, bodies[key], c));
             await replica.close();
