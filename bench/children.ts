@@ -1,7 +1,7 @@
 // What the load benches share: bench scripts started as child processes (forked, ready when they
 // send their first message, answering commands by id), a fresh PostgreSQL database per run, a free
-// port, a GraphQL POST that must succeed, and wrk's script that POSTs a body from a file.
-import { fork, type ChildProcess } from 'node:child_process';
+// port, a GraphQL POST that must succeed, and wrk runs that POST a JSON body.
+import { fork, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -96,8 +96,22 @@ export async function post(url: string, body: unknown): Promise<any> {
   return json;
 }
 
-/** A folder of its own, with wrk's script that POSTs the JSON in the file named by BODY_FILE. */
-export function wrkPostScript(prefix: string): { dir: string; lua: string } {
+export interface WrkPoster {
+  /** A folder of its own (the bench may keep other files there); removed by the caller. */
+  dir: string;
+  /**
+   * wrk POSTing `body` as JSON to `url` for `seconds` with `connections` open (two threads; with
+   * `latency`, its latency distribution too): its report, and the requests and req/s it counted.
+   */
+  run(
+    url: string,
+    body: unknown,
+    o: { connections: number | string; seconds: number | string; latency?: boolean },
+  ): { stdout: string; requests: number; rps: number };
+}
+
+/** wrk's runs that POST a JSON body, through a script in a folder of its own. */
+export function wrkPostScript(prefix: string): WrkPoster {
   const dir = mkdtempSync(path.join(tmpdir(), prefix));
   const lua = path.join(dir, 'post.lua');
   writeFileSync(
@@ -107,5 +121,20 @@ wrk.headers["Content-Type"] = "application/json"
 local f = io.open(os.getenv("BODY_FILE"), "r"); wrk.body = f:read("*a"); f:close()
 `,
   );
-  return { dir, lua };
+  let seq = 0;
+  return {
+    dir,
+    run(url, body, o) {
+      const file = path.join(dir, `body-${++seq}.json`);
+      writeFileSync(file, JSON.stringify(body));
+      const args = ['-t2', `-c${o.connections}`, `-d${o.seconds}s`, ...(o.latency ? ['--latency'] : []), '-s', lua, url];
+      const out = spawnSync('wrk', args, { env: { ...process.env, BODY_FILE: file }, encoding: 'utf8' });
+      if (out.status !== 0) throw new Error(`wrk failed: ${out.stderr || out.stdout}`);
+      return {
+        stdout: out.stdout,
+        requests: Number(/(\d+) requests in/.exec(out.stdout)?.[1] ?? NaN),
+        rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out.stdout)?.[1] ?? NaN),
+      };
+    },
+  };
 }

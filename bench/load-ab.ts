@@ -7,8 +7,7 @@
 // --rounds, --seconds, --connections) and prints each run's server CPU µs per request and req/s,
 // and the median per variant. CPU per request is what to compare when other work shares the cores.
 import { freePort, freshPostgresDatabase, post, startChild, wrkPostScript, type Child } from './children.js';
-import { spawnSync } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { fillCacheApart, LIST_QUERY, PAGE_QUERY, TRIVIAL_QUERY } from './load.js';
@@ -25,18 +24,11 @@ const { values: flags } = parseArgs({
 });
 const ANCHOR = Date.UTC(2026, 10, 20, 12, 0, 0);
 
-const { dir: WORK, lua: LUA } = wrkPostScript('tg-load-ab-');
+const WRK = wrkPostScript('tg-load-ab-');
 
 async function run(server: Child, url: string, body: unknown): Promise<{ cpuUs: number; rps: number }> {
-  const file = path.join(WORK, 'body.json');
-  writeFileSync(file, JSON.stringify(body));
   const before = await server.cpu();
-  const out = spawnSync('wrk', ['-t2', `-c${flags.connections}`, `-d${flags.seconds}s`, '-s', LUA, url], {
-    env: { ...process.env, BODY_FILE: file },
-    encoding: 'utf8',
-  });
-  const requests = Number(/(\d+) requests in/.exec(out.stdout)?.[1] ?? NaN);
-  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out.stdout)?.[1] ?? NaN);
+  const { requests, rps } = WRK.run(url, body, { connections: flags.connections!, seconds: flags.seconds! });
   return { cpuUs: ((await server.cpu()) - before) / requests, rps };
 }
 
@@ -100,5 +92,5 @@ try {
 } finally {
   await sim.close();
   await fresh.drop();
-  rmSync(WORK, { recursive: true, force: true });
+  rmSync(WRK.dir, { recursive: true, force: true });
 }

@@ -11,8 +11,7 @@
 // (<scenario>.heapprofile, bytes per request by package and frame); --floor profiles the
 // scenario's floor (bench/load-floor.ts) under the same load after ours, for a side-by-side.
 import { freePort, freshPostgresDatabase, post, startChild, wrkPostScript, type Child } from './children.js';
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -44,7 +43,7 @@ const ANCHOR = Date.UTC(2026, 10, 20, 12, 0, 0);
 const OUT = path.resolve(flags.out!);
 mkdirSync(OUT, { recursive: true });
 
-const { dir: WORK, lua: LUA } = wrkPostScript('tg-load-profile-');
+const WRK = wrkPostScript('tg-load-profile-');
 
 const sim = await startChild('sim-child.ts', {
   seed: 7,
@@ -59,22 +58,17 @@ if (!flags.pglite) {
   databaseUrl = fresh.url;
   dropDatabase = fresh.drop;
 } else {
-  dataDir = path.join(WORK, 'pglite');
+  dataDir = path.join(WRK.dir, 'pglite');
   mkdirSync(dataDir, { recursive: true });
 }
 
-/** Profiles `server` (CPU, or allocations with --alloc) while wrk drives `url` with the body in `file`, and prints the summary. */
-async function profileUnderLoad(server: Child, url: string, file: string, name: string): Promise<void> {
+/** Profiles `server` (CPU, or allocations with --alloc) while wrk POSTs `body` to `url`, and prints the summary. */
+async function profileUnderLoad(server: Child, url: string, body: unknown, name: string): Promise<void> {
   // One unprofiled second first, as bench/load.ts runs every measured load.
-  spawnSync('wrk', ['-t2', `-c${flags.connections}`, '-d1s', '-s', LUA, url], { env: { ...process.env, BODY_FILE: file } });
+  WRK.run(url, body, { connections: flags.connections!, seconds: 1 });
   const target = path.join(OUT, `${name}.${flags.alloc ? 'heapprofile' : 'cpuprofile'}`);
   await server.request({ cmd: 'profile-start', alloc: flags.alloc });
-  const out = spawnSync('wrk', ['-t2', `-c${flags.connections}`, `-d${flags.seconds}s`, '-s', LUA, url], {
-    env: { ...process.env, BODY_FILE: file },
-    encoding: 'utf8',
-  });
-  const rps = /Requests\/sec:\s+([\d.]+)/.exec(out.stdout)?.[1];
-  const requests = Number(/(\d+) requests in/.exec(out.stdout)?.[1] ?? NaN);
+  const { rps, requests } = WRK.run(url, body, { connections: flags.connections!, seconds: flags.seconds! });
   await server.request({ cmd: 'profile-stop', file: target, alloc: flags.alloc });
   console.log(`\n## ${name}: ${rps} req/s, ${requests} requests (wrk -c${flags.connections} -d${flags.seconds}s)\n`);
   const summarize = flags.alloc ? summarizeAllocations : summarizeProfile;
@@ -105,22 +99,13 @@ try {
       trivial: { query: TRIVIAL_QUERY },
     };
     for (let i = 0; i < 3; i++) for (const b of Object.values(bodies)) await post(gql, b);
-    for (const earlier of flags.before!.split(',').filter(Boolean)) {
-      const earlierFile = path.join(WORK, `body-before-${earlier}.json`);
-      writeFileSync(earlierFile, JSON.stringify(bodies[earlier]));
-      spawnSync('wrk', ['-t2', `-c${flags.connections}`, `-d${flags.seconds}s`, '-s', LUA, gql], {
-        env: { ...process.env, BODY_FILE: earlierFile },
-        encoding: 'utf8',
-      });
-    }
+    for (const earlier of flags.before!.split(',').filter(Boolean)) WRK.run(gql, bodies[earlier], { connections: flags.connections!, seconds: flags.seconds! });
     const heap = await replica.request({ cmd: 'heap' });
     console.log(
       `\n[${scenario}] before the profiled load: heap used ${(heap.heapUsed / 2 ** 20).toFixed(1)} MiB, old space ${(heap.oldSpaceUsed / 2 ** 20).toFixed(1)} MiB`,
     );
     if (flags['heap-snapshot']) await replica.request({ cmd: 'heap-snapshot', file: path.join(OUT, `${scenario}.heapsnapshot`) });
-    const file = path.join(WORK, `body-${scenario}.json`);
-    writeFileSync(file, JSON.stringify(bodies[scenario]));
-    await profileUnderLoad(replica, gql, file, scenario);
+    await profileUnderLoad(replica, gql, bodies[scenario], scenario);
     if (flags.floor) {
       // The bare yoga answers the providers ours answered. PGlite is one process's database: the
       // floor opens the same folder once the replica is gone.
@@ -129,7 +114,7 @@ try {
       const floor = await startChild('load-floor.ts', { databaseUrl, dataDir, providers });
       const route = { list: '/list', page: '/page', trivial: '/graphql' }[scenario]!;
       await post(`${floor.url}${route}`, bodies[scenario]);
-      await profileUnderLoad(floor, `${floor.url}${route}`, file, `${scenario}-floor`);
+      await profileUnderLoad(floor, `${floor.url}${route}`, bodies[scenario], `${scenario}-floor`);
       await floor.close();
     } else {
       await replica.close();
@@ -138,5 +123,5 @@ try {
 } finally {
   await sim.close();
   await dropDatabase();
-  rmSync(WORK, { recursive: true, force: true });
+  rmSync(WRK.dir, { recursive: true, force: true });
 }

@@ -78,7 +78,7 @@ if (cluster.isPrimary && opts.workers > 1) {
     clock: () => opts.anchorMs,
   });
   process.send!({ ready: true, url: runtime.url });
-  process.on('message', (m: ProfileCommand & { cmd?: string; id?: number }) => {
+  process.on('message', (m: ProfileCommand) => {
     if (m.cmd === 'close') void runtime.close().then(() => process.exit(0));
     if (m.cmd === 'cpu') process.send!({ id: m.id, cpuUs: cpuUs() });
     answerProfileCommand(m);

@@ -8,7 +8,7 @@
 // (default 0.4: each replica's CPU limit in the scale-out rows), --scale-out-only (those rows
 // alone), --pglite / --postgres (default both), --db <admin url>.
 import { createCpuCap, type CpuCap } from './cpu-cap.js';
-import { freePort, freshPostgresDatabase, post, startChild, wrkPostScript, type Child } from './children.js';
+import { freePort, freshPostgresDatabase, post, startChild, wrkPostScript, type Child, type WrkPoster } from './children.js';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -61,7 +61,10 @@ export async function fillCacheApart(replicaOptions: unknown): Promise<void> {
 
 // ---- wrk ------------------------------------------------------------------------------------
 
-const { dir: WORK, lua: LUA } = wrkPostScript('tg-load-');
+// Made on first use: bench/load-ab.ts and bench/load-profile.ts import this module for its
+// queries and fillCacheApart, and would otherwise each leave an empty folder behind.
+let poster: WrkPoster | null = null;
+const wrkPoster = (): WrkPoster => (poster ??= wrkPostScript('tg-load-'));
 
 interface Load {
   rps: number;
@@ -93,41 +96,26 @@ function toMs(v: string): number {
   return m[2] === 'us' ? n / 1000 : m[2] === 'ms' ? n : m[2] === 's' ? n * 1000 : n * 60_000;
 }
 
-let bodySeq = 0;
-function bodyFile(body: unknown): string {
-  const file = path.join(WORK, `body-${++bodySeq}.json`);
-  writeFileSync(file, JSON.stringify(body));
-  return file;
-}
-
 /** wrk's load for `seconds`, not measured. */
-function unmeasured(url: string, body: unknown, connections: number, seconds: number, file = bodyFile(body)): void {
-  spawnSync('wrk', ['-t2', `-c${connections}`, `-d${seconds}s`, '-s', LUA, url], { env: { ...process.env, BODY_FILE: file }, encoding: 'utf8' });
+function unmeasured(url: string, body: unknown, connections: number, seconds: number): void {
+  wrkPoster().run(url, body, { connections, seconds });
 }
 
 async function wrk(server: Child | null, url: string, body: unknown, connections: number): Promise<Load> {
-  const file = bodyFile(body);
   // Three unmeasured seconds first, for ours and the floor alike: a process that sat idle while
   // the other was measured is slow at first (the first measured run of a replica, right after the
   // floor's, measured 779 µs per warm list request and a later run of the same replica 423), and
   // a query a replica has not served under load yet runs unoptimised code for a while (a fresh
   // replica's first 4 s of trivial queries: 62 µs each; every later run: 47-51). One second was
   // not enough for the trivial query; the floor, far less code, warms sooner.
-  unmeasured(url, body, connections, 3, file);
+  unmeasured(url, body, connections, 3);
   const cpuBefore = server ? await server.cpu() : NaN;
   const machineBefore = cpuTimes();
-  const out = spawnSync('wrk', ['-t2', `-c${connections}`, `-d${SECONDS}s`, '--latency', '-s', LUA, url], {
-    env: { ...process.env, BODY_FILE: file },
-    encoding: 'utf8',
-  });
-  if (out.status !== 0) throw new Error(`wrk failed: ${out.stderr || out.stdout}`);
-  const text = out.stdout;
-  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(text)?.[1] ?? NaN);
+  const { stdout: text, rps, requests } = wrkPoster().run(url, body, { connections, seconds: SECONDS, latency: true });
   const p99 = toMs(/\s99%\s+(\S+)/.exec(text)?.[1] ?? '');
   const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(text)?.[1] ?? 0);
   const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(text);
   const errors = non2xx + (socket ? socket.slice(1).reduce((a, b) => a + Number(b), 0) : 0);
-  const requests = Number(/(\d+) requests in/.exec(text)?.[1] ?? NaN);
   const machineAfter = cpuTimes();
   const cores = availableParallelism();
   const machineBusyCores =
@@ -210,7 +198,7 @@ async function measureDatabase(database: 'postgres' | 'pglite'): Promise<LoadRow
     databaseUrl = fresh.url;
     dropDatabase = fresh.drop;
   } else {
-    dataDir = path.join(WORK, 'pglite');
+    dataDir = path.join(wrkPoster().dir, 'pglite');
     mkdirSync(dataDir, { recursive: true });
   }
   const replicaOptions = (workers: number, port: number, cpuCaps?: string[]) => ({
@@ -444,5 +432,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.a
     path.join(HERE, 'results', 'load.json'),
     JSON.stringify({ date: new Date().toISOString(), seconds: SECONDS, rounds: ROUNDS, replicaCores: REPLICA_CORES, rows }, null, 2),
   );
-  rmSync(WORK, { recursive: true, force: true });
+  // Assigned in wrkPoster(), which the type checker does not follow here.
+  const made = poster as WrkPoster | null;
+  if (made) rmSync(made.dir, { recursive: true, force: true });
 }
