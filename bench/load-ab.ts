@@ -5,7 +5,8 @@
 // the load bench's floor, then runs wrk against A, B and
 // the floor in turn (the order rotates each round) for each scenario (--scenarios list,trivial,page;
 // --rounds, --seconds, --connections) and prints each run's server CPU µs per request and req/s,
-// and the median per variant. CPU per request is what to compare when other work shares the cores.
+// and the median per variant, and each variant's median ratio to A's CPU in the same round. CPU
+// per request is what to compare when other work shares the cores.
 import { freePort, freshPostgresDatabase, post, startChild, wrkPostScript, type Child } from './children.js';
 import { rmSync } from 'node:fs';
 import path from 'node:path';
@@ -84,8 +85,14 @@ try {
         console.log(`${scenario} round ${round + 1} ${name}: ${r.cpuUs.toFixed(0)} µs/req, ${r.rps.toFixed(0)} req/s`);
       }
     }
+    // Each variant's CPU per request against A's in the same round, then the median of those:
+    // the machine's pace drifts between rounds more than the variants differ.
+    const aRuns = results.get('A')!;
     for (const [name, rs] of results) {
-      console.log(`== ${scenario} ${name}: median ${median(rs.map((r) => r.cpuUs)).toFixed(0)} µs/req CPU, ${median(rs.map((r) => r.rps)).toFixed(0)} req/s`);
+      const paired = name === 'A' ? '' : `, ${median(rs.map((r, i) => r.cpuUs / aRuns[i]!.cpuUs)).toFixed(3)}x A's CPU per round (median)`;
+      console.log(
+        `== ${scenario} ${name}: median ${median(rs.map((r) => r.cpuUs)).toFixed(0)} µs/req CPU, ${median(rs.map((r) => r.rps)).toFixed(0)} req/s${paired}`,
+      );
     }
   }
   await Promise.all([a.close(), b?.close(), floor.close()]);

@@ -6,7 +6,8 @@
 // (Debian: apt-get install wrk). Flags: --seconds per run (default 5), --rounds (default 3: ours
 // and the baseline alternate, each row is the median of the rounds' ratios), --replica-cores
 // (default 0.4: each replica's CPU limit in the scale-out rows), --scale-out-only (those rows
-// alone), --pglite / --postgres (default both), --db <admin url>.
+// alone), --no-scale-out, --scenarios list,page,trivial and --connections 20,100 (the rows to
+// measure), --pglite / --postgres (default both), --db <admin url>.
 import { createCpuCap, type CpuCap } from './cpu-cap.js';
 import { freePort, freshPostgresDatabase, post, startChild, wrkPostScript, type Child, type WrkPoster } from './children.js';
 import { spawnSync } from 'node:child_process';
@@ -23,6 +24,10 @@ const { values: flags } = parseArgs({
     rounds: { type: 'string', default: '3' },
     'replica-cores': { type: 'string', default: '0.4' },
     'scale-out-only': { type: 'boolean', default: false },
+    'no-scale-out': { type: 'boolean', default: false },
+    // Rows to measure (a reviewer's quick check of one row): list,page,trivial and 20,100.
+    scenarios: { type: 'string', default: 'list,page,trivial' },
+    connections: { type: 'string', default: '20,100' },
     pglite: { type: 'boolean', default: false },
     postgres: { type: 'boolean', default: false },
     db: { type: 'string', default: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/' },
@@ -39,7 +44,8 @@ const REPLICA_CORES = Number(flags['replica-cores']);
 // which flattered the ratio (2.7x).
 const SCALE_CONNS = 20;
 const ANCHOR = Date.UTC(2026, 10, 20, 12, 0, 0);
-const CONNECTIONS = [20, 100];
+const CONNECTIONS = (flags.connections as string).split(',').map(Number);
+const SCENARIOS = new Set((flags.scenarios as string).split(','));
 const log = (...a: unknown[]) => console.error('[load]', ...a);
 
 export const LIST_QUERY = '{ jobs(first: 20) { edges { node { id name status provider { kind } } } } }';
@@ -232,11 +238,13 @@ async function measureDatabase(database: 'postgres' | 'pglite'): Promise<LoadRow
 
     const floorOpts = { databaseUrl, dataDir, providers };
     const goals = { list: 0.5, page: 0.4, trivial: 0.9 } as const;
-    const scenarios = [
-      ['warm job list', 'list', '/list'],
-      ['warm job page with series', 'page', '/page'],
-      ['trivial query vs bare yoga', 'trivial', '/graphql'],
-    ] as const;
+    const scenarios = (
+      [
+        ['warm job list', 'list', '/list'],
+        ['warm job page with series', 'page', '/page'],
+        ['trivial query vs bare yoga', 'trivial', '/graphql'],
+      ] as const
+    ).filter(([, key]) => SCENARIOS.has(key));
     // Ours and the floor alternate round by round (which goes first swaps each round) for --rounds
     // rounds; each row is the median of the rounds' ratios, as the machine's speed drifts over
     // minutes and a lone run swung the trivial row from 0.71x to 1.06x. On PostgreSQL both run
@@ -309,7 +317,7 @@ async function measureDatabase(database: 'postgres' | 'pglite'): Promise<LoadRow
       }
     }
 
-    if (database === 'postgres') rows.push(...(await scaleOut(replicaOptions, bodies)));
+    if (database === 'postgres' && !flags['no-scale-out']) rows.push(...(await scaleOut(replicaOptions, bodies)));
   } finally {
     await sim.close();
     await dropDatabase();

@@ -28,7 +28,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { scrubSecrets } from '../domain/secrets.js';
 import { OutgoingGuard } from './outgoing-guard.js';
 import { Metrics } from './metrics.js';
-import { createHttpFront, pathOf } from './http-front.js';
+import { createHttpFront, FrontResponse, pathOf } from './http-front.js';
 import { useMetrics } from './plugins/use-metrics.js';
 import { useTracing } from './plugins/use-tracing.js';
 import { serveWebPage } from './web.js';
@@ -157,8 +157,10 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const guard = new OutgoingGuard(logger, (transport) => metrics.secretFindings.inc({ transport }));
   let ready = true;
   const server = http.createServer(
+    // One response class for every request: the outgoing guard's checks and the front's
+    // bookkeeping are on it rather than added to each response (outgoing-guard.ts says why).
+    { ServerResponse: guard.responseClass(FrontResponse) as unknown as typeof http.ServerResponse },
     front.wrap((req, res) => {
-      guard.http(res);
       if (pathOf(req.url) === '/metrics/jobs' && (req.method === 'GET' || req.method === 'HEAD')) {
         serveJobsScrape(req, res, { store, tokens }).catch((err) => {
           logger.error({ err }, 'GET /metrics/jobs failed');

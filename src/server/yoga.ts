@@ -14,6 +14,7 @@ import { authenticate, scopeContext } from './access.js';
 import { useLimits } from './plugins/use-limits.js';
 import { useStaleErrors } from './plugins/use-stale-errors.js';
 import { useRevocation } from './plugins/use-revocation.js';
+import { useValidationCache } from './plugins/use-validation-cache.js';
 
 export interface YogaDeps {
   store: Store;
@@ -62,6 +63,8 @@ export function createApp(deps: YogaDeps) {
     // use-limits.ts caps every body it accepts (declared or chunked, with its own codes) and
     // refuses every other media type: yoga's own limit re-wrapped each body in a second stream.
     maxRequestBodySize: false,
+    // Documents are cached by yoga; validation results by use-validation-cache.ts (last plugin).
+    parserAndValidationCache: { validationCache: false },
     // Yoga's default echoes any Origin with credentials: only configured origins get CORS headers.
     cors: (request) => {
       const origin = request.headers.get('origin');
@@ -83,6 +86,7 @@ export function createApp(deps: YogaDeps) {
       useSharedSubscriptions(),
       useRevocation(deps.tokens ?? null),
       ...(deps.plugins ?? []),
+      useValidationCache(),
     ],
     context: (initial): Context => {
       const base: Context = {

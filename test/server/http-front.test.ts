@@ -5,7 +5,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createHttpFront, pathOf } from '../../src/server/http-front.js';
+import { createHttpFront, FrontResponse, pathOf } from '../../src/server/http-front.js';
 import type { Metrics } from '../../src/server/metrics.js';
 import { eventually } from '../support/wait.js';
 
@@ -15,7 +15,11 @@ function fakeMetrics() {
   return { metrics: metrics as unknown as Metrics, answered };
 }
 
-describe('HTTP front', () => {
+// The server's own response class, and plain responses (wrap() works with either).
+describe.each([
+  ['FrontResponse', FrontResponse],
+  ['plain responses', http.ServerResponse],
+])('HTTP front with %s', (_name, ServerResponse) => {
   let server: http.Server | null = null;
   afterEach(async () => {
     await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
@@ -29,7 +33,7 @@ describe('HTTP front', () => {
     const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
     const { metrics, answered } = fakeMetrics();
     const front = createHttpFront(logger, metrics);
-    server = http.createServer(front.wrap(listener));
+    server = http.createServer({ ServerResponse: ServerResponse as typeof http.ServerResponse }, front.wrap(listener));
     await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', () => resolve()));
     return { url: `http://127.0.0.1:${(server!.address() as AddressInfo).port}`, front, answered, logs };
   }
@@ -76,6 +80,32 @@ describe('HTTP front', () => {
     const sse = await fetch(`${url}/stream`, { headers: { accept: 'text/event-stream' } });
     await sse.text();
     expect(front.inFlight()).toBe(0);
+  });
+
+  it('sends the request id however the response starts', async () => {
+    const starts: Record<string, (res: http.ServerResponse) => void> = {
+      '/object': (res) => res.writeHead(200, { 'content-type': 'text/plain' }).end('ok'),
+      '/message': (res) => res.writeHead(200, 'Fine', { 'content-type': 'text/plain' }).end('ok'),
+      '/pairs': (res) => res.writeHead(200, ['content-type', 'text/plain']).end('ok'),
+      '/set-then-head': (res) => {
+        res.setHeader('content-type', 'text/plain');
+        res.writeHead(201).end('ok');
+      },
+      '/implicit': (res) => res.end('ok'),
+      '/write-first': (res) => {
+        res.write('o');
+        res.end('k');
+      },
+      '/own-id': (res) => res.writeHead(200, { 'x-request-id': 'mine' }).end('ok'),
+    };
+    const { url } = await serve((req, res) => starts[pathOf(req.url)]!(res));
+    for (const route of Object.keys(starts)) {
+      const answer = await fetch(`${url}${route}`, { headers: { 'x-request-id': `id${route.replace(/\//g, '-')}` } });
+      expect(await answer.text(), route).toBe('ok');
+      // A handler that names its own id keeps it.
+      expect(answer.headers.get('x-request-id'), route).toBe(route === '/own-id' ? 'mine' : `id${route.replace(/\//g, '-')}`);
+      if (route !== '/pairs') expect(answer.headers.get('content-type') ?? 'text/plain', route).toBe('text/plain');
+    }
   });
 
   it('takes the path before the query string', () => {

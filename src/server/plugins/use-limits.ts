@@ -5,7 +5,10 @@
 // schema introspection on or off, an execution time-out that cancels the work it stops waiting
 // for, and the size of the answer. Every refusal carries extensions.code; nothing here answers
 // with a 5xx. HTTP, SSE and graphql-ws run through the same hooks.
-import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
+import { maxAliasesRule } from '@escape.tech/graphql-armor-max-aliases';
+import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
+import { maxDirectivesRule } from '@escape.tech/graphql-armor-max-directives';
+import { maxTokensPlugin } from '@escape.tech/graphql-armor-max-tokens';
 import {
   GraphQLError,
   NoSchemaIntrospectionCustomRule,
@@ -15,6 +18,7 @@ import {
   type ParseOptions,
   type Source,
   type ValidationContext,
+  type ValidationRule,
 } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { RequestLimits } from '../../config/security.js';
@@ -307,11 +311,25 @@ function nestingCheckedParse(parseFn: ParseFn): ParseFn {
   return checked;
 }
 
-/** An input refused at the edge is the answer; type errors about the same literal are noise. */
+const suggests = (e: GraphQLError) => e.message.includes('Did you mean');
+
+function withoutSuggestions(e: GraphQLError): GraphQLError {
+  const { nodes, source, positions, path, originalError, extensions } = e;
+  return new GraphQLError(e.message.replace(SUGGESTION, ''), { nodes, source, positions, path, originalError, extensions });
+}
+
+/**
+ * An input refused at the edge is the answer; type errors about the same literal are noise.
+ * graphql-js's suggestions ("Did you mean ...?") map the schema for a stranger: cut here, and
+ * again from every error that leaves (recoded).
+ */
 function keepEdgeErrors({ result, setResult }: { result: readonly Error[]; setResult: (errors: GraphQLError[]) => void }): void {
-  if (result.length < 2) return;
-  const edge = (result as readonly GraphQLError[]).filter((e) => e.extensions?.code === 'BAD_INPUT');
-  if (edge.length > 0 && edge.length < result.length) setResult(edge);
+  if (result.length === 0) return;
+  let errors = result as readonly GraphQLError[];
+  const edge = errors.filter((e) => e.extensions?.code === 'BAD_INPUT');
+  if (edge.length > 0 && edge.length < errors.length) errors = edge;
+  if (errors.some(suggests)) errors = errors.map((e) => (suggests(e) ? withoutSuggestions(e) : e));
+  if (errors !== result) setResult([...errors]);
 }
 
 /** Costs kept per document: variables sets up to this many, each at most this long as JSON. */
@@ -319,15 +337,17 @@ const MAX_COSTS_PER_DOCUMENT = 64;
 const MAX_COST_KEY_CHARS = 1024;
 
 export function useLimits(limits: RequestLimits, defaults: CostDefaults): Plugin[] {
-  const armor = EnvelopArmorPlugin({
-    maxDepth: { n: limits.maxDepth, ignoreIntrospection: true },
-    maxAliases: { n: limits.maxAliases },
-    maxTokens: { n: limits.maxTokens },
-    maxDirectives: { n: limits.maxDirectives },
-    // What an answer can hold is counted by query-cost.ts, with variables (armor sees literals only).
-    costLimit: { enabled: false },
-    blockFieldSuggestion: { enabled: true },
-  });
+  // graphql-armor's rules, made once: its plugins made each rule anew for every request, so no
+  // two requests validated with the same rules and a validation cache could only compare them by
+  // name (use-validation-cache.ts). What an answer can hold is counted by query-cost.ts, with
+  // variables (armor's cost limit sees literals only).
+  const rules: ValidationRule[] = [
+    maxDepthRule({ n: limits.maxDepth, ignoreIntrospection: true }),
+    maxAliasesRule({ n: limits.maxAliases }),
+    maxDirectivesRule({ n: limits.maxDirectives }),
+    edgeInputRule,
+    ...(limits.introspection ? [] : [NoSchemaIntrospectionCustomRule]),
+  ];
   /**
    * The cost of an operation with its variables, counted once per parsed document (yoga's parser
    * cache hands the same document back) and set of small variables: a dashboard repeats them.
@@ -430,8 +450,7 @@ export function useLimits(limits: RequestLimits, defaults: CostDefaults): Plugin
       setParseFn(nestingCheckedParse(parseFn));
     },
     onValidate({ addValidationRule }) {
-      addValidationRule(edgeInputRule);
-      if (!limits.introspection) addValidationRule(NoSchemaIntrospectionCustomRule);
+      for (const rule of rules) addValidationRule(rule);
       return keepEdgeErrors;
     },
     onSubscribe({ args, setResultAndStopExecution }) {
@@ -507,5 +526,5 @@ export function useLimits(limits: RequestLimits, defaults: CostDefaults): Plugin
       }
     },
   };
-  return [armor as Plugin, own];
+  return [maxTokensPlugin({ n: limits.maxTokens }) as Plugin, own];
 }
