@@ -100,13 +100,14 @@ export interface WrkPoster {
   /** A folder of its own (the bench may keep other files there); removed by the caller. */
   dir: string;
   /**
-   * wrk POSTing `body` as JSON to `url` for `seconds` with `connections` open (two threads; with
-   * `latency`, its latency distribution too): its report, and the requests and req/s it counted.
+   * wrk POSTing `body` as JSON to `url` for `seconds` with `connections` open (`threads`, default
+   * one: a second competed with the server for a 2-core machine's cores; with `latency`, its
+   * latency distribution too): its report, and the requests and req/s it counted.
    */
   run(
     url: string,
     body: unknown,
-    o: { connections: number | string; seconds: number | string; latency?: boolean },
+    o: { connections: number | string; seconds: number | string; latency?: boolean; threads?: number },
   ): { stdout: string; requests: number; rps: number };
 }
 
@@ -127,7 +128,7 @@ local f = io.open(os.getenv("BODY_FILE"), "r"); wrk.body = f:read("*a"); f:close
     run(url, body, o) {
       const file = path.join(dir, `body-${++seq}.json`);
       writeFileSync(file, JSON.stringify(body));
-      const args = ['-t2', `-c${o.connections}`, `-d${o.seconds}s`, ...(o.latency ? ['--latency'] : []), '-s', lua, url];
+      const args = [`-t${o.threads ?? 1}`, `-c${o.connections}`, `-d${o.seconds}s`, ...(o.latency ? ['--latency'] : []), '-s', lua, url];
       const out = spawnSync('wrk', args, { env: { ...process.env, BODY_FILE: file }, encoding: 'utf8' });
       if (out.status !== 0) throw new Error(`wrk failed: ${out.stderr || out.stdout}`);
       return {
