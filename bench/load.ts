@@ -172,6 +172,7 @@ const median = (xs: number[]) => {
 /** One table row from the rounds of ours and of the baseline (paired by round). */
 function rowOf(database: LoadRow['database'], scenario: string, connections: number, goal: number | null, ours: Load[], floor: Load[]): LoadRow {
   const of = (ls: Load[], f: (l: Load) => number) => median(ls.map(f));
+  const roundRatios = ours.map((o, i) => o.rps / floor[i]!.rps);
   return {
     database,
     scenario,
@@ -180,10 +181,10 @@ function rowOf(database: LoadRow['database'], scenario: string, connections: num
     p99Ms: of(ours, (l) => l.p99Ms),
     floorRps: of(floor, (l) => l.rps),
     floorP99Ms: of(floor, (l) => l.p99Ms),
-    ratio: median(ours.map((o, i) => o.rps / floor[i]!.rps)),
+    ratio: median(roundRatios),
     goal,
     rounds: ours.length,
-    roundRatios: ours.map((o, i) => o.rps / floor[i]!.rps),
+    roundRatios,
     errors: ours.reduce((a, l) => a + l.errors, 0),
     floorErrors: floor.reduce((a, l) => a + l.errors, 0),
     cpuUs: of(ours, (l) => l.cpuUsPerRequest),

@@ -429,10 +429,9 @@ async function benchDatabase(pglite: boolean): Promise<DbResult> {
       const again = await costOf(s, JOBS);
       pairs.push({ cold: again, allAtOnce: baselineFirst ? before : await allAtOnceOnce() });
     }
-    const mid = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
-    const ratio = mid(pairs.map((p) => p.cold.ms / p.allAtOnce));
-    const allAtOnce = mid(pairs.map((p) => p.allAtOnce));
-    const coldMs = mid(pairs.map((p) => p.cold.ms));
+    const ratio = median(pairs.map((p) => p.cold.ms / p.allAtOnce));
+    const allAtOnce = median(pairs.map((p) => p.allAtOnce));
+    const coldMs = median(pairs.map((p) => p.cold.ms));
     const samplesText = pairs.map((p) => `${p.cold.ms.toFixed(0)}/${p.allAtOnce.toFixed(0)}`).join(', ');
     log(`cold samples (answer/all at once, ms): ${samplesText}`);
     rows.push({

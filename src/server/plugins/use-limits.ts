@@ -329,7 +329,7 @@ function keepEdgeErrors({ result, setResult }: { result: readonly Error[]; setRe
   const edge = errors.filter((e) => e.extensions?.code === 'BAD_INPUT');
   if (edge.length > 0 && edge.length < errors.length) errors = edge;
   if (errors.some(suggests)) errors = errors.map((e) => (suggests(e) ? withoutSuggestions(e) : e));
-  if (errors !== result) setResult([...errors]);
+  if (errors !== result) setResult(errors as GraphQLError[]);
 }
 
 /** Costs kept per document: variables sets up to this many, each at most this long as JSON. */
