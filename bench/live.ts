@@ -2,7 +2,9 @@
 // N graphql-ws subscribers of one job's utilization on one server process, publish-to-receive
 // latency (p50/p99) and server memory per subscriber, beside a baseline measured in the same run:
 // a raw `ws` server broadcasting the same bytes to N plain sockets. Servers run in child processes
-// so the clients' memory is not counted; both use the same loopback and the same clock.
+// so the clients' memory is not counted; both use the same loopback and the same clock. The
+// server's RSS per subscriber is split into what V8 keeps committed per heap space (used or not)
+// and what lies outside V8's heap.
 // A round is a poll that brought points: the simulator's series have a point every 15 s, so most
 // 2 s polls send a sample without series (175 bytes), and which rounds were big used to depend on
 // the moment the run started. Empty samples still go out between rounds; only the rounds with
@@ -10,6 +12,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { getHeapSpaceStatistics } from 'node:v8';
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket, { WebSocketServer } from 'ws';
 
@@ -46,7 +49,10 @@ const memory = async () => {
   await new Promise((r) => setTimeout(r, 200));
   gc();
   const m = process.memoryUsage();
-  return { rss: m.rss, heap: m.heapUsed + m.external + m.arrayBuffers, heapUsed: m.heapUsed, external: m.external };
+  // What V8 keeps committed per space (used or not): with RSS, where the memory above the live heap is.
+  const committed: Record<string, number> = {};
+  for (const s of getHeapSpaceStatistics()) committed[s.space_name] = s.space_size;
+  return { rss: m.rss, heap: m.heapUsed + m.external + m.arrayBuffers, heapUsed: m.heapUsed, external: m.external, committed };
 };
 
 // ---- server roles (child processes) ---------------------------------------------------------
@@ -167,6 +173,8 @@ async function inBatches<T>(n: number, batch: number, make: (i: number) => Promi
 interface Result {
   latencies: number[];
   memPerSubscriber: { rss: number; heap: number };
+  /** V8's committed bytes per subscriber by heap space (same moments as memPerSubscriber). */
+  committedPerSubscriber?: Record<string, number>;
   /** Bytes of each timed round's message. */
   bytes: number[];
   /** Heap per subscriber again after the rounds, once every subscriber got a poll without series (nothing in flight). */
@@ -176,6 +184,11 @@ interface Result {
   heapHeldParts?: { heapUsed: number; external: number };
   /** Server CPU ms of each timed round (until the next event went out). */
   roundCpuMs: number[];
+}
+
+/** What each heap space committed more, per subscriber, from `before` to `after`. */
+function perSubscriber(before: Record<string, number>, after: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.keys(after).map((k) => [k, (after[k]! - (before[k] ?? 0)) / N]));
 }
 
 /** The server CPU spent from each of `keys`' events until the next event (or now). */
@@ -284,6 +297,7 @@ async function measureGraphql(): Promise<Result & { templates: string[] }> {
     roundCpuMs: cpu,
     latencies,
     memPerSubscriber: { rss: ((after.rss as number) - (before.rss as number)) / N, heap: ((after.heap as number) - (before.heap as number)) / N },
+    committedPerSubscriber: perSubscriber(before.committed as Record<string, number>, after.committed as Record<string, number>),
     heapAfterRounds: ((afterRounds.heap as number) - (before.heap as number)) / N,
     bytes: list.map((t) => Buffer.byteLength(t)),
     templates: list,
@@ -351,6 +365,13 @@ async function main() {
   console.log(
     `graphql-ws server heap per subscriber after the rounds: ${a.heapAfterRoundsKiB?.toFixed(1)} KiB; held by the subscribers (after the rounds less after they left): ${a.heapHeldKiB?.toFixed(1)} KiB (V8 heap ${((g.heapHeldParts?.heapUsed ?? 0) / 1024).toFixed(1)}, external ${((g.heapHeldParts?.external ?? 0) / 1024).toFixed(1)})`,
   );
+  if (g.committedPerSubscriber) {
+    const spaces = Object.entries(g.committedPerSubscriber).filter(([, v]) => Math.abs(v) >= 102.4);
+    const total = Object.values(g.committedPerSubscriber).reduce((x, y) => x + y, 0);
+    console.log(
+      `graphql-ws server RSS per subscriber ${a.rssKiB.toFixed(1)} KiB: V8 committed ${(total / 1024).toFixed(1)} KiB (${spaces.map(([k, v]) => `${k} ${(v / 1024).toFixed(1)}`).join(', ')}), the rest ${(a.rssKiB - total / 1024).toFixed(1)} KiB outside V8's heap`,
+    );
+  }
   console.log(
     `server CPU per timed round: graphql-ws ${g.roundCpuMs.map((x) => x.toFixed(0)).join(', ')} ms (fan-out and the next poll); raw ws ${w.roundCpuMs.map((x) => x.toFixed(0)).join(', ')} ms`,
   );

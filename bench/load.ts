@@ -2,7 +2,8 @@
 // load. wrk drives each query at 20 and 100 connections against one replica, and against its
 // floor measured in the same run: the same rows from one SQL statement as JSON over plain HTTP
 // (list, job page), or a bare graphql-yoga with the same resolver (trivial query). Then two
-// replicas behind one port (node:cluster) against one, on the same Postgres. Needs `wrk`
+// replicas behind one port (node:cluster) against one, on the same Postgres (with a CPU limit per
+// replica, the job list also on two replicas with twice the connections). Needs `wrk`
 // (Debian: apt-get install wrk). Flags: --seconds per run (default 5), --rounds (default 3: ours
 // and the baseline alternate, each row is the median of the rounds' ratios), --replica-cores
 // (default 0.4: each replica's CPU limit in the scale-out rows), --scale-out-only (those rows
@@ -380,15 +381,35 @@ async function scaleOut(
         unmeasured(twoUrl, bodies[key], SCALE_CONNS, 5);
         const singles: Load[] = [];
         const doubles: Load[] = [];
+        // With a CPU limit, the job list also runs on two replicas with twice the connections: each
+        // then holds as many requests at once as one replica alone did. A replica's CPU per job
+        // list falls with the requests it holds at once (one replica at 0.4 CPU, 2026-11-27: about
+        // 270 µs at 10 connections, 235 at 20, 195 at 40: fewer wake-ups and system calls per
+        // request), so with 20 connections split over two, each spends more per request than one
+        // replica holding all 20.
+        const sameShare = variant.caps !== null && key === 'list';
+        const shared: Load[] = [];
         for (let round = 0; round < ROUNDS; round++) {
-          const both = [
+          const runs = [
             async () => singles.push(await wrk(one, `${one.url}/graphql`, bodies[key], SCALE_CONNS)),
             async () => doubles.push(await wrk(two, twoUrl, bodies[key], SCALE_CONNS)),
+            ...(sameShare ? [async () => shared.push(await wrk(two, twoUrl, bodies[key], 2 * SCALE_CONNS))] : []),
           ];
-          for (const run of round % 2 === 0 ? both : both.reverse()) await run();
+          for (const run of round % 2 === 0 ? runs : runs.reverse()) await run();
         }
         await Promise.all([one.close(), two.close()]);
         rows.push(rowOf('postgres', `two replicas vs one (${variant.label}): ${name}`, SCALE_CONNS, variant.goal, doubles, singles));
+        if (sameShare)
+          rows.push(
+            rowOf(
+              'postgres',
+              `two replicas with ${2 * SCALE_CONNS} connections vs one with ${SCALE_CONNS} (${variant.label}): ${name}`,
+              2 * SCALE_CONNS,
+              null,
+              shared,
+              singles,
+            ),
+          );
       }
     }
   } finally {
