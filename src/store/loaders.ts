@@ -7,18 +7,19 @@ import type { RequestScope } from '../domain/request-scope.js';
 import type { Aggregation, SystemMetric } from '../domain/types.js';
 import type { Freshness, ReadThrough, TopologyHint, Window } from './read-through.js';
 import { downsampleHeld, summarizeHeld, type HeldPoints } from './shaping.js';
-import type {
-  GpuRow,
-  JobRow,
-  JobSummaryRow,
-  NodeRow,
-  PointRow,
-  ProgressRow,
-  ProjectRow,
-  Repository,
-  SeriesRow,
-  SeriesWindow,
-  SummaryRow,
+import {
+  SERIES_PER_STATEMENT,
+  type GpuRow,
+  type JobRow,
+  type JobSummaryRow,
+  type NodeRow,
+  type PointRow,
+  type ProgressRow,
+  type ProjectRow,
+  type Repository,
+  type SeriesRow,
+  type SeriesWindow,
+  type SummaryRow,
 } from './repository.js';
 
 export interface PointsKey {
@@ -38,13 +39,6 @@ export interface MetricsKey {
 }
 
 const MAX_BATCH = 1000;
-/**
- * Series windows per points or summary statement: their keys travel as one JSON parameter
- * (repository.ts, windowsSql), so no parameter limit applies, and a dashboard of 500 jobs with
- * 4 GPUs each (2,000 series) took a statement more per loader than one of 50 jobs. A request
- * asks for at most MAX_QUERY_COST values, so this only bounds one statement's input.
- */
-const MAX_SERIES_BATCH = 20_000;
 
 function byKey<T, K>(rows: readonly T[], key: (r: T) => K): Map<K, T[]> {
   const m = new Map<K, T[]>();
@@ -250,7 +244,7 @@ export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { 
       }
       return keys.map((k) => out.get(pointsKey(k)) ?? []);
     },
-    { cacheKeyFn: pointsKey, maxBatchSize: MAX_SERIES_BATCH },
+    { cacheKeyFn: pointsKey, maxBatchSize: SERIES_PER_STATEMENT },
   );
 
   const summary = new DataLoader<SeriesWindow, SummaryRow | null, string>(
@@ -267,7 +261,7 @@ export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { 
       }
       return keys.map((_k, i) => out.get(i) ?? null);
     },
-    { cacheKeyFn: (k) => `${k.seriesId}|${k.from?.getTime() ?? ''}|${k.to?.getTime() ?? ''}`, maxBatchSize: MAX_SERIES_BATCH },
+    { cacheKeyFn: (k) => `${k.seriesId}|${k.from?.getTime() ?? ''}|${k.to?.getTime() ?? ''}`, maxBatchSize: SERIES_PER_STATEMENT },
   );
 
   /** Answers the keys whose series are held alone in memory; returns the rest, once any write they wait on is done. */

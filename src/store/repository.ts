@@ -1023,7 +1023,7 @@ export class Repository {
     await this.writePoints(pointBatch(providerId, entries, ids).batch);
   }
 
-  /** Upserts the series themselves (not their points), SERIES_ROWS_PER_STATEMENT per statement; returns their ids by series key. */
+  /** Upserts the series themselves (not their points), SERIES_PER_STATEMENT per statement; returns their ids by series key. */
   async writeSeriesRows(providerId: string, entries: { job: JobRow; series: SeriesData[] }[]): Promise<Map<string, number>> {
     const seriesRows = new Map<string, Record<string, unknown>>();
     for (const { job, series } of entries) {
@@ -1047,7 +1047,7 @@ export class Repository {
       }
     }
     const ids = new Map<string, number>();
-    for (const part of chunks([...seriesRows.values()], SERIES_ROWS_PER_STATEMENT)) {
+    for (const part of chunks([...seriesRows.values()], SERIES_PER_STATEMENT)) {
       const rows = await rowsOf<{ id: number; series_key: string }>(
         this.db,
         sql`
@@ -1339,13 +1339,15 @@ export class Repository {
 
 /** A series' identity in the cache: its key and the global ids of its node and GPU. */
 /**
- * Series rows per upsert statement. They travel as one JSON parameter, so no parameter limit
- * applies; the bound only caps one statement's input (20,000 rows: about 7 MB of JSON). At 5,000,
- * a cold request for 500 jobs of 2 nodes x 2 GPUs (14,000 series) took two statements more than
- * one for 50 jobs, and the 50-job dashboard of 8 x 8 GPUs (11,000 series) two more than it needed.
- * The same bound as the points and summary reads (store/loaders.ts, MAX_SERIES_BATCH).
+ * Series per statement, reading or writing: the series rows one upsert writes (writeSeriesRows),
+ * and the series windows one points or summary read takes (store/loaders.ts batches them). Either
+ * travels as one JSON parameter, so no parameter limit applies; the bound only caps one
+ * statement's input (20,000 series rows: about 7 MB of JSON). DataLoader's batch of 1,000 keys
+ * made a dashboard of 500 jobs x 4 GPUs (2,000 series) a statement more per loader than one of 50
+ * jobs; upserts of 5,000 rows made a cold request for 500 jobs of 2 nodes x 2 GPUs (14,000 series)
+ * two statements more than one for 50 jobs.
  */
-export const SERIES_ROWS_PER_STATEMENT = 20_000;
+export const SERIES_PER_STATEMENT = 20_000;
 
 export function seriesIdentity(providerId: string, job: Pick<JobRow, 'id' | 'externalId'>, s: SeriesData) {
   const nodeId = s.nodeExternalId ? nodeGlobalId(providerId, job.externalId, s.nodeExternalId) : null;

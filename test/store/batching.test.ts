@@ -1,7 +1,8 @@
 // One GraphQL request costs a fixed number of SQL statements whatever its fan-out, and at most
-// one upstream metrics call per job: measured over 5 and 35 jobs x 2 nodes x 8 GPUs (35 jobs ask for 1,120 series windows: past
-// DataLoader's batch of 1,000 keys, which made a statement more per loader). The cache
-// write that follows a cold answer is counted with it (the test waits for it to commit).
+// one upstream metrics call per job: measured over 5 and 35 jobs x 2 nodes x 8 GPUs (35 jobs ask
+// for 1,120 series windows: past DataLoader's batch of 1,000 keys, which made a statement more per
+// loader). The cache write that follows a cold answer is counted with it (the test waits for it
+// to commit).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../support/runtime.js';
 

@@ -1,9 +1,9 @@
-// Series rows are upserted SERIES_ROWS_PER_STATEMENT to a statement (store/repository.ts): a cold
+// Series rows are upserted SERIES_PER_STATEMENT to a statement (store/repository.ts): a cold
 // fleet's topology costs the same statements for 50 jobs as for 500 until one statement's bound
 // is reached, and each series keeps its id when written again.
 import { describe, expect, it } from 'vitest';
 import type { SeriesData } from '../../src/domain/types.js';
-import { type JobRow, SERIES_ROWS_PER_STATEMENT, seriesIdentity } from '../../src/store/repository.js';
+import { type JobRow, SERIES_PER_STATEMENT, seriesIdentity } from '../../src/store/repository.js';
 import { useTestRepository } from '../support/database.js';
 
 const suite = useTestRepository();
@@ -57,12 +57,12 @@ describe('Repository.writeSeriesRows', () => {
     expect([...again.ids]).toEqual([...first.ids]);
   });
 
-  it('takes a second statement only past SERIES_ROWS_PER_STATEMENT rows', async () => {
+  it('takes a second statement only past SERIES_PER_STATEMENT rows', async () => {
     const perJob = 40;
-    const jobs = Math.floor(SERIES_ROWS_PER_STATEMENT / perJob) + 1;
+    const jobs = Math.floor(SERIES_PER_STATEMENT / perJob) + 1;
     const { ids, statements } = await written('sr3', fleet('sr3', jobs, perJob));
     expect(ids.size).toBe(jobs * perJob);
-    expect(ids.size).toBeGreaterThan(SERIES_ROWS_PER_STATEMENT);
+    expect(ids.size).toBeGreaterThan(SERIES_PER_STATEMENT);
     expect(statements).toBe(2);
   });
 });
