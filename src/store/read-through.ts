@@ -19,9 +19,19 @@ import {
 } from '../domain/types.js';
 import type { ProviderAdapter, SystemMetricsResult } from '../providers/provider.js';
 import type { ProviderSet } from '../providers/provider-set.js';
-import { columnsOf, pointBatch, seriesIdentity, type FetchRow, type JobRow, type ProviderSyncRow, type Repository } from './repository.js';
+import {
+  columnsOf,
+  pointBatch,
+  pointBatchByKey,
+  seriesIdentity,
+  withSeriesIds,
+  type FetchRow,
+  type JobRow,
+  type ProviderSyncRow,
+  type Repository,
+} from './repository.js';
 import { heldOf, type HeldPoints } from './shaping.js';
-import type { PointBatch } from './sql-util.js';
+import type { PointBatch, PointRun } from './sql-util.js';
 
 const NO_POINTS: HeldPoints = { length: 0, key: new Float64Array(0), ts: new Float64Array(0), step: new Float64Array(0), value: new Float64Array(0) };
 
@@ -135,6 +145,8 @@ export class ReadThrough {
   private readonly heldFetches = new Map<string, { row: FetchRow; written: Written }[]>();
   /** Fetches being stored, by fetch key: a concurrent request for the same fetch waits on the same write. */
   private readonly storing = new Map<string, Written>();
+  /** Each fetch's points as a batch by series key (draftOf), for as long as its result lives. */
+  private readonly drafts = new WeakMap<SystemMetricsResult, { batch: PointBatch; runs: Map<string, PointRun> }>();
   /** Writes ever started per job, to tell whether another began while one was held. */
   private readonly writeEpoch = new Map<string, number>();
   /** Cache writes under way (the points and fetch records of answered fetches). */
@@ -672,6 +684,7 @@ export class ReadThrough {
               shared,
             ),
           );
+          this.draftOf(w.job, res);
           return { w, key, res, error: null as unknown };
         } catch (error) {
           return { w, key, res: null, error };
@@ -744,6 +757,42 @@ export class ReadThrough {
   }
 
   /**
+   * A fetch's points as a batch by series key, built once, as the fetch arrives: a cold dashboard's
+   * fetches arrive over seconds, and batching all their points after the last one came was most
+   * of what its answer then waited for besides its own execution (pointBatch, 0.15 s of 1.5 s).
+   */
+  private draftOf(job: JobRow, res: SystemMetricsResult): { batch: PointBatch; runs: Map<string, PointRun> } {
+    let draft = this.drafts.get(res);
+    if (!draft) this.drafts.set(res, (draft = pointBatchByKey(job.providerId, [{ job, series: res.series }])));
+    return draft;
+  }
+
+  /**
+   * The points a provider's fetches store, as batches, and each series' held view of them by id:
+   * the fetches' own drafts (draftOf), unless a finer fetch took points out of one (its entry's
+   * series changed) or two fetches hold the same series (its later point must win across them),
+   * where one batch is built anew from the entries.
+   */
+  private pointBatchesOf(
+    providerId: string,
+    group: readonly { job: JobRow; res: SystemMetricsResult }[],
+    entries: { job: JobRow; series: SeriesData[] }[],
+    ids: ReadonlyMap<string, number>,
+  ): { batches: PointBatch[]; held: Map<number, HeldPoints> } {
+    const held = new Map<number, HeldPoints>();
+    if (entries.every((e, i) => e.series === group[i]!.res.series)) {
+      const drafts = group.map((f) => this.draftOf(f.job, f.res));
+      if (drafts.reduce((n, d) => n + d.runs.size, 0) === new Set(drafts.flatMap((d) => [...d.runs.keys()])).size) {
+        for (const d of drafts) for (const [id, run] of withSeriesIds(d.runs, ids)) held.set(id, heldOf(d.batch, run));
+        return { batches: drafts.map((d) => d.batch), held };
+      }
+    }
+    const { batch, runs } = pointBatch(providerId, entries, ids);
+    for (const [id, run] of runs) held.set(id, heldOf(batch, run));
+    return { batches: [batch], held };
+  }
+
+  /**
    * Stores what a batch of metrics fetches returned. Topology and series rows first, in one
    * transaction (`described`: the loaders can find nodes, GPUs and series ids); then the points
    * with their fetch records in one transaction (`committed`), so a range is never marked fetched
@@ -799,8 +848,8 @@ export class ReadThrough {
       let expectNew = true;
       for (const [pid, group] of byProvider) {
         const entries = group.map((f) => ({ job: f.job, series: this.withoutFinerCovered(f, committedByJob.get(f.job.id) ?? []) }));
-        const { batch, runs } = pointBatch(pid, entries, ids.get(pid)!);
-        batches.push(batch);
+        const { batches: built, held } = this.pointBatchesOf(pid, group, entries, ids.get(pid)!);
+        batches.push(...built);
         for (const f of group) {
           const cachedBefore = new Set((committedByJob.get(f.job.id) ?? []).map((r) => r.dataset));
           for (const s of f.res.series) {
@@ -809,8 +858,7 @@ export class ReadThrough {
             const exclusive =
               !previous && !busy.has(f.job.id) && this.writeEpoch.get(f.job.id) === epochs.get(f.job.id) && !cachedBefore.has(`metric:${s.name}`);
             if (!exclusive) expectNew = false;
-            const run = runs.get(id);
-            const points = run ? heldOf(batch, run) : NO_POINTS;
+            const points = held.get(id) ?? NO_POINTS;
             mine.push([id, { points, exclusive, written: previous ? previous.written : Promise.resolve() }]);
           }
         }
@@ -826,7 +874,7 @@ export class ReadThrough {
       try {
         await afterTheAnswer();
         await this.repo.transaction(async (repo) => {
-          for (const batch of batches) await repo.writePoints(batch, { expectNew });
+          await repo.writePointBatches(batches, { expectNew });
           await repo.recordFetches(fetchRows.map(({ id: _id, ...r }) => r));
           await repo.clearFetchErrors(fetchRows.map((r) => ({ jobId: r.jobId, dataset: r.dataset })));
         });

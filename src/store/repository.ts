@@ -6,6 +6,7 @@ import { summaryModePattern } from '../domain/metric-catalog.js';
 import type { Aggregation, JobLabel, JobRecord, NodeRecord, PointColumns, ProjectRecord, SeriesData } from '../domain/types.js';
 import { issueReadFor, type Db } from './db.js';
 import type { RequestScope } from '../domain/request-scope.js';
+import { DomainError } from '../domain/errors.js';
 import {
   chunks,
   copierOf,
@@ -1071,14 +1072,20 @@ export class Repository {
    * caller's transaction, or in its own. Drivers without COPY use the jsonb upsert.
    */
   async writePoints(points: PointBatch | readonly PointWriteRow[], opts: { expectNew?: boolean } = {}): Promise<void> {
-    if (points.length === 0) return;
     const rows = Array.isArray(points) ? pointBatchOfRows(points as readonly PointWriteRow[]) : (points as PointBatch);
+    await this.writePointBatches([rows], opts);
+  }
+
+  /** writePoints of several batches (of distinct series) in one COPY: a fetch's batch is built as it arrives. */
+  async writePointBatches(batches: readonly PointBatch[], opts: { expectNew?: boolean } = {}): Promise<void> {
+    const rows = batches.filter((b) => b.length > 0);
+    if (rows.length === 0) return;
     const copier = copierOf(this.db);
     if (!copier) {
-      for (const part of chunks(rowsOfBatch(rows), POINTS_PER_STATEMENT)) await this.upsertPointsJson(part);
+      for (const part of chunks(rows.flatMap(rowsOfBatch), POINTS_PER_STATEMENT)) await this.upsertPointsJson(part);
       return;
     }
-    if (!this.inTransaction) return this.transaction((repo) => repo.writePoints(rows, opts));
+    if (!this.inTransaction) return this.transaction((repo) => repo.writePointBatches(rows, opts));
     if (opts.expectNew) {
       try {
         await this.db.transaction((tx) => copierOf(tx as unknown as Db)!('points', rows));
@@ -1376,25 +1383,50 @@ function rowsOfBatch(b: PointBatch): PointWriteRow[] {
 export function pointBatch(
   providerId: string,
   entries: { job: JobRow; series: SeriesData[] }[],
-  ids: Map<string, number>,
+  ids: ReadonlyMap<string, number>,
 ): { batch: PointBatch; runs: Map<number, PointRun> } {
-  const parts = new Map<number, { c: PointColumns; byStep: boolean }[]>();
+  const { batch, runs } = pointBatchByKey(providerId, entries);
+  return { batch, runs: withSeriesIds(runs, ids) };
+}
+
+/**
+ * Gives a batch's runs (by series key, from pointBatchByKey) their series ids, by series key
+ * (writeSeriesRows' answer); returns them by id.
+ */
+export function withSeriesIds(runs: ReadonlyMap<string, PointRun>, ids: ReadonlyMap<string, number>): Map<number, PointRun> {
+  const byId = new Map<number, PointRun>();
+  for (const [key, run] of runs) {
+    const id = ids.get(key);
+    if (id === undefined) throw new DomainError('INTERNAL', `no series row for ${key}`);
+    run.seriesId = id;
+    byId.set(id, run);
+  }
+  return byId;
+}
+
+/**
+ * pointBatch before the series have ids: the runs by series key, each with seriesId 0 until
+ * withSeriesIds. What a fetch's points need of the cache's answer is only their series' ids, so
+ * the batch can be built as the fetch arrives, while the others are awaited.
+ */
+export function pointBatchByKey(providerId: string, entries: { job: JobRow; series: SeriesData[] }[]): { batch: PointBatch; runs: Map<string, PointRun> } {
+  const parts = new Map<string, { c: PointColumns; byStep: boolean }[]>();
   let total = 0;
   for (const { job, series } of entries) {
     for (const s of series) {
-      const seriesId = ids.get(seriesIdentity(providerId, job, s).key)!;
+      const key = seriesIdentity(providerId, job, s).key;
       const c = columnsOf(s);
       total += c.length;
-      const list = parts.get(seriesId);
+      const list = parts.get(key);
       if (list) list.push({ c, byStep: s.keyedBy === 'step' });
-      else parts.set(seriesId, [{ c, byStep: s.keyedBy === 'step' }]);
+      else parts.set(key, [{ c, byStep: s.keyedBy === 'step' }]);
     }
   }
   const key = new Float64Array(total);
   const ts = new Float64Array(total);
   const step = new Float64Array(total);
   const value = new Float64Array(total);
-  const runs = new Map<number, PointRun>();
+  const runs = new Map<string, PointRun>();
   let n = 0;
   const put = (c: PointColumns, i: number, k: number) => {
     key[n] = k;
@@ -1403,7 +1435,7 @@ export function pointBatch(
     value[n] = c.value[i]!;
     n++;
   };
-  for (const [seriesId, list] of parts) {
+  for (const [identity, list] of parts) {
     const start = n;
     let rising = list.length === 1;
     if (rising) {
@@ -1436,7 +1468,7 @@ export function pointBatch(
         put(o.c, o.i, o.k);
       }
     }
-    runs.set(seriesId, { seriesId, start, end: n });
+    runs.set(identity, { seriesId: 0, start, end: n });
   }
   const batch: PointBatch = {
     length: n,

@@ -92,30 +92,31 @@ const MAX_ROW_BYTES = 2 + 4 * (4 + 8) + (4 + 4);
 /**
  * COPY's binary format: numbers travel as the bytes Postgres stores, so neither side formats or
  * parses text (a float's shortest decimal and an ISO instant per point were most of the write's
- * CPU here, and timestamptz parsing most of Postgres'). Chunks of about `per` rows; the trailer
- * ends the last one.
+ * CPU here, and timestamptz parsing most of Postgres'). The batches' runs in turn, in chunks of
+ * about `per` rows; the trailer ends the last one.
  */
-function* copyBinary(batch: PointBatch, per = 5000): Generator<Buffer> {
-  const { key, ts, step, value } = batch;
+function* copyBinary(batches: readonly PointBatch[], per = 5000): Generator<Buffer> {
+  // Every batch's runs in turn: [batch, run].
+  const all = batches.flatMap((b) => b.runs.map((run) => [b, run] as const));
   let first = true;
   // Chunks of whole runs' slices: [run index, row] where the next chunk starts.
   let r = 0;
-  let row = batch.runs[0]?.start ?? 0;
+  let row = all[0]?.[1].start ?? 0;
   do {
     let n = 0;
-    const slices: [number, number, number][] = [];
-    while (r < batch.runs.length && n < per) {
-      const run = batch.runs[r]!;
+    const slices: [PointBatch, number, number, number][] = [];
+    while (r < all.length && n < per) {
+      const [batch, run] = all[r]!;
       const take = Math.min(run.end - row, per - n);
-      if (take > 0) slices.push([run.seriesId, row, row + take]);
+      if (take > 0) slices.push([batch, run.seriesId, row, row + take]);
       n += take;
       row += take;
       if (row >= run.end) {
         r++;
-        row = batch.runs[r]?.start ?? 0;
+        row = all[r]?.[1].start ?? 0;
       }
     }
-    const last = r >= batch.runs.length;
+    const last = r >= all.length;
     const buf = Buffer.allocUnsafe((first ? BINARY_HEADER.length : 0) + n * MAX_ROW_BYTES + (last ? 2 : 0));
     const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
     let o = 0;
@@ -130,7 +131,7 @@ function* copyBinary(batch: PointBatch, per = 5000): Generator<Buffer> {
       view.setUint32(o + 8, v - hi * 4294967296);
       o += 12;
     };
-    for (const [seriesId, from, to] of slices) {
+    for (const [{ key, ts, step, value }, seriesId, from, to] of slices) {
       for (let j = from; j < to; j++) {
         view.setInt16(o, 5);
         o += 2;
@@ -166,7 +167,7 @@ function* copyBinary(batch: PointBatch, per = 5000): Generator<Buffer> {
       o += 2;
     }
     yield buf.subarray(0, o);
-  } while (r < batch.runs.length);
+  } while (r < all.length);
 }
 
 /**
@@ -174,7 +175,7 @@ function* copyBinary(batch: PointBatch, per = 5000): Generator<Buffer> {
  * postgres.js streams them, PGlite reads them as one blob. null: the driver has no COPY.
  * Counted as one statement, like every other.
  */
-export function copierOf(db: Db): ((table: 'points' | 'points_stage', rows: PointBatch) => Promise<void>) | null {
+export function copierOf(db: Db): ((table: 'points' | 'points_stage', rows: readonly PointBatch[]) => Promise<void>) | null {
   const session = (db as unknown as { session?: { client?: any; logger?: { logQuery(q: string, p: unknown[]): void } } }).session;
   const client = session?.client;
   if (!client) return null;

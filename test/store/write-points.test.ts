@@ -87,6 +87,23 @@ describe('Repository.writePoints (binary COPY)', () => {
     expect(await stored([904, 905, 906, 907])).toEqual(rows);
   });
 
+  it('writes several batches (one per fetch, built as it arrived) in one COPY, each run under its series id', async () => {
+    const parts: PointWriteRow[][] = [908, 909, 910].map((id, b) =>
+      Array.from(
+        { length: 2_500 + b * 1_700 },
+        (_, i) => [id, 3_000_000 + i * 15_000, 3_000_000 + i * 15_000, null, i % 9 === 0 ? null : id + i / 5] as PointWriteRow,
+      ),
+    );
+    const before = suite.db.statementCount();
+    await suite.repo.writePointBatches(parts.map(pointBatchOfRows), { expectNew: true });
+    // The transaction, its savepoint and the one COPY: as for one batch.
+    const oneBatch = suite.db.statementCount() - before;
+    const before1 = suite.db.statementCount();
+    await suite.repo.writePointBatches([pointBatchOfRows([[911, 1, 1, null, 1]])], { expectNew: true });
+    expect(oneBatch).toBe(suite.db.statementCount() - before1);
+    expect(await stored([908, 909, 910])).toEqual(parts.flat());
+  });
+
   it('writes many chunks in one COPY (the encoder splits rows into buffers)', async () => {
     const many: PointWriteRow[] = Array.from({ length: 12_345 }, (_, i) => [903, 1_000_000 + i * 15_000, 1_000_000 + i * 15_000, i, i / 7]);
     await suite.repo.writePoints(many);
