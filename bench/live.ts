@@ -179,6 +179,8 @@ interface Result {
   bytes: number[];
   /** Heap per subscriber again after the rounds, once every subscriber got a poll without series (nothing in flight). */
   heapAfterRounds?: number;
+  /** RSS per subscriber once the timed rounds are over (the measured row is the RSS once they have all joined). */
+  rssAfterRounds?: number;
   /** What the subscribers held: heap after the rounds less heap once they left (warm-up garbage cancels out). */
   heapHeld?: number;
   heapHeldParts?: { heapUsed: number; external: number };
@@ -299,6 +301,7 @@ async function measureGraphql(): Promise<Result & { templates: string[] }> {
     memPerSubscriber: { rss: ((after.rss as number) - (before.rss as number)) / N, heap: ((after.heap as number) - (before.heap as number)) / N },
     committedPerSubscriber: perSubscriber(before.committed as Record<string, number>, after.committed as Record<string, number>),
     heapAfterRounds: ((afterRounds.heap as number) - (before.heap as number)) / N,
+    rssAfterRounds: ((afterRounds.rss as number) - (before.rss as number)) / N,
     bytes: list.map((t) => Buffer.byteLength(t)),
     templates: list,
   };
@@ -369,7 +372,7 @@ async function main() {
     const spaces = Object.entries(g.committedPerSubscriber).filter(([, v]) => Math.abs(v) >= 102.4);
     const total = Object.values(g.committedPerSubscriber).reduce((x, y) => x + y, 0);
     console.log(
-      `graphql-ws server RSS per subscriber ${a.rssKiB.toFixed(1)} KiB: V8 committed ${(total / 1024).toFixed(1)} KiB (${spaces.map(([k, v]) => `${k} ${(v / 1024).toFixed(1)}`).join(', ')}), the rest ${(a.rssKiB - total / 1024).toFixed(1)} KiB outside V8's heap`,
+      `graphql-ws server RSS per subscriber ${a.rssKiB.toFixed(1)} KiB: V8 committed ${(total / 1024).toFixed(1)} KiB (${spaces.map(([k, v]) => `${k} ${(v / 1024).toFixed(1)}`).join(', ')}), the rest ${(a.rssKiB - total / 1024).toFixed(1)} KiB outside V8's heap; after the rounds ${((g.rssAfterRounds ?? Number.NaN) / 1024).toFixed(1)} KiB`,
     );
   }
   console.log(

@@ -64,6 +64,9 @@ function answer(args: ExecutionArgs, key: string, payload: unknown): Promise<Exe
   return shared;
 }
 
+const DONE: IteratorResult<ExecutionResult> = Object.freeze({ value: undefined, done: true });
+const asNext = (value: ExecutionResult): IteratorResult<ExecutionResult> => ({ value, done: false });
+
 /**
  * The subscriber's stream: its own source events, each answered by the execution shared with
  * every other subscriber of the same key. A class, not closures: what one subscription holds is
@@ -82,9 +85,10 @@ class SharedStream implements AsyncIterableIterator<ExecutionResult> {
     return this;
   }
 
-  async next(): Promise<IteratorResult<ExecutionResult>> {
-    const r = await this.events.next();
-    return r.done ? { value: undefined, done: true } : { value: await answer(this.args, this.key, r.value), done: false };
+  // A promise chain, not an async method: a subscriber spends its life waiting in next(), and a
+  // suspended async method keeps its frame (a generator and its registers, ~250 bytes) meanwhile.
+  next(): Promise<IteratorResult<ExecutionResult>> {
+    return this.events.next().then((r) => (r.done ? DONE : answer(this.args, this.key, r.value).then(asNext)));
   }
 
   async return(): Promise<IteratorResult<ExecutionResult>> {
