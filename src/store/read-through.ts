@@ -23,8 +23,8 @@ import {
   columnsOf,
   pointBatch,
   pointBatchByKey,
-  seriesIdentity,
   withSeriesIds,
+  type SeriesIdentity,
   type FetchRow,
   type JobRow,
   type ProviderSyncRow,
@@ -146,7 +146,7 @@ export class ReadThrough {
   /** Fetches being stored, by fetch key: a concurrent request for the same fetch waits on the same write. */
   private readonly storing = new Map<string, Written>();
   /** Each fetch's points as a batch by series key (draftOf), for as long as its result lives. */
-  private readonly drafts = new WeakMap<SystemMetricsResult, { batch: PointBatch; runs: Map<string, PointRun> }>();
+  private readonly drafts = new WeakMap<SystemMetricsResult, FetchDraft>();
   /** Writes ever started per job, to tell whether another began while one was held. */
   private readonly writeEpoch = new Map<string, number>();
   /** Cache writes under way (the points and fetch records of answered fetches). */
@@ -761,7 +761,7 @@ export class ReadThrough {
    * fetches arrive over seconds, and batching all their points after the last one came was most
    * of what its answer then waited for besides its own execution (pointBatch, 0.15 s of 1.5 s).
    */
-  private draftOf(job: JobRow, res: SystemMetricsResult): { batch: PointBatch; runs: Map<string, PointRun> } {
+  private draftOf(job: JobRow, res: SystemMetricsResult): FetchDraft {
     let draft = this.drafts.get(res);
     if (!draft) this.drafts.set(res, (draft = pointBatchByKey(job.providerId, [{ job, series: res.series }])));
     return draft;
@@ -834,7 +834,7 @@ export class ReadThrough {
           pid,
           await repo.writeSeriesRows(
             pid,
-            group.map((f) => ({ job: f.job, series: f.res.series })),
+            group.map((f) => ({ job: f.job, series: f.res.series, identities: this.draftOf(f.job, f.res).identities })),
           ),
         );
       }
@@ -852,8 +852,10 @@ export class ReadThrough {
         batches.push(...built);
         for (const f of group) {
           const cachedBefore = new Set((committedByJob.get(f.job.id) ?? []).map((r) => r.dataset));
-          for (const s of f.res.series) {
-            const id = ids.get(pid)!.get(seriesIdentity(pid, f.job, s).key)!;
+          const { identities } = this.draftOf(f.job, f.res);
+          for (let i = 0; i < f.res.series.length; i++) {
+            const s = f.res.series[i]!;
+            const id = ids.get(pid)!.get(identities[i]!.key)!;
             const previous = this.held.get(id);
             const exclusive =
               !previous && !busy.has(f.job.id) && this.writeEpoch.get(f.job.id) === epochs.get(f.job.id) && !cachedBefore.has(`metric:${s.name}`);
@@ -1075,6 +1077,13 @@ interface HeldSeries {
   exclusive: boolean;
   /** Settles when every write of this series under way has committed or failed. */
   written: Promise<void>;
+}
+
+/** A fetch's points as a batch by series key, and each of its series' identity in its order (ReadThrough.draftOf). */
+interface FetchDraft {
+  batch: PointBatch;
+  runs: Map<string, PointRun>;
+  identities: SeriesIdentity[];
 }
 
 /**

@@ -1025,11 +1025,15 @@ export class Repository {
   }
 
   /** Upserts the series themselves (not their points), SERIES_PER_STATEMENT per statement; returns their ids by series key. */
-  async writeSeriesRows(providerId: string, entries: { job: JobRow; series: SeriesData[] }[]): Promise<Map<string, number>> {
+  async writeSeriesRows(
+    providerId: string,
+    entries: { job: JobRow; series: SeriesData[] /** seriesIdentity of each series, where known already. */; identities?: readonly SeriesIdentity[] }[],
+  ): Promise<Map<string, number>> {
     const seriesRows = new Map<string, Record<string, unknown>>();
-    for (const { job, series } of entries) {
-      for (const s of series) {
-        const { key, nodeId, gpuId } = seriesIdentity(providerId, job, s);
+    for (const { job, series, identities } of entries) {
+      for (let i = 0; i < series.length; i++) {
+        const s = series[i]!;
+        const { key, nodeId, gpuId } = identities?.[i] ?? seriesIdentity(providerId, job, s);
         seriesRows.set(key, {
           series_key: key,
           job_id: job.id,
@@ -1356,7 +1360,14 @@ export class Repository {
  */
 export const SERIES_PER_STATEMENT = 20_000;
 
-export function seriesIdentity(providerId: string, job: Pick<JobRow, 'id' | 'externalId'>, s: SeriesData) {
+/** A series' key (series_key) and the global ids of its node and GPU. */
+export interface SeriesIdentity {
+  key: string;
+  nodeId: string | null;
+  gpuId: string | null;
+}
+
+export function seriesIdentity(providerId: string, job: Pick<JobRow, 'id' | 'externalId'>, s: SeriesData): SeriesIdentity {
   const nodeId = s.nodeExternalId ? nodeGlobalId(providerId, job.externalId, s.nodeExternalId) : null;
   const gpuId = s.nodeExternalId && s.gpuIndex !== null ? gpuGlobalId(providerId, job.externalId, s.nodeExternalId, s.gpuIndex) : null;
   return { key: seriesKey(job.id, s, nodeId, gpuId), nodeId, gpuId };
@@ -1409,12 +1420,19 @@ export function withSeriesIds(runs: ReadonlyMap<string, PointRun>, ids: Readonly
  * withSeriesIds. What a fetch's points need of the cache's answer is only their series' ids, so
  * the batch can be built as the fetch arrives, while the others are awaited.
  */
-export function pointBatchByKey(providerId: string, entries: { job: JobRow; series: SeriesData[] }[]): { batch: PointBatch; runs: Map<string, PointRun> } {
+export function pointBatchByKey(
+  providerId: string,
+  entries: { job: JobRow; series: SeriesData[] }[],
+): { batch: PointBatch; runs: Map<string, PointRun>; identities: SeriesIdentity[] } {
   const parts = new Map<string, { c: PointColumns; byStep: boolean }[]>();
+  // Each series' identity, in the entries' order: writeSeriesRows and the caller need them too.
+  const identities: SeriesIdentity[] = [];
   let total = 0;
   for (const { job, series } of entries) {
     for (const s of series) {
-      const key = seriesIdentity(providerId, job, s).key;
+      const identity = seriesIdentity(providerId, job, s);
+      identities.push(identity);
+      const key = identity.key;
       const c = columnsOf(s);
       total += c.length;
       const list = parts.get(key);
@@ -1478,7 +1496,7 @@ export function pointBatchByKey(providerId: string, entries: { job: JobRow; seri
     value: value.subarray(0, n),
     runs: [...runs.values()],
   };
-  return { batch, runs };
+  return { batch, runs, identities };
 }
 
 /** A series' points as columns: the adapter's own, or made from its SeriesPoints. */

@@ -117,8 +117,8 @@ describe('the patched subscription wrappers', () => {
     expect(finals).toBe(1);
     const returned = finalAsyncIterator(source([1, 2]).iterator as AsyncIterable<number>, () => void finals++);
     await returned.next();
-    await returned.return!();
-    await returned.return!();
+    await returned.return!(undefined);
+    await returned.return!(undefined);
     expect(finals).toBe(2);
   });
 
