@@ -86,9 +86,9 @@ function toSample({ series, points }: StoredSample) {
   const touched = new Set<string>();
   let newest: number | null = null;
   for (const p of points) {
-    if (!p.ts || !keyOf.has(p.seriesId)) continue;
+    if (!p.timestamp || !keyOf.has(p.seriesId)) continue;
     touched.add(keyOf.get(p.seriesId)!);
-    const t = p.ts.getTime();
+    const t = p.timestamp.getTime();
     if (newest === null || t > newest) newest = t;
   }
   const scopes = new Set(series.map((s) => s.scope));

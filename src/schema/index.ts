@@ -1,4 +1,5 @@
 // Imports every type file and builds the schema; nothing else.
+import { defaultFieldResolver, GraphQLObjectType, type GraphQLSchema } from 'graphql';
 import { builder } from './builder.js';
 import './enums.js';
 import './provider.js';
@@ -22,8 +23,24 @@ import './relay.js';
 export const plainSchema = builder.toSchema({ sortSchema: false });
 
 /** The served schema: the plain one plus Federation v2's `_service` and `_entities` (schema/subgraph.graphql). */
-export const schema = builder.toSubGraphSchema({
-  // v2.9 for @cost / @listSize (demand control in Apollo Router and Hive Gateway).
-  linkUrl: 'https://specs.apollo.dev/federation/v2.9',
-  federationDirectives: ['@key', '@shareable', '@cost', '@listSize'],
-});
+export const schema = withPropertyReads(
+  builder.toSubGraphSchema({
+    // v2.9 for @cost / @listSize (demand control in Apollo Router and Hive Gateway).
+    linkUrl: 'https://specs.apollo.dev/federation/v2.9',
+    federationDirectives: ['@key', '@shareable', '@cost', '@listSize'],
+  }),
+);
+
+/**
+ * Exposed fields (`t.expose*` of a property of the same name) without a resolver: Pothos gives them
+ * graphql-js' defaultFieldResolver, which graphql-jit (server/plugins/use-query-jit.ts) calls as
+ * any resolver, while a field without one it compiles into a plain property read. graphql-js
+ * reads the property either way. A dashboard's million points each had three resolver calls.
+ */
+function withPropertyReads(served: GraphQLSchema): GraphQLSchema {
+  for (const type of Object.values(served.getTypeMap())) {
+    if (!(type instanceof GraphQLObjectType) || type.name.startsWith('__')) continue;
+    for (const field of Object.values(type.getFields())) if (field.resolve === defaultFieldResolver) field.resolve = undefined;
+  }
+  return served;
+}

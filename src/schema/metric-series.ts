@@ -73,7 +73,7 @@ export interface FreshnessView extends Freshness {
 
 /** A point of a series; `series` is set when its id is selected (the id is derived from the series'). */
 export interface PointView {
-  ts: Date | null;
+  timestamp: Date | null;
   step: number | null;
   value: number | null;
   series?: SeriesView;
@@ -135,24 +135,20 @@ MetricPointRef.implement({
         return pointId(p.series.id, p.series.row.keyedBy, p);
       },
     }),
-    timestamp: t.field({
+    // Exposed: a point's fields are plain property reads in the compiled query (src/schema/index.ts).
+    timestamp: t.expose('timestamp', {
       type: 'DateTime',
       // Step-keyed training points without a wall-clock time fall back to nothing rather than a guess.
       nullable: true,
       description: "When the point (or its bucket's first point) was measured; null for a step-keyed point the platform logged without a time",
-      resolve: (p) => p.ts,
     }),
-    step: t.field({
-      type: 'Int',
+    step: t.exposeInt('step', {
       nullable: true,
       description: 'The training step (a count) of a step-keyed point; null for time-keyed ones',
-      resolve: (p) => p.step,
     }),
-    value: t.field({
-      type: 'Float',
+    value: t.exposeFloat('value', {
       nullable: true,
       description: "The value in the series' unit; null for a gap the platform reported",
-      resolve: (p) => p.value,
     }),
   }),
 });
@@ -232,7 +228,7 @@ MetricSeriesRef.implement({
       resolve: async (s, _a, ctx, info) => {
         const points: PointView[] = await pointsOf(s, ctx);
         // A point's id is derived from its series': only a selected id makes each point carry it.
-        return selectsField(info, 'id') ? points.map((p) => ({ ts: p.ts, step: p.step, value: p.value, series: s })) : points;
+        return selectsField(info, 'id') ? points.map((p) => ({ timestamp: p.timestamp, step: p.step, value: p.value, series: s })) : points;
       },
     }),
     // Columnar form of the same points, what charting clients take (uPlot's data arrays, Grafana
@@ -241,7 +237,7 @@ MetricSeriesRef.implement({
       type: ['Float'],
       nullable: { list: false, items: true },
       description: 'The time of each point of `points`, in epoch milliseconds (UTC), in the same order; null for a step-keyed point the platform gave no time',
-      resolve: async (s, _a, ctx) => (await pointsOf(s, ctx)).map((p) => (p.ts === null ? null : p.ts.getTime())),
+      resolve: async (s, _a, ctx) => (await pointsOf(s, ctx)).map((p) => (p.timestamp === null ? null : p.timestamp.getTime())),
     }),
     steps: t.field({
       type: ['Int'],

@@ -54,8 +54,8 @@ export const parseProblemPart = (part: string) => parseTextPart(part);
 /** A point's key in its series: its time in a time-keyed series, its step in a step-keyed one. */
 export type PointKey = { ts: number } | { step: number };
 
-export function pointId(seriesId: string, keyedBy: string, p: { ts: Date | null; step: number | null }): string {
-  const key = keyedBy === 'step' && p.step !== null ? `s${p.step}` : p.ts !== null ? `t${p.ts.getTime()}` : `s${p.step}`;
+export function pointId(seriesId: string, keyedBy: string, p: { timestamp: Date | null; step: number | null }): string {
+  const key = keyedBy === 'step' && p.step !== null ? `s${p.step}` : p.timestamp !== null ? `t${p.timestamp.getTime()}` : `s${p.step}`;
   return valueId('point', seriesId, key);
 }
 

@@ -129,8 +129,8 @@ async function resolveValue(ctx: Context, p: ParsedValueId): Promise<Value | nul
       const key = parsePointPart(part);
       const series = await owner<SeriesView>(ctx, p, 'series');
       if (!series) return null;
-      const found = (await pointsOf(series, ctx)).find((pt) => ('ts' in key ? pt.ts?.getTime() === key.ts : pt.step === key.step));
-      return found ? { ts: found.ts, step: found.step, value: found.value, series } : null;
+      const found = (await pointsOf(series, ctx)).find((pt) => ('ts' in key ? pt.timestamp?.getTime() === key.ts : pt.step === key.step));
+      return found ? { timestamp: found.timestamp, step: found.step, value: found.value, series } : null;
     }
     case 'freshness':
       return freshnessById(ctx, p);

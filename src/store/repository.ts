@@ -68,7 +68,8 @@ function numbersOf(a: NumberArray): (number | null)[] {
 
 export interface PointRow {
   seriesId: number;
-  ts: Date | null;
+  /** Named as MetricPoint's field, which is then a plain property read (see src/schema/index.ts). */
+  timestamp: Date | null;
   step: number | null;
   value: number | null;
 }
@@ -1225,7 +1226,7 @@ export class Repository {
           d = dates.get(ms) ?? null;
           if (d === null) dates.set(ms, (d = new Date(ms)));
         }
-        out.push({ seriesId, ts: d, step: steps[i]!, value: vals[i]! });
+        out.push({ seriesId, timestamp: d, step: steps[i]!, value: vals[i]! });
       }
     }
     return out;

@@ -96,7 +96,7 @@ export function downsampleHeld(
     const out: PointRow[] = new Array(count);
     for (let j = 0; j < count; j++) {
       const i = at(sel, j);
-      out[j] = { seriesId, ts: dateOf(points.ts[i]!, dates), step: nullable(points.step[i]!), value: nullable(points.value[i]!) };
+      out[j] = { seriesId, timestamp: dateOf(points.ts[i]!, dates), step: nullable(points.step[i]!), value: nullable(points.value[i]!) };
     }
     return out;
   }
@@ -115,7 +115,7 @@ export function downsampleHeld(
   const flush = () => {
     if (bucket < 0) return;
     const value = aggregation === 'MIN' ? min : aggregation === 'MAX' ? max : aggregation === 'LAST' ? last : n > 0 ? sum / n : Number.NaN;
-    out.push({ seriesId, ts: dateOf(ts, dates), step: nullable(step), value: nullable(value) });
+    out.push({ seriesId, timestamp: dateOf(ts, dates), step: nullable(step), value: nullable(value) });
   };
   for (let j = 0; j < count; j++) {
     const i = at(sel, j);

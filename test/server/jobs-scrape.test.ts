@@ -95,10 +95,10 @@ describe('GET /metrics/jobs', () => {
     const series = stored.series.find((x) => x.gpuId === gpu.id)!;
     const latest = stored.points
       .filter((p) => p.seriesId === series.id && p.value !== null)
-      .sort((a, b) => a.ts!.getTime() - b.ts!.getTime())
+      .sort((a, b) => a.timestamp!.getTime() - b.timestamp!.getTime())
       .at(-1)!;
     expect(Number(sample.value)).toBe(latest.value);
-    expect(Number(sample.timestamp_ms)).toBe(latest.ts!.getTime());
+    expect(Number(sample.timestamp_ms)).toBe(latest.timestamp!.getTime());
   });
 
   it('speaks OpenMetrics when asked', async () => {

@@ -131,7 +131,7 @@ describe('pointBatch', () => {
 describe('answers shaped from held columns', () => {
   const r = batchOf([rising, shuffled, steps]);
   const held = (id: number) => heldOf(r.batch, r.runs.get(id)!);
-  const point = (p: SeriesPoint) => ({ seriesId: 1, ts: p.timestamp, step: p.step, value: p.value });
+  const point = (p: SeriesPoint) => ({ seriesId: 1, timestamp: p.timestamp, step: p.step, value: p.value });
 
   it('answers raw points inside a time window (the key range, bounds included)', () => {
     const w = { seriesId: 1, keyedBy: 'time' as const, from: at(10), to: at(19) };
@@ -145,7 +145,7 @@ describe('answers shaped from held columns', () => {
     const avg = downsampleHeld(1, held(1), w, 10, 'AVG');
     expect(avg).toHaveLength(10);
     // Bucket 0 holds points 0..4 (width 5 steps of 15 s); point 3 is a gap.
-    expect(avg[0]).toEqual({ seriesId: 1, ts: at(0), step: null, value: (0 + 0.1 + 0.2 + 0.4) / 4 });
+    expect(avg[0]).toEqual({ seriesId: 1, timestamp: at(0), step: null, value: (0 + 0.1 + 0.2 + 0.4) / 4 });
     expect(downsampleHeld(1, held(1), w, 10, 'LAST')[4]!.value).toBeNull(); // point 24 is a gap
     expect(downsampleHeld(1, held(1), w, 10, 'LAST')[3]!.value).toBe(1.9);
     expect(downsampleHeld(1, held(1), w, 10, 'MAX')[0]!.value).toBe(0.4);
@@ -154,7 +154,7 @@ describe('answers shaped from held columns', () => {
     const dates = new Map<number, Date>();
     const a = downsampleHeld(1, held(1), w, 100, 'AVG', dates);
     const b = downsampleHeld(1, held(1), w, 100, 'AVG', dates);
-    expect(a[5]!.ts).toBe(b[5]!.ts);
+    expect(a[5]!.timestamp).toBe(b[5]!.timestamp);
   });
 
   it('windows a step-keyed series by time: points without a time are outside any bounded window', () => {

@@ -72,7 +72,7 @@ describe('Repository.writePoints (binary COPY)', () => {
       [902, 3, null, 3, 3],
     ])
       .filter((r) => r[0] !== 6_000_000_000)
-      .map(([seriesId, , ts, step, value]) => ({ seriesId, ts: ts === null ? null : new Date(ts), step, value }));
+      .map(([seriesId, , ts, step, value]) => ({ seriesId, timestamp: ts === null ? null : new Date(ts), step, value }));
     expect(points).toEqual(expected);
   });
 
