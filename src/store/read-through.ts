@@ -848,14 +848,15 @@ export class ReadThrough {
       let expectNew = true;
       for (const [pid, group] of byProvider) {
         const entries = group.map((f) => ({ job: f.job, series: this.withoutFinerCovered(f, committedByJob.get(f.job.id) ?? []) }));
-        const { batches: built, held } = this.pointBatchesOf(pid, group, entries, ids.get(pid)!);
+        const idsOfProvider = ids.get(pid)!;
+        const { batches: built, held } = this.pointBatchesOf(pid, group, entries, idsOfProvider);
         batches.push(...built);
         for (const f of group) {
           const cachedBefore = new Set((committedByJob.get(f.job.id) ?? []).map((r) => r.dataset));
           const { identities } = this.draftOf(f.job, f.res);
           for (let i = 0; i < f.res.series.length; i++) {
             const s = f.res.series[i]!;
-            const id = ids.get(pid)!.get(identities[i]!.key)!;
+            const id = idsOfProvider.get(identities[i]!.key)!;
             const previous = this.held.get(id);
             const exclusive =
               !previous && !busy.has(f.job.id) && this.writeEpoch.get(f.job.id) === epochs.get(f.job.id) && !cachedBefore.has(`metric:${s.name}`);

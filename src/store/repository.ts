@@ -1025,10 +1025,14 @@ export class Repository {
     await this.writePoints(pointBatch(providerId, entries, ids).batch);
   }
 
-  /** Upserts the series themselves (not their points), SERIES_PER_STATEMENT per statement; returns their ids by series key. */
+  /**
+   * Upserts the series themselves (not their points), SERIES_PER_STATEMENT per statement; returns
+   * their ids by series key. An entry's `identities`, where given, are its series' seriesIdentity in
+   * their order (worked out already as the fetch arrived).
+   */
   async writeSeriesRows(
     providerId: string,
-    entries: { job: JobRow; series: SeriesData[] /** seriesIdentity of each series, where known already. */; identities?: readonly SeriesIdentity[] }[],
+    entries: { job: JobRow; series: SeriesData[]; identities?: readonly SeriesIdentity[] }[],
   ): Promise<Map<string, number>> {
     const seriesRows = new Map<string, Record<string, unknown>>();
     for (const { job, series, identities } of entries) {
@@ -1083,17 +1087,17 @@ export class Repository {
 
   /** writePoints of several batches (of distinct series) in one COPY: a fetch's batch is built as it arrives. */
   async writePointBatches(batches: readonly PointBatch[], opts: { expectNew?: boolean } = {}): Promise<void> {
-    const rows = batches.filter((b) => b.length > 0);
-    if (rows.length === 0) return;
+    const withPoints = batches.filter((b) => b.length > 0);
+    if (withPoints.length === 0) return;
     const copier = copierOf(this.db);
     if (!copier) {
-      for (const part of chunks(rows.flatMap(rowsOfBatch), POINTS_PER_STATEMENT)) await this.upsertPointsJson(part);
+      for (const part of chunks(withPoints.flatMap(rowsOfBatch), POINTS_PER_STATEMENT)) await this.upsertPointsJson(part);
       return;
     }
-    if (!this.inTransaction) return this.transaction((repo) => repo.writePointBatches(rows, opts));
+    if (!this.inTransaction) return this.transaction((repo) => repo.writePointBatches(withPoints, opts));
     if (opts.expectNew) {
       try {
-        await this.db.transaction((tx) => copierOf(tx as unknown as Db)!('points', rows));
+        await this.db.transaction((tx) => copierOf(tx as unknown as Db)!('points', withPoints));
         return;
       } catch (err) {
         if (!isUniqueViolation(err)) throw err;
@@ -1101,7 +1105,7 @@ export class Repository {
     }
     await this.db.execute(sql`create temp table if not exists points_stage
       (series_id bigint, key bigint, ts timestamptz, step int, value float8) on commit delete rows`);
-    await copier('points_stage', rows);
+    await copier('points_stage', withPoints);
     await this.db.execute(sql`insert into points (series_id, key, ts, step, value)
       select series_id, key, ts, step, value from points_stage
       on conflict (series_id, key) do update set ts = excluded.ts, step = excluded.step, value = excluded.value`);
@@ -1349,7 +1353,6 @@ export class Repository {
   }
 }
 
-/** A series' identity in the cache: its key and the global ids of its node and GPU. */
 /**
  * Series per statement, reading or writing: the series rows one upsert writes (writeSeriesRows),
  * and the series windows one points or summary read takes (store/loaders.ts batches them). Either
@@ -1361,7 +1364,7 @@ export class Repository {
  */
 export const SERIES_PER_STATEMENT = 20_000;
 
-/** A series' key (series_key) and the global ids of its node and GPU. */
+/** A series' identity in the cache: its key (series_key) and the global ids of its node and GPU. */
 export interface SeriesIdentity {
   key: string;
   nodeId: string | null;

@@ -175,22 +175,22 @@ function* copyBinary(batches: readonly PointBatch[], per = 5000): Generator<Buff
  * postgres.js streams them, PGlite reads them as one blob. null: the driver has no COPY.
  * Counted as one statement, like every other.
  */
-export function copierOf(db: Db): ((table: 'points' | 'points_stage', rows: readonly PointBatch[]) => Promise<void>) | null {
+export function copierOf(db: Db): ((table: 'points' | 'points_stage', batches: readonly PointBatch[]) => Promise<void>) | null {
   const session = (db as unknown as { session?: { client?: any; logger?: { logQuery(q: string, p: unknown[]): void } } }).session;
   const client = session?.client;
   if (!client) return null;
   const statement = (table: string, from: string) => `copy ${table} (series_id, key, ts, step, value) from ${from} with (format binary)`;
   if (typeof client.unsafe === 'function') {
-    return async (table, rows) => {
+    return async (table, batches) => {
       session!.logger?.logQuery(statement(table, 'stdin'), []);
       const stream = (await client.unsafe(statement(table, 'stdin')).writable()) as Writable;
-      await pipeline(Readable.from(copyBinary(rows)), stream);
+      await pipeline(Readable.from(copyBinary(batches)), stream);
     };
   }
   if (typeof client.query === 'function') {
-    return async (table, rows) => {
+    return async (table, batches) => {
       session!.logger?.logQuery(statement(table, "'/dev/blob'"), []);
-      await client.query(statement(table, "'/dev/blob'"), [], { blob: new Blob([...copyBinary(rows, 50_000)] as unknown as BlobPart[]) });
+      await client.query(statement(table, "'/dev/blob'"), [], { blob: new Blob([...copyBinary(batches, 50_000)] as unknown as BlobPart[]) });
     };
   }
   return null;
