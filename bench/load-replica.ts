@@ -18,6 +18,8 @@ export interface ReplicaOptions {
   anchorMs: number;
   /** One cgroup per serving process (bench/cpu-cap.ts): process i joins cpuCaps[i]. */
   cpuCaps?: string[];
+  /** DATABASE_POOL_SIZE of each serving process; unset: the server's default. */
+  poolSize?: number;
 }
 
 const opts = JSON.parse(process.argv[2]!) as ReplicaOptions;
@@ -67,6 +69,7 @@ if (cluster.isPrimary && opts.workers > 1) {
       port: opts.port,
       host: '127.0.0.1',
       databaseUrl: opts.databaseUrl,
+      databasePoolSize: opts.poolSize,
       dataDir: opts.dataDir,
       redisUrl: null,
       logLevel: 'silent',

@@ -8,7 +8,8 @@
 // and the baseline alternate, each row is the median of the rounds' ratios), --replica-cores
 // (default 0.4: each replica's CPU limit in the scale-out rows), --scale-out-only (those rows
 // alone), --no-scale-out, --scenarios list,page,trivial and --connections 20,100 (the rows to
-// measure), --wrk-threads (default 1), --pglite / --postgres (default both), --db <admin url>.
+// measure), --wrk-threads (default 1), --pool-size (the replicas' DATABASE_POOL_SIZE; default the
+// server's), --pglite / --postgres (default both), --db <admin url>.
 import { createCpuCap, type CpuCap } from './cpu-cap.js';
 import { freePort, freshPostgresDatabase, post, startChild, wrkPostScript, type Child, type WrkPoster } from './children.js';
 import { spawnSync } from 'node:child_process';
@@ -32,6 +33,7 @@ const { values: flags } = parseArgs({
     // One wrk thread: its second competed with the server for this 2-core machine's cores (the
     // trivial query at 100 connections: p99 227 -> 15 ms, rounds 0.56x-0.92x -> 0.81x-0.97x).
     'wrk-threads': { type: 'string', default: '1' },
+    'pool-size': { type: 'string' },
     pglite: { type: 'boolean', default: false },
     postgres: { type: 'boolean', default: false },
     db: { type: 'string', default: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/' },
@@ -217,6 +219,7 @@ async function measureDatabase(database: 'postgres' | 'pglite'): Promise<LoadRow
     port,
     workers,
     cpuCaps,
+    poolSize: flags['pool-size'] === undefined ? undefined : Number(flags['pool-size']),
     databaseUrl,
     dataDir,
     simUrl: sim.url,

@@ -123,6 +123,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const database = await openDatabase({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
+    maxConnections: config.databasePoolSize,
     statementTimeoutMs: (config.security?.requestLimits ?? DEFAULT_REQUEST_LIMITS).executionTimeoutMs,
   });
   const repo = new Repository(database.db);

@@ -1,6 +1,7 @@
 // Opens the cache database: embedded PGlite in a folder when no DATABASE_URL is given, a real
 // Postgres through postgres.js otherwise. Both get the same drizzle schema and migrations.
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
+import { DEFAULT_DATABASE_POOL_SIZE } from '../config/index.js';
 import { MIGRATIONS_DIR } from '../config/install.js';
 import * as tables from './tables.js';
 import type { RequestScope } from '../domain/request-scope.js';
@@ -21,7 +22,7 @@ export interface OpenOptions {
   databaseUrl?: string | null;
   /** A folder for PGlite's files, or 'memory://' for an in-memory database. */
   dataDir?: string;
-  /** postgres.js pool size; two cores serve well with a small pool. */
+  /** Connections to Postgres at most (DATABASE_POOL_SIZE; default DEFAULT_DATABASE_POOL_SIZE). */
   maxConnections?: number;
   /**
    * No statement runs longer than this (Postgres `statement_timeout`); the execution time-out, so
@@ -106,7 +107,7 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
     const { drizzle } = await import('drizzle-orm/postgres-js');
     const { migrate } = await import('drizzle-orm/postgres-js/migrator');
     const client = postgres(opts.databaseUrl, {
-      max: opts.maxConnections ?? 10,
+      max: opts.maxConnections ?? DEFAULT_DATABASE_POOL_SIZE,
       onnotice: () => {},
       prepare: true,
       // JIT compiles for large cost estimates; on these short statements it cost ~1 s per query
