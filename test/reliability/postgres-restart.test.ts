@@ -310,8 +310,12 @@ describe.runIf(REAL_POSTGRES_URL)('Postgres lost during a write burst (real Post
     expect(committed.length).toBeGreaterThan(0);
 
     // While it is down: the process stays up, answers every request with a coded error, and says
-    // it is not ready; the live subscriber is told, on the same stream.
-    expect(during.filter((r) => r.status !== 200)).toEqual([]);
+    // it is not ready; the live subscriber is told, on the same stream. A request that failed
+    // itself (status 0) says whether the server was still up, and what it logged last.
+    expect(
+      during.filter((r) => r.status !== 200),
+      `the burst while Postgres died (server exit code ${victim.exitCode()}; its last log lines: ${JSON.stringify(victim.lines.slice(-8))})`,
+    ).toEqual([]);
     for (const code of codesOf(during)) expect(code).toBe('CACHE_UNAVAILABLE');
     const down = await gql(victim, METRICS, { id: finishedIds.at(-1) });
     // Status 0 says the request itself failed: the message says how (time-out, reset, not JSON).
