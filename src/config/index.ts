@@ -15,9 +15,11 @@ export class ConfigError extends Error {
 }
 
 /**
- * Connections a replica opens to Postgres at most (DATABASE_POOL_SIZE). Concurrent statements
- * beyond it are pipelined on the open connections (postgres.js), which is cheaper per statement
- * than a connection each: fewer writes to the socket and fewer wake-ups of Postgres' backends.
+ * Connections a replica's pool opens to Postgres at most (DATABASE_POOL_SIZE). Concurrent
+ * statements beyond it are pipelined on the open connections (postgres.js), which is cheaper per
+ * statement than a connection each: fewer writes to the socket and fewer wake-ups of Postgres'
+ * backends. Job lists' pages have a client of their own beside it (SHORT_READ_CONNECTIONS in
+ * src/store/db.ts).
  */
 export const DEFAULT_DATABASE_POOL_SIZE = 10;
 /** More connections than this only add backends competing for the database's cores. */

@@ -126,7 +126,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     maxConnections: config.databasePoolSize,
     statementTimeoutMs: (config.security?.requestLimits ?? DEFAULT_REQUEST_LIMITS).executionTimeoutMs,
   });
-  const repo = new Repository(database.db);
+  const repo = Repository.of(database);
   await repo.upsertProviders(providers.all().map((p) => ({ id: p.id, kind: p.kind, name: p.name, simulated: p.simulated })));
   // The demo's simulators start afresh each time: a job list cached by an earlier process is not theirs.
   if (demo.length > 0) await repo.expireJobLists(demo.map((d) => d.config.id));

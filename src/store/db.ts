@@ -10,6 +10,13 @@ export type Db = PgDatabase<PgQueryResultHKT, typeof tables>;
 
 export interface Database {
   db: Db;
+  /**
+   * The same database for the hot short reads (a job list's page): on Postgres a client of its own
+   * with SHORT_READ_CONNECTIONS, so that concurrent pages go out pipelined on a few connections
+   * (one write and one wake-up of Postgres for several) and never queue behind a long statement
+   * or a COPY of the main pool. PGlite: `db` itself.
+   */
+  shortReads: Db;
   driver: 'pglite' | 'postgres';
   /** Statements sent since open; tests and the benchmark read it to prove batching. */
   statementCount(): number;
@@ -95,6 +102,9 @@ export function reconnectBackoffSeconds(failedAttempts: number): number {
   return Math.min(2, 0.05 * 2 ** failedAttempts) * (0.5 + Math.random() / 2);
 }
 
+/** Connections of the short-read client (Database.shortReads), at most the pool's own size. */
+export const SHORT_READ_CONNECTIONS = 2;
+
 export async function openDatabase(opts: OpenOptions): Promise<Database> {
   let statements = 0;
   const logger = {
@@ -106,34 +116,44 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
     const { default: postgres } = await import('postgres');
     const { drizzle } = await import('drizzle-orm/postgres-js');
     const { migrate } = await import('drizzle-orm/postgres-js/migrator');
-    const client = postgres(opts.databaseUrl, {
-      max: opts.maxConnections ?? DEFAULT_DATABASE_POOL_SIZE,
-      onnotice: () => {},
-      prepare: true,
-      // JIT compiles for large cost estimates; on these short statements it cost ~1 s per query
-      // (the downsample's per-bucket index scans run in 0.2 s, JIT added 1.07 s).
-      connection: { jit: 'off', ...(opts.statementTimeoutMs ? { statement_timeout: opts.statementTimeoutMs } : {}) },
-      backoff: reconnectBackoffSeconds,
-      // A login that has not finished in 10 s is not going to; the request gets CACHE_UNAVAILABLE.
-      connect_timeout: 10,
-    });
-    // drizzle sends every statement outside transactions through client.unsafe.
-    const unsafe = client.unsafe.bind(client);
-    client.unsafe = ((query: string, ...rest: unknown[]) => {
-      const pending = (unsafe as unknown as (...a: unknown[]) => CancellableQuery)(query, ...rest);
-      if (issuing && READ_STATEMENT.test(query)) {
-        if (issuing.trackRead) issuing.trackRead(pending);
-        else cancelWithRequest(pending, issuing.signal);
-      }
-      return pending;
-    }) as unknown as typeof client.unsafe;
+    const poolSize = opts.maxConnections ?? DEFAULT_DATABASE_POOL_SIZE;
+    const clientOf = (max: number) => {
+      const client = postgres(opts.databaseUrl!, {
+        max,
+        onnotice: () => {},
+        prepare: true,
+        // JIT compiles for large cost estimates; on these short statements it cost ~1 s per query
+        // (the downsample's per-bucket index scans run in 0.2 s, JIT added 1.07 s).
+        connection: { jit: 'off', ...(opts.statementTimeoutMs ? { statement_timeout: opts.statementTimeoutMs } : {}) },
+        backoff: reconnectBackoffSeconds,
+        // A login that has not finished in 10 s is not going to; the request gets CACHE_UNAVAILABLE.
+        connect_timeout: 10,
+      });
+      // drizzle sends every statement outside transactions through client.unsafe.
+      const unsafe = client.unsafe.bind(client);
+      client.unsafe = ((query: string, ...rest: unknown[]) => {
+        const pending = (unsafe as unknown as (...a: unknown[]) => CancellableQuery)(query, ...rest);
+        if (issuing && READ_STATEMENT.test(query)) {
+          if (issuing.trackRead) issuing.trackRead(pending);
+          else cancelWithRequest(pending, issuing.signal);
+        }
+        return pending;
+      }) as unknown as typeof client.unsafe;
+      return client;
+    };
+    const client = clientOf(poolSize);
+    // Connects on its first statement, like the main pool.
+    const shortClient = clientOf(Math.min(SHORT_READ_CONNECTIONS, poolSize));
     const db = drizzle(client, { schema: tables, logger });
     await migrate(db, { migrationsFolder: MIGRATIONS_DIR });
     return {
       db: db as unknown as Db,
+      shortReads: drizzle(shortClient, { schema: tables, logger }) as unknown as Db,
       driver: 'postgres',
       statementCount: () => statements,
-      close: () => client.end({ timeout: 5 }),
+      close: async () => {
+        await Promise.all([client.end({ timeout: 5 }), shortClient.end({ timeout: 5 })]);
+      },
     };
   }
   // PGlite first: drizzle's PGlite driver imports it too, and loadPglite says what to do without it.
@@ -145,6 +165,7 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
   await migrate(db, { migrationsFolder: MIGRATIONS_DIR });
   return {
     db: db as unknown as Db,
+    shortReads: db as unknown as Db,
     driver: 'pglite',
     statementCount: () => statements,
     close: () => client.close(),

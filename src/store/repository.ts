@@ -4,7 +4,7 @@ import { and, asc, desc, eq, getTableColumns, inArray, sql, type SQL } from 'dri
 import { gpuGlobalId, jobGlobalId, nodeGlobalId, projectGlobalId } from '../domain/ids.js';
 import { summaryModePattern } from '../domain/metric-catalog.js';
 import type { Aggregation, JobLabel, JobRecord, NodeRecord, PointColumns, ProjectRecord, SeriesData } from '../domain/types.js';
-import { issueReadFor, type Db } from './db.js';
+import { issueReadFor, type Database, type Db } from './db.js';
 import type { RequestScope } from '../domain/request-scope.js';
 import { DomainError } from '../domain/errors.js';
 import {
@@ -346,7 +346,14 @@ export class Repository {
     private readonly state = new HandleState(),
     /** The operation this view reads for (within): its reads are cancelled when it is abandoned. */
     private readonly scope?: RequestScope,
+    /** Where a job list's page is read (Database.shortReads); in a transaction, the transaction. */
+    private readonly shortReads: Db = db,
   ) {}
+
+  /** The repository of an opened database, its job pages read through its short-read client. */
+  static of(database: Pick<Database, 'db' | 'shortReads'>): Repository {
+    return new Repository(database.db, false, new HandleState(), undefined, database.shortReads);
+  }
 
   /**
    * The same repository reading for one operation: a statement it issues is cancelled when the
@@ -354,7 +361,7 @@ export class Repository {
    */
   within(scope: RequestScope | undefined): Repository {
     if (scope === this.scope) return this;
-    return new Repository(this.db, this.inTransaction, this.state, scope);
+    return new Repository(this.db, this.inTransaction, this.state, scope, this.shortReads);
   }
 
   /** Issues a read for this view's operation; `issue` must call `.execute()` (store/db.ts, issueReadFor). */
@@ -814,7 +821,7 @@ export class Repository {
       // cost postgres.js a parse per column (25 of them, seven instants), more than the page's
       // SQL; JSON.parse and one mapping per job cost less than half of it (issue 22). Each job
       // is an array of its values (JOB_ARRAY): keys and ISO instants were most of the rest.
-      const page = this.db
+      const page = this.shortReads
         .select({ ...getTableColumns(t.jobs), orderKey: sql<unknown>`${key}`.as('order_key') })
         .from(t.jobs)
         .where(cond.length ? and(...cond) : undefined)
@@ -822,7 +829,8 @@ export class Repository {
         .limit(sql.placeholder('limit') as never)
         .as('p');
       const dir = sql.raw(ascending ? 'asc' : 'desc');
-      query = this.db
+      // On its own small client (Database.shortReads): pages of many users go out pipelined.
+      query = this.shortReads
         .select({
           rows: sql<unknown>`coalesce(json_agg(${columns === 'list' ? JOB_LIST_ARRAY : JOB_ARRAY} order by p.order_key ${dir}, p.id ${dir}), '[]'::json)`.as(
             'rows',

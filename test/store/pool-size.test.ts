@@ -1,9 +1,11 @@
 // DATABASE_POOL_SIZE bounds the connections a replica opens to Postgres: statements beyond it are
-// pipelined on the open ones instead of each getting a backend of its own.
+// pipelined on the open ones instead of each getting a backend of its own. A job list's page is
+// read on a small client of its own (Database.shortReads), apart from that pool.
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, DEFAULT_DATABASE_POOL_SIZE, loadConfig } from '../../src/config/index.js';
 import { openDatabase } from '../../src/store/db.js';
+import { Repository } from '../../src/store/repository.js';
 import { createTestDatabase, REAL_POSTGRES_URL, type TestDatabase } from '../support/database.js';
 
 describe('DATABASE_POOL_SIZE', () => {
@@ -43,5 +45,33 @@ describe.runIf(REAL_POSTGRES_URL)('the pool size on a real Postgres [needs TEST_
     expect(await backendsFor(2, 8)).toBeLessThanOrEqual(2);
     // The bound is the setting's: a larger pool gives the same statements more backends.
     expect(await backendsFor(8, 8)).toBeGreaterThan(2);
+  });
+
+  it("reads a job list's page while every connection of the pool is taken", async () => {
+    const db = await openDatabase({ databaseUrl: database.databaseUrl, maxConnections: 1 });
+    try {
+      const repo = Repository.of(db);
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      let holding!: () => void;
+      const held = new Promise<void>((resolve) => (holding = resolve));
+      // A long write holds the pool's only connection (as a cold answer's COPY holds one).
+      const write = db.db.transaction(async (tx) => {
+        await tx.execute(sql`select 1`);
+        holding();
+        await released;
+      });
+      await held;
+      let otherRead = false;
+      const other = repo.projectsOf(['bt']).then(() => (otherRead = true));
+      expect(await repo.jobsPage({}, 20, null)).toEqual([]);
+      // The page did not wait for the pool: a read of the pool is still queued behind the write.
+      expect(otherRead).toBe(false);
+      release();
+      await Promise.all([write, other]);
+      expect(otherRead).toBe(true);
+    } finally {
+      await db.close();
+    }
   });
 });

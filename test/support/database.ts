@@ -40,7 +40,7 @@ export async function openTestRepository(): Promise<{ db: Database; repo: Reposi
   const db = await openDatabase({ databaseUrl: tdb.databaseUrl, dataDir: tdb.dataDir });
   return {
     db,
-    repo: new Repository(db.db),
+    repo: Repository.of(db),
     async close() {
       await db.close();
       await tdb.drop();
