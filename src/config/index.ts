@@ -43,7 +43,7 @@ export interface AppConfig {
   port: number;
   host: string;
   databaseUrl: string | null;
-  /** Connections this replica opens to DATABASE_URL at most (unset: DEFAULT_DATABASE_POOL_SIZE). */
+  /** Connections this replica's pool opens to DATABASE_URL at most (unset: DEFAULT_DATABASE_POOL_SIZE); job pages have their own 2. */
   databasePoolSize?: number;
   dataDir: string;
   redisUrl: string | null;

@@ -29,7 +29,7 @@ export interface OpenOptions {
   databaseUrl?: string | null;
   /** A folder for PGlite's files, or 'memory://' for an in-memory database. */
   dataDir?: string;
-  /** Connections to Postgres at most (DATABASE_POOL_SIZE; default DEFAULT_DATABASE_POOL_SIZE). */
+  /** Connections of the pool at most (DATABASE_POOL_SIZE; default DEFAULT_DATABASE_POOL_SIZE), beside shortReads. */
   maxConnections?: number;
   /**
    * No statement runs longer than this (Postgres `statement_timeout`); the execution time-out, so
