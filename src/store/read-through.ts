@@ -892,6 +892,9 @@ export class ReadThrough {
       });
     });
     const written: Written = { described: prepared.then((p) => p.alone), committed };
+    // Only answers given before the write wait on `described`; a failure of it fails `committed`
+    // too, which is always awaited and reported. Unobserved, it would end the process.
+    written.described.catch(() => {});
     for (const row of fetchRows) this.heldFetches.set(row.jobId, [...(this.heldFetches.get(row.jobId) ?? []), { row, written }]);
     const tracked = committed
       .catch((err) => {

@@ -45,6 +45,8 @@ interface Server {
   child: ChildProcess;
   lines: LogLine[];
   exitCode(): number | null | undefined;
+  /** The end of what it wrote to stderr (an uncaught exception's stack). */
+  stderrTail(): string;
   stop(): Promise<void>;
 }
 
@@ -94,6 +96,7 @@ async function startServer(databaseUrl: string, providersConfig: string, apiKey:
     child,
     lines,
     exitCode: () => exit,
+    stderrTail: () => stderr.slice(-4000),
     async stop() {
       if (exit === undefined) child.kill('SIGTERM');
       await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
@@ -112,8 +115,10 @@ async function gql(server: Server, query: string, variables?: Record<string, unk
     });
     return { status: res.status, body: (await res.json()) as Answer['body'] };
   } catch (err) {
-    // Status 0: the request itself failed (hung past 20 s, connection dropped).
-    return { status: 0, body: { errors: [{ message: (err as Error).message }] } };
+    // Status 0: the request itself failed (hung past 20 s, connection dropped); undici says how in its cause.
+    const cause = (err as Error & { cause?: { code?: string; message?: string } }).cause;
+    const how = cause ? ` (${[cause.code, cause.message].filter(Boolean).join(': ')})` : '';
+    return { status: 0, body: { errors: [{ message: `${(err as Error).message}${how}` }] } };
   }
 }
 
@@ -314,12 +319,15 @@ describe.runIf(REAL_POSTGRES_URL)('Postgres lost during a write burst (real Post
     // itself (status 0) says whether the server was still up, and what it logged last.
     expect(
       during.filter((r) => r.status !== 200),
-      `the burst while Postgres died (server exit code ${victim.exitCode()}; its last log lines: ${JSON.stringify(victim.lines.slice(-8))})`,
+      `the burst while Postgres died (server exit code ${victim.exitCode()}; its stderr: ${victim.stderrTail()}; its last log lines: ${JSON.stringify(victim.lines.slice(-8))})`,
     ).toEqual([]);
     for (const code of codesOf(during)) expect(code).toBe('CACHE_UNAVAILABLE');
     const down = await gql(victim, METRICS, { id: finishedIds.at(-1) });
     // Status 0 says the request itself failed: the message says how (time-out, reset, not JSON).
-    expect(down.status, JSON.stringify(down.body).slice(0, 500)).toBe(200);
+    expect(
+      down.status,
+      `${JSON.stringify(down.body).slice(0, 500)} (server exit code ${victim.exitCode()}; its stderr: ${victim.stderrTail()}; its last log lines: ${JSON.stringify(victim.lines.slice(-8))})`,
+    ).toBe(200);
     expect(codesOf([down])).toEqual(['CACHE_UNAVAILABLE']);
     expect(await readyz(victim)).toBe(503);
     expect((await fetch(`${victim.url}/healthz`)).status).toBe(200);
