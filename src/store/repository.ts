@@ -340,7 +340,8 @@ class HandleState {
 }
 
 export class Repository {
-  constructor(
+  /** Repository.of opens the door; views (within) and transactions are made from a repository. */
+  private constructor(
     readonly db: Db,
     private readonly inTransaction = false,
     private readonly state = new HandleState(),

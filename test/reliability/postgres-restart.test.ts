@@ -151,6 +151,11 @@ async function writesCommitted(server: Server): Promise<void> {
   );
 }
 
+/** Whether the server is still up, and what it said last: why a request of it failed on its own. */
+function lastWords(server: Server): string {
+  return `server exit code ${server.exitCode()}; its stderr: ${server.stderrTail()}; its last log lines: ${JSON.stringify(server.lines.slice(-8))}`;
+}
+
 async function readyz(server: Server): Promise<number> {
   return (await fetch(`${server.url}/readyz`, { signal: AbortSignal.timeout(10_000) })).status;
 }
@@ -319,15 +324,12 @@ describe.runIf(REAL_POSTGRES_URL)('Postgres lost during a write burst (real Post
     // itself (status 0) says whether the server was still up, and what it logged last.
     expect(
       during.filter((r) => r.status !== 200),
-      `the burst while Postgres died (server exit code ${victim.exitCode()}; its stderr: ${victim.stderrTail()}; its last log lines: ${JSON.stringify(victim.lines.slice(-8))})`,
+      `the burst while Postgres died (${lastWords(victim)})`,
     ).toEqual([]);
     for (const code of codesOf(during)) expect(code).toBe('CACHE_UNAVAILABLE');
     const down = await gql(victim, METRICS, { id: finishedIds.at(-1) });
     // Status 0 says the request itself failed: the message says how (time-out, reset, not JSON).
-    expect(
-      down.status,
-      `${JSON.stringify(down.body).slice(0, 500)} (server exit code ${victim.exitCode()}; its stderr: ${victim.stderrTail()}; its last log lines: ${JSON.stringify(victim.lines.slice(-8))})`,
-    ).toBe(200);
+    expect(down.status, `${JSON.stringify(down.body).slice(0, 500)} (${lastWords(victim)})`).toBe(200);
     expect(codesOf([down])).toEqual(['CACHE_UNAVAILABLE']);
     expect(await readyz(victim)).toBe(503);
     expect((await fetch(`${victim.url}/healthz`)).status).toBe(200);
