@@ -125,10 +125,22 @@ export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { 
   const heldForRequest = new Map<number, HeldPoints>();
   // What a query will ask of a job's series, told by the resolver that asks for its nodes.
   const topologyHints = new Map<string, TopologyHint>();
-  const topology = new DataLoader<JobRow, Freshness, string>(
+  // Each job is ready on its own: one whose metrics fetch teaches its nodes as soon as that fetch
+  // is described (ReadThrough.ensureMetricsEach stores a batch in waves), so its part of the
+  // answer is executed while later jobs' bodies still arrive.
+  const topologyBatches = new DataLoader<JobRow, { ready: Promise<Freshness> }, string>(
     async (jobs) => {
-      const res = await readThrough.ensureTopology(jobs, { hints: topologyHints, answerBeforeWrite: true, collect: heldForRequest, scope });
-      return jobs.map((j) => res.get(j.id) ?? { fetchedAt: null, stale: false, error: null });
+      const { each, done } = await readThrough.ensureTopologyEach(jobs, { hints: topologyHints, answerBeforeWrite: true, collect: heldForRequest, scope });
+      // Every job's answer settles before `done` can fail (the batch's fetch errors not recorded): reported, not thrown.
+      done.catch(() => {});
+      return jobs.map((j) => {
+        const ready = Promise.resolve(each.get(j.id) ?? { fetchedAt: null, stale: false, error: null }).then((f) =>
+          f instanceof Error ? Promise.reject(f) : f,
+        );
+        // Its loader's caller awaits it; handled meanwhile, as it may fail before that caller resumes.
+        ready.catch(() => {});
+        return { ready };
+      });
     },
     { cacheKeyFn: (j) => j.id, maxBatchSize: MAX_BATCH },
   );
@@ -285,8 +297,9 @@ export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { 
     return rest;
   }
 
-  const clearTopology = topology.clearAll.bind(topology);
-  const topologyWithHints = Object.assign(topology, {
+  const topologyWithHints = {
+    /** The job's topology is known (and recent): its freshness; rejects when it cannot be learned. */
+    load: async (job: JobRow): Promise<Freshness> => (await topologyBatches.load(job)).ready,
     /** Tells the loader which series window the query will ask of the job (the first hint counts). */
     hint(jobId: string, hint: TopologyHint | null) {
       if (hint && !topologyHints.has(jobId)) topologyHints.set(jobId, hint);
@@ -295,9 +308,9 @@ export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { 
     clearAll() {
       topologyHints.clear();
       heldForRequest.clear();
-      return clearTopology();
+      topologyBatches.clearAll();
     },
-  });
+  };
 
   return {
     jobById,

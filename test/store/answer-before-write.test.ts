@@ -85,33 +85,59 @@ describe('an answer given before its cache write commits', () => {
       expect(g.raw.points.length).toBeGreaterThan(11);
       expect(g.avg.summary.count).toBeGreaterThan(0);
     }
-    // Points, buckets and every statistic match exactly, except a summary's avg: SQL sums the
-    // window in its scan order, so the last bits of a float sum may differ (relative 1e-12).
-    const avgs: (number | null)[] = [];
-    const strip = (v: any): any => {
-      if (Array.isArray(v)) return v.map(strip);
-      if (v && typeof v === 'object') {
-        const out: any = {};
-        for (const [k, x] of Object.entries(v)) {
-          if (k === 'summary') {
-            const { avg, ...rest } = x as any;
-            avgs.push(avg);
-            out[k] = rest;
-          } else out[k] = strip(x);
-        }
-        return out;
-      }
-      return v;
-    };
-    const coldAvgs: (number | null)[] = [];
-    const coldStripped = strip(cold.data);
-    coldAvgs.push(...avgs.splice(0));
-    expect(coldStripped).toEqual(strip(warm.data));
-    expect(coldAvgs.length).toBe(avgs.length);
-    avgs.forEach((warmAvg, i) => {
-      const c = coldAvgs[i] as number | null;
-      if (c === null || warmAvg === null) expect(c).toBe(warmAvg);
-      else expect(Math.abs(c - warmAvg)).toBeLessThanOrEqual(1e-12 * Math.max(1, Math.abs(c)));
-    });
+    expectSameAnswer(cold.data, warm.data);
+  }, 120_000);
+
+  it('does so for a list of jobs answered wave by wave as their bodies arrive', async () => {
+    const LIST = `{ jobs(first: 10) { edges { node { id nodes { name gpus { index
+      avg: utilization(maxPoints: 7) { ${SERIES} }
+      last: memoryUsed(maxPoints: 5, aggregation: LAST) { ${SERIES} } } } } } } }`;
+    await s.runtime.readThrough.settle();
+    // Cold again, all three jobs (each one its own wave: METRICS_WAVES is more than 3).
+    await s.runtime.database.db.execute('truncate points, series, fetches, nodes, gpus' as never);
+    await s.runtime.database.db.execute('update jobs set topology_fetched_at = null' as never);
+    s.sim.resetStats();
+    const cold = await s.gql(LIST);
+    expect(cold.errors, JSON.stringify(cold.errors)).toBeUndefined();
+    expect(s.sim.count('getMetrics')).toBe(3);
+    await s.runtime.readThrough.settle();
+    s.sim.resetStats();
+    const warm = await s.gql(LIST);
+    expect(s.sim.count('getMetrics')).toBe(0);
+    expect(cold.data.jobs.edges).toHaveLength(3);
+    for (const e of cold.data.jobs.edges) expect(e.node.nodes.flatMap((n: any) => n.gpus)).toHaveLength(4);
+    expectSameAnswer(cold.data, warm.data);
   }, 120_000);
 });
+
+/**
+ * Points, buckets and every statistic match exactly, except a summary's avg: SQL sums the window
+ * in its scan order, so the last bits of a float sum may differ (relative 1e-12).
+ */
+function expectSameAnswer(cold: unknown, warm: unknown) {
+  const avgs: (number | null)[] = [];
+  const strip = (v: any): any => {
+    if (Array.isArray(v)) return v.map(strip);
+    if (v && typeof v === 'object') {
+      const out: any = {};
+      for (const [k, x] of Object.entries(v)) {
+        if (k === 'summary') {
+          const { avg, ...rest } = x as any;
+          avgs.push(avg);
+          out[k] = rest;
+        } else out[k] = strip(x);
+      }
+      return out;
+    }
+    return v;
+  };
+  const coldStripped = strip(cold);
+  const coldAvgs = avgs.splice(0);
+  expect(coldStripped).toEqual(strip(warm));
+  expect(coldAvgs.length).toBe(avgs.length);
+  avgs.forEach((warmAvg, i) => {
+    const c = coldAvgs[i] as number | null;
+    if (c === null || warmAvg === null) expect(c).toBe(warmAvg);
+    else expect(Math.abs(c - warmAvg)).toBeLessThanOrEqual(1e-12 * Math.max(1, Math.abs(c)));
+  });
+}
