@@ -131,7 +131,8 @@ export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { 
   const topologyBatches = new DataLoader<JobRow, { ready: Promise<Freshness> }, string>(
     async (jobs) => {
       const { each, done } = await readThrough.ensureTopologyEach(jobs, { hints: topologyHints, answerBeforeWrite: true, collect: heldForRequest, scope });
-      // Every job's answer settles before `done` can fail (the batch's fetch errors not recorded): reported, not thrown.
+      // Every job's answer settles before `done` can fail (the batch's fetch errors not recorded,
+      // which the store tells its write-failure observers): the jobs' answers stand.
       done.catch(() => {});
       return jobs.map((j) => {
         const ready = Promise.resolve(each.get(j.id) ?? { fetchedAt: null, stale: false, error: null }).then((f) =>

@@ -821,11 +821,22 @@ export class ReadThrough {
     );
     await Promise.all(waves);
     await cachedAnswered;
-    await this.repo.recordFetchErrors(
+    // Every request is answered by now: a failure to record the fetch errors is told to the
+    // write-failure observers (a caller that took the answers alone would not see it).
+    await this.recordFetchErrorsOf(
       [...failed].flatMap(([jobId, error]) =>
         [...plan.get(jobId)!.metrics].map((m) => ({ jobId, dataset: `metric:${m}`, failedAt: now, ...toErrorInfo(error) })),
       ),
     );
+  }
+
+  private async recordFetchErrorsOf(rows: Parameters<Repository['recordFetchErrors']>[0]): Promise<void> {
+    try {
+      await this.repo.recordFetchErrors(rows);
+    } catch (err) {
+      for (const observe of this.writeFailureObservers) observe(err);
+      throw err;
+    }
   }
 
   /**
