@@ -5,7 +5,7 @@
 // HTTP to the Baseten simulator, whose first metrics answer is held back until released.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { METRICS_WAVES, waveEnds, type Freshness } from '../../src/store/read-through.js';
-import { startTestServer, type TestServer } from '../support/runtime.js';
+import { nextRequest, startTestServer, type TestServer } from '../support/runtime.js';
 
 describe('waves of a metrics batch', () => {
   it('split the fetches by arrival into at most METRICS_WAVES non-empty waves, the last ending at all of them', () => {
@@ -45,14 +45,7 @@ describe('a cold batch of jobs answered before its write', () => {
 
     // The first metrics call is held: its job's body arrives last, after every other wave.
     s.sim.inject({ kind: 'timeout', route: 'getMetrics', times: 1 });
-    const held = new Promise<void>((resolve) => {
-      const onRequest = (route: string) => {
-        if (route !== 'getMetrics') return;
-        s.sim.events.off('request', onRequest);
-        resolve();
-      };
-      s.sim.events.on('request', onRequest);
-    });
+    const held = nextRequest(s.sim, 'getMetrics');
     s.sim.resetStats();
     const { each, done } = await rt.ensureTopologyEach(jobs, { answerBeforeWrite: true, collect: new Map() });
     await held;

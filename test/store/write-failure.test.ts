@@ -3,7 +3,7 @@
 // observers, and leaves no promise rejected unhandled: in a server process one would end it (seen in
 // test/reliability/postgres-restart.test.ts, a live poll's write when Postgres was killed).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../support/runtime.js';
+import { nextRequest, startTestServer, type TestServer } from '../support/runtime.js';
 
 describe('a cache write that fails after its fetch', () => {
   let s: TestServer;
@@ -34,14 +34,7 @@ describe('a cache write that fails after its fetch', () => {
     try {
       // The upstream answer is held until the database is gone.
       s.sim.inject({ kind: 'timeout', route: 'getMetrics' });
-      const asked = new Promise<void>((resolve) => {
-        const onRequest = (route: string) => {
-          if (route !== 'getMetrics') return;
-          s.sim.events.off('request', onRequest);
-          resolve();
-        };
-        s.sim.events.on('request', onRequest);
-      });
+      const asked = nextRequest(s.sim, 'getMetrics');
       const now = rt.now();
       // A background fill (the live poller's kind): it waits for the write to commit.
       const fill = rt.ensureMetrics([{ job: job!, from: new Date(now.getTime() - 3600_000), to: now, metrics }]);

@@ -117,3 +117,15 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
   };
   return server;
 }
+
+/** Resolves when the simulator receives its next request of `route` (subscribe before causing it). */
+export function nextRequest(sim: { events: import('node:events').EventEmitter }, route: string): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const onRequest = (r: string) => {
+      if (r !== route) return;
+      sim.events.off('request', onRequest);
+      resolve();
+    };
+    sim.events.on('request', onRequest);
+  });
+}
