@@ -636,7 +636,7 @@ export class ReadThrough {
       settle[i]!(v);
     };
     const answerRest = (v: () => Error) => {
-      for (let i = 0; i < requests.length; i++) answer(i, v());
+      for (let i = 0; i < requests.length; i++) if (!answered[i]) answer(i, v());
     };
     const done = this.fillMetrics(requests, opts, answer).then(
       () => answerRest(() => new DomainError('INTERNAL', 'a metrics request was left unanswered')),
@@ -645,7 +645,9 @@ export class ReadThrough {
         throw err;
       },
     );
-    // Awaited by ensureMetrics; a caller that takes `each` alone reports it (an unobserved rejection would end the process).
+    // Awaited by ensureMetrics. A caller that takes `each` alone has its answers by then, and the
+    // one failure that can come later (recording the fetch errors) is told to the write-failure
+    // observers: marked handled, as an unobserved rejection would end the process.
     done.catch(() => {});
     return { each, done };
   }

@@ -1245,13 +1245,18 @@ export class Repository {
     return out;
   }
 
-  /** Statistics of many series over their own windows, in one statement. */
+  /**
+   * Statistics of many series over their own windows, in one statement. The average sums in key
+   * order, as summarizeHeld does: a float sum depends on its order, and in scan order two reads of
+   * the same points could differ in the last digit whenever the plan changed (and a warm answer
+   * from the one given before the write).
+   */
   async summariesOf(windows: readonly SeriesWindow[]): Promise<SummaryRow[]> {
     if (windows.length === 0) return [];
     const rows = await this.rows<Record<string, unknown>>(
       sql`
       with w as (${windowsSql(windows)})
-      select w.idx, count(pt.value)::int as count, min(pt.value) as min, max(pt.value) as max, avg(pt.value)::float8 as avg,
+      select w.idx, count(pt.value)::int as count, min(pt.value) as min, max(pt.value) as max, avg(pt.value order by pt.key)::float8 as avg,
         (array_agg(pt.value order by pt.key desc) filter (where pt.value is not null))[1] as last, min(pt.ts) as first_at, max(pt.ts) as last_at
       from w join points pt on pt.series_id = w.series_id
         and (w.k_from is null or pt.key >= w.k_from) and (w.k_to is null or pt.key <= w.k_to)
