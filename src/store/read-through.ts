@@ -1195,14 +1195,6 @@ export function waveEnds(fetches: number, waves: number): number[] {
   return ends;
 }
 
-export interface TopologyOptions {
-  /** What the query will ask of each job's series: where a metrics fetch teaches the nodes, it is that fetch. */
-  hints?: ReadonlyMap<string, TopologyHint>;
-  answerBeforeWrite?: boolean;
-  collect?: Map<number, HeldPoints>;
-  scope?: RequestScope;
-}
-
 export interface MetricsOptions {
   forceTopology?: boolean;
   /**
@@ -1215,6 +1207,11 @@ export interface MetricsOptions {
   collect?: Map<number, HeldPoints>;
   /** The operation asking (undefined: background work). */
   scope?: RequestScope;
+}
+
+export interface TopologyOptions extends Pick<MetricsOptions, 'answerBeforeWrite' | 'collect' | 'scope'> {
+  /** What the query will ask of each job's series: where a metrics fetch teaches the nodes, it is that fetch. */
+  hints?: ReadonlyMap<string, TopologyHint>;
 }
 
 /** A batch of fetches being stored: `described` once its topology and series are, `committed` once its points are. */

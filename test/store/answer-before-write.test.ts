@@ -85,7 +85,9 @@ describe('an answer given before its cache write commits', () => {
       expect(g.raw.points.length).toBeGreaterThan(11);
       expect(g.avg.summary.count).toBeGreaterThan(0);
     }
-    expectSameAnswer(cold.data, warm.data);
+    // Points, buckets and every statistic match exactly, the average too: the cache's SQL sums a
+    // window in key order, as the held points are summed (Repository.summariesOf).
+    expect(cold.data).toEqual(warm.data);
   }, 120_000);
 
   it('does so for a list of jobs answered wave by wave as their bodies arrive', async () => {
@@ -106,14 +108,6 @@ describe('an answer given before its cache write commits', () => {
     expect(s.sim.count('getMetrics')).toBe(0);
     expect(cold.data.jobs.edges).toHaveLength(3);
     for (const e of cold.data.jobs.edges) expect(e.node.nodes.flatMap((n: any) => n.gpus)).toHaveLength(4);
-    expectSameAnswer(cold.data, warm.data);
+    expect(cold.data).toEqual(warm.data);
   }, 120_000);
 });
-
-/**
- * Points, buckets and every statistic match exactly, the average too: the cache's SQL sums a
- * window in key order, as the held points are summed (Repository.summariesOf).
- */
-function expectSameAnswer(cold: unknown, warm: unknown) {
-  expect(cold).toEqual(warm);
-}
