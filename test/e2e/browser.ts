@@ -9,6 +9,7 @@ import { pino } from 'pino';
 import type { ProviderConfig } from '../../src/config/index.js';
 import { startRuntime, type Runtime } from '../../src/server/runtime.js';
 import { startDemoProviders, type DemoProvider } from '../../src/simulators/demo.js';
+import { HANG_MS } from '../support/wait.js';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
@@ -42,6 +43,10 @@ export async function launchBrowser(): Promise<Browser> {
     args: FLAGS,
     viewport: { width: 1200, height: 900 },
   });
+  // Every wait ends on its event; its time-out only bounds a hang, as the suite's own waits do
+  // (playwright's default of 30 s is less than a busy machine may need for a cold page).
+  context.setDefaultTimeout(HANG_MS);
+  context.setDefaultNavigationTimeout(HANG_MS);
   return {
     context,
     async close() {

@@ -122,7 +122,7 @@ describe('live view page (Chromium)', () => {
       expect(await page.locator('#interval').textContent()).toBe('every 1 s');
       expect(await page.locator('#last-sample').textContent()).toMatch(/\d/);
       // The legend shows current values, not dashes.
-      await expect.poll(() => page.locator('#utilization .legend-item.line .value').first().textContent()).toMatch(/^\d+%$/);
+      await expect.poll(() => page.locator('#utilization .legend-item.line .value').first().textContent(), { timeout: 30_000 }).toMatch(/^\d+%$/);
       expect(await page.locator('#utilization .legend-item.mean .value').textContent()).toMatch(/^\d+%$/);
       await shot(page, 'job-modelarts-after-switches.png');
 
@@ -178,7 +178,7 @@ describe('live view page (Chromium)', () => {
       expect(fromApi.failureReason).toBeTruthy();
       await page.goto(`${origin}/#job=${encodeURIComponent(failed.id)}`);
       await page.waitForFunction(() => document.body.dataset.jobState === 'finished', undefined, { timeout: 90_000 });
-      await expect.poll(() => page.locator('#failure').textContent()).toBe(fromApi.failureReason);
+      await expect.poll(() => page.locator('#failure').textContent(), { timeout: 30_000 }).toBe(fromApi.failureReason);
       expect(await page.locator('#failure').isVisible()).toBe(true);
       expect(await page.locator('#status').textContent()).toMatch(/^FAILED/);
       await shot(page, 'job-failed-reason.png');
