@@ -13,9 +13,8 @@ import { freshPostgresDatabase } from './children.js';
 import { summarizeProfile } from './cpu-profile-summary.js';
 import { benchFootprint } from './footprint.js';
 import { fork, spawnSync, type ChildProcess } from 'node:child_process';
-import { setPriority } from 'node:os';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpus, setPriority, tmpdir, totalmem } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Writable } from 'node:stream';
@@ -863,8 +862,7 @@ async function main() {
   // The built server's memory and time to ready on both databases (issue 23), in processes of their own.
   log('footprint: node dist/main.js on PGlite and PostgreSQL (bench/footprint.ts)');
   const footprint = await benchFootprint({ postgresUrl: flags.db!, log });
-  const os = await import('node:os');
-  const machine = { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? 'unknown', memGiB: round(os.totalmem() / 2 ** 30, 1), node: process.version };
+  const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memGiB: round(totalmem() / 2 ** 30, 1), node: process.version };
   const wallSeconds = (performance.now() - started) / 1000;
   const at = new Date().toISOString();
   console.log(

@@ -1179,14 +1179,12 @@ export class Repository {
     // the same points: a warm dashboard read each of its million points twice); a larger one is read
     // with one index range scan per bucket, so its points arrive in key order and nothing is sorted
     // or spilled (bench: 1M points, 0.99 s -> ~0.35 s). The per-series CTEs are materialised so
-    // their subqueries run once per series, never per point. A bucket aggregates its points in key
-    // order, given by its subquery (the index's own order, so no sort; with nothing joined to it,
-    // PostgreSQL aggregates a subquery's rows in their order, which its docs call the usual way and
-    // test/store/bucket-order.test.ts checks): an average sums in that order, as downsampleHeld does, so
-    // a warm answer equals the one given before the write, whatever plan the statistics choose (a
-    // bitmap scan reads in heap order, which merged points leave unlike key order). `avg(... order
-    // by key)` would sort each bucket again (1M points, 0.23 s -> 0.47 s on PostgreSQL 15); the
-    // ordered subquery costs 3-4% (1M points to 1,000: 313 -> 324 ms PostgreSQL, 847 -> 885 ms PGlite).
+    // their subqueries run once per series, never per point. Each bucket aggregates a subquery
+    // ordered by key (the index's order, no sort), so an average sums as downsampleHeld does
+    // whatever plan the statistics choose: a bitmap scan reads in heap order, which merged points
+    // leave unlike key order (test/store/bucket-order.test.ts). PostgreSQL keeps a lone
+    // subquery's order into its aggregate; `avg(... order by key)` would sort each bucket again
+    // (1M points: 0.23 -> 0.47 s on PostgreSQL 15; the subquery costs 3-4%).
     const inWindow = (a: string) => sql.raw(`(w.t_from is null or ${a}.ts >= w.t_from) and (w.t_to is null or ${a}.ts <= w.t_to)`);
     // One row per series with its points as arrays (instants as epoch ms): a dashboard reads about
     // a million points, and a row per point cost the drivers a row's parsing each (PGlite, whose

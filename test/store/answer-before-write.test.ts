@@ -85,8 +85,9 @@ describe('an answer given before its cache write commits', () => {
       expect(g.raw.points.length).toBeGreaterThan(11);
       expect(g.avg.summary.count).toBeGreaterThan(0);
     }
-    // Points, buckets and every statistic match exactly, the average too: the cache's SQL sums a
-    // window in key order, as the held points are summed (Repository.summariesOf).
+    // Points, buckets and every statistic match exactly, averages too: the cache's SQL sums a
+    // window or a bucket in key order, as the held points are summed (Repository.summariesOf,
+    // Repository.pointsOf).
     expect(cold.data).toEqual(warm.data);
   }, 120_000);
 
