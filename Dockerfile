@@ -35,6 +35,6 @@ COPY migrations ./migrations
 USER node
 EXPOSE 4000
 HEALTHCHECK --interval=10s --timeout=3s --retries=3 CMD node -e "fetch('http://127.0.0.1:4000/readyz').then(r=>process.exit(r.ok?0:1)).catch(()=>process.exit(1))"
-# Compose and Kubernetes stop a container with SIGTERM: the server drains and exits 0 (README, "Running in production").
+# Compose and Kubernetes stop a container with SIGTERM: the server drains and exits 0 (docs/operations.md, "Running in production").
 STOPSIGNAL SIGTERM
 CMD ["node", "dist/main.js"]

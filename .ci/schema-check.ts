@@ -3,7 +3,7 @@
 //     type, field, argument or enum value without a description (.ci/eslint.schema.mjs);
 //  2. compare it with the previous committed version with graphql-inspector and print every
 //     change that breaks clients. A breaking change passes only when what it removes was
-//     deprecated before, or when README.md's "## Changelog" names it (the field `Type.field`, its
+//     deprecated before, or when CHANGELOG.md names it (the field `Type.field`, its
 //     type, or a type the change names, in backticks) and so says why.
 // SCHEMA_BASE=<git rev> compares with that revision instead. Exit code 0 when both pass, 1 otherwise.
 import { execFileSync } from 'node:child_process';
@@ -55,12 +55,8 @@ function previousSchema(current: string): { text: string; from: string } | null 
 }
 
 function changelogNames(): Set<string> {
-  const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-  const start = readme.indexOf('\n## Changelog');
-  if (start < 0) return new Set();
-  const end = readme.indexOf('\n## ', start + 1);
-  const section = readme.slice(start, end < 0 ? undefined : end);
-  return new Set([...section.matchAll(/`([A-Za-z_][\w.]*)`/g)].map((m) => m[1]!));
+  const changelog = readFileSync(path.join(ROOT, 'CHANGELOG.md'), 'utf8');
+  return new Set([...changelog.matchAll(/`([A-Za-z_][\w.]*)`/g)].map((m) => m[1]!));
 }
 
 function wasDeprecated(schema: GraphQLSchema, coordinate: string): boolean {
@@ -95,7 +91,7 @@ async function breaking(): Promise<boolean> {
     if (!covered) uncovered++;
     console.log(`  ${covered ? 'ok ' : 'NEW'} ${coordinate ? `${coordinate}: ` : ''}${c.message}`);
   }
-  if (uncovered > 0) console.log(`${uncovered} breaking change(s) neither deprecated first nor explained in README.md's Changelog`);
+  if (uncovered > 0) console.log(`${uncovered} breaking change(s) neither deprecated first nor explained in CHANGELOG.md`);
   return uncovered === 0;
 }
 

@@ -1181,7 +1181,7 @@ async function fetchCatalog(providers: ProviderSet, providerId: string, scope: R
 
 /**
  * Waves a batch of metrics fetches answered before its write is stored in (ReadThrough.ensureMetricsEach).
- * Measured with `npx tsx bench/run.ts --cold-only --postgres` (50 jobs): see README, Performance.
+ * Measured with `npx tsx bench/run.ts --cold-only --postgres` (50 jobs): see docs/performance.md.
  */
 export const METRICS_WAVES = 4;
 

@@ -1,5 +1,5 @@
 // The CI contract check (.ci/schema-check.ts) on the real schema: it passes as committed, and a
-// removal that was neither deprecated first nor named in README's Changelog fails it (printed),
+// removal that was neither deprecated first nor named in CHANGELOG.md fails it (printed),
 // while the same removal of a field deprecated before passes.
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

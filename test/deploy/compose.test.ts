@@ -139,7 +139,7 @@ describe('Dockerfile', () => {
 
   it('has the driver patches and the postinstall script in place before every npm ci, and patch-package among production dependencies', () => {
     // Without patches/ patch-package finds nothing to apply and the image would run the unpatched
-    // postgres.js, which never reconnects after Postgres restarts (README, "Running in production").
+    // postgres.js, which never reconnects after Postgres restarts (docs/operations.md, "Running in production").
     const stages = dockerfile.split(/^FROM /m).slice(1);
     const installing = stages.filter((s) => /^RUN npm ci/m.test(s));
     expect(installing.length).toBeGreaterThan(0);
