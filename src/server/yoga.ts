@@ -15,6 +15,7 @@ import { useLimits } from './plugins/use-limits.js';
 import { useStaleErrors } from './plugins/use-stale-errors.js';
 import { useRevocation } from './plugins/use-revocation.js';
 import { useValidationCache } from './plugins/use-validation-cache.js';
+import { useCompressedGraphiQL } from './plugins/use-compressed-graphiql.js';
 
 export interface YogaDeps {
   store: Store;
@@ -85,6 +86,7 @@ export function createApp(deps: YogaDeps) {
       // Subscribers of the same live question share each event's execution.
       useSharedSubscriptions(),
       useRevocation(deps.tokens ?? null),
+      useCompressedGraphiQL(),
       ...(deps.plugins ?? []),
       useValidationCache(),
     ],

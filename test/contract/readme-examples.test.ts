@@ -1,14 +1,83 @@
-// The README's example queries run as written against the embedded demo (all five simulators).
+// The README's example queries run as written against the embedded demo (all five simulators), and
+// every GraphQL block of the README and docs/, fenced or indented, is valid against the schema.
 import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { GraphQLObjectType, type DocumentNode, Kind, parse, validate } from 'graphql';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { schema } from '../../src/schema/index.js';
 import { startRuntime, type Runtime } from '../../src/server/runtime.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { allDocBlocks, docFiles, graphqlBlocks } from './doc-blocks.js';
 
 const readme = readFileSync(path.resolve(import.meta.dirname, '../../README.md'), 'utf8');
 const examples = [...readme.matchAll(/```graphql\n([\s\S]*?)```/g)].map((m) => m[1]!);
+
+/** What is wrong with a block: an operation that does not validate, or another subgraph's SDL keyed on a type or field we do not have. */
+function problems(source: string): string[] {
+  let doc: DocumentNode;
+  try {
+    doc = parse(source);
+  } catch (e) {
+    return [(e as Error).message];
+  }
+  const executable = doc.definitions.filter((d) => d.kind === Kind.OPERATION_DEFINITION || d.kind === Kind.FRAGMENT_DEFINITION);
+  if (executable.length === doc.definitions.length) return validate(schema, doc).map((e) => e.message);
+  if (executable.length > 0) return ['mixes operations and type definitions'];
+  // Type definitions: another subgraph's view of our entities (federation); its keys must be ours.
+  const out: string[] = [];
+  for (const d of doc.definitions) {
+    if (!('name' in d) || !d.name || !('directives' in d)) continue;
+    for (const dir of d.directives ?? []) {
+      if (dir.name.value !== 'key') continue;
+      const ours = schema.getType(d.name.value);
+      if (!(ours instanceof GraphQLObjectType)) {
+        out.push(`@key on ${d.name.value}, which the schema does not have`);
+        continue;
+      }
+      const arg = dir.arguments?.find((a) => a.name.value === 'fields');
+      const fields = arg?.value.kind === Kind.STRING ? arg.value.value.split(/\s+/).filter(Boolean) : [];
+      for (const f of fields) if (!ours.getFields()[f]) out.push(`@key field ${d.name.value}.${f} is not in the schema`);
+    }
+  }
+  return out;
+}
+
+describe('GraphQL blocks of the README and docs', () => {
+  const blocks = allDocBlocks();
+
+  it('finds the fenced and the indented ones', () => {
+    expect(docFiles()).toContain('README.md');
+    const readmeBlocks = blocks.filter((b) => b.where.startsWith('README.md:'));
+    // 3 fenced examples; indented: fleet, run search, compare, and the teams subgraph's SDL.
+    expect(readmeBlocks.length).toBeGreaterThanOrEqual(7);
+    expect(readmeBlocks.some((b) => b.source.startsWith('{ fleet('))).toBe(true);
+  });
+
+  it.each(blocks.map((b) => [b.where, b.source] as const))('%s is valid against the schema', (_where, source) => {
+    expect(problems(source)).toEqual([]);
+  });
+
+  it('a block asking for a field the schema does not have fails, fenced or indented', () => {
+    const md = [
+      'Text.',
+      '',
+      '    { fleet(from: "2026-11-20T08:00:00Z", to: "2026-11-20T12:00:00Z") {',
+      '        utilization { byGpuModel { model } } } }',
+      '',
+      '```graphql',
+      '{ projects { nme } }',
+      '```',
+      '',
+    ].join('\n');
+    const found = graphqlBlocks(md, 'x.md');
+    expect(found.map((b) => b.where)).toEqual(['x.md:3', 'x.md:6']);
+    expect(problems(found[0]!.source).join('\n')).toMatch(/Cannot query field "model" on type "GpuHours"/);
+    expect(problems(found[1]!.source).join('\n')).toMatch(/Cannot query field "nme"/);
+    expect(problems('type Job @key(fields: "uuid") { uuid: ID! }')).toEqual(['@key field Job.uuid is not in the schema']);
+  });
+});
 
 describe('README examples against the demo', () => {
   let rt: Runtime;

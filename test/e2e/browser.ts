@@ -10,8 +10,7 @@ import type { ProviderConfig } from '../../src/config/index.js';
 import { startRuntime, type Runtime } from '../../src/server/runtime.js';
 import { startDemoProviders, type DemoProvider } from '../../src/simulators/demo.js';
 import { HANG_MS } from '../support/wait.js';
-
-export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+import { resolveChromium } from './chromium.js';
 
 const FLAGS = [
   '--no-sandbox',
@@ -36,9 +35,10 @@ export interface Browser {
 }
 
 export async function launchBrowser(): Promise<Browser> {
+  const executablePath = resolveChromium();
   const profile = mkdtempSync(path.join(tmpdir(), 'tg-chromium-'));
   const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
+    executablePath,
     headless: true,
     args: FLAGS,
     viewport: { width: 1200, height: 900 },

@@ -241,6 +241,40 @@ describe('live view page (Chromium)', () => {
   );
 
   it(
+    'draws the fleet rows before the waste column: the waste query waits for the rows, and the page says "computing…" until it lands',
+    async () => {
+      const { page, pageErrors } = await openPage();
+      // Hold the page's first waste query in the browser, noting whether the rows were drawn when it
+      // left: asked beside the rows' query, it kept that one waiting on the one embedded database.
+      let wasteLeft!: (rows: number) => void;
+      const rowsWhenWasteLeft = new Promise<number>((r) => (wasteLeft = r));
+      let release!: () => void;
+      const released = new Promise<void>((r) => (release = r));
+      let held = false;
+      await page.route(`${origin}/graphql`, async (route) => {
+        if (held || !route.request().postData()?.includes('LiveViewFleetWaste')) return route.continue();
+        held = true;
+        wasteLeft(await page.locator('#fleet-rows tr[data-job]').count());
+        await released;
+        await route.continue();
+      });
+      await page.goto(`${origin}/#fleet`);
+      expect(await rowsWhenWasteLeft).toBeGreaterThan(0);
+      // Rows are there, the waste column is not yet.
+      expect(await page.evaluate(() => document.body.dataset.fleetWasteUpdated)).toBeUndefined();
+      const wasteCells = await page.locator('#fleet-rows tr[data-job] td:nth-child(6) small').allTextContents();
+      expect(wasteCells.length).toBeGreaterThan(0);
+      expect(new Set(wasteCells)).toEqual(new Set(['computing…']));
+      release();
+      await page.waitForFunction(() => document.body.dataset.fleetWasteUpdated !== undefined, undefined, { timeout: 120_000 });
+      expect(await page.locator('#fleet-rows tr[data-job] td:nth-child(6)', { hasText: 'GPU-h' }).count()).toBeGreaterThan(0);
+      await page.unrouteAll({ behavior: 'ignoreErrors' });
+      expect(pageErrors).toEqual([]);
+    },
+    TEST_TIMEOUT,
+  );
+
+  it(
     'lists running jobs of all five platforms in the fleet view, refreshes in place and filters by platform in the URL',
     async () => {
       const { page, pageErrors, foreign } = await openPage();

@@ -56,7 +56,18 @@ describe('series exports', () => {
     const res = await get(path(baseten, 'metrics.csv', 'names=GPU_UTILIZATION,GPU_MEMORY_USED&scope=GPU&maxPoints=50'));
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/csv');
-    const rows = parseCsv(await res.text(), { columns: true, skip_empty_lines: true }) as Record<string, string>[];
+    const text = await res.text();
+    // The series table (comment lines, CSV after "# "), then one short row per point naming its series.
+    const table = parseCsv(
+      text
+        .split('\n')
+        .filter((l) => l.startsWith('# '))
+        .map((l) => l.slice(2))
+        .join('\n'),
+      { columns: true },
+    ) as Record<string, string>[];
+    const rows = parseCsv(text, { columns: true, comment: '#', skip_empty_lines: true }) as Record<string, string>[];
+    expect(Object.keys(rows[0]!)).toEqual(['series', 'timestamp', 'step', 'value']);
     const graph = (
       await gql(
         `query($id: ID!) { job(id: $id) { metrics(names: [GPU_UTILIZATION, GPU_MEMORY_USED], scope: GPU, maxPoints: 50) { id name unit node { name } gpu { index } points { timestamp value } } } }`,
@@ -65,14 +76,21 @@ describe('series exports', () => {
         },
       )
     ).job.metrics;
+    expect(table.length).toBe(graph.length);
     expect(rows.length).toBe(graph.reduce((n: number, s: any) => n + s.points.length, 0));
     expect(rows.length).toBeGreaterThan(0);
     for (const s of graph) {
-      const mine = rows.filter((r) => r.series_id === s.id);
+      const entry = table.find((t) => t.series_id === s.id)!;
+      expect(entry).toMatchObject({ job_id: baseten, metric: s.name, unit: s.unit, scope: 'GPU', node: s.node.name, gpu: String(s.gpu.index) });
+      const mine = rows.filter((r) => r.series === entry.series);
       expect(mine.map((r) => [r.timestamp, r.value === '' ? null : Number(r.value)])).toEqual(s.points.map((p: any) => [p.timestamp, p.value]));
-      for (const r of mine)
-        expect(r).toMatchObject({ job_id: baseten, metric: s.name, unit: s.unit, scope: 'GPU', node: s.node.name, gpu: String(s.gpu.index) });
     }
+    // A row holds a key, a time, a step and a value: no series id (about 230 characters) repeated on each.
+    const pointLines = text
+      .split('\n')
+      .filter((l) => l && !l.startsWith('#'))
+      .slice(1);
+    expect(Math.max(...pointLines.map((l) => l.length))).toBeLessThan(60);
   });
 
   it('gives training metrics as JSON Lines, gzip-compressed when asked', async () => {

@@ -1,8 +1,14 @@
 // Said once, loudly, at the start of a run: which tests this run skips and the variable that
 // enables them (vitest also lists each skipped test with its name, which names the variable).
 // `.ci/run` runs the suite twice, without and with TEST_DATABASE_URL, so it skips nothing overall.
+import { existsSync } from 'node:fs';
+import { DEFAULT_CHROMIUM, missingChromium } from '../e2e/chromium.js';
+
 export default function setup() {
   const line = '='.repeat(100);
+  // Not skipped (CI installs it): the browser tests fail, each with this same line.
+  const chromium = process.env.CHROMIUM_PATH || DEFAULT_CHROMIUM;
+  if (!existsSync(chromium)) console.log(`\n${line}\nMISSING BROWSER: ${missingChromium(chromium)}\n${line}\n`);
   if (process.env.TEST_DATABASE_URL) {
     console.log(`\n${line}\nTEST_DATABASE_URL is set: the suite runs on that Postgres; the PGlite-only checks are skipped (run again without it).\n${line}\n`);
   } else {

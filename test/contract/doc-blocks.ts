@@ -1,0 +1,77 @@
+// Every GraphQL block of the README and of docs/**/*.md, fenced or indented (issue 45: the fleet
+// example was an indented block, asked for a renamed field, and no test noticed).
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+
+export interface DocBlock {
+  /** Repository-relative file and 1-based line of the block's first line. */
+  where: string;
+  source: string;
+}
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+// A block is GraphQL when its fence says so or its first word is one GraphQL starts with; the
+// other indented blocks (YAML, shell) start otherwise. Parsing is not the test: a broken GraphQL
+// block must fail, not be taken for prose.
+const GRAPHQL_START = /^\s*(\{|query\b|mutation\b|subscription\b|fragment\b|type\b|extend\b|interface\b|input\b|enum\b|union\b|scalar\b|directive\b|schema\b)/;
+
+export function docFiles(): string[] {
+  const files = ['README.md'];
+  const walk = (dir: string) => {
+    for (const e of readdirSync(path.join(ROOT, dir), { withFileTypes: true })) {
+      const rel = path.posix.join(dir, e.name);
+      if (e.isDirectory()) walk(rel);
+      else if (e.name.endsWith('.md')) files.push(rel);
+    }
+  };
+  if (existsSync(path.join(ROOT, 'docs'))) walk('docs');
+  return files;
+}
+
+/** CommonMark's two code block kinds, as far as our docs use them: ``` fences and blocks indented 4 spaces after a blank line. */
+export function graphqlBlocks(markdown: string, file: string): DocBlock[] {
+  const lines = markdown.split('\n');
+  const blocks: DocBlock[] = [];
+  let fence: { lang: string; start: number; lines: string[] } | null = null;
+  let indented: { start: number; lines: string[] } | null = null;
+  let prevBlank = true;
+  const take = (lang: string, start: number, body: string[]) => {
+    const source = body.join('\n').trim();
+    if (/^(graphql|gql)$/i.test(lang) || (lang === '' && GRAPHQL_START.test(source))) blocks.push({ where: `${file}:${start}`, source });
+  };
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    const fenceMark = /^\s*```\s*(\S*)/.exec(line);
+    if (fence) {
+      if (fenceMark) {
+        take(fence.lang, fence.start, fence.lines);
+        fence = null;
+        prevBlank = false;
+      } else fence.lines.push(line);
+      continue;
+    }
+    if (indented) {
+      if (/^ {4}/.test(line) || line.trim() === '') {
+        indented.lines.push(line);
+        continue;
+      }
+      take('', indented.start, indented.lines);
+      indented = null;
+    }
+    if (fenceMark) {
+      fence = { lang: fenceMark[1] ?? '', start: i + 1, lines: [] };
+      continue;
+    }
+    if (/^ {4}/.test(line) && prevBlank) {
+      indented = { start: i + 1, lines: [line] };
+      continue;
+    }
+    prevBlank = line.trim() === '';
+  }
+  if (indented) take('', indented.start, indented.lines);
+  return blocks;
+}
+
+export function allDocBlocks(): DocBlock[] {
+  return docFiles().flatMap((f) => graphqlBlocks(readFileSync(path.join(ROOT, f), 'utf8'), f));
+}
