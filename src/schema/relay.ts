@@ -88,7 +88,9 @@ builder.queryFields((t) => ({
       if (args.ids.length > MAX_NODE_IDS) {
         throw new DomainError('BAD_INPUT', `"ids" may hold at most ${MAX_NODE_IDS} ids, got ${args.ids.length}`, { argument: 'ids' });
       }
-      return Promise.all(args.ids.map((id) => nodeById(ctx, String(id))));
+      // Each id fails alone: one refused (RATE_LIMITED) or failed is answered as its error (null with
+      // the error at its index), not the whole list's.
+      return Promise.all(args.ids.map((id) => nodeById(ctx, String(id)).catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))))));
     },
   }),
 }));
