@@ -5,6 +5,7 @@ import { readFileSync, statSync, watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { DEFAULT_LOOKUP_BUDGET, type LookupBudget } from '../store/lookup-budget.js';
 
 export interface RequestLimits {
   /** Deepest selection (graphql-armor maxDepth). */
@@ -176,6 +177,8 @@ export interface SecurityConfig {
   corsOrigins: string[];
   /** A token that may read /metrics only (METRICS_TOKEN); with API tokens configured, /metrics needs it or an unscoped API token. */
   metricsToken: string | null;
+  /** Each API token's upstream lookups of ids the cache has never seen (UNKNOWN_ID_LOOKUP_BURST, UNKNOWN_ID_LOOKUPS_PER_MINUTE). */
+  unknownIdLookups: LookupBudget;
 }
 
 const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
@@ -195,6 +198,8 @@ const envSchema = z.object({
   METRICS_TOKEN: z.string().min(16, 'METRICS_TOKEN must be at least 16 characters').optional(),
   MAX_BODY_BYTES: positive.default(DEFAULT_REQUEST_LIMITS.maxBodyBytes),
   EXECUTION_TIMEOUT_MS: positive.default(DEFAULT_REQUEST_LIMITS.executionTimeoutMs),
+  UNKNOWN_ID_LOOKUP_BURST: positive.default(DEFAULT_LOOKUP_BUDGET.burst),
+  UNKNOWN_ID_LOOKUPS_PER_MINUTE: positive.default(DEFAULT_LOOKUP_BUDGET.perMinute),
 });
 
 /** Throws an Error naming the variable for bad values (loadConfig turns it into a ConfigError). */
@@ -223,6 +228,7 @@ export function loadSecurityConfig(env: NodeJS.ProcessEnv): SecurityConfig {
       .map((o) => o.trim())
       .filter((o) => o.length > 0),
     metricsToken: e.METRICS_TOKEN ?? null,
+    unknownIdLookups: { burst: e.UNKNOWN_ID_LOOKUP_BURST, perMinute: e.UNKNOWN_ID_LOOKUPS_PER_MINUTE },
     requestLimits: {
       maxDepth: e.MAX_QUERY_DEPTH,
       maxAliases: e.MAX_QUERY_ALIASES,

@@ -14,6 +14,8 @@ export const ERROR_CODES = [
   'UNSUPPORTED',
   /** The Postgres cache cannot be reached (restarting, failing over); the request can be retried. */
   'CACHE_UNAVAILABLE',
+  /** This API token spent its budget of upstream lookups of ids never seen; retryable after retryAfterSeconds. */
+  'RATE_LIMITED',
   'INTERNAL',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -114,7 +114,7 @@ export const JobFilterRef = builder.inputRef<JobFilterInput>('JobFilter').implem
     }),
     owners: t.stringList({
       required: false,
-      description: `Jobs launched by one of these owners (Job.owner, exact), at most ${MAX_FILTER_CONDITIONS}; default: anyone`,
+      description: `Jobs launched by one of these owners (Job.owner) as people type them: any case, and a name matches an address whose local part it is (\`alice\` finds \`alice@example.com\`; two addresses match only whole), at most ${MAX_FILTER_CONDITIONS}; default: anyone`,
     }),
     created: t.field({ type: TimeWindowRef, required: false, description: 'Jobs created in this window; default: any time' }),
     started: t.field({ type: TimeWindowRef, required: false, description: 'Jobs started in this window (jobs not started do not match); default: any' }),

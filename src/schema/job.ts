@@ -216,8 +216,9 @@ JobRef.implement({
     }),
     gpuCount: t.int({
       nullable: true,
-      description: 'Accelerators of the whole job, all nodes: GPUs, or NPUs when acceleratorKind is NPU (count, >= 0); null until the platform says',
-      resolve: (j) => j.gpuCount,
+      description:
+        'Accelerators of the whole job, all nodes: GPUs, or NPUs when acceleratorKind is NPU (count, >= 0); as soon as its nodes are known, the accelerators they report (in one answer, the same as its nodes and gpus list); null until the platform says',
+      resolve: (j, _a, ctx) => ctx.store.loaders.topology.gpuCount(j),
     }),
     acceleratorKind: t.field({
       type: AcceleratorKindEnum,

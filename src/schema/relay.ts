@@ -65,9 +65,12 @@ export async function nodeById(ctx: Context, id: string): Promise<NodeShape | nu
 }
 
 builder.queryFields((t) => ({
+  // Shareable: a supergraph's other Relay-style subgraphs define Query.node / nodes too, and the
+  // router may ask any of them (each answers the ids it issued, null for the others).
   node: t.field({
     type: NodeInterfaceRef,
     nullable: true,
+    shareable: true,
     description:
       'Any object of this graph by its global id: the entities (Provider, Project, Job, ComputeNode, Gpu, MetricSeries) and the values that belong to one (MetricPoint, MetricSummary, Freshness, SourceError, ProviderHealth, JobProgress, LogPage, LogLine, LogGap, UtilizationSample) or to a Fleet question (Fleet, FleetUtilization, GpuHours, IdleGpu, IdleInterval), read again through their owner; null for an id this graph did not issue or whose object is gone',
     args: {
@@ -80,6 +83,7 @@ builder.queryFields((t) => ({
   }),
   nodes: t.field({
     type: [NodeInterfaceRef],
+    shareable: true,
     nullable: { list: false, items: true },
     directives: { listSize: { assumedSize: MAX_NODE_IDS } },
     description: `Objects by their global ids, in the order asked; null in place of an id that node(id:) would answer null for`,
@@ -88,7 +92,9 @@ builder.queryFields((t) => ({
       if (args.ids.length > MAX_NODE_IDS) {
         throw new DomainError('BAD_INPUT', `"ids" may hold at most ${MAX_NODE_IDS} ids, got ${args.ids.length}`, { argument: 'ids' });
       }
-      return Promise.all(args.ids.map((id) => nodeById(ctx, String(id))));
+      // Each id fails alone: one refused (RATE_LIMITED) or failed is answered as its error (null with
+      // the error at its index), not the whole list's.
+      return Promise.all(args.ids.map((id) => nodeById(ctx, String(id)).catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))))));
     },
   }),
 }));

@@ -18,6 +18,8 @@ const ERROR_CODE_DOCS: Record<ErrorCode, string> = {
   UPSTREAM_NOT_FOUND: 'The platform says the object does not exist',
   UNSUPPORTED: 'The platform (or this server) does not offer what was asked',
   CACHE_UNAVAILABLE: 'The Postgres cache could not be reached (restarting, failing over); retryable',
+  RATE_LIMITED:
+    'This API token spent its budget of upstream lookups of ids the cache has never seen (default 20 at once, refilled by 20 a minute; UNKNOWN_ID_LOOKUP_BURST, UNKNOWN_ID_LOOKUPS_PER_MINUTE); retryable after extensions.retryAfterSeconds',
   INTERNAL: 'An unexpected failure on our side (details are in the server log, never in the answer)',
 };
 

@@ -208,7 +208,10 @@ async function answer(
     const first = hard[0] ?? { message: `no job with id "${jobId.slice(0, 200)}"`, extensions: { code: 'NOT_FOUND' } };
     const code = first.extensions?.code ?? 'INTERNAL';
     const status = first.extensions?.http?.status ?? STATUS_OF_CODE[code] ?? (gql.status >= 400 ? gql.status : 502);
-    return refuse(res, status, hard.length > 0 ? hard : [first], status === 401 ? { 'www-authenticate': 'Bearer' } : {});
+    const retryAfter = (first.extensions as { retryAfterSeconds?: unknown } | undefined)?.retryAfterSeconds;
+    const extra: Record<string, string> =
+      status === 401 ? { 'www-authenticate': 'Bearer' } : status === 429 && typeof retryAfter === 'number' ? { 'retry-after': String(retryAfter) } : {};
+    return refuse(res, status, hard.length > 0 ? hard : [first], extra);
   }
   const stale = series.filter((s) => s.freshness.stale);
   const gzip = /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''));

@@ -1,7 +1,8 @@
 // GET /metrics/jobs: one Prometheus scrape target for the accelerators of every running job on
 // every platform (beside /metrics, the service's own). The latest utilization, memory and power
 // of each GPU or NPU, in canonical units under base-unit names, labelled by provider, project,
-// job, node, gpu, model and kind. Read from the cache the live pollers keep fresh: the scrape
+// job, node, gpu, model and kind; and what each node of those jobs holds (its accelerator count,
+// so per-node series can be counted in GPUs). Read from the cache the live pollers keep fresh: the scrape
 // itself never calls a platform. Scoped by the API token like every other read.
 import type http from 'node:http';
 import type { TokenStore } from '../config/security.js';
@@ -22,6 +23,12 @@ const FAMILIES: Record<string, { family: string; help: string }> = {
   GPU_MEMORY_UTILIZATION: { family: 'training_graph_accelerator_memory_utilization_ratio', help: 'Accelerator memory in use over its total, 0..1' },
   NPU_MEMORY_UTILIZATION: { family: 'training_graph_accelerator_memory_utilization_ratio', help: 'Accelerator memory in use over its total, 0..1' },
   GPU_POWER: { family: 'training_graph_accelerator_power_watts', help: 'Accelerator power draw, watts' },
+};
+
+/** Accelerators each node of a shown job holds (count): sum by job_id is the graph's Job.gpuCount. */
+const NODE_ACCELERATORS = {
+  family: 'training_graph_node_accelerators',
+  help: "Accelerators (GPUs or NPUs) a node of a running job holds, as its topology lists them; sum by (job_id) is the job's gpuCount",
 };
 
 const escapeLabel = (v: string) => v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
@@ -81,8 +88,31 @@ export async function serveJobsScrape(req: http.IncomingMessage, res: http.Serve
     lines.push(`${family}{${text}} ${r.value} ${stamp}`);
     byFamily.set(family, lines);
   }
+  // What each node holds, beside its series: ModelArts and PAI-DLC report per node only, and
+  // sum by (job_id) of this gauge is the job's gpuCount in the graph.
+  const jobsShown = new Map<string, (typeof rows)[number]>();
+  for (const r of rows.slice(0, cap)) if (!jobsShown.has(r.jobId)) jobsShown.set(r.jobId, r);
+  const holdings = await deps.store.nodeAccelerators([...jobsShown.keys()]);
+  for (const h of holdings) {
+    const r = jobsShown.get(h.jobId)!;
+    const labels = {
+      provider: r.providerId,
+      project: r.projectName ?? '',
+      job: r.jobName,
+      job_id: r.jobId,
+      node: h.node,
+      model: h.model ?? r.model ?? '',
+      kind: r.acceleratorKind ?? (r.name.startsWith('NPU_') ? 'NPU' : 'GPU'),
+    };
+    const text = Object.entries(labels)
+      .map(([k, v]) => `${k}="${escapeLabel(v)}"`)
+      .join(',');
+    const lines = byFamily.get(NODE_ACCELERATORS.family) ?? [];
+    lines.push(`${NODE_ACCELERATORS.family}{${text}} ${h.accelerators}`);
+    byFamily.set(NODE_ACCELERATORS.family, lines);
+  }
   const out: string[] = [];
-  const helpOf = new Map(Object.values(FAMILIES).map((f) => [f.family, f.help]));
+  const helpOf = new Map([...Object.values(FAMILIES), NODE_ACCELERATORS].map((f) => [f.family, f.help]));
   for (const [family, lines] of [...byFamily].sort(([a], [b]) => (a < b ? -1 : 1))) {
     out.push(`# HELP ${family} ${helpOf.get(family)}`, `# TYPE ${family} gauge`, ...lines);
   }

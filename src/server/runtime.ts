@@ -130,7 +130,12 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   await repo.upsertProviders(providers.all().map((p) => ({ id: p.id, kind: p.kind, name: p.name, simulated: p.simulated })));
   // The demo's simulators start afresh each time: a job list cached by an earlier process is not theirs.
   if (demo.length > 0) await repo.expireJobLists(demo.map((d) => d.config.id));
-  const readThrough = new ReadThrough(repo, providers, { ...DEFAULT_CACHE_POLICY, ...opts.cachePolicy }, opts.clock);
+  const readThrough = new ReadThrough(
+    repo,
+    providers,
+    { ...DEFAULT_CACHE_POLICY, ...(config.security ? { unknownIdLookups: config.security.unknownIdLookups } : {}), ...opts.cachePolicy },
+    opts.clock,
+  );
   const store = new Store(readThrough);
   const live = await startLive({ config, store, logger, options: opts.live, timers: opts.liveTimers });
   const metrics = new Metrics({ providers, readThrough, live: live.hub });

@@ -380,6 +380,21 @@ export class Store {
     return this.rt.repo.latestReadings(q);
   }
 
+  /**
+   * What each node of these jobs holds: its accelerators (GPUs or NPUs) as the job's topology lists
+   * them, in the platform's node order; two statements for any number of jobs.
+   */
+  async nodeAccelerators(jobIds: readonly string[]): Promise<{ jobId: string; node: string; accelerators: number; model: string | null }[]> {
+    const [nodes, gpus] = await Promise.all([this.rt.repo.nodesOfJobs(jobIds), this.rt.repo.gpusOfJobs(jobIds)]);
+    const held = new Map<string, { n: number; model: string | null }>();
+    for (const g of gpus) {
+      const h = held.get(g.nodeId) ?? { n: 0, model: g.model };
+      h.n++;
+      held.set(g.nodeId, h);
+    }
+    return nodes.map((n) => ({ jobId: n.jobId, node: n.name, accelerators: held.get(n.id)?.n ?? 0, model: held.get(n.id)?.model ?? null }));
+  }
+
   /** Told of each job status change (and new job) once, whichever refresh wrote it. */
   onStatusChange(listener: StatusListener): void {
     this.rt.onStatusChange(listener);

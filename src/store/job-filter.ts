@@ -3,6 +3,7 @@
 // a predicate for jobs that arrive on a live stream. The two forms sit side by side so they cannot drift apart (test/store/job-filter.test.ts
 // checks they agree).
 import { inArray, sql, type SQL } from 'drizzle-orm';
+import { textArray } from './sql-util.js';
 import * as t from './tables.js';
 
 /** A time window over one of a job's instants; either end may be open. A job without that instant never matches. */
@@ -37,7 +38,7 @@ export interface JobFilter {
   projectIds?: readonly string[] | null;
   /** Every condition must hold. */
   labels?: readonly LabelCondition[] | null;
-  /** The job's owner is one of these (exact). */
+  /** The job's owner is one of these, as people type it (ownerTerms: a name or an address, any case). */
   owners?: readonly string[] | null;
   created?: TimeWindow | null;
   started?: TimeWindow | null;
@@ -63,6 +64,43 @@ function windowConditions(column: SQL | typeof t.jobs.createdAt, w: TimeWindow |
 
 const COMPARATORS = { gt: '>', gte: '>=', lt: '<', lte: '<=' } as const;
 
+/**
+ * Owners as people type them: case does not matter, and a name matches an address whose local
+ * part it is (`alice` finds Baseten's `alice@example.com`, `alice@example.com` finds Runicorn's
+ * `alice`). Two addresses match only whole. Lower-cased: names (and addresses' local parts, which
+ * match owners that are names), and addresses.
+ */
+export function ownerTerms(owners: readonly string[]): { names: string[]; addresses: string[]; addressLocals: string[] } {
+  const names: string[] = [];
+  const addresses: string[] = [];
+  const addressLocals: string[] = [];
+  for (const raw of owners) {
+    const o = raw.trim().toLowerCase();
+    const at = o.indexOf('@');
+    if (at < 0) names.push(o);
+    else {
+      addresses.push(o);
+      addressLocals.push(o.slice(0, at));
+    }
+  }
+  return { names, addresses, addressLocals };
+}
+
+/** The SQL test of ownerTerms, each list a text[] (literal or placeholder). */
+function ownerCondition(names: SQL, addresses: SQL, addressLocals: SQL): SQL {
+  const owner = t.jobs.owner;
+  return sql`(split_part(lower(${owner}), '@', 1) = any(${names})
+    or lower(${owner}) = any(${addresses})
+    or (strpos(${owner}, '@') = 0 and lower(${owner}) = any(${addressLocals})))`;
+}
+
+function ownerMatches(owner: string | null | undefined, owners: readonly string[]): boolean {
+  if (owner == null) return false;
+  const { names, addresses, addressLocals } = ownerTerms(owners);
+  const o = owner.toLowerCase();
+  return names.includes(o.split('@')[0]!) || addresses.includes(o) || (!o.includes('@') && addressLocals.includes(o));
+}
+
 /** The summary column a condition or an ordering reads. */
 export function summaryColumn(value: 'LATEST' | 'BEST'): SQL {
   return sql.raw(value === 'BEST' ? 'js.best_value' : 'js.latest_value');
@@ -84,7 +122,10 @@ export function jobFilterConditions(filter: JobFilter): SQL[] {
     if (l.value === undefined) cond.push(sql`${t.jobs.labels} ? ${l.key}`);
     else cond.push(sql`${t.jobs.labels} @> ${JSON.stringify({ [l.key]: l.value })}::jsonb`);
   }
-  if (filter.owners) cond.push(inArray(t.jobs.owner, [...filter.owners]));
+  if (filter.owners) {
+    const terms = ownerTerms(filter.owners);
+    cond.push(ownerCondition(textArray(terms.names), textArray(terms.addresses), textArray(terms.addressLocals)));
+  }
   cond.push(...windowConditions(t.jobs.createdAt, filter.created));
   cond.push(...windowConditions(t.jobs.startedAt, filter.started));
   cond.push(...windowConditions(t.jobs.finishedAt, filter.finished));
@@ -123,7 +164,7 @@ export function preparedFilterConditions(filter: JobFilter): SQL[] {
   if (filter.statuses) cond.push(sql`${t.jobs.status} = any(${list('statuses')})`);
   if (filter.projectId) cond.push(sql`${t.jobs.projectId} = ${sql.placeholder('projectId')}::text`);
   if (filter.projectIds) cond.push(sql`${t.jobs.projectId} = any(${list('projectIds')})`);
-  if (filter.owners) cond.push(sql`${t.jobs.owner} = any(${list('owners')})`);
+  if (filter.owners) cond.push(ownerCondition(list('ownerNames'), list('ownerAddresses'), list('ownerAddressLocals')));
   return cond;
 }
 
@@ -134,7 +175,12 @@ export function preparedFilterValues(filter: JobFilter): Record<string, unknown>
   if (filter.statuses) values.statuses = [...filter.statuses];
   if (filter.projectId) values.projectId = filter.projectId;
   if (filter.projectIds) values.projectIds = [...filter.projectIds];
-  if (filter.owners) values.owners = [...filter.owners];
+  if (filter.owners) {
+    const terms = ownerTerms(filter.owners);
+    values.ownerNames = terms.names;
+    values.ownerAddresses = terms.addresses;
+    values.ownerAddressLocals = terms.addressLocals;
+  }
   return values;
 }
 
@@ -168,7 +214,7 @@ export function jobMatches(filter: JobFilter, job: MatchableJob): boolean {
     if (!Object.hasOwn(labels, l.key)) return false;
     if (l.value !== undefined && labels[l.key] !== l.value) return false;
   }
-  if (filter.owners && !(job.owner != null && filter.owners.includes(job.owner))) return false;
+  if (filter.owners && !ownerMatches(job.owner, filter.owners)) return false;
   if (!inWindow(job.createdAt, filter.created) || !inWindow(job.startedAt, filter.started) || !inWindow(job.finishedAt, filter.finished)) return false;
   if (cacheOnlyConditions(filter).length > 0) throw new Error('hasTrainingMetrics and summary conditions are answered in SQL only');
   return true;

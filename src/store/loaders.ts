@@ -298,9 +298,36 @@ export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { 
     return rest;
   }
 
+  // Jobs whose topology this request asked for: their counts wait for it (gpuCount).
+  const topologyAsked = new Set<string>();
+
   const topologyWithHints = {
     /** The job's topology is known (and recent): its freshness; rejects when it cannot be learned. */
-    load: async (job: JobRow): Promise<Freshness> => (await topologyBatches.load(job)).ready,
+    load: async (job: JobRow): Promise<Freshness> => {
+      topologyAsked.add(job.id);
+      return (await topologyBatches.load(job)).ready;
+    },
+    /**
+     * The job's accelerator count as this answer knows it: when the answer asks for the job's
+     * topology (its nodes or GPUs), the GPUs that topology lists, so one answer never shows 2 x 2
+     * GPUs beside a gpuCount of null; else the job row's (which the store keeps equal to the
+     * topology it last learnt). The fields of one object are started in one synchronous pass, so
+     * a turn later every sibling that asks for the topology has asked.
+     */
+    async gpuCount(job: JobRow): Promise<number | null> {
+      if (!topologyAsked.has(job.id)) {
+        await null;
+        if (!topologyAsked.has(job.id)) return job.gpuCount;
+      }
+      try {
+        await topologyWithHints.load(job);
+      } catch {
+        // The topology failed (its own field says so): the row's count is all this answer knows.
+        return job.gpuCount;
+      }
+      const gpus = await gpusOfJob.load(job.id);
+      return gpus.length > 0 ? gpus.length : job.gpuCount;
+    },
     /** Tells the loader which series window the query will ask of the job (the first hint counts). */
     hint(jobId: string, hint: TopologyHint | null) {
       if (hint && !topologyHints.has(jobId)) topologyHints.set(jobId, hint);
@@ -308,6 +335,7 @@ export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { 
     // A subscription's context outlives one answer: forget what this answer was shaped from too.
     clearAll() {
       topologyHints.clear();
+      topologyAsked.clear();
       heldForRequest.clear();
       topologyBatches.clearAll();
     },

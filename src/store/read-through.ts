@@ -30,6 +30,7 @@ import {
   type ProviderSyncRow,
   type Repository,
 } from './repository.js';
+import { DEFAULT_LOOKUP_BUDGET, LookupBuckets, type LookupBudget } from './lookup-budget.js';
 import { heldOf, type HeldPoints } from './shaping.js';
 import type { PointBatch, PointRun } from './sql-util.js';
 
@@ -47,6 +48,8 @@ export interface CachePolicy {
   maxUpstreamPointsPerSeries: number;
   /** The finest step ever asked of upstream, in seconds. */
   minStepSeconds: number;
+  /** Each API token's budget of upstream lookups of ids the cache has never seen (store/lookup-budget.ts). */
+  unknownIdLookups: LookupBudget;
 }
 
 export const DEFAULT_CACHE_POLICY: CachePolicy = {
@@ -56,6 +59,7 @@ export const DEFAULT_CACHE_POLICY: CachePolicy = {
   minUpstreamPointsPerSeries: 120,
   maxUpstreamPointsPerSeries: 2000,
   minStepSeconds: 15,
+  unknownIdLookups: DEFAULT_LOOKUP_BUDGET,
 };
 
 export interface Freshness {
@@ -136,6 +140,8 @@ export class ReadThrough {
   private readonly inflight = new Map<string, SharedWork<unknown>>();
   /** Job ids upstream said do not exist, with when that stops being believed (ms). */
   private readonly unknownJobs = new Map<string, number>();
+  /** Per API token, the upstream lookups of never-seen ids it may still make. */
+  private readonly lookupBudget: LookupBuckets;
   private readonly lookupObservers: CacheLookupObserver[] = [];
   private readonly statusListeners: StatusListener[] = [];
   private readonly writeFailureObservers: ((err: unknown) => void)[] = [];
@@ -158,7 +164,9 @@ export class ReadThrough {
     readonly providers: ProviderSet,
     readonly policy: CachePolicy = DEFAULT_CACHE_POLICY,
     private readonly clock: () => number = Date.now,
-  ) {}
+  ) {
+    this.lookupBudget = new LookupBuckets(policy.unknownIdLookups);
+  }
 
   now(): Date {
     return new Date(this.clock());
@@ -308,6 +316,8 @@ export class ReadThrough {
         // Before the first list ever cached, every job would look new: that is a baseline, not news.
         await this.writeJobsAnnouncing(providerId, jobs, Boolean(previous?.syncedAt), async () => {
           const inserted = await this.repo.upsertCatalog(providerId, projects, jobs, at);
+          // An id once unknown that the list now holds is a job: no longer answered null.
+          for (const j of jobs) this.unknownJobs.delete(jobGlobalId(providerId, j.externalId));
           await this.repo.recordProviderSync({ providerId, dataset: 'jobs', syncedAt: at, attemptedAt: at, errorCode: null, errorMessage: null });
           return inserted;
         });
@@ -418,8 +428,26 @@ export class ReadThrough {
     const cached = new Map((await this.repo.within(opts.scope).jobsByIds(fullIds)).map((j) => [j.id, j]));
     if (opts.upstream === false) return fullIds.map((id) => cached.get(id) ?? null);
     const nowMs = this.clock();
-    const missing = ids.filter((p, i) => !cached.has(fullIds[i]!) && this.providers.find(p.providerId) && !this.knownUnknown(fullIds[i]!, nowMs));
+    const unseen = ids.filter((p, i) => !cached.has(fullIds[i]!) && this.providers.find(p.providerId) && !this.knownUnknown(fullIds[i]!, nowMs));
     const errors = new Map<string, Error>();
+    // Each lookup of an id never seen draws from the token's budget, unless it joins one under way
+    // (the same id asked by another request): made-up ids cannot drive the platform's calls.
+    const missing: ParsedId[] = [];
+    for (const p of new Map(unseen.map((u) => [jobGlobalId(u.providerId, u.key), u])).values()) {
+      if (this.inflight.has(`job:${p.providerId}:${p.key}`)) {
+        missing.push(p);
+        continue;
+      }
+      const taken = this.lookupBudget.take(opts.scope?.tenant ?? null, nowMs);
+      if (taken.ok) missing.push(p);
+      else
+        errors.set(
+          jobGlobalId(p.providerId, p.key),
+          new DomainError('RATE_LIMITED', `too many lookups of unknown ids for this token; try again in ${taken.retryAfterSeconds} s`, {
+            retryAfterSeconds: taken.retryAfterSeconds,
+          }),
+        );
+    }
     if (missing.length > 0) {
       const at = this.now();
       const found = await Promise.all(

@@ -101,6 +101,25 @@ describe('GET /metrics/jobs', () => {
     expect(Number(sample.timestamp_ms)).toBe(latest.timestamp!.getTime());
   });
 
+  it("says what each node holds: sum of training_graph_node_accelerators by job is the graph's gpuCount, for every job shown", async () => {
+    const families = await parse(await scrape(ADMIN));
+    const held = families.get('training_graph_node_accelerators')!;
+    expect(held.type).toBe('GAUGE');
+    const sums = new Map<string, number>();
+    for (const m of held.metrics) {
+      expect(Object.keys(m.labels).sort()).toEqual(['job', 'job_id', 'kind', 'model', 'node', 'project', 'provider']);
+      sums.set(m.labels.job_id!, (sums.get(m.labels.job_id!) ?? 0) + Number(m.value));
+    }
+    // Every job with a series in the scrape, on every platform, ModelArts' and PAI-DLC's per-node series among them.
+    const shown = new Set(families.get('training_graph_accelerator_utilization_ratio')!.metrics.map((m) => m.labels.job_id!));
+    expect(new Set(sums.keys())).toEqual(shown);
+    const providers = new Set(held.metrics.map((m) => m.labels.provider));
+    for (const p of ['modelarts-demo', 'pai-dlc-demo', 'baseten-demo']) expect(providers).toContain(p);
+    const { jobs } = await gql('{ jobs(first: 500, filter: { statuses: [RUNNING] }) { edges { node { id gpuCount } } } }');
+    const gpuCount = new Map<string, number | null>(jobs.edges.map((e: any) => [e.node.id, e.node.gpuCount]));
+    for (const [jobId, sum] of sums) expect(sum, jobId).toBe(gpuCount.get(jobId));
+  });
+
   it('speaks OpenMetrics when asked', async () => {
     const res = await scrape(ADMIN, 'application/openmetrics-text; version=1.0.0');
     expect(res.headers.get('content-type')).toContain('application/openmetrics-text');

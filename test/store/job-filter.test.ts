@@ -44,6 +44,10 @@ const FILTERS: JobFilter[] = [
   { owners: ['alice'] },
   { owners: ['alice', 'bob'], statuses: ['RUNNING'] },
   { owners: [] },
+  { owners: ['ALICE'] },
+  { owners: ['alice@example.com'] },
+  { owners: ['alice@other.org', 'Bob'] },
+  { owners: ['carol@example.com'] },
   { started: { from: D('2026-01-01T12:00:00Z') } },
   { started: { to: D('2026-01-01T12:00:00Z') } },
   { finished: { from: D('2026-01-01T00:00:00Z'), to: D('2026-01-03T00:00:00Z') } },
@@ -91,7 +95,7 @@ describe('job filter', () => {
           ],
         }),
         job('j5', 'Train-llama', 'RUNNING', 'p3', { owner: 'bob', startedAt: D('2026-01-01T12:00:00Z') }),
-        job('j6', '50 percent', 'FAILED', 'p3'),
+        job('j6', '50 percent', 'FAILED', 'p3', { owner: 'Alice@Example.com' }),
       ],
       at,
     );
@@ -115,6 +119,21 @@ describe('job filter', () => {
     expect((await repo.jobsPage({ nameContains: 'a_b' }, 100, null)).map((j) => j.externalId)).toEqual(['j4']);
     expect((await repo.jobsPage({ labels: [{ key: 'team', value: 'vision' }] }, 100, null)).map((j) => j.externalId).sort()).toEqual(['j1', 'j4']);
     expect((await repo.jobsPage({ started: { from: D('2026-01-01T12:00:00Z') } }, 100, null)).map((j) => j.externalId).sort()).toEqual(['j2', 'j5']);
+  });
+
+  it('matches an owner as people type it: any case, a name for an address', async () => {
+    const owned = async (owners: string[]) => {
+      const page = (await repo.jobsPage({ owners }, 100, null)).map((j) => j.externalId).sort();
+      expect(await repo.jobsCount({ owners })).toBe(page.length);
+      return page;
+    };
+    // A name finds the address whose local part it is (Baseten's alice@example.com) and the name itself.
+    expect(await owned(['alice'])).toEqual(['j1', 'j3', 'j6']);
+    expect(await owned(['ALICE'])).toEqual(['j1', 'j3', 'j6']);
+    // An address finds itself in any case, and the name that is its local part; another address does not.
+    expect(await owned(['alice@example.com'])).toEqual(['j1', 'j3', 'j6']);
+    expect(await owned(['alice@other.org'])).toEqual(['j1', 'j3']);
+    expect(await owned(['carol@example.com'])).toEqual([]);
   });
 
   it('reads the same pages with the list columns alone as with whole rows', async () => {
