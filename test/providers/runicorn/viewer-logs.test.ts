@@ -153,4 +153,28 @@ describe('viewer-mode logs', () => {
     expect(viewer.logSocketCloses().withCloseFrame - closesBefore.withCloseFrame).toBe(1);
     expect(viewer.logSocketCloses().withoutCloseFrame).toBe(closesBefore.withoutCloseFrame);
   });
+
+  it('a running run that writes several lines a second: a page reaching the end of its log is answered, not held until the time-out', async () => {
+    const busy = createRun(dir, { hostname: 'elsewhere', pid: process.pid, utcOffsetMinutes: 0, path: 'logs/busy', createdAt: CREATED + 3 });
+    writeLines(busy, 30, 'busy');
+    let n = 30;
+    // The writer appends a line every 100 ms for the whole test: the replay never meets a second of silence.
+    const writer = setInterval(() => {
+      n += 1;
+      busy.logText(`busy ${n}`, CREATED + 3600 + n);
+    }, 100);
+    const adapter = fresh(5);
+    try {
+      const ref = job(busy, 'RUNNING', CREATED + 3);
+      const first = await adapter.fetchLogs!(ref, { after: null, since: null, limit: 1000 }, signal());
+      expect(first.lines.length).toBeGreaterThanOrEqual(30);
+      expect(first.lines.slice(0, 30).map((l) => l.message)).toEqual(Array.from({ length: 30 }, (_, i) => lineText('busy', i + 1)));
+      // The next page, at the end of the log, gets the lines written since, as the tail brings them.
+      const next = await adapter.fetchLogs!(ref, { after: first.nextCursor, since: null, limit: 1000 }, signal());
+      expect(Number(next.nextCursor ?? first.nextCursor)).toBeGreaterThanOrEqual(Number(first.nextCursor));
+    } finally {
+      clearInterval(writer);
+      await adapter.close!();
+    }
+  }, 30_000);
 });
