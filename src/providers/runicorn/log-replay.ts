@@ -242,6 +242,18 @@ export class LogReplays {
     this.opts = { replayIdleMs: 1000, tailReplayIdleMs: 150, followIdleMs: 30_000, maxCachedRuns: 8, ...opts };
   }
 
+  /** Whether a read of this finished run would be answered from the lines held, without the viewer. */
+  heldWhole(runId: string): boolean {
+    const r = this.replays.get(runId);
+    return Boolean(r && !r.open && r.connected && r.replayDone && !r.error && !r.notFound);
+  }
+
+  /** Drops what is held of a run (it was deleted). */
+  forget(runId: string): void {
+    const r = this.replays.get(runId);
+    if (r && !r.open) this.replays.delete(runId);
+  }
+
   /** Sockets open right now (tests and /metrics read it). */
   openSockets(): number {
     let n = 0;

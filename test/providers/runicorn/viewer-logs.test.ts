@@ -177,4 +177,21 @@ describe('viewer-mode logs', () => {
       await adapter.close!();
     }
   }, 30_000);
+
+  it("a deleted run's log is no longer served from memory: not found", async () => {
+    const doomed = createRun(dir, { hostname: 'trainer', pid: 99_999_999, utcOffsetMinutes: 0, path: 'logs/doomed', createdAt: CREATED + 4 });
+    writeLines(doomed, 10, 'doomed');
+    doomed.finish(CREATED + 3600 + 10);
+    const adapter = fresh();
+    try {
+      const ref = job(doomed, 'SUCCEEDED', CREATED + 4);
+      const page = await adapter.fetchLogs!(ref, { after: null, since: null, limit: 100 }, signal());
+      expect(page.lines).toHaveLength(10);
+      await eventually(() => adapter.openLogSockets() === 0, 10_000, 'the finished replay to close');
+      doomed.markDeleted(CREATED + 7200);
+      await expect(adapter.fetchLogs!(ref, { after: null, since: null, limit: 100 }, signal())).rejects.toMatchObject({ code: 'UPSTREAM_NOT_FOUND' });
+    } finally {
+      await adapter.close!();
+    }
+  });
 });
