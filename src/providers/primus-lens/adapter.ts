@@ -346,9 +346,11 @@ export function createPrimusLensAdapter(config: PrimusLensConfig, secrets: Secre
 
       if (wanted.includes('MODEL_FLOPS_PER_GPU')) {
         const flops = trainingFlops(graphs, providerId, job.externalId, step);
-        if (flops) {
+        // Lens returns the TrainingPerformance graph even when it holds no point: an empty graph
+        // says nothing yet (the framework may not have reported), so it does not cover the metric.
+        if (flops && flops.points.length > 0) {
           covered.push('MODEL_FLOPS_PER_GPU');
-          if (flops.points.length > 0) series.push(flops);
+          series.push(flops);
         }
       }
 
