@@ -4,6 +4,13 @@ import { z } from 'zod';
 import { isValidProviderId } from '../domain/ids.js';
 import { registerSecret } from '../domain/secrets.js';
 
+/**
+ * An upstream call's time-out when a provider sets none. It stays well inside the default execution
+ * time-out of a request (30 s): a field whose platform is slow then fails alone (UPSTREAM_TIMEOUT)
+ * and the rest of the answer is kept, instead of the whole answer becoming EXECUTION_TIMEOUT.
+ */
+export const DEFAULT_PROVIDER_TIMEOUT_SECONDS = 20;
+
 const common = {
   id: z.string().refine(isValidProviderId, {
     message: 'must be lower-case letters, digits and dashes (it becomes part of every id)',
@@ -46,6 +53,12 @@ export const paiDlcConfig = z
     baseUrl: url,
     regionId: z.string().min(1),
     workspaceId: z.string().optional(),
+    /**
+     * The Alibaba Cloud account (main) id: GetMetrics' userId dimension. CloudMonitor files a job's
+     * metrics under the account, while a job's UserId may be a RAM sub-user; without it the job's
+     * UserId is sent.
+     */
+    accountId: z.string().regex(/^\d+$/, 'must be the numeric account id').optional(),
     accessKeyIdEnv: envName,
     secretAccessKeyEnv: envName,
     securityTokenEnv: envName.optional(),

@@ -35,7 +35,9 @@ const defs: MetricDefinition[] = [
       MODELARTS: [{ name: 'gpuUtil', unit: 'percent, task average' }],
       PAI_DLC: [
         { name: 'GpuCoreUsage', unit: 'percent, pod average', route: 'GetJobMetrics' },
-        { name: 'POD_GPU_UTIL', unit: 'percent, pod average', route: 'CloudMonitor' },
+        // "DUTTY" (sic) is how real callers of GetMetrics spell it; the job-wide duty cycle.
+        { name: 'JOB_GPU_ACCELERATOR_DUTTY_UTIL', unit: 'percent, job average (unconfirmed scale)', route: 'CloudMonitor job' },
+        { name: 'CARD_GPU_DUTY_CYCLE', unit: 'percent, per card (unconfirmed scale)', route: 'CloudMonitor card' },
       ],
       PRIMUS_LENS: [
         { name: 'GPU Utilization', unit: 'percent, per node', route: 'workload metrics' },
@@ -64,10 +66,7 @@ const defs: MetricDefinition[] = [
       // Derived: the rank's gpu_memory_usage_bytes over instance_type.gpu_memory_limit_mib.
       BASETEN: [{ name: 'gpu_memory_usage_bytes', unit: 'bytes, per rank, over the instance type GPU memory limit' }],
       MODELARTS: [{ name: 'gpuMemUsage', unit: 'percent, task average' }],
-      PAI_DLC: [
-        { name: 'GpuMemoryUsage', unit: 'percent, pod average', route: 'GetJobMetrics' },
-        { name: 'POD_GPU_MEMORY_UTIL', unit: 'percent, pod average', route: 'CloudMonitor' },
-      ],
+      PAI_DLC: [{ name: 'GpuMemoryUsage', unit: 'percent, pod average', route: 'GetJobMetrics' }],
       PRIMUS_LENS: [{ name: 'GPU Memory Utilization', unit: 'percent, per node', route: 'workload metrics' }],
       RUNICORN: [{ name: 'mem_used_pct', unit: 'percent, host snapshot', route: 'gpu telemetry' }],
     },
@@ -89,10 +88,7 @@ const defs: MetricDefinition[] = [
     description: 'CPU in use over CPU available, 0..1 (where a platform gives only a percentage)',
     raw: {
       MODELARTS: [{ name: 'cpuUsage', unit: 'percent' }],
-      PAI_DLC: [
-        { name: 'CpuCoreUsage', unit: 'percent', route: 'GetJobMetrics' },
-        { name: 'POD_CPU_UTIL', unit: 'percent', route: 'CloudMonitor' },
-      ],
+      PAI_DLC: [{ name: 'CpuCoreUsage', unit: 'percent', route: 'GetJobMetrics' }],
     },
   },
   {
@@ -112,10 +108,7 @@ const defs: MetricDefinition[] = [
     description: 'Host memory in use over memory available, 0..1',
     raw: {
       MODELARTS: [{ name: 'memUsage', unit: 'percent' }],
-      PAI_DLC: [
-        { name: 'MemoryUsage', unit: 'percent', route: 'GetJobMetrics' },
-        { name: 'POD_MEMORY_UTIL', unit: 'percent', route: 'CloudMonitor' },
-      ],
+      PAI_DLC: [{ name: 'MemoryUsage', unit: 'percent', route: 'GetJobMetrics' }],
     },
   },
   {
@@ -124,10 +117,7 @@ const defs: MetricDefinition[] = [
     finestScope: 'NODE',
     description: 'Network bytes received per second',
     raw: {
-      PAI_DLC: [
-        { name: 'NetworkInputRate', unit: 'bytes/s', route: 'GetJobMetrics' },
-        { name: 'POD_NETWORK_RX_RATE', unit: 'bytes/s', route: 'CloudMonitor' },
-      ],
+      PAI_DLC: [{ name: 'NetworkInputRate', unit: 'MB/s (PAI-Studio documents it; unconfirmed for DLC)', route: 'GetJobMetrics' }],
     },
   },
   {
@@ -136,10 +126,7 @@ const defs: MetricDefinition[] = [
     finestScope: 'NODE',
     description: 'Network bytes sent per second',
     raw: {
-      PAI_DLC: [
-        { name: 'NetworkOutputRate', unit: 'bytes/s', route: 'GetJobMetrics' },
-        { name: 'POD_NETWORK_TX_RATE', unit: 'bytes/s', route: 'CloudMonitor' },
-      ],
+      PAI_DLC: [{ name: 'NetworkOutputRate', unit: 'MB/s (PAI-Studio documents it; unconfirmed for DLC)', route: 'GetJobMetrics' }],
     },
   },
   {
@@ -148,10 +135,7 @@ const defs: MetricDefinition[] = [
     finestScope: 'NODE',
     description: 'Disk bytes read per second',
     raw: {
-      PAI_DLC: [
-        { name: 'DiskReadRate', unit: 'bytes/s', route: 'GetJobMetrics' },
-        { name: 'POD_DISK_READ_RATE', unit: 'bytes/s', route: 'CloudMonitor' },
-      ],
+      PAI_DLC: [{ name: 'DiskReadRate', unit: 'MB/s (PAI-Studio documents it; unconfirmed for DLC)', route: 'GetJobMetrics' }],
       PRIMUS_LENS: [{ name: 'pod_read_bytes', unit: 'bytes/s, per pod and container filesystem reads (summed per node)', route: 'unified' }],
     },
   },
@@ -161,10 +145,7 @@ const defs: MetricDefinition[] = [
     finestScope: 'NODE',
     description: 'Disk bytes written per second',
     raw: {
-      PAI_DLC: [
-        { name: 'DiskWriteRate', unit: 'bytes/s', route: 'GetJobMetrics' },
-        { name: 'POD_DISK_WRITE_RATE', unit: 'bytes/s', route: 'CloudMonitor' },
-      ],
+      PAI_DLC: [{ name: 'DiskWriteRate', unit: 'MB/s (PAI-Studio documents it; unconfirmed for DLC)', route: 'GetJobMetrics' }],
       PRIMUS_LENS: [{ name: 'pod_write_bytes', unit: 'bytes/s, per pod and container filesystem writes (summed per node)', route: 'unified' }],
     },
   },
@@ -250,6 +231,68 @@ const defs: MetricDefinition[] = [
     finestScope: 'NODE',
     description: 'RDMA (RoCE) bytes sent per second',
     raw: { PRIMUS_LENS: [{ name: 'rdma_tx_bandwidth_by_node', unit: 'bytes/s, per node', route: 'unified' }] },
+  },
+  // The GPU profiling family PAI-DLC reports per card through GetMetrics (CARD_GPU_*, exported to
+  // Alibaba's managed Prometheus as AliyunPaidlc_CARD_GPU_*). Only CARD_GPU_DRAM_ACTIVE_UTIL is seen
+  // through GetMetrics itself; the other GetMetrics names are the Prometheus names without their
+  // "AliyunPaidlc_" prefix (our reading, unconfirmed: a wrong name answers empty, which the adapter
+  // reports). Primus-Lens' API, as read for its fact sheet, offers none of these.
+  {
+    name: 'GPU_SM_ACTIVE',
+    unit: 'RATIO',
+    finestScope: 'GPU',
+    description: 'Fraction of time the streaming multiprocessors had work resident, averaged over the GPU, 0..1 (DCGM SM active)',
+    raw: { PAI_DLC: [{ name: 'CARD_GPU_SM_UTIL', unit: 'percent, per card (unconfirmed scale)', route: 'CloudMonitor card' }] },
+  },
+  {
+    name: 'GPU_TENSOR_ACTIVE',
+    unit: 'RATIO',
+    finestScope: 'GPU',
+    description: 'Fraction of time the tensor (matrix) pipes were active, 0..1 (DCGM tensor pipe active)',
+    raw: { PAI_DLC: [{ name: 'CARD_GPU_PIP_TENSOR_ACTIVE', unit: 'percent, per card (unconfirmed scale)', route: 'CloudMonitor card' }] },
+  },
+  {
+    name: 'GPU_DRAM_ACTIVE',
+    unit: 'RATIO',
+    finestScope: 'GPU',
+    description: 'Fraction of time the GPU memory interface was busy moving data, 0..1 (DCGM DRAM active; bandwidth, not capacity)',
+    raw: { PAI_DLC: [{ name: 'CARD_GPU_DRAM_ACTIVE_UTIL', unit: 'percent, per card (unconfirmed scale)', route: 'CloudMonitor card' }] },
+  },
+  {
+    name: 'GPU_NVLINK_RECEIVE_RATE',
+    unit: 'BYTES_PER_SECOND',
+    finestScope: 'GPU',
+    description: 'Bytes per second the GPU received over NVLink',
+    raw: { PAI_DLC: [{ name: 'CARD_GPU_NVLINK_RECEIVE', unit: 'MiB/s, per card', route: 'CloudMonitor card' }] },
+  },
+  {
+    name: 'GPU_NVLINK_TRANSMIT_RATE',
+    unit: 'BYTES_PER_SECOND',
+    finestScope: 'GPU',
+    description: 'Bytes per second the GPU sent over NVLink',
+    raw: { PAI_DLC: [{ name: 'CARD_GPU_NVLINK_TRANSMIT', unit: 'MiB/s, per card', route: 'CloudMonitor card' }] },
+  },
+  {
+    name: 'GPU_PCIE_RECEIVE_RATE',
+    unit: 'BYTES_PER_SECOND',
+    finestScope: 'GPU',
+    description: 'Bytes per second the GPU received over PCIe',
+    raw: { PAI_DLC: [{ name: 'CARD_GPU_PCIE_RECEIVE', unit: 'MiB/s, per card', route: 'CloudMonitor card' }] },
+  },
+  {
+    name: 'GPU_PCIE_TRANSMIT_RATE',
+    unit: 'BYTES_PER_SECOND',
+    finestScope: 'GPU',
+    description: 'Bytes per second the GPU sent over PCIe',
+    raw: { PAI_DLC: [{ name: 'CARD_GPU_PCIE_TRANSMIT', unit: 'MiB/s, per card', route: 'CloudMonitor card' }] },
+  },
+  {
+    name: 'GPU_TENSOR_FLOPS',
+    unit: 'FLOPS',
+    finestScope: 'GPU',
+    description:
+      "Floating-point operations per second the GPU's tensor pipes performed, as the hardware counters measure them (not the model FLOPs a framework reports)",
+    raw: { PAI_DLC: [{ name: 'CARD_GPU_TENSORTFLOPS_USED', unit: 'TFLOP/s, per card (unit our reading of the name)', route: 'CloudMonitor card' }] },
   },
 ];
 

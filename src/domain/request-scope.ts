@@ -17,6 +17,12 @@ export interface RequestScope {
    * follows the signal).
    */
   trackRead?(read: CancellableRead): void;
+  /**
+   * When (epoch ms) a field waiting on a platform stops waiting and fails alone with
+   * UPSTREAM_TIMEOUT: set before the operation's execution time-out, so one slow platform never
+   * erases the whole answer. The fetch itself goes on and fills the cache. Undefined: no deadline.
+   */
+  deadline?: number;
 }
 
 /**
@@ -67,6 +73,7 @@ export class OperationScope implements RequestScope {
   private onClose: (() => void) | null = null;
   /** Store reads issued for it while it runs. */
   private reads: CancellableRead[] | null = null;
+  deadline?: number;
 
   constructor(
     readonly tenant: string | null,
@@ -181,8 +188,11 @@ export class SharedWork<T> {
     return this.controller.signal.aborted;
   }
 
-  /** The result for a caller (undefined: background work): its own abandonment ends its wait (and may cancel the work). */
-  join(caller: RequestScope | undefined): Promise<T> {
+  /**
+   * The result for a caller (undefined: background work): its own abandonment ends its wait (and
+   * may cancel the work); its deadline ends its wait with `late()` and leaves the work running.
+   */
+  join(caller: RequestScope | undefined, late?: () => Error): Promise<T> {
     const signal = caller?.signal;
     if (!signal) {
       this.background = true;
@@ -192,13 +202,18 @@ export class SharedWork<T> {
     this.requests++;
     return new Promise<T>((resolve, reject) => {
       let done = false;
+      let timer: NodeJS.Timeout | undefined;
       const finish = () => {
         if (done) return false;
         done = true;
         this.requests--;
+        clearTimeout(timer);
         signal.removeEventListener('abort', leave);
         return true;
       };
+      if (late && caller?.deadline !== undefined) {
+        timer = setTimeout(() => finish() && reject(late()), Math.max(0, caller.deadline - Date.now()));
+      }
       const leave = () => {
         if (!finish()) return;
         if (this.requests === 0 && !this.background) this.controller.abort(signal.reason);

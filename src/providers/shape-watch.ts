@@ -32,3 +32,34 @@ export function reportShapeMismatch(mismatch: ShapeMismatch): void {
     }
   }
 }
+
+/** An hour: the shortest busy span over which a percent series never above 1.0 is called suspect. */
+export const FRACTION_SCALE_SPAN_MS = 3_600_000;
+
+/**
+ * Whether values read as percent (0..100) look like another scale: a value above 100, or, while the
+ * platform says the job is busy, an hour or more of values never above 1.0 though not all zero (a
+ * 0..1 fraction read as percent shows as at most 1%). Returns what was seen, or null.
+ */
+export function percentScaleProblem(points: readonly { ms: number; value: number | null }[], busy: boolean): string | null {
+  const over = points.filter((p) => p.value !== null && p.value > 100).length;
+  if (over > 0) return `${over} value(s) over 100`;
+  return fractionScaleProblem(points, busy);
+}
+
+/** The second half of percentScaleProblem alone: a busy hour or more never above 1.0, not all zero. */
+export function fractionScaleProblem(points: readonly { ms: number; value: number | null }[], busy: boolean): string | null {
+  let max = Number.NEGATIVE_INFINITY;
+  let first = Number.POSITIVE_INFINITY;
+  let last = Number.NEGATIVE_INFINITY;
+  for (const p of points) {
+    if (p.value === null) continue;
+    max = Math.max(max, p.value);
+    first = Math.min(first, p.ms);
+    last = Math.max(last, p.ms);
+  }
+  if (busy && max > 0 && max <= 1 && last - first >= FRACTION_SCALE_SPAN_MS) {
+    return `never above ${max} over ${Math.round((last - first) / 60_000)} min while busy: a 0..1 scale read as percent?`;
+  }
+  return null;
+}

@@ -3,7 +3,7 @@
 // Finished jobs' fetched ranges are final and never refetched; running jobs' expire after a TTL.
 // When upstream fails, cached data is served as stale with the error; with no cache, it throws.
 import { SharedWork, type RequestScope } from '../domain/request-scope.js';
-import { DomainError } from '../domain/errors.js';
+import { DomainError, UpstreamError } from '../domain/errors.js';
 import { jobGlobalId, parseGlobalId, type ParsedId } from '../domain/ids.js';
 import {
   TERMINAL_STATUSES,
@@ -235,9 +235,13 @@ export class ReadThrough {
    * call aborted) when every request waiting on it has been abandoned, and a later caller then
    * starts a new one; a background caller (live poller) keeps it going.
    */
-  private once<T>(key: string, scope: RequestScope | undefined, work: (shared: RequestScope) => Promise<T>): Promise<T> {
+  private once<T>(key: string, providerId: string, scope: RequestScope | undefined, work: (shared: RequestScope) => Promise<T>): Promise<T> {
+    const late = () =>
+      new UpstreamError('UPSTREAM_TIMEOUT', providerId, 'no answer before the request deadline; the fetch goes on and fills the cache, ask again', {
+        retryAfterSeconds: 1,
+      });
     const existing = this.inflight.get(key) as SharedWork<T> | undefined;
-    if (existing && !existing.cancelled) return existing.join(scope);
+    if (existing && !existing.cancelled) return existing.join(scope, late);
     const shared = new SharedWork(scope, work);
     this.inflight.set(key, shared);
     void shared.promise
@@ -245,7 +249,7 @@ export class ReadThrough {
       .finally(() => {
         if (this.inflight.get(key) === shared) this.inflight.delete(key);
       });
-    return shared.join(scope);
+    return shared.join(scope, late);
   }
 
   // ---- provider-wide job lists --------------------------------------------------------------
@@ -308,7 +312,7 @@ export class ReadThrough {
    * new since an earlier sync, are claimed atomically and told to the status listeners.
    */
   syncJobListNow(providerId: string, scope?: RequestScope): Promise<Date> {
-    return this.once(`jobs:${providerId}`, scope, async (shared) => {
+    return this.once(`jobs:${providerId}`, providerId, scope, async (shared) => {
       const at = this.now();
       try {
         const [previous] = await this.repo.within(shared).providerSyncs([providerId], 'jobs');
@@ -399,7 +403,7 @@ export class ReadThrough {
     if (cached instanceof Error) throw cached;
     if (!cached) throw new DomainError('NOT_FOUND', `no job with id "${jobId}"`);
     const projects = await this.projectExternalIds([cached], scope);
-    const detail = await this.once(`detail:${cached.id}`, scope, (shared) =>
+    const detail = await this.once(`detail:${cached.id}`, cached.providerId, scope, (shared) =>
       this.providers.call(
         cached.providerId,
         (a, sig) => a.getJob({ externalId: cached.externalId, projectExternalId: projects.get(cached.projectId) ?? '' }, sig),
@@ -453,7 +457,7 @@ export class ReadThrough {
       const found = await Promise.all(
         missing.map(async (p) => {
           try {
-            const detail = await this.once(`job:${p.providerId}:${p.key}`, opts.scope, (shared) =>
+            const detail = await this.once(`job:${p.providerId}:${p.key}`, p.providerId, opts.scope, (shared) =>
               this.providers.call(p.providerId, (a, signal) => a.getJob({ externalId: p.key, projectExternalId: '' }, signal), shared),
             );
             return { p, detail };
@@ -482,7 +486,55 @@ export class ReadThrough {
         }
       }
     }
+    await this.refreshStaleUnfinished(cached, opts.scope);
     return fullIds.map((id) => cached.get(id) ?? errors.get(id) ?? null);
+  }
+
+  /**
+   * A job cached as unfinished that no list sync has seen for a list TTL, and whose detail is older
+   * than the detail TTL, may have finished since: its detail is read before it is answered, so a
+   * job asked by id does not keep saying RUNNING until some list query runs. A failed read keeps
+   * the cached row (the field is not failed for it).
+   */
+  private async refreshStaleUnfinished(cached: Map<string, JobRow>, scope: RequestScope | undefined): Promise<void> {
+    const nowMs = this.clock();
+    const stale = [...cached.values()].filter(
+      (j) =>
+        !isTerminal(j.status) &&
+        !(j.status === 'UNKNOWN' && j.rawStatus?.startsWith('gone:')) &&
+        this.providers.find(j.providerId) &&
+        nowMs - j.seenAt.getTime() >= this.policy.listTtlMs &&
+        (!j.detailFetchedAt || nowMs - j.detailFetchedAt.getTime() >= this.policy.detailTtlMs),
+    );
+    if (stale.length === 0) return;
+    const projects = await this.projectExternalIds(stale, scope);
+    const at = this.now();
+    const fresh = await Promise.all(
+      stale.map(async (job) => {
+        try {
+          const detail = await this.once(`detail:${job.id}`, job.providerId, scope, (shared) =>
+            this.providers.call(
+              job.providerId,
+              (a, signal) => a.getJob({ externalId: job.externalId, projectExternalId: projects.get(job.projectId) ?? '' }, signal),
+              shared,
+            ),
+          );
+          return { job, detail };
+        } catch {
+          return { job, detail: undefined };
+        }
+      }),
+    );
+    const gone = fresh.filter((f) => f.detail === null).map((f) => f.job);
+    if (gone.length > 0) await this.announceGone(gone, at);
+    for (const [pid, group] of groupBy(
+      fresh.filter((f) => f.detail),
+      (f) => f.job.providerId,
+    )) {
+      const records = group.map((f) => f.detail!);
+      await this.writeJobsAnnouncing(pid, records, false, () => this.repo.upsertJobs(pid, records, at, true));
+    }
+    for (const j of await this.repo.jobsByIds(stale.map((j) => j.id))) cached.set(j.id, j);
   }
 
   private knownUnknown(id: string, nowMs: number): boolean {
@@ -559,7 +611,7 @@ export class ReadThrough {
     const results = await Promise.all(
       due.map(async (job) => {
         try {
-          const detail = await this.once(`detail:${job.id}`, opts.scope, (shared) =>
+          const detail = await this.once(`detail:${job.id}`, job.providerId, opts.scope, (shared) =>
             this.providers.call(
               job.providerId,
               (a, signal) => a.getJob({ externalId: job.externalId, projectExternalId: projects.get(job.projectId) ?? '' }, signal),
@@ -823,7 +875,7 @@ export class ReadThrough {
         const key = `metrics:${w.job.id}:${w.from.getTime()}:${w.to.getTime()}:${w.step}:${[...w.metrics].sort().join(',')}`;
         let fetched: Fetched;
         try {
-          const res = await this.once(key, opts.scope, (shared) =>
+          const res = await this.once(key, w.job.providerId, opts.scope, (shared) =>
             this.providers.call(
               w.job.providerId,
               (a, signal) =>
@@ -1141,7 +1193,7 @@ export class ReadThrough {
     await Promise.all(
       due.map(async (job) => {
         try {
-          const data = await this.once(`${dataset}:${job.id}`, scope, (shared) =>
+          const data = await this.once(`${dataset}:${job.id}`, job.providerId, scope, (shared) =>
             this.providers.call(job.providerId, (adapter, signal) => fetch(jobRef(job, projects.get(job.projectId) ?? ''), signal, adapter), shared),
           );
           fetched.push({ job, data });

@@ -524,7 +524,10 @@ export class Repository {
         on conflict (id) do update set
           project_id = excluded.project_id, name = excluded.name, status = excluded.status, raw_status = excluded.raw_status,
           created_at = excluded.created_at, started_at = coalesce(excluded.started_at, jobs.started_at),
-          finished_at = excluded.finished_at, gpu_type = coalesce(excluded.gpu_type, jobs.gpu_type),
+          -- a list that does not know a finished job's end (Runicorn's viewer) keeps the one the detail gave
+          finished_at = case when excluded.finished_at is null and excluded.status in ('SUCCEEDED', 'FAILED', 'STOPPED')
+                             then jobs.finished_at else excluded.finished_at end,
+          gpu_type = coalesce(excluded.gpu_type, jobs.gpu_type),
           -- a list that does not know the GPU total must not erase one learned from the topology
           gpu_count = coalesce(excluded.gpu_count, jobs.gpu_count),
           accelerator_kind = coalesce(excluded.accelerator_kind, jobs.accelerator_kind),
@@ -756,6 +759,8 @@ export class Repository {
       sql`update jobs set status = 'UNKNOWN', raw_status = x.raw, detail_fetched_at = ${at.toISOString()}::timestamptz
           from jsonb_to_recordset(${JSON.stringify(claims)}::jsonb) as x(id text, previous text, raw text), jobs as old
           where jobs.id = x.id and old.id = x.id and jobs.status = x.previous
+            -- a job already marked gone is not gone again (nor announced twice)
+            and coalesce(old.raw_status, '') not like 'gone:%'
           returning jobs.id, old.status as previous`,
     );
     for (const r of rows) changed.set(r.id, r.previous);

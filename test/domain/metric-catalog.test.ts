@@ -41,7 +41,8 @@ describe('metric catalog', () => {
         }
       }
     }
-    expect(rawName('GPU_UTILIZATION', 'PAI_DLC', 'CloudMonitor')).toBe('POD_GPU_UTIL');
+    expect(rawName('GPU_UTILIZATION', 'PAI_DLC', 'CloudMonitor job')).toBe('JOB_GPU_ACCELERATOR_DUTTY_UTIL');
+    expect(rawName('GPU_DRAM_ACTIVE', 'PAI_DLC', 'CloudMonitor card')).toBe('CARD_GPU_DRAM_ACTIVE_UTIL');
     expect(canonicalMetricFor('MODELARTS', 'gpuUtil')).toBe('GPU_UTILIZATION');
     expect(canonicalMetricFor('MODELARTS', 'no such metric')).toBeNull();
   });

@@ -69,6 +69,10 @@ describe('three cloud platforms in one graph', () => {
       }
       if (kind === 'BASETEN') {
         expect(util.every((s: any) => s.scope === 'GPU')).toBe(true);
+      } else if (kind === 'PAI_DLC') {
+        // Pay-as-you-go jobs: pod aggregates (GetJobMetrics); quota and Lingjun jobs: each card
+        // and the job's duty cycle (CloudMonitor's CARD_ and JOB_ names).
+        expect(new Set(util.map((s: any) => s.scope))).toEqual(new Set(['NODE', 'GPU', 'JOB']));
       } else {
         // Node (task / pod) aggregates only: no invented per-GPU series.
         expect(util.every((s: any) => s.scope === 'NODE')).toBe(true);

@@ -1,7 +1,7 @@
 // HTTP to Baseten's management API: the API key header, JSON bodies validated against the wire
 // schemas through the shared requestJson, and Baseten's loosely documented error bodies.
 import type { z } from 'zod';
-import { requireSecret, type BasetenConfig, type SecretSource } from '../../config/index.js';
+import { DEFAULT_PROVIDER_TIMEOUT_SECONDS, requireSecret, type BasetenConfig, type SecretSource } from '../../config/index.js';
 import { requestJson, type ErrorClassifier, type HttpResponse } from '../http-client.js';
 
 /**
@@ -33,7 +33,7 @@ export interface BasetenClient {
 export function createBasetenClient(config: BasetenConfig, secrets: SecretSource): BasetenClient {
   const apiKey = requireSecret(secrets, config.apiKeyEnv, config.id);
   const base = config.baseUrl.replace(/\/+$/, '');
-  const timeoutMs = (config.timeoutSeconds ?? 30) * 1000;
+  const timeoutMs = (config.timeoutSeconds ?? DEFAULT_PROVIDER_TIMEOUT_SECONDS) * 1000;
   const providerId = config.id;
   return {
     providerId,

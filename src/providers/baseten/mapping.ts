@@ -29,8 +29,12 @@ export function mapStatus(raw: string): JobStatus {
   return STATUS[raw] ?? 'UNKNOWN';
 }
 
-/** Statuses in which the job is still waiting for capacity: it has not started. */
-const NOT_STARTED = new Set(['TRAINING_JOB_PENDING', 'TRAINING_JOB_QUEUED']);
+/**
+ * Statuses in which the job has not started: waiting for capacity, or created and being deployed
+ * (its containers are not running yet; issue 38: a creation time there read as a start gave ranFor
+ * hours for jobs that never ran).
+ */
+const NOT_STARTED = new Set(['TRAINING_JOB_PENDING', 'TRAINING_JOB_QUEUED', 'TRAINING_JOB_CREATED', 'TRAINING_JOB_DEPLOYING']);
 const FAILURE_STATUSES = new Set(['FAILED', 'STOPPED']);
 
 export function mapJob(job: WireTrainingJob): JobRecord {

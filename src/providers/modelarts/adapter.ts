@@ -1,6 +1,6 @@
 // The Huawei Cloud ModelArts adapter: training jobs (API v2) of one IAM project, grouped by
 // ModelArts workspace, with per-task running metrics and log previews.
-import { requireSecret, type ModelArtsConfig, type SecretSource } from '../../config/index.js';
+import { DEFAULT_PROVIDER_TIMEOUT_SECONDS, requireSecret, type ModelArtsConfig, type SecretSource } from '../../config/index.js';
 import { DomainError, UpstreamError } from '../../domain/errors.js';
 import type { JobPage, JobRef, LogLineRecord, LogPage, LogRequest, MetricFetchRequest, ProjectRecord, SeriesData, SystemMetric } from '../../domain/types.js';
 import { TERMINAL_STATUSES } from '../../domain/types.js';
@@ -124,7 +124,7 @@ export function createModelArtsAdapter(config: ModelArtsConfig, secrets: SecretS
     providerId,
     baseUrl: config.baseUrl,
     projectId: config.projectId,
-    timeoutMs: (config.timeoutSeconds ?? 30) * 1000,
+    timeoutMs: (config.timeoutSeconds ?? DEFAULT_PROVIDER_TIMEOUT_SECONDS) * 1000,
     auth: authFromConfig(config, secrets),
     now,
   });

@@ -5,6 +5,7 @@ import type { AcceleratorKind, JobRecord, JobStatus, NodeRecord, SeriesData, Ser
 import type { MetricsResponse, ModelArtsJob } from './wire.js';
 
 export { jobSchema, logPreviewSchema, metricsResponseSchema, searchResponseSchema, type MetricsResponse, type ModelArtsJob } from './wire.js';
+import { fractionScaleProblem } from '../shape-watch.js';
 import { epochMillisToDate, finiteOrNull, parseSizeToBytes, percentToRatio } from '../../domain/units.js';
 
 const STATUS_BY_PHASE: Record<string, JobStatus> = {
@@ -251,6 +252,15 @@ export function mapTaskMetrics(body: MetricsResponse, task: string, wanted: Read
     });
     // All -1 (no such device, or not started in this window): nothing to report, and no empty series.
     if (points.length === 0) continue;
+    // The check above fires only over 100: a 0..1 scale would pass it. A running job's accelerator
+    // utilization never above 1 (1%) over an hour or more says the values are fractions after all.
+    if ((name === 'GPU_UTILIZATION' || name === 'NPU_UTILIZATION') && align.finishedAt === null && startMs !== null) {
+      const fraction = fractionScaleProblem(
+        points.map((p) => ({ ms: p.timestamp!.getTime(), value: p.value === null ? null : p.value * 100 })),
+        true,
+      );
+      if (fraction) contradictions.push({ assumption: 'modelarts.metrics-fraction-scale', detail: `task ${task} ${rawName}: ${fraction}` });
+    }
     series.push({
       kind: 'system',
       name,

@@ -16,11 +16,15 @@ import {
   type SystemMetric,
 } from '../../domain/types.js';
 import type { JobDetailResult, ProviderAdapter, SystemMetricsResult } from '../provider.js';
-import { reportShapeMismatch } from '../shape-watch.js';
+import { percentScaleProblem, reportShapeMismatch } from '../shape-watch.js';
 import { createPaiDlcClient } from './client.js';
+import { metricDefinition } from '../../domain/metric-catalog.js';
 import {
-  CMS_METRIC_NAMES,
+  CARD_KEYS,
   CMS_NAMESPACE,
+  CMS_QUERIES,
+  type CmsQuery,
+  type CmsSeriesKey,
   cmsPeriodFor,
   cmsPointOf,
   ecsSpecsNeeded,
@@ -31,6 +35,8 @@ import {
   mapStatus,
   METRIC_TYPES,
   metricsRouteOf,
+  PAI_DLC_METRICS,
+  RATE_CEILING_MB_S,
 } from './mapping.js';
 import { percentEncode } from './signer.js';
 import {
@@ -41,6 +47,7 @@ import {
   listEcsSpecsResponse,
   listJobsResponse,
   podLogsResponse,
+  type WireCmsDataPoint,
   type WireCmsMetrics,
   type WireEcsSpec,
   type WireJob,
@@ -159,6 +166,17 @@ export function createPaiDlcAdapter(config: PaiDlcConfig, secrets: SecretSource)
           },
           jobMetricsResponse,
         );
+        const mapping = METRIC_TYPES.get(metric)!;
+        if (mapping.unit === 'MB/s') {
+          const over = (body.PodMetrics ?? []).flatMap((pm) => pm.Metrics ?? []).filter((m) => Number(m.Value) > RATE_CEILING_MB_S).length;
+          if (over > 0) {
+            reportShapeMismatch({
+              providerId,
+              assumption: 'pai-dlc.getjobmetrics.rate-unit',
+              detail: `${mapping.metricType} of job ${job.JobId}: ${over} value(s) over ${RATE_CEILING_MB_S} read as MB/s (bytes/s after all?)`,
+            });
+          }
+        }
         return { metric, series: mapMetricSeries(metric, body, timeStep) };
       }),
     );
@@ -166,17 +184,41 @@ export function createPaiDlcAdapter(config: PaiDlcConfig, secrets: SecretSource)
   }
 
   /**
-   * All points of one metric for the given pods from GetMetrics, following NextToken to the end.
-   * One call asks for every pod (Dimensions is a JSON array of dimension objects, the SDK model's
-   * example); points are told apart by the `pod` key CloudMonitor echoes from the dimensions (our
-   * reading, unconfirmed: a point without it is only attributable when a single pod was asked).
+   * The userId dimension. CloudMonitor fills it with the account (main) id, while a job's UserId may
+   * be a RAM sub-user: the configured accountId wins, the job's UserId is the fallback (right for
+   * jobs the main account submitted). Which one was sent is said in each series' meta.
    */
-  async function cmsPoints(job: WireJob, podIds: readonly string[], metric: SystemMetric, request: MetricFetchRequest, period: number, signal: AbortSignal) {
-    const dimensions = JSON.stringify(
-      podIds.map((pod) => ({ jobId: job.JobId, pod, regionId: config.regionId, ...(job.UserId ? { userId: job.UserId } : {}) })),
-    );
-    const byPod = new Map<string, { ms: number; value: number | null }[]>(podIds.map((p) => [p, []]));
+  function userIdOf(job: WireJob): { userId: string | null; from: string } {
+    if (config.accountId) return { userId: config.accountId, from: 'config accountId' };
+    return { userId: job.UserId || null, from: "the job's UserId (a RAM sub-user's jobs need accountId in the config)" };
+  }
+
+  /**
+   * All points of one GetMetrics query, following NextToken to the end. One call asks for the whole
+   * job (JOB_) or for every pod (CARD_: Dimensions is a JSON array of dimension objects, the SDK
+   * model's example). Points are told apart by the `pod` and card keys they echo (our reading,
+   * unconfirmed: a point without them is only attributable when the answer cannot mean another).
+   */
+  async function cmsPoints(
+    job: WireJob,
+    podGpus: ReadonlyMap<string, number | null>,
+    query: CmsQuery,
+    request: MetricFetchRequest,
+    period: number,
+    signal: AbortSignal,
+  ) {
+    const base = {
+      jobId: job.JobId,
+      regionId: config.regionId,
+      ...(userIdOf(job).userId ? { userId: userIdOf(job).userId } : {}),
+      ...(job.WorkspaceId != null && job.WorkspaceId !== '' ? { workspaceId: String(job.WorkspaceId) } : {}),
+    };
+    const podIds = [...podGpus.keys()];
+    const dimensions = JSON.stringify(query.family === 'JOB' ? [base] : podIds.map((pod) => ({ ...base, pod })));
+    /** "pod|card" (or "" for the job) -> points */
+    const byKey = new Map<string, { key: CmsSeriesKey; points: { ms: number; value: number | null }[] }>();
     let token: string | null = null;
+    let unattributed = 0;
     for (let page = 0; page < CMS_MAX_PAGES; page++) {
       const body: WireCmsMetrics = await call(
         {
@@ -184,7 +226,7 @@ export function createPaiDlcAdapter(config: PaiDlcConfig, secrets: SecretSource)
           path: '/api/v1/cms/metrics',
           query: {
             Namespace: CMS_NAMESPACE,
-            MetricName: CMS_METRIC_NAMES.get(metric)!.metricName,
+            MetricName: query.metricName,
             Dimensions: dimensions,
             JobId: job.JobId,
             StartTime: isoSeconds(request.from),
@@ -202,7 +244,7 @@ export function createPaiDlcAdapter(config: PaiDlcConfig, secrets: SecretSource)
         throw new UpstreamError(
           'UPSTREAM_BAD_RESPONSE',
           providerId,
-          `PAI-DLC GetMetrics refused ${CMS_METRIC_NAMES.get(metric)!.metricName}: ${body.Code ?? ''} ${body.Message ?? ''}`.trim(),
+          `PAI-DLC GetMetrics refused ${query.metricName}: ${body.Code ?? ''} ${body.Message ?? ''}`.trim(),
         );
       }
       let decoded: unknown = [];
@@ -216,7 +258,6 @@ export function createPaiDlcAdapter(config: PaiDlcConfig, secrets: SecretSource)
         throw new UpstreamError('UPSTREAM_BAD_RESPONSE', providerId, 'PAI-DLC GetMetrics DataPoints is not a JSON array');
       }
       let unreadable = 0;
-      let unattributed = 0;
       for (const raw of decoded) {
         const parsed = cmsDataPoint.safeParse(raw);
         const point = parsed.success ? cmsPointOf(parsed.data) : null;
@@ -224,13 +265,15 @@ export function createPaiDlcAdapter(config: PaiDlcConfig, secrets: SecretSource)
           unreadable += 1;
           continue;
         }
-        const pod = parsed.data.pod ?? parsed.data.podId ?? (podIds.length === 1 ? podIds[0]! : null);
-        const list = pod ? byPod.get(pod) : undefined;
-        if (!list) {
+        const key = query.family === 'JOB' ? { pod: null, gpuIndex: null, card: null } : cardKeyOf(parsed.data, podGpus);
+        if (!key) {
           unattributed += 1;
           continue;
         }
-        list.push(point);
+        const id = `${key.pod ?? ''}|${key.card ?? ''}`;
+        let entry = byKey.get(id);
+        if (!entry) byKey.set(id, (entry = { key, points: [] }));
+        entry.points.push(point);
       }
       if (unreadable > 0) {
         const keys = decoded[0] && typeof decoded[0] === 'object' ? Object.keys(decoded[0] as object).join(',') : typeof decoded[0];
@@ -240,34 +283,120 @@ export function createPaiDlcAdapter(config: PaiDlcConfig, secrets: SecretSource)
           detail: `${unreadable} point(s) without timestamp/Value; keys seen: ${keys}`,
         });
       }
-      if (unattributed > 0) {
-        reportShapeMismatch({ providerId, assumption: 'pai-dlc.cms.pod-dimension', detail: `${unattributed} point(s) name no pod that was asked for` });
-      }
       token = body.NextToken || null;
-      if (!token) return { byPod, complete: true };
+      if (!token) break;
     }
-    return { byPod, complete: false };
+    if (unattributed > 0) {
+      reportShapeMismatch({
+        providerId,
+        assumption: 'pai-dlc.cms.card-dimension',
+        detail: `${query.metricName}: ${unattributed} point(s) name no pod that was asked for, or no card of a pod with several GPUs`,
+      });
+    }
+    return { entries: [...byKey.values()], complete: token === null, unattributed };
+  }
+
+  /**
+   * The pod and card a CARD_ point belongs to. A card named by a number is that GPU index; any other
+   * card name gets the index of its place among the pod's card names, in order.
+   */
+  function cardKeyOf(p: WireCmsDataPoint, podGpus: ReadonlyMap<string, number | null>): CmsSeriesKey | null {
+    const pods = [...podGpus.keys()];
+    const pod = p.pod ?? p.podId ?? (pods.length === 1 ? pods[0]! : null);
+    if (!pod || !podGpus.has(pod)) return null;
+    const record = p as Record<string, unknown>;
+    const cardKey = CARD_KEYS.find((k) => record[k] !== undefined && record[k] !== null && record[k] !== '');
+    if (!cardKey) return podGpus.get(pod) === 1 ? { pod, gpuIndex: 0, card: null } : null;
+    const card = String(record[cardKey]);
+    return { pod, gpuIndex: /^\d+$/.test(card) ? Number(card) : null, card };
   }
 
   async function cloudMonitorMetrics(job: WireJob, request: MetricFetchRequest, wanted: SystemMetric[], signal: AbortSignal) {
     const period = cmsPeriodFor(request.stepSeconds);
-    const pods = [...new Set((job.Pods ?? []).map((p) => p.PodId).filter((id): id is string => Boolean(id)))];
-    return Promise.all(
-      wanted.map(async (metric) => {
-        if (pods.length === 0) return { metric, series: [] as SeriesData[], complete: true };
-        const { byPod, complete } = await cmsPoints(job, pods, metric, request, period, signal);
-        const series = pods.map((podId) => mapCmsSeries(metric, podId, byPod.get(podId) ?? [], period)).filter((s): s is SeriesData => s !== null);
-        return { metric, series, complete };
+    const podGpus = new Map<string, number | null>(mapNodes(job, ecsSpecCache).map((n) => [n.externalId, n.gpus.length > 0 ? n.gpus.length : null]));
+    const { from: userIdFrom } = userIdOf(job);
+    const queries = CMS_QUERIES.filter((q) => wanted.includes(q.metric));
+    const busy = job.Status === 'Running';
+    const answers = await Promise.all(
+      queries.map(async (query) => {
+        if (query.family === 'CARD' && podGpus.size === 0) return { query, series: [] as SeriesData[], complete: true, fingerprint: '' };
+        const { entries, complete } = await cmsPoints(job, podGpus, query, request, period, signal);
+        const series: SeriesData[] = [];
+        // Cards named otherwise than by number are indexed by their order within the pod.
+        const named = new Map<string, string[]>();
+        for (const e of entries)
+          if (e.key.pod && e.key.card !== null && e.key.gpuIndex === null) named.set(e.key.pod, [...(named.get(e.key.pod) ?? []), e.key.card].sort());
+        for (const e of entries) {
+          const key = e.key.gpuIndex === null && e.key.pod && e.key.card !== null ? { ...e.key, gpuIndex: named.get(e.key.pod)!.indexOf(e.key.card) } : e.key;
+          const gpus = key.pod ? podGpus.get(key.pod) : null;
+          if (gpus != null && key.gpuIndex !== null && key.gpuIndex >= gpus) {
+            reportShapeMismatch({
+              providerId,
+              assumption: 'pai-dlc.cms.card-count',
+              detail: `${query.metricName}: pod ${key.pod} card ${key.card} beyond its ${gpus} GPU(s)`,
+            });
+          }
+          checkRawValues(query, e.points, busy, job.JobId);
+          const s = mapCmsSeries(query, key, e.points, period, { userIdFrom });
+          if (s) series.push(s);
+        }
+        const fingerprint = entries
+          .map((e) => `${e.key.pod ?? ''}|${e.key.card ?? ''}:${e.points.map((p) => `${p.ms}=${p.value}`).join(',')}`)
+          .sort()
+          .join(';');
+        return { query, series, complete, fingerprint };
       }),
     );
+    // MetricName is "not in use" per the SDK models, "required" per the operation text: if the API
+    // ignored it, every name would answer the same points. Two names answering identical, non-trivial
+    // points are reported and neither is taken as its metric.
+    const suspect = new Set<CmsQuery>();
+    for (let i = 0; i < answers.length; i++) {
+      for (let j = i + 1; j < answers.length; j++) {
+        const a = answers[i]!;
+        const b = answers[j]!;
+        const points = a.series.reduce((n, s) => n + s.points.length, 0);
+        const nonZero = a.series.some((s) => s.points.some((p) => p.value !== null && p.value !== 0));
+        if (a.query.metricName !== b.query.metricName && points >= 3 && nonZero && a.fingerprint === b.fingerprint) {
+          reportShapeMismatch({
+            providerId,
+            assumption: 'pai-dlc.cms.metricname-ignored',
+            detail: `${a.query.metricName} and ${b.query.metricName} answered the same ${points} points for job ${job.JobId}`,
+          });
+          suspect.add(a.query).add(b.query);
+        }
+      }
+    }
+    return answers.map((a) =>
+      suspect.has(a.query)
+        ? { metric: a.query.metric, series: [] as SeriesData[], complete: false }
+        : { metric: a.query.metric, series: a.series, complete: a.complete },
+    );
+  }
+
+  /** Raw values out of their unit's plausible range are reported (the unit reading would be wrong). */
+  function checkRawValues(query: CmsQuery, points: readonly { ms: number; value: number | null }[], busy: boolean, jobId: string) {
+    if (query.conversion === 'percent') {
+      const problem = percentScaleProblem(points, busy);
+      if (problem) reportShapeMismatch({ providerId, assumption: 'pai-dlc.cms.percent-scale', detail: `${query.metricName} of job ${jobId}: ${problem}` });
+      return;
+    }
+    const over = points.filter((p) => p.value !== null && p.value > query.ceiling).length;
+    if (over > 0) {
+      reportShapeMismatch({
+        providerId,
+        assumption: `pai-dlc.cms.${query.conversion === 'MiB/s' ? 'rate' : 'tflops'}-unit`,
+        detail: `${query.metricName} of job ${jobId}: ${over} value(s) over ${query.ceiling} ${query.conversion}`,
+      });
+    }
   }
 
   const adapter: ProviderAdapter = {
     id: providerId,
     kind: 'PAI_DLC',
     capabilities: {
-      systemMetrics: [...METRIC_TYPES.keys()],
-      perGpuSeries: false,
+      systemMetrics: PAI_DLC_METRICS,
+      perGpuSeries: true,
       trainingMetrics: false,
       progress: false,
       logs: true,
@@ -327,33 +456,42 @@ export function createPaiDlcAdapter(config: PaiDlcConfig, secrets: SecretSource)
     async fetchSystemMetrics(ref: JobRef, request: MetricFetchRequest, signal): Promise<SystemMetricsResult> {
       const job = await visibleJob(ref.externalId, signal);
       if (!job) throw new UpstreamError('UPSTREAM_NOT_FOUND', providerId, `PAI-DLC job ${ref.externalId} does not exist`);
-      const wanted = request.metrics.filter((m): m is SystemMetric => METRIC_TYPES.has(m));
       const route = metricsRouteOf(job);
+      const offered = route === 'GetJobMetrics' ? new Set(METRIC_TYPES.keys()) : new Set(CMS_QUERIES.map((q) => q.metric));
+      const wanted = request.metrics.filter((m): m is SystemMetric => offered.has(m));
       const answers =
         route === 'GetJobMetrics'
           ? (await legacyMetrics(job, request, wanted, signal)).map((a) => ({ ...a, complete: true }))
           : await cloudMonitorMetrics(job, request, wanted, signal);
       const running = !TERMINAL_STATUSES.has(mapStatus(job.Status));
       const podsStarted = (job.Pods ?? []).some((p) => p.GmtStartTime);
-      const covered: SystemMetric[] = [];
+      const hasGpus = (mapJob(job, ecsSpecCache, ctx).gpuCount ?? 0) > 0;
+      const routeName = route === 'GetJobMetrics' ? 'getjobmetrics' : 'cms';
+      // A metric this job's route has no name for has nothing more to give: complete, and empty.
+      const covered: SystemMetric[] = request.metrics.filter((m) => PAI_DLC_METRICS.includes(m) && !offered.has(m));
+      const seen = new Map<SystemMetric, { hasPoints: boolean; complete: boolean }>();
       for (const a of answers) {
-        if (!a.complete) continue;
-        const hasPoints = a.series.some((s) => s.points.length > 0);
+        const prev = seen.get(a.metric) ?? { hasPoints: false, complete: true };
+        seen.set(a.metric, { hasPoints: prev.hasPoints || a.series.some((s) => s.points.length > 0), complete: prev.complete && a.complete });
+      }
+      for (const [metric, { hasPoints, complete }] of seen) {
+        if (!complete) continue;
+        const gpuOnly = metricDefinition(metric).finestScope === 'GPU';
+        const expected = podsStarted && (!gpuOnly || hasGpus);
         // An empty answer while the job runs is not "no data": monitoring may lag, or this route
         // may not serve the job. It is left uncovered so the next question asks again.
         if (!hasPoints && running) {
-          const gpuOnly = a.metric === 'GPU_UTILIZATION' || a.metric === 'GPU_MEMORY_UTILIZATION';
-          const hasGpus = (mapJob(job, ecsSpecCache, ctx).gpuCount ?? 0) > 0;
-          if (podsStarted && (!gpuOnly || hasGpus) && job.Status === 'Running') {
-            reportShapeMismatch({
-              providerId,
-              assumption: `pai-dlc.${route === 'GetJobMetrics' ? 'getjobmetrics' : 'cms'}.empty-while-running`,
-              detail: `${a.metric} of running job ${job.JobId}`,
-            });
+          if (expected && job.Status === 'Running') {
+            reportShapeMismatch({ providerId, assumption: `pai-dlc.${routeName}.empty-while-running`, detail: `${metric} of running job ${job.JobId}` });
           }
           continue;
         }
-        covered.push(a.metric);
+        // A finished job's empty answer is final, but for a job that ran inside the window asked and
+        // within CloudMonitor's retention it says a name, a dimension or a route is wrong.
+        if (!hasPoints && expected && ranWithin(job, request)) {
+          reportShapeMismatch({ providerId, assumption: `pai-dlc.${routeName}.empty-after-finish`, detail: `${metric} of finished job ${job.JobId}` });
+        }
+        covered.push(metric);
       }
       return {
         series: answers.flatMap((a) => a.series),
@@ -464,6 +602,20 @@ export function createPaiDlcAdapter(config: PaiDlcConfig, secrets: SecretSource)
     },
   };
   return adapter;
+}
+
+/**
+ * CloudMonitor keeps metric data for 30 days by default (our reading for acs_pai_dlc, unconfirmed):
+ * an empty answer for a job that ran at least two periods inside the window asked, and finished
+ * within that retention, is unexpected.
+ */
+const CMS_RETENTION_MS = 30 * 86_400_000;
+function ranWithin(job: WireJob, request: MetricFetchRequest): boolean {
+  const started = Date.parse(job.GmtRunningTime ?? '');
+  const finished = Date.parse(job.GmtFinishTime || job.GmtSuccessedTime || job.GmtFailedTime || job.GmtStoppedTime || '');
+  if (Number.isNaN(started) || Number.isNaN(finished) || Date.now() - finished > CMS_RETENTION_MS) return false;
+  const overlap = Math.min(finished, request.to.getTime()) - Math.max(started, request.from.getTime());
+  return overlap >= 2 * Math.max(60_000, request.stepSeconds * 1000);
 }
 
 function secondsOf(iso: string | null | undefined): number | null {

@@ -1,7 +1,7 @@
 // HTTP to PAI-DLC: V3-signed ROA requests (signer.ts), Alibaba's error bodies read into typed
 // UpstreamErrors, throttling hints, and JSON validated against the wire schemas.
 import type { z } from 'zod';
-import { requireSecret, type PaiDlcConfig, type SecretSource } from '../../config/index.js';
+import { DEFAULT_PROVIDER_TIMEOUT_SECONDS, requireSecret, type PaiDlcConfig, type SecretSource } from '../../config/index.js';
 import { requestJson, type ErrorClassifier } from '../http-client.js';
 import { canonicalQueryString, signedHeadersFor, type Acs3Credentials } from './signer.js';
 import { errorBody } from './wire.js';
@@ -66,7 +66,7 @@ export function createPaiDlcClient(config: PaiDlcConfig, secrets: SecretSource):
   };
   const base = new URL(config.baseUrl);
   const basePath = base.pathname.replace(/\/+$/, '');
-  const timeoutMs = (config.timeoutSeconds ?? 30) * 1000;
+  const timeoutMs = (config.timeoutSeconds ?? DEFAULT_PROVIDER_TIMEOUT_SECONDS) * 1000;
 
   return {
     providerId,

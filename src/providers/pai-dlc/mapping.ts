@@ -7,30 +7,93 @@ import type { WireCmsDataPoint, WireEcsSpec, WireJob, WireJobMetrics, WireJobSpe
 export const PAI_DLC_SOURCE = 'pai-dlc';
 
 /**
- * The metrics PAI-DLC serves, on both routes (GetJobMetrics and CloudMonitor), and whether their
- * values arrive in percent; each route's names come from the metric catalog.
+ * GetJobMetrics' MetricTypes and how their values arrive. `*Usage` read as percent (the doc's
+ * example 23.45). `*Rate`: the DLC page gives no unit; the sibling PAI-Studio API, whose MetricType
+ * names are the same, documents MB/s, so they are read as MB/s = 10^6 bytes/s (our reading,
+ * unconfirmed for DLC). A value above RATE_CEILING_MB_S is reported: no pod moves that much, so
+ * such values would be bytes/s after all.
  */
-const PAI_DLC_METRICS: ReadonlyMap<SystemMetric, boolean> = new Map([
-  ['GPU_UTILIZATION', true],
-  ['GPU_MEMORY_UTILIZATION', true],
-  ['CPU_UTILIZATION', true],
-  ['MEMORY_UTILIZATION', true],
-  ['NETWORK_RECEIVE_RATE', false],
-  ['NETWORK_TRANSMIT_RATE', false],
-  ['DISK_READ_RATE', false],
-  ['DISK_WRITE_RATE', false],
+const GETJOBMETRICS_METRICS: ReadonlyMap<SystemMetric, 'percent' | 'MB/s'> = new Map([
+  ['GPU_UTILIZATION', 'percent'],
+  ['GPU_MEMORY_UTILIZATION', 'percent'],
+  ['CPU_UTILIZATION', 'percent'],
+  ['MEMORY_UTILIZATION', 'percent'],
+  ['NETWORK_RECEIVE_RATE', 'MB/s'],
+  ['NETWORK_TRANSMIT_RATE', 'MB/s'],
+  ['DISK_READ_RATE', 'MB/s'],
+  ['DISK_WRITE_RATE', 'MB/s'],
 ]);
+export const MB = 1_000_000;
+export const MIB = 1_048_576;
+/** 400 GB/s: more than a pod's network or disk carries (3.2 Tbit/s of NICs). */
+export const RATE_CEILING_MB_S = 400_000;
+export const GETJOBMETRICS_RATE_NOTE = 'MB/s as PAI-Studio documents for the same MetricType names (unconfirmed for DLC), converted to bytes/s';
+
+export type CmsConversion = 'percent' | 'MiB/s' | 'TFLOP/s';
 
 /**
- * Canonical metric -> the MetricName CloudMonitor's namespace acs_pai_dlc takes for one pod.
- * UNCONFIRMED: the official SDK only shows `JOB_MEMORY_FREE` as an example and no metric list; these
- * follow its SCOPE_RESOURCE_MEASURE pattern at pod scope. A running job whose pods have run for a
- * while but whose answer is empty is reported as a shape mismatch (a wrong name answers that way).
+ * One GetMetrics (namespace acs_pai_dlc) query: the canonical metric, the MetricName, whether it is
+ * the job-wide (JOB_) or the per-card (CARD_) family, how values arrive, and the largest raw value
+ * that is physically plausible (above it the unit reading is reported as wrong).
+ * Names: JOB_GPU_ACCELERATOR_DUTTY_UTIL and CARD_GPU_DRAM_ACTIVE_UTIL are what real callers send;
+ * the other CARD_ names are the AliyunPaidlc_CARD_GPU_* Prometheus names without the prefix (our
+ * reading, unconfirmed). Scales: "UTIL"/"ACTIVE"/"DUTY_CYCLE" read as percent (unconfirmed; a
+ * value over 100, or a long busy series never above 1, is reported); NVLink/PCIe in MiB/s as the
+ * Prometheus export documents; TENSORTFLOPS_USED in TFLOP/s (our reading of the name).
  */
+export interface CmsQuery {
+  metric: SystemMetric;
+  metricName: string;
+  family: 'JOB' | 'CARD';
+  conversion: CmsConversion;
+  ceiling: number;
+}
+
+const cms = (metric: SystemMetric, family: 'JOB' | 'CARD', conversion: CmsConversion, ceiling: number): CmsQuery => ({
+  metric,
+  metricName: rawName(metric, 'PAI_DLC', family === 'JOB' ? 'CloudMonitor job' : 'CloudMonitor card'),
+  family,
+  conversion,
+  ceiling,
+});
+
+export const CMS_QUERIES: readonly CmsQuery[] = [
+  cms('GPU_UTILIZATION', 'JOB', 'percent', 100),
+  cms('GPU_UTILIZATION', 'CARD', 'percent', 100),
+  cms('GPU_SM_ACTIVE', 'CARD', 'percent', 100),
+  cms('GPU_TENSOR_ACTIVE', 'CARD', 'percent', 100),
+  cms('GPU_DRAM_ACTIVE', 'CARD', 'percent', 100),
+  // NVLink 5 moves 900 GB/s per direction; PCIe 6 x16 128 GB/s per direction (in MiB/s, rounded up).
+  cms('GPU_NVLINK_RECEIVE_RATE', 'CARD', 'MiB/s', 900_000),
+  cms('GPU_NVLINK_TRANSMIT_RATE', 'CARD', 'MiB/s', 900_000),
+  cms('GPU_PCIE_RECEIVE_RATE', 'CARD', 'MiB/s', 125_000),
+  cms('GPU_PCIE_TRANSMIT_RATE', 'CARD', 'MiB/s', 125_000),
+  // The densest tensor throughput of any card shipped (FP4, sparse) stays under 20,000 TFLOP/s.
+  cms('GPU_TENSOR_FLOPS', 'CARD', 'TFLOP/s', 20_000),
+];
+
 export const CMS_NAMESPACE = 'acs_pai_dlc';
-export const CMS_METRIC_NAMES: ReadonlyMap<SystemMetric, { metricName: string; percent: boolean }> = new Map(
-  [...PAI_DLC_METRICS].map(([metric, percent]) => [metric, { metricName: rawName(metric, 'PAI_DLC', 'CloudMonitor'), percent }]),
-);
+
+/** Every metric the adapter can answer on one route or the other. */
+export const PAI_DLC_METRICS: readonly SystemMetric[] = [...new Set([...GETJOBMETRICS_METRICS.keys(), ...CMS_QUERIES.map((q) => q.metric)])];
+
+export function convertCmsValue(conversion: CmsConversion, raw: number): number | null {
+  switch (conversion) {
+    case 'percent':
+      return percentToRatio(raw);
+    case 'MiB/s':
+      return raw * MIB;
+    case 'TFLOP/s':
+      return raw * 1e12;
+  }
+}
+
+/**
+ * The keys a CARD_ point may name its card by. No source shows the key; `gpuId` is our reading
+ * (unconfirmed) and the others are what GPU exporters use. A pod with several GPUs whose points
+ * name no card is reported, never guessed.
+ */
+export const CARD_KEYS = ['gpuId', 'cardId', 'card', 'gpu', 'deviceId', 'minorNumber', 'minor_number', 'gpuIndex'] as const;
 
 /** The statistical periods GetMetrics accepts (official SDK model: 15, 60, 900, 3600 seconds). */
 export const CMS_PERIODS = [15, 60, 900, 3600] as const;
@@ -55,9 +118,9 @@ export function metricsRouteOf(job: WireJob): MetricsRoute {
   return (resourceType === 'ECS' || resourceType === '') && !onQuota ? 'GetJobMetrics' : 'CloudMonitor';
 }
 
-/** Canonical metric -> the MetricType GetJobMetrics takes, and whether values are percent. */
-export const METRIC_TYPES: ReadonlyMap<SystemMetric, { metricType: string; percent: boolean }> = new Map(
-  [...PAI_DLC_METRICS].map(([metric, percent]) => [metric, { metricType: rawName(metric, 'PAI_DLC', 'GetJobMetrics'), percent }]),
+/** Canonical metric -> the MetricType GetJobMetrics takes, and how its values arrive. */
+export const METRIC_TYPES: ReadonlyMap<SystemMetric, { metricType: string; percent: boolean; unit: 'percent' | 'MB/s' }> = new Map(
+  [...GETJOBMETRICS_METRICS].map(([metric, unit]) => [metric, { metricType: rawName(metric, 'PAI_DLC', 'GetJobMetrics'), percent: unit === 'percent', unit }]),
 );
 
 const STATUS_MAP: Record<string, JobStatus> = {
@@ -251,7 +314,8 @@ export function mapMetricSeries(metric: SystemMetric, body: WireJobMetrics, time
     for (const m of podMetric.Metrics ?? []) {
       const ms = finiteOrNull(m.Time);
       if (ms === null || ms <= 0) continue;
-      const value = mapping.percent ? percentToRatio(m.Value) : finiteOrNull(m.Value);
+      const raw = finiteOrNull(m.Value);
+      const value = mapping.percent ? percentToRatio(m.Value) : raw === null ? null : raw * MB;
       points.push({ timestamp: new Date(ms), step: null, value });
     }
     points.sort((a, b) => a.timestamp!.getTime() - b.timestamp!.getTime());
@@ -268,7 +332,7 @@ export function mapMetricSeries(metric: SystemMetric, body: WireJobMetrics, time
       keyedBy: 'time',
       meta: {
         timeStep,
-        ...(mapping.percent ? { convertedFrom: 'percent' } : {}),
+        ...(mapping.percent ? { convertedFrom: 'percent' } : { convertedFrom: 'MB/s', unitNote: GETJOBMETRICS_RATE_NOTE }),
         ...(def.finestScope === 'GPU' ? { aggregation: "one value per pod; how the pod's GPUs are combined is not documented" } : {}),
       },
       points,
@@ -285,29 +349,37 @@ export function cmsPointOf(p: WireCmsDataPoint): { ms: number; value: number | n
   return { ms, value: raw === null ? null : finiteOrNull(raw) };
 }
 
-/** One NODE-scope series for one pod from CloudMonitor's points (already decoded and paged). */
+export interface CmsSeriesKey {
+  /** null for the JOB_ family. */
+  pod: string | null;
+  gpuIndex: number | null;
+  /** The card as the point named it, when it named one. */
+  card: string | null;
+}
+
+/** One series (job scope for JOB_, GPU scope for CARD_) from GetMetrics points already decoded and paged. */
 export function mapCmsSeries(
-  metric: SystemMetric,
-  podId: string,
+  query: CmsQuery,
+  key: CmsSeriesKey,
   points: readonly { ms: number; value: number | null }[],
   periodSeconds: number,
+  meta: Record<string, unknown>,
 ): SeriesData | null {
-  const mapping = CMS_METRIC_NAMES.get(metric)!;
-  const def = metricDefinition(metric);
+  const def = metricDefinition(query.metric);
   if (points.length === 0) return null;
   const byTime = new Map<number, SeriesPoint>();
   for (const p of points) {
-    const value = p.value === null ? null : mapping.percent ? percentToRatio(p.value) : p.value;
+    const value = p.value === null ? null : convertCmsValue(query.conversion, p.value);
     byTime.set(p.ms, { timestamp: new Date(p.ms), step: null, value });
   }
   return {
     kind: 'system',
-    name: metric,
-    rawName: mapping.metricName,
+    name: query.metric,
+    rawName: query.metricName,
     unit: def.unit,
-    scope: 'NODE',
-    nodeExternalId: podId,
-    gpuIndex: null,
+    scope: query.family === 'JOB' ? 'JOB' : 'GPU',
+    nodeExternalId: query.family === 'JOB' ? null : key.pod,
+    gpuIndex: query.family === 'JOB' ? null : key.gpuIndex,
     source: PAI_DLC_SOURCE,
     stage: null,
     keyedBy: 'time',
@@ -315,8 +387,9 @@ export function mapCmsSeries(
       route: 'CloudMonitor GetMetrics',
       namespace: CMS_NAMESPACE,
       periodSeconds,
-      ...(mapping.percent ? { convertedFrom: 'percent' } : {}),
-      ...(def.finestScope === 'GPU' ? { aggregation: "one value per pod; how the pod's GPUs are combined is not documented" } : {}),
+      convertedFrom: query.conversion,
+      ...(key.card !== null && String(key.gpuIndex) !== key.card ? { card: key.card } : {}),
+      ...meta,
     },
     points: [...byTime.values()].sort((a, b) => a.timestamp!.getTime() - b.timestamp!.getTime()),
   };

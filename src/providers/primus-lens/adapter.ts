@@ -2,7 +2,7 @@
 // tenancy unit its UI filters by, so Project = namespace (within the configured cluster, or
 // Lens' default cluster when none is set). Job = top-level workload (uid); Node = a node its pods
 // ran on; training metrics and progress come from the four seed-003 routes.
-import { requireSecret, type PrimusLensConfig, type SecretSource } from '../../config/index.js';
+import { DEFAULT_PROVIDER_TIMEOUT_SECONDS, requireSecret, type PrimusLensConfig, type SecretSource } from '../../config/index.js';
 import { DomainError, UpstreamError } from '../../domain/errors.js';
 import { metricDefinition, rawName } from '../../domain/metric-catalog.js';
 import type {
@@ -79,7 +79,7 @@ export function createPrimusLensAdapter(config: PrimusLensConfig, secrets: Secre
     baseUrl: config.baseUrl,
     cluster: config.cluster,
     headers,
-    timeoutMs: (config.timeoutSeconds ?? 30) * 1000,
+    timeoutMs: (config.timeoutSeconds ?? DEFAULT_PROVIDER_TIMEOUT_SECONDS) * 1000,
   });
 
   const deletedStatuses = new Map<string, JobStatus>();
@@ -346,9 +346,11 @@ export function createPrimusLensAdapter(config: PrimusLensConfig, secrets: Secre
 
       if (wanted.includes('MODEL_FLOPS_PER_GPU')) {
         const flops = trainingFlops(graphs, providerId, job.externalId, step);
-        if (flops) {
+        // Lens returns the TrainingPerformance graph even when it holds no point: an empty graph
+        // says nothing yet (the framework may not have reported), so it does not cover the metric.
+        if (flops && flops.points.length > 0) {
           covered.push('MODEL_FLOPS_PER_GPU');
-          if (flops.points.length > 0) series.push(flops);
+          series.push(flops);
         }
       }
 

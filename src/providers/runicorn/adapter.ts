@@ -1,6 +1,6 @@
 // The Runicorn adapter, in two modes over the same mapping: the viewer's HTTP API (baseUrl) or the
 // storage folder read directly (storageDir). Project = the run's experiment path, Job = a run.
-import type { RunicornConfig, SecretSource } from '../../config/index.js';
+import { DEFAULT_PROVIDER_TIMEOUT_SECONDS, type RunicornConfig, type SecretSource } from '../../config/index.js';
 import { DomainError, UpstreamError } from '../../domain/errors.js';
 import { rawName } from '../../domain/metric-catalog.js';
 import {
@@ -81,7 +81,7 @@ const TELEMETRY_METRICS = Object.keys(TELEMETRY) as SystemMetric[];
 const HOST_SOURCE = 'runicorn:host';
 
 export function createRunicornAdapter(config: RunicornConfig, _secrets: SecretSource): RunicornAdapter {
-  const timeoutMs = (config.timeoutSeconds ?? 30) * 1000;
+  const timeoutMs = (config.timeoutSeconds ?? DEFAULT_PROVIDER_TIMEOUT_SECONDS) * 1000;
   let source: RunicornSource;
   let storage: StorageSource | null = null;
   let viewer: ViewerSource | null = null;
@@ -235,13 +235,16 @@ export function createRunicornAdapter(config: RunicornConfig, _secrets: SecretSo
       if (!Number.isInteger(start) || start < 0) throw new DomainError('BAD_INPUT', `not a Runicorn log cursor: ${request.after}`);
       const end = start + request.limit;
       const follow = !TERMINAL_STATUSES.has(job.status);
-      const slice = await source.logLines(job.externalId, end, follow, signal);
+      // With `since`, lines before it are skipped, not counted: the page holds `limit` lines at or
+      // after it, so every line so far is read (the instants are known only by reading the lines).
+      const since = request.since;
+      const slice = await source.logLines(job.externalId, since ? Number.MAX_SAFE_INTEGER : end, follow, signal);
       if (!slice) throw new UpstreamError('UPSTREAM_NOT_FOUND', config.id, `run ${job.externalId} not found`, { status: 404 });
       const clock = clockFor(job, slice.lines);
       const out: LogLineRecord[] = [];
       const gaps: LogGap[] = [];
       let cursor = start;
-      for (let i = start; i < slice.lines.length && i < end; i++) {
+      for (let i = start; i < slice.lines.length && (since ? out.length < request.limit : i < end); i++) {
         cursor = i + 1;
         const message = slice.lines[i];
         if (message === null || message === undefined) {
@@ -249,7 +252,7 @@ export function createRunicornAdapter(config: RunicornConfig, _secrets: SecretSo
           continue;
         }
         const timestamp = clock.at(i);
-        if (request.since && timestamp && timestamp < request.since) continue;
+        if (since && timestamp && timestamp < since) continue;
         out.push({ timestamp, message, node: null, level: null, cursor: String(i + 1) });
       }
       return { lines: out, nextCursor: cursor > 0 ? String(cursor) : request.after, ...(gaps.length > 0 ? { gaps } : {}) };

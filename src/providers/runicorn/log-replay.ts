@@ -26,6 +26,13 @@ export interface LogReplayOptions {
    * of the replay: the viewer streams a local file, so gaps inside a replay are far shorter.
    */
   replayIdleMs?: number;
+  /**
+   * The same pause for a running run. Its log may grow every second, so a second of silence may
+   * never come; but the viewer tails by polling logs.txt no more often than every 200 ms, while a
+   * replay streams the file back to back. A pause shorter than the fastest poll therefore ends the
+   * replay of a running run even when it writes many lines a second.
+   */
+  tailReplayIdleMs?: number;
   /** A followed (running) run's socket is closed after this long without a read. */
   followIdleMs?: number;
   /** Finished runs whose lines stay cached. */
@@ -143,6 +150,7 @@ class Replay {
    * poll) and the replay goes on if frames came.
    */
   private armReplayTimer(): void {
+    const idleMs = this.follow ? this.opts.tailReplayIdleMs : this.opts.replayIdleMs;
     this.lastFrameAt = Date.now();
     this.wake();
     if (this.replayTimer) return;
@@ -151,13 +159,13 @@ class Replay {
       setImmediate(() => {
         if (this.replayDone) return;
         const quietFor = Date.now() - this.lastFrameAt;
-        if (this.received === seen && quietFor >= this.opts.replayIdleMs) {
+        if (this.received === seen && quietFor >= idleMs) {
           this.replayTimer = undefined;
           this.endReplay();
-        } else this.replayTimer = setTimeout(fire, Math.max(1, this.opts.replayIdleMs - quietFor));
+        } else this.replayTimer = setTimeout(fire, Math.max(1, idleMs - quietFor));
       });
     };
-    this.replayTimer = setTimeout(fire, this.opts.replayIdleMs);
+    this.replayTimer = setTimeout(fire, idleMs);
   }
 
   /** The replay went quiet: a finished run's socket is closed, a running run's keeps tailing. */
@@ -231,7 +239,19 @@ export class LogReplays {
   private readonly opts: Required<LogReplayOptions>;
 
   constructor(opts: LogReplayOptions) {
-    this.opts = { replayIdleMs: 1000, followIdleMs: 30_000, maxCachedRuns: 8, ...opts };
+    this.opts = { replayIdleMs: 1000, tailReplayIdleMs: 150, followIdleMs: 30_000, maxCachedRuns: 8, ...opts };
+  }
+
+  /** Whether a read of this finished run would be answered from the lines held, without the viewer. */
+  heldWhole(runId: string): boolean {
+    const r = this.replays.get(runId);
+    return Boolean(r && !r.open && r.connected && r.replayDone && !r.error && !r.notFound);
+  }
+
+  /** Drops what is held of a run (it was deleted). */
+  forget(runId: string): void {
+    const r = this.replays.get(runId);
+    if (r && !r.open) this.replays.delete(runId);
   }
 
   /** Sockets open right now (tests and /metrics read it). */

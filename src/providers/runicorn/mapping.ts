@@ -103,13 +103,45 @@ export function tableToSeries(table: MetricTable, request: TrainingFetchRequest)
     }
     return out;
   }
+  const stageOf = (row: Record<string, unknown>) => (typeof row.stage === 'string' ? row.stage : null);
+  const has = (row: Record<string, unknown>, column: string) => {
+    const value = row[column];
+    return typeof value === 'number' && Number.isFinite(value) && typeof row.global_step === 'number';
+  };
+  // The one stage a metric only ever came in (undefined: several).
+  const onlyStage = new Map<string, string | null>();
+  for (const column of table.columns) {
+    if (COORDINATE_COLUMNS.has(column)) continue;
+    const stages = new Set(table.rows.filter((row) => has(row, column)).map(stageOf));
+    if (stages.size === 1) onlyStage.set(column, [...stages][0]!);
+  }
   for (const column of table.columns) {
     if (COORDINATE_COLUMNS.has(column) || (wanted && !wanted.has(column))) continue;
-    const rows = table.rows.filter((row) => {
-      const value = row[column];
-      return typeof value === 'number' && Number.isFinite(value) && typeof row.global_step === 'number';
-    });
-    const stages = [...new Set(rows.map((row) => (typeof row.stage === 'string' ? row.stage : null)))].sort(stageOrder);
+    const rows = table.rows.filter((row) => has(row, column));
+    const stages = [...new Set(rows.map(stageOf))].sort(stageOrder);
+    // A row that also holds a metric only its own stage ever logged is two events merged (the later
+    // one's stage won): this metric's value there may be another stage's. Without any such row, each
+    // row is one event as far as the answer shows, and its stage is the value's.
+    const merged =
+      stages.length > 1 && rows.some((row) => table.columns.some((x) => x !== column && onlyStage.has(x) && onlyStage.get(x) === stageOf(row) && has(row, x)));
+    if (stages.length > 1 && !merged) {
+      for (const stage of stages) {
+        const series = newSeries(column, stage, {
+          ...viewerMeta([stage]),
+          stageFrom: 'rows',
+          stageNote:
+            "each value in the stage of its viewer row: no row of this metric holds a metric only another stage logs, so no row shows two events merged (storage mode reads each event's own stage)",
+        });
+        for (const row of rows) {
+          if (stageOf(row) !== stage) continue;
+          const timestamp = epochSecondsToDate(row.time);
+          if (!inRange(timestamp, from, to)) continue;
+          series.points.push({ timestamp, step: row.global_step as number, value: row[column] as number });
+        }
+        if (series.points.length > 0) out.push(series);
+      }
+      continue;
+    }
     const series = newSeries(column, stages.length === 1 ? stages[0]! : null, viewerMeta(stages));
     for (const row of rows) {
       const timestamp = epochSecondsToDate(row.time);

@@ -151,7 +151,15 @@ export class ViewerSource implements RunicornSource {
     return body ? { columns: body.columns, rows: body.rows } : null;
   }
 
-  logLines(id: string, need: number, follow: boolean, signal: AbortSignal): Promise<LogSlice | null> {
+  /**
+   * A finished run's log is held after one replay, but the run may be deleted since: before lines
+   * are served from memory, the viewer is asked whether the run still exists (one small GET).
+   */
+  async logLines(id: string, need: number, follow: boolean, signal: AbortSignal): Promise<LogSlice | null> {
+    if (!follow && this.logs.heldWhole(id) && !(await this.get(`/api/runs/${encodeURIComponent(id)}`, runDetail, signal, true))) {
+      this.logs.forget(id);
+      return null;
+    }
     return this.logs.read(id, need, follow, signal);
   }
 

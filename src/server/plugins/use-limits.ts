@@ -35,6 +35,15 @@ const ARMOR_CODES: [RegExp, string][] = [
   [/introspection has been disabled/i, 'INTROSPECTION_DISABLED'],
 ];
 
+/**
+ * How long a field may wait on a platform within one operation: a fifth of the execution time-out
+ * (at most 5 s) is kept for the rest of the answer, so a slow platform fails its own field with
+ * UPSTREAM_TIMEOUT and never turns the whole answer into EXECUTION_TIMEOUT.
+ */
+export function fieldBudgetMs(executionTimeoutMs: number): number {
+  return executionTimeoutMs - Math.min(5_000, executionTimeoutMs / 5);
+}
+
 export function requestError(message: string, code: string, status: number): GraphQLError {
   return new GraphQLError(message, { extensions: { code, http: { status } } });
 }
@@ -476,6 +485,7 @@ export function useLimits(limits: RequestLimits, defaults: CostDefaults): Plugin
         store?: { enter(scope: RequestScope): void };
       };
       const scope = new OperationScope(context.access?.name ?? null, context, clientGoneError);
+      scope.deadline = Date.now() + fieldBudgetMs(limits.executionTimeoutMs);
       context.store?.enter(scope);
       setExecuteFn((a) => {
         const started = performance.now();

@@ -11,6 +11,7 @@ export const startPaiDlcDemo: DemoStarter = async (opts) => {
       name: 'Alibaba Cloud PAI-DLC (simulated)',
       baseUrl: sim.url,
       regionId: sim.regionId,
+      accountId: sim.fleet.accountId,
       accessKeyIdEnv: 'PAI_DLC_DEMO_AK',
       secretAccessKeyEnv: 'PAI_DLC_DEMO_SK',
     },

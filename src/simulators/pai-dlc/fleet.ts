@@ -106,6 +106,11 @@ export interface PaiDlcFleet {
   users: SimUser[];
   /** The user the simulator's credentials belong to (what ShowOwn=true filters on). */
   callerUserId: string;
+  /**
+   * The Alibaba Cloud account (main) id: alice is the account itself, bob a RAM sub-user of it.
+   * CloudMonitor files every job's metrics under this id.
+   */
+  accountId: string;
   ecsSpecs: SimEcsSpec[];
   jobs: SimJob[];
 }
@@ -489,7 +494,7 @@ export function buildFleet(seed: number, anchorMs: number): PaiDlcFleet {
     reason: ['JobSucceeded', 'Job succeeded.'],
   }));
   const jobs = [...TEMPLATES, ...fillers].map((t, i) => buildJob(t, i, seed, anchorMs, workspaces, users));
-  return { workspaces, users, callerUserId: users[0]!.UserId, ecsSpecs: SIM_ECS_SPECS, jobs };
+  return { workspaces, users, callerUserId: users[0]!.UserId, accountId: users[0]!.UserId, ecsSpecs: SIM_ECS_SPECS, jobs };
 }
 
 export const SIM_TIME = { MIN, HOUR, DAY };

@@ -53,34 +53,39 @@ const ACTIONS: Record<string, string> = {
 };
 
 /**
- * CloudMonitor metric names of namespace acs_pai_dlc this simulator serves, at pod scope. The real
- * list is not published with the API (the SDK shows only JOB_MEMORY_FREE); these are the names the
- * fact sheet's reading settles on (unconfirmed), each tied to the GetJobMetrics MetricType whose
- * values it carries.
+ * The GetMetrics names of namespace acs_pai_dlc this simulator serves, and nothing else: the
+ * job-wide duty cycle (JOB_GPU_ACCELERATOR_DUTTY_UTIL, sic) and the per-card GPU family (CARD_GPU_*;
+ * the fact sheet's names, partly our reading). Per-card values: percent 0..100 for the
+ * activity ratios, MiB/s for NVLink/PCIe, TFLOP/s for tensor throughput, each up to `max`.
  */
-const CMS_METRICS: Record<string, string> = {
-  POD_GPU_UTIL: 'GpuCoreUsage',
-  POD_GPU_MEMORY_UTIL: 'GpuMemoryUsage',
-  POD_CPU_UTIL: 'CpuCoreUsage',
-  POD_MEMORY_UTIL: 'MemoryUsage',
-  POD_NETWORK_RX_RATE: 'NetworkInputRate',
-  POD_NETWORK_TX_RATE: 'NetworkOutputRate',
-  POD_DISK_READ_RATE: 'DiskReadRate',
-  POD_DISK_WRITE_RATE: 'DiskWriteRate',
+const CMS_METRICS: Record<string, { family: 'JOB' | 'CARD'; max: number; floor: number }> = {
+  JOB_GPU_ACCELERATOR_DUTTY_UTIL: { family: 'JOB', max: 100, floor: 0.15 },
+  CARD_GPU_DUTY_CYCLE: { family: 'CARD', max: 100, floor: 0.15 },
+  CARD_GPU_SM_UTIL: { family: 'CARD', max: 100, floor: 0.1 },
+  CARD_GPU_PIP_TENSOR_ACTIVE: { family: 'CARD', max: 100, floor: 0.05 },
+  CARD_GPU_DRAM_ACTIVE_UTIL: { family: 'CARD', max: 100, floor: 0.1 },
+  CARD_GPU_TENSORTFLOPS_USED: { family: 'CARD', max: 250, floor: 0.05 },
+  CARD_GPU_NVLINK_RECEIVE: { family: 'CARD', max: 200_000, floor: 0.02 },
+  CARD_GPU_NVLINK_TRANSMIT: { family: 'CARD', max: 200_000, floor: 0.02 },
+  CARD_GPU_PCIE_RECEIVE: { family: 'CARD', max: 20_000, floor: 0.02 },
+  CARD_GPU_PCIE_TRANSMIT: { family: 'CARD', max: 20_000, floor: 0.02 },
 };
 const CMS_PERIODS = new Set([15, 60, 900, 3600]);
 const CMS_DEFAULT_LENGTH = 1000;
 
-/** MetricType -> how its values look: Usage in percent 0..100, Rate in bytes/s up to `max`. */
+/**
+ * MetricType -> how its values look: Usage in percent 0..100, Rate in MB/s up to `max` (the unit
+ * PAI-Studio documents for the same names; unconfirmed for DLC).
+ */
 const METRIC_TYPES: Record<string, { percent: boolean; max: number; needsGpu: boolean }> = {
   GpuCoreUsage: { percent: true, max: 100, needsGpu: true },
   GpuMemoryUsage: { percent: true, max: 100, needsGpu: true },
   CpuCoreUsage: { percent: true, max: 100, needsGpu: false },
   MemoryUsage: { percent: true, max: 100, needsGpu: false },
-  NetworkInputRate: { percent: false, max: 1.25e9, needsGpu: false },
-  NetworkOutputRate: { percent: false, max: 1.25e9, needsGpu: false },
-  DiskReadRate: { percent: false, max: 5e8, needsGpu: false },
-  DiskWriteRate: { percent: false, max: 2e8, needsGpu: false },
+  NetworkInputRate: { percent: false, max: 1250, needsGpu: false },
+  NetworkOutputRate: { percent: false, max: 1250, needsGpu: false },
+  DiskReadRate: { percent: false, max: 500, needsGpu: false },
+  DiskWriteRate: { percent: false, max: 200, needsGpu: false },
 };
 
 const TERMINAL = new Set(['Succeeded', 'Failed', 'Stopped']);
@@ -327,6 +332,19 @@ export async function startPaiDlcSimulator(opts: PaiDlcSimulatorOptions = {}): P
     return points;
   };
 
+  /** One card's points of a CARD_ metric: each name has its own wave, so no two names answer alike. */
+  const cardSeries = (job: SimJob, pod: SimPod, card: number, metricName: string, fromMs: number, toMs: number, stepMs: number) => {
+    const shape = CMS_METRICS[metricName]!;
+    if (pod.startedMs === null) return [];
+    const podEnd = Math.min(pod.finishedMs ?? now(), now());
+    const first = Math.ceil(Math.max(fromMs, pod.startedMs) / stepMs) * stepMs;
+    const last = Math.min(toMs, podEnd);
+    const seedOf = hashSeed(`${job.JobId}/${pod.PodId}/${card}/${metricName}`);
+    const points: { Time: number; Value: number }[] = [];
+    for (let t = first; t <= last; t += stepMs) points.push({ Time: t, Value: Math.round(wave(seedOf, t, shape.floor, 0.97) * shape.max * 100) / 100 });
+    return points;
+  };
+
   const getJobMetrics = (req: SimRequest): SimResponse => {
     const job = findJob(req.params.jobId!);
     if (!job) return jobNotFound(req.params.jobId!);
@@ -388,8 +406,8 @@ export async function startPaiDlcSimulator(opts: PaiDlcSimulatorOptions = {}): P
     if (q.get('Namespace') !== 'acs_pai_dlc') return invalidParameter('The Namespace is invalid; expected acs_pai_dlc.');
     const metricName = q.get('MetricName');
     if (!metricName) return errorBody(400, 'MissingParameter', 'MetricName is mandatory for this action.');
-    const metricType = CMS_METRICS[metricName];
-    if (!metricType) return invalidParameter(`The MetricName ${metricName} does not exist in namespace acs_pai_dlc.`);
+    const shape = CMS_METRICS[metricName];
+    if (!shape) return invalidParameter(`The MetricName ${metricName} does not exist in namespace acs_pai_dlc.`);
     const period = Number(q.get('Period') ?? '60');
     if (!CMS_PERIODS.has(period)) return invalidParameter('Period must be one of 15, 60, 900, 3600.');
     const length = Number(q.get('Length') ?? String(CMS_DEFAULT_LENGTH));
@@ -410,13 +428,31 @@ export async function startPaiDlcSimulator(opts: PaiDlcSimulatorOptions = {}): P
     const wantedJob = q.get('JobId') ?? (typeof dims[0]?.jobId === 'string' ? (dims[0].jobId as string) : null);
     const job = wantedJob ? findJob(wantedJob) : undefined;
     const points: Record<string, unknown>[] = [];
+    // CloudMonitor files a job's metrics under the account (main) id, not under a RAM sub-user who
+    // submitted it: a userId dimension naming anyone else matches nothing.
+    const userOk = dims.every((d) => d.userId === undefined || d.userId === fleet.accountId);
     // Jobs still on GetJobMetrics (pay-as-you-go, public ECS) are not in CloudMonitor: no points.
-    if (job && !job.metricsViaGetJobMetrics) {
-      const podFilter = new Set(dims.map((d) => d.pod).filter((p): p is string => typeof p === 'string'));
-      for (const pod of job.Pods) {
-        if (podFilter.size > 0 && !podFilter.has(pod.PodId)) continue;
-        for (const p of seriesFor(job, pod, metricType, fromMs, toMs, period * 1000)) {
-          points.push({ timestamp: p.Time, jobId: job.JobId, pod: pod.PodId, regionId, userId: job.user.UserId, Value: p.Value });
+    if (job && !job.metricsViaGetJobMetrics && userOk) {
+      const echo = { jobId: job.JobId, regionId, userId: fleet.accountId, workspaceId: job.workspace.WorkspaceId };
+      const stepMs = period * 1000;
+      if (shape.family === 'JOB') {
+        const cards = job.Pods.flatMap((pod) =>
+          Array.from({ length: pod.gpus }, (_, card) => cardSeries(job, pod, card, 'CARD_GPU_DUTY_CYCLE', fromMs, toMs, stepMs)),
+        );
+        const byTime = new Map<number, number[]>();
+        for (const series of cards) for (const p of series) byTime.set(p.Time, [...(byTime.get(p.Time) ?? []), p.Value]);
+        for (const [t, values] of [...byTime].sort((a, b) => a[0] - b[0])) {
+          points.push({ timestamp: t, ...echo, Value: Math.round((values.reduce((x, y) => x + y, 0) / values.length) * 100) / 100 });
+        }
+      } else {
+        const podFilter = new Set(dims.map((d) => d.pod).filter((p): p is string => typeof p === 'string'));
+        for (const pod of job.Pods) {
+          if (podFilter.size > 0 && !podFilter.has(pod.PodId)) continue;
+          for (let card = 0; card < pod.gpus; card++) {
+            for (const p of cardSeries(job, pod, card, metricName, fromMs, toMs, stepMs)) {
+              points.push({ timestamp: p.Time, ...echo, pod: pod.PodId, gpuId: String(card), Value: p.Value });
+            }
+          }
         }
       }
     }

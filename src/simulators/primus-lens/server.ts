@@ -453,34 +453,32 @@ export async function startPrimusLensSimulator(opts: PrimusLensSimulatorOptions 
             'W',
             perNode((n, t) => nodeGpuPowerWatts(w, n, t)),
           ),
-          // Only for a workload whose log source reports performance; Lens puts "tflops" and
-          // "iteration" in the node-name label of this graph's two series.
-          ...(w.sources.includes('log')
-            ? {
-                TrainingPerformance: graph(
-                  4,
-                  ' ',
-                  [
-                    {
-                      labels: { primus_lens_node_name: 'tflops' },
-                      values: rangeSeries(
-                        range,
-                        (t) => active(t) && currentIteration(w, t * 1000) > 0,
-                        (t) => trainingValue(w, 'log', 'tflops', currentIteration(w, t * 1000)),
-                      ),
-                    },
-                    {
-                      labels: { primus_lens_node_name: 'iteration' },
-                      values: rangeSeries(
-                        range,
-                        (t) => active(t) && currentIteration(w, t * 1000) > 0,
-                        (t) => currentIteration(w, t * 1000),
-                      ),
-                    },
-                  ].filter((x) => x.values.length > 0),
-                ),
-              }
-            : {}),
+          // Lens returns this graph for every workload, with no series where the log source does
+          // not report performance; "tflops" and "iteration" sit in the node-name label of its two series.
+          TrainingPerformance: graph(
+            4,
+            ' ',
+            w.sources.includes('log')
+              ? [
+                  {
+                    labels: { primus_lens_node_name: 'tflops' },
+                    values: rangeSeries(
+                      range,
+                      (t) => active(t) && currentIteration(w, t * 1000) > 0,
+                      (t) => trainingValue(w, 'log', 'tflops', currentIteration(w, t * 1000)),
+                    ),
+                  },
+                  {
+                    labels: { primus_lens_node_name: 'iteration' },
+                    values: rangeSeries(
+                      range,
+                      (t) => active(t) && currentIteration(w, t * 1000) > 0,
+                      (t) => currentIteration(w, t * 1000),
+                    ),
+                  },
+                ].filter((x) => x.values.length > 0)
+              : [],
+          ),
         };
       }),
     },

@@ -52,6 +52,7 @@ describe('Baseten adapter', () => {
     expect(statuses.get('TRAINING_JOB_DEPLOY_FAILED')).toBe('FAILED');
     expect(statuses.get('TRAINING_JOB_STOPPED')).toBe('STOPPED');
     expect(statuses.get('TRAINING_JOB_QUEUED')).toBe('PENDING');
+    expect(statuses.get('TRAINING_JOB_DEPLOYING')).toBe('PENDING');
     for (const j of page.jobs) {
       const truth = sim.fleet.jobs.find((f) => f.id === j.externalId)!;
       expect(j.projectExternalId).toBe(truth.projectId);
@@ -59,8 +60,9 @@ describe('Baseten adapter', () => {
       // The job resource has no finish time: a terminal job's last update is its upper bound.
       if (j.status === 'SUCCEEDED' || j.status === 'FAILED' || j.status === 'STOPPED') expect(j.finishedAt?.getTime()).toBe(truth.updatedAtMs);
       else expect(j.finishedAt).toBeNull();
-      // Waiting for capacity is not having started.
-      if (j.rawStatus === 'TRAINING_JOB_PENDING' || j.rawStatus === 'TRAINING_JOB_QUEUED') expect(j.startedAt).toBeNull();
+      // Waiting for capacity, or being created and deployed, is not having started.
+      if (['TRAINING_JOB_PENDING', 'TRAINING_JOB_QUEUED', 'TRAINING_JOB_CREATED', 'TRAINING_JOB_DEPLOYING'].includes(j.rawStatus!))
+        expect(j.startedAt).toBeNull();
       else expect(j.startedAt?.getTime()).toBe(truth.createdAtMs);
       expect(j.consoleUrl).toBe(`https://app.baseten.co/training/${truth.projectId}/logs/${truth.id}`);
       expect(j.failureReason).toBe(j.status === 'FAILED' || j.status === 'STOPPED' ? truth.errorMessage || null : null);

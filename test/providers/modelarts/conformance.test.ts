@@ -270,6 +270,28 @@ describe('the running code notices when a real answer contradicts an unconfirmed
     expect(seen.every((m) => m.providerId === 'ma-conf' && m.detail.includes(JOB_ID))).toBe(true);
   });
 
+  it('metrics: a running task busy for over an hour whose GPU utilization never exceeds 1.0 (a 0..1 scale read as percent)', async () => {
+    override = {
+      '/metrics/': JSON.stringify({
+        metrics: [
+          { metric: 'cpuUsage', value: Array.from({ length: 70 }, () => 35) },
+          { metric: 'gpuUtil', value: Array.from({ length: 70 }, (_, i) => 0.5 + (i % 4) / 10) },
+        ],
+      }),
+      // The same job, started two hours before the answer.
+      [JOB_ID]: FACT_SHEET_JOB.replaceAll('1740822060000', String(ANSWERED.getTime() - 2 * 3600_000)),
+    };
+    const longRef = { ...ref, startedAt: new Date(ANSWERED.getTime() - 2 * 3600_000) };
+    const seen = await reported(() =>
+      adapter().fetchSystemMetrics(
+        longRef,
+        { from: longRef.startedAt, to: ANSWERED, metrics: ['CPU_UTILIZATION', 'GPU_UTILIZATION'], stepSeconds: 60 },
+        signal,
+      ),
+    );
+    expect([...new Set(seen.map((m) => m.assumption))]).toEqual(['modelarts.metrics-fraction-scale']);
+  });
+
   it("logs: stamps without an offset that are hours after the server's now (written in UTC+8) are not UTC", async () => {
     override = {
       '/logs/preview': JSON.stringify({ content: '2025-03-01 18:14:00,000 - root - INFO - local time in Beijing\n', current_size: 0, full_size: 0 }),

@@ -44,20 +44,22 @@ const window = (hours: number, metrics: MetricFetchRequest['metrics'], stepSecon
 });
 
 describe('metrics route per job', () => {
-  it('a Lingjun quota job reads CloudMonitor GetMetrics, one series per pod with points, and never the legacy route', async () => {
+  it('a Lingjun quota job reads CloudMonitor GetMetrics, one GPU-scope series per pod and card with points, and never the legacy route', async () => {
     const job = byName('llm-pretrain-lingjun');
-    const res = await adapterFor(sim).fetchSystemMetrics(refOf(job), window(1, ['GPU_UTILIZATION']), signal());
+    const res = await adapterFor(sim).fetchSystemMetrics(refOf(job), window(1, ['GPU_DRAM_ACTIVE']), signal());
     expect(sim.count('getJobMetrics')).toBe(0);
-    expect(sim.count('getMetrics')).toBe(1); // one call for all pods
-    expect(res.covered).toEqual(['GPU_UTILIZATION']);
-    expect(res.series.map((s) => s.nodeExternalId).sort()).toEqual(job.Pods.map((p) => p.PodId).sort());
+    expect(res.covered).toEqual(['GPU_DRAM_ACTIVE']);
+    // One query for all pods and cards, paged by 1,000 points.
+    expect(sim.count('getMetrics')).toBe(Math.ceil(res.series.reduce((n, s) => n + s.points.length, 0) / 1000));
+    const cards = job.Pods.flatMap((p) => Array.from({ length: p.gpus }, (_, i) => `${p.PodId}#${i}`)).sort();
+    expect(res.series.map((s) => `${s.nodeExternalId}#${s.gpuIndex}`).sort()).toEqual(cards);
     for (const s of res.series) {
       expect(s).toMatchObject({
-        name: 'GPU_UTILIZATION',
-        rawName: 'POD_GPU_UTIL',
+        name: 'GPU_DRAM_ACTIVE',
+        rawName: 'CARD_GPU_DRAM_ACTIVE_UTIL',
         unit: 'RATIO',
-        scope: 'NODE',
-        meta: { route: 'CloudMonitor GetMetrics', periodSeconds: 60 },
+        scope: 'GPU',
+        meta: { route: 'CloudMonitor GetMetrics', periodSeconds: 60, userIdFrom: 'config accountId' },
       });
       expect(s.points.length).toBeGreaterThanOrEqual(59);
       expect(s.points.every((p) => p.value !== null && p.value > 0 && p.value <= 1)).toBe(true);
@@ -65,14 +67,72 @@ describe('metrics route per job', () => {
     }
   });
 
-  it('a quota job on general resources (bert-finetune) goes to CloudMonitor too; a pay-as-you-go ECS job stays on GetJobMetrics', async () => {
+  it('every GetMetrics name the adapter asks is one the simulator serves, each with its own points, in its unit', async () => {
+    const job = byName('bert-finetune');
+    const metrics = [
+      'GPU_UTILIZATION',
+      'GPU_SM_ACTIVE',
+      'GPU_TENSOR_ACTIVE',
+      'GPU_DRAM_ACTIVE',
+      'GPU_NVLINK_RECEIVE_RATE',
+      'GPU_NVLINK_TRANSMIT_RATE',
+      'GPU_PCIE_RECEIVE_RATE',
+      'GPU_PCIE_TRANSMIT_RATE',
+      'GPU_TENSOR_FLOPS',
+    ] as const;
+    const res = await adapterFor(sim).fetchSystemMetrics(refOf(job), window(1, [...metrics]), signal());
+    expect(mismatches).toEqual([]);
+    expect([...res.covered].sort()).toEqual([...metrics].sort());
+    expect(sim.count('getMetrics')).toBe(10); // GPU_UTILIZATION twice: the job's duty cycle and each card's
+    expect(res.series.find((s) => s.scope === 'JOB')).toMatchObject({ name: 'GPU_UTILIZATION', rawName: 'JOB_GPU_ACCELERATOR_DUTTY_UTIL' });
+    const max = (name: string) => Math.max(...res.series.filter((s) => s.name === name).flatMap((s) => s.points.map((p) => p.value!)));
+    expect(max('GPU_SM_ACTIVE')).toBeLessThanOrEqual(1);
+    expect(max('GPU_NVLINK_RECEIVE_RATE')).toBeGreaterThan(1e9); // MiB/s -> bytes/s
+    expect(max('GPU_PCIE_TRANSMIT_RATE')).toBeLessThan(30e9);
+    expect(max('GPU_TENSOR_FLOPS')).toBeGreaterThan(1e13); // TFLOP/s -> FLOP/s
+  });
+
+  it('the simulator serves the CloudMonitor names and nothing else (POD_GPU_UTIL is refused)', async () => {
+    const job = byName('llm-pretrain-lingjun');
+    const req = rawSigned(sim, {
+      action: 'GetMetrics',
+      path: '/api/v1/cms/metrics',
+      query: { Namespace: 'acs_pai_dlc', MetricName: 'POD_GPU_UTIL', Dimensions: JSON.stringify([{ jobId: job.JobId }]), JobId: job.JobId },
+    });
+    const res = await fetch(req.url, { headers: req.headers });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { Code: string }).Code).toBe('InvalidParameter');
+  });
+
+  it("a RAM sub-user's job: its UserId finds nothing (CloudMonitor files it under the account), noticed; the configured accountId finds it", async () => {
+    const job = byName('bert-finetune');
+    const owner = job.user;
+    job.user = sim.fleet.users[1]!;
+    try {
+      const without = await adapterFor(sim, { accountId: undefined }).fetchSystemMetrics(refOf(job), window(1, ['GPU_DRAM_ACTIVE']), signal());
+      expect(without.series).toEqual([]);
+      expect(without.covered).toEqual([]);
+      expect(mismatches.map((m) => m.assumption)).toContain('pai-dlc.cms.empty-while-running');
+      const withAccount = await adapterFor(sim).fetchSystemMetrics(refOf(job), window(1, ['GPU_DRAM_ACTIVE']), signal());
+      expect(withAccount.series.length).toBeGreaterThan(0);
+      expect(withAccount.series[0]!.meta.userIdFrom).toBe('config accountId');
+    } finally {
+      job.user = owner;
+    }
+  });
+
+  it('a quota job on general resources (bert-finetune) goes to CloudMonitor too; a pay-as-you-go ECS job stays on GetJobMetrics, its rates read as MB/s', async () => {
     const adapter = adapterFor(sim);
-    await adapter.fetchSystemMetrics(refOf(byName('bert-finetune')), window(1, ['CPU_UTILIZATION']), signal());
+    await adapter.fetchSystemMetrics(refOf(byName('bert-finetune')), window(1, ['GPU_SM_ACTIVE']), signal());
     expect([sim.count('getMetrics'), sim.count('getJobMetrics')]).toEqual([1, 0]);
     sim.resetStats();
-    const res = await adapter.fetchSystemMetrics(refOf(byName('resnet-ddp')), window(1, ['CPU_UTILIZATION']), signal());
-    expect([sim.count('getMetrics'), sim.count('getJobMetrics')]).toEqual([0, 1]);
+    const res = await adapter.fetchSystemMetrics(refOf(byName('resnet-ddp')), window(1, ['CPU_UTILIZATION', 'NETWORK_RECEIVE_RATE']), signal());
+    expect([sim.count('getMetrics'), sim.count('getJobMetrics')]).toEqual([0, 2]);
     expect(res.series.every((s) => s.points.length > 0)).toBe(true);
+    const rates = res.series.filter((s) => s.name === 'NETWORK_RECEIVE_RATE').flatMap((s) => s.points.map((p) => p.value!));
+    expect(Math.max(...rates)).toBeGreaterThan(1e8);
+    expect(Math.max(...rates)).toBeLessThanOrEqual(1.25e9);
+    expect(mismatches).toEqual([]);
   });
 
   it('the simulator answers the legacy route for a CloudMonitor job the way the real one does: an empty PodMetrics', async () => {
@@ -87,7 +147,7 @@ describe('metrics route per job', () => {
     const pod = job.Pods[0]!.PodId;
     const query = {
       Namespace: 'acs_pai_dlc',
-      MetricName: 'POD_GPU_UTIL',
+      MetricName: 'CARD_GPU_DUTY_CYCLE',
       Dimensions: JSON.stringify([{ jobId: job.JobId, pod }]),
       Period: '15',
       Length: '1000',
@@ -100,17 +160,17 @@ describe('metrics route per job', () => {
     expect(first.NextToken).toBeTruthy();
     expect(first.Period).toBe('15');
 
-    const res = await adapterFor(sim).fetchSystemMetrics(refOf(job), { ...window(6, ['GPU_UTILIZATION']), stepSeconds: 15 }, signal());
-    const series = res.series.find((s) => s.nodeExternalId === pod)!;
+    const res = await adapterFor(sim).fetchSystemMetrics(refOf(job), { ...window(6, ['GPU_DRAM_ACTIVE']), stepSeconds: 15 }, signal());
+    const series = res.series.find((s) => s.nodeExternalId === pod && s.gpuIndex === 0)!;
     const times = series.points.map((p) => p.timestamp!.getTime());
     expect(new Set(times).size).toBe(times.length);
     expect(times.length).toBeGreaterThan(1400); // 6 h at 15 s for each of the pods: several pages
-    expect(sim.count('getMetrics')).toBeGreaterThanOrEqual((job.Pods.length * 1400) / 1000);
+    expect(sim.count('getMetrics')).toBeGreaterThanOrEqual((job.Pods.length * 8 * 1400) / 1000);
   });
 
   it('an empty answer while the job runs is not recorded as complete, and is reported as a mismatch', async () => {
     sim.inject({ kind: 'empty', route: 'getMetrics' });
-    const res = await adapterFor(sim).fetchSystemMetrics(refOf(byName('llm-pretrain-lingjun')), window(1, ['GPU_UTILIZATION']), signal());
+    const res = await adapterFor(sim).fetchSystemMetrics(refOf(byName('llm-pretrain-lingjun')), window(1, ['GPU_DRAM_ACTIVE']), signal());
     expect(res.series).toEqual([]);
     expect(res.covered).toEqual([]);
     expect(mismatches.map((m) => m.assumption)).toContain('pai-dlc.cms.empty-while-running');
@@ -121,9 +181,21 @@ describe('metrics route per job', () => {
     const job = byName('gpt-crash-reserving');
     const stopped = sim.fleet.jobs.find((j) => j.Status === 'Failed' && j.ResourceId)!;
     const target = stopped ?? job;
-    const res = await adapterFor(sim).fetchSystemMetrics({ ...refOf(target), status: 'FAILED' }, window(1, ['CPU_UTILIZATION']), signal());
+    const res = await adapterFor(sim).fetchSystemMetrics({ ...refOf(target), status: 'FAILED' }, window(1, ['GPU_DRAM_ACTIVE']), signal());
     expect(res.series).toEqual([]);
-    expect(res.covered).toEqual(['CPU_UTILIZATION']);
+    expect(res.covered).toEqual(['GPU_DRAM_ACTIVE']);
+  });
+
+  it("a finished job's empty answer over the hours it ran is noticed (a wrong name or dimension answers so), still recorded complete", async () => {
+    const job = sim.fleet.jobs.find((j) => j.finishedMs !== null && j.runningMs !== null && !j.metricsViaGetJobMetrics && j.Pods.some((p) => p.gpus > 0))!;
+    const ran = { from: new Date(job.runningMs!), to: new Date(job.finishedMs!), metrics: ['GPU_DRAM_ACTIVE' as const], stepSeconds: 60 };
+    const full = await adapterFor(sim).fetchSystemMetrics(refOf(job), ran, signal());
+    expect(full.series.length).toBeGreaterThan(0);
+    expect(mismatches).toEqual([]);
+    sim.inject({ kind: 'empty', route: 'getMetrics' });
+    const res = await adapterFor(sim).fetchSystemMetrics(refOf(job), ran, signal());
+    expect(res.covered).toEqual(['GPU_DRAM_ACTIVE']);
+    expect(mismatches.map((m) => m.assumption)).toContain('pai-dlc.cms.empty-after-finish');
   });
 
   it('DataPoints in an unexpected shape are counted as a mismatch, not read as numbers', async () => {
@@ -139,7 +211,7 @@ describe('metrics route per job', () => {
       return new Response(JSON.stringify(body), { status: 200, headers: { 'content-type': 'application/json' } });
     };
     try {
-      const res = await adapterFor(sim).fetchSystemMetrics(refOf(job), window(1, ['GPU_UTILIZATION']), signal());
+      const res = await adapterFor(sim).fetchSystemMetrics(refOf(job), window(1, ['GPU_DRAM_ACTIVE']), signal());
       expect(res.series).toEqual([]);
       expect(res.covered).toEqual([]);
       expect(mismatches.map((m) => m.assumption)).toContain('pai-dlc.cms.datapoint-shape');

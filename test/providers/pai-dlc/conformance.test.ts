@@ -124,6 +124,9 @@ const SDK_GET_METRICS = JSON.stringify({
   RequestId: '473469C7-AA6F-4DC5-B3DB-A3DC0DE3C83E',
   Success: true,
 });
+// A CARD_ answer: the dimensions echoed (jobId, regionId, userId, workspaceId, pod) and the card
+// (`gpuId`, our reading of its key), two cards of the pod, over two pages.
+const dims = { jobId: 'dlcl1ngjun00001', regionId: 'cn-hangzhou', userId: '1458867964644701', workspaceId: '67890' };
 const CMS_POINTS_PAGE_1 = JSON.stringify({
   Code: '200',
   Success: true,
@@ -131,8 +134,8 @@ const CMS_POINTS_PAGE_1 = JSON.stringify({
   NextToken: 'page-2',
   RequestId: 'r1',
   DataPoints: JSON.stringify([
-    { timestamp: 1740823200000, jobId: 'dlcl1ngjun00001', pod: 'dlcl1ngjun00001-worker-0', Average: 71.5, Maximum: 80, Minimum: 60 },
-    { timestamp: 1740823260000, jobId: 'dlcl1ngjun00001', pod: 'dlcl1ngjun00001-worker-0', Average: 74.25, Maximum: 81, Minimum: 66 },
+    { timestamp: 1740823200000, ...dims, pod: 'dlcl1ngjun00001-worker-0', gpuId: '0', Average: 71.5, Maximum: 80, Minimum: 60 },
+    { timestamp: 1740823260000, ...dims, pod: 'dlcl1ngjun00001-worker-0', gpuId: '0', Average: 74.25, Maximum: 81, Minimum: 66 },
   ]),
 });
 const CMS_POINTS_PAGE_2 = JSON.stringify({
@@ -141,9 +144,50 @@ const CMS_POINTS_PAGE_2 = JSON.stringify({
   Period: '60',
   NextToken: '',
   RequestId: 'r2',
-  DataPoints: JSON.stringify([{ timestamp: 1740823320000, jobId: 'dlcl1ngjun00001', pod: 'dlcl1ngjun00001-worker-0', Average: 0 }]),
+  DataPoints: JSON.stringify([{ timestamp: 1740823320000, ...dims, pod: 'dlcl1ngjun00001-worker-0', gpuId: '3', Average: 0 }]),
 });
-let cmsMode: 'sdk' | 'cms' = 'cms';
+// A JOB_ answer: no pod, no card.
+const CMS_JOB_POINTS = JSON.stringify({
+  Code: '200',
+  Success: true,
+  Period: '60',
+  RequestId: 'r3',
+  DataPoints: JSON.stringify([
+    { timestamp: 1740823200000, ...dims, Value: 55.5 },
+    { timestamp: 1740823260000, ...dims, Value: 60 },
+  ]),
+});
+/** The same points whatever MetricName was asked: what an API ignoring MetricName would send. */
+const CMS_SAME_FOR_ANY_NAME = JSON.stringify({
+  Code: '200',
+  Success: true,
+  Period: '60',
+  RequestId: 'r4',
+  DataPoints: JSON.stringify(
+    [0, 1, 2, 3].map((i) => ({ timestamp: 1740823200000 + i * 60_000, ...dims, pod: 'dlcl1ngjun00001-worker-0', gpuId: '0', Value: 40 + i })),
+  ),
+});
+// GetJobMetrics *Rate answers: 23.45 read as MB/s, and a value only bytes/s could be.
+const RATE_BODY = (value: number) =>
+  JSON.stringify({ JobId: 'dlc1a2b3c4d5e6f', PodMetrics: [{ PodId: 'dlc1a2b3c4d5e6f-worker-0', Metrics: [{ Time: 1740823200000, Value: value }] }] });
+/** A running job's hour on a 0..1 scale where percent was expected. */
+const CMS_FRACTIONS = JSON.stringify({
+  Code: '200',
+  Success: true,
+  Period: '60',
+  RequestId: 'r5',
+  DataPoints: JSON.stringify(
+    Array.from({ length: 61 }, (_, i) => ({
+      timestamp: 1740823200000 + i * 60_000,
+      ...dims,
+      pod: 'dlcl1ngjun00001-worker-0',
+      gpuId: '0',
+      Value: 0.5 + (i % 5) / 20,
+    })),
+  ),
+});
+let cmsMode: 'sdk' | 'cms' | 'same' | 'fraction' = 'cms';
+let rateValue: number | null = null;
 
 const requests: { url: string; action: string }[] = [];
 let server: http.Server;
@@ -155,9 +199,13 @@ beforeAll(async () => {
     const url = new URL(req.url!, 'http://x');
     let body: string;
     if (url.pathname === '/api/v1/cms/metrics') {
-      body = cmsMode === 'sdk' ? SDK_GET_METRICS : url.searchParams.get('NextToken') === 'page-2' ? CMS_POINTS_PAGE_2 : CMS_POINTS_PAGE_1;
+      if (cmsMode === 'sdk') body = SDK_GET_METRICS;
+      else if (cmsMode === 'same') body = CMS_SAME_FOR_ANY_NAME;
+      else if (cmsMode === 'fraction') body = CMS_FRACTIONS;
+      else if (url.searchParams.get('MetricName')!.startsWith('JOB_')) body = CMS_JOB_POINTS;
+      else body = url.searchParams.get('NextToken') === 'page-2' ? CMS_POINTS_PAGE_2 : CMS_POINTS_PAGE_1;
     } else if (url.pathname === '/api/v1/ecsspecs') body = SDK_ECS_SPECS;
-    else if (url.pathname.endsWith('/metrics')) body = SEED_002_BODY;
+    else if (url.pathname.endsWith('/metrics')) body = rateValue === null ? SEED_002_BODY : RATE_BODY(rateValue);
     else if (url.pathname.includes('dlcl1ngjun00001')) body = LINGJUN_JOB;
     else if (url.pathname.includes('dlc-20210126170216')) body = SEED_002_JOB;
     else body = FACT_SHEET_GET_JOB;
@@ -169,11 +217,17 @@ beforeAll(async () => {
 });
 afterAll(() => new Promise<void>((r) => server.close(() => r())));
 
-const adapter = () =>
+const adapter = (accountId?: string) =>
   createPaiDlcAdapter(
-    { id: 'pai-seed', kind: 'PAI_DLC', baseUrl, regionId: 'cn-hangzhou', accessKeyIdEnv: 'AK', secretAccessKeyEnv: 'SK' },
+    { id: 'pai-seed', kind: 'PAI_DLC', baseUrl, regionId: 'cn-hangzhou', accessKeyIdEnv: 'AK', secretAccessKeyEnv: 'SK', ...(accountId ? { accountId } : {}) },
     { AK: 'LTAI5tSeed', SK: 'seed-secret' },
   );
+
+function watch() {
+  const seen: ShapeMismatch[] = [];
+  const stop = onShapeMismatch((m) => seen.push(m));
+  return { seen, stop };
+}
 
 describe('seed 002: GetJobMetrics sample response', () => {
   it('becomes one NODE-scope GPU_MEMORY_UTILIZATION series with the point 23.45 % -> 0.2345 at 2021-03-29T03:15:26.587Z', async () => {
@@ -215,6 +269,40 @@ describe('seed 002: GetJobMetrics sample response', () => {
     expect(series!.points).toHaveLength(1);
     expect(series!.points[0]!.timestamp!.toISOString()).toBe('2021-03-29T03:15:26.587Z');
     expect(series!.points[0]!.value).toBeCloseTo(0.2345, 10);
+  });
+});
+
+describe('GetJobMetrics *Rate values', () => {
+  const ref = { externalId: 'dlc1a2b3c4d5e6f', projectExternalId: '12345', status: 'RUNNING' as const, createdAt: null, startedAt: null, finishedAt: null };
+  const request = {
+    from: new Date('2025-03-01T10:00:00Z'),
+    to: new Date('2025-03-01T11:00:00Z'),
+    metrics: ['NETWORK_RECEIVE_RATE' as const],
+    stepSeconds: 300,
+  };
+
+  it('are read as MB/s (what PAI-Studio documents for the same MetricType names): 23.45 -> 23,450,000 bytes/s, said in meta', async () => {
+    rateValue = 23.45;
+    try {
+      const res = await adapter().fetchSystemMetrics(ref, request, new AbortController().signal);
+      expect(res.series[0]!).toMatchObject({ rawName: 'NetworkInputRate', unit: 'BYTES_PER_SECOND', meta: { convertedFrom: 'MB/s' } });
+      expect(String(res.series[0]!.meta.unitNote)).toContain('PAI-Studio');
+      expect(res.series[0]!.points[0]!.value).toBeCloseTo(23_450_000, 3);
+    } finally {
+      rateValue = null;
+    }
+  });
+
+  it('a value no pod could move in MB/s (bytes/s after all) is reported', async () => {
+    const { seen, stop } = watch();
+    rateValue = 125_000_000; // 1 Gbit/s in bytes/s
+    try {
+      await adapter().fetchSystemMetrics(ref, request, new AbortController().signal);
+      expect(seen.map((m) => m.assumption)).toContain('pai-dlc.getjobmetrics.rate-unit');
+    } finally {
+      stop();
+      rateValue = null;
+    }
   });
 });
 
@@ -261,9 +349,10 @@ describe('CloudMonitor GetMetrics shapes', () => {
     startedAt: null,
     finishedAt: null,
   };
-  const request = { from: new Date('2025-03-01T10:00:00Z'), to: new Date('2025-03-01T11:00:00Z'), metrics: ['GPU_UTILIZATION' as const], stepSeconds: 60 };
+  const window = { from: new Date('2025-03-01T10:00:00Z'), to: new Date('2025-03-01T11:00:00Z'), stepSeconds: 60 };
+  const request = { ...window, metrics: ['GPU_DRAM_ACTIVE' as const] };
 
-  it('sends Namespace, MetricName, Dimensions as a JSON string, Period and Length; follows NextToken; reads CloudMonitor points exactly', async () => {
+  it('a CARD_ metric: sends Namespace, MetricName, Dimensions {jobId, regionId, userId, workspaceId, pod} as a JSON string, Period and Length; follows NextToken; one GPU-scope series per pod and card', async () => {
     requests.length = 0;
     cmsMode = 'cms';
     const res = await adapter().fetchSystemMetrics(lingjunRef, request, new AbortController().signal);
@@ -271,8 +360,8 @@ describe('CloudMonitor GetMetrics shapes', () => {
     const first = Object.fromEntries(new URL(requests[1]!.url, baseUrl).searchParams);
     expect(first).toEqual({
       Namespace: 'acs_pai_dlc',
-      MetricName: 'POD_GPU_UTIL',
-      Dimensions: '[{"jobId":"dlcl1ngjun00001","pod":"dlcl1ngjun00001-worker-0","regionId":"cn-hangzhou","userId":"1458867964644701"}]',
+      MetricName: 'CARD_GPU_DRAM_ACTIVE_UTIL',
+      Dimensions: '[{"jobId":"dlcl1ngjun00001","regionId":"cn-hangzhou","userId":"1458867964644701","workspaceId":"67890","pod":"dlcl1ngjun00001-worker-0"}]',
       JobId: 'dlcl1ngjun00001',
       StartTime: '2025-03-01T10:00:00Z',
       EndTime: '2025-03-01T11:00:00Z',
@@ -280,14 +369,79 @@ describe('CloudMonitor GetMetrics shapes', () => {
       Length: '1000',
     });
     expect(new URL(requests[2]!.url, baseUrl).searchParams.get('NextToken')).toBe('page-2');
-    expect(res.covered).toEqual(['GPU_UTILIZATION']);
-    expect(res.series).toHaveLength(1);
-    expect(res.series[0]!.points.map((p) => [p.timestamp!.toISOString(), p.value])).toEqual([
+    expect(res.covered).toEqual(['GPU_DRAM_ACTIVE']);
+    const byCard = new Map(res.series.map((s) => [s.gpuIndex, s]));
+    expect([...byCard.keys()]).toEqual([0, 3]);
+    for (const s of res.series) {
+      expect(s).toMatchObject({
+        name: 'GPU_DRAM_ACTIVE',
+        rawName: 'CARD_GPU_DRAM_ACTIVE_UTIL',
+        unit: 'RATIO',
+        scope: 'GPU',
+        nodeExternalId: 'dlcl1ngjun00001-worker-0',
+      });
+      expect(s.meta).toMatchObject({ route: 'CloudMonitor GetMetrics', convertedFrom: 'percent', userIdFrom: expect.stringContaining("job's UserId") });
+    }
+    expect(byCard.get(0)!.points.map((p) => [p.timestamp!.toISOString(), p.value])).toEqual([
       ['2025-03-01T10:00:00.000Z', 0.715],
       ['2025-03-01T10:01:00.000Z', 0.7425],
-      ['2025-03-01T10:02:00.000Z', 0],
     ]);
+    expect(byCard.get(3)!.points.map((p) => [p.timestamp!.toISOString(), p.value])).toEqual([['2025-03-01T10:02:00.000Z', 0]]);
     expect(res.nodes!.map((n) => n.externalId)).toEqual(['dlcl1ngjun00001-worker-0']);
+  });
+
+  it('GPU_UTILIZATION: JOB_GPU_ACCELERATOR_DUTTY_UTIL as a JOB-scope series (dimensions without pod) beside CARD_GPU_DUTY_CYCLE per card; the configured accountId is the userId', async () => {
+    requests.length = 0;
+    cmsMode = 'cms';
+    const res = await adapter('1000000000000001').fetchSystemMetrics(lingjunRef, { ...window, metrics: ['GPU_UTILIZATION'] }, new AbortController().signal);
+    const asked = requests.filter((r) => r.action === 'GetMetrics').map((r) => Object.fromEntries(new URL(r.url, baseUrl).searchParams));
+    const job = asked.find((q) => q.MetricName === 'JOB_GPU_ACCELERATOR_DUTTY_UTIL')!;
+    expect(job.Dimensions).toBe('[{"jobId":"dlcl1ngjun00001","regionId":"cn-hangzhou","userId":"1000000000000001","workspaceId":"67890"}]');
+    expect(asked.some((q) => q.MetricName === 'CARD_GPU_DUTY_CYCLE')).toBe(true);
+    const jobSeries = res.series.find((s) => s.scope === 'JOB')!;
+    expect(jobSeries).toMatchObject({ name: 'GPU_UTILIZATION', rawName: 'JOB_GPU_ACCELERATOR_DUTTY_UTIL', nodeExternalId: null, gpuIndex: null });
+    expect(jobSeries.meta.userIdFrom).toBe('config accountId');
+    expect(jobSeries.points.map((p) => p.value)).toEqual([0.555, 0.6]);
+    expect(res.series.filter((s) => s.scope === 'GPU').map((s) => s.rawName)).toEqual(['CARD_GPU_DUTY_CYCLE', 'CARD_GPU_DUTY_CYCLE']);
+    expect(res.covered).toEqual(['GPU_UTILIZATION']);
+  });
+
+  it('two MetricNames answering identical points (an API ignoring MetricName) are reported and neither is recorded', async () => {
+    const { seen, stop } = watch();
+    cmsMode = 'same';
+    try {
+      const res = await adapter().fetchSystemMetrics(lingjunRef, { ...window, metrics: ['GPU_SM_ACTIVE', 'GPU_DRAM_ACTIVE'] }, new AbortController().signal);
+      expect(seen.map((m) => m.assumption)).toContain('pai-dlc.cms.metricname-ignored');
+      expect(res.series).toEqual([]);
+      expect(res.covered).toEqual([]);
+    } finally {
+      stop();
+      cmsMode = 'cms';
+    }
+  });
+
+  it('a busy hour never above 1.0 where percent is read (a 0..1 scale) is reported', async () => {
+    const { seen, stop } = watch();
+    cmsMode = 'fraction';
+    try {
+      await adapter().fetchSystemMetrics(lingjunRef, { ...window, metrics: ['GPU_DRAM_ACTIVE'] }, new AbortController().signal);
+      expect(seen.map((m) => m.assumption)).toContain('pai-dlc.cms.percent-scale');
+    } finally {
+      stop();
+      cmsMode = 'cms';
+    }
+  });
+
+  it('CPU, memory, network and disk have no known GetMetrics name: nothing is asked, and the answer says so (covered, no series)', async () => {
+    requests.length = 0;
+    const res = await adapter().fetchSystemMetrics(
+      lingjunRef,
+      { ...window, metrics: ['CPU_UTILIZATION', 'NETWORK_RECEIVE_RATE'] },
+      new AbortController().signal,
+    );
+    expect(requests.map((r) => r.action)).toEqual(['GetJob']);
+    expect(res.series).toEqual([]);
+    expect(res.covered).toEqual(['CPU_UTILIZATION', 'NETWORK_RECEIVE_RATE']);
   });
 
   it("the SDK model's own DataPoints example has no timestamp or value: nothing is read as a number, nothing is recorded complete, a mismatch is reported", async () => {

@@ -11,6 +11,7 @@ export function adapterFor(sim: PaiDlcSimulator, overrides: Partial<PaiDlcConfig
     kind: 'PAI_DLC',
     baseUrl: sim.url,
     regionId: sim.regionId,
+    accountId: sim.fleet.accountId,
     accessKeyIdEnv: 'ALI_AK',
     secretAccessKeyEnv: 'ALI_SK',
     timeoutSeconds: 5,

@@ -177,3 +177,19 @@ describe('what the folder says about runs', () => {
     await expect(missing.listJobs(null, signal())).rejects.toMatchObject({ code: 'UPSTREAM_UNAVAILABLE' });
   });
 });
+
+describe('logs asked with since', () => {
+  it('a run of 600 lines asked for 200 lines of the last minute gets the last minute, not nothing: lines before `since` are skipped, not counted', async () => {
+    const run = createRun(root, spec({ createdAt: T0 }));
+    for (let i = 1; i <= 600; i++) run.logText(`line ${i}`, T0 + i);
+    const since = new Date((T0 + 541) * 1000);
+    const job = { ...ref(run.id), createdAt: new Date(T0 * 1000) };
+    const page = await adapter.fetchLogs!(job, { after: null, since, limit: 200 }, signal());
+    expect(page.lines.map((l) => l.message.split(' | ')[1])).toEqual(Array.from({ length: 60 }, (_, i) => `line ${541 + i}`));
+    expect(page.lines[0]!.timestamp).toEqual(since);
+    expect(page.nextCursor).toBe('600');
+    const capped = await adapter.fetchLogs!(job, { after: null, since, limit: 10 }, signal());
+    expect(capped.lines.map((l) => l.message.split(' | ')[1])).toEqual(Array.from({ length: 10 }, (_, i) => `line ${541 + i}`));
+    expect(capped.nextCursor).toBe('550');
+  });
+});

@@ -153,4 +153,45 @@ describe('viewer-mode logs', () => {
     expect(viewer.logSocketCloses().withCloseFrame - closesBefore.withCloseFrame).toBe(1);
     expect(viewer.logSocketCloses().withoutCloseFrame).toBe(closesBefore.withoutCloseFrame);
   });
+
+  it('a running run that writes several lines a second: a page reaching the end of its log is answered, not held until the time-out', async () => {
+    const busy = createRun(dir, { hostname: 'elsewhere', pid: process.pid, utcOffsetMinutes: 0, path: 'logs/busy', createdAt: CREATED + 3 });
+    writeLines(busy, 30, 'busy');
+    let n = 30;
+    // The writer appends a line every 100 ms for the whole test: the replay never meets a second of silence.
+    const writer = setInterval(() => {
+      n += 1;
+      busy.logText(`busy ${n}`, CREATED + 3600 + n);
+    }, 100);
+    const adapter = fresh(5);
+    try {
+      const ref = job(busy, 'RUNNING', CREATED + 3);
+      const first = await adapter.fetchLogs!(ref, { after: null, since: null, limit: 1000 }, signal());
+      expect(first.lines.length).toBeGreaterThanOrEqual(30);
+      expect(first.lines.slice(0, 30).map((l) => l.message)).toEqual(Array.from({ length: 30 }, (_, i) => lineText('busy', i + 1)));
+      // The next page, at the end of the log, gets the lines written since, as the tail brings them.
+      const next = await adapter.fetchLogs!(ref, { after: first.nextCursor, since: null, limit: 1000 }, signal());
+      expect(Number(next.nextCursor ?? first.nextCursor)).toBeGreaterThanOrEqual(Number(first.nextCursor));
+    } finally {
+      clearInterval(writer);
+      await adapter.close!();
+    }
+  }, 30_000);
+
+  it("a deleted run's log is no longer served from memory: not found", async () => {
+    const doomed = createRun(dir, { hostname: 'trainer', pid: 99_999_999, utcOffsetMinutes: 0, path: 'logs/doomed', createdAt: CREATED + 4 });
+    writeLines(doomed, 10, 'doomed');
+    doomed.finish(CREATED + 3600 + 10);
+    const adapter = fresh();
+    try {
+      const ref = job(doomed, 'SUCCEEDED', CREATED + 4);
+      const page = await adapter.fetchLogs!(ref, { after: null, since: null, limit: 100 }, signal());
+      expect(page.lines).toHaveLength(10);
+      await eventually(() => adapter.openLogSockets() === 0, 10_000, 'the finished replay to close');
+      doomed.markDeleted(CREATED + 7200);
+      await expect(adapter.fetchLogs!(ref, { after: null, since: null, limit: 100 }, signal())).rejects.toMatchObject({ code: 'UPSTREAM_NOT_FOUND' });
+    } finally {
+      await adapter.close!();
+    }
+  });
 });
