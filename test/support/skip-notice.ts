@@ -1,8 +1,16 @@
 // Said once, loudly, at the start of a run: which tests this run skips and the variable that
 // enables them (vitest also lists each skipped test with its name, which names the variable).
 // `.ci/run` runs the suite twice, without and with TEST_DATABASE_URL, so it skips nothing overall.
+import { existsSync } from 'node:fs';
+
 export default function setup() {
   const line = '='.repeat(100);
+  if (!existsSync('/usr/bin/prometheus')) {
+    console.log(
+      `\n${line}\nSKIPPING the Prometheus conformance tests (test/promql/conformance.test.ts), marked [needs /usr/bin/prometheus]:\n` +
+        `install Debian's package (apt-get install -y prometheus; .ci/run does).\n${line}\n`,
+    );
+  }
   if (process.env.TEST_DATABASE_URL) {
     console.log(`\n${line}\nTEST_DATABASE_URL is set: the suite runs on that Postgres; the PGlite-only checks are skipped (run again without it).\n${line}\n`);
   } else {
