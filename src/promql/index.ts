@@ -80,22 +80,29 @@ function parseDurationParam(raw: string, name: string): number {
   }
 }
 
-/** A float as Go's strconv.FormatFloat(v, 'f', -1, 64) writes it (Prometheus' sample values). */
+/**
+ * A sample value as Prometheus writes it (util/jsonutil.MarshalFloat): Go's shortest decimal,
+ * plain below 1e21 and from 1e-6, else in exponent form with at least two exponent digits
+ * ("3e-07"). JavaScript switches to exponents at the same bounds, with one digit at least.
+ */
 export function formatValue(v: number): string {
   if (Number.isNaN(v)) return 'NaN';
   if (v === Number.POSITIVE_INFINITY) return '+Inf';
   if (v === Number.NEGATIVE_INFINITY) return '-Inf';
-  const s = String(v);
-  if (!s.includes('e')) return s;
-  const [mant, expText] = s.split('e') as [string, string];
-  const exp = Number(expText);
-  const neg = mant.startsWith('-');
-  const digits = mant.replace('-', '').replace('.', '');
-  const point = mant.replace('-', '').indexOf('.') === -1 ? mant.replace('-', '').length : mant.replace('-', '').indexOf('.');
-  const at = point + exp;
+  return String(v).replace(/e([+-])(\d)$/, 'e$10$2');
+}
+
+/** A scalar result as Prometheus writes it (Scalar.MarshalJSON: strconv.FormatFloat 'f', -1): never in exponent form. */
+export function formatScalar(v: number): string {
+  const s = formatValue(v);
+  const m = /^(-?)(\d)(?:\.(\d+))?e([+-]\d+)$/.exec(s);
+  if (!m) return s;
+  const [, sign, lead, frac = '', expText] = m;
+  const digits = lead! + frac;
+  const at = 1 + Number(expText);
   const body =
     at <= 0 ? `0.${'0'.repeat(-at)}${digits}` : at >= digits.length ? digits + '0'.repeat(at - digits.length) : `${digits.slice(0, at)}.${digits.slice(at)}`;
-  return (neg ? '-' : '') + body;
+  return sign + body;
 }
 
 const sortedLabels = (l: Labels): Labels =>
@@ -175,7 +182,7 @@ export class PromApi {
     const ev = await this.evaluator(expr, t, t, 1, lookbackMs, deadline, access);
     const v = ev.eval(expr, t);
     const at = t / 1000;
-    if (v.type === 'scalar') return success({ resultType: 'scalar', result: [at, formatValue(v.value)] });
+    if (v.type === 'scalar') return success({ resultType: 'scalar', result: [at, formatScalar(v.value)] });
     if (v.type === 'vector') {
       const samples = v.samples.map((s) => ({ metric: sortedLabels(s.labels), value: [at, formatValue(s.value)] }));
       return success({ resultType: 'vector', result: samples });
@@ -246,7 +253,7 @@ export class PromApi {
     return ev;
   }
 
-  /** The series any of `selectors` matches, with their points in [from, to] (or, with `withPoints` false, labels only). */
+  /** The series any of `selectors` matches, with their points in [from, to] (or, with no `check` of their cost, their labels only). */
   private async load(
     selectors: readonly (readonly Matcher[])[],
     from: number,
@@ -268,6 +275,7 @@ export class PromApi {
       from: new Date(Math.max(from, MIN_TIME)),
       to: new Date(Math.min(to, MAX_TIME)),
       limit: this.maxSeries,
+      countPoints: check !== null,
     });
     if (rows.length > this.maxSeries) throw tooManySamples(`the query matches more than ${this.maxSeries} series`);
     const chosen = rows

@@ -155,6 +155,8 @@ export interface AccelSeriesQuery {
   from: Date;
   to: Date;
   limit: number;
+  /** false: `points` is only 1 (it has points there), read with an index probe instead of a count (label and series listings). */
+  countPoints?: boolean;
 }
 
 /** An accelerator series with points in a window: its id, its point count there, and what its labels are made of. */
@@ -732,7 +734,11 @@ export class Repository {
       sql`
       with sel as (
         select s.id, s.job_id, s.name, s.scope, s.node_id, s.gpu_id,
-          (select count(*) from points x where x.series_id = s.id and x.key between ${from} and ${to} and x.value is not null) as n
+          ${
+            q.countPoints === false
+              ? sql`(exists (select 1 from points x where x.series_id = s.id and x.key between ${from} and ${to} and x.value is not null))::int`
+              : sql`(select count(*) from points x where x.series_id = s.id and x.key between ${from} and ${to} and x.value is not null)`
+          } as n
         from series s join jobs j on j.id = s.job_id
         where j.provider_id = any(${textArray(q.providerIds)})
           and (${q.projectIds === null} or j.project_id = any(${textArray(q.projectIds ?? [])}))

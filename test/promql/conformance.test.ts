@@ -63,6 +63,10 @@ const QUERIES: { q: string; instantOnly?: boolean }[] = [
   { q: 'topk(3, training_graph_accelerator_utilization_ratio)' },
   { q: 'bottomk by (provider) (2, training_graph_accelerator_utilization_ratio)' },
   { q: '(1 + 2) * 3 % 4' },
+  // Values as Go writes them: no exponent, shortest digits.
+  { q: '2 ^ 70 + training_graph_accelerator_utilization_ratio{provider="baseten-demo"} * 1e-7' },
+  { q: '1e-7 * 3' },
+  { q: '2 ^ 70' },
 ];
 
 interface PromSeries {
@@ -72,11 +76,11 @@ interface PromSeries {
 }
 
 /** A result as a map from label set to its [t, v] points, for comparing regardless of order. */
-function normalise(data: { resultType: string; result: unknown }): Map<string, [number, number][]> {
-  const out = new Map<string, [number, number][]>();
+function normalise(data: { resultType: string; result: unknown }): Map<string, [number, number, string][]> {
+  const out = new Map<string, [number, number, string][]>();
   if (data.resultType === 'scalar') {
     const [t, v] = data.result as [number, string];
-    out.set('{}', [[t, Number(v)]]);
+    out.set('{}', [[t, Number(v), v]]);
     return out;
   }
   for (const s of data.result as PromSeries[]) {
@@ -85,13 +89,13 @@ function normalise(data: { resultType: string; result: unknown }): Map<string, [
     const points = s.values ?? [s.value!];
     out.set(
       key,
-      points.map(([t, v]) => [t, Number(v)]),
+      points.map(([t, v]) => [t, Number(v), v]),
     );
   }
   return out;
 }
 
-function expectSame(ours: Map<string, [number, number][]>, theirs: Map<string, [number, number][]>, what: string) {
+function expectSame(ours: Map<string, [number, number, string][]>, theirs: Map<string, [number, number, string][]>, what: string) {
   expect([...ours.keys()].sort(), `${what}: series`).toEqual([...theirs.keys()].sort());
   for (const [key, points] of theirs) {
     const mine = ours.get(key)!;
@@ -99,9 +103,11 @@ function expectSame(ours: Map<string, [number, number][]>, theirs: Map<string, [
       mine.map(([t]) => t),
       `${what}: timestamps of ${key}`,
     ).toEqual(points.map(([t]) => t));
-    points.forEach(([, v], i) => {
-      const m = mine[i]![1];
+    points.forEach(([, v, text], i) => {
+      const [, m, mineText] = mine[i]!;
       expect(Math.abs(m - v) <= 1e-9 * Math.max(1, Math.abs(v)), `${what}: ${key} at ${points[i]![0]}: ours ${m}, Prometheus ${v}`).toBe(true);
+      // The same float is written the same way (Go's shortest decimal, no exponent).
+      if (m === v) expect(mineText, `${what}: ${key} at ${points[i]![0]}`).toBe(text);
     });
   }
 }
