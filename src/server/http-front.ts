@@ -21,6 +21,7 @@ function routeOf(path: string): string {
   if (path === '/' || path === '/graphql' || path === '/metrics/jobs' || PROBES.has(path)) return path;
   if (path.startsWith('/assets/')) return '/assets';
   if (path.startsWith('/export/')) return '/export';
+  if (path.startsWith('/api/v1/')) return '/api/v1';
   return 'other';
 }
 

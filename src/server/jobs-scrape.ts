@@ -8,22 +8,13 @@ import type http from 'node:http';
 import type { TokenStore } from '../config/security.js';
 import type { Store } from '../store/index.js';
 import { GraphQLError } from 'graphql';
+import { SCRAPE_FAMILIES as FAMILIES, scrapeLabels } from '../domain/scrape-families.js';
 import { authenticate, unauthenticated } from './access.js';
 
 /** A reading older than this (seconds) is left out: Prometheus would otherwise repeat a dead value. */
 export const JOBS_SCRAPE_MAX_AGE_SECONDS = 300;
 /** At most this many series per scrape; beyond it the answer is cut (in a stable order) and says so. */
 export const JOBS_SCRAPE_MAX_SERIES = 10_000;
-
-/** Canonical system metric -> exposed family (a base-unit name) and its help. */
-const FAMILIES: Record<string, { family: string; help: string }> = {
-  GPU_UTILIZATION: { family: 'training_graph_accelerator_utilization_ratio', help: 'Accelerator (GPU or NPU) utilization, 0..1' },
-  NPU_UTILIZATION: { family: 'training_graph_accelerator_utilization_ratio', help: 'Accelerator (GPU or NPU) utilization, 0..1' },
-  GPU_MEMORY_USED: { family: 'training_graph_accelerator_memory_used_bytes', help: 'Accelerator memory in use, bytes' },
-  GPU_MEMORY_UTILIZATION: { family: 'training_graph_accelerator_memory_utilization_ratio', help: 'Accelerator memory in use over its total, 0..1' },
-  NPU_MEMORY_UTILIZATION: { family: 'training_graph_accelerator_memory_utilization_ratio', help: 'Accelerator memory in use over its total, 0..1' },
-  GPU_POWER: { family: 'training_graph_accelerator_power_watts', help: 'Accelerator power draw, watts' },
-};
 
 /** Accelerators each node of a shown job holds (count): sum by job_id is the graph's Job.gpuCount. */
 const NODE_ACCELERATORS = {
@@ -68,17 +59,7 @@ export async function serveJobsScrape(req: http.IncomingMessage, res: http.Serve
   const byFamily = new Map<string, string[]>();
   for (const r of rows.slice(0, cap)) {
     const { family } = FAMILIES[r.name]!;
-    const labels = {
-      provider: r.providerId,
-      project: r.projectName ?? '',
-      job: r.jobName,
-      job_id: r.jobId,
-      node: r.nodeName ?? '',
-      gpu: r.gpuIndex === null ? '' : String(r.gpuIndex),
-      model: r.model ?? '',
-      kind: r.acceleratorKind ?? (r.name.startsWith('NPU_') ? 'NPU' : 'GPU'),
-      scope: r.scope,
-    };
+    const labels = scrapeLabels(r);
     const text = Object.entries(labels)
       .map(([k, v]) => `${k}="${escapeLabel(v)}"`)
       .join(',');

@@ -3,6 +3,8 @@
 import { tuneGarbageCollector } from './gc-tuning.js';
 import { serveExport } from './export.js';
 import { serveJobsScrape } from './jobs-scrape.js';
+import { PROM_API_PREFIX, servePromApi } from './prom-api.js';
+import { PromApi } from '../promql/index.js';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { destination, pino, type DestinationStream, type Logger } from 'pino';
@@ -160,6 +162,9 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   });
   const graceMs = opts.shutdownGraceMs ?? 10_000;
 
+  const limits = config.security?.requestLimits ?? DEFAULT_REQUEST_LIMITS;
+  // The query API's time limit is the graph's execution timeout: one limit for every read.
+  const promApi = new PromApi({ store, timeoutMs: limits.executionTimeoutMs });
   const guard = new OutgoingGuard(logger, (transport) => metrics.secretFindings.inc({ transport }));
   let ready = true;
   const server = http.createServer(
@@ -172,6 +177,14 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
           logger.error({ err }, 'GET /metrics/jobs failed');
           if (!res.headersSent) res.writeHead(503, { 'content-type': 'text/plain' });
           res.end('the cache is not available\n');
+        });
+        return;
+      }
+      if (pathOf(req.url).startsWith(PROM_API_PREFIX)) {
+        servePromApi(req, res, { api: promApi, store, tokens, maxBodyBytes: limits.maxBodyBytes }).catch((err) => {
+          logger.error({ err }, 'Prometheus query API failed');
+          if (!res.headersSent) res.writeHead(503, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ status: 'error', errorType: 'unavailable', error: 'the cache is not available' }));
         });
         return;
       }

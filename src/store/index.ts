@@ -12,6 +12,8 @@ import { createLoaders, type Loaders, type SharedReads } from './loaders.js';
 import type { Freshness, ReadThrough, StatusListener } from './read-through.js';
 import type { JobCursor, JobOrder } from './job-filter.js';
 import type {
+  AccelSeriesQuery,
+  AccelSeriesRow,
   ComparisonQuery,
   ComparisonRow,
   GpuRow,
@@ -30,6 +32,8 @@ export { MAX_GAP_STEPS, type GpuHoursRow, type IdleRunRow, type PreparedFleet } 
 export { isTerminal, jobWindow, type Freshness, type StatusListener, type TopologyHint, type Window } from './read-through.js';
 export type { Loaders } from './loaders.js';
 export type {
+  AccelSeriesQuery,
+  AccelSeriesRow,
   ComparisonQuery,
   ComparisonRow,
   GpuRow,
@@ -393,6 +397,21 @@ export class Store {
       held.set(g.nodeId, h);
     }
     return nodes.map((n) => ({ jobId: n.jobId, node: n.name, accelerators: held.get(n.id)?.n ?? 0, model: held.get(n.id)?.model ?? null }));
+  }
+
+  /**
+   * The Prometheus query API's two reads, a constant two statements whatever the fan-out: the
+   * accelerator series (any job status) with points in a window, with their point counts (what
+   * reading them costs, known before reading), then the points of the chosen ones. Both wait for
+   * the cache writes under way, so a query sees what an answer already given held.
+   */
+  async accelSeriesInWindow(q: AccelSeriesQuery): Promise<AccelSeriesRow[]> {
+    await this.rt.writesSettled();
+    return this.rt.repo.accelSeriesInWindow(q);
+  }
+
+  rawPointsInWindow(seriesIds: readonly number[], from: Date, to: Date): Promise<{ seriesId: number; ts: number[]; values: number[] }[]> {
+    return this.rt.repo.rawPointsInWindow(seriesIds, from, to);
   }
 
   /** Told of each job status change (and new job) once, whichever refresh wrote it. */

@@ -147,6 +147,24 @@ export interface LatestReadingRow {
   value: number;
 }
 
+/** What accelSeriesInWindow reads: metric names, providers and projects (null = all), the window, the cap. */
+export interface AccelSeriesQuery {
+  names: readonly string[];
+  providerIds: readonly string[];
+  projectIds: readonly string[] | null;
+  from: Date;
+  to: Date;
+  limit: number;
+  /** false: `points` is only 1 (it has points there), read with an index probe instead of a count (label and series listings). */
+  countPoints?: boolean;
+}
+
+/** An accelerator series with points in a window: its id, its point count there, and what its labels are made of. */
+export interface AccelSeriesRow extends Omit<LatestReadingRow, 'ts' | 'value'> {
+  seriesId: number;
+  points: number;
+}
+
 /** A job as an ordered page lists it: with its key in that order (what its cursor holds). */
 export type OrderedJobRow = JobRow & { orderKey: number | string | null };
 
@@ -704,6 +722,59 @@ export class Repository {
         .map(({ stale_count: _s, ...r }) => ({ ...r, ts: toDate(r.ts)!, value: Number(r.value), gpuIndex: r.gpuIndex === null ? null : Number(r.gpuIndex) })),
       stale: Number(rows[0]?.stale_count ?? 0),
     };
+  }
+
+  /**
+   * The accelerator series of any job (any status: the whole history) of these providers and
+   * projects with at least one point in [from, to], labelled as latestReadings labels them, each
+   * with its point count in the window (what reading them would cost), in one statement; at most
+   * `limit` + 1 rows (the extra one says there are more).
+   */
+  async accelSeriesInWindow(q: AccelSeriesQuery): Promise<AccelSeriesRow[]> {
+    const from = q.from.getTime();
+    const to = q.to.getTime();
+    const rows = await this.rows<AccelSeriesRow>(
+      sql`
+      with sel as (
+        select s.id, s.job_id, s.name, s.scope, s.node_id, s.gpu_id,
+          ${
+            q.countPoints === false
+              ? sql`(exists (select 1 from points x where x.series_id = s.id and x.key between ${from} and ${to} and x.value is not null))::int`
+              : sql`(select count(*) from points x where x.series_id = s.id and x.key between ${from} and ${to} and x.value is not null)`
+          } as n
+        from series s join jobs j on j.id = s.job_id
+        where j.provider_id = any(${textArray(q.providerIds)})
+          and (${q.projectIds === null} or j.project_id = any(${textArray(q.projectIds ?? [])}))
+          and s.kind = 'system' and s.keyed_by = 'time' and s.name = any(${textArray(q.names)}) and ${OWN_DEVICES_AT_FINEST_SCOPE}
+      )
+      select f.id as "seriesId", f.n as "points", f.name, f.scope, j.provider_id as "providerId", j.id as "jobId", j.name as "jobName",
+        pr.name as "projectName", n.name as "nodeName", g.idx as "gpuIndex", coalesce(g.model, j.gpu_type) as model,
+        j.accelerator_kind as "acceleratorKind"
+      from sel f join jobs j on j.id = f.job_id left join projects pr on pr.id = j.project_id
+        left join nodes n on n.id = f.node_id left join gpus g on g.id = f.gpu_id
+      where f.n > 0
+      order by f.id
+      limit ${q.limit + 1}`,
+    );
+    return rows.map((r) => ({
+      ...r,
+      seriesId: Number(r.seriesId),
+      points: Number(r.points),
+      gpuIndex: r.gpuIndex === null ? null : Number(r.gpuIndex),
+    }));
+  }
+
+  /** Every non-null point of these time-keyed series in [from, to] (ms), as two arrays per series in time order, in one statement. */
+  async rawPointsInWindow(seriesIds: readonly number[], from: Date, to: Date): Promise<{ seriesId: number; ts: number[]; values: number[] }[]> {
+    if (seriesIds.length === 0) return [];
+    const rows = await this.rows<{ seriesId: number | string; ts: (number | string)[]; values: (number | string)[] }>(
+      sql`select x.series_id as "seriesId", array_agg(x.key::float8 order by x.key) as ts, array_agg(x.value order by x.key) as values
+        from points x
+        where x.series_id = any(array(select jsonb_array_elements_text(${JSON.stringify(seriesIds)}::jsonb)::bigint))
+          and x.key between ${from.getTime()} and ${to.getTime()} and x.value is not null
+        group by x.series_id`,
+    );
+    return rows.map((r) => ({ seriesId: Number(r.seriesId), ts: r.ts.map(Number), values: r.values.map(Number) }));
   }
 
   async summariesOfJobs(jobIds: readonly string[]): Promise<JobSummaryRow[]> {

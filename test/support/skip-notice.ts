@@ -9,6 +9,12 @@ export default function setup() {
   // Not skipped (CI installs it): the browser tests fail, each with this same line.
   const chromium = process.env.CHROMIUM_PATH || DEFAULT_CHROMIUM;
   if (!existsSync(chromium)) console.log(`\n${line}\nMISSING BROWSER: ${missingChromium(chromium)}\n${line}\n`);
+  if (!existsSync('/usr/bin/prometheus')) {
+    console.log(
+      `\n${line}\nSKIPPING the Prometheus conformance tests (test/promql/conformance.test.ts), marked [needs /usr/bin/prometheus]:\n` +
+        `install Debian's package (apt-get install -y prometheus; .ci/run does).\n${line}\n`,
+    );
+  }
   if (process.env.TEST_DATABASE_URL) {
     console.log(`\n${line}\nTEST_DATABASE_URL is set: the suite runs on that Postgres; the PGlite-only checks are skipped (run again without it).\n${line}\n`);
   } else {
