@@ -246,6 +246,25 @@ describe.runIf(REAL_POSTGRES_URL)('postgres.js after its connection dies (real P
     }
   });
 
+  it('keeps the slot of a query cancelled while its connection logs in (issue 44)', async () => {
+    // The first query of a new connection waits for its login; cancelled meanwhile, it was settled
+    // but the connection, unpatched, stayed in the pool's connecting queue for good once logged in.
+    const sql = postgres(database.databaseUrl!, { max: 2, onnotice: () => {} });
+    try {
+      for (let i = 0; i < 3; i++) {
+        const q = sql.unsafe('select 2 as n');
+        void q.execute();
+        // Handed to a closed slot, which starts to connect: a login takes more than one turn of the loop.
+        await new Promise((resolve) => setImmediate(resolve));
+        void q.cancel();
+        expect(await outcome(q)).toEqual({ error: '57014' });
+      }
+      expect(await outcome(sql`select 3 as n`)).toEqual({ ok: [{ n: 3 }] });
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  });
+
   it('rejects a COPY the server refuses (unique violation) and rolls its transaction back', async () => {
     const sql = postgres(database.databaseUrl!, { max: 2, onnotice: () => {} });
     try {
