@@ -7,6 +7,7 @@ import { DomainError } from '../domain/errors.js';
 import type { LiveHub } from '../live/hub.js';
 import type { ProviderSet } from '../providers/provider-set.js';
 import { onShapeMismatch } from '../providers/shape-watch.js';
+import type { PoolHealth } from '../store/pool-watch.js';
 import type { ReadThrough } from '../store/read-through.js';
 
 export const METRIC_PREFIX = 'training_graph_';
@@ -128,6 +129,8 @@ export interface MetricsSources {
   providers: ProviderSet;
   readThrough: ReadThrough;
   live: LiveHub;
+  /** The cache database's pool (store/db.ts Database.poolHealth), read at each scrape. */
+  pool?: () => PoolHealth;
 }
 
 export class Metrics {
@@ -243,6 +246,36 @@ export class Metrics {
   readonly dispose: () => void;
 
   constructor(sources: MetricsSources) {
+    const pool = sources.pool;
+    if (pool) {
+      const gauge = (name: string, help: string, read: (h: PoolHealth) => number) =>
+        new Gauge({
+          name: `${METRIC_PREFIX}${name}`,
+          help,
+          registers: [this.registry],
+          collect() {
+            this.set(read(pool()));
+          },
+        });
+      gauge('db_pool_slots', "Connections the cache database's pool opens at most (PGlite: 1, its statement gate)", (h) => h.max);
+      gauge('db_pool_slots_in_use', 'Pool connections running a statement or held by a transaction', (h) => h.inUse);
+      gauge('db_pool_waiting', 'Statements waiting for a pool connection', (h) => h.waiting);
+      gauge(
+        'db_pool_oldest_wait_seconds',
+        'How long the statement waiting longest for a pool connection has waited (0 when none waits)',
+        (h) => h.oldestWaitMs / 1000,
+      );
+      gauge(
+        'db_pool_recoveries',
+        'Times the pool watchdog found the pool wedged (waiters, no reply, its backends idle) and replaced its stuck connections',
+        (h) => h.recoveries,
+      );
+      gauge(
+        'db_statements_dropped',
+        'Reads not run because their request had been abandoned (timed out, client gone) before their turn (PGlite)',
+        (h) => h.dropped,
+      );
+    }
     const ownProviders = new Set(sources.providers.all().map((p) => p.id));
     this.dispose = onShapeMismatch((m) => {
       if (ownProviders.has(m.providerId)) this.shapeMismatches.inc({ provider: m.providerId, assumption: m.assumption });

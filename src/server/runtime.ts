@@ -140,7 +140,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   );
   const store = new Store(readThrough);
   const live = await startLive({ config, store, logger, options: opts.live, timers: opts.liveTimers });
-  const metrics = new Metrics({ providers, readThrough, live: live.hub });
+  const metrics = new Metrics({ providers, readThrough, live: live.hub, pool: () => database.poolHealth() });
   const stopShapeWarnings = warnOnShapeMismatches(
     providers.all().map((p) => p.id),
     logger,
@@ -315,10 +315,13 @@ async function readiness(database: Database, accepting: boolean): Promise<[numbe
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), READINESS_TIMEOUT_MS)));
   try {
-    const outcome = await Promise.race([database.db.execute('select 1' as never).then(() => 'ok' as const), late]);
-    return outcome === 'ok' ? [200, '{"status":"ready"}'] : [503, '{"status":"database not answering"}'];
+    // The probe does not queue behind data work (its own connection; first in PGlite's gate), so
+    // "not answering" means the database, and the pool's own state is shown beside it.
+    const outcome = await Promise.race([database.probe().then(() => 'ok' as const), late]);
+    const pool = database.poolHealth();
+    return outcome === 'ok' ? [200, JSON.stringify({ status: 'ready', pool })] : [503, JSON.stringify({ status: 'database not answering', pool })];
   } catch {
-    return [503, '{"status":"database unavailable"}'];
+    return [503, JSON.stringify({ status: 'database unavailable', pool: database.poolHealth() })];
   } finally {
     clearTimeout(timer);
   }

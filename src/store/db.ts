@@ -1,10 +1,13 @@
 // Opens the cache database: embedded PGlite in a folder when no DATABASE_URL is given, a real
 // Postgres through postgres.js otherwise. Both get the same drizzle schema and migrations.
+import { randomUUID } from 'node:crypto';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { DEFAULT_DATABASE_POOL_SIZE } from '../config/index.js';
 import { MIGRATIONS_DIR } from '../config/install.js';
 import * as tables from './tables.js';
 import type { RequestScope } from '../domain/request-scope.js';
+import { PoolWatchdog, type PoolHealth, type PoolStats } from './pool-watch.js';
+import { StatementGate } from './statement-gate.js';
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof tables>;
 
@@ -20,6 +23,16 @@ export interface Database {
   driver: 'pglite' | 'postgres';
   /** Statements sent since open; tests and the benchmark read it to prove batching. */
   statementCount(): number;
+  /**
+   * Answers when the database does, without queueing behind data work: on Postgres on a
+   * connection of its own, on PGlite first in the statement gate (behind only the statement under
+   * way). /readyz asks it.
+   */
+  probe(): Promise<void>;
+  /** The main pool's slots, waiters and recoveries (PGlite: its statement gate, one slot). */
+  poolHealth(): PoolHealth;
+  /** The watchdog of the main pool (PoolWatchdog.check); its timer calls it every WATCHDOG_INTERVAL_MS. */
+  watchdog: PoolWatchdog;
   close(): Promise<void>;
 }
 
@@ -36,7 +49,16 @@ export interface OpenOptions {
    * SQL never outlives the request that asked for it. 0 = unbounded.
    */
   statementTimeoutMs?: number;
+  /** The watchdog's own timer; false: only explicit watchdog.check() calls (tests, with a clock). */
+  watchdogTimer?: boolean;
+  /** The watchdog's clock (ms). */
+  now?: () => number;
 }
+
+/** How often the watchdog looks at the pool. */
+export const WATCHDOG_INTERVAL_MS = 5_000;
+/** Waiters and no reply for this long while none of the pool's backends runs a statement: wedged. */
+export const WATCHDOG_IDLE_STALL_MS = 10_000;
 
 /**
  * The operation whose read is being issued: set only while a Repository method hands its statement
@@ -102,6 +124,51 @@ export function reconnectBackoffSeconds(failedAttempts: number): number {
   return Math.min(2, 0.05 * 2 ** failedAttempts) * (0.5 + Math.random() / 2);
 }
 
+/** postgres.js' pool as patches/postgres+3.4.9.patch opens it to the watchdog. */
+interface PatchedPool {
+  poolStats(): {
+    max: number;
+    open: number;
+    busy: number;
+    full: number;
+    reserved: number;
+    connecting: number;
+    closed: number;
+    waiting: number;
+    oldestWaitStart: number | null;
+    readyForQuery: number;
+  };
+  recoverPool(): number;
+}
+
+function statsOf(s: ReturnType<PatchedPool['poolStats']>): PoolStats {
+  return {
+    max: s.max,
+    inUse: s.busy + s.full + s.reserved + s.connecting,
+    waiting: s.waiting,
+    oldestWaitStart: s.oldestWaitStart,
+    progress: s.readyForQuery,
+    dropped: 0,
+  };
+}
+
+/** Beyond any statement's time-out: then a pool still without a reply is wedged whatever its backends do. */
+function hardStallMs(statementTimeoutMs: number | undefined): number {
+  return Math.max(60_000, 2 * (statementTimeoutMs || 30_000));
+}
+
+function watchEvery(watchdog: PoolWatchdog, enabled = true): () => void {
+  if (!enabled) return () => {};
+  let checking = false;
+  const timer = setInterval(() => {
+    if (checking) return;
+    checking = true;
+    void watchdog.check().finally(() => (checking = false));
+  }, WATCHDOG_INTERVAL_MS);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
 /** Connections of the short-read client (Database.shortReads), at most the pool's own size. */
 export const SHORT_READ_CONNECTIONS = 2;
 
@@ -117,14 +184,19 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
     const { drizzle } = await import('drizzle-orm/postgres-js');
     const { migrate } = await import('drizzle-orm/postgres-js/migrator');
     const poolSize = opts.maxConnections ?? DEFAULT_DATABASE_POOL_SIZE;
-    const clientOf = (max: number) => {
+    const clientOf = (max: number, appName: string | null) => {
       const client = postgres(opts.databaseUrl!, {
         max,
         onnotice: () => {},
         prepare: true,
         // JIT compiles for large cost estimates; on these short statements it cost ~1 s per query
         // (the downsample's per-bucket index scans run in 0.2 s, JIT added 1.07 s).
-        connection: { jit: 'off', ...(opts.statementTimeoutMs ? { statement_timeout: opts.statementTimeoutMs } : {}) },
+        connection: {
+          jit: 'off',
+          ...(opts.statementTimeoutMs ? { statement_timeout: opts.statementTimeoutMs } : {}),
+          // Names this pool's backends in pg_stat_activity, where the watchdog asks whether any works.
+          ...(appName ? { application_name: appName } : {}),
+        },
         backoff: reconnectBackoffSeconds,
         // A login that has not finished in 10 s is not going to; the request gets CACHE_UNAVAILABLE.
         connect_timeout: 10,
@@ -141,18 +213,42 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
       }) as unknown as typeof client.unsafe;
       return client;
     };
-    const client = clientOf(poolSize);
+    const appName = `training-graph ${process.pid} ${randomUUID().slice(0, 8)}`;
+    const client = clientOf(poolSize, appName);
     // Connects on its first statement, like the main pool.
-    const shortClient = clientOf(Math.min(SHORT_READ_CONNECTIONS, poolSize));
+    const shortClient = clientOf(Math.min(SHORT_READ_CONNECTIONS, poolSize), null);
+    // One connection of its own for probes: it answers while the pool's slots are all taken.
+    const probeClient = postgres(opts.databaseUrl, { max: 1, onnotice: () => {}, connect_timeout: 10, idle_timeout: 60, backoff: reconnectBackoffSeconds });
     const db = drizzle(client, { schema: tables, logger });
     await migrate(db, { migrationsFolder: MIGRATIONS_DIR });
+    const pool = client as unknown as PatchedPool;
+    const watchdog = new PoolWatchdog(
+      {
+        stats: () => statsOf(pool.poolStats()),
+        recover: () => pool.recoverPool(),
+        activeBackends: async () => {
+          const [row] = await probeClient<
+            { n: number }[]
+          >`select count(*)::int as n from pg_stat_activity where application_name = ${appName} and state = 'active'`;
+          return row?.n ?? 0;
+        },
+      },
+      { idleStallMs: WATCHDOG_IDLE_STALL_MS, hardStallMs: hardStallMs(opts.statementTimeoutMs), now: opts.now },
+    );
+    const stopWatch = watchEvery(watchdog, opts.watchdogTimer);
     return {
       db: db as unknown as Db,
       shortReads: drizzle(shortClient, { schema: tables, logger }) as unknown as Db,
       driver: 'postgres',
       statementCount: () => statements,
+      probe: async () => {
+        await probeClient`select 1`;
+      },
+      poolHealth: () => watchdog.health(),
+      watchdog,
       close: async () => {
-        await Promise.all([client.end({ timeout: 5 }), shortClient.end({ timeout: 5 })]);
+        stopWatch();
+        await Promise.all([client.end({ timeout: 5 }), shortClient.end({ timeout: 5 }), probeClient.end({ timeout: 5 })]);
       },
     };
   }
@@ -161,13 +257,38 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
   const client = await openPglite(opts.dataDir ?? './.data');
   const { drizzle } = await import('drizzle-orm/pglite');
   const { migrate } = await import('drizzle-orm/pglite/migrator');
+  const gate = new StatementGate();
+  const query = client.query.bind(client);
+  // drizzle sends every statement outside transactions through client.query, in the tick
+  // issueReadFor sets `issuing`: a read is dropped at its turn if its request was abandoned by then.
+  client.query = ((text: string, ...rest: unknown[]) => {
+    const scope = issuing && READ_STATEMENT.test(text) ? issuing : undefined;
+    const run = () => (query as (...a: unknown[]) => Promise<unknown>)(text, ...rest);
+    if (!scope) return gate.run(run);
+    let abandoned: unknown;
+    const read = { cancel: () => (abandoned ??= scope.signal.reason ?? new Error('the request was abandoned')) };
+    if (scope.trackRead) scope.trackRead(read);
+    else if (scope.signal.aborted) read.cancel();
+    else scope.signal.addEventListener('abort', read.cancel, { once: true });
+    return gate.run(run, { abandoned: () => abandoned });
+  }) as typeof client.query;
   const db = drizzle(client, { schema: tables, logger });
   await migrate(db, { migrationsFolder: MIGRATIONS_DIR });
+  const watchdog = new PoolWatchdog(
+    // One slot, no pool to wedge: the gate's queue is shown, and a statement runs until it ends.
+    { stats: () => gate.stats(), recover: () => 0, activeBackends: async () => (gate.stats().inUse > 0 ? 1 : 0) },
+    { idleStallMs: WATCHDOG_IDLE_STALL_MS, hardStallMs: Number.POSITIVE_INFINITY, now: opts.now },
+  );
   return {
     db: db as unknown as Db,
     shortReads: db as unknown as Db,
     driver: 'pglite',
     statementCount: () => statements,
+    probe: async () => {
+      await gate.run(() => query('select 1'), { priority: true });
+    },
+    poolHealth: () => watchdog.health(),
+    watchdog,
     close: () => client.close(),
   };
 }

@@ -227,6 +227,44 @@ describe.runIf(REAL_POSTGRES_URL)('postgres.js after its connection dies (real P
     }
   });
 
+  it('keeps the slot of a query cancelled before it reached the pool (issue 44)', async () => {
+    // A read issued for a request already abandoned is cancelled in the tick it is made (store/db.ts):
+    // unpatched, the pool then handed the settled query to a connection, which sent nothing for it
+    // and was parked in the pool's full queue for good. Two such cancels took both slots; every later
+    // statement waited forever while pg_stat_activity showed both connections idle.
+    const sql = postgres(database.databaseUrl!, { max: 2, onnotice: () => {} });
+    try {
+      expect(await outcome(sql`select 1 as n`)).toEqual({ ok: [{ n: 1 }] });
+      for (let i = 0; i < 3; i++) {
+        const q = sql.unsafe('select 2 as n');
+        void q.cancel();
+        expect(await outcome(q)).toEqual({ error: '57014' });
+      }
+      expect(await outcome(sql`select 3 as n`)).toEqual({ ok: [{ n: 3 }] });
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  });
+
+  it('keeps the slot of a query cancelled while its connection logs in (issue 44)', async () => {
+    // The first query of a new connection waits for its login; cancelled meanwhile, it was settled
+    // but the connection, unpatched, stayed in the pool's connecting queue for good once logged in.
+    const sql = postgres(database.databaseUrl!, { max: 2, onnotice: () => {} });
+    try {
+      for (let i = 0; i < 3; i++) {
+        const q = sql.unsafe('select 2 as n');
+        void q.execute();
+        // Handed to a closed slot, which starts to connect: a login takes more than one turn of the loop.
+        await new Promise((resolve) => setImmediate(resolve));
+        void q.cancel();
+        expect(await outcome(q)).toEqual({ error: '57014' });
+      }
+      expect(await outcome(sql`select 3 as n`)).toEqual({ ok: [{ n: 3 }] });
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  });
+
   it('rejects a COPY the server refuses (unique violation) and rolls its transaction back', async () => {
     const sql = postgres(database.databaseUrl!, { max: 2, onnotice: () => {} });
     try {
