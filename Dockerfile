@@ -1,7 +1,10 @@
-# The API image: the server compiled ahead of time (dist/) in a build stage, production
-# dependencies without the optional embedded PGlite in another, and a slim non-root runtime that
-# runs `node dist/main.js` with neither TypeScript tooling nor PGlite: it serves a Postgres
-# (DATABASE_URL). scripts/build-image-root.sh runs these same steps without Docker.
+# The API image: the server bundled ahead of time by esbuild with its dependencies (scripts/build.mjs,
+# dist/) in a build stage; in another, the production dependencies the bundle leaves outside (pino's
+# transports, ws' add-ons; not the optional embedded PGlite); and a slim non-root runtime that runs
+# `node dist/main.js` with neither TypeScript tooling nor PGlite: it serves a Postgres
+# (DATABASE_URL), or with no PROVIDERS_CONFIG the demo's simulators. .dockerignore keeps the
+# host's node_modules, .data, dist and .git out of the context. scripts/build-image-root.sh runs
+# these same steps without Docker.
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 # patches first: npm ci's postinstall (scripts/apply-patches.mjs) applies patches/ to the installed
@@ -14,7 +17,7 @@ COPY scripts/apply-patches.mjs scripts/pglite-template.mjs ./scripts/
 RUN npm ci --no-audit --no-fund
 COPY src ./src
 COPY scripts ./scripts
-# Strips the types into dist/ and bundles the live view page (src/web/build.ts dist/web).
+# Bundles the server into dist/ and the live view page into dist/web (src/web/build.ts).
 RUN node scripts/build.mjs dist
 
 FROM node:20-bookworm-slim AS deps

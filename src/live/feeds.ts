@@ -63,6 +63,10 @@ export async function pollUtilization(ctx: PollContext, jobId: string): Promise<
   const sample = toSample(await store.storedSample(job, metrics, cursorMs === null ? from : new Date(cursorMs + 1), to));
   const cursor = sample.newest ?? ctx.state.cursor;
   ctx.state.cursor = cursor;
+  // Nothing until there is something: a feed that has never had a point (a Runicorn run, which
+  // has no system metrics) sent an empty sample every poll. Once a point went out, every poll
+  // says so (subscribers read polledAt as the feed's pulse); the final sample always goes.
+  if (cursor === null && sample.series.length === 0 && !terminal) return 'continue';
   ctx.publish({
     type: 'sample',
     jobId,

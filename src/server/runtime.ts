@@ -98,7 +98,9 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   tuneGarbageCollector();
   const { config } = opts;
   const tokens = config.security?.tokens ?? null;
-  if (!tokens?.configured && !config.security?.allowOpen && !isLoopbackHost(config.host)) {
+  // The demo (no providers file: simulators in process) has nothing to protect, so `docker compose
+  // up` serves it with nothing to prepare; a providers file needs tokens or ALLOW_OPEN.
+  if (!tokens?.configured && !config.security?.allowOpen && !isLoopbackHost(config.host) && config.providers !== null) {
     throw new ConfigError(
       `HOST=${config.host} is not a loopback address and no API tokens are configured (API_TOKENS or API_TOKENS_FILE): ` +
         'anyone who can reach it would see every provider. Configure tokens, bind to 127.0.0.1, or set ALLOW_OPEN=true behind something that authenticates.',

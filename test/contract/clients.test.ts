@@ -22,6 +22,7 @@ import { client as wsClient, providersFile, runningJobId, startSim, startTestRun
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { ManualTimers } from '../support/manual-timers.js';
 import { postGraphql } from '../support/runtime.js';
+import { HANG_MS, hangBound } from '../support/wait.js';
 
 /**
  * Every object of the schema has an id and is a Node (values an id derived from their owner's,
@@ -193,57 +194,70 @@ describe('Apollo Client', () => {
     client.stop();
   });
 
-  it('a subscription sample lands in the series the query put in the cache', async () => {
-    // A runtime whose live feeds poll only when the test says: each poll writes the newest points
-    // into the cache, and a series over the job's life is then downsampled anew, so a sample that
-    // followed a poll the query did not see would differ from the query by a few buckets (seen on a
-    // busy machine: 1,930 points against the query's 1,938, and Apollo's data-loss warning).
-    const timers = new ManualTimers();
-    const live = await startTestRuntime(sim, 1, { databaseUrl: null, dataDir: 'memory://', providers: providers() }, { liveTimers: timers });
-    try {
-      const client = apollo({ url: live.url });
-      const first: any[] = [];
-      const feed = client.subscribe<any>({ query: gql(LIVE), variables: { jobId } }).subscribe({ next: (r) => r.data && first.push(r.data.jobUtilization) });
-      // The feed's first poll (due at once) has written the newest points.
-      await waitFor(() => first.length >= 1, 60_000, 'the first live sample');
-      const { data } = await client.query<any>({ query: gql(DASHBOARD), variables: { jobId } });
-      const queried = data.job.metrics as { id: string; points: { timestamp: string }[] }[];
-      expect(queried.length).toBeGreaterThan(0);
-      await live.readThrough.settle();
-      // A subscriber joining now gets the feed's latest sample, its series read from the cache the query filled.
-      const samples: any[] = [];
-      // (Its own operation: Apollo would otherwise share the first subscription's, which has had its sample.)
-      const sub = client
-        .subscribe<any>({ query: gql(LIVE), variables: { jobId }, context: { queryDeduplication: false } })
-        .subscribe({ next: (r) => r.data && samples.push(r.data.jobUtilization) });
-      await waitFor(() => samples.length >= 1, 60_000, 'a live sample');
-      sub.unsubscribe();
-      feed.unsubscribe();
-      const sample = samples[0];
-      expect(sample.series.length).toBeGreaterThan(0);
-      let shared = 0;
-      for (const s of sample.series) {
-        // The same id the query's series has, so it is the same cache entry...
-        const q = queried.find((q) => q.id === s.id) as { points: { id: string; timestamp: string }[] } | undefined;
-        expect(q, s.id).toBeDefined();
-        // ... whose points that the sample holds too have the same ids (the series' id and their time) ...
-        const sampled = new Map<string, string>(s.points.map((p: { id: string; timestamp: string }) => [p.timestamp, p.id]));
-        for (const p of q!.points) {
-          if (!sampled.has(p.timestamp)) continue;
-          expect(sampled.get(p.timestamp)).toBe(p.id);
-          shared++;
+  it(
+    'a subscription sample lands in the series the query put in the cache',
+    async () => {
+      // A runtime whose live feeds poll only when the test says: each poll writes the newest points
+      // into the cache, and a series over the job's life is then downsampled anew, so a sample that
+      // followed a poll the query did not see would differ from the query by a few buckets (seen on a
+      // busy machine: 1,930 points against the query's 1,938, and Apollo's data-loss warning).
+      const timers = new ManualTimers();
+      // The socket's own clocks (3 s for ConnectionInit, 12 s pings) bound hangs too: on a busy
+      // machine, where client and server share one process, they are no deadline for the test.
+      const live = await startTestRuntime(
+        sim,
+        1,
+        { databaseUrl: null, dataDir: 'memory://', providers: providers() },
+        { liveTimers: timers, ws: { connectionInitWaitTimeoutMs: HANG_MS, keepAliveMs: HANG_MS } },
+      );
+      try {
+        const client = apollo({ url: live.url });
+        const first: any[] = [];
+        const feed = client.subscribe<any>({ query: gql(LIVE), variables: { jobId } }).subscribe({ next: (r) => r.data && first.push(r.data.jobUtilization) });
+        // The feed's first poll (due at once) has written the newest points.
+        await waitFor(() => first.length >= 1, 60_000, 'the first live sample');
+        const { data } = await client.query<any>({ query: gql(DASHBOARD), variables: { jobId } });
+        const queried = data.job.metrics as { id: string; points: { timestamp: string }[] }[];
+        expect(queried.length).toBeGreaterThan(0);
+        await live.readThrough.settle();
+        // A subscriber joining now gets the feed's latest sample, its series read from the cache the query filled.
+        const samples: any[] = [];
+        // (Its own operation: Apollo would otherwise share the first subscription's, which has had its sample.)
+        const sub = client
+          .subscribe<any>({ query: gql(LIVE), variables: { jobId }, context: { queryDeduplication: false } })
+          .subscribe({ next: (r) => r.data && samples.push(r.data.jobUtilization) });
+        await waitFor(() => samples.length >= 1, 60_000, 'a live sample');
+        sub.unsubscribe();
+        feed.unsubscribe();
+        const sample = samples[0];
+        expect(sample.series.length).toBeGreaterThan(0);
+        let shared = 0;
+        for (const s of sample.series) {
+          // The same id the query's series has, so it is the same cache entry...
+          const q = queried.find((q) => q.id === s.id) as { points: { id: string; timestamp: string }[] } | undefined;
+          expect(q, s.id).toBeDefined();
+          // ... whose points that the sample holds too have the same ids (the series' id and their time) ...
+          const sampled = new Map<string, string>(s.points.map((p: { id: string; timestamp: string }) => [p.timestamp, p.id]));
+          for (const p of q!.points) {
+            if (!sampled.has(p.timestamp)) continue;
+            expect(sampled.get(p.timestamp)).toBe(p.id);
+            shared++;
+          }
+          // ... and that entry now holds the sample's points.
+          const cached = client.cache.readFragment<any>({ id: client.cache.identify({ __typename: 'MetricSeries', id: s.id }), fragment: gql(SERIES) });
+          expect(cached.points).toEqual(s.points);
         }
-        // ... and that entry now holds the sample's points.
-        const cached = client.cache.readFragment<any>({ id: client.cache.identify({ __typename: 'MetricSeries', id: s.id }), fragment: gql(SERIES) });
-        expect(cached.points).toEqual(s.points);
+        expect(shared).toBeGreaterThan(0);
+        expect(warnings).toEqual([]);
+        client.stop();
+      } finally {
+        await live.close();
       }
-      expect(shared).toBeGreaterThan(0);
-      expect(warnings).toEqual([]);
-      client.stop();
-    } finally {
-      await live.close();
-    }
-  }, 120_000);
+      // Its steps (a runtime of its own, two waits on samples, a query, the cache settling) are each
+      // bounded on their own; 120 s for all of them timed it out on a busy machine (issue 45).
+    },
+    hangBound(6),
+  );
 
   it("Apollo's PersistedQueryLink works: the hash alone after the first time (APQ)", async () => {
     const client = apollo({ persisted: true });

@@ -2,7 +2,7 @@
 // Postgres, Redis and two API replicas built from the Dockerfile behind one port, all health-
 // checked; each replica's environment uses the settings the README documents and loadConfig
 // accepts; the Dockerfile is multi-stage, non-root and health-checked.
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parse } from 'yaml';
@@ -21,7 +21,8 @@ interface Service {
   image?: string;
   build?: string | { context: string; dockerfile?: string };
   command?: string[] | string;
-  environment?: Record<string, string>;
+  /** A null value is passed through from the environment of `docker compose up` (unset when it is). */
+  environment?: Record<string, string | null>;
   ports?: string[];
   volumes?: string[];
   healthcheck?: { test: string[] | string };
@@ -33,8 +34,20 @@ const services = Object.entries(compose.services);
 const apis = services.filter(([, s]) => s.build !== undefined);
 const SERVER_SETTINGS = ['PORT', 'HOST', 'DATABASE_URL', 'REDIS_URL', 'PROVIDERS_CONFIG'];
 
-/** Compose's `${NAME:-default}` interpolation, from an empty environment. */
-const interpolate = (v: string) => v.replace(/\$\{(\w+)(?::?-([^}]*))?\}/g, (_m, _name, fallback) => fallback ?? '');
+/** Compose's `${NAME:-default}` interpolation and pass-through (a null value) from the given environment. */
+const interpolate = (v: string, host: Record<string, string> = {}) =>
+  v.replace(/\$\{(\w+)(?::?-([^}]*))?\}/g, (_m, name: string, fallback) => host[name] || (fallback ?? ''));
+function environmentOf(api: Service, host: Record<string, string> = {}): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(api.environment ?? {})) {
+    if (v === null) {
+      if (host[k] !== undefined) env[k] = host[k]!;
+    } else env[k] = interpolate(String(v), host);
+  }
+  return env;
+}
+/** host path -> container path of a service's bind mounts. */
+const bindMounts = (api: Service) => (api.volumes ?? []).map((v) => v.split(':')).filter(([source]) => source!.startsWith('.'));
 
 describe('docker-compose.yml', () => {
   const tmp = mkdtempSync(path.join(tmpdir(), 'tg-compose-'));
@@ -65,7 +78,10 @@ describe('docker-compose.yml', () => {
   it("sets the README's server settings (and only documented variables or provider secrets), pointing at the compose services; loadConfig accepts them", () => {
     const documented = new Set([...readme.matchAll(/^\| `([A-Z_]+)` \|/gm)].map((m) => m[1]!));
     for (const [name, api] of apis) {
-      const env = Object.fromEntries(Object.entries(api.environment ?? {}).map(([k, v]) => [k, interpolate(String(v))]));
+      // As the compose file's comment says to start it for real platforms: the files in deploy/,
+      // mounted at /config. Here the README's providers example stands in for providers.yaml and
+      // the token list starts empty.
+      const env = environmentOf(api, { PROVIDERS_CONFIG: '/config/providers.yaml', API_TOKENS_FILE: '/config/tokens.yaml' });
       for (const key of SERVER_SETTINGS) {
         expect(env[key], `${name}.${key}`).toBeDefined();
         expect(documented.has(key), `README documents ${key}`).toBe(true);
@@ -74,18 +90,14 @@ describe('docker-compose.yml', () => {
       expect(new URL(env.REDIS_URL!).hostname).toBe('redis');
       expect(env.HOST).toBe('0.0.0.0');
 
-      // Files the environment names are mounted from beside the compose file; here the README's
-      // providers example stands in for providers.yaml, and any other file (the API token list)
-      // starts as an empty list.
       const example = readme.match(/```yaml\n([\s\S]*?)```/)![1]!;
-      const mounts = new Map(api.volumes!.map((v) => v.split(':')).map(([source, target]) => [target!, source!]));
-      expect(mounts.has(env.PROVIDERS_CONFIG!), 'a volume mounts the providers file').toBe(true);
-      const local = { ...env };
-      for (const [key, v] of Object.entries(env)) {
-        if (!mounts.has(v)) continue;
-        local[key] = path.join(tmp, `${name}-${path.basename(mounts.get(v)!)}`);
-        writeFileSync(local[key]!, key === 'PROVIDERS_CONFIG' ? example : '[]\n');
-      }
+      const configMount = bindMounts(api).find(([, target]) => target === '/config');
+      expect(configMount, 'deploy/ is mounted at /config').toBeDefined();
+      const dir = path.join(tmp, name);
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(path.join(dir, 'providers.yaml'), example);
+      writeFileSync(path.join(dir, 'tokens.yaml'), '[]\n');
+      const local = { ...env, PROVIDERS_CONFIG: path.join(dir, 'providers.yaml'), API_TOKENS_FILE: path.join(dir, 'tokens.yaml') };
       const config = loadConfig(local);
       expect(config).toMatchObject({ port: 4000, host: '0.0.0.0', databaseUrl: env.DATABASE_URL, redisUrl: env.REDIS_URL });
       // Every secret the providers name is passed through from the host; every other variable is
@@ -103,6 +115,28 @@ describe('docker-compose.yml', () => {
     }
   });
 
+  it('starts the demo on a fresh clone: every mounted path is in the repository, no providers file or token is needed', () => {
+    for (const [name, s] of services) {
+      for (const [source, target] of bindMounts(s)) {
+        const local = path.join(root, source!);
+        expect(existsSync(local), `${name} mounts ${source} (at ${target}), which a fresh clone must have`).toBe(true);
+        // Tracked: a folder git would not ship (ignored or empty) is not on a fresh clone.
+        if (statSync(local).isDirectory()) expect(readdirSync(local).some((f) => !f.startsWith('.'))).toBe(true);
+      }
+    }
+    for (const [name, api] of apis) {
+      // Nothing set on the host: no providers file (the demo), no token file, and the server's own
+      // rule lets the demo serve beyond loopback without tokens (test/security/tenants.test.ts).
+      const env = environmentOf(api);
+      expect(env.PROVIDERS_CONFIG, `${name} without PROVIDERS_CONFIG runs the demo`).toBeUndefined();
+      expect(env.API_TOKENS_FILE).toBeUndefined();
+      const config = loadConfig(env);
+      expect(config.providers).toBeNull();
+      expect(config).toMatchObject({ host: '0.0.0.0', databaseUrl: env.DATABASE_URL, redisUrl: env.REDIS_URL });
+      expect(config.security?.tokens.configured).toBe(false);
+    }
+  });
+
   it('puts one port in front of both replicas, WebSockets included', () => {
     const published = services.filter(([, s]) => s.ports?.length);
     expect(published.map(([n]) => n)).toEqual(['gateway']);
@@ -113,6 +147,23 @@ describe('docker-compose.yml', () => {
     const servers = [...upstream.matchAll(/server ([\w-]+):(\d+);/g)].map((m) => `${m[1]}:${m[2]}`);
     expect(servers).toEqual(apis.map(([name, s]) => `${name}:${s.environment!.PORT}`));
     expect(conf).toMatch(/proxy_set_header Upgrade/);
+  });
+});
+
+describe('.dockerignore', () => {
+  it("keeps the host's installs, data, builds, history and configuration out of the build context", () => {
+    const ignored = readFileSync(path.join(root, '.dockerignore'), 'utf8')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l && !l.startsWith('#'));
+    for (const entry of ['node_modules', '.data', 'dist', '.git', 'deploy']) expect(ignored, entry).toContain(entry);
+    // Nothing the Dockerfile copies is ignored.
+    for (const copied of [...dockerfile.matchAll(/^COPY (?!--from)(.+) \S+$/gm)].flatMap((m) => m[1]!.split(' '))) {
+      expect(
+        ignored.some((i) => copied === i || copied.startsWith(`${i}/`)),
+        copied,
+      ).toBe(false);
+    }
   });
 });
 

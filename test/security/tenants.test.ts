@@ -247,11 +247,15 @@ describe('tenants', () => {
     expect(closed).toBe(4403);
   });
 
-  it('refuses a non-loopback HOST without tokens unless told to run open', async () => {
+  it('refuses a non-loopback HOST without tokens unless told to run open or serving the demo', async () => {
     const base = { port: 0, databaseUrl: null, dataDir: 'memory://', redisUrl: null, logLevel: 'silent', providers: [] as ProviderConfig[] };
     await expect(startRuntime({ config: { ...base, host: '0.0.0.0', security: loadSecurityConfig({}) } })).rejects.toThrow(/not a loopback address/);
     const open = await startRuntime({ config: { ...base, host: '0.0.0.0', security: loadSecurityConfig({ ALLOW_OPEN: 'true' }) } });
     await open.close();
+    // The demo (no providers file: simulators only) has nothing to protect: `docker compose up` serves it as is.
+    const demo = await startRuntime({ config: { ...base, providers: null, host: '0.0.0.0', security: loadSecurityConfig({}) } });
+    expect(demo.providers.all().every((p) => p.simulated)).toBe(true);
+    await demo.close();
   });
 
   it('no provider secret appears in any response or log line of this run', async () => {

@@ -18,3 +18,30 @@ export async function eventually<T>(probe: () => T | undefined | false | Promise
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/**
+ * For a wait made of many small steps (a thousand subscribers, each getting its sample): resolves
+ * like `eventually`, and calls it hung only after HANG_MS in which `progress` did not move, however
+ * long the whole takes on a busy machine.
+ */
+export async function eventuallyProgressing<T>(
+  probe: () => T | undefined | false | Promise<T | undefined | false>,
+  progress: () => number,
+  what: string,
+): Promise<T> {
+  let last = progress();
+  let movedAt = Date.now();
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    const now = progress();
+    if (now !== last) {
+      last = now;
+      movedAt = Date.now();
+    } else if (Date.now() - movedAt > HANG_MS) throw new Error(`timed out waiting for ${what} (no progress for ${HANG_MS / 1000} s, at ${now})`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** A test's own time-out when each of its `steps` waits is bounded by HANG_MS: their sum, so a slow but moving machine never trips it before a step's own bound would. */
+export const hangBound = (steps: number) => steps * HANG_MS;
