@@ -31,6 +31,8 @@ export interface PromApiOptions {
   maxSamples?: number;
   maxSeries?: number;
   timeoutMs?: number;
+  /** The clock the time limit is measured on (default Date.now; tests pass a controllable one). */
+  clock?: () => number;
 }
 
 /** What a request may see (its token's scope): providers, and projects (null = all). */
@@ -117,8 +119,10 @@ export class PromApi {
   private readonly maxSamples: number;
   private readonly maxSeries: number;
   private readonly timeoutMs: number;
+  private readonly clock: () => number;
 
   constructor(private readonly opts: PromApiOptions) {
+    this.clock = opts.clock ?? Date.now;
     this.lookbackMs = opts.lookbackMs ?? PROMQL_DEFAULTS.lookbackMs;
     this.maxSamples = opts.maxSamples ?? PROMQL_DEFAULTS.maxSamples;
     this.maxSeries = opts.maxSeries ?? PROMQL_DEFAULTS.maxSeries;
@@ -157,7 +161,7 @@ export class PromApi {
   private deadline(params: URLSearchParams): number {
     const raw = params.get('timeout');
     const ms = raw ? Math.min(parseDurationParam(raw, 'timeout'), this.timeoutMs) : this.timeoutMs;
-    return Date.now() + ms;
+    return this.clock() + ms;
   }
 
   private lookback(params: URLSearchParams): number {
@@ -248,7 +252,7 @@ export class PromApi {
           throw tooManySamples(`${rows} series x ${steps} evaluation times with ${points} stored points exceed the limit of ${this.maxSamples} samples`);
       },
     );
-    const ev = new Evaluator({ lookbackMs, deadline, series });
+    const ev = new Evaluator({ lookbackMs, deadline, series, clock: this.clock });
     ev.checkDeadline();
     return ev;
   }

@@ -174,9 +174,26 @@ describe('the Prometheus query API', () => {
     const refused = await small.handle('query_range', params, access);
     expect(refused.status).toBe(422);
     expect(refused.body).toMatchObject({ status: 'error', errorType: 'execution', error: expect.stringMatching(/too many samples/) });
-    params.set('step', '3600');
-    params.set('query', `count(${UTIL}{provider="pai-dlc-demo"})`);
-    expect((await small.handle('query_range', params, access)).status).toBe(200);
+    // The same limit lets a small query through: one evaluation time, one minute of look-back.
+    const fits = new URLSearchParams({ query: `count(${UTIL}{provider="pai-dlc-demo"})`, start: nowS(), end: nowS(), step: '15', lookback_delta: '1m' });
+    const answered = await small.handle('query_range', fits, access);
+    expect(answered.status, JSON.stringify(answered.body)).toBe(200);
+  });
+
+  it('gives up past the time limit with a timeout error', async () => {
+    // The limit's clock moves a minute each time it is read: the query starts, then is past any limit below that.
+    let t = 0;
+    const slow = new PromApi({ store: rt.store, timeoutMs: 30_000, clock: () => (t += 60_000) });
+    const access = { providerIds: rt.store.providers.ids(), projectIds: null };
+    const params = new URLSearchParams({ query: UTIL, time: nowS() });
+    const timedOut = await slow.handle('query', params, access);
+    expect(timedOut.status).toBe(503);
+    expect(timedOut.body).toMatchObject({ status: 'error', errorType: 'timeout', error: expect.stringMatching(/timed out/) });
+    // A `timeout` parameter above the server's limit does not lift it; with room, the query answers.
+    params.set('timeout', '10m');
+    expect((await slow.handle('query', params, access)).status).toBe(503);
+    const roomy = new PromApi({ store: rt.store, timeoutMs: 30_000, clock: () => (t += 1) });
+    expect((await roomy.handle('query', params, access)).status).toBe(200);
   });
 
   it('answers every query of the Grafana dashboard in docs/grafana', async () => {

@@ -178,6 +178,9 @@ describe.skipIf(!HAVE)(`the query API conforms to Prometheus [needs ${PROMETHEUS
       ],
       { stdio: 'ignore' },
     );
+    // If the worker ends before afterAll runs (a hook time-out), Prometheus must not outlive it.
+    const child = prometheus;
+    process.once('exit', () => child.kill('SIGKILL'));
     await eventually(async () => (await fetch(`${promUrl}/-/ready`).catch(() => null))?.ok, HANG_MS, 'Prometheus ready');
     await eventually(
       async () => (await get(promUrl, 'targets', {})).body.data.activeTargets[0]?.health === 'up',
