@@ -243,8 +243,10 @@ async function openScenario(fleet: { jobs: number; nodes: number; gpus: number }
       redisUrl: null,
       logLevel: 'silent',
       providers: [{ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', timeoutSeconds: 120 }],
-      // The cold query over the whole fleet is measured, not cut off by the public 30 s limit.
-      security: loadSecurityConfig({ EXECUTION_TIMEOUT_MS: '900000', MAX_QUERY_COST: '100000000', MAX_RESPONSE_BYTES: '1000000000' }),
+      // The default query cost and answer size: the dashboard is what they were sized for
+      // (docs/limits.md). Only the time-out is lifted: a cold growth fleet of 500 jobs on a busy
+      // machine is measured, not cut off by the public 30 s.
+      security: loadSecurityConfig({ EXECUTION_TIMEOUT_MS: '900000' }),
     },
     env: { BT_KEY: sim.apiKey },
     logger: pino({ level: 'silent' }),

@@ -20,6 +20,7 @@ import { reportShapeMismatch } from '../shape-watch.js';
 import { createPaiDlcClient } from './client.js';
 import {
   CMS_METRIC_NAMES,
+  CMS_PERIODS,
   CMS_NAMESPACE,
   cmsPeriodFor,
   cmsPointOf,
@@ -271,6 +272,8 @@ export function createPaiDlcAdapter(config: PaiDlcConfig, secrets: SecretSource)
       trainingMetrics: false,
       progress: false,
       logs: true,
+      // CloudMonitor's shortest period (mapping.ts CMS_PERIODS).
+      sampleSeconds: CMS_PERIODS[0],
     },
 
     // PAI-DLC has no workspace listing of its own (that is the AI Workspace API): workspaces are
