@@ -4,6 +4,7 @@
 // the point columns (timestamps/steps/values, compareRuns x/values) and nodes(ids) count what they
 // can hold (issue 44 item 4); and an answer that turns out larger than its estimate is stopped while
 // it is made, with the same code and no partial answer.
+import { Kind, parse } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_REQUEST_LIMITS, loadSecurityConfig } from '../../src/config/security.js';
 import type { Runtime } from '../../src/server/runtime.js';
@@ -88,6 +89,30 @@ describe('query cost on the demo, default limits', () => {
     expect(cost.estimated).toBeLessThanOrEqual(2 * gpus + 3 * 50 + 1);
     expect(cost.estimated).toBeGreaterThanOrEqual(cost.actual);
   }, 300_000);
+
+  it("gives a router's demand control the same sizes (@listSize assumedSize in the subgraph SDL)", async () => {
+    const sdl = ((await gql('{ _service { sdl } }')).data as { _service: { sdl: string } })._service.sdl;
+    const { UNKNOWN_JOB_SHAPE } = await import('../../src/store/index.js');
+    const doc = parse(sdl);
+    const field = (type: string, name: string) => {
+      for (const d of doc.definitions) {
+        if ((d.kind !== Kind.OBJECT_TYPE_DEFINITION && d.kind !== Kind.OBJECT_TYPE_EXTENSION) || d.name.value !== type) continue;
+        const f = d.fields?.find((x) => x.name.value === name);
+        const size = f?.directives?.find((x) => x.name.value === 'listSize')?.arguments?.find((x) => x.name.value === 'assumedSize')?.value;
+        if (size?.kind === Kind.INT) return size.value;
+      }
+      return undefined;
+    };
+    expect(field('Job', 'nodes')).toBe(String(UNKNOWN_JOB_SHAPE.nodes));
+    expect(field('Job', 'gpus')).toBe(String(UNKNOWN_JOB_SHAPE.gpus));
+    expect(field('Job', 'metrics')).toBe(String(UNKNOWN_JOB_SHAPE.systemSeries));
+    expect(field('Job', 'trainingMetrics')).toBe(String(UNKNOWN_JOB_SHAPE.trainingSeries));
+    expect(field('ComputeNode', 'gpus')).toBe(String(UNKNOWN_JOB_SHAPE.gpusPerNode));
+    // The point columns, one element per point (the default maxPoints), as the estimate counts them.
+    for (const name of ['timestamps', 'steps', 'values', 'points']) expect(field('MetricSeries', name), name).toBe('500');
+    expect(field('RunComparison', 'x')).toBe('500');
+    expect(field('ComparedSeries', 'values')).toBe('500');
+  });
 
   it('refuses 500 jobs x every GPU x 10,000 points before it runs, naming the costliest part', async () => {
     const r = await gql(`{ jobs(first: 500) { edges { node { gpus { utilization(maxPoints: 10000) { timestamps values } } } } } }`);
