@@ -83,13 +83,13 @@ export class JobShapes {
       });
   }
 
-  /** One statement over nodes, GPUs and series, grouped by job. */
+  /** One statement over nodes, GPUs and series, grouped by job; a job no longer in the tables is forgotten. */
   async load(db: Db): Promise<void> {
     const rows = await rowsOf<{ job_id: string; nodes: number; gpus: number; per_node: number; system: number; training: number }>(
       db,
       sql`
       with n as (select job_id, count(*)::int as nodes from nodes group by job_id),
-           g as (select job_id, count(*)::int as gpus, max(c)::int as per_node
+           g as (select job_id, sum(c)::int as gpus, max(c)::int as per_node
                  from (select job_id, node_id, count(*) as c from gpus group by job_id, node_id) x group by job_id),
            s as (select job_id, count(*) filter (where kind = 'system')::int as system,
                         count(*) filter (where kind <> 'system')::int as training
@@ -98,13 +98,15 @@ export class JobShapes {
              coalesce(g.per_node, 0) as per_node, coalesce(s.system, 0) as system, coalesce(s.training, 0) as training
       from n full join g on g.job_id = n.job_id full join s on s.job_id = coalesce(n.job_id, g.job_id)`,
     );
+    this.jobs.clear();
     for (const r of rows) {
-      const shape = this.entry(r.job_id);
-      shape.nodes = Number(r.nodes);
-      shape.gpus = Number(r.gpus);
-      shape.gpusPerNode = Number(r.per_node);
-      shape.systemSeries = Math.max(shape.systemSeries, Number(r.system));
-      shape.trainingSeries = Math.max(shape.trainingSeries, Number(r.training));
+      this.jobs.set(r.job_id, {
+        nodes: Number(r.nodes),
+        gpus: Number(r.gpus),
+        gpusPerNode: Number(r.per_node),
+        systemSeries: Number(r.system),
+        trainingSeries: Number(r.training),
+      });
     }
     this.changed();
   }

@@ -365,6 +365,11 @@ export class Repository {
     return this.state.shapes;
   }
 
+  /** Reloads the jobs' sizes from the tables now (after the tables were emptied, say). */
+  reloadShapes(): Promise<void> {
+    return this.state.shapes.load(this.db);
+  }
+
   /**
    * The same repository reading for one operation: a statement it issues is cancelled when the
    * operation is abandoned (time-out, client gone). Undefined: the shared handle (background work).

@@ -88,6 +88,9 @@ describe('query cost on the demo, default limits', () => {
     // Each GPU counts its element and its id: at most twice the GPUs of all the demo's jobs, plus the edges.
     expect(cost.estimated).toBeLessThanOrEqual(2 * gpus + 3 * 50 + 1);
     expect(cost.estimated).toBeGreaterThanOrEqual(cost.actual);
+    // What the tables say (each replica reloads them every minute) is what this process learnt as it went.
+    await rt.readThrough.repo.reloadShapes();
+    expect(costOf(await gql('{ jobs(first: 50) { edges { node { gpus { id } } } } }')).estimated).toBe(cost.estimated);
   }, 300_000);
 
   it("gives a router's demand control the same sizes (@listSize assumedSize in the subgraph SDL)", async () => {
