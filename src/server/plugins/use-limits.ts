@@ -1,9 +1,9 @@
 // Limits on every request, before any work is done: graphql-armor (depth, aliases, tokens,
 // directives, no field suggestions), what the answer can hold (query-cost.ts, from literals and
-// variables, and counted again while the answer is made: CostMeter), the body size (every content type, counted while reading, so a huge, chunked or
-// endless body is cut off early), inputs no API call can mean (NUL bytes, absurdly nested lists),
-// schema introspection on or off, an execution time-out that cancels the work it stops waiting
-// for, and the size of the answer. Every refusal carries extensions.code; nothing here answers
+// variables; counted again while the answer is made, CostMeter), the body size (every content
+// type, counted while reading, so a huge, chunked or endless body is cut off early), inputs no
+// API call can mean (NUL bytes, absurdly nested lists), schema introspection on or off, an
+// execution time-out that cancels the work it stops waiting for, and the size of the answer. Every refusal carries extensions.code; nothing here answers
 // with a 5xx. HTTP, SSE and graphql-ws run through the same hooks.
 import { maxAliasesRule } from '@escape.tech/graphql-armor-max-aliases';
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
