@@ -17,8 +17,9 @@ export interface RequestLimits {
   /** Directives per operation (graphql-armor maxDirectives). */
   maxDirectives: number;
   /**
-   * Values an answer may hold at most (objects, scalars, list elements), counted before it runs
-   * from `first`, `maxPoints` and entity lists, literals and variables alike (server/plugins/query-cost.ts).
+   * Values an answer may hold at most (objects, scalars, list elements), estimated before it runs
+   * from `first`, `maxPoints`, id lists and what the store knows of the jobs, literals and variables
+   * alike (server/plugins/query-cost.ts), and counted again while it runs (use-limits.ts).
    */
   maxCost: number;
   /** Largest answer in bytes (a query's JSON result); bigger ones get RESPONSE_TOO_LARGE instead. */
@@ -36,8 +37,10 @@ export const DEFAULT_REQUEST_LIMITS: RequestLimits = {
   maxAliases: 30,
   maxTokens: 2000,
   maxDirectives: 20,
-  maxCost: 200_000,
-  maxResponseBytes: 32 * 1024 * 1024,
+  // Sized by what one replica serves within the time-out and the answer size (docs/limits.md): the
+  // benchmark's dashboard (50 jobs x 64 GPUs x 300 points, about 2.9 M values, 54 MB) fits both.
+  maxCost: 4_000_000,
+  maxResponseBytes: 64 * 1024 * 1024,
   maxBodyBytes: 100 * 1024,
   executionTimeoutMs: 30_000,
   introspection: true,

@@ -31,6 +31,12 @@ export interface ProviderCapabilities {
   trainingMetrics: boolean;
   progress: boolean;
   logs: boolean;
+  /**
+   * The finest spacing of the system series' points the platform gives, in seconds (ModelArts'
+   * 60 s interval, CMS's 15 s period); absent where an API takes any step (1 s is assumed). Bounds
+   * the points a window can hold in the query-cost estimate.
+   */
+  sampleSeconds?: number;
 }
 
 export interface JobDetailResult extends Omit<JobDetail, 'nodes'> {

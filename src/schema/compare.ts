@@ -10,7 +10,7 @@ import { comparisonValueId, jsonPart, parseJsonPart, parseTextPart, textPart, va
 import { type ComparisonRow, type JobRow, jobWindow } from '../store/index.js';
 import { checkSeriesArgs } from './args.js';
 import { builder } from './builder.js';
-import type { Context } from './context.js';
+import { type Context, DEFAULT_LIMITS } from './context.js';
 import { AggregationEnum, MetricUnitEnum, SystemMetricEnum } from './enums.js';
 import { JobRef, NodeInterfaceRef, SourceErrorRef, type SourceErrorShape } from './refs.js';
 
@@ -269,6 +269,8 @@ ComparedSeriesRef.implement({
     }),
     values: t.field({
       type: ['Float'],
+      // One element per grid bucket: compareRuns' maxPoints, its default assumed.
+      directives: { listSize: { assumedSize: DEFAULT_LIMITS.defaultMaxPoints } },
       nullable: { list: false, items: true },
       description: 'One value per x of the grid (RunComparison.x), aggregated over the bucket; null where this run has no point in it',
       resolve: (s) => s.values,
@@ -295,7 +297,12 @@ ComparedRunRef.implement({
         "Why this run's data is missing (NOT_FOUND, the platform's failure) or old (stale: true, served from the cache); null when it is fine. A failing run fails alone",
       resolve: (r) => r.error,
     }),
-    series: t.field({ type: [ComparedSeriesRef], description: 'One per asked metric, in the order asked', resolve: (r) => r.series }),
+    series: t.field({
+      type: [ComparedSeriesRef],
+      directives: { listSize: { assumedSize: MAX_COMPARED_METRICS } },
+      description: 'One per asked metric, in the order asked',
+      resolve: (r) => r.series,
+    }),
   }),
 });
 
@@ -311,11 +318,18 @@ RunComparisonRef.implement({
     xAxis: t.field({ type: CompareAxisEnum, description: 'The axis as asked', resolve: (c) => c.args.axis }),
     x: t.field({
       type: ['Float'],
+      // One element per grid bucket: compareRuns' maxPoints, its default assumed.
+      directives: { listSize: { assumedSize: DEFAULT_LIMITS.defaultMaxPoints } },
       description:
         "The grid, ascending: each bucket's first x over all runs (STEP: the step; TIME: epoch ms; RELATIVE_TIME: seconds since the run's start). At most maxPoints; only buckets some run has a value in",
       resolve: (c) => c.x,
     }),
-    runs: t.field({ type: [ComparedRunRef], description: 'One per asked job, in the order asked', resolve: (c) => c.runs }),
+    runs: t.field({
+      type: [ComparedRunRef],
+      directives: { listSize: { assumedSize: MAX_COMPARED_JOBS } },
+      description: 'One per asked job, in the order asked',
+      resolve: (c) => c.runs,
+    }),
   }),
 });
 

@@ -2,6 +2,7 @@
 // Runicorn host). Named so to leave `Node` to Relay's interface, which a supergraph's other
 // subgraphs use too; its ids (`<provider>:node:<job>#<node>`) are unchanged.
 import { DomainError } from '../domain/errors.js';
+import { UNKNOWN_JOB_SHAPE } from '../store/index.js';
 import { MetricSeriesRef, systemSeriesArgs } from './metric-series.js';
 import { ComputeNodeRef, GpuRef, JobRef, NodeInterfaceRef } from './refs.js';
 import { systemSeries } from './series-fields.js';
@@ -24,13 +25,15 @@ ComputeNodeRef.implement({
     }),
     gpus: t.field({
       type: [GpuRef],
+      // The sizes the query-cost estimate gives a job the store does not know (store/job-shapes.ts).
+      directives: { listSize: { assumedSize: UNKNOWN_JOB_SHAPE.gpusPerNode } },
       description: "This node's GPUs (or NPUs) by index; empty where the platform does not say",
       resolve: async (n, _a, ctx) => (await ctx.store.loaders.gpusOfJob.load(n.jobId)).filter((g) => g.nodeId === n.id),
     }),
     metrics: t.field({
       type: [MetricSeriesRef],
       nullable: true,
-      directives: { cost: { weight: 10 }, listSize: { assumedSize: 16 } },
+      directives: { cost: { weight: 10 }, listSize: { assumedSize: UNKNOWN_JOB_SHAPE.systemSeries } },
       description:
         "This node's series: NODE scope, and GPU scope for its GPUs where the platform has them; null (with the error at this path) when the platform failed and nothing is cached",
       args: systemSeriesArgs(t.arg),

@@ -1,6 +1,6 @@
 import type { LogGap, LogLineRecord, LogPage } from '../domain/types.js';
 import { DomainError } from '../domain/errors.js';
-import type { Freshness, JobRow, ProgressRow } from '../store/index.js';
+import { type Freshness, type JobRow, type ProgressRow, UNKNOWN_JOB_SHAPE } from '../store/index.js';
 import { checkPageSize } from './args.js';
 import { builder } from './builder.js';
 import { reportStale } from './staleness.js';
@@ -245,7 +245,8 @@ JobRef.implement({
     nodes: t.field({
       type: [ComputeNodeRef],
       nullable: true,
-      directives: { cost: { weight: 5 }, listSize: { assumedSize: 8 } },
+      // The sizes the query-cost estimate gives a job the store does not know (store/job-shapes.ts).
+      directives: { cost: { weight: 5 }, listSize: { assumedSize: UNKNOWN_JOB_SHAPE.nodes } },
       description:
         "The job's compute nodes (tasks, pods, hosts), in the platform's order; null (with the error at this path) when the platform's topology call failed and nothing is cached",
       resolve: async (j, _a, ctx, info) => {
@@ -257,7 +258,7 @@ JobRef.implement({
     gpus: t.field({
       type: [GpuRef],
       nullable: true,
-      directives: { cost: { weight: 5 }, listSize: { assumedSize: 64 } },
+      directives: { cost: { weight: 5 }, listSize: { assumedSize: UNKNOWN_JOB_SHAPE.gpus } },
       description:
         "The job's GPUs (or NPUs) across its nodes; null (with the error at this path) when the platform's topology call failed and nothing is cached",
       resolve: async (j, _a, ctx, info) => {
@@ -274,7 +275,7 @@ JobRef.implement({
     metrics: t.field({
       type: [MetricSeriesRef],
       nullable: true,
-      directives: { cost: { weight: 10 }, listSize: { assumedSize: 64 } },
+      directives: { cost: { weight: 10 }, listSize: { assumedSize: UNKNOWN_JOB_SHAPE.systemSeries } },
       description:
         'System metrics of the job at every scope it has (JOB, NODE, GPU), or only `scope`; null (with the error at this path) when the platform failed and nothing is cached, otherwise a failed refresh shows as freshness.stale',
       args: systemSeriesArgs(t.arg),
@@ -283,7 +284,7 @@ JobRef.implement({
     trainingMetrics: t.field({
       type: [MetricSeriesRef],
       nullable: true,
-      directives: { cost: { weight: 10 }, listSize: { assumedSize: 20 } },
+      directives: { cost: { weight: 10 }, listSize: { assumedSize: UNKNOWN_JOB_SHAPE.trainingSeries } },
       description:
         'Training metrics (loss, accuracy, ...) keyed by step, where the platform has them; null (with the error at this path) when the platform failed and nothing is cached, otherwise a failed refresh shows as freshness.stale',
       args: {

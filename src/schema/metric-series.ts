@@ -6,7 +6,7 @@ import type { ArgBuilder } from '@pothos/core';
 import { AggregationEnum, MetricScopeEnum, MetricUnitEnum, SeriesKeyEnum, SystemMetricEnum } from './enums.js';
 import { ComputeNodeRef, GpuRef, NodeInterfaceRef, type SourceErrorShape } from './refs.js';
 import { SourceErrorRef } from './refs.js';
-import type { Context } from './context.js';
+import { type Context, DEFAULT_LIMITS } from './context.js';
 import { selectsField } from './selection.js';
 import { freshnessId, ID_DOCS, pointId, summaryId } from './value-ids.js';
 
@@ -223,7 +223,7 @@ MetricSeriesRef.implement({
     points: t.field({
       type: [MetricPointRef],
       // maxPoints is an argument of the field that answered the series: the default is assumed.
-      directives: { listSize: { assumedSize: 500 } },
+      directives: { listSize: { assumedSize: DEFAULT_LIMITS.defaultMaxPoints } },
       description: 'The points in the window, oldest first, at most maxPoints (downsampled in equal-width buckets beyond it)',
       resolve: async (s, _a, ctx, info) => {
         const points: PointView[] = await pointsOf(s, ctx);
@@ -235,18 +235,24 @@ MetricSeriesRef.implement({
     // data frames): no object per point, about half the bytes of `points`.
     timestamps: t.field({
       type: ['Float'],
+      // One element per point: maxPoints is an argument of the field that answered the series, its default assumed.
+      directives: { listSize: { assumedSize: DEFAULT_LIMITS.defaultMaxPoints } },
       nullable: { list: false, items: true },
       description: 'The time of each point of `points`, in epoch milliseconds (UTC), in the same order; null for a step-keyed point the platform gave no time',
       resolve: async (s, _a, ctx) => (await pointsOf(s, ctx)).map((p) => (p.timestamp === null ? null : p.timestamp.getTime())),
     }),
     steps: t.field({
       type: ['Int'],
+      // One element per point: maxPoints is an argument of the field that answered the series, its default assumed.
+      directives: { listSize: { assumedSize: DEFAULT_LIMITS.defaultMaxPoints } },
       nullable: { list: false, items: true },
       description: 'The training step of each point of `points`, in the same order; null where the point has no step (system metrics)',
       resolve: async (s, _a, ctx) => (await pointsOf(s, ctx)).map((p) => p.step),
     }),
     values: t.field({
       type: ['Float'],
+      // One element per point: maxPoints is an argument of the field that answered the series, its default assumed.
+      directives: { listSize: { assumedSize: DEFAULT_LIMITS.defaultMaxPoints } },
       nullable: { list: false, items: true },
       description: 'The value of each point of `points`, in the series `unit`, in the same order; null is a gap the platform reported',
       resolve: async (s, _a, ctx) => (await pointsOf(s, ctx)).map((p) => p.value),

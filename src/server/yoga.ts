@@ -77,11 +77,17 @@ export function createApp(deps: YogaDeps) {
       // Automatic persisted queries (Apollo's protocol): a client sends a query's sha256 alone and
       // the text only once per replica (kept in an in-memory LRU of 1000 queries per replica).
       useAPQWhenAsked(),
-      ...useLimits(deps.requestLimits ?? DEFAULT_REQUEST_LIMITS, {
-        defaultPageSize: limits.defaultPageSize,
-        defaultMaxPoints: limits.defaultMaxPoints,
-        defaultLogLines: limits.defaultLogLines,
-      }),
+      ...useLimits(
+        deps.requestLimits ?? DEFAULT_REQUEST_LIMITS,
+        {
+          defaultPageSize: limits.defaultPageSize,
+          defaultMaxPoints: limits.defaultMaxPoints,
+          defaultLogLines: limits.defaultLogLines,
+          // Any platform's series may be asked: the finest of them bounds a window's points.
+          sampleSeconds: Math.min(...deps.store.providers.all().map((p) => p.capabilities.sampleSeconds ?? 1), 60),
+        },
+        () => deps.store.shapes(),
+      ),
       useStaleErrors(),
       // Subscribers of the same live question share each event's execution.
       useSharedSubscriptions(),

@@ -31,6 +31,8 @@ export { cacheOnlyConditions, DEFAULT_JOB_ORDER, jobMatches, type JobCursor, typ
 export { MAX_GAP_STEPS, type GpuHoursRow, type IdleRunRow, type PreparedFleet } from './fleet.js';
 export { isTerminal, jobWindow, type Freshness, type StatusListener, type TopologyHint, type Window } from './read-through.js';
 export type { Loaders } from './loaders.js';
+import type { JobShapes } from './job-shapes.js';
+export { UNKNOWN_JOB_SHAPE, type JobShape, type JobShapes, type ShapeMeasure } from './job-shapes.js';
 export type {
   AccelSeriesQuery,
   AccelSeriesRow,
@@ -64,6 +66,8 @@ export interface ProviderCapabilities {
   trainingMetrics: boolean;
   progress: boolean;
   logs: boolean;
+  /** The finest spacing of a system series' points, in seconds (absent: 1 s, the finest any API takes). */
+  sampleSeconds?: number;
 }
 
 /** A configured platform instance, read-only: no adapter, no upstream calls. */
@@ -328,6 +332,11 @@ export class Store {
     return this.rt.now();
   }
 
+  /** What the store knows of each job's size (nodes, GPUs, series): the query-cost estimate's bounds. */
+  shapes(): JobShapes {
+    return this.rt.repo.shapes();
+  }
+
   /** The job's status and nodes as the platform has them now, written through; NOT_FOUND when gone. */
   refreshJob(jobId: string, signal?: AbortSignal): Promise<JobRow> {
     return this.rt.refreshJob(jobId, background(signal));
@@ -435,6 +444,7 @@ function providerView(set: ProviderSet, id: string): ProviderView {
       trainingMetrics: caps.trainingMetrics,
       progress: caps.progress,
       logs: Boolean(p.adapter.fetchLogs) && caps.logs,
+      sampleSeconds: caps.sampleSeconds,
     },
     health: () => set.healthOf(id),
   };

@@ -36,6 +36,7 @@ import {
   type JobOrder,
 } from './job-filter.js';
 import * as t from './tables.js';
+import { JobShapes } from './job-shapes.js';
 
 export type JobRow = typeof t.jobs.$inferSelect;
 export type ProjectRow = typeof t.projects.$inferSelect;
@@ -349,6 +350,8 @@ function orderKeyIsConstant(order: JobOrder): boolean {
 
 /** What every view of one database handle shares (Repository.within): statements prepared once, PGlite's statistics bookkeeping. */
 class HandleState {
+  /** The jobs' sizes the query-cost estimate reads (job-shapes.ts); a transaction's view shares them. */
+  constructor(readonly shapes = new JobShapes()) {}
   prepared: ReturnType<typeof preparedReads> | null = null;
   /** Job pages and counts of the plain filter shapes (preparedFilterShape), prepared once per shape. */
   readonly jobQueries = new Map<string, PreparedJobQuery>();
@@ -372,6 +375,17 @@ export class Repository {
   /** The repository of an opened database, its job pages read through its short-read client. */
   static of(database: Pick<Database, 'db' | 'shortReads'>): Repository {
     return new Repository(database.db, false, new HandleState(), undefined, database.shortReads);
+  }
+
+  /** What the store knows of each job's size, reloaded from the tables when old (in the background). */
+  shapes(): JobShapes {
+    this.state.shapes.refreshIfOld(this.db);
+    return this.state.shapes;
+  }
+
+  /** Reloads the jobs' sizes from the tables now (after the tables were emptied, say). */
+  reloadShapes(): Promise<void> {
+    return this.state.shapes.load(this.db);
   }
 
   /**
@@ -403,7 +417,7 @@ export class Repository {
    * never leaves a range marked as fetched with its points missing.
    */
   async transaction<T>(work: (repo: Repository) => Promise<T>): Promise<T> {
-    return this.db.transaction((tx) => work(new Repository(tx as unknown as Db, true)));
+    return this.db.transaction((tx) => work(new Repository(tx as unknown as Db, true, new HandleState(this.state.shapes))));
   }
 
   // ---- providers ----------------------------------------------------------------------------
@@ -1040,6 +1054,12 @@ export class Repository {
         }
       });
       totals.push({ id: job.id, gpu_count: total });
+      this.state.shapes.learnTopology(
+        job.id,
+        nodes.length,
+        total,
+        nodes.reduce((m, n) => Math.max(m, n.gpus.length), 0),
+      );
     }
     const jobIds = entries.map((e) => e.job.id);
     // Nodes that vanished upstream (a rescheduled pod) are dropped; their series stay, keyed by job.
@@ -1121,6 +1141,9 @@ export class Repository {
   ): Promise<Map<string, number>> {
     const seriesRows = new Map<string, Record<string, unknown>>();
     for (const { job, series, identities } of entries) {
+      const system = series.filter((s) => s.kind === 'system').length;
+      if (system > 0) this.state.shapes.learnSeries(job.id, 'systemSeries', system);
+      if (system < series.length) this.state.shapes.learnSeries(job.id, 'trainingSeries', series.length - system);
       for (let i = 0; i < series.length; i++) {
         const s = series[i]!;
         const { key, nodeId, gpuId } = identities?.[i] ?? seriesIdentity(providerId, job, s);

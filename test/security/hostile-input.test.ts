@@ -153,7 +153,7 @@ function probes(): Probe[] {
     out.push(gqlProbe(`deep literal ${n}`, `{ jobs(filter: {providerIds: ${'['.repeat(n)}"bt"${']'.repeat(n)}}) { edges { node { id } } } }`));
   }
   out.push(gqlProbe('fleet century', '{ fleet(from: "1990-01-01T00:00:00Z", to: "2090-01-01T00:00:00Z") { jobCount } }'));
-  out.push(gqlProbe('first 100000 variable', 'query($n: Int) { jobs(first: $n) { edges { node { id } } } }', { n: 100000 }));
+  out.push(gqlProbe('first 100000 variable', 'query($n: Int) { jobs(first: $n) { edges { node { id metrics(maxPoints: 100) { values } } } } }', { n: 100000 }));
   out.push(
     gqlProbe('maxPoints bomb variables', 'query($n: Int, $p: Int) { jobs(first: $n) { edges { node { metrics(maxPoints: $p) { points { value } } } } } }', {
       n: 500,

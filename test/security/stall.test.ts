@@ -69,7 +69,7 @@ describe('one request cannot stall the rest', () => {
     const literal = await gql('{ jobs(first: 500) { edges { node { id metrics(maxPoints: 10000) { name points { timestamp value } } } } } }');
     expect(literal.errors?.[0]?.extensions?.code).toBe('QUERY_TOO_COSTLY');
     const next = await gql('{ providers { id } }');
-    expect(next).toEqual({ data: { providers: [{ id: 'bt' }] } });
+    expect(next.data).toEqual({ providers: [{ id: 'bt' }] });
   });
 
   // Each read is issued through a different path to the driver (store/db.ts, issueReadFor): the
@@ -116,7 +116,7 @@ describe('one request cannot stall the rest', () => {
           events.push('read gone');
           // Answered while the lock is still held (it is released only below): nothing waits on it.
           const trivial = await gql('{ providers { id } }');
-          expect(trivial).toEqual({ data: { providers: [{ id: 'bt' }] } });
+          expect(trivial.data).toEqual({ providers: [{ id: 'bt' }] });
           events.push('trivial answered');
         } finally {
           release();

@@ -196,6 +196,8 @@ export function createModelArtsAdapter(config: ModelArtsConfig, secrets: SecretS
     trainingMetrics: false,
     progress: false,
     logs: true,
+    // One-minute averages (mapping.ts): a point a minute at most.
+    sampleSeconds: 60,
   };
 
   return {

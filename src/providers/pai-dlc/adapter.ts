@@ -21,6 +21,7 @@ import { createPaiDlcClient } from './client.js';
 import { metricDefinition } from '../../domain/metric-catalog.js';
 import {
   CARD_KEYS,
+  CMS_PERIODS,
   CMS_NAMESPACE,
   CMS_QUERIES,
   type CmsQuery,
@@ -400,6 +401,8 @@ export function createPaiDlcAdapter(config: PaiDlcConfig, secrets: SecretSource)
       trainingMetrics: false,
       progress: false,
       logs: true,
+      // CloudMonitor's shortest period (mapping.ts CMS_PERIODS).
+      sampleSeconds: CMS_PERIODS[0],
     },
 
     // PAI-DLC has no workspace listing of its own (that is the AI Workspace API): workspaces are

@@ -1,17 +1,27 @@
 // Limits on every request, before any work is done: graphql-armor (depth, aliases, tokens,
 // directives, no field suggestions), what the answer can hold (query-cost.ts, from literals and
-// variables), the body size (every content type, counted while reading, so a huge, chunked or
-// endless body is cut off early), inputs no API call can mean (NUL bytes, absurdly nested lists),
-// schema introspection on or off, an execution time-out that cancels the work it stops waiting
-// for, and the size of the answer. Every refusal carries extensions.code; nothing here answers
+// variables; counted again while the answer is made, CostMeter), the body size (every content
+// type, counted while reading, so a huge, chunked or endless body is cut off early), inputs no
+// API call can mean (NUL bytes, absurdly nested lists), schema introspection on or off, an
+// execution time-out that cancels the work it stops waiting for, and the size of the answer. Every refusal carries extensions.code; nothing here answers
 // with a 5xx. HTTP, SSE and graphql-ws run through the same hooks.
 import { maxAliasesRule } from '@escape.tech/graphql-armor-max-aliases';
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
 import { maxDirectivesRule } from '@escape.tech/graphql-armor-max-directives';
 import { maxTokensPlugin } from '@escape.tech/graphql-armor-max-tokens';
 import {
+  defaultFieldResolver,
+  getNamedType,
+  getNullableType,
   GraphQLError,
+  isListType,
+  isObjectType,
+  Kind,
   NoSchemaIntrospectionCustomRule,
+  type FieldNode,
+  type GraphQLResolveInfo,
+  type GraphQLSchema,
+  type SelectionSetNode,
   type ASTVisitor,
   type DocumentNode,
   type ExecutionResult,
@@ -23,7 +33,7 @@ import {
 import type { Plugin } from 'graphql-yoga';
 import type { RequestLimits } from '../../config/security.js';
 import { withCode } from './use-error-codes.js';
-import { queryCost, type CostDefaults, type QueryCost } from './query-cost.js';
+import { queryCost, type CostDefaults, type KnownShapes, type QueryCost } from './query-cost.js';
 import { OperationScope, type RequestScope } from '../../domain/request-scope.js';
 
 /** graphql-armor's refusals, told apart by their messages, and what they are called here. */
@@ -345,7 +355,124 @@ function keepEdgeErrors({ result, setResult }: { result: readonly Error[]; setRe
 const MAX_COSTS_PER_DOCUMENT = 64;
 const MAX_COST_KEY_CHARS = 1024;
 
-export function useLimits(limits: RequestLimits, defaults: CostDefaults): Plugin[] {
+/** What the store knows of the jobs' sizes, and a number that changes when that knowledge does. */
+export type KnownShapesNow = () => KnownShapes & { readonly version: number };
+
+/** Where an operation's meter sits in its context. */
+const METER = Symbol('cost meter');
+
+/**
+ * The values an answer really holds, counted as its lists are resolved: a list of n elements counts
+ * n, and each element the fields selected of it (through its single objects, down to its next
+ * lists, which count themselves), as the estimate counts them. Past the limit the operation is
+ * abandoned (its store reads and upstream calls stop) and its answer is the refusal alone.
+ */
+class CostMeter {
+  actual = 0;
+  stopped: GraphQLError | null = null;
+  constructor(
+    readonly estimated: number,
+    readonly limit: number,
+    private readonly scope: OperationScope,
+  ) {}
+
+  add(value: unknown, info: GraphQLResolveInfo): void {
+    if (!Array.isArray(value) || this.stopped) return;
+    this.actual += value.length * (1 + elementWidth(info));
+    if (this.actual > this.limit) {
+      this.stopped = new GraphQLError(
+        `the answer held more than ${this.limit.toLocaleString('en-US')} values (MAX_QUERY_COST) while it was made, ` +
+          `${this.actual.toLocaleString('en-US')} at ${pathText(info.path)} (estimated ${this.estimated.toLocaleString('en-US')}): ask for fewer items (first) or points (maxPoints)`,
+        { extensions: { code: 'QUERY_TOO_COSTLY', cost: this.actual, maxCost: this.limit } },
+      );
+      this.scope.abandon(this.stopped);
+    }
+  }
+
+  report(): { estimated: number; actual: number; limit: number } {
+    return { estimated: this.estimated, actual: this.actual, limit: this.limit };
+  }
+}
+
+function pathText(path: GraphQLResolveInfo['path'] | undefined): string {
+  const parts: (string | number)[] = [];
+  for (let p = path; p; p = p.prev) parts.unshift(p.key);
+  return parts.join('.');
+}
+
+/** Per list field of the document: the values one element holds down to its next lists. */
+const widths = new WeakMap<FieldNode, number>();
+
+function elementWidth(info: GraphQLResolveInfo): number {
+  const node = info.fieldNodes[0]!;
+  let width = widths.get(node);
+  if (width === undefined) {
+    width = 0;
+    for (const f of info.fieldNodes) if (f.selectionSet) width += selectionWidth(f.selectionSet, getNamedType(info.returnType).name, info, 0);
+    widths.set(node, width);
+  }
+  return width;
+}
+
+function selectionWidth(set: SelectionSetNode, typeName: string, info: GraphQLResolveInfo, depth: number): number {
+  if (depth > 32) return 0;
+  const type = info.schema.getType(typeName);
+  const fields = isObjectType(type) ? type.getFields() : null;
+  let width = 0;
+  for (const sel of set.selections) {
+    if (sel.kind === Kind.FIELD) {
+      width++;
+      const def = fields?.[sel.name.value];
+      if (def && sel.selectionSet && !isListType(getNullableType(def.type)))
+        width += selectionWidth(sel.selectionSet, getNamedType(def.type).name, info, depth + 1);
+    } else if (sel.kind === Kind.INLINE_FRAGMENT) {
+      width += selectionWidth(sel.selectionSet, sel.typeCondition?.name.value ?? typeName, info, depth + 1);
+    } else {
+      const frag = info.fragments[sel.name.value];
+      if (frag) width += selectionWidth(frag.selectionSet, frag.typeCondition.name.value, info, depth + 1);
+    }
+  }
+  return width;
+}
+
+const metered = new WeakSet<GraphQLSchema>();
+
+/** Every list field's resolver reports what it resolved to the operation's meter (once per schema; a context without one passes through). */
+function meterLists(schema: GraphQLSchema): void {
+  if (metered.has(schema)) return;
+  metered.add(schema);
+  for (const type of Object.values(schema.getTypeMap())) {
+    if (!isObjectType(type) || type.name.startsWith('__')) continue;
+    for (const field of Object.values(type.getFields())) {
+      if (!isListType(getNullableType(field.type))) continue;
+      const resolve = field.resolve ?? defaultFieldResolver;
+      field.resolve = (source, args, context, info) => {
+        const out = resolve(source, args, context, info);
+        const meter = (context as { [METER]?: CostMeter } | null)?.[METER];
+        if (!meter) return out;
+        if (isPromise(out)) {
+          return Promise.resolve(out).then((value) => {
+            meter.add(value, info);
+            if (meter.stopped) throw meter.stopped;
+            return value;
+          });
+        }
+        meter.add(out, info);
+        if (meter.stopped) throw meter.stopped;
+        return out;
+      };
+    }
+  }
+}
+
+/** The answer with the cost beside it (extensions.cost), or the meter's refusal alone when it stopped the operation. */
+function withCost(result: ExecutionResult, meter: CostMeter): ExecutionResult {
+  const cost = meter.report();
+  if (meter.stopped) return { data: null, errors: [meter.stopped], extensions: { cost } };
+  return { ...result, extensions: { ...result.extensions, cost } };
+}
+
+export function useLimits(limits: RequestLimits, defaults: CostDefaults, knownShapes: KnownShapesNow): Plugin[] {
   // graphql-armor's rules, made once: its plugins made each rule anew for every request, so no
   // two requests validated with the same rules and a validation cache could only compare them by
   // name (use-validation-cache.ts). What an answer can hold is counted by query-cost.ts, with
@@ -361,21 +488,22 @@ export function useLimits(limits: RequestLimits, defaults: CostDefaults): Plugin
    * The cost of an operation with its variables, counted once per parsed document (yoga's parser
    * cache hands the same document back) and set of small variables: a dashboard repeats them.
    */
-  const costs = new WeakMap<object, WeakMap<object, Map<string, QueryCost>>>();
+  const costs = new WeakMap<object, WeakMap<object, Map<string, { version: number; cost: QueryCost }>>>();
   const costOf = (args: { schema: never; document: never; operationName?: string | null; variableValues?: unknown }): QueryCost => {
+    const known = knownShapes();
     const variables = args.variableValues as Record<string, unknown> | null | undefined;
     const vars = variables ? JSON.stringify(variables) : '';
-    if (vars.length > MAX_COST_KEY_CHARS) return queryCost(args.schema, args.document, args.operationName, variables, defaults);
+    if (vars.length > MAX_COST_KEY_CHARS) return queryCost(args.schema, args.document, args.operationName, variables, defaults, known);
     let bySchema = costs.get(args.schema);
     if (!bySchema) costs.set(args.schema, (bySchema = new WeakMap()));
     let byDocument = bySchema.get(args.document);
     if (!byDocument) bySchema.set(args.document, (byDocument = new Map()));
     const key = `${args.operationName ?? ''}\u0000${vars}`;
-    let cost = byDocument.get(key);
-    if (!cost) {
-      cost = queryCost(args.schema, args.document, args.operationName, variables, defaults);
-      if (byDocument.size < MAX_COSTS_PER_DOCUMENT) byDocument.set(key, cost);
-    }
+    const kept = byDocument.get(key);
+    // Counted again once the store knows more of the jobs (a topology learnt since).
+    if (kept && kept.version === known.version) return kept.cost;
+    const cost = queryCost(args.schema, args.document, args.operationName, variables, defaults, known);
+    if (kept || byDocument.size < MAX_COSTS_PER_DOCUMENT) byDocument.set(key, { version: known.version, cost });
     return cost;
   };
   /** One request parser per media type and one parse wrapper per parse function: no closures per request. */
@@ -409,8 +537,8 @@ export function useLimits(limits: RequestLimits, defaults: CostDefaults): Plugin
       }
     },
   };
-  /** Refusal of an operation before it runs (HTTP, SSE and graphql-ws alike), or null to run it. */
-  const refusal = (args: { schema: never; document: never; operationName?: string | null; variableValues?: unknown }): GraphQLError | null => {
+  /** Refusal of an operation before it runs (HTTP, SSE and graphql-ws alike), or the cost it may run with. */
+  const refusal = (args: { schema: never; document: never; operationName?: string | null; variableValues?: unknown }): GraphQLError | QueryCost => {
     const problem = edgeInputProblem(args.variableValues);
     if (problem) return badInput(problem);
     const cost = costOf(args);
@@ -421,7 +549,7 @@ export function useLimits(limits: RequestLimits, defaults: CostDefaults): Plugin
         { extensions: { code: 'QUERY_TOO_COSTLY', cost: cost.values, maxCost: limits.maxCost } },
       );
     }
-    return null;
+    return cost;
   };
   const own: Plugin = {
     onRequestParse({ request, url, setRequestParser }) {
@@ -462,14 +590,18 @@ export function useLimits(limits: RequestLimits, defaults: CostDefaults): Plugin
       for (const rule of rules) addValidationRule(rule);
       return keepEdgeErrors;
     },
+    onSchemaChange({ schema }) {
+      meterLists(schema);
+    },
     onSubscribe({ args, setResultAndStopExecution }) {
       const refused = refusal(args as never);
-      if (refused) setResultAndStopExecution({ errors: [refused] });
+      if (refused instanceof GraphQLError) setResultAndStopExecution({ errors: [refused] });
     },
     onExecute({ args, executeFn, setExecuteFn, setResultAndStopExecution }) {
       const refused = refusal(args as never);
-      if (refused) {
-        setResultAndStopExecution({ data: null, errors: [refused] });
+      if (refused instanceof GraphQLError) {
+        const estimated = Number(refused.extensions.cost ?? 0);
+        setResultAndStopExecution({ data: null, errors: [refused], extensions: { cost: { estimated, actual: 0, limit: limits.maxCost } } });
         return;
       }
       // The operation's store reads for a scope that is abandoned when nobody waits for it any
@@ -487,6 +619,8 @@ export function useLimits(limits: RequestLimits, defaults: CostDefaults): Plugin
       const scope = new OperationScope(context.access?.name ?? null, context, clientGoneError);
       scope.deadline = Date.now() + fieldBudgetMs(limits.executionTimeoutMs);
       context.store?.enter(scope);
+      const meter = new CostMeter(refused.values, limits.maxCost, scope);
+      (context as { [METER]?: CostMeter })[METER] = meter;
       setExecuteFn((a) => {
         const started = performance.now();
         let out: ReturnType<typeof executeFn>;
@@ -499,7 +633,7 @@ export function useLimits(limits: RequestLimits, defaults: CostDefaults): Plugin
         // Answered without waiting (every resolver answered from memory): nothing to time out.
         if (!isPromise(out)) {
           scope.end();
-          return out;
+          return withCost(out as ExecutionResult, meter) as never;
         }
         return new Promise<ExecutionResult>((resolve, reject) => {
           const timer = setTimeout(
@@ -507,7 +641,7 @@ export function useLimits(limits: RequestLimits, defaults: CostDefaults): Plugin
               const error = new GraphQLError(`the operation took longer than ${limits.executionTimeoutMs} ms`, { extensions: { code: 'EXECUTION_TIMEOUT' } });
               scope.abandon(error);
               scope.end();
-              resolve({ data: null, errors: [error] });
+              resolve({ data: null, errors: [error], extensions: { cost: meter.report() } });
             },
             // The time-out counts from the start of execution, its synchronous part included.
             Math.max(0, limits.executionTimeoutMs - (performance.now() - started)),
@@ -516,7 +650,7 @@ export function useLimits(limits: RequestLimits, defaults: CostDefaults): Plugin
             (result) => {
               clearTimeout(timer);
               scope.end();
-              resolve(result as ExecutionResult);
+              resolve(withCost(result as ExecutionResult, meter));
             },
             (err) => {
               clearTimeout(timer);
