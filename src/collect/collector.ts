@@ -226,7 +226,8 @@ class ProviderCollector {
       while (next < plan.length && !signal.aborted) {
         const item = plan[next]!;
         const cost = this.callsPerJob;
-        if (!this.budget.tryTake(cost, keep())) return;
+        // Room stays for the watched jobs' feeds and the next sweep's job list.
+        if (!this.budget.tryTake(cost, keep() + this.listCalls)) return;
         next++;
         const before = this.budget.used();
         try {
