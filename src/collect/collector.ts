@@ -50,8 +50,8 @@ class ProviderCollector {
   private lastListAt = -Infinity;
   /** When each running job was last made current (by this collector or found fresh). */
   private readonly current = new Map<string, number>();
-  /** Calls a running job's collection made, at most, so far: what the next one reserves. */
-  private callsPerJob: number;
+  /** Calls one job's collection makes (PAI-DLC: one per metric): what each reserves. */
+  private readonly callsPerJob: number;
   private listCalls = 2;
   private status: CollectionStatus;
   private readonly startedAt: number;
@@ -188,8 +188,9 @@ class ProviderCollector {
     const listInterval = (this.settings.listIntervalSeconds ?? interval / 1000) * 1000;
     const nowMs = () => this.owner.timers.now();
     const watched = this.owner.watched?.() ?? new Set<string>();
-    // Held back for the watched jobs' live feeds: they poll on their own, each interval.
-    const keep = () => Math.ceil(watched.size * this.callsPerJob * Math.max(1, 60_000 / interval));
+    // Held back: the watched jobs' live feeds poll on their own each interval, and a tenth of the
+    // budget stays free for what no sweep foresees (a query, a new subscriber's first poll).
+    const keep = () => Math.ceil(this.budget.perMinute / 10) + Math.ceil(watched.size * this.callsPerJob * Math.max(1, 60_000 / interval));
     let lastError: CollectionStatus['lastError'] = null;
     const noteError = (e: { code: string; message: string }) => (lastError = { ...e, at: store.now() });
 
@@ -230,7 +231,6 @@ class ProviderCollector {
         // Room stays for the watched jobs' feeds and the next sweep's job list.
         if (!this.budget.tryTake(cost, keep() + this.listCalls)) return;
         next++;
-        const before = this.budget.used();
         try {
           const outcome =
             item.kind === 'running'
@@ -254,8 +254,8 @@ class ProviderCollector {
           noteError({ code: known?.code ?? 'INTERNAL', message: known?.message ?? 'unexpected failure while collecting' });
           if (!known) this.owner.logger.error({ err, job: item.job.id }, 'collect: a job failed');
         } finally {
-          // Learn what a job really costs (a first collection may take more than one page).
-          this.callsPerJob = Math.max(this.callsPerJob, Math.min(this.budget.perMinute, this.budget.used() - before));
+          // Not learnt from the calls counted meanwhile: with several jobs (and feeds) under way at
+          // once they are not this job's alone, and an inflated estimate leaves the budget unused.
           this.budget.give(cost);
         }
       }

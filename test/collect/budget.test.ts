@@ -87,12 +87,14 @@ describe('a per-minute call budget', () => {
       expect(Date.parse(sub.samples.at(-1)!.to)).toBe(timers.now());
     }
     const counts = [...perMinute.values()];
+    console.log(`collect budget: calls per simulated minute ${counts.join(', ')} (budget ${BUDGET})`);
     expect(counts.length).toBeGreaterThanOrEqual(5);
     expect(Math.max(...counts)).toBeLessThanOrEqual(BUDGET);
-    // The budget was used, not left idle.
-    expect(Math.max(...counts)).toBeGreaterThan(BUDGET / 2);
+    // The budget is used, not left idle, minute after minute.
+    expect(Math.min(...counts.slice(1, -1))).toBeGreaterThan(BUDGET / 2);
     const { data } = await gql(rt, '{ providers { collection { runningJobs backlog budgetPerMinute callsLastMinute lag } } }');
     const col = data.providers[0].collection;
+    console.log(`collect budget: ${JSON.stringify(col)}`);
     expect(col.runningJobs).toBe(200);
     expect(col.budgetPerMinute).toBe(BUDGET);
     expect(col.backlog).toBeGreaterThan(100);
