@@ -37,6 +37,9 @@ const envSchema = z.object({
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
   OTEL_SERVICE_NAME: z.string().min(1).default('training-graph'),
   GRAPHQL_EXECUTOR: z.enum(['jit', 'graphql-js']).default('jit'),
+  COLLECT: z.enum(['on', 'off', 'true', 'false', '1', '0']).default('on'),
+  COLLECT_CALLS_PER_MINUTE: z.coerce.number().int().min(1).max(100_000).optional(),
+  COLLECT_MAX_CONCURRENT: z.coerce.number().int().min(1).max(256).optional(),
 });
 
 export interface AppConfig {
@@ -59,6 +62,12 @@ export interface AppConfig {
    * `graphql-js` is the reference executor, kept as a switch should a query ever answer differently.
    */
   executor?: 'jit' | 'graphql-js';
+  /**
+   * The continuous collector (src/collect/). loadConfig turns it on unless COLLECT=off; a config
+   * built by hand without it (tests, benches) runs read-through only. `callsPerMinute` and
+   * `maxConcurrent` override every provider's default (a provider's own `collect` entry wins).
+   */
+  collect?: { enabled: boolean; callsPerMinute?: number; maxConcurrent?: number };
 }
 
 function describeIssues(prefix: string, error: z.ZodError): string {
@@ -113,6 +122,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     logLevel: e.LOG_LEVEL,
     providers,
     executor: e.GRAPHQL_EXECUTOR,
+    collect: {
+      enabled: !['off', 'false', '0'].includes(e.COLLECT),
+      ...(e.COLLECT_CALLS_PER_MINUTE ? { callsPerMinute: e.COLLECT_CALLS_PER_MINUTE } : {}),
+      ...(e.COLLECT_MAX_CONCURRENT ? { maxConcurrent: e.COLLECT_MAX_CONCURRENT } : {}),
+    },
     tracing: e.OTEL_EXPORTER_OTLP_ENDPOINT ? { endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: e.OTEL_SERVICE_NAME } : null,
   };
 }

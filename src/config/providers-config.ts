@@ -11,6 +11,26 @@ import { registerSecret } from '../domain/secrets.js';
  */
 export const DEFAULT_PROVIDER_TIMEOUT_SECONDS = 20;
 
+/** Per-provider collector settings (src/collect/settings.ts has the defaults). */
+export const collectConfig = z
+  .object({
+    enabled: z.boolean().optional(),
+    intervalSeconds: z.number().positive().max(3600).optional(),
+    listIntervalSeconds: z.number().positive().max(86_400).optional(),
+    callsPerMinute: z.number().int().min(1).max(100_000).optional(),
+    maxConcurrent: z.number().int().min(1).max(256).optional(),
+    retentionDays: z.number().positive().max(3650).nullable().optional(),
+    firstLookbackSeconds: z
+      .number()
+      .int()
+      .min(0)
+      .max(7 * 86_400)
+      .optional(),
+    training: z.boolean().optional(),
+  })
+  .strict();
+export type CollectConfig = z.infer<typeof collectConfig>;
+
 const common = {
   id: z.string().refine(isValidProviderId, {
     message: 'must be lower-case letters, digits and dashes (it becomes part of every id)',
@@ -18,6 +38,7 @@ const common = {
   name: z.string().min(1).optional(),
   pollIntervalSeconds: z.number().positive().max(3600).optional(),
   timeoutSeconds: z.number().positive().max(300).optional(),
+  collect: collectConfig.optional(),
 };
 const url = z.string().url();
 const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be the name of an environment variable');

@@ -19,6 +19,7 @@ import { isValidProviderId } from './ids.js';
 /** Per kind: whether the id has a <part>, and the GraphQL type it names. */
 export const VALUE_KINDS = {
   health: { part: false, type: 'ProviderHealth' },
+  collection: { part: false, type: 'ProviderCollection' },
   freshness: { part: false, type: 'Freshness' },
   error: { part: false, type: 'SourceError' },
   problem: { part: true, type: 'SourceError' },

@@ -20,6 +20,8 @@ export interface PollContext {
   store: Store;
   provider: ProviderView;
   intervalMs: number;
+  /** See LiveOptions.shareFetches: a fetch anyone made within SHARED_FRESH_FRACTION of an interval serves this poll. */
+  shareFetches: boolean;
   signal: AbortSignal;
   state: FeedState;
   publish(payload: LivePayload): void;
@@ -50,16 +52,22 @@ const LOG_PAGES_PER_POLL = 10;
 
 // ---- utilization ------------------------------------------------------------------------------
 
+/** How young (in intervals) another caller's fetch must be to serve a poll when fetches are shared. */
+export const SHARED_FRESH_FRACTION = 0.9;
+
 export async function pollUtilization(ctx: PollContext, jobId: string): Promise<PollOutcome> {
   const store = ctx.store;
-  const job = await store.refreshJob(jobId, ctx.signal);
+  const sharedAge = ctx.shareFetches ? ctx.intervalMs * SHARED_FRESH_FRACTION : null;
+  // The collector syncs the job list every interval: a status from the last two intervals' lists
+  // serves the poll without a call of its own (a finish is seen at most one interval later).
+  const job = sharedAge === null ? await store.refreshJob(jobId, ctx.signal) : await store.currentJob(jobId, 2 * ctx.intervalMs, ctx.signal);
   const terminal = isTerminal(job.status);
   const now = store.now();
   const to = terminal && job.finishedAt && job.finishedAt < now ? job.finishedAt : now;
   const cursorMs = ctx.state.cursor ? Date.parse(ctx.state.cursor) : null;
   const from = new Date(cursorMs ?? to.getTime() - Math.max(FIRST_SAMPLE_LOOKBACK_MS, 4 * ctx.intervalMs));
   const metrics = ctx.provider.capabilities.systemMetrics.filter((m) => LIVE_METRICS.has(m));
-  if (metrics.length > 0 && from <= to) await store.refreshMetrics(job, from, to, metrics);
+  if (metrics.length > 0 && from <= to) await store.refreshMetrics(job, from, to, metrics, sharedAge ?? undefined);
   const sample = toSample(await store.storedSample(job, metrics, cursorMs === null ? from : new Date(cursorMs + 1), to));
   const cursor = sample.newest ?? ctx.state.cursor;
   ctx.state.cursor = cursor;

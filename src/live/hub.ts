@@ -29,6 +29,12 @@ export interface LiveOptions {
   statusBuffer: number;
   /** Upper bound of the failure backoff. */
   maxBackoffMs: number;
+  /**
+   * A poll finds the job current when anyone (the collector, a query, a feed on another replica)
+   * fetched it within most of an interval, instead of fetching every time: with the collector on,
+   * one call per job and interval serves everyone. Off: every poll fetches (read-through only).
+   */
+  shareFetches: boolean;
 }
 
 /**
@@ -53,7 +59,7 @@ export interface LiveHubEvents {
   step: [topic: string];
 }
 
-export const DEFAULT_LIVE_OPTIONS: LiveOptions = { sampleBuffer: 16, logBuffer: 2000, statusBuffer: 256, maxBackoffMs: 5 * 60_000 };
+export const DEFAULT_LIVE_OPTIONS: LiveOptions = { sampleBuffer: 16, logBuffer: 2000, statusBuffer: 256, maxBackoffMs: 5 * 60_000, shareFetches: false };
 
 export interface LiveHubDeps {
   store: Store;
@@ -263,6 +269,7 @@ class Feed {
       store: hub.store,
       provider: this.provider,
       intervalMs: this.intervalMs,
+      shareFetches: hub.options.shareFetches,
       signal: this.abort.signal,
       state: this.state,
       publish: (payload) => {
@@ -361,6 +368,17 @@ export class LiveHub {
   latestSample(jobId: string): SamplePayload | null {
     const feed = this.feeds.get(topicOf({ kind: 'utilization', key: jobId }));
     return feed && !feed.isDone ? feed.backfill() : null;
+  }
+
+  /**
+   * Jobs whose utilization feed this replica polls now (it holds the feed's poll lock): the
+   * collector counts them as collected by their feed, so a watched job is polled once per interval.
+   */
+  watchedJobs(): Set<string> {
+    const prefix = topicOf({ kind: 'utilization', key: '' });
+    const out = new Set<string>();
+    for (const f of this.feeds.values()) if (f.isLeader && !f.isDone && f.topic.startsWith(prefix)) out.add(f.topic.slice(prefix.length));
+    return out;
   }
 
   private detach(feed: Feed, sink: Sink) {

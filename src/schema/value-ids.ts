@@ -9,6 +9,7 @@ import type { JobFilterInput } from './job-filter.js';
 /** The id field's description, per value type: what it is derived from, and how long it holds. */
 export const ID_DOCS = {
   ProviderHealth: "Global id (a Node id): the provider's health, `<providerId>:health:<providerId>`; one per provider, stable",
+  ProviderCollection: "Global id (a Node id): the provider's collection, `<providerId>:collection:<providerId>`; one per provider, stable",
   Freshness:
     "Global id (a Node id): derived from the id of what it describes (a series, a job's topology, a job's progress), `<prefix>:freshness:<owner id>`; stable, so a refresh updates the same cache entry",
   SourceError:
@@ -37,6 +38,7 @@ export const ID_DOCS = {
 } as const;
 
 export const healthId = (providerId: string) => valueId('health', providerId);
+export const collectionId = (providerId: string) => valueId('collection', providerId);
 export const freshnessId = (ownerId: string) => valueId('freshness', ownerId);
 export const errorId = (ownerId: string) => valueId('error', ownerId);
 export const summaryId = (seriesId: string) => valueId('summary', seriesId);

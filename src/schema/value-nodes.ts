@@ -34,7 +34,7 @@ import {
 import { jobListError } from './job-connection.js';
 import { type LogGapView, type LogLineView, type LogPageView, logPageOf, type ProgressView, progressOf } from './job.js';
 import { type FreshnessView, freshnessError, freshnessView, type PointView, pointsOf, type SeriesView, type SummaryView, summaryOf } from './metric-series.js';
-import { type HealthView, healthError, healthView } from './provider.js';
+import { type CollectionView, collectionError, collectionView, type HealthView, healthError, healthView } from './provider.js';
 import type { SourceErrorShape } from './refs.js';
 import { latestSample, type SampleView } from './subscription.js';
 import {
@@ -54,6 +54,7 @@ import { type JobLabelView, summariesOf, type TrainingSummaryView } from './run-
 
 type Value =
   | HealthView
+  | CollectionView
   | FreshnessView
   | SourceErrorShape
   | PointView
@@ -120,6 +121,10 @@ async function resolveValue(ctx: Context, p: ParsedValueId): Promise<Value | nul
     case 'health': {
       const provider = await owner<ProviderView>(ctx, p, 'provider');
       return provider ? healthView(provider) : null;
+    }
+    case 'collection': {
+      const provider = await owner<ProviderView>(ctx, p, 'provider');
+      return provider ? collectionView(provider) : null;
     }
     case 'summary': {
       const series = await owner<SeriesView>(ctx, p, 'series');
@@ -256,6 +261,10 @@ async function errorById(ctx: Context, p: ParsedValueId): Promise<SourceErrorSha
     case 'health': {
       const health = await owner<HealthView>(ctx, p, 'health');
       return health ? healthError(health) : null;
+    }
+    case 'collection': {
+      const collection = await owner<CollectionView>(ctx, p, 'collection');
+      return collection ? collectionError(collection) : null;
     }
     case 'provider': {
       // A provider's job list: the refresh a jobs connection makes, failed (JobConnection.sourceErrors).

@@ -9,6 +9,8 @@ import type { ProviderSet } from '../providers/provider-set.js';
 import { onShapeMismatch } from '../providers/shape-watch.js';
 import type { PoolHealth } from '../store/pool-watch.js';
 import type { ReadThrough } from '../store/read-through.js';
+import type { CollectionStatus } from '../store/index.js';
+import type { Collector } from '../collect/index.js';
 
 export const METRIC_PREFIX = 'training_graph_';
 
@@ -131,6 +133,8 @@ export interface MetricsSources {
   live: LiveHub;
   /** The cache database's pool (store/db.ts Database.poolHealth), read at each scrape. */
   pool?: () => PoolHealth;
+  /** The continuous collector; null or absent with COLLECT=off. */
+  collector?: Collector | null;
 }
 
 export class Metrics {
@@ -343,6 +347,32 @@ export class Metrics {
         this.set(live.stats().leading.length);
       },
     });
+
+    // The collector's state per provider, the same numbers Provider.collection answers in the graph.
+    const collector = sources.collector ?? null;
+    const perProvider = (name: string, help: string, read: (s: CollectionStatus) => number) =>
+      new Gauge({
+        name: `${METRIC_PREFIX}collection_${name}`,
+        help,
+        labelNames: ['provider'] as const,
+        registers: [this.registry],
+        collect() {
+          this.reset();
+          if (collector) for (const [provider, s] of collector.statuses()) this.set({ provider }, read(s));
+        },
+      });
+    perProvider('enabled', '1 when this replica runs a collector for the provider (COLLECT on)', (s) => (s.enabled ? 1 : 0));
+    perProvider('leading', '1 when this replica holds the provider collector lease and collects', (s) => (s.leading ? 1 : 0));
+    perProvider('tracked_jobs', 'Jobs the collector keeps: running ones and finished ones not yet fetched whole', (s) => s.trackedJobs);
+    perProvider('running_jobs', 'Running jobs of the provider, as of the last sweep', (s) => s.runningJobs);
+    perProvider('last_sweep_timestamp_seconds', 'When the last sweep ended, Unix seconds (0 = none yet)', (s) =>
+      s.lastSweepAt ? s.lastSweepAt.getTime() / 1000 : 0,
+    );
+    perProvider('lag_seconds', 'How far the least recently collected running job is behind its poll interval, seconds', (s) => s.lagSeconds);
+    perProvider('calls_last_minute', 'Upstream calls to the provider in the last 60 s (every caller)', (s) => s.callsLastMinute);
+    perProvider('budget_calls_per_minute', 'The most upstream calls per minute the collector lets the provider see', (s) => s.budgetPerMinute);
+    perProvider('backlog_jobs', 'Jobs due in the last sweep that were not collected (budget, time or failures)', (s) => s.backlog);
+    perProvider('expired_jobs', 'Finished jobs the platform dropped before they were fetched whole', (s) => s.expired);
   }
 
   /**

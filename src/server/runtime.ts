@@ -34,6 +34,8 @@ import { createHttpFront, FrontResponse, pathOf } from './http-front.js';
 import { useMetrics } from './plugins/use-metrics.js';
 import { useTracing } from './plugins/use-tracing.js';
 import { serveWebPage } from './web.js';
+import { Collector, defaultSettings, type CollectSettings } from '../collect/index.js';
+import { REAL_TIMERS } from '../live/hub.js';
 
 export interface RuntimeOptions {
   config: AppConfig;
@@ -50,6 +52,8 @@ export interface RuntimeOptions {
   live?: Partial<LiveOptions>;
   /** The live feeds' clock and timers (tests advance their own); default the real ones. */
   liveTimers?: LiveTimers;
+  /** The collector's clock and timers; default liveTimers, else the real ones. */
+  collectTimers?: LiveTimers;
   ws?: Partial<WsLimits>;
   /** Envelop plugins after the server's own (tests use one to change results per subscriber). */
   plugins?: Plugin[];
@@ -74,6 +78,8 @@ export interface Runtime {
   demo: DemoProvider[];
   logger: Logger;
   live: LiveRuntime;
+  /** The continuous collector; null with COLLECT=off (read-through only). */
+  collector: Collector | null;
   metrics: Metrics;
   /**
    * Graceful stop: refuses new connections (readyz turns 503), lets in-flight requests finish
@@ -141,8 +147,18 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     opts.clock,
   );
   const store = new Store(readThrough);
-  const live = await startLive({ config, store, logger, options: opts.live, timers: opts.liveTimers });
-  const metrics = new Metrics({ providers, readThrough, live: live.hub, pool: () => database.poolHealth() });
+  // With the collector on, a live poll is served by a fetch anyone made in the interval (one call per job and interval).
+  const live = await startLive({ config, store, logger, options: { shareFetches: Boolean(config.collect?.enabled), ...opts.live }, timers: opts.liveTimers });
+  const collector = config.collect?.enabled
+    ? new Collector({
+        store,
+        logger,
+        timers: opts.collectTimers ?? opts.liveTimers ?? REAL_TIMERS,
+        settings: (p) => collectSettings(p.kind, config.collect!, configs.find((c) => c.id === p.id)?.collect),
+        watched: () => live.hub.watchedJobs(),
+      }).start()
+    : null;
+  const metrics = new Metrics({ providers, readThrough, live: live.hub, collector, pool: () => database.poolHealth() });
   const stopShapeWarnings = warnOnShapeMismatches(
     providers.all().map((p) => p.id),
     logger,
@@ -256,6 +272,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     demo,
     logger,
     live,
+    collector,
     metrics,
     async close() {
       ready = false;
@@ -265,6 +282,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       // SSE subscription streams, and whatever outlived the grace period.
       server.closeAllConnections();
       await closed;
+      await collector?.close();
       await live.close();
       await readThrough.settle(graceMs);
       await tracing?.shutdown();
@@ -274,6 +292,17 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       await Promise.all(demo.map((d) => d.close()));
       await database.close();
     },
+  };
+}
+
+/** A provider's collector settings: its defaults, the server-wide overrides, then its own `collect` entry. */
+function collectSettings(kind: ProviderConfig['kind'], server: NonNullable<AppConfig['collect']>, own: ProviderConfig['collect']): CollectSettings {
+  const base = defaultSettings(kind, server.enabled);
+  return {
+    ...base,
+    ...(server.callsPerMinute ? { callsPerMinute: server.callsPerMinute } : {}),
+    ...(server.maxConcurrent ? { maxConcurrent: server.maxConcurrent } : {}),
+    ...Object.fromEntries(Object.entries(own ?? {}).filter(([, v]) => v !== undefined)),
   };
 }
 

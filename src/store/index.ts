@@ -6,10 +6,11 @@ import { DomainError } from '../domain/errors.js';
 import type { RequestScope } from '../domain/request-scope.js';
 import type { LogPage, LogRequest, ProviderKind, SystemMetric } from '../domain/types.js';
 import type { ProviderHealth, ProviderSet } from '../providers/provider-set.js';
+import { CollectionStore, type CollectionStatus } from './collection.js';
 import { FleetStore, prepareFleet, type FleetJobWindow, type GpuHoursRow, type IdleRunRow, type PreparedFleet } from './fleet.js';
 import type { JobFilter } from './job-filter.js';
 import { createLoaders, type Loaders, type SharedReads } from './loaders.js';
-import type { Freshness, ReadThrough, StatusListener } from './read-through.js';
+import { isTerminal, type Freshness, type ReadThrough, type StatusListener } from './read-through.js';
 import type { JobCursor, JobOrder } from './job-filter.js';
 import type {
   AccelSeriesQuery,
@@ -33,6 +34,7 @@ export { isTerminal, jobWindow, type Freshness, type StatusListener, type Topolo
 export type { Loaders } from './loaders.js';
 import type { JobShapes } from './job-shapes.js';
 export { UNKNOWN_JOB_SHAPE, type JobShape, type JobShapes, type ShapeMeasure } from './job-shapes.js';
+export type { CollectionStatus, CollectionStore, CollectOutcome, CollectRunningOptions } from './collection.js';
 export type {
   AccelSeriesQuery,
   AccelSeriesRow,
@@ -81,6 +83,8 @@ export interface ProviderView {
   readonly capabilities: ProviderCapabilities;
   /** How calls to it have gone lately, as seen by this server. */
   health(): ProviderHealth;
+  /** How its continuous collection goes (src/collect/); null when no collector runs here. */
+  collection(): CollectionStatus | null;
 }
 
 /** The providers one request (or the whole server) may see. */
@@ -317,9 +321,12 @@ function background(signal: AbortSignal | undefined): RequestScope | undefined {
 /** The store as the server holds it: makes request stores, and runs the refreshes the live pollers need. */
 export class Store {
   readonly providers: ProviderDirectory;
+  /** What the collector reads and writes (src/store/collection.ts). */
+  readonly collection: CollectionStore;
 
   constructor(private readonly rt: ReadThrough) {
-    this.providers = new ProviderDirectory(new Map(rt.providers.all().map((p) => [p.id, providerView(rt.providers, p.id)])));
+    const collection = (this.collection = new CollectionStore(rt));
+    this.providers = new ProviderDirectory(new Map(rt.providers.all().map((p) => [p.id, providerView(rt.providers, p.id, collection)])));
   }
 
   /** A store for one request (one GraphQL operation): its loaders cache nothing beyond it. */
@@ -342,9 +349,25 @@ export class Store {
     return this.rt.refreshJob(jobId, background(signal));
   }
 
-  /** Fetches the metrics of [from, to] now whatever the cache TTL says (and learns nodes that metrics reveal); throws the failure. */
-  async refreshMetrics(job: JobRow, from: Date, to: Date, metrics: readonly SystemMetric[]): Promise<void> {
-    const [freshness] = await this.rt.ensureMetrics([{ job, from, to, metrics }], { forceTopology: true });
+  /**
+   * The job as cached when a list sync or detail fetch (anyone's) is younger than maxAgeMs and it
+   * was running then; otherwise refreshJob.
+   */
+  async currentJob(jobId: string, maxAgeMs: number, signal?: AbortSignal): Promise<JobRow> {
+    const [cached] = await this.rt.repo.jobsByIds([jobId]);
+    const now = this.rt.now().getTime();
+    const seen = Math.max(cached?.seenAt.getTime() ?? -Infinity, cached?.detailFetchedAt?.getTime() ?? -Infinity);
+    if (cached && !isTerminal(cached.status) && now - seen < maxAgeMs) return cached;
+    return this.refreshJob(jobId, signal);
+  }
+
+  /**
+   * Fetches the metrics of [from, to] now whatever the cache TTL says (and learns nodes that
+   * metrics reveal), or, given maxAgeMs, unless a fetch (anyone's) younger than that covers them;
+   * throws the failure.
+   */
+  async refreshMetrics(job: JobRow, from: Date, to: Date, metrics: readonly SystemMetric[], maxAgeMs?: number): Promise<void> {
+    const [freshness] = await this.rt.ensureMetrics([{ job, from, to, metrics }], maxAgeMs === undefined ? { forceTopology: true } : { maxAgeMs });
     if (freshness instanceof Error) throw freshness;
     if (freshness?.error) throw new DomainError(freshness.error.code as never, freshness.error.message);
   }
@@ -429,7 +452,7 @@ export class Store {
   }
 }
 
-function providerView(set: ProviderSet, id: string): ProviderView {
+function providerView(set: ProviderSet, id: string, collection: CollectionStore): ProviderView {
   const p = set.find(id)!;
   const caps = p.adapter.capabilities;
   return {
@@ -447,5 +470,6 @@ function providerView(set: ProviderSet, id: string): ProviderView {
       sampleSeconds: caps.sampleSeconds,
     },
     health: () => set.healthOf(id),
+    collection: () => collection.statusOf(id),
   };
 }

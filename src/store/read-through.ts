@@ -673,9 +673,9 @@ export class ReadThrough {
     return Math.max(this.policy.minStepSeconds, Math.ceil(seconds / points));
   }
 
-  private covers(row: FetchRow, window: Window, step: number, now: Date): boolean {
+  private covers(row: FetchRow, window: Window, step: number, now: Date, maxAgeMs = this.policy.metricsTtlMs): boolean {
     if (row.rangeFrom > window.from || row.stepSeconds > step) return false;
-    const fresh = row.final || now.getTime() - row.fetchedAt.getTime() < this.policy.metricsTtlMs;
+    const fresh = row.final || now.getTime() - row.fetchedAt.getTime() < maxAgeMs;
     if (!fresh) return false;
     // A fetch that reached "now" at its time answers any later `to` while it is fresh.
     return row.rangeTo >= window.to || (!row.final && row.rangeTo.getTime() >= row.fetchedAt.getTime() - 1000);
@@ -764,11 +764,12 @@ export class ReadThrough {
     const answers: (Freshness | null)[] = requests.map((r, i) => {
       const step = this.stepFor(r, r.maxPoints);
       const jobRows = rowsByJob.get(r.job.id) ?? [];
-      const missing = wanted[i]!.filter((m) => !jobRows.some((row) => row.dataset === `metric:${m}` && this.covers(row, r, step, now)));
+      const covered = (row: FetchRow) => this.covers(row, r, step, now, opts.maxAgeMs);
+      const missing = wanted[i]!.filter((m) => !jobRows.some((row) => row.dataset === `metric:${m}` && covered(row)));
       if (missing.length === 0 && !opts.forceTopology) {
         // As of the oldest of the metrics' newest covering fetches.
         const asOf = wanted[i]!.map((m) =>
-          Math.max(...jobRows.filter((row) => row.dataset === `metric:${m}` && this.covers(row, r, step, now)).map((row) => row.fetchedAt.getTime())),
+          Math.max(...jobRows.filter((row) => row.dataset === `metric:${m}` && covered(row)).map((row) => row.fetchedAt.getTime())),
         );
         return FRESH_NOW(asOf.length ? new Date(Math.min(...asOf)) : now);
       }
@@ -1277,6 +1278,8 @@ export function waveEnds(fetches: number, waves: number): number[] {
 
 export interface MetricsOptions {
   forceTopology?: boolean;
+  /** How old a running job's fetch may be and still answer (default the policy's metricsTtlMs): a poller asks for its own interval. */
+  maxAgeMs?: number;
   /**
    * Return once topology and series are stored, before the points are (they stay held in
    * memory for the loaders until their transaction commits). Default: return once written,

@@ -207,3 +207,20 @@ export const progress = pgTable('progress', {
   updatedAt: tstz('updated_at'),
   fetchedAt: tstz('fetched_at').notNull(),
 });
+
+/**
+ * Jobs the collector fetched whole after they finished (src/collect/): never collected again, so a
+ * restart does not redo them. A row, not a jobs column: what a job is and whether it was kept whole
+ * are written by different parties.
+ */
+export const collectedJobs = pgTable('collected_jobs', {
+  jobId: text('job_id').primaryKey(),
+  completedAt: tstz('completed_at').notNull(),
+});
+
+/** One collector per provider across replicas: who holds each lease, until when (renewed each interval). */
+export const collectLeases = pgTable('collect_leases', {
+  name: text('name').primaryKey(),
+  holder: text('holder').notNull(),
+  expiresAt: tstz('expires_at').notNull(),
+});

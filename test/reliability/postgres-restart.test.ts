@@ -64,6 +64,8 @@ async function startServer(databaseUrl: string, providersConfig: string, apiKey:
       DATABASE_URL: databaseUrl,
       PROVIDERS_CONFIG: providersConfig,
       BT_KEY: apiKey,
+      // This suite counts the live feeds' calls: no collector sweeps beside them (test/collect/ tests it).
+      COLLECT: 'off',
       LOG_LEVEL: 'info',
       ...(redisUrl ? { REDIS_URL: redisUrl } : {}),
     },

@@ -60,7 +60,9 @@ export async function postGraphql(baseUrl: string, query: string, variables?: Re
 
 /**
  * A runtime on a test database with the given providers (null: the embedded demo), silent, on a
- * free loopback port; `config` overrides any other server setting (security, Redis...).
+ * free loopback port; `config` overrides any other server setting (security, Redis...). The
+ * collector is off unless `config.collect` turns it on: its sweeps on the wall clock would add
+ * upstream calls the tests of other things count (test/collect/ drives it on the test's clock).
  */
 export function startRuntimeOn(
   db: Pick<TestDatabase, 'databaseUrl' | 'dataDir'>,
@@ -69,7 +71,17 @@ export function startRuntimeOn(
 ): Promise<Runtime> {
   const { config, ...rest } = opts;
   return startRuntime({
-    config: { port: 0, host: '127.0.0.1', databaseUrl: db.databaseUrl, dataDir: db.dataDir, redisUrl: null, logLevel: 'silent', providers, ...config },
+    config: {
+      port: 0,
+      host: '127.0.0.1',
+      databaseUrl: db.databaseUrl,
+      dataDir: db.dataDir,
+      redisUrl: null,
+      logLevel: 'silent',
+      providers,
+      collect: { enabled: false },
+      ...config,
+    },
     logger: pino({ level: 'silent' }),
     ...rest,
   });

@@ -1,0 +1,349 @@
+// The continuous collector: per provider, one sweep per interval that syncs the job list, brings
+// every running job's data up to now and fetches finished jobs whole (oldest first, before the
+// platform's retention ends), all through the store's door: it asks the read-through cache to
+// make a job current, and whatever a query or a live feed fetched in the interval already counts.
+// One replica collects a provider (a lease in the store, renewed each sweep); a replica that
+// cannot renew it stops at once, and another takes over when it expires (1.5 intervals).
+import { EventEmitter } from 'node:events';
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { clientFacingError, type CollectionStatus, type JobRow, type ProviderView, type Store } from '../store/index.js';
+import { LIVE_METRICS } from '../live/feeds.js';
+import { pollIntervalMs } from '../live/intervals.js';
+import type { LiveTimers } from '../live/hub.js';
+import { CallBudget } from './budget.js';
+import type { CollectSettings } from './settings.js';
+
+/** A lease outlives its holder by half an interval: a dead holder is replaced within two intervals. */
+const LEASE_INTERVALS = 1.5;
+/** A fetch this much younger than an interval counts as this interval's (a sweep's own start drifts a little). */
+const FRESH_FRACTION = 0.9;
+
+export interface CollectorEvents {
+  /** A provider's sweep ended (or its lease try did): tests wait on it. */
+  sweep: [providerId: string];
+}
+
+export interface CollectorDeps {
+  store: Store;
+  logger: Logger;
+  timers: LiveTimers;
+  settings: (provider: ProviderView) => CollectSettings;
+  /** Jobs whose live feed this replica polls: the feed is their collection (it polls on its own schedule). */
+  watched?: () => ReadonlySet<string>;
+  /** Distinguishes this replica's leases from another's; default a random id. */
+  holder?: string;
+}
+
+interface SweepPlan {
+  job: JobRow;
+  kind: 'running' | 'finished';
+}
+
+class ProviderCollector {
+  readonly budget: CallBudget;
+  private timer: unknown = null;
+  private running: Promise<void> | null = null;
+  private abort = new AbortController();
+  private stopped = false;
+  private leading = false;
+  private lastListAt = -Infinity;
+  /** When each running job was last made current (by this collector or found fresh). */
+  private readonly current = new Map<string, number>();
+  /** Calls one job's collection makes (PAI-DLC: one per metric): what each reserves. */
+  private readonly callsPerJob: number;
+  private listCalls = 2;
+  private status: CollectionStatus;
+  private readonly startedAt: number;
+  /** Sweeps this replica ran for the provider (tests read it). */
+  sweeps = 0;
+
+  constructor(
+    readonly provider: ProviderView,
+    readonly settings: CollectSettings,
+    private readonly owner: Collector,
+  ) {
+    this.budget = new CallBudget(settings.callsPerMinute, settings.maxConcurrent, () => owner.timers.now());
+    this.startedAt = owner.timers.now();
+    // PAI-DLC answers one metric per call; the others all metrics of a job in one.
+    this.callsPerJob = (provider.kind === 'PAI_DLC' ? this.metrics.length : 1) + (this.wantsTraining ? 1 : 0) + (this.wantsProgress ? 1 : 0);
+    this.status = {
+      enabled: true,
+      leading: false,
+      trackedJobs: 0,
+      runningJobs: 0,
+      lastSweepAt: null,
+      lagSeconds: 0,
+      callsLastMinute: 0,
+      budgetPerMinute: settings.callsPerMinute,
+      maxConcurrent: settings.maxConcurrent,
+      intervalSeconds: this.intervalMs / 1000,
+      backlog: 0,
+      expired: 0,
+      lastError: null,
+    };
+    this.publish();
+  }
+
+  get intervalMs(): number {
+    return Math.round((this.settings.intervalSeconds ?? pollIntervalMs(this.provider) / 1000) * 1000);
+  }
+
+  private get metrics() {
+    return this.provider.capabilities.systemMetrics.filter((m) => LIVE_METRICS.has(m));
+  }
+
+  private get wantsTraining() {
+    return this.settings.training && this.provider.capabilities.trainingMetrics;
+  }
+
+  private get wantsProgress() {
+    return this.settings.training && this.provider.capabilities.progress;
+  }
+
+  private get leaseName() {
+    return `collect:${this.provider.id}`;
+  }
+
+  start() {
+    this.schedule(0);
+  }
+
+  private publish(patch: Partial<CollectionStatus> = {}) {
+    this.status = { ...this.status, ...patch, leading: this.leading, callsLastMinute: this.budget.used() };
+    this.owner.store.collection.report(this.provider.id, this.status);
+  }
+
+  snapshot(): CollectionStatus {
+    this.publish();
+    return this.status;
+  }
+
+  /** A sweep is under way or due at once. */
+  get busy(): boolean {
+    return this.running !== null || this.dueNow;
+  }
+
+  private dueNow = false;
+
+  private schedule(delayMs: number) {
+    if (this.stopped) return;
+    const timers = this.owner.timers;
+    this.dueNow = delayMs <= 0;
+    this.timer = timers.setTimeout(() => {
+      this.timer = null;
+      this.dueNow = false;
+      this.running = this.step().finally(() => {
+        this.running = null;
+        this.owner.events.emit('sweep', this.provider.id);
+      });
+    }, delayMs);
+  }
+
+  private failed(err: unknown, context: string) {
+    const known = clientFacingError(err);
+    const lastError = { code: known?.code ?? 'INTERNAL', message: known?.message ?? 'unexpected failure while collecting', at: this.owner.store.now() };
+    if (!known) this.owner.logger.error({ err, provider: this.provider.id }, `collect: ${context} failed`);
+    this.publish({ lastError });
+  }
+
+  private async step() {
+    const timers = this.owner.timers;
+    const started = timers.now();
+    let holds = false;
+    try {
+      holds = await this.owner.store.collection.tryLease(this.leaseName, this.owner.holder, this.intervalMs * LEASE_INTERVALS);
+    } catch (err) {
+      this.failed(err, 'lease');
+    }
+    if (this.stopped) return;
+    if (!holds) {
+      // Lost (or never had) the lease: whatever is under way stops now, another replica collects.
+      if (this.leading) {
+        this.owner.logger.warn({ provider: this.provider.id }, 'collect: lost the lease; another replica collects now');
+        this.abort.abort();
+        this.abort = new AbortController();
+      }
+      this.leading = false;
+      this.publish();
+      // Tried twice an interval: a lease left by a dead holder (1.5 intervals) is taken within two.
+      return this.schedule(this.intervalMs / 2);
+    }
+    this.leading = true;
+    try {
+      this.sweeps++;
+      await this.sweep(this.abort.signal);
+    } catch (err) {
+      this.failed(err, 'sweep');
+    }
+    if (this.stopped) return;
+    // Fixed cadence: the next sweep is one interval after this one began.
+    this.schedule(Math.max(0, started + this.intervalMs - timers.now()));
+  }
+
+  private async sweep(signal: AbortSignal) {
+    const store = this.owner.store;
+    const collection = store.collection;
+    const interval = this.intervalMs;
+    const listInterval = (this.settings.listIntervalSeconds ?? interval / 1000) * 1000;
+    const nowMs = () => this.owner.timers.now();
+    const watched = this.owner.watched?.() ?? new Set<string>();
+    // Held back: the watched jobs' live feeds poll on their own each interval, and a tenth of the
+    // budget stays free for what no sweep foresees (a query, a new subscriber's first poll).
+    const keep = () => Math.ceil(this.budget.perMinute / 10) + Math.ceil(watched.size * this.callsPerJob * Math.max(1, 60_000 / interval));
+    let lastError: CollectionStatus['lastError'] = null;
+    const noteError = (e: { code: string; message: string }) => (lastError = { ...e, at: store.now() });
+
+    if (nowMs() - this.lastListAt >= listInterval * FRESH_FRACTION) {
+      if (this.budget.tryTake(this.listCalls, keep())) {
+        const before = this.budget.used();
+        try {
+          await collection.syncList(this.provider.id, listInterval * FRESH_FRACTION, signal);
+          this.lastListAt = nowMs();
+        } catch (err) {
+          const known = clientFacingError(err);
+          noteError({ code: known?.code ?? 'INTERNAL', message: known?.message ?? 'the job list could not be read' });
+        } finally {
+          this.listCalls = Math.max(1, this.listCalls, this.budget.used() - before);
+          this.budget.give(this.listCalls);
+        }
+      }
+    }
+    if (signal.aborted) return;
+
+    const retention = this.settings.retentionDays;
+    const keptSince = retention === null ? null : new Date(store.now().getTime() - retention * 86_400_000);
+    const { unfinished, finished, expired } = await collection.targets(this.provider.id, keptSince);
+    const running = unfinished.filter((j) => j.status === 'RUNNING');
+    for (const id of [...this.current.keys()]) if (!running.some((j) => j.id === id)) this.current.delete(id);
+    // Watched first (their feeds poll them: nothing to do here but count them current), then the
+    // running jobs least recently made current, then finished jobs oldest first (nearest their end of retention).
+    const others = running.filter((j) => !watched.has(j.id)).sort((a, b) => (this.current.get(a.id) ?? -1) - (this.current.get(b.id) ?? -1));
+    for (const j of running) if (watched.has(j.id)) this.current.set(j.id, nowMs());
+    const plan: SweepPlan[] = [...others.map((job) => ({ job, kind: 'running' as const })), ...finished.map((job) => ({ job, kind: 'finished' as const }))];
+
+    let next = 0;
+    let notDone = 0;
+    const worker = async () => {
+      while (next < plan.length && !signal.aborted) {
+        const item = plan[next]!;
+        const cost = this.callsPerJob;
+        // Room stays for the watched jobs' feeds and the next sweep's job list.
+        if (!this.budget.tryTake(cost, keep() + this.listCalls)) return;
+        next++;
+        try {
+          const outcome =
+            item.kind === 'running'
+              ? await collection.collectRunning(item.job, {
+                  metrics: this.metrics,
+                  maxAgeMs: interval * FRESH_FRACTION,
+                  firstLookbackMs: this.settings.firstLookbackSeconds * 1000,
+                  overlapMs: interval,
+                  training: this.wantsTraining,
+                  progress: this.wantsProgress,
+                  signal,
+                })
+              : await collection.collectFinished(item.job, { metrics: this.metrics, training: this.wantsTraining, progress: this.wantsProgress, signal });
+          if (outcome.error) {
+            notDone++;
+            noteError(outcome.error);
+          } else if (item.kind === 'running') this.current.set(item.job.id, nowMs());
+        } catch (err) {
+          notDone++;
+          const known = clientFacingError(err);
+          noteError({ code: known?.code ?? 'INTERNAL', message: known?.message ?? 'unexpected failure while collecting' });
+          if (!known) this.owner.logger.error({ err, job: item.job.id }, 'collect: a job failed');
+        } finally {
+          // Not learnt from the calls counted meanwhile: with several jobs (and feeds) under way at
+          // once they are not this job's alone, and an inflated estimate leaves the budget unused.
+          this.budget.give(cost);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, this.settings.maxConcurrent) }, worker));
+    const skipped = plan.length - next;
+    const backlog = skipped + notDone;
+    if (skipped > 0) {
+      this.owner.logger.warn(
+        { provider: this.provider.id, backlog: skipped, budgetPerMinute: this.budget.perMinute },
+        'collect: the call budget ran out before every due job was collected',
+      );
+    }
+    const now = nowMs();
+    const oldest = running.reduce((min, j) => Math.min(min, this.current.get(j.id) ?? -Infinity), Infinity);
+    const lagMs = running.length === 0 ? 0 : oldest === -Infinity ? now - this.startedAt : now - oldest - interval;
+    this.publish({
+      trackedJobs: running.length + finished.length,
+      runningJobs: running.length,
+      lastSweepAt: store.now(),
+      lagSeconds: Math.max(0, Math.round(lagMs / 1000)),
+      backlog,
+      expired,
+      ...(lastError ? { lastError } : {}),
+    });
+  }
+
+  /** Stops sweeping at once (the call under way is aborted) and gives up the lease. */
+  async stop() {
+    this.stopped = true;
+    if (this.timer !== null) this.owner.timers.clearTimeout(this.timer);
+    this.timer = null;
+    this.abort.abort();
+    await this.running?.catch(() => {});
+    if (this.leading) await this.owner.store.collection.releaseLease(this.leaseName, this.owner.holder).catch(() => {});
+    this.leading = false;
+  }
+}
+
+/** The collectors of every provider that has collection enabled, on one replica. */
+export class Collector {
+  readonly events = new EventEmitter<CollectorEvents>();
+  readonly holder: string;
+  readonly store: Store;
+  readonly logger: Logger;
+  readonly timers: LiveTimers;
+  readonly watched: (() => ReadonlySet<string>) | undefined;
+  private readonly byProvider = new Map<string, ProviderCollector>();
+
+  constructor(deps: CollectorDeps) {
+    this.store = deps.store;
+    this.logger = deps.logger;
+    this.timers = deps.timers;
+    this.watched = deps.watched;
+    this.holder = deps.holder ?? randomUUID();
+    for (const p of deps.store.providers.all()) {
+      const settings = deps.settings(p);
+      if (settings.enabled) this.byProvider.set(p.id, new ProviderCollector(p, settings, this));
+    }
+    deps.store.collection.observeCalls((providerId) => this.byProvider.get(providerId)?.budget.record());
+  }
+
+  start(): this {
+    for (const c of this.byProvider.values()) c.start();
+    return this;
+  }
+
+  /** Each provider's collection as it stands (what /metrics exports). */
+  statuses(): Map<string, CollectionStatus> {
+    return new Map([...this.byProvider].map(([id, c]) => [id, c.snapshot()]));
+  }
+
+  /** Sweeps run so far by provider (tests prove who collects). */
+  sweeps(): Record<string, number> {
+    return Object.fromEntries([...this.byProvider].map(([id, c]) => [id, c.sweeps]));
+  }
+
+  /** True while a sweep is under way or due at once (tests that move the clock wait for it to be false). */
+  busy(): boolean {
+    return [...this.byProvider.values()].some((c) => c.busy);
+  }
+
+  /** Providers whose lease this replica holds. */
+  leading(): string[] {
+    return [...this.byProvider].filter(([, c]) => c.snapshot().leading).map(([id]) => id);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.byProvider.values()].map((c) => c.stop()));
+  }
+}

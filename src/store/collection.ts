@@ -1,0 +1,174 @@
+// What the collector (src/collect/) asks of the store: which jobs to keep, and "make this job's
+// data current" through the same read-through cache queries and live feeds use. Whoever asks
+// first in an interval fetches; the others find the cache fresh (the fetch records say so) or
+// join the fetch under way, so one poll serves all of them.
+import type { SystemMetric } from '../domain/types.js';
+import type { RequestScope } from '../domain/request-scope.js';
+import type { ReadThrough, Freshness } from './read-through.js';
+import { isTerminal, jobWindow } from './read-through.js';
+import type { JobRow } from './repository.js';
+
+/** How one job's collection went: whether it cost upstream calls, and the first failure. */
+export interface CollectOutcome {
+  fetched: boolean;
+  error: { code: string; message: string } | null;
+}
+
+export interface CollectRunningOptions {
+  metrics: readonly SystemMetric[];
+  /** A fetch younger than this (by anyone) is current enough: nothing is fetched. */
+  maxAgeMs: number;
+  /** How far back the first collection of a running job reaches. */
+  firstLookbackMs: number;
+  /** Each fetch starts this far before the last one's reach, for points the platform reported late. */
+  overlapMs: number;
+  training: boolean;
+  progress: boolean;
+  signal?: AbortSignal;
+}
+
+const scopeOf = (signal: AbortSignal | undefined): RequestScope | undefined => (signal ? { signal, tenant: null } : undefined);
+
+function outcomeOf(results: readonly (Freshness | Error | undefined)[], now: Date): CollectOutcome {
+  let fetched = false;
+  let error: CollectOutcome['error'] = null;
+  for (const r of results) {
+    if (!r) continue;
+    if (r instanceof Error) {
+      error ??= { code: (r as { code?: string }).code ?? 'INTERNAL', message: r.message };
+      continue;
+    }
+    if (r.error) error ??= r.error;
+    if (r.fetchedAt && r.fetchedAt.getTime() === now.getTime() && !r.stale) fetched = true;
+  }
+  return { fetched, error };
+}
+
+/** How a provider's collection goes, as the collector reports it (the graph and /metrics read it). */
+export interface CollectionStatus {
+  enabled: boolean;
+  /** This replica holds the provider's collector lease and collects. */
+  leading: boolean;
+  trackedJobs: number;
+  runningJobs: number;
+  lastSweepAt: Date | null;
+  /** Seconds the least recently collected running job is behind its poll interval (0 = on time). */
+  lagSeconds: number;
+  callsLastMinute: number;
+  budgetPerMinute: number;
+  maxConcurrent: number;
+  intervalSeconds: number;
+  /** Jobs due in the last sweep that could not be collected (budget, time, or failures). */
+  backlog: number;
+  /** Finished jobs the platform dropped before they were fetched whole. */
+  expired: number;
+  lastError: { code: string; message: string; at: Date } | null;
+}
+
+export class CollectionStore {
+  private readonly statuses = new Map<string, CollectionStatus>();
+
+  constructor(private readonly rt: ReadThrough) {}
+
+  /** The collector tells how its provider's collection goes. */
+  report(providerId: string, status: CollectionStatus): void {
+    this.statuses.set(providerId, status);
+  }
+
+  /** null: no collector runs in this server for the provider (COLLECT=off). */
+  statusOf(providerId: string): CollectionStatus | null {
+    return this.statuses.get(providerId) ?? null;
+  }
+
+  now(): Date {
+    return this.rt.now();
+  }
+
+  /** A provider's unfinished jobs, its finished jobs still to fetch whole (ending after keptSince, oldest first), and those lost to retention. */
+  targets(providerId: string, keptSince: Date | null) {
+    return this.rt.repo.collectionTargets(providerId, keptSince);
+  }
+
+  /** The provider's job list, fetched unless a sync (anyone's) is younger than maxAgeMs. */
+  async syncList(providerId: string, maxAgeMs: number, signal?: AbortSignal): Promise<boolean> {
+    const [sync] = await this.rt.repo.providerSyncs([providerId], 'jobs');
+    const now = this.rt.now();
+    if (sync?.syncedAt && !sync.errorCode && now.getTime() - sync.syncedAt.getTime() < maxAgeMs) return false;
+    await this.rt.syncJobListNow(providerId, scopeOf(signal));
+    return true;
+  }
+
+  /**
+   * A running job's system metrics up to now (from its last reach, or firstLookbackMs back the
+   * first time), its training metrics and progress where the platform has them.
+   */
+  async collectRunning(job: JobRow, opts: CollectRunningOptions): Promise<CollectOutcome> {
+    const now = this.rt.now();
+    const scope = scopeOf(opts.signal);
+    const datasets = opts.metrics.map((m) => `metric:${m}`);
+    const rows = await this.rt.repo.within(scope).fetchesOf([job.id], datasets);
+    const life = jobWindow(job, now);
+    // The reach every metric has: the least of each metric's furthest fetched point in time.
+    let reach: number | null = null;
+    for (const d of datasets) {
+      const ends = rows.filter((r) => r.dataset === d).map((r) => r.rangeTo.getTime());
+      const end = ends.length ? Math.max(...ends) : null;
+      if (end === null) {
+        reach = null;
+        break;
+      }
+      reach = reach === null ? end : Math.min(reach, end);
+    }
+    const fromMs = Math.max(life.from.getTime(), reach === null ? now.getTime() - opts.firstLookbackMs : reach - opts.overlapMs);
+    const from = new Date(Math.min(fromMs, now.getTime()));
+    // Fine enough that the finest step is asked (a query at any resolution then finds it covered).
+    const maxPoints = Math.ceil((now.getTime() - from.getTime()) / (this.rt.policy.minStepSeconds * 1000)) + 1;
+    const results: (Freshness | Error | undefined)[] = [];
+    if (opts.metrics.length > 0) {
+      results.push(...(await this.rt.ensureMetrics([{ job, from, to: now, metrics: opts.metrics, maxPoints }], { maxAgeMs: opts.maxAgeMs, scope })));
+    }
+    if (opts.training) results.push((await this.rt.ensureTraining([job], scope)).get(job.id));
+    if (opts.progress) results.push((await this.rt.ensureProgress([job], scope)).get(job.id));
+    return outcomeOf(results, now);
+  }
+
+  /**
+   * A finished job fetched to its end, then marked complete (never again, across restarts) when
+   * every part of it came back without error.
+   */
+  async collectFinished(job: JobRow, opts: Omit<CollectRunningOptions, 'maxAgeMs' | 'firstLookbackMs' | 'overlapMs'>): Promise<CollectOutcome> {
+    const now = this.rt.now();
+    const scope = scopeOf(opts.signal);
+    const results: (Freshness | Error | undefined)[] = [];
+    if (isTerminal(job.status) && opts.metrics.length > 0) {
+      results.push(...(await this.rt.ensureMetrics([{ job, ...jobWindow(job, now), metrics: opts.metrics }], { scope })));
+    }
+    if (opts.training) results.push((await this.rt.ensureTraining([job], scope)).get(job.id));
+    if (opts.progress) results.push((await this.rt.ensureProgress([job], scope)).get(job.id));
+    const outcome = outcomeOf(results, now);
+    if (!outcome.error) await this.rt.repo.markCollected([job.id], now);
+    return outcome;
+  }
+
+  collectedOf(jobIds: readonly string[]): Promise<Set<string>> {
+    return this.rt.repo.collectedOf(jobIds);
+  }
+
+  /** Takes or renews a lease until ttlMs from now; false when another holder has it. */
+  tryLease(name: string, holder: string, ttlMs: number): Promise<boolean> {
+    const now = this.rt.now();
+    return this.rt.repo.tryLease(name, holder, now, new Date(now.getTime() + ttlMs));
+  }
+
+  releaseLease(name: string, holder: string): Promise<void> {
+    return this.rt.repo.releaseLease(name, holder);
+  }
+
+  /** Told of every upstream call to any provider as it starts (the collector's per-minute budget counts them). */
+  observeCalls(observer: (providerId: string) => void): void {
+    this.rt.providers.observe(({ providerId }) => {
+      observer(providerId);
+      return () => {};
+    });
+  }
+}

@@ -1,0 +1,58 @@
+// Driving a runtime's collector on a clock the test moves: time passes in steps, and each step
+// waits for the sweeps it made due to finish, so "one sweep per interval" holds whatever the
+// machine's speed.
+import type { Runtime } from '../../src/server/runtime.js';
+import type { ManualTimers } from '../support/manual-timers.js';
+import { HANG_MS } from '../support/wait.js';
+
+/** Waits until no sweep is under way or due at once, nor any cache write (on the collector's events, not by polling). */
+export async function sweepsSettled(rt: Runtime): Promise<void> {
+  const collector = rt.collector!;
+  while (collector.busy()) {
+    await new Promise<void>((resolve, reject) => {
+      const hang = setTimeout(() => reject(new Error('timed out waiting for a collector sweep to finish')), HANG_MS);
+      collector.events.once('sweep', () => {
+        clearTimeout(hang);
+        resolve();
+      });
+    });
+  }
+  await rt.readThrough.settle();
+}
+
+/** Moves the clock `totalMs` forward in `stepMs` steps, letting each step's sweeps finish. */
+export async function runFor(rt: Runtime, timers: ManualTimers, totalMs: number, stepMs = 1000): Promise<void> {
+  await sweepsSettled(rt);
+  for (let t = 0; t < totalMs; t += stepMs) {
+    timers.advance(Math.min(stepMs, totalMs - t));
+    await sweepsSettled(rt);
+  }
+}
+
+export async function gql(rt: Runtime, query: string, variables?: Record<string, unknown>): Promise<any> {
+  const res = await rt.app.fetch('http://yoga/graphql', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ query, variables }),
+  });
+  return res.json();
+}
+
+export interface ScrapeReading {
+  labels: Record<string, string>;
+  value: number;
+  ts: number;
+}
+
+/** The per-accelerator readings of GET /metrics/jobs (Prometheus text, ms stamps). */
+export async function scrapeJobs(rt: Runtime): Promise<ScrapeReading[]> {
+  const text = await (await fetch(`${rt.url}/metrics/jobs`)).text();
+  const out: ScrapeReading[] = [];
+  for (const line of text.split('\n')) {
+    const m = /^(training_graph_accelerator_\w+)\{(.*)\} (\S+) (\d+)$/.exec(line);
+    if (!m) continue;
+    const labels = Object.fromEntries([...m[2]!.matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((x) => [x[1]!, x[2]!]));
+    out.push({ labels: { ...labels, family: m[1]! }, value: Number(m[3]), ts: Number(m[4]) });
+  }
+  return out;
+}

@@ -1,0 +1,114 @@
+// Two server processes (src/main.ts, collector on as in production) on one Postgres: exactly one
+// collects the provider (its lease in collect_leases, seen in each replica's /metrics); SIGKILL it
+// and the other takes the lease once it expires and collects, and the stored series has no hole.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import postgres from 'postgres';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startBasetenSimulator, type BasetenSimulator } from '../../src/simulators/baseten/server.js';
+import { eventually } from '../support/wait.js';
+import { freePort, reachable } from '../support/net.js';
+
+const ADMIN_URL = process.env.TEST_DATABASE_URL ?? 'postgres://127.0.0.1:5432/postgres';
+const INTERVAL_S = 1;
+
+const available = await reachable(ADMIN_URL, 5432);
+const run = available || process.env.TEST_DATABASE_URL ? describe : describe.skip;
+
+const dbName = `collect_replicas_${process.pid}_${Date.now().toString(36)}`;
+const providerId = `bt-${Date.now().toString(36)}`;
+let sim: BasetenSimulator;
+const children: ChildProcess[] = [];
+
+async function startReplica(configPath: string): Promise<{ url: string; child: ChildProcess }> {
+  const port = await freePort();
+  const dbUrl = new URL(ADMIN_URL);
+  dbUrl.pathname = `/${dbName}`;
+  const { REDIS_URL: _redis, ...env } = process.env;
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: path.resolve(import.meta.dirname, '../..'),
+    env: { ...env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: dbUrl.toString(), PROVIDERS_CONFIG: configPath, BT_KEY: sim.apiKey, LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  children.push(child);
+  const url = `http://127.0.0.1:${port}`;
+  await eventually(async () => (await fetch(`${url}/readyz`).catch(() => null))?.status === 200, 30_000, 'a replica to become ready');
+  return { url, child };
+}
+
+/** A replica's own word (its /metrics gauge): does it hold the provider's collector lease? */
+async function leading(url: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`training_graph_collection_leading{provider="${providerId}"}`));
+  if (!line) throw new Error('no training_graph_collection_leading in /metrics');
+  return Number(line.split(' ')[1]);
+}
+
+const exited = (child: ChildProcess) =>
+  child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => child.once('exit', () => r()));
+
+run('the collector across two replicas', () => {
+  let admin: postgres.Sql;
+  beforeAll(async () => {
+    admin = postgres(ADMIN_URL, { max: 1, onnotice: () => {} });
+    await admin.unsafe(`create database ${dbName}`);
+    sim = await startBasetenSimulator({
+      seed: 'collect-replicas',
+      rateLimit: false,
+      fleet: { projects: 1, jobsPerProject: 2, emptyProjects: 0, nodesPerJob: 1, gpusPerNode: 2, statuses: ['TRAINING_JOB_RUNNING'] },
+    });
+  });
+  afterAll(async () => {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    await Promise.all(children.map(exited));
+    await sim?.close();
+    await admin?.unsafe(`drop database if exists ${dbName} with (force)`);
+    await admin?.end();
+  });
+
+  it('one replica collects; SIGKILL it and the other collects, leaving no hole in the series', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'collect-replicas-'));
+    const configPath = path.join(dir, 'providers.json');
+    writeFileSync(
+      configPath,
+      JSON.stringify({ providers: [{ id: providerId, kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', pollIntervalSeconds: INTERVAL_S }] }),
+    );
+    const a = await startReplica(configPath);
+    const b = await startReplica(configPath);
+    await eventually(async () => (await leading(a.url)) + (await leading(b.url)) === 1, 30_000, 'one replica to lead');
+    // Several sweeps later, still exactly one.
+    const m0 = sim.count('getMetrics');
+    await eventually(() => sim.count('getMetrics') >= m0 + 6, 30_000, 'a few sweeps');
+    expect((await leading(a.url)) + (await leading(b.url))).toBe(1);
+    const [leader, follower] = (await leading(a.url)) === 1 ? [a, b] : [b, a];
+
+    leader.child.kill('SIGKILL');
+    await exited(leader.child);
+    const killedAt = Date.now();
+    const m1 = sim.count('getMetrics');
+    await eventually(async () => (await leading(follower.url)) === 1, 30_000, 'the survivor to take the lease');
+    await eventually(() => sim.count('getMetrics') >= m1 + 4, 30_000, 'the survivor to collect');
+    console.log(`collect takeover: the survivor leads ${Date.now() - killedAt} ms after SIGKILL (interval ${INTERVAL_S * 1000} ms)`);
+
+    // The series the two replicas wrote has no hole wider than the platform's own spacing.
+    const db = new URL(ADMIN_URL);
+    db.pathname = `/${dbName}`;
+    const sql = postgres(db.toString(), { max: 1, onnotice: () => {} });
+    try {
+      const rows = await sql<{ ts: Date }[]>`
+        select p.ts from points p join series s on s.id = p.series_id
+        where s.job_id = ${`${providerId}:job:${sim.fleet.jobs[0]!.id}`} and s.name = 'GPU_UTILIZATION' and s.scope = 'GPU'
+          and s.series_key = (select min(series_key) from series where job_id = s.job_id and name = 'GPU_UTILIZATION' and scope = 'GPU')
+          and p.ts >= ${new Date(killedAt - 120_000)}
+        order by p.ts`;
+      expect(rows.length).toBeGreaterThan(3);
+      const gaps = rows.slice(1).map((r, i) => r.ts.getTime() - rows[i]!.ts.getTime());
+      const typical = [...gaps].sort((x, y) => x - y)[Math.floor(gaps.length / 2)]!;
+      expect(Math.max(...gaps)).toBeLessThanOrEqual(typical);
+    } finally {
+      await sql.end();
+    }
+  }, 180_000);
+});
