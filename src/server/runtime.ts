@@ -32,6 +32,7 @@ import { createHttpFront, FrontResponse, pathOf } from './http-front.js';
 import { useMetrics } from './plugins/use-metrics.js';
 import { useTracing } from './plugins/use-tracing.js';
 import { serveWebPage } from './web.js';
+import { routeListener } from './routes.js';
 
 export interface RuntimeOptions {
   config: AppConfig;
@@ -161,47 +162,54 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     // One response class for every request: the outgoing guard's checks and the front's
     // bookkeeping are on it rather than added to each response (outgoing-guard.ts says why).
     { ServerResponse: guard.responseClass(FrontResponse) as unknown as typeof http.ServerResponse },
-    front.wrap((req, res) => {
-      if (pathOf(req.url) === '/metrics/jobs' && (req.method === 'GET' || req.method === 'HEAD')) {
-        serveJobsScrape(req, res, { store, tokens }).catch((err) => {
-          logger.error({ err }, 'GET /metrics/jobs failed');
-          if (!res.headersSent) res.writeHead(503, { 'content-type': 'text/plain' });
-          res.end('the cache is not available\n');
-        });
-        return;
-      }
-      if (req.url === '/metrics') {
-        // Metrics name every provider: with tokens configured only the metrics token or an unscoped API token reads them.
-        const denied = metricsAccess(tokens, config.security?.metricsToken ?? null, req.headers.authorization);
-        if (denied) {
-          res.writeHead(denied, { 'content-type': 'application/json', ...(denied === 401 ? { 'www-authenticate': 'Bearer' } : {}) });
-          res.end(
-            JSON.stringify({
-              errors: [
-                {
-                  message: denied === 401 ? 'a metrics or unscoped API token is required (Authorization: Bearer <token>)' : 'this token may not read metrics',
-                  extensions: { code: denied === 401 ? 'UNAUTHENTICATED' : 'FORBIDDEN' },
-                },
-              ],
-            }),
-          );
-          return;
-        }
-        void metrics.scrape().then((body) => res.writeHead(200, { 'content-type': metrics.contentType() }).end(body));
-        return;
-      }
-      if (serveExport(req, res, app, opts.limits ?? DEFAULT_LIMITS)) return;
-      if (serveWebPage(req, res, logger)) return;
-      if (req.url === '/healthz') {
-        res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
-        return;
-      }
-      if (req.url === '/readyz') {
-        void readiness(database, ready).then(([status, body]) => res.writeHead(status, { 'content-type': 'application/json' }).end(body));
-        return;
-      }
-      void app.handle(req, res);
-    }),
+    front.wrap(
+      routeListener(
+        {
+          jobsScrape: (req, res) => {
+            if (pathOf(req.url) !== '/metrics/jobs' || (req.method !== 'GET' && req.method !== 'HEAD')) return false;
+            return serveJobsScrape(req, res, { store, tokens }).catch((err) => {
+              logger.error({ err }, 'GET /metrics/jobs failed');
+              if (!res.headersSent) res.writeHead(503, { 'content-type': 'text/plain' });
+              res.end('the cache is not available\n');
+            });
+          },
+          metrics: (req, res) => {
+            if (req.url !== '/metrics') return false;
+            // Metrics name every provider: with tokens configured only the metrics token or an unscoped API token reads them.
+            const denied = metricsAccess(tokens, config.security?.metricsToken ?? null, req.headers.authorization);
+            if (denied) {
+              res.writeHead(denied, { 'content-type': 'application/json', ...(denied === 401 ? { 'www-authenticate': 'Bearer' } : {}) });
+              res.end(
+                JSON.stringify({
+                  errors: [
+                    {
+                      message:
+                        denied === 401 ? 'a metrics or unscoped API token is required (Authorization: Bearer <token>)' : 'this token may not read metrics',
+                      extensions: { code: denied === 401 ? 'UNAUTHENTICATED' : 'FORBIDDEN' },
+                    },
+                  ],
+                }),
+              );
+              return true;
+            }
+            return metrics.scrape().then((body) => res.writeHead(200, { 'content-type': metrics.contentType() }).end(body));
+          },
+          export: (req, res) => serveExport(req, res, app, opts.limits ?? DEFAULT_LIMITS),
+          webPage: (req, res) => serveWebPage(req, res, logger),
+          healthz: (req, res) => {
+            if (req.url !== '/healthz') return false;
+            res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
+            return true;
+          },
+          readyz: (req, res) => {
+            if (req.url !== '/readyz') return false;
+            return readiness(database, ready).then(([status, body]) => res.writeHead(status, { 'content-type': 'application/json' }).end(body));
+          },
+          graphql: (req, res) => app.handle(req, res),
+        },
+        logger,
+      ),
+    ),
   );
   // Node closes idle keep-alive sockets after 5 s, racing clients and load balancers that reuse
   // them longer (a request then dies with ECONNRESET): the server must outlast their idle timeouts
