@@ -63,9 +63,20 @@ interface GqlError {
   extensions?: { code?: string; argument?: string; http?: { status?: number } };
 }
 
-function csvCell(v: unknown): string {
+/** Text a spreadsheet would read as a formula (OWASP's CSV injection list: = + - @ tab, carriage return). */
+const FORMULA_START = /^[=+\-@\t\r]/;
+
+/**
+ * One CSV cell. Text that starts like a formula (a metric named `=1+2` or `@SUM(1,1)`) is
+ * neutralised as OWASP recommends: a single quote before it, and the cell quoted. Numbers are
+ * written as numbers, never prefixed: a negative value or step is data a notebook must read back
+ * as a number, and a number cannot carry a formula (only text cells can, so only they are touched).
+ */
+export function csvCell(v: unknown): string {
   if (v === null || v === undefined) return '';
+  if (typeof v === 'number') return String(v);
   const s = String(v);
+  if (FORMULA_START.test(s)) return `"'${s.replace(/"/g, '""')}"`;
   return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 
