@@ -28,6 +28,11 @@ export interface RequestLimits {
   executionTimeoutMs: number;
   /** Schema introspection (__schema, __type); turn off for public deployments. */
   introspection: boolean;
+  /**
+   * Bytes of query text the persisted-query store (APQ) keeps per replica, least recently used
+   * evicted first (server/apq-store.ts); at most 1000 queries either way. Default 8 MiB.
+   */
+  apqStoreMaxBytes: number;
 }
 
 export const DEFAULT_REQUEST_LIMITS: RequestLimits = {
@@ -40,6 +45,7 @@ export const DEFAULT_REQUEST_LIMITS: RequestLimits = {
   maxBodyBytes: 100 * 1024,
   executionTimeoutMs: 30_000,
   introspection: true,
+  apqStoreMaxBytes: 8 * 1024 * 1024,
 };
 
 /** What one token may see: null = everything of that kind. */
@@ -195,6 +201,7 @@ const envSchema = z.object({
   METRICS_TOKEN: z.string().min(16, 'METRICS_TOKEN must be at least 16 characters').optional(),
   MAX_BODY_BYTES: positive.default(DEFAULT_REQUEST_LIMITS.maxBodyBytes),
   EXECUTION_TIMEOUT_MS: positive.default(DEFAULT_REQUEST_LIMITS.executionTimeoutMs),
+  APQ_STORE_MAX_BYTES: positive.default(DEFAULT_REQUEST_LIMITS.apqStoreMaxBytes),
 });
 
 /** Throws an Error naming the variable for bad values (loadConfig turns it into a ConfigError). */
@@ -233,6 +240,7 @@ export function loadSecurityConfig(env: NodeJS.ProcessEnv): SecurityConfig {
       maxBodyBytes: e.MAX_BODY_BYTES,
       executionTimeoutMs: e.EXECUTION_TIMEOUT_MS,
       introspection: e.GRAPHQL_INTROSPECTION,
+      apqStoreMaxBytes: e.APQ_STORE_MAX_BYTES,
     },
   };
 }

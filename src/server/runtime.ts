@@ -33,6 +33,7 @@ import { useMetrics } from './plugins/use-metrics.js';
 import { useTracing } from './plugins/use-tracing.js';
 import { serveWebPage } from './web.js';
 import { routeListener } from './routes.js';
+import { type ByteBoundedApqStore, createByteBoundedApqStore } from './apq-store.js';
 
 export interface RuntimeOptions {
   config: AppConfig;
@@ -74,6 +75,8 @@ export interface Runtime {
   logger: Logger;
   live: LiveRuntime;
   metrics: Metrics;
+  /** The persisted queries (APQ) this replica knows, bounded by requestLimits.apqStoreMaxBytes. */
+  apqStore: ByteBoundedApqStore;
   /**
    * Graceful stop: refuses new connections (readyz turns 503), lets in-flight requests finish
    * (bounded by shutdownGraceMs), closes graphql-ws subscribers with 1001 Going Away, stops the
@@ -143,7 +146,11 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const tracing = config.tracing && tracingModule ? tracingModule.startTracing(config.tracing) : null;
   if (tracing) tracingModule!.traceUpstreamCalls(providers, tracing.tracer);
   const front = createHttpFront(logger, metrics);
+  const requestLimits = config.security?.requestLimits ?? DEFAULT_REQUEST_LIMITS;
+  // One persisted-query store for HTTP and graphql-ws: a hash registered over one is known to the other.
+  const apqStore = createByteBoundedApqStore(requestLimits.apqStoreMaxBytes);
   const app = createApp({
+    apqStore,
     store,
     logger,
     limits: opts.limits,
@@ -220,7 +227,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
   });
-  const ws = attachGraphqlWs(server, app, { ...DEFAULT_WS_LIMITS, ...opts.ws }, tokens, guard, {
+  const ws = attachGraphqlWs(server, app, { ...DEFAULT_WS_LIMITS, ...opts.ws }, tokens, guard, apqStore, {
     next: (payload) => metrics.wsNextMessages.inc({ payload }),
     sharedPayload: () => metrics.wsSharedPayloads.inc(),
   });
@@ -245,6 +252,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     logger,
     live,
     metrics,
+    apqStore,
     async close() {
       ready = false;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
