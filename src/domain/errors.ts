@@ -14,6 +14,8 @@ export const ERROR_CODES = [
   'UNSUPPORTED',
   /** The Postgres cache cannot be reached (restarting, failing over); the request can be retried. */
   'CACHE_UNAVAILABLE',
+  /** A finished job whose platform reports no end time: what depends on its end (its GPU-hours in a fleet) cannot be counted. */
+  'UNKNOWN_END',
   'INTERNAL',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];

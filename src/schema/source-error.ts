@@ -18,6 +18,8 @@ const ERROR_CODE_DOCS: Record<ErrorCode, string> = {
   UPSTREAM_NOT_FOUND: 'The platform says the object does not exist',
   UNSUPPORTED: 'The platform (or this server) does not offer what was asked',
   CACHE_UNAVAILABLE: 'The Postgres cache could not be reached (restarting, failing over); retryable',
+  UNKNOWN_END:
+    'A finished job whose platform does not report when it ended (Baseten gives no finish time): what needs its end, such as its GPU-hours in a fleet, is left out rather than counted until now',
   INTERNAL: 'An unexpected failure on our side (details are in the server log, never in the answer)',
 };
 
