@@ -191,6 +191,9 @@ interface Server {
   errorLines: string[];
 }
 
+/** Every server process started here, killed when the file ends (also one that never came up). */
+const children: ChildProcess[] = [];
+
 function startServer(db: TestDatabase): Promise<Server> {
   const { DATABASE_URL: _d, REDIS_URL: _r, PROVIDERS_CONFIG: _p, ...env } = process.env;
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
@@ -198,6 +201,7 @@ function startServer(db: TestDatabase): Promise<Server> {
     env: { ...env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: db.dataDir, ...(db.databaseUrl ? { DATABASE_URL: db.databaseUrl } : {}), LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  children.push(child);
   const server: Server = { child, port: 0, exits: [], errorLines: [] };
   child.on('exit', (code) => server.exits.push(code));
   let buffered = '';
@@ -239,7 +243,7 @@ describe('hostile input against a real server process', () => {
     server = await startServer(db);
   }, 120_000);
   afterAll(async () => {
-    server?.child.kill('SIGKILL');
+    for (const child of children) child.kill('SIGKILL');
     await db?.drop();
   });
 
