@@ -29,6 +29,16 @@ async function main() {
       process.exit(1);
     }
   };
+  // Requests cannot get here (routes.ts answers their failures); what does is a bug outside any request.
+  // A promise nobody awaited failed: logged loudly, the server keeps serving (Node's default would
+  // end it, and every client with it, for one forgotten catch).
+  process.on('unhandledRejection', (reason) => runtime.logger.error({ err: reason }, 'unhandled promise rejection (a bug: a failure nobody awaited)'));
+  // A synchronous throw outside any request leaves the process in an unknown state: logged, then the
+  // process ends so the orchestrator starts a clean one.
+  process.on('uncaughtException', (err) => {
+    runtime.logger.fatal({ err }, 'uncaught exception: stopping');
+    process.exit(1);
+  });
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
 }

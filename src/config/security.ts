@@ -30,6 +30,11 @@ export interface RequestLimits {
   executionTimeoutMs: number;
   /** Schema introspection (__schema, __type); turn off for public deployments. */
   introspection: boolean;
+  /**
+   * Bytes of query text the persisted-query store (APQ) keeps per replica, least recently used
+   * evicted first (server/apq-store.ts); at most 1000 queries either way. Default 8 MiB.
+   */
+  apqStoreMaxBytes: number;
 }
 
 export const DEFAULT_REQUEST_LIMITS: RequestLimits = {
@@ -44,6 +49,7 @@ export const DEFAULT_REQUEST_LIMITS: RequestLimits = {
   maxBodyBytes: 100 * 1024,
   executionTimeoutMs: 30_000,
   introspection: true,
+  apqStoreMaxBytes: 8 * 1024 * 1024,
 };
 
 /** What one token may see: null = everything of that kind. */
@@ -203,6 +209,7 @@ const envSchema = z.object({
   EXECUTION_TIMEOUT_MS: positive.default(DEFAULT_REQUEST_LIMITS.executionTimeoutMs),
   UNKNOWN_ID_LOOKUP_BURST: positive.default(DEFAULT_LOOKUP_BUDGET.burst),
   UNKNOWN_ID_LOOKUPS_PER_MINUTE: positive.default(DEFAULT_LOOKUP_BUDGET.perMinute),
+  APQ_STORE_MAX_BYTES: positive.default(DEFAULT_REQUEST_LIMITS.apqStoreMaxBytes),
 });
 
 /** Throws an Error naming the variable for bad values (loadConfig turns it into a ConfigError). */
@@ -242,6 +249,7 @@ export function loadSecurityConfig(env: NodeJS.ProcessEnv): SecurityConfig {
       maxBodyBytes: e.MAX_BODY_BYTES,
       executionTimeoutMs: e.EXECUTION_TIMEOUT_MS,
       introspection: e.GRAPHQL_INTROSPECTION,
+      apqStoreMaxBytes: e.APQ_STORE_MAX_BYTES,
     },
   };
 }

@@ -16,6 +16,8 @@ export const ERROR_CODES = [
   'CACHE_UNAVAILABLE',
   /** This API token spent its budget of upstream lookups of ids never seen; retryable after retryAfterSeconds. */
   'RATE_LIMITED',
+  /** A finished job whose platform reports no end time: what depends on its end (its GPU-hours in a fleet) cannot be counted. */
+  'UNKNOWN_END',
   'INTERNAL',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];

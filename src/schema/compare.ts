@@ -6,6 +6,7 @@
 import { DomainError } from '../domain/errors.js';
 import { parseGlobalId } from '../domain/ids.js';
 import type { Aggregation, SystemMetric } from '../domain/types.js';
+import { decodedArgs } from './decoded-args.js';
 import { comparisonValueId, jsonPart, parseJsonPart, parseTextPart, textPart, valueId } from '../domain/value-ids.js';
 import { type ComparisonRow, type JobRow, jobWindow } from '../store/index.js';
 import { checkSeriesArgs } from './args.js';
@@ -91,18 +92,14 @@ export function parseComparisonPart(part: string): CompareArgs {
   const v = parseJsonPart(part);
   if (Array.isArray(v) && v.length === 7) {
     const [jobIds, metrics, xAxis, from, to, maxPoints, aggregation] = v as unknown[];
-    if (Array.isArray(jobIds) && Array.isArray(metrics) && typeof xAxis === 'string' && typeof maxPoints === 'number' && typeof aggregation === 'string') {
-      return {
-        jobIds: jobIds.map(String),
-        metrics: metrics.map((m) =>
-          Array.isArray(m) && m[0] === 'system' ? { system: String(m[1]) as SystemMetric } : { training: String((m as unknown[])[1]) },
-        ),
-        xAxis: xAxis as Axis,
-        from: typeof from === 'string' ? new Date(from) : null,
-        to: typeof to === 'string' ? new Date(to) : null,
-        maxPoints,
-        aggregation: aggregation as Aggregation,
-      };
+    if (Array.isArray(metrics)) {
+      // Checked as compareRuns' own arguments: a forged run list, metric, axis or window is BAD_INPUT.
+      const asMetric = (m: unknown) => (Array.isArray(m) && m.length === 2 ? (m[0] === 'system' ? { system: m[1] } : { training: m[1] }) : m);
+      return decodedArgs(
+        'Query.compareRuns',
+        { jobIds, metrics: metrics.map(asMetric), xAxis, from, to, maxPoints, aggregation } as unknown as CompareArgs & Record<string, unknown>,
+        'id',
+      );
     }
   }
   throw new DomainError('BAD_ID', 'not an id of this graph');

@@ -4,6 +4,7 @@
 // statements as one. An id this graph did not issue (malformed, another kind, an unconfigured
 // provider, or gone upstream) resolves to null for that id only.
 import { createContextCache } from '@pothos/core';
+import { decodedArgs } from './decoded-args.js';
 import { jobGlobalId, parseGlobalId, parseSeriesId, type EntityKind, type ParsedId } from '../domain/ids.js';
 import { builder } from './builder.js';
 import type { Context } from './context.js';
@@ -97,7 +98,9 @@ export async function seriesById(ctx: Context, id: string): Promise<SeriesView |
   const [jobId, kind, name] = parts.seriesKey.split('|');
   const job = await jobById(ctx, jobId!);
   if (!job) return null;
-  const args = { from: parts.from, to: parts.to, maxPoints: parts.maxPoints, aggregation: parts.aggregation as never };
+  // The window and shaping the id carries, checked as the series field checks its own.
+  const shaping = decodedArgs('Job.metrics', { maxPoints: parts.maxPoints, aggregation: parts.aggregation }, 'id');
+  const args = { from: parts.from, to: parts.to, maxPoints: shaping.maxPoints, aggregation: shaping.aggregation as never };
   const views =
     kind === 'training' ? await trainingSeries(ctx, job, { ...args, names: [name!] }) : await systemSeries(ctx, job, { ...args, names: [name as never] });
   return views.find((v) => v.row.seriesKey === parts.seriesKey) ?? null;

@@ -1,6 +1,7 @@
 // Imports every type file and builds the schema; nothing else.
 import { defaultFieldResolver, GraphQLObjectType, type GraphQLSchema } from 'graphql';
 import { builder } from './builder.js';
+import { checkDecodedArgsAgainst } from './decoded-args.js';
 import './enums.js';
 import './provider.js';
 import './source-error.js';
@@ -21,6 +22,7 @@ import './relay.js';
 
 /** The plain schema (schema/schema.graphql), as a client that knows nothing of federation sees it. */
 export const plainSchema = builder.toSchema({ sortSchema: false });
+checkDecodedArgsAgainst(plainSchema);
 
 /** The served schema: the plain one plus Federation v2's `_service` and `_entities` (schema/subgraph.graphql). */
 export const schema = withPropertyReads(

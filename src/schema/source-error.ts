@@ -20,6 +20,8 @@ const ERROR_CODE_DOCS: Record<ErrorCode, string> = {
   CACHE_UNAVAILABLE: 'The Postgres cache could not be reached (restarting, failing over); retryable',
   RATE_LIMITED:
     'This API token spent its budget of upstream lookups of ids the cache has never seen (default 20 at once, refilled by 20 a minute; UNKNOWN_ID_LOOKUP_BURST, UNKNOWN_ID_LOOKUPS_PER_MINUTE); retryable after extensions.retryAfterSeconds',
+  UNKNOWN_END:
+    'A finished job whose platform does not report when it ended (Baseten gives no finish time): what needs its end, such as its GPU-hours in a fleet, is left out rather than counted until now',
   INTERNAL: 'An unexpected failure on our side (details are in the server log, never in the answer)',
 };
 

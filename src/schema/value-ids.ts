@@ -5,6 +5,7 @@ import type { Aggregation, MetricScope, SystemMetric } from '../domain/types.js'
 import { fleetValueId, jsonPart, parseJsonPart, parseTextPart, textPart, valueId } from '../domain/value-ids.js';
 import { DomainError } from '../domain/errors.js';
 import type { JobFilterInput } from './job-filter.js';
+import { decodedArgs } from './decoded-args.js';
 
 /** The id field's description, per value type: what it is derived from, and how long it holds. */
 export const ID_DOCS = {
@@ -82,8 +83,13 @@ export function parseLogPagePart(part: string): LogPageArgs {
   const v = parseJsonPart(part);
   if (Array.isArray(v) && v.length === 3) {
     const [after, since, limit] = v as unknown[];
-    if ((after === null || typeof after === 'string') && (since === null || Number.isInteger(since)) && Number.isInteger(limit)) {
-      return { after: after as string | null, since: since === null ? null : new Date(since as number), limit: limit as number };
+    const when = since === null ? null : new Date(since as number);
+    if (
+      (after === null || typeof after === 'string') &&
+      (when === null || (Number.isInteger(since) && !Number.isNaN(when.getTime()))) &&
+      Number.isInteger(limit)
+    ) {
+      return { after: after as string | null, since: when, limit: decodedArgs('Job.logs', { first: limit as number }, 'id').first };
     }
   }
   throw badPart();
@@ -134,18 +140,13 @@ export function parseSamplePart(part: string): SampleArgs {
   const v = parseJsonPart(part);
   if (Array.isArray(v) && v.length === 4) {
     const [names, scope, maxPoints, aggregation] = v as unknown[];
-    if (
-      (names === null || (Array.isArray(names) && names.every((n) => typeof n === 'string'))) &&
-      (scope === null || typeof scope === 'string') &&
-      Number.isInteger(maxPoints) &&
-      typeof aggregation === 'string'
-    ) {
-      return {
-        names: names as SystemMetric[] | null,
-        scope: scope as MetricScope | null,
-        maxPoints: maxPoints as number,
-        aggregation: aggregation as Aggregation,
-      };
+    // The subscription's own arguments, checked as it checks them; maxPoints and aggregation are never absent in an id.
+    if (Number.isInteger(maxPoints) && typeof aggregation === 'string') {
+      return decodedArgs(
+        'Subscription.jobUtilization',
+        { names: names as SystemMetric[] | null, scope: scope as MetricScope | null, maxPoints: maxPoints as number, aggregation: aggregation as Aggregation },
+        'id',
+      );
     }
   }
   throw badPart();
@@ -173,11 +174,8 @@ export function parseFleetPart(part: string): FleetArgs {
   const v = parseJsonPart(part);
   if (Array.isArray(v) && v.length === 3) {
     const [filter, from, to] = v as unknown[];
-    const f = typeof from === 'string' ? new Date(from) : null;
-    const t = typeof to === 'string' ? new Date(to) : null;
-    if ((filter === null || (typeof filter === 'object' && !Array.isArray(filter))) && f && t && !Number.isNaN(f.getTime()) && !Number.isNaN(t.getTime())) {
-      return { filter: filter as JobFilterInput | null, from: f, to: t };
-    }
+    // Checked as Query.fleet's own arguments: a forged filter or window is BAD_INPUT, not a crash in the store.
+    return decodedArgs('Query.fleet', { filter: filter as JobFilterInput | null, from: from as Date, to: to as Date }, 'id');
   }
   throw badPart();
 }
@@ -212,7 +210,9 @@ export function parseIdleGpuPart(part: string): IdleGpuKey {
     const [threshold, forAtLeast, jobId, scope, nodeId, gpuId] = v as unknown[];
     if (
       typeof threshold === 'number' &&
+      Number.isFinite(threshold) &&
       typeof forAtLeast === 'number' &&
+      Number.isFinite(forAtLeast) &&
       typeof jobId === 'string' &&
       typeof scope === 'string' &&
       (nodeId === null || typeof nodeId === 'string') &&

@@ -4,6 +4,7 @@
 // makes. A value the owner no longer holds (a point of a bucket that moved, an error that is over,
 // a live feed that stopped) is null, as is anything this graph did not issue.
 import { DomainError } from '../domain/errors.js';
+import { DecodedArgError } from './decoded-args.js';
 import { ENTITY_KINDS, type EntityKind } from '../domain/ids.js';
 import { type ParsedValueId, parseTextPart, parseValueId, type ValueKind, valueKindOf } from '../domain/value-ids.js';
 import type { JobRow, ProviderView } from '../store/index.js';
@@ -82,7 +83,8 @@ export async function valueById(ctx: Context, id: string): Promise<(Value & { id
     return value ? { ...value, id } : null;
   } catch (e) {
     // Malformed parts, or arguments the server's limits no longer allow: not an object here.
-    if (e instanceof DomainError && (e.code === 'BAD_ID' || e.code === 'BAD_INPUT')) return null;
+    // Arguments an id carries that do not fit the field's own (decoded-args.ts) say so: BAD_INPUT.
+    if (e instanceof DomainError && (e.code === 'BAD_ID' || e.code === 'BAD_INPUT') && !(e instanceof DecodedArgError)) return null;
     throw e;
   }
 }

@@ -71,9 +71,20 @@ interface GqlError {
   extensions?: { code?: string; argument?: string; http?: { status?: number } };
 }
 
-function csvCell(v: unknown): string {
+/** Text a spreadsheet would read as a formula (OWASP's CSV injection list: = + - @ tab, carriage return). */
+const FORMULA_START = /^[=+\-@\t\r]/;
+
+/**
+ * One CSV cell. Text that starts like a formula (a metric named `=1+2` or `@SUM(1,1)`) is
+ * neutralised as OWASP recommends: a single quote before it, and the cell quoted. Numbers are
+ * written as numbers, never prefixed: a negative value or step is data a notebook must read back
+ * as a number, and a number cannot carry a formula (only text cells can, so only they are touched).
+ */
+export function csvCell(v: unknown): string {
   if (v === null || v === undefined) return '';
+  if (typeof v === 'number') return String(v);
   const s = String(v);
+  if (FORMULA_START.test(s)) return `"'${s.replace(/"/g, '""')}"`;
   return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 
@@ -109,16 +120,33 @@ async function write(out: Writable, chunk: string, res: http.ServerResponse): Pr
   return !res.destroyed;
 }
 
+/** A path segment decoded, or null when its percent-encoding is malformed. */
+function decodedSegment(segment: string): string | null {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return null;
+  }
+}
+
 /** True when the request was an export (answered here), false for any other path. */
 export function serveExport(req: http.IncomingMessage, res: http.ServerResponse, app: App, limits: Limits): boolean {
   // Every request passes here on its way to GraphQL: one that cannot be an export is let go before
   // its URL is parsed. Its path would need the letters of "export": URL parsing adds none, it only
   // drops tabs and line breaks from between them.
   if ((req.method !== 'GET' && req.method !== 'HEAD') || !req.url || !MAY_BE_EXPORT.test(req.url)) return false;
-  const url = new URL(req.url, 'http://x');
+  // A target URL cannot parse (`http://[`) or a job id whose percent-encoding is malformed (`%`,
+  // `%zz`, a cut UTF-8 sequence) is the client's mistake: 400, never a throw out of the listener.
+  const url = URL.parse(req.url, 'http://x');
+  if (!url) return false;
   const m = PATH.exec(url.pathname);
   if (!m) return false;
-  void answer(req, res, app, limits, url, decodeURIComponent(m[1]!), m[2] as keyof typeof QUERIES, m[3] as 'csv' | 'jsonl').catch((err) => {
+  const jobId = decodedSegment(m[1]!);
+  if (jobId === null) {
+    refuse(res, 400, [{ message: 'the job id in the path is not valid percent-encoded UTF-8', extensions: { code: 'BAD_INPUT', argument: 'id' } }]);
+    return true;
+  }
+  void answer(req, res, app, limits, url, jobId, m[2] as keyof typeof QUERIES, m[3] as 'csv' | 'jsonl').catch((err) => {
     if (!res.headersSent) refuse(res, 500, [{ message: 'the export failed', extensions: { code: 'INTERNAL' } }]);
     else res.destroy(err as Error);
   });

@@ -35,7 +35,13 @@ async function readBody(req: http.IncomingMessage, max: number): Promise<string 
 }
 
 export async function servePromApi(req: http.IncomingMessage, res: http.ServerResponse, deps: PromApiDeps): Promise<void> {
-  const url = new URL(req.url ?? '/', 'http://local');
+  let url: URL;
+  try {
+    url = new URL(req.url ?? '/', 'http://local');
+  } catch {
+    send(res, { status: 400, body: { status: 'error', errorType: 'bad_data', error: 'the request target is not a valid URL' } });
+    return;
+  }
   const path = url.pathname.slice(PROM_API_PREFIX.length);
   if (req.method !== 'GET' && req.method !== 'POST') {
     send(res, { status: 405, body: { status: 'error', errorType: 'bad_data', error: `method ${req.method} not allowed` } }, { allow: 'GET, POST' });

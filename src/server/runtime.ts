@@ -36,6 +36,8 @@ import { useTracing } from './plugins/use-tracing.js';
 import { serveWebPage } from './web.js';
 import { Collector, defaultSettings, type CollectSettings } from '../collect/index.js';
 import { REAL_TIMERS } from '../live/hub.js';
+import { routeListener } from './routes.js';
+import { type ByteBoundedApqStore, createByteBoundedApqStore } from './apq-store.js';
 
 export interface RuntimeOptions {
   config: AppConfig;
@@ -81,6 +83,8 @@ export interface Runtime {
   /** The continuous collector; null with COLLECT=off (read-through only). */
   collector: Collector | null;
   metrics: Metrics;
+  /** The persisted queries (APQ) this replica knows, bounded by requestLimits.apqStoreMaxBytes. */
+  apqStore: ByteBoundedApqStore;
   /**
    * Graceful stop: refuses new connections (readyz turns 503), lets in-flight requests finish
    * (bounded by shutdownGraceMs), closes graphql-ws subscribers with 1001 Going Away, stops the
@@ -167,7 +171,11 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const tracing = config.tracing && tracingModule ? tracingModule.startTracing(config.tracing) : null;
   if (tracing) tracingModule!.traceUpstreamCalls(providers, tracing.tracer);
   const front = createHttpFront(logger, metrics);
+  const requestLimits = config.security?.requestLimits ?? DEFAULT_REQUEST_LIMITS;
+  // One persisted-query store for HTTP and graphql-ws: a hash registered over one is known to the other.
+  const apqStore = createByteBoundedApqStore(requestLimits.apqStoreMaxBytes);
   const app = createApp({
+    apqStore,
     store,
     logger,
     limits: opts.limits,
@@ -189,55 +197,62 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     // One response class for every request: the outgoing guard's checks and the front's
     // bookkeeping are on it rather than added to each response (outgoing-guard.ts says why).
     { ServerResponse: guard.responseClass(FrontResponse) as unknown as typeof http.ServerResponse },
-    front.wrap((req, res) => {
-      if (pathOf(req.url) === '/metrics/jobs' && (req.method === 'GET' || req.method === 'HEAD')) {
-        serveJobsScrape(req, res, { store, tokens }).catch((err) => {
-          logger.error({ err }, 'GET /metrics/jobs failed');
-          if (!res.headersSent) res.writeHead(503, { 'content-type': 'text/plain' });
-          res.end('the cache is not available\n');
-        });
-        return;
-      }
-      if (pathOf(req.url).startsWith(PROM_API_PREFIX)) {
-        servePromApi(req, res, { api: promApi, store, tokens, maxBodyBytes: limits.maxBodyBytes }).catch((err) => {
-          logger.error({ err }, 'Prometheus query API failed');
-          if (!res.headersSent) res.writeHead(503, { 'content-type': 'application/json' });
-          res.end(JSON.stringify({ status: 'error', errorType: 'unavailable', error: 'the cache is not available' }));
-        });
-        return;
-      }
-      if (req.url === '/metrics') {
-        // Metrics name every provider: with tokens configured only the metrics token or an unscoped API token reads them.
-        const denied = metricsAccess(tokens, config.security?.metricsToken ?? null, req.headers.authorization);
-        if (denied) {
-          res.writeHead(denied, { 'content-type': 'application/json', ...(denied === 401 ? { 'www-authenticate': 'Bearer' } : {}) });
-          res.end(
-            JSON.stringify({
-              errors: [
-                {
-                  message: denied === 401 ? 'a metrics or unscoped API token is required (Authorization: Bearer <token>)' : 'this token may not read metrics',
-                  extensions: { code: denied === 401 ? 'UNAUTHENTICATED' : 'FORBIDDEN' },
-                },
-              ],
-            }),
-          );
-          return;
-        }
-        void metrics.scrape().then((body) => res.writeHead(200, { 'content-type': metrics.contentType() }).end(body));
-        return;
-      }
-      if (serveExport(req, res, app, opts.limits ?? DEFAULT_LIMITS)) return;
-      if (serveWebPage(req, res, logger)) return;
-      if (req.url === '/healthz') {
-        res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
-        return;
-      }
-      if (req.url === '/readyz') {
-        void readiness(database, ready).then(([status, body]) => res.writeHead(status, { 'content-type': 'application/json' }).end(body));
-        return;
-      }
-      void app.handle(req, res);
-    }),
+    front.wrap(
+      routeListener(
+        {
+          jobsScrape: (req, res) => {
+            if (pathOf(req.url) !== '/metrics/jobs' || (req.method !== 'GET' && req.method !== 'HEAD')) return false;
+            return serveJobsScrape(req, res, { store, tokens }).catch((err) => {
+              logger.error({ err }, 'GET /metrics/jobs failed');
+              if (!res.headersSent) res.writeHead(503, { 'content-type': 'text/plain' });
+              res.end('the cache is not available\n');
+            });
+          },
+          promApi: (req, res) => {
+            if (!pathOf(req.url).startsWith(PROM_API_PREFIX)) return false;
+            return servePromApi(req, res, { api: promApi, store, tokens, maxBodyBytes: limits.maxBodyBytes }).catch((err) => {
+              logger.error({ err }, 'Prometheus query API failed');
+              if (!res.headersSent) res.writeHead(503, { 'content-type': 'application/json' });
+              res.end(JSON.stringify({ status: 'error', errorType: 'unavailable', error: 'the cache is not available' }));
+            });
+          },
+          metrics: (req, res) => {
+            if (req.url !== '/metrics') return false;
+            // Metrics name every provider: with tokens configured only the metrics token or an unscoped API token reads them.
+            const denied = metricsAccess(tokens, config.security?.metricsToken ?? null, req.headers.authorization);
+            if (denied) {
+              res.writeHead(denied, { 'content-type': 'application/json', ...(denied === 401 ? { 'www-authenticate': 'Bearer' } : {}) });
+              res.end(
+                JSON.stringify({
+                  errors: [
+                    {
+                      message:
+                        denied === 401 ? 'a metrics or unscoped API token is required (Authorization: Bearer <token>)' : 'this token may not read metrics',
+                      extensions: { code: denied === 401 ? 'UNAUTHENTICATED' : 'FORBIDDEN' },
+                    },
+                  ],
+                }),
+              );
+              return true;
+            }
+            return metrics.scrape().then((body) => res.writeHead(200, { 'content-type': metrics.contentType() }).end(body));
+          },
+          export: (req, res) => serveExport(req, res, app, opts.limits ?? DEFAULT_LIMITS),
+          webPage: (req, res) => serveWebPage(req, res, logger),
+          healthz: (req, res) => {
+            if (req.url !== '/healthz') return false;
+            res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
+            return true;
+          },
+          readyz: (req, res) => {
+            if (req.url !== '/readyz') return false;
+            return readiness(database, ready).then(([status, body]) => res.writeHead(status, { 'content-type': 'application/json' }).end(body));
+          },
+          graphql: (req, res) => app.handle(req, res),
+        },
+        logger,
+      ),
+    ),
   );
   // Node closes idle keep-alive sockets after 5 s, racing clients and load balancers that reuse
   // them longer (a request then dies with ECONNRESET): the server must outlast their idle timeouts
@@ -248,7 +263,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
   });
-  const ws = attachGraphqlWs(server, app, { ...DEFAULT_WS_LIMITS, ...opts.ws }, tokens, guard, {
+  const ws = attachGraphqlWs(server, app, { ...DEFAULT_WS_LIMITS, ...opts.ws }, tokens, guard, apqStore, {
     next: (payload) => metrics.wsNextMessages.inc({ payload }),
     sharedPayload: () => metrics.wsSharedPayloads.inc(),
   });
@@ -274,6 +289,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     live,
     collector,
     metrics,
+    apqStore,
     async close() {
       ready = false;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));

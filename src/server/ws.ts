@@ -1,6 +1,7 @@
 // graphql-ws on the HTTP server's own port and path (/graphql), executing through the yoga app's
 // envelop (same schema, context, error masking as HTTP). Yoga itself serves SSE subscriptions
 // (GraphiQL uses them). The socket's limits are part of its protection against abusive clients.
+import { createHash } from 'node:crypto';
 import type http from 'node:http';
 import { GraphQLError, type ExecutionArgs, type ExecutionResult, getOperationAST } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
@@ -11,6 +12,7 @@ import { presentedToken } from './access.js';
 import { recoded } from './plugins/use-limits.js';
 import type { OutgoingGuard } from './outgoing-guard.js';
 import { isSharedResult } from './shared-subscriptions.js';
+import type { ByteBoundedApqStore } from './apq-store.js';
 
 export interface WsLimits {
   /** Largest message a client may send; bigger frames close the socket with 1009. Default 64 KiB. */
@@ -91,6 +93,7 @@ export function attachGraphqlWs(
   limits: WsLimits = DEFAULT_WS_LIMITS,
   tokens: TokenStore | null = null,
   guard: OutgoingGuard | null = null,
+  apqStore: ByteBoundedApqStore | null = null,
   counters: WsCounters | null = null,
 ) {
   const wss = new WebSocketServer({ server, path: '/graphql', maxPayload: limits.maxPayloadBytes });
@@ -155,6 +158,7 @@ export function attachGraphqlWs(
       return (send as (...args: unknown[]) => void)(data, ...rest);
     }) as typeof socket.send;
     guard?.socket(socket);
+    if (apqStore) answerPersistedQueries(socket, apqStore);
   });
   const disposable = useServer(
     {
@@ -213,7 +217,15 @@ export function attachGraphqlWs(
         // The parse cache hands every subscriber of a query the same document: its text stands in
         // for the copy each message brought, which graphql-ws keeps for the operation's life.
         if (document.loc?.source.body === payload.query) (payload as { query: string }).query = document.loc.source.body;
-        const errors = validate(schema, document);
+        // graphql-armor's limits (aliases, depth, directives) throw from inside validation rather
+        // than return their error: caught here, the operation ends alone with it (thrown out of
+        // onSubscribe, graphql-ws would close the socket with 4500 and every other operation on it).
+        let errors: readonly GraphQLError[];
+        try {
+          errors = validate(schema, document);
+        } catch (err) {
+          return refused(err);
+        }
         if (errors.length > 0) return errors.map((e: GraphQLError) => refused(e)[0]);
         // The token is checked again for each subscription: one revoked since the connection opened is refused.
         let contextValue: Awaited<ReturnType<typeof contextFactory>>;
@@ -253,4 +265,44 @@ export function attachGraphqlWs(
       await disposable.dispose();
     },
   };
+}
+
+/**
+ * Automatic persisted queries over graphql-ws. graphql-ws closes the socket (4400) on a subscribe
+ * message without query text, before any hook of ours runs: such a message is answered here,
+ * ahead of it. A hash the store knows gets its text filled in; one it does not know ends that
+ * operation alone with PERSISTED_QUERY_NOT_FOUND (an `error` message for its id, as over HTTP the
+ * client then sends the text with the hash); a text sent with its hash registers it.
+ */
+function answerPersistedQueries(socket: WebSocket, store: ByteBoundedApqStore): void {
+  const emit = socket.emit.bind(socket) as (event: string | symbol, ...args: unknown[]) => boolean;
+  socket.emit = ((event: string | symbol, ...args: unknown[]) => {
+    if (event !== 'message') return emit(event, ...args);
+    const text = String(args[0]);
+    // Only subscribe messages carrying a persistedQuery extension, or no query at all, are read here.
+    if (!text.includes('"subscribe"') || (text.includes('"query"') && !text.includes('"persistedQuery"'))) return emit(event, ...args);
+    let message: { id?: unknown; type?: unknown; payload?: { query?: unknown; extensions?: { persistedQuery?: { sha256Hash?: unknown } } } };
+    try {
+      message = JSON.parse(text);
+    } catch {
+      return emit(event, ...args);
+    }
+    if (message?.type !== 'subscribe' || typeof message.id !== 'string' || typeof message.payload !== 'object' || message.payload === null)
+      return emit(event, ...args);
+    const payload = message.payload;
+    const hash = payload.extensions?.persistedQuery?.sha256Hash;
+    // Some clients send an empty text with the hash instead of none: the same as none.
+    if (typeof payload.query === 'string' && (payload.query !== '' || typeof hash !== 'string')) {
+      if (typeof hash === 'string' && createHash('sha256').update(payload.query).digest('hex') === hash) store.set(hash, payload.query);
+      return emit(event, ...args);
+    }
+    const known = typeof hash === 'string' ? store.get(hash) : undefined;
+    if (known !== undefined) return emit(event, JSON.stringify({ ...message, payload: { ...payload, query: known } }), false);
+    const error =
+      typeof hash === 'string'
+        ? { message: 'PersistedQueryNotFound', extensions: { code: 'PERSISTED_QUERY_NOT_FOUND' } }
+        : { message: 'a subscribe message needs a query (or a persistedQuery hash this server knows)', extensions: { code: 'BAD_REQUEST' } };
+    socket.send(JSON.stringify({ id: message.id, type: 'error', payload: [error] }));
+    return true;
+  }) as typeof socket.emit;
 }

@@ -16,6 +16,7 @@ import { useStaleErrors } from './plugins/use-stale-errors.js';
 import { useRevocation } from './plugins/use-revocation.js';
 import { useValidationCache } from './plugins/use-validation-cache.js';
 import { useCompressedGraphiQL } from './plugins/use-compressed-graphiql.js';
+import { type ByteBoundedApqStore, createByteBoundedApqStore } from './apq-store.js';
 
 export interface YogaDeps {
   store: Store;
@@ -31,6 +32,8 @@ export interface YogaDeps {
   corsOrigins?: readonly string[];
   /** Queries on graphql-jit (default) or graphql-js (AppConfig.executor). */
   executor?: 'jit' | 'graphql-js';
+  /** The persisted queries' store (graphql-ws reads it too); a byte-bounded one of requestLimits.apqStoreMaxBytes when absent. */
+  apqStore?: ByteBoundedApqStore;
 }
 
 export const EXAMPLE_QUERY = `# Every platform's jobs, newest first, with per-GPU utilization (ratio 0..1)
@@ -50,6 +53,7 @@ query Fleet {
 
 export function createApp(deps: YogaDeps) {
   const limits = deps.limits ?? DEFAULT_LIMITS;
+  const apqStore = deps.apqStore ?? createByteBoundedApqStore((deps.requestLimits ?? DEFAULT_REQUEST_LIMITS).apqStoreMaxBytes);
   return createYoga<Record<string, unknown>, Context>({
     schema,
     graphqlEndpoint: '/graphql',
@@ -75,8 +79,8 @@ export function createApp(deps: YogaDeps) {
       ...(deps.executor === 'graphql-js' ? [] : [useQueryJit()]),
       useErrorCodes(),
       // Automatic persisted queries (Apollo's protocol): a client sends a query's sha256 alone and
-      // the text only once per replica (kept in an in-memory LRU of 1000 queries per replica).
-      useAPQWhenAsked(),
+      // the text only once per replica (kept in a byte-bounded LRU per replica, apq-store.ts).
+      useAPQWhenAsked(apqStore),
       ...useLimits(
         deps.requestLimits ?? DEFAULT_REQUEST_LIMITS,
         {
@@ -116,8 +120,8 @@ export type App = ReturnType<typeof createApp>;
  * microtask queue before it was parsed. Requests without a persistedQuery extension (APQ ignores
  * them) skip it.
  */
-export function useAPQWhenAsked(): Plugin {
-  const apq = useAPQ();
+export function useAPQWhenAsked(store: ByteBoundedApqStore): Plugin {
+  const apq = useAPQ({ store });
   const onParams = apq.onParams!;
   return {
     onParams(payload) {
