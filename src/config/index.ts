@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { parseSubgraphTypeNames } from '../domain/subgraph-type-names.js';
 import { providersFile, type ProviderConfig } from './providers-config.js';
 import { loadSecurityConfig, type SecurityConfig } from './security.js';
 
@@ -37,6 +38,7 @@ const envSchema = z.object({
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
   OTEL_SERVICE_NAME: z.string().min(1).default('training-graph'),
   GRAPHQL_EXECUTOR: z.enum(['jit', 'graphql-js']).default('jit'),
+  SUBGRAPH_TYPE_NAMES: z.string().default(''),
 });
 
 export interface AppConfig {
@@ -59,6 +61,12 @@ export interface AppConfig {
    * `graphql-js` is the reference executor, kept as a switch should a query ever answer differently.
    */
   executor?: 'jit' | 'graphql-js';
+  /**
+   * SUBGRAPH_TYPE_NAMES: other names for output-only enums and scalars in the subgraph SDL only
+   * (`_service { sdl }`), e.g. JobStatus -> TrainingJobStatus beside a subgraph whose own JobStatus
+   * is an argument type; the server refuses at start a type a router could name (src/schema/subgraph-names.ts).
+   */
+  subgraphTypeNames?: ReadonlyMap<string, string>;
 }
 
 function describeIssues(prefix: string, error: z.ZodError): string {
@@ -96,6 +104,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     }
     providers = parseProvidersFile(text, e.PROVIDERS_CONFIG);
   }
+  let subgraphTypeNames: Map<string, string>;
+  try {
+    subgraphTypeNames = parseSubgraphTypeNames(e.SUBGRAPH_TYPE_NAMES);
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
   let security: SecurityConfig;
   try {
     security = loadSecurityConfig(env);
@@ -113,6 +127,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     logLevel: e.LOG_LEVEL,
     providers,
     executor: e.GRAPHQL_EXECUTOR,
+    subgraphTypeNames,
     tracing: e.OTEL_EXPORTER_OTLP_ENDPOINT ? { endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: e.OTEL_SERVICE_NAME } : null,
   };
 }
