@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { parseSubgraphTypeNames } from '../domain/subgraph-type-names.js';
 import { providersFile, type ProviderConfig } from './providers-config.js';
 import { loadSecurityConfig, type SecurityConfig } from './security.js';
 
@@ -40,6 +41,7 @@ const envSchema = z.object({
   COLLECT: z.enum(['on', 'off', 'true', 'false', '1', '0']).default('on'),
   COLLECT_CALLS_PER_MINUTE: z.coerce.number().int().min(1).max(100_000).optional(),
   COLLECT_MAX_CONCURRENT: z.coerce.number().int().min(1).max(256).optional(),
+  SUBGRAPH_TYPE_NAMES: z.string().default(''),
 });
 
 export interface AppConfig {
@@ -68,6 +70,12 @@ export interface AppConfig {
    * `maxConcurrent` override every provider's default (a provider's own `collect` entry wins).
    */
   collect?: { enabled: boolean; callsPerMinute?: number; maxConcurrent?: number };
+  /**
+   * SUBGRAPH_TYPE_NAMES: other names for output-only enums and scalars in the subgraph SDL only
+   * (`_service { sdl }`), e.g. JobStatus -> TrainingJobStatus beside a subgraph whose own JobStatus
+   * is an argument type; the server refuses at start a type a router could name (src/schema/subgraph-names.ts).
+   */
+  subgraphTypeNames?: ReadonlyMap<string, string>;
 }
 
 function describeIssues(prefix: string, error: z.ZodError): string {
@@ -105,6 +113,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     }
     providers = parseProvidersFile(text, e.PROVIDERS_CONFIG);
   }
+  let subgraphTypeNames: Map<string, string>;
+  try {
+    subgraphTypeNames = parseSubgraphTypeNames(e.SUBGRAPH_TYPE_NAMES);
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
   let security: SecurityConfig;
   try {
     security = loadSecurityConfig(env);
@@ -127,6 +141,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       ...(e.COLLECT_CALLS_PER_MINUTE ? { callsPerMinute: e.COLLECT_CALLS_PER_MINUTE } : {}),
       ...(e.COLLECT_MAX_CONCURRENT ? { maxConcurrent: e.COLLECT_MAX_CONCURRENT } : {}),
     },
+    subgraphTypeNames,
     tracing: e.OTEL_EXPORTER_OTLP_ENDPOINT ? { endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: e.OTEL_SERVICE_NAME } : null,
   };
 }

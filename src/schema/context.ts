@@ -51,4 +51,6 @@ export interface Context {
    * long as it does).
    */
   staleErrors?: Map<string, GraphQLError>;
+  /** What `_service { sdl }` answers when SUBGRAPH_TYPE_NAMES renames types in it (src/schema/subgraph-names.ts); absent = the SDL as built. */
+  subgraphSdl?: string;
 }

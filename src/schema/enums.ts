@@ -30,9 +30,10 @@ export const JobStatusEnum = builder.enumType('JobStatus', {
   description: "A job's status on the common scale every platform's own status maps to (Job.rawStatus keeps the original)",
   values: documented(JOB_STATUSES, JOB_STATUS_DOCS),
 });
-// The same values as an input of its own: JobStatus is then output-only, and a supergraph in
-// which another subgraph has a JobStatus of its own (CI jobs, batch jobs) still composes (output
-// enums merge as a union; an enum used as input must be identical in every subgraph).
+// The same values as an input of its own: JobStatus is then output-only, so a supergraph in which
+// another subgraph has an output-only JobStatus of its own composes (output enums merge as a
+// union), and where theirs is an argument type ours can take another name in the subgraph SDL
+// alone (SUBGRAPH_TYPE_NAMES, src/schema/subgraph-names.ts), which only an output-only type can.
 export const JobStatusFilterEnum = builder.enumType('JobStatusFilter', {
   description: 'A JobStatus to select by in JobFilter.statuses (the same values as JobStatus)',
   values: documented(JOB_STATUSES, JOB_STATUS_DOCS),

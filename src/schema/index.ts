@@ -1,5 +1,6 @@
 // Imports every type file and builds the schema; nothing else.
-import { defaultFieldResolver, GraphQLObjectType, type GraphQLSchema } from 'graphql';
+import { defaultFieldResolver, GraphQLObjectType, type GraphQLFieldResolver, type GraphQLSchema } from 'graphql';
+import type { Context } from './context.js';
 import { builder } from './builder.js';
 import { checkDecodedArgsAgainst } from './decoded-args.js';
 import './enums.js';
@@ -25,12 +26,14 @@ export const plainSchema = builder.toSchema({ sortSchema: false });
 checkDecodedArgsAgainst(plainSchema);
 
 /** The served schema: the plain one plus Federation v2's `_service` and `_entities` (schema/subgraph.graphql). */
-export const schema = withPropertyReads(
-  builder.toSubGraphSchema({
-    // v2.9 for @cost / @listSize (demand control in Apollo Router and Hive Gateway).
-    linkUrl: 'https://specs.apollo.dev/federation/v2.9',
-    federationDirectives: ['@key', '@shareable', '@cost', '@listSize'],
-  }),
+export const schema = withServiceSdlOfContext(
+  withPropertyReads(
+    builder.toSubGraphSchema({
+      // v2.9 for @cost / @listSize (demand control in Apollo Router and Hive Gateway).
+      linkUrl: 'https://specs.apollo.dev/federation/v2.9',
+      federationDirectives: ['@key', '@shareable', '@cost', '@listSize'],
+    }),
+  ),
 );
 
 /**
@@ -44,5 +47,13 @@ function withPropertyReads(served: GraphQLSchema): GraphQLSchema {
     if (!(type instanceof GraphQLObjectType) || type.name.startsWith('__')) continue;
     for (const field of Object.values(type.getFields())) if (field.resolve === defaultFieldResolver) field.resolve = undefined;
   }
+  return served;
+}
+
+/** `_service { sdl }` answers the context's SDL when the server renames types in it (SUBGRAPH_TYPE_NAMES). */
+function withServiceSdlOfContext(served: GraphQLSchema): GraphQLSchema {
+  const service = served.getQueryType()!.getFields()._service!;
+  const built = service.resolve as GraphQLFieldResolver<unknown, Context>;
+  service.resolve = (root, args, ctx, info) => (ctx?.subgraphSdl ? { sdl: ctx.subgraphSdl } : built(root, args, ctx, info));
   return served;
 }

@@ -5,7 +5,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { printSubgraphSchema } from '@apollo/subgraph';
 import { printSchema } from 'graphql';
+import { parseSubgraphTypeNames } from '../domain/subgraph-type-names.js';
 import { plainSchema, schema } from './index.js';
+import { renameInSubgraphSdl } from './subgraph-names.js';
 
 const SCHEMA_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../schema');
 export const SCHEMA_FILE = path.join(SCHEMA_DIR, 'schema.graphql');
@@ -16,12 +18,13 @@ export function printedSchema(): string {
 }
 
 /** What `_service { sdl }` answers: the schema with its federation directives, what composition reads. */
-export function printedSubgraph(): string {
-  return `${printSubgraphSchema(schema)}\n`;
+export function printedSubgraph(typeNames: ReadonlyMap<string, string> = new Map()): string {
+  return renameInSubgraphSdl(schema, `${printSubgraphSchema(schema)}\n`, typeNames);
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
   writeFileSync(SCHEMA_FILE, printedSchema());
-  writeFileSync(SUBGRAPH_FILE, printedSubgraph());
+  // With SUBGRAPH_TYPE_NAMES set, the subgraph SDL a server with that setting serves.
+  writeFileSync(SUBGRAPH_FILE, printedSubgraph(parseSubgraphTypeNames(process.env.SUBGRAPH_TYPE_NAMES ?? '')));
   console.log(`wrote ${SCHEMA_FILE} and ${SUBGRAPH_FILE}`);
 }

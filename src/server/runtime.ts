@@ -18,6 +18,8 @@ import { DEFAULT_CACHE_POLICY, ReadThrough, type CachePolicy } from '../store/re
 import { Repository } from '../store/repository.js';
 import { Store } from '../store/index.js';
 import { DEFAULT_LIMITS, type Limits } from '../schema/context.js';
+import { printedSubgraph } from '../schema/print.js';
+import { SubgraphNamesError } from '../schema/subgraph-names.js';
 import { createApp, type App } from './yoga.js';
 import type { Plugin } from 'graphql-yoga';
 import { startLive, type LiveRuntime } from './live.js';
@@ -116,6 +118,16 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
         'anyone who can reach it would see every provider. Configure tokens, bind to 127.0.0.1, or set ALLOW_OPEN=true behind something that authenticates.',
     );
   }
+  // Checked before anything starts: a type a router could name cannot take another name.
+  let subgraphSdl: string | undefined;
+  if (config.subgraphTypeNames && config.subgraphTypeNames.size > 0) {
+    try {
+      subgraphSdl = printedSubgraph(config.subgraphTypeNames);
+    } catch (err) {
+      if (err instanceof SubgraphNamesError) throw new ConfigError(err.message);
+      throw err;
+    }
+  }
   // Every log line is scrubbed of every provider secret (registered as adapters read them), in any spelling.
   const loggerOptions = {
     level: config.logLevel,
@@ -184,6 +196,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     tokens,
     corsOrigins: config.security?.corsOrigins,
     executor: config.executor,
+    subgraphSdl,
     plugins: [useMetrics(metrics, logger), ...(tracing ? [useTracing(tracing.tracer)] : []), ...(opts.plugins ?? [])],
   });
   const graceMs = opts.shutdownGraceMs ?? 10_000;

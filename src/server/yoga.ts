@@ -34,6 +34,8 @@ export interface YogaDeps {
   executor?: 'jit' | 'graphql-js';
   /** The persisted queries' store (graphql-ws reads it too); a byte-bounded one of requestLimits.apqStoreMaxBytes when absent. */
   apqStore?: ByteBoundedApqStore;
+  /** What `_service { sdl }` answers with SUBGRAPH_TYPE_NAMES set (runtime.ts checks and renames at start). */
+  subgraphSdl?: string;
 }
 
 export const EXAMPLE_QUERY = `# Every platform's jobs, newest first, with per-GPU utilization (ratio 0..1)
@@ -105,6 +107,7 @@ export function createApp(deps: YogaDeps) {
         store: deps.store.forRequest(),
         limits,
         live: deps.live,
+        ...(deps.subgraphSdl ? { subgraphSdl: deps.subgraphSdl } : {}),
       };
       // Over graphql-ws there is no Fetch request: the token comes in connectionParams.
       const scope = authenticate(deps.tokens ?? null, initial.request?.headers ?? null, initial.connectionParams as Record<string, unknown> | undefined);

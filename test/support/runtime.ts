@@ -45,6 +45,8 @@ export interface TestServerOptions {
   clockStart?: number;
   /** Request-limit settings as environment variables (e.g. MAX_QUERY_COST), for tests whose queries are large on purpose. */
   securityEnv?: Record<string, string>;
+  /** Any other server setting (e.g. subgraphTypeNames). */
+  config?: Partial<RuntimeOptions['config']>;
 }
 
 /** POSTs one GraphQL operation to a server over HTTP and returns its JSON answer (an abort rejects). */
@@ -94,7 +96,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
   const providers: ProviderConfig[] = [{ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', timeoutSeconds: 10 }];
   const start = () =>
     startRuntimeOn(db, providers, {
-      config: opts.securityEnv ? { security: loadSecurityConfig(opts.securityEnv) } : {},
+      config: { ...opts.config, ...(opts.securityEnv ? { security: loadSecurityConfig(opts.securityEnv) } : {}) },
       env: { BT_KEY: sim.apiKey },
       cachePolicy: opts.cachePolicy,
       clock: clock.now,

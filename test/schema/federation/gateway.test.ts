@@ -299,3 +299,95 @@ describe('_entities on this subgraph', () => {
     expect(res.data._entities.slice(5)).toEqual([null, null, null, null]);
   });
 });
+
+// SUBGRAPH_TYPE_NAMES=JobStatus:TrainingJobStatus beside a "ci" subgraph whose own JobStatus (other
+// values) is an argument type: composed from `_service { sdl }` over HTTP, and Job.status read
+// through the gateway, from a root field of ours and through _entities, answers as the subgraph does.
+describe('with JobStatus renamed in the subgraph SDL', () => {
+  const CI_SDL = /* GraphQL */ `
+    extend schema @link(url: "https://specs.apollo.dev/federation/v2.6", import: ["@key"])
+
+    enum JobStatus {
+      QUEUED
+      PASSED
+    }
+
+    type Job @key(fields: "id", resolvable: false) {
+      id: ID!
+    }
+
+    type Pipeline {
+      id: ID!
+      status: JobStatus!
+      trainingJob: Job
+    }
+
+    type Query {
+      pipelines(status: JobStatus): [Pipeline!]!
+    }
+  `;
+  let renamed: TestServer;
+  let ciServer: http.Server | undefined;
+  let renamedGateway: http.Server | undefined;
+  let url: string;
+  let trainingJobIds: string[];
+
+  beforeAll(async () => {
+    renamed = await startTestServer({
+      fleet: { projects: 1, jobsPerProject: 6, emptyProjects: 0 },
+      config: { subgraphTypeNames: new Map([['JobStatus', 'TrainingJobStatus']]) },
+    });
+    const listed = await renamed.gql('{ jobs(first: 6) { edges { node { id } } } }');
+    expect(listed.errors).toBeUndefined();
+    trainingJobIds = listed.data.jobs.edges.map((e: { node: { id: string } }) => e.node.id);
+    const pipelines = trainingJobIds.map((id, i) => ({ id: `p${i}`, status: i % 2 ? 'PASSED' : 'QUEUED', trainingJob: { id } }));
+    const ciSchema = buildSubgraphSchema([
+      {
+        typeDefs: parse(CI_SDL),
+        resolvers: { Query: { pipelines: (_: unknown, args: { status?: string }) => pipelines.filter((p) => !args.status || p.status === args.status) } },
+      },
+    ]);
+    const ci = await listen(http.createServer(createYoga({ schema: ciSchema, logging: false })));
+    ciServer = ci.server;
+
+    const trainingUrl = `${renamed.runtime.url}/graphql`;
+    const service = await post<{ _service: { sdl: string } }>(trainingUrl, '{ _service { sdl } }');
+    expect(service.errors).toBeUndefined();
+    const composed = composeServices([
+      { name: 'training', typeDefs: parse(service.data!._service.sdl), url: trainingUrl },
+      { name: 'ci', typeDefs: parse(CI_SDL), url: ci.url },
+    ]);
+    expect(composed.errors?.map((e) => e.message) ?? []).toEqual([]);
+    const gateway = await listen(http.createServer(createGatewayRuntime({ supergraph: composed.supergraphSdl!, logging: false, maskedErrors: false })));
+    renamedGateway = gateway.server;
+    url = gateway.url;
+  });
+
+  afterAll(async () => {
+    await close(renamedGateway);
+    await close(ciServer);
+    await renamed?.close();
+  });
+
+  it('answers Job.status through the gateway as the subgraph does, while plain clients still see JobStatus', async () => {
+    const direct = await renamed.gql(`query ($id: ID!) { job(id: $id) { status } }`, { id: trainingJobIds[0] });
+    const plainName = await renamed.gql('{ __type(name: "JobStatus") { name } renamed: __type(name: "TrainingJobStatus") { name } }');
+    expect(plainName.data).toEqual({ __type: { name: 'JobStatus' }, renamed: null });
+
+    const root = await post(url, `query ($id: ID!) { job(id: $id) { id status } }`, { id: trainingJobIds[0] });
+    expect(root.errors).toBeUndefined();
+    expect(root.data.job).toEqual({ id: trainingJobIds[0], status: direct.data.job.status });
+
+    // The other subgraph's JobStatus as an argument, and ours fetched through _entities beside it.
+    const across = await post(url, `{ pipelines(status: PASSED) { id status trainingJob { id status } } }`);
+    expect(across.errors).toBeUndefined();
+    expect(across.data.pipelines).toHaveLength(3);
+    for (const p of across.data.pipelines) {
+      expect(p.status).toBe('PASSED');
+      const own = await renamed.gql(`query ($id: ID!) { job(id: $id) { status } }`, { id: p.trainingJob.id });
+      expect(p.trainingJob.status).toBe(own.data.job.status);
+    }
+    const statuses = await post(url, '{ __type(name: "TrainingJobStatus") { enumValues { name } } }');
+    expect(statuses.data.__type.enumValues.map((v: { name: string }) => v.name)).toContain('RUNNING');
+  });
+});
