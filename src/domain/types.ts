@@ -12,6 +12,14 @@ export const TERMINAL_STATUSES: ReadonlySet<JobStatus> = new Set(['SUCCEEDED', '
 
 /** What a job's accelerators are: gpuCount counts them whatever their kind. */
 export const ACCELERATOR_KINDS = ['GPU', 'NPU', 'NONE'] as const;
+
+/**
+ * Where a job's start time comes from: the platform's own start (PLATFORM), the job's creation
+ * standing in where the platform has no start field (CREATION, a lower bound), or the first metric
+ * point the cache holds for a job whose platform gives no start (FIRST_METRIC).
+ */
+export const START_SOURCES = ['PLATFORM', 'CREATION', 'FIRST_METRIC'] as const;
+export type StartSource = (typeof START_SOURCES)[number];
 export type AcceleratorKind = (typeof ACCELERATOR_KINDS)[number];
 
 export const METRIC_UNITS = ['RATIO', 'BYTES', 'CORES', 'BYTES_PER_SECOND', 'COUNT', 'NONE', 'WATTS', 'FLOPS', 'CELSIUS'] as const;
@@ -73,6 +81,8 @@ export interface JobRecord {
   rawStatus: string | null;
   createdAt: Date | null;
   startedAt: Date | null;
+  /** What startedAt is (see START_SOURCES); undefined = the platform's own start where startedAt is set. */
+  startedAtSource?: StartSource;
   finishedAt: Date | null;
   /** The accelerator model (a GPU or an NPU model, per acceleratorKind). */
   gpuType: string | null;

@@ -1,5 +1,14 @@
 // The contract's enums, generated from the domain's lists so the two can never drift.
-import { type ACCELERATOR_KINDS, AGGREGATIONS, JOB_STATUSES, METRIC_SCOPES, METRIC_UNITS, PROVIDER_KINDS, SYSTEM_METRICS } from '../domain/types.js';
+import {
+  type ACCELERATOR_KINDS,
+  AGGREGATIONS,
+  JOB_STATUSES,
+  METRIC_SCOPES,
+  METRIC_UNITS,
+  PROVIDER_KINDS,
+  START_SOURCES,
+  SYSTEM_METRICS,
+} from '../domain/types.js';
 import { METRIC_CATALOG } from '../domain/metric-catalog.js';
 import { builder } from './builder.js';
 
@@ -29,6 +38,16 @@ const JOB_STATUS_DOCS = {
 export const JobStatusEnum = builder.enumType('JobStatus', {
   description: "A job's status on the common scale every platform's own status maps to (Job.rawStatus keeps the original)",
   values: documented(JOB_STATUSES, JOB_STATUS_DOCS),
+});
+export const StartSourceEnum = builder.enumType('StartSource', {
+  description: 'Where Job.startedAt comes from',
+  values: documented(START_SOURCES, {
+    PLATFORM: "The platform's own start time of the job",
+    CREATION:
+      "The job's creation time, standing in where the platform has no start field (Baseten) and no metric point is stored yet: the real start is no earlier",
+    FIRST_METRIC:
+      'The time of the first metric point the cache holds for the job (at or after its creation), where the platform has no start field (Baseten): the job ran by then; it moves earlier if an earlier point is stored',
+  }),
 });
 // The same values as an input of its own: JobStatus is then output-only, so a supergraph in which
 // another subgraph has an output-only JobStatus of its own composes (output enums merge as a

@@ -1,10 +1,10 @@
-import type { LogGap, LogLineRecord, LogPage } from '../domain/types.js';
+import type { LogGap, LogLineRecord, LogPage, StartSource } from '../domain/types.js';
 import { DomainError } from '../domain/errors.js';
 import { type Freshness, type JobRow, type ProgressRow, UNKNOWN_JOB_SHAPE } from '../store/index.js';
 import { checkPageSize } from './args.js';
 import { builder } from './builder.js';
 import { reportStale } from './staleness.js';
-import { AcceleratorKindEnum, JobStatusEnum, LogLevelEnum, logLevelOf } from './enums.js';
+import { AcceleratorKindEnum, JobStatusEnum, LogLevelEnum, logLevelOf, StartSourceEnum } from './enums.js';
 import { JobConnectionRef, jobConnectionArgs, resolveJobConnection } from './job-connection.js';
 import type { Context } from './context.js';
 import { FreshnessRef, freshnessView, MetricSeriesRef, systemSeriesArgs, windowArgs } from './metric-series.js';
@@ -202,7 +202,18 @@ JobRef.implement({
       description: 'When the job was submitted; null where the platform does not say',
       resolve: (j) => j.createdAt,
     }),
-    startedAt: t.field({ type: 'DateTime', nullable: true, description: 'When the job started running; null until it does', resolve: (j) => j.startedAt }),
+    startedAt: t.field({
+      type: 'DateTime',
+      nullable: true,
+      description: 'When the job started running; null until it does. startedAtSource says where the time comes from',
+      resolve: (j) => j.startedAt,
+    }),
+    startedAtSource: t.field({
+      type: StartSourceEnum,
+      nullable: true,
+      description: "Where startedAt comes from: the platform's start, the job's creation, or its first stored metric point; null while startedAt is null",
+      resolve: (j) => (j.startedAt ? ((j.startedAtSource as StartSource | null) ?? 'PLATFORM') : null),
+    }),
     finishedAt: t.field({
       type: 'DateTime',
       nullable: true,

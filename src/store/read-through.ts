@@ -34,6 +34,8 @@ import { DEFAULT_LOOKUP_BUDGET, LookupBuckets, type LookupBudget } from './looku
 import { heldOf, type HeldPoints } from './shaping.js';
 import type { PointBatch, PointRun } from './sql-util.js';
 
+/** Start sources a stored metric point can improve on (Repository.startFromFirstPoints). */
+const START_FROM_POINTS = new Set(['CREATION', 'FIRST_METRIC']);
 const NO_POINTS: HeldPoints = { length: 0, key: new Float64Array(0), ts: new Float64Array(0), step: new Float64Array(0), value: new Float64Array(0) };
 
 export interface CachePolicy {
@@ -110,7 +112,9 @@ export function jobRef(job: JobRow, projectExternalId: string): JobRef {
 
 /** The job's life, the default window of every series question; [from, to] is clipped to it. */
 export function jobWindow(job: JobRow, now: Date, from?: Date | null, to?: Date | null): Window {
-  const start = job.startedAt ?? job.createdAt ?? new Date(now.getTime() - 3600_000);
+  // A start learned from the job's own first point would shrink the window the first fetch asked
+  // (from the creation) and, with it, the resolution a default question asks: refetched for nothing.
+  const start = (job.startedAtSource === 'FIRST_METRIC' ? job.createdAt : null) ?? job.startedAt ?? job.createdAt ?? new Date(now.getTime() - 3600_000);
   const end = job.finishedAt ?? now;
   const f = from && from > start ? from : start;
   const t = to && to < end ? to : end;
@@ -1073,6 +1077,8 @@ export class ReadThrough {
           await repo.writePointBatches(batches, { expectNew });
           await repo.recordFetches(fetchRows.map(({ id: _id, ...r }) => r));
           await repo.clearFetchErrors(fetchRows.map((r) => ({ jobId: r.jobId, dataset: r.dataset })));
+          // Jobs whose start is only their creation take their first stored point's time instead.
+          await repo.startFromFirstPoints(jobIds.filter((id) => START_FROM_POINTS.has(fetched.find((f) => f.job.id === id)!.job.startedAtSource ?? '')));
         });
       } finally {
         for (const [id, h] of heldHere) if (this.held.get(id) === h) this.held.delete(id);

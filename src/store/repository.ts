@@ -522,6 +522,7 @@ export class Repository {
       raw_status: j.rawStatus,
       created_at: j.createdAt?.toISOString() ?? null,
       started_at: j.startedAt?.toISOString() ?? null,
+      started_at_source: j.startedAt ? (j.startedAtSource ?? 'PLATFORM') : null,
       finished_at: j.finishedAt?.toISOString() ?? null,
       gpu_type: j.gpuType,
       gpu_count: j.gpuCount,
@@ -543,19 +544,24 @@ export class Repository {
         this.db,
         sql`
         insert into jobs (id, provider_id, project_id, external_id, name, status, raw_status, created_at, started_at,
-                          finished_at, gpu_type, gpu_count, accelerator_kind, failure_reason, console_url, restart_count,
+                          started_at_source, finished_at, gpu_type, gpu_count, accelerator_kind, failure_reason, console_url, restart_count,
                           owner, labels, config, image, command, sort_at, seen_at, detail_fetched_at)
         select x.id, ${providerId}, x.project_id, x.external_id, x.name, x.status, x.raw_status, x.created_at, x.started_at,
-               x.finished_at, x.gpu_type, x.gpu_count, x.accelerator_kind, x.failure_reason, x.console_url, x.restart_count,
+               x.started_at_source, x.finished_at, x.gpu_type, x.gpu_count, x.accelerator_kind, x.failure_reason, x.console_url, x.restart_count,
                x.owner, x.labels, x.config, x.image, x.command, x.sort_at, ${seenAt.toISOString()}::timestamptz, ${detailAt}::timestamptz
         from jsonb_to_recordset(${JSON.stringify(part)}::jsonb) as x(
           id text, project_id text, external_id text, name text, status text, raw_status text, created_at timestamptz,
-          started_at timestamptz, finished_at timestamptz, gpu_type text, gpu_count int, accelerator_kind text,
+          started_at timestamptz, started_at_source text, finished_at timestamptz, gpu_type text, gpu_count int, accelerator_kind text,
           failure_reason text, console_url text, restart_count int, owner text, labels jsonb, config jsonb, image text,
           command text, sort_at timestamptz)
         on conflict (id) do update set
           project_id = excluded.project_id, name = excluded.name, status = excluded.status, raw_status = excluded.raw_status,
-          created_at = excluded.created_at, started_at = coalesce(excluded.started_at, jobs.started_at),
+          created_at = excluded.created_at,
+          -- a creation standing in for a start never replaces the first metric point the cache found after it
+          started_at = case when excluded.started_at_source = 'CREATION' and jobs.started_at_source = 'FIRST_METRIC'
+                            then jobs.started_at else coalesce(excluded.started_at, jobs.started_at) end,
+          started_at_source = case when excluded.started_at is null or (excluded.started_at_source = 'CREATION' and jobs.started_at_source = 'FIRST_METRIC')
+                                   then jobs.started_at_source else excluded.started_at_source end,
           -- a list that does not know a finished job's end (Runicorn's viewer) keeps the one the detail gave
           finished_at = case when excluded.finished_at is null and excluded.status in ('SUCCEEDED', 'FAILED', 'STOPPED')
                              then jobs.finished_at else excluded.finished_at end,
@@ -1179,6 +1185,25 @@ export class Repository {
       for (const r of rows) ids.set(r.series_key, Number(r.id));
     }
     return ids;
+  }
+
+  /**
+   * Where a job's platform gives no start (its creation stands in), the first metric point the
+   * cache holds is a closer one: startedAt becomes the earliest stored point of the job at or after
+   * its creation (FIRST_METRIC), and moves earlier when an earlier point is stored. One statement.
+   */
+  async startFromFirstPoints(jobIds: readonly string[]): Promise<void> {
+    if (jobIds.length === 0) return;
+    await this.db.execute(sql`
+      update jobs set started_at = f.first_at, started_at_source = 'FIRST_METRIC'
+      from (select s.job_id, min(fp.ts) as first_at
+            from series s
+            cross join lateral (select p.ts from points p where p.series_id = s.id and p.ts is not null order by p.key limit 1) fp
+            where s.job_id = any(array(select jsonb_array_elements_text(${JSON.stringify(jobIds)}::jsonb)))
+            group by s.job_id) f
+      where jobs.id = f.job_id
+        and (jobs.started_at_source = 'CREATION' or (jobs.started_at_source = 'FIRST_METRIC' and f.first_at < jobs.started_at))
+        and (jobs.created_at is null or f.first_at >= jobs.created_at)`);
   }
 
   /**

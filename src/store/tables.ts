@@ -52,6 +52,8 @@ export const jobs = pgTable(
     rawStatus: text('raw_status'),
     createdAt: tstz('created_at'),
     startedAt: tstz('started_at'),
+    /** PLATFORM, CREATION or FIRST_METRIC (domain START_SOURCES); null while started_at is. */
+    startedAtSource: text('started_at_source'),
     finishedAt: tstz('finished_at'),
     gpuType: text('gpu_type'),
     gpuCount: integer('gpu_count'),

@@ -49,8 +49,10 @@ export function mapJob(job: WireTrainingJob): JobRecord {
     rawStatus: job.current_status,
     createdAt: isoToDate(job.created_at),
     // The job resource has no start field: a job waiting for capacity has not started; any other
-    // started no earlier than its creation, the closest documented fact.
+    // started no earlier than its creation, the closest documented fact, until the store holds its
+    // first metric point (CREATION gives way to FIRST_METRIC there).
     startedAt: NOT_STARTED.has(job.current_status) ? null : isoToDate(job.created_at),
+    startedAtSource: 'CREATION',
     // Nor a finish field, and the official TrainingJobV1 has no status history. A terminal status
     // event (queue context) gives the finish where one exists (withQueueContext); otherwise the last
     // update of a terminal job stands in as an upper bound (it can move later, e.g. with checkpoint
