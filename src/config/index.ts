@@ -40,6 +40,7 @@ const envSchema = z.object({
   COLLECT: z.enum(['on', 'off', 'true', 'false', '1', '0']).default('on'),
   COLLECT_CALLS_PER_MINUTE: z.coerce.number().int().min(1).max(100_000).optional(),
   COLLECT_MAX_CONCURRENT: z.coerce.number().int().min(1).max(256).optional(),
+  COLLECT_LOGS: z.enum(['on', 'off', 'true', 'false', '1', '0']).default('off'),
 });
 
 export interface AppConfig {
@@ -65,9 +66,9 @@ export interface AppConfig {
   /**
    * The continuous collector (src/collect/). loadConfig turns it on unless COLLECT=off; a config
    * built by hand without it (tests, benches) runs read-through only. `callsPerMinute` and
-   * `maxConcurrent` override every provider's default (a provider's own `collect` entry wins).
+   * `maxConcurrent` override every provider's default, and `logs` (COLLECT_LOGS=on) collects every provider's logs (a provider's own `collect` entry wins).
    */
-  collect?: { enabled: boolean; callsPerMinute?: number; maxConcurrent?: number };
+  collect?: { enabled: boolean; callsPerMinute?: number; maxConcurrent?: number; logs?: boolean };
 }
 
 function describeIssues(prefix: string, error: z.ZodError): string {
@@ -126,6 +127,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       enabled: !['off', 'false', '0'].includes(e.COLLECT),
       ...(e.COLLECT_CALLS_PER_MINUTE ? { callsPerMinute: e.COLLECT_CALLS_PER_MINUTE } : {}),
       ...(e.COLLECT_MAX_CONCURRENT ? { maxConcurrent: e.COLLECT_MAX_CONCURRENT } : {}),
+      ...(['on', 'true', '1'].includes(e.COLLECT_LOGS) ? { logs: true } : {}),
     },
     tracing: e.OTEL_EXPORTER_OTLP_ENDPOINT ? { endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: e.OTEL_SERVICE_NAME } : null,
   };
