@@ -18,6 +18,9 @@ import type { CollectSettings } from './settings.js';
 const LEASE_INTERVALS = 1.5;
 /** A fetch this much younger than an interval counts as this interval's (a sweep's own start drifts a little). */
 const FRESH_FRACTION = 0.9;
+/** Log lines per page and pages per job and sweep (the live log feed's page; a job far behind catches up over sweeps). */
+const LOG_PAGE = 500;
+const LOG_PAGES_PER_SWEEP = 4;
 
 export interface CollectorEvents {
   /** A provider's sweep ended (or its lease try did): tests wait on it. */
@@ -50,6 +53,8 @@ class ProviderCollector {
   private lastListAt = -Infinity;
   /** When each running job was last made current (by this collector or found fresh). */
   private readonly current = new Map<string, number>();
+  /** Where each running job's collected logs reached (the last line's cursor; null = none yet). */
+  private readonly logCursors = new Map<string, string | null>();
   /** Calls one job's collection makes (PAI-DLC: one per metric): what each reserves. */
   private readonly callsPerJob: number;
   private listCalls = 2;
@@ -66,7 +71,8 @@ class ProviderCollector {
     this.budget = new CallBudget(settings.callsPerMinute, settings.maxConcurrent, () => owner.timers.now());
     this.startedAt = owner.timers.now();
     // PAI-DLC answers one metric per call; the others all metrics of a job in one.
-    this.callsPerJob = (provider.kind === 'PAI_DLC' ? this.metrics.length : 1) + (this.wantsTraining ? 1 : 0) + (this.wantsProgress ? 1 : 0);
+    this.callsPerJob =
+      (provider.kind === 'PAI_DLC' ? this.metrics.length : 1) + (this.wantsTraining ? 1 : 0) + (this.wantsProgress ? 1 : 0) + (this.wantsLogs ? 1 : 0);
     this.status = {
       enabled: true,
       leading: false,
@@ -99,6 +105,10 @@ class ProviderCollector {
 
   private get wantsProgress() {
     return this.settings.training && this.provider.capabilities.progress;
+  }
+
+  private get wantsLogs() {
+    return this.settings.logs && this.provider.capabilities.logs;
   }
 
   private get leaseName() {
@@ -216,6 +226,7 @@ class ProviderCollector {
     const { unfinished, finished, expired } = await collection.targets(this.provider.id, keptSince);
     const running = unfinished.filter((j) => j.status === 'RUNNING');
     for (const id of [...this.current.keys()]) if (!running.some((j) => j.id === id)) this.current.delete(id);
+    for (const id of [...this.logCursors.keys()]) if (!running.some((j) => j.id === id)) this.logCursors.delete(id);
     // Watched first (their feeds poll them: nothing to do here but count them current), then the
     // running jobs least recently made current, then finished jobs oldest first (nearest their end of retention).
     const others = running.filter((j) => !watched.has(j.id)).sort((a, b) => (this.current.get(a.id) ?? -1) - (this.current.get(b.id) ?? -1));
@@ -248,6 +259,12 @@ class ProviderCollector {
             notDone++;
             noteError(outcome.error);
           } else if (item.kind === 'running') this.current.set(item.job.id, nowMs());
+          // Logs behind (or failed) leave the job in the backlog though its metrics are current.
+          const logsError = !outcome.error && item.kind === 'running' && this.wantsLogs ? await this.collectLogs(item.job, interval, signal) : null;
+          if (logsError) {
+            notDone++;
+            noteError(logsError);
+          }
         } catch (err) {
           notDone++;
           const known = clientFacingError(err);
@@ -281,6 +298,30 @@ class ProviderCollector {
       expired,
       ...(lastError ? { lastError } : {}),
     });
+  }
+
+  /**
+   * A running job's logs up to now through the store's door (a `Job.logs` query's path); the first
+   * time from its start. Every page is an upstream call the budget counts as it starts.
+   */
+  private async collectLogs(job: JobRow, interval: number, signal: AbortSignal): Promise<{ code: string; message: string } | null> {
+    const store = this.owner.store;
+    const after = this.logCursors.get(job.id) ?? null;
+    const since = job.startedAt ?? new Date(store.now().getTime() - this.settings.firstLookbackSeconds * 1000);
+    try {
+      const reached = await store.collection.collectLogs(job, { after, since }, { pageSize: LOG_PAGE, maxPages: LOG_PAGES_PER_SWEEP, signal });
+      this.logCursors.set(job.id, reached.cursor);
+      // Not caught up: counted as not done this interval (reported in the backlog), resumed next sweep.
+      return reached.more
+        ? {
+            code: 'LOGS_BEHIND',
+            message: `logs of ${job.id} are more than ${LOG_PAGE * LOG_PAGES_PER_SWEEP} lines behind; collection resumes next sweep (every ${interval / 1000} s)`,
+          }
+        : null;
+    } catch (err) {
+      const known = clientFacingError(err);
+      return { code: known?.code ?? 'INTERNAL', message: known?.message ?? 'the logs could not be read' };
+    }
   }
 
   /** Stops sweeping at once (the call under way is aborted) and gives up the lease. */

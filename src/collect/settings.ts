@@ -19,6 +19,8 @@ export interface CollectSettings {
   firstLookbackSeconds: number;
   /** Training metrics and progress too, where the platform has them. */
   training: boolean;
+  /** Each running job's logs brought up to now every sweep (off by default: log pages are many calls). */
+  logs: boolean;
 }
 
 /**
@@ -59,5 +61,6 @@ export function defaultSettings(kind: ProviderKind, enabled = true): CollectSett
     retentionDays: DEFAULT_RETENTION_DAYS[kind],
     firstLookbackSeconds: DEFAULT_FIRST_LOOKBACK_SECONDS,
     training: true,
+    logs: false,
   };
 }

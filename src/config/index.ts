@@ -42,6 +42,7 @@ const envSchema = z.object({
   COLLECT_CALLS_PER_MINUTE: z.coerce.number().int().min(1).max(100_000).optional(),
   COLLECT_MAX_CONCURRENT: z.coerce.number().int().min(1).max(256).optional(),
   SUBGRAPH_TYPE_NAMES: z.string().default(''),
+  COLLECT_LOGS: z.enum(['on', 'off', 'true', 'false', '1', '0']).default('off'),
 });
 
 export interface AppConfig {
@@ -67,9 +68,9 @@ export interface AppConfig {
   /**
    * The continuous collector (src/collect/). loadConfig turns it on unless COLLECT=off; a config
    * built by hand without it (tests, benches) runs read-through only. `callsPerMinute` and
-   * `maxConcurrent` override every provider's default (a provider's own `collect` entry wins).
+   * `maxConcurrent` override every provider's default, and `logs` (COLLECT_LOGS=on) collects every provider's logs (a provider's own `collect` entry wins).
    */
-  collect?: { enabled: boolean; callsPerMinute?: number; maxConcurrent?: number };
+    collect?: { enabled: boolean; callsPerMinute?: number; maxConcurrent?: number; logs?: boolean };
   /**
    * SUBGRAPH_TYPE_NAMES: other names for output-only enums and scalars in the subgraph SDL only
    * (`_service { sdl }`), e.g. JobStatus -> TrainingJobStatus beside a subgraph whose own JobStatus
@@ -140,6 +141,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       enabled: !['off', 'false', '0'].includes(e.COLLECT),
       ...(e.COLLECT_CALLS_PER_MINUTE ? { callsPerMinute: e.COLLECT_CALLS_PER_MINUTE } : {}),
       ...(e.COLLECT_MAX_CONCURRENT ? { maxConcurrent: e.COLLECT_MAX_CONCURRENT } : {}),
+      ...(['on', 'true', '1'].includes(e.COLLECT_LOGS) ? { logs: true } : {}),
     },
     subgraphTypeNames,
     tracing: e.OTEL_EXPORTER_OTLP_ENDPOINT ? { endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: e.OTEL_SERVICE_NAME } : null,

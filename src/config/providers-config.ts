@@ -27,6 +27,7 @@ export const collectConfig = z
       .max(7 * 86_400)
       .optional(),
     training: z.boolean().optional(),
+    logs: z.boolean().optional(),
   })
   .strict();
 export type CollectConfig = z.infer<typeof collectConfig>;

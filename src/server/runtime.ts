@@ -331,6 +331,7 @@ function collectSettings(kind: ProviderConfig['kind'], server: NonNullable<AppCo
     ...base,
     ...(server.callsPerMinute ? { callsPerMinute: server.callsPerMinute } : {}),
     ...(server.maxConcurrent ? { maxConcurrent: server.maxConcurrent } : {}),
+    ...(server.logs ? { logs: true } : {}),
     ...Object.fromEntries(Object.entries(own ?? {}).filter(([, v]) => v !== undefined)),
   };
 }

@@ -2,7 +2,7 @@
 // data current" through the same read-through cache queries and live feeds use. Whoever asks
 // first in an interval fetches; the others find the cache fresh (the fetch records say so) or
 // join the fetch under way, so one poll serves all of them.
-import type { SystemMetric } from '../domain/types.js';
+import type { LogPage, SystemMetric } from '../domain/types.js';
 import type { RequestScope } from '../domain/request-scope.js';
 import type { ReadThrough, Freshness } from './read-through.js';
 import { isTerminal, jobWindow } from './read-through.js';
@@ -148,6 +148,27 @@ export class CollectionStore {
     const outcome = outcomeOf(results, now);
     if (!outcome.error) await this.rt.repo.markCollected([job.id], now);
     return outcome;
+  }
+
+  /**
+   * A running job's log lines from `after` (or from `since` the first time) up to now, page by
+   * page through the same path a `Job.logs` query takes; at most `maxPages` pages (each an upstream
+   * call). Returns the cursor reached (the last line's) and whether the platform had more.
+   */
+  async collectLogs(
+    job: JobRow,
+    from: { after: string | null; since: Date },
+    opts: { pageSize: number; maxPages: number; signal?: AbortSignal },
+  ): Promise<{ cursor: string | null; lines: number; more: boolean }> {
+    let cursor = from.after;
+    let lines = 0;
+    for (let i = 0; i < opts.maxPages; i++) {
+      const page: LogPage = await this.rt.logs(job, { after: cursor, since: cursor ? null : from.since, limit: opts.pageSize }, scopeOf(opts.signal));
+      lines += page.lines.length;
+      if (page.lines.length > 0) cursor = page.lines[page.lines.length - 1]!.cursor;
+      if (page.lines.length < opts.pageSize) return { cursor, lines, more: false };
+    }
+    return { cursor, lines, more: true };
   }
 
   collectedOf(jobIds: readonly string[]): Promise<Set<string>> {

@@ -622,3 +622,40 @@ export interface Catalog {
 export function catalog(): Promise<Catalog> {
   return query<Catalog>(`query LiveViewCatalog { providers { id kind name simulated } projects { id name provider { id } } }`);
 }
+
+// ---- collection: is the background collector keeping up?
+
+export interface CollectionLag {
+  providerId: string;
+  /** What the page says, e.g. "Collection behind on ModelArts: 300 s late, 180 jobs waiting". */
+  message: string;
+}
+
+interface CollectionWire {
+  providers: {
+    id: string;
+    name: string;
+    collection: { enabled: boolean; lag: number; intervalSeconds: number; backlog: number; lastError: { code: string; message: string } | null } | null;
+  }[];
+}
+
+/**
+ * A line per provider whose collection is behind: lag beyond two intervals, jobs it could not
+ * collect, or a failure. None when all is well or no collector runs (COLLECT=off).
+ */
+export async function collectionLags(): Promise<CollectionLag[]> {
+  const data = await query<CollectionWire>(
+    `query LiveViewCollection { providers { id name collection { enabled lag intervalSeconds backlog lastError { code message } } } }`,
+  );
+  const out: CollectionLag[] = [];
+  for (const p of data.providers) {
+    const c = p.collection;
+    if (!c?.enabled) continue;
+    const parts: string[] = [];
+    if (c.lag > 2 * c.intervalSeconds) parts.push(`${Math.round(c.lag)} s late`);
+    if (c.backlog > 0) parts.push(`${c.backlog} ${c.backlog === 1 ? 'job' : 'jobs'} waiting`);
+    if (c.lastError) parts.push(`last error: ${c.lastError.message} (${c.lastError.code})`);
+    if (parts.length) out.push({ providerId: p.id, message: `Collection behind on ${p.name}: ${parts.join(', ')}` });
+  }
+  return out;
+}

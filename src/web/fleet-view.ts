@@ -5,10 +5,12 @@
 // at once when a job changes status (the jobStatusChanged subscription).
 import {
   catalog,
+  collectionLags,
   fleetJobs,
   fleetWaste,
   subscribeStatusChanges,
   type Catalog,
+  type CollectionLag,
   type FleetJob,
   type FleetJobs,
   type FleetOptions,
@@ -44,6 +46,8 @@ export class FleetView {
   private waste: FleetWaste | null = null;
   private wasteError: string | null = null;
   private catalog: Catalog | null = null;
+  /** Providers whose background collection is behind (null until read, or when it could not be). */
+  private lags: CollectionLag[] | null = null;
   private timer: ReturnType<typeof setTimeout> | null = null;
   private unsubscribe: (() => void) | null = null;
   private generation = 0;
@@ -74,6 +78,7 @@ export class FleetView {
     this.data = null;
     this.waste = null;
     this.wasteError = null;
+    this.lags = null;
     this.render();
     void this.fillFilters();
     this.unsubscribe = subscribeStatusChanges(route.provider ? [route.provider] : null, {
@@ -129,6 +134,17 @@ export class FleetView {
       (err: unknown) => {
         if (current()) $('fleet-error').textContent = `The running jobs could not be read: ${err instanceof Error ? err.message : String(err)} (retrying)`;
       },
+    );
+    if (!current()) return;
+    // Small and independent of the rows: a failure leaves the last lines as they were.
+    await collectionLags().then(
+      (lags) => {
+        if (!current()) return;
+        this.lags = lags;
+        document.body.dataset.fleetCollectionChecked = String(Date.now());
+        this.renderLags();
+      },
+      () => {},
     );
     if (!current()) return;
     await fleetWaste(opts).then(
@@ -211,10 +227,24 @@ export class FleetView {
     summary.replaceChildren(...facts);
     const problems = [...d.problems, ...(w?.problems ?? [])];
     $('fleet-problems').replaceChildren(...problems.map((p) => Object.assign(document.createElement('li'), { textContent: p })));
+    this.renderLags();
     body.replaceChildren(
       ...(rows.length
         ? rows.map((j) => this.row(j, w))
         : [emptyRow(route.provider || route.project ? 'No running jobs match these filters.' : 'No running jobs on any platform.')]),
+    );
+  }
+
+  private renderLags() {
+    const route = this.route;
+    const lags = (this.lags ?? []).filter((l) => !route?.provider || l.providerId === route.provider);
+    $('fleet-collection').replaceChildren(
+      ...lags.map((l) => {
+        const li = document.createElement('li');
+        li.textContent = l.message;
+        li.dataset.provider = l.providerId;
+        return li;
+      }),
     );
   }
 

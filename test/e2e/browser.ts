@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext } from 'playwright-core';
 import { pino } from 'pino';
-import type { ProviderConfig } from '../../src/config/index.js';
+import type { AppConfig, ProviderConfig } from '../../src/config/index.js';
 import { startRuntime, type Runtime } from '../../src/server/runtime.js';
 import { startDemoProviders, type DemoProvider } from '../../src/simulators/demo.js';
 import { HANG_MS } from '../support/wait.js';
@@ -62,13 +62,33 @@ export interface DemoServer {
   close(): Promise<void>;
 }
 
+export interface DemoServerOptions {
+  /** The server's collector (default none: read-through only) and each provider's own `collect` entry. */
+  collect?: AppConfig['collect'];
+  providerCollect?: (p: ProviderConfig) => ProviderConfig['collect'];
+  /** Where the cache lives (default an in-memory PGlite). */
+  database?: { databaseUrl: string | null; dataDir: string };
+}
+
 /** The embedded demo (all five simulators) polled every second, so live pages move fast. */
-export async function startDemoServer(): Promise<DemoServer> {
+export async function startDemoServer(opts: DemoServerOptions = {}): Promise<DemoServer> {
   const workDir = mkdtempSync(path.join(tmpdir(), 'tg-e2e-'));
   const demo = await startDemoProviders({ workDir });
-  const providers: ProviderConfig[] = demo.map((d) => ({ ...d.config, pollIntervalSeconds: 1 }));
+  const providers: ProviderConfig[] = demo.map((d) => {
+    const collect = opts.providerCollect?.(d.config);
+    return { ...d.config, pollIntervalSeconds: 1, ...(collect ? { collect } : {}) };
+  });
   const runtime = await startRuntime({
-    config: { port: 0, host: '127.0.0.1', databaseUrl: null, dataDir: 'memory://', redisUrl: null, logLevel: 'silent', providers },
+    config: {
+      port: 0,
+      host: '127.0.0.1',
+      databaseUrl: opts.database?.databaseUrl ?? null,
+      dataDir: opts.database?.dataDir ?? 'memory://',
+      redisUrl: null,
+      logLevel: 'silent',
+      providers,
+      ...(opts.collect ? { collect: opts.collect } : {}),
+    },
     env: Object.assign({}, ...demo.map((d) => d.secrets)),
     logger: pino({ level: 'silent' }),
     shutdownGraceMs: 2000,
