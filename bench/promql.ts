@@ -419,6 +419,9 @@ function promVersion(): string {
   return /version (\S+)/.exec(spawnSync(PROMETHEUS, ['--version'], { encoding: 'utf8' }).stdout ?? '')?.[1] ?? 'unknown';
 }
 
+// Interrupted (Ctrl-C, a time-out's SIGTERM): exit through the 'exit' handlers, which stop Prometheus.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130));
+
 main().then(
   () => process.exit(0),
   (err) => {
