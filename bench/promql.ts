@@ -204,6 +204,11 @@ const escapeLabel = (v: string) => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')
 async function openPrometheus(series: Labelled[]): Promise<{ url: string; blocks: number; close(): Promise<void> }> {
   const dir = mkdtempSync(path.join(tmpdir(), 'tg-bench-promql-'));
   let child: ChildProcess | undefined;
+  // A crash past main's clean-up (an uncaught error) still stops Prometheus and removes its folder.
+  process.once('exit', () => {
+    child?.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  });
   const close = async () => {
     if (child && child.exitCode === null) {
       const exited = once(child, 'exit');
@@ -251,7 +256,6 @@ async function openPrometheus(series: Labelled[]): Promise<{ url: string; blocks
       { stdio: 'ignore' },
     );
     const proc = child;
-    process.once('exit', () => proc.kill('SIGKILL'));
     const deadline = Date.now() + 120_000;
     while (!(await fetch(`${url}/-/ready`).catch(() => null))?.ok) {
       if (proc.exitCode !== null) throw new Error(`prometheus exited (${proc.exitCode})`);
