@@ -3,7 +3,8 @@
 // ratios much less so). Also written as JSON to bench/results/latest.json. Flags: --jobs --nodes
 // --gpus --points (fleet and series length), --postgres / --pglite (one database only), --db <url>
 // (default DATABASE_URL or postgres://postgres@127.0.0.1:5432/), --quick (fewer samples), --no-live,
-// --no-load (skip the live fan-out, or the warm reads under load of bench/load.ts), --profile
+// --no-load (skip the live fan-out, or the warm reads under load of bench/load.ts), --no-promql (skip
+// query_range against the real Prometheus, bench/promql.ts), --profile
 // <folder> (CPU profiles of the cold and warm dashboard queries, with their top frames), --cold-only
 // (the cold dashboard rows only, with this process's CPU time, then one warm answer; nothing written),
 // --sim-priority <nice> (the simulator's scheduling priority, default -10: ahead of the server).
@@ -41,6 +42,8 @@ const { values: flags } = parseArgs({
     live: { type: 'boolean', default: true },
     /** The warm reads under load (bench/load.ts, needs wrk); --no-load skips them. */
     load: { type: 'boolean', default: true },
+    /** The Prometheus query API against the real Prometheus (bench/promql.ts, needs /usr/bin/prometheus); --no-promql skips it. */
+    promql: { type: 'boolean', default: true },
     'downsample-rows': { type: 'string', default: '1000000' },
     /** A folder: the cold and warm dashboard queries are CPU-profiled into it (this process: server and client). */
     profile: { type: 'string' },
@@ -831,6 +834,26 @@ function benchLoadRows(databases: boolean[]): { table: string; rows: unknown[] }
   return { table, rows: JSON.parse(readFileSync(path.join(HERE, 'results', 'load.json'), 'utf8')).rows };
 }
 
+/**
+ * bench:promql in its own process (it starts its own Prometheus): query_range of 1,000 series over
+ * 24 h against the real Prometheus holding the same samples; its table and rows. --quick: its --quick.
+ */
+function benchPromqlRows(databases: boolean[]): { table: string; rows: unknown[] } {
+  log('query_range against the real Prometheus: npm run bench:promql');
+  const args = [
+    '--import',
+    'tsx',
+    path.join(HERE, 'promql.ts'),
+    `--db=${flags.db}`,
+    ...(flags.quick ? ['--quick'] : []),
+    ...(databases.length === 1 ? [databases[0] ? '--pglite' : '--postgres'] : []),
+  ];
+  const res = spawnSync(process.execPath, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 3_600_000 });
+  const table = `${res.stdout ?? ''}`.trim();
+  if (res.status !== 0 || !table.startsWith('|')) return { table: res.status === 0 ? table : `bench:promql failed (exit ${res.status})\n${table}`, rows: [] };
+  return { table, rows: JSON.parse(readFileSync(path.join(HERE, 'results', 'promql.json'), 'utf8')).rows };
+}
+
 function tableOf(rows: Row[]): string {
   return [
     '| scenario | measured | baseline (same run, same data) | ratio | goal | met |',
@@ -866,6 +889,7 @@ async function main() {
         output: '',
       };
   const load = flags.load ? benchLoadRows(databases) : { table: 'not run (--no-load)', rows: [] };
+  const promql = flags.promql ? benchPromqlRows(databases) : { table: 'not run (--no-promql)', rows: [] };
   // The built server's memory and time to ready on both databases (issue 23), in processes of their own.
   log('footprint: node dist/main.js on PGlite and PostgreSQL (bench/footprint.ts)');
   const footprint = await benchFootprint({ postgresUrl: flags.db!, log });
@@ -885,6 +909,7 @@ async function main() {
     console.log(tableOf(db === 'postgres' || databases.length === 1 ? [...r.rows, live.row] : r.rows));
   }
   console.log(`\nWarm reads under load (npm run bench:load):\n\n${load.table}`);
+  console.log(`\nquery_range of 1,000 series over 24 h against the real Prometheus (npm run bench:promql; goal <= 2x):\n\n${promql.table}`);
   console.log(
     `\nFootprint (built server):\n\n` +
       [
@@ -905,6 +930,7 @@ async function main() {
         databases: Object.fromEntries(Object.entries(results).map(([db, r]) => [db, { rows: r.rows, details: r.details, explain: r.explains }])),
         live: { row: live.row, output: live.output.slice(-4000) },
         load: load.rows,
+        promql: promql.rows,
         footprint: { rows: footprint.rows, details: footprint.details },
       },
       null,
