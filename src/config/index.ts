@@ -70,7 +70,7 @@ export interface AppConfig {
    * built by hand without it (tests, benches) runs read-through only. `callsPerMinute` and
    * `maxConcurrent` override every provider's default, and `logs` (COLLECT_LOGS=on) collects every provider's logs (a provider's own `collect` entry wins).
    */
-    collect?: { enabled: boolean; callsPerMinute?: number; maxConcurrent?: number; logs?: boolean };
+  collect?: { enabled: boolean; callsPerMinute?: number; maxConcurrent?: number; logs?: boolean };
   /**
    * SUBGRAPH_TYPE_NAMES: other names for output-only enums and scalars in the subgraph SDL only
    * (`_service { sdl }`), e.g. JobStatus -> TrainingJobStatus beside a subgraph whose own JobStatus
