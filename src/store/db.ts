@@ -269,7 +269,12 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
     const read = { cancel: () => (abandoned ??= scope.signal.reason ?? new Error('the request was abandoned')) };
     if (scope.trackRead) scope.trackRead(read);
     else if (scope.signal.aborted) read.cancel();
-    else scope.signal.addEventListener('abort', read.cancel, { once: true });
+    else {
+      // A long-lived scope (the collector's, a live feed's) issues reads for hours: its listener goes
+      // with its statement, or the signal collects one per read (MaxListenersExceededWarning, a leak).
+      scope.signal.addEventListener('abort', read.cancel, { once: true });
+      return gate.run(run, { abandoned: () => abandoned }).finally(() => scope.signal.removeEventListener('abort', read.cancel));
+    }
     return gate.run(run, { abandoned: () => abandoned });
   }) as typeof client.query;
   const db = drizzle(client, { schema: tables, logger });
