@@ -441,6 +441,7 @@ export class ReadThrough {
     // Each lookup of an id never seen draws from the token's budget, unless it joins one under way
     // (the same id asked by another request): made-up ids cannot drive the platform's calls.
     const missing: ParsedId[] = [];
+    const refused = new Map<string, { p: ParsedId; retryAfterSeconds: number }>();
     for (const p of new Map(unseen.map((u) => [jobGlobalId(u.providerId, u.key), u])).values()) {
       if (this.inflight.has(`job:${p.providerId}:${p.key}`)) {
         missing.push(p);
@@ -448,11 +449,26 @@ export class ReadThrough {
       }
       const taken = this.lookupBudget.take(opts.scope?.tenant ?? null, nowMs);
       if (taken.ok) missing.push(p);
-      else
+      else refused.set(jobGlobalId(p.providerId, p.key), { p, retryAfterSeconds: taken.retryAfterSeconds });
+    }
+    if (refused.size > 0) {
+      // An id is not forged merely because this store never listed its provider (a new database, a
+      // server asked by id before its first sync): before refusing, a provider never listed is
+      // listed once, and only the ids its list does not hold either are the made-up ones the
+      // budget is for. Once a list exists, an id outside it is charged as before.
+      const pids = [...new Set([...refused.values()].map((r) => r.p.providerId))];
+      const listed = new Set((await this.repo.within(opts.scope).providerSyncs(pids, 'jobs')).filter((x) => x.syncedAt).map((x) => x.providerId));
+      const neverListed = pids.filter((pid) => !listed.has(pid));
+      if (neverListed.length > 0) await this.syncJobLists(neverListed, opts.scope);
+      for (const j of await this.repo.within(opts.scope).jobsByIds([...refused.keys()])) {
+        cached.set(j.id, j);
+        refused.delete(j.id);
+      }
+      for (const [id, r] of refused)
         errors.set(
-          jobGlobalId(p.providerId, p.key),
-          new DomainError('RATE_LIMITED', `too many lookups of unknown ids for this token; try again in ${taken.retryAfterSeconds} s`, {
-            retryAfterSeconds: taken.retryAfterSeconds,
+          id,
+          new DomainError('RATE_LIMITED', `too many lookups of unknown ids for this token; try again in ${r.retryAfterSeconds} s`, {
+            retryAfterSeconds: r.retryAfterSeconds,
           }),
         );
     }

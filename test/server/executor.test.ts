@@ -49,7 +49,12 @@ async function same(query: string, variables?: Record<string, unknown>): Promise
     t
       .replace(/"(estimated|cost)":\d+/g, '"$1":0')
       .replace(/could hold [\d,]+ values/g, 'could hold N values')
-      .replace(/\(\d+ known\)/g, '(N known)');
+      .replace(/\(\d+ known\)/g, '(N known)')
+      // Each process's circuit breaker opens at its own wall-clock instant: the 503s of the errors
+      // case open both (a job asked by id is read again once a list TTL passed, a fifth failed call),
+      // and they stay open for the cases after it.
+      .replace(/not calling this platform until [\dT:.Z-]+/g, 'not calling this platform until T')
+      .replace(/"retryAfterSeconds":\d+/g, '"retryAfterSeconds":0');
   const jit = withoutEstimates(await text(s.runtime, query, variables));
   const js = withoutEstimates(await text(reference, query, variables));
   expect(jit.slice(0, 4)).toBe(js.slice(0, 4));

@@ -154,6 +154,11 @@ describe('read-through cache', () => {
   });
 
   it('fails the field with a typed error when nothing is cached and the platform fails', async () => {
+    // The 503s of the test before open the provider's circuit (five failed calls), and an open
+    // circuit answers UPSTREAM_UNAVAILABLE without calling: this asks a process whose circuit is closed.
+    await s.stopRuntime();
+    await s.restart();
+    expect(s.runtime.providers.healthOf('bt').circuit).toBe('CLOSED');
     const res0 = await s.gql(`{ jobs(first: 100, filter: {statuses: [FAILED]}) { edges { node { id } } } }`);
     const id = res0.data.jobs.edges[0].node.id;
     s.sim.inject({ kind: 'auth', route: 'getMetrics|getJob' });
