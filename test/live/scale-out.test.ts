@@ -151,5 +151,8 @@ run('two replicas sharing Postgres and Redis', () => {
     await Promise.allSettled([ca.dispose(), cb.dispose()]);
     await eventually(async () => (await leadingOn(b.url)) === 0, 15_000, 'B to stop polling');
     b.child.kill('SIGTERM');
-  }, 90_000);
+    // Each wait above ends on its event or its own time-out; the test's time-out is their sum (two
+    // replica starts of 30 s each, then waits of 225 s), so a slow machine fails at the wait that is slow and
+    // says which, instead of an anonymous test time-out while a wait is still within its own.
+  }, 300_000);
 });

@@ -28,7 +28,7 @@ describe('tenants', () => {
   const logLines: string[] = [];
   const responses: string[] = [];
   let secrets: string[] = [];
-  let all: { id: string; providerId: string; projectId: string }[] = [];
+  let all: { id: string; providerId: string; projectId: string; status: string; gpuCount: number | null }[] = [];
   let projectB: string;
 
   async function gql(token: string | null, query: string, variables?: Record<string, unknown>) {
@@ -75,9 +75,15 @@ describe('tenants', () => {
       env: Object.assign({}, ...demo.map((d) => d.secrets)),
       logDestination: capture,
     });
-    const list = await gql(ADMIN, `{ jobs(first: 500) { edges { node { id provider { id } project { id } } } } }`);
+    const list = await gql(ADMIN, `{ jobs(first: 500) { edges { node { id status gpuCount provider { id } project { id } } } } }`);
     expect(list.body.errors, JSON.stringify(list.body).slice(0, 500)).toBeUndefined();
-    all = list.body.data.jobs.edges.map((e: any) => ({ id: e.node.id, providerId: e.node.provider.id, projectId: e.node.project.id }));
+    all = list.body.data.jobs.edges.map((e: any) => ({
+      id: e.node.id,
+      providerId: e.node.provider.id,
+      projectId: e.node.project.id,
+      status: e.node.status,
+      gpuCount: e.node.gpuCount,
+    }));
     const btProjects = [...new Set(all.filter((j) => j.providerId === 'baseten-demo').map((j) => j.projectId))];
     expect(btProjects.length).toBeGreaterThan(1);
     projectB = btProjects[0]!;
@@ -185,7 +191,9 @@ describe('tenants', () => {
   }
 
   it("subscriptions: connectionParams carry the token; others' jobs are unknown; a revoked token is refused per subscription", async () => {
-    const jobA = all.find(sees.a)!.id;
+    // A running job with accelerators: a feed sends nothing until it has a point (or the job ends),
+    // so a job without readings would never answer the first subscription.
+    const jobA = all.find((j) => sees.a(j) && j.status === 'RUNNING' && (j.gpuCount ?? 0) > 0)!.id;
     const jobB = all.find(sees.b)!.id;
     const client = createClient({
       url: `${rt.url.replace('http', 'ws')}/graphql`,
