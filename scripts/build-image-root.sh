@@ -12,8 +12,17 @@ out="${1:-${TMPDIR:-/tmp}/training-graph-image-root}"
 mkdir -p "$out" && out="$(cd "$out" && pwd)"
 case "$out/" in "$root/"*) echo "build-image-root: $out is inside the checkout $root; give a folder outside it" >&2; exit 2 ;; esac
 
+# Two runs of one checkout (a PGlite and a Postgres test run side by side) share this folder: one
+# build at a time (else one's npm ci or rm -rf empties what the other is installing or starting),
+# and dist/ is swapped in whole, so a server started from it never finds it half written or gone.
+exec 9>"$out/.build-lock"
+flock 9
+
 # build stage (this checkout's own full install stands in for its npm ci)
-node "$root/scripts/build.mjs" "$out/dist"
+rm -rf "$out"/dist.new.* "$out"/dist.old.*
+node "$root/scripts/build.mjs" "$out/dist.new.$$"
+if [ -d "$out/dist" ]; then mv "$out/dist" "$out/dist.old.$$"; fi
+mv "$out/dist.new.$$" "$out/dist" && rm -rf "$out/dist.old.$$"
 
 # deps stage; skipped when the folder already holds an install of this very lockfile
 cp "$root/package.json" "$root/package-lock.json" "$out/"
@@ -27,6 +36,6 @@ if [ "$(cat "$out/node_modules/.installed-stamp" 2>/dev/null)" != "$stamp" ]; th
 fi
 
 # runtime stage
-rm -rf "$out/migrations" && cp -r "$root/migrations" "$out/migrations"
+rm -rf "$out/migrations.new" && cp -r "$root/migrations" "$out/migrations.new" && rm -rf "$out/migrations" && mv "$out/migrations.new" "$out/migrations"
 echo "image root: $out"
 for f in "$out/dist" "$out/node_modules" "$out"; do du -sh "$f"; done

@@ -137,7 +137,7 @@ export class PromApi {
       if (path === 'series') return await this.seriesApi(params, access);
       if (path === 'labels') return await this.labelsApi(params, access, null);
       const label = /^label\/([^/]+)\/values$/.exec(path);
-      if (label) return await this.labelsApi(params, access, decodeURIComponent(label[1]!));
+      if (label) return await this.labelsApi(params, access, labelName(label[1]!));
       if (path === 'metadata') return this.metadata(params);
       if (path === 'status/buildinfo')
         return success({
@@ -352,4 +352,13 @@ function tooManySamples(detail: string): ExecutionError {
   return new ExecutionError(
     `query processing would load too many samples into memory in query execution (${detail}); narrow the selector, the window or the step`,
   );
+}
+
+/** The label name of /api/v1/label/<name>/values; a malformed percent-encoding is the client's error (400), as in Prometheus. */
+function labelName(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new BadData(`invalid label name: the path segment ${JSON.stringify(segment.slice(0, 100))} is not valid percent-encoding`);
+  }
 }

@@ -42,10 +42,26 @@ describe('CSV exports neutralise formulas', () => {
     expect(res.status).toBe(200);
     const text = await res.text();
     for (const name of HOSTILE) expect(text).toContain(`"'${name.replace(/"/g, '""')}"`);
-    // No cell of any line starts with a formula character outside quotes.
-    for (const line of text.trim().split('\n').slice(1)) expect(line.split(',').filter((cell) => /^[=+@\t\r]/.test(cell))).toEqual([]);
-    const rows = parseCsv(text, { columns: true }) as Record<string, string>[];
-    expect(new Set(rows.map((r) => r.metric))).toEqual(new Set(HOSTILE.map((n) => `'${n}`)));
+    // No cell of any line (series table after its "# " included) starts with a formula character outside quotes.
+    for (const line of text.trim().split('\n').slice(1))
+      expect(
+        line
+          .replace(/^# /, '')
+          .split(',')
+          .filter((cell) => /^[=+@\t\r]/.test(cell)),
+      ).toEqual([]);
+    // The metric names live in the series table (comment lines, CSV after "# "); the points name their series.
+    const table = parseCsv(
+      text
+        .split('\n')
+        .filter((l) => l.startsWith('# '))
+        .map((l) => l.slice(2))
+        .join('\n'),
+      { columns: true },
+    ) as Record<string, string>[];
+    expect(new Set(table.map((t) => t.metric))).toEqual(new Set(HOSTILE.map((n) => `'${n}`)));
+    const rows = parseCsv(text, { columns: true, comment: '#', skip_empty_lines: true }) as Record<string, string>[];
+    expect(new Set(rows.map((r) => r.series))).toEqual(new Set(table.map((t) => t.series)));
     for (const r of rows) {
       expect(Number(r.value)).toBeLessThan(0);
       expect(r.value).toMatch(/^-\d/);
