@@ -3,6 +3,7 @@
 import { and, asc, desc, eq, getTableColumns, inArray, sql, type SQL } from 'drizzle-orm';
 import { gpuGlobalId, jobGlobalId, nodeGlobalId, projectGlobalId } from '../domain/ids.js';
 import { summaryModePattern } from '../domain/metric-catalog.js';
+import type { ScrapeLabelSource } from '../domain/scrape-families.js';
 import type { Aggregation, JobLabel, JobRecord, NodeRecord, PointColumns, ProjectRecord, SeriesData } from '../domain/types.js';
 import { issueReadFor, type Database, type Db } from './db.js';
 import type { RequestScope } from '../domain/request-scope.js';
@@ -133,17 +134,7 @@ export interface ComparisonRow {
 }
 
 /** The latest reading of one accelerator series of a running job, with its labels. */
-export interface LatestReadingRow {
-  name: string;
-  scope: string;
-  providerId: string;
-  jobId: string;
-  jobName: string;
-  projectName: string | null;
-  nodeName: string | null;
-  gpuIndex: number | null;
-  model: string | null;
-  acceleratorKind: string | null;
+export interface LatestReadingRow extends ScrapeLabelSource {
   ts: Date;
   value: number;
 }
@@ -161,7 +152,7 @@ export interface AccelSeriesQuery {
 }
 
 /** An accelerator series with points in a window: its id, its point count there, and what its labels are made of. */
-export interface AccelSeriesRow extends Omit<LatestReadingRow, 'ts' | 'value'> {
+export interface AccelSeriesRow extends ScrapeLabelSource {
   seriesId: number;
   points: number;
 }
