@@ -107,7 +107,9 @@ run('the collector across two replicas [needs TEST_DATABASE_URL]', () => {
       expect(rows.length).toBeGreaterThan(3);
       const gaps = rows.slice(1).map((r, i) => r.ts.getTime() - rows[i]!.ts.getTime());
       const typical = [...gaps].sort((x, y) => x - y)[Math.floor(gaps.length / 2)]!;
-      expect(Math.max(...gaps)).toBeLessThanOrEqual(typical);
+      // The platform's own spacing varies around its median (a CI run saw 34 s beside a 28 s median):
+      // a missing sample makes a gap of two spacings, so anything under one and a half is no hole.
+      expect(Math.max(...gaps)).toBeLessThan(1.5 * typical);
     } finally {
       await sql.end();
     }
