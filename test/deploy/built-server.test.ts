@@ -35,7 +35,16 @@ function startBuilt(cwd: string, settings: Record<string, string>): Promise<Star
     // COLLECT=off: this test is about the image serving and draining. With the demo's collector on,
     // its start-up sweeps on the shared Postgres kept this test from its answer for 180 s in one CI
     // rehearsal (an open question for the collector's start, noted in issue 37).
-    env: { PATH: process.env.PATH ?? '', HOME: scratch, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', DATA_DIR: path.join(scratch, 'data'), COLLECT: 'off', ...settings },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: scratch,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      LOG_LEVEL: 'info',
+      DATA_DIR: path.join(scratch, 'data'),
+      COLLECT: 'off',
+      ...settings,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
