@@ -150,21 +150,23 @@ class ProviderCollector {
     }, delayMs);
   }
 
-  private failed(err: unknown, context: string) {
+  private failed(err: unknown, context: string): NonNullable<CollectionStatus['lastError']> {
     const known = clientFacingError(err);
-    const lastError = { code: known?.code ?? 'INTERNAL', message: known?.message ?? 'unexpected failure while collecting', at: this.owner.store.now() };
     if (!known) this.owner.logger.error({ err, provider: this.provider.id }, `collect: ${context} failed`);
-    this.publish({ lastError });
+    return { code: known?.code ?? 'INTERNAL', message: known?.message ?? 'unexpected failure while collecting', at: this.owner.store.now() };
   }
 
   private async step() {
     const timers = this.owner.timers;
     const started = timers.now();
     let holds = false;
+    // lastError tells how the latest step went (a monitor alerts on it being set): a clean lease
+    // try or sweep clears what an earlier one left.
+    let lastError: CollectionStatus['lastError'] = null;
     try {
       holds = await this.owner.store.collection.tryLease(this.leaseName, this.owner.holder, this.intervalMs * LEASE_INTERVALS);
     } catch (err) {
-      this.failed(err, 'lease');
+      lastError = this.failed(err, 'lease');
     }
     if (this.stopped) return;
     if (!holds) {
@@ -175,7 +177,7 @@ class ProviderCollector {
         this.abort = new AbortController();
       }
       this.leading = false;
-      this.publish();
+      this.publish({ lastError });
       // Tried twice an interval: a lease left by a dead holder (1.5 intervals) is taken within two.
       return this.schedule(this.intervalMs / 2);
     }
@@ -184,7 +186,7 @@ class ProviderCollector {
       this.sweeps++;
       await this.sweep(this.abort.signal);
     } catch (err) {
-      this.failed(err, 'sweep');
+      this.publish({ lastError: this.failed(err, 'sweep') });
     }
     if (this.stopped) return;
     // Fixed cadence: the next sweep is one interval after this one began.
@@ -296,7 +298,7 @@ class ProviderCollector {
       lagSeconds: Math.max(0, Math.round(lagMs / 1000)),
       backlog,
       expired,
-      ...(lastError ? { lastError } : {}),
+      lastError,
     });
   }
 

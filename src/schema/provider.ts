@@ -125,8 +125,15 @@ CollectionRef.implement({
     lastError: t.field({
       type: SourceErrorRef,
       nullable: true,
-      description: 'The latest failure of a sweep (the job list, a job or the lease); null if none since start',
+      description:
+        'What failed in the latest sweep (the job list, a job or the lease try; the last failure that sweep met); null when the latest sweep or lease try went clean, so a monitor alerting on it clears once collection recovers',
       resolve: (c) => collectionError(c),
+    }),
+    lastErrorAt: t.field({
+      type: 'DateTime',
+      nullable: true,
+      description: 'When lastError happened (the server clock); null when lastError is null',
+      resolve: (c) => c.lastError?.at ?? null,
     }),
   }),
 });

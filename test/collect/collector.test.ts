@@ -1,0 +1,76 @@
+// What a monitor reads of one provider's collection, and what the lease does, on the test's clock
+// (the simulator's data, the cache and the collector's timers share it): lastError says what the
+// latest sweep met and clears once a sweep goes clean; a replica whose lease another took stops
+// polling within a renewal, aborting the calls it has under way.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Runtime } from '../../src/server/runtime.js';
+import { startBasetenSimulator, type BasetenSimulator } from '../../src/simulators/baseten/server.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { ManualTimers } from '../support/manual-timers.js';
+import { startRuntimeOn } from '../support/runtime.js';
+import { gql, runFor, sweepsSettled } from './helpers.js';
+
+const START = Date.UTC(2026, 10, 20, 12, 0, 0);
+const INTERVAL_MS = 30_000;
+const COLLECTION = /* GraphQL */ `{ providers { id collection { leading backlog lastError { code message } lastErrorAt } } }`;
+
+async function collection(rt: Runtime) {
+  const res = await gql(rt, COLLECTION);
+  expect(res.errors).toBeUndefined();
+  return res.data.providers.find((p: { id: string }) => p.id === 'bt').collection as {
+    leading: boolean;
+    backlog: number;
+    lastError: { code: string; message: string } | null;
+    lastErrorAt: string | null;
+  };
+}
+
+describe("a provider's collection as a monitor sees it", () => {
+  let sim: BasetenSimulator;
+  let db: TestDatabase;
+  let rt: Runtime;
+  let timers: ManualTimers;
+
+  beforeAll(async () => {
+    timers = new ManualTimers(START);
+    sim = await startBasetenSimulator({
+      seed: 'collect-collector',
+      anchorMs: START,
+      now: () => timers.now(),
+      rateLimit: false,
+      fleet: { projects: 1, jobsPerProject: 1, emptyProjects: 0, nodesPerJob: 1, gpusPerNode: 2, statuses: ['TRAINING_JOB_RUNNING'] },
+    });
+    db = await createTestDatabase();
+    rt = await startRuntimeOn(db, [{ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', pollIntervalSeconds: INTERVAL_MS / 1000 }], {
+      env: { BT_KEY: sim.apiKey },
+      config: { collect: { enabled: true } },
+      clock: () => timers.now(),
+      liveTimers: timers,
+      // One try per call: the injected failure is the sweep's, not hidden by a retry.
+      resilience: { retries: 0 },
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await rt?.close();
+    await sim?.close();
+    await db?.drop();
+  });
+
+  it('lastError is set by a sweep that failed, with when, and cleared by the next clean one', async () => {
+    await sweepsSettled(rt);
+    expect(await collection(rt)).toMatchObject({ leading: true, backlog: 0, lastError: null, lastErrorAt: null });
+
+    sim.inject({ kind: 'status', status: 503, route: 'getMetrics', times: 1 });
+    await runFor(rt, timers, INTERVAL_MS, INTERVAL_MS);
+    const failed = await collection(rt);
+    expect(failed.lastError?.code).toBe('UPSTREAM_UNAVAILABLE');
+    expect(failed.lastErrorAt).toBe(new Date(START + INTERVAL_MS).toISOString());
+    expect(failed.backlog).toBe(1);
+
+    const metrics0 = sim.count('getMetrics');
+    await runFor(rt, timers, INTERVAL_MS, INTERVAL_MS);
+    expect(sim.count('getMetrics')).toBe(metrics0 + 1);
+    expect(await collection(rt)).toMatchObject({ leading: true, backlog: 0, lastError: null, lastErrorAt: null });
+  }, 120_000);
+});
