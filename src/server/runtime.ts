@@ -95,14 +95,15 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
-export function buildProviders(configs: ProviderConfig[], env: SecretSource, simulated: boolean): ProviderInstance[] {
+/** `clock`: the server's (RuntimeOptions.clock), which adapters that sign requests sign with. */
+export function buildProviders(configs: ProviderConfig[], env: SecretSource, simulated: boolean, clock?: () => number): ProviderInstance[] {
   return configs.map((c) => ({
     id: c.id,
     kind: c.kind,
     name: c.name ?? c.id,
     simulated,
     pollIntervalSeconds: c.pollIntervalSeconds ?? null,
-    adapter: createAdapter(c, env),
+    adapter: createAdapter(c, env, clock ? { now: clock } : {}),
   }));
 }
 
@@ -144,7 +145,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     : await (await import('../simulators/demo.js')).startDemoProviders({ workDir: opts.demoWorkDir, now: opts.clock, anchorMs: opts.demoAnchorMs });
   const configs = config.providers ?? demo.map((d) => d.config);
   const env: SecretSource = config.providers ? (opts.env ?? process.env) : Object.assign({}, ...demo.map((d) => d.secrets));
-  const providers = new ProviderSet(buildProviders(configs, env, !config.providers), opts.resilience);
+  const providers = new ProviderSet(buildProviders(configs, env, !config.providers, opts.clock), opts.resilience);
 
   const database = await openDatabase({
     databaseUrl: config.databaseUrl,

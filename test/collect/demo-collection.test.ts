@@ -1,10 +1,9 @@
 // The embedded demo with the collector on and no client at all: the scrape target and the stored
 // history stay current on their own. Time is the test's (the simulators' data, the cache and the
 // collector's timers share one clock), so "10 minutes" is ten minutes of intervals, not of waiting.
-// The ModelArts and PAI-DLC adapters sign with the wall clock and their simulators refuse a
-// signature more than 15 minutes off their (the test's) clock: the test's clock starts 5 minutes
-// behind the wall clock, so the ~11 minutes it moves ahead keep both within the skew on any date.
-// The fleet is anchored 12 hours before the start, so the demo's jobs stand as at noon whatever the hour.
+// The ModelArts and PAI-DLC adapters sign with the server's clock, the test's, which their
+// simulators check signatures against (as a platform and a server agree on the time): a fixed
+// date, whatever the wall clock says. The fleet is anchored 12 hours before it, as at noon.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -16,7 +15,7 @@ import { ManualTimers } from '../support/manual-timers.js';
 import { startRuntimeOn } from '../support/runtime.js';
 import { gql, runFor, scrapeJobs, sweepsSettled } from './helpers.js';
 
-const START = Math.floor(Date.now() / 60_000) * 60_000 - 5 * 60_000;
+const START = Date.UTC(2026, 10, 20, 12, 0, 0);
 
 describe('the demo collected with nobody asking', () => {
   const workDir = mkdtempSync(path.join(tmpdir(), 'tg-collect-demo-'));

@@ -72,8 +72,13 @@ const CMS_MAX_PAGES = 50;
 
 const isoSeconds = (d: Date) => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
 
-export function createPaiDlcAdapter(config: PaiDlcConfig, secrets: SecretSource): ProviderAdapter {
-  const client = createPaiDlcClient(config, secrets);
+export interface PaiDlcAdapterOptions {
+  /** The clock requests are signed with (the platform refuses a date 15 min off its own) and the list's year back is counted from; default Date.now. */
+  now?: () => number;
+}
+
+export function createPaiDlcAdapter(config: PaiDlcConfig, secrets: SecretSource, options: PaiDlcAdapterOptions = {}): ProviderAdapter {
+  const client = createPaiDlcClient(config, secrets, options.now);
   const providerId = client.providerId;
   const call = client.call;
   const ctx = { regionId: config.regionId };
@@ -132,7 +137,7 @@ export function createPaiDlcAdapter(config: PaiDlcConfig, secrets: SecretSource)
   }
 
   function lookbackStart(): string {
-    return isoSeconds(new Date(Date.now() - LIST_LOOKBACK_DAYS * 86_400_000));
+    return isoSeconds(new Date((options.now ?? Date.now)() - LIST_LOOKBACK_DAYS * 86_400_000));
   }
 
   /** Every pod incarnation (earlier ones from HistoryPods first), in a stable order for log cursors. */

@@ -57,7 +57,8 @@ export interface PaiDlcClient {
   call<T>(opts: CallOptions, schema: z.ZodType<T>): Promise<T>;
 }
 
-export function createPaiDlcClient(config: PaiDlcConfig, secrets: SecretSource): PaiDlcClient {
+/** `now`: the clock x-acs-date is read from (the server's clock, a test's in tests); default Date.now. */
+export function createPaiDlcClient(config: PaiDlcConfig, secrets: SecretSource, now: () => number = Date.now): PaiDlcClient {
   const providerId = config.id;
   const creds: Acs3Credentials = {
     accessKeyId: requireSecret(secrets, config.accessKeyIdEnv, providerId),
@@ -78,6 +79,7 @@ export function createPaiDlcClient(config: PaiDlcConfig, secrets: SecretSource):
         action: opts.action,
         version: PAI_DLC_VERSION,
         host: base.host,
+        now: new Date(now()),
       });
       // fetch derives Host from the URL (the same host[:port] we signed); it may not be set by hand.
       delete headers.host;
