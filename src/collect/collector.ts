@@ -2,8 +2,9 @@
 // every running job's data up to now and fetches finished jobs whole (oldest first, before the
 // platform's retention ends), all through the store's door: it asks the read-through cache to
 // make a job current, and whatever a query or a live feed fetched in the interval already counts.
-// One replica collects a provider (a lease in the store, renewed each sweep); a replica that
-// cannot renew it stops at once, and another takes over when it expires (1.5 intervals).
+// One replica collects a provider (a lease in the store, renewed every third of an interval, on
+// its own timer, so a long sweep keeps it); a replica that finds it taken (or cannot renew it
+// before it runs out) aborts what it has under way at once, and another takes it once it expires.
 import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -14,8 +15,15 @@ import type { LiveTimers } from '../live/hub.js';
 import { CallBudget } from './budget.js';
 import type { CollectSettings } from './settings.js';
 
-/** A lease outlives its holder by half an interval: a dead holder is replaced within two intervals. */
-const LEASE_INTERVALS = 1.5;
+/**
+ * A lease lasts one interval from its last renewal, renewed every third of it; followers try every
+ * quarter interval. A holder killed just after renewing leaves it free one interval later, taken
+ * at most a quarter after that: the survivor sweeps within 1.25 intervals of the kill (the issue
+ * asks two), with two renewals that may be late before a live holder loses it.
+ */
+const LEASE_INTERVALS = 1;
+const RENEWALS_PER_LEASE = 3;
+const FOLLOWER_TRY_INTERVALS = 0.25;
 /** A fetch this much younger than an interval counts as this interval's (a sweep's own start drifts a little). */
 const FRESH_FRACTION = 0.9;
 /** Log lines per page and pages per job and sweep (the live log feed's page; a job far behind catches up over sweeps). */
@@ -23,8 +31,12 @@ const LOG_PAGE = 500;
 const LOG_PAGES_PER_SWEEP = 4;
 
 export interface CollectorEvents {
-  /** A provider's sweep ended (or its lease try did): tests wait on it. */
-  sweep: [providerId: string];
+  /**
+   * A provider's sweep ended (or its lease try did): tests wait on it. `dueAt` is when the step was
+   * scheduled to start and `endedAt` when it ended (collector clock, ms); `swept` is false for a
+   * follower's lease try. bench/collect.ts reads a sweep's lag as endedAt - dueAt.
+   */
+  sweep: [providerId: string, timing: { dueAt: number; endedAt: number; swept: boolean }];
 }
 
 export interface CollectorDeps {
@@ -36,6 +48,12 @@ export interface CollectorDeps {
   watched?: () => ReadonlySet<string>;
   /** Distinguishes this replica's leases from another's; default a random id. */
   holder?: string;
+  /**
+   * Jobs collected (and job lists synced) at once across every provider, at most: each holds
+   * database connections while it reads and writes, so the collector takes a bounded share of the pool and requests keep the
+   * rest (src/server/runtime.ts gives half the pool). Default unbounded (each provider's maxConcurrent).
+   */
+  maxConcurrentTotal?: number;
 }
 
 interface SweepPlan {
@@ -50,6 +68,10 @@ class ProviderCollector {
   private abort = new AbortController();
   private stopped = false;
   private leading = false;
+  private renewTimer: unknown = null;
+  private renewing: Promise<void> | null = null;
+  /** When the lease this replica last renewed runs out (its own clock). */
+  private leaseUntil = -Infinity;
   private lastListAt = -Infinity;
   /** When each running job was last made current (by this collector or found fresh). */
   private readonly current = new Map<string, number>();
@@ -115,6 +137,48 @@ class ProviderCollector {
     return `collect:${this.provider.id}`;
   }
 
+  private get leaseMs() {
+    return this.intervalMs * LEASE_INTERVALS;
+  }
+
+  /** While leading: the lease renewed every third of its length, whether or not a sweep is under way. */
+  private keepRenewing() {
+    if (this.renewTimer !== null || this.stopped || !this.leading) return;
+    this.renewTimer = this.owner.timers.setTimeout(() => {
+      this.renewTimer = null;
+      this.renewing = this.renew().finally(() => {
+        this.renewing = null;
+      });
+    }, this.leaseMs / RENEWALS_PER_LEASE);
+  }
+
+  private async renew() {
+    if (this.stopped || !this.leading) return;
+    const at = this.owner.timers.now();
+    let holds: boolean | null = null;
+    try {
+      holds = await this.owner.store.collection.tryLease(this.leaseName, this.owner.holder, this.leaseMs);
+    } catch (err) {
+      this.publish({ lastError: this.failed(err, 'lease') });
+    }
+    if (this.stopped || !this.leading) return;
+    if (holds) this.leaseUntil = at + this.leaseMs;
+    // A failed renewal is tried again while the lease still runs; past its end another may hold it.
+    if (holds || (holds === null && this.owner.timers.now() < this.leaseUntil)) return this.keepRenewing();
+    this.lose(holds === false ? 'another replica holds the lease' : 'the lease ran out before it could be renewed');
+  }
+
+  /** Stops collecting at once: the sweep under way is aborted (its upstream calls too). */
+  private lose(why: string) {
+    this.owner.logger.warn({ provider: this.provider.id, why }, 'collect: lost the lease; another replica collects now');
+    this.leading = false;
+    if (this.renewTimer !== null) this.owner.timers.clearTimeout(this.renewTimer);
+    this.renewTimer = null;
+    this.abort.abort();
+    this.abort = new AbortController();
+    this.publish();
+  }
+
   start() {
     this.schedule(0);
   }
@@ -140,12 +204,14 @@ class ProviderCollector {
     if (this.stopped) return;
     const timers = this.owner.timers;
     this.dueNow = delayMs <= 0;
+    const dueAt = timers.now() + Math.max(0, delayMs);
     this.timer = timers.setTimeout(() => {
       this.timer = null;
       this.dueNow = false;
+      const sweeps = this.sweeps;
       this.running = this.step().finally(() => {
         this.running = null;
-        this.owner.events.emit('sweep', this.provider.id);
+        this.owner.events.emit('sweep', this.provider.id, { dueAt, endedAt: timers.now(), swept: this.sweeps > sweeps });
       });
     }, delayMs);
   }
@@ -164,24 +230,20 @@ class ProviderCollector {
     // try or sweep clears what an earlier one left.
     let lastError: CollectionStatus['lastError'] = null;
     try {
-      holds = await this.owner.store.collection.tryLease(this.leaseName, this.owner.holder, this.intervalMs * LEASE_INTERVALS);
+      holds = await this.owner.store.collection.tryLease(this.leaseName, this.owner.holder, this.leaseMs);
     } catch (err) {
       lastError = this.failed(err, 'lease');
     }
     if (this.stopped) return;
     if (!holds) {
-      // Lost (or never had) the lease: whatever is under way stops now, another replica collects.
-      if (this.leading) {
-        this.owner.logger.warn({ provider: this.provider.id }, 'collect: lost the lease; another replica collects now');
-        this.abort.abort();
-        this.abort = new AbortController();
-      }
-      this.leading = false;
+      // Lost (or never had) the lease: another replica collects.
+      if (this.leading) this.lose(lastError ? 'the lease could not be renewed' : 'another replica holds the lease');
       this.publish({ lastError });
-      // Tried twice an interval: a lease left by a dead holder (1.5 intervals) is taken within two.
-      return this.schedule(this.intervalMs / 2);
+      return this.schedule(this.intervalMs * FOLLOWER_TRY_INTERVALS);
     }
+    this.leaseUntil = started + this.leaseMs;
     this.leading = true;
+    this.keepRenewing();
     try {
       this.sweeps++;
       await this.sweep(this.abort.signal);
@@ -189,6 +251,8 @@ class ProviderCollector {
       this.publish({ lastError: this.failed(err, 'sweep') });
     }
     if (this.stopped) return;
+    // The lease was lost during the sweep (and the sweep aborted): from now on a follower's tries.
+    if (!this.leading) return this.schedule(this.intervalMs * FOLLOWER_TRY_INTERVALS);
     // Fixed cadence: the next sweep is one interval after this one began.
     this.schedule(Math.max(0, started + this.intervalMs - timers.now()));
   }
@@ -209,6 +273,7 @@ class ProviderCollector {
     if (nowMs() - this.lastListAt >= listInterval * FRESH_FRACTION) {
       if (this.budget.tryTake(this.listCalls, keep())) {
         const before = this.budget.used();
+        const release = await this.owner.slot();
         try {
           await collection.syncList(this.provider.id, listInterval * FRESH_FRACTION, signal);
           this.lastListAt = nowMs();
@@ -216,6 +281,7 @@ class ProviderCollector {
           const known = clientFacingError(err);
           noteError({ code: known?.code ?? 'INTERNAL', message: known?.message ?? 'the job list could not be read' });
         } finally {
+          release();
           this.listCalls = Math.max(1, this.listCalls, this.budget.used() - before);
           this.budget.give(this.listCalls);
         }
@@ -244,6 +310,7 @@ class ProviderCollector {
         // Room stays for the watched jobs' feeds and the next sweep's job list.
         if (!this.budget.tryTake(cost, keep() + this.listCalls)) return;
         next++;
+        const release = await this.owner.slot();
         try {
           const outcome =
             item.kind === 'running'
@@ -273,6 +340,7 @@ class ProviderCollector {
           noteError({ code: known?.code ?? 'INTERNAL', message: known?.message ?? 'unexpected failure while collecting' });
           if (!known) this.owner.logger.error({ err, job: item.job.id }, 'collect: a job failed');
         } finally {
+          release();
           // Not learnt from the calls counted meanwhile: with several jobs (and feeds) under way at
           // once they are not this job's alone, and an inflated estimate leaves the budget unused.
           this.budget.give(cost);
@@ -331,8 +399,10 @@ class ProviderCollector {
     this.stopped = true;
     if (this.timer !== null) this.owner.timers.clearTimeout(this.timer);
     this.timer = null;
+    if (this.renewTimer !== null) this.owner.timers.clearTimeout(this.renewTimer);
+    this.renewTimer = null;
     this.abort.abort();
-    await this.running?.catch(() => {});
+    await Promise.all([this.running?.catch(() => {}), this.renewing]);
     if (this.leading) await this.owner.store.collection.releaseLease(this.leaseName, this.owner.holder).catch(() => {});
     this.leading = false;
   }
@@ -347,6 +417,9 @@ export class Collector {
   readonly timers: LiveTimers;
   readonly watched: (() => ReadonlySet<string>) | undefined;
   private readonly byProvider = new Map<string, ProviderCollector>();
+  private readonly maxTotal: number;
+  private inFlight = 0;
+  private readonly waiting: (() => void)[] = [];
 
   constructor(deps: CollectorDeps) {
     this.store = deps.store;
@@ -354,11 +427,27 @@ export class Collector {
     this.timers = deps.timers;
     this.watched = deps.watched;
     this.holder = deps.holder ?? randomUUID();
+    this.maxTotal = Math.max(1, deps.maxConcurrentTotal ?? Number.POSITIVE_INFINITY);
     for (const p of deps.store.providers.all()) {
       const settings = deps.settings(p);
       if (settings.enabled) this.byProvider.set(p.id, new ProviderCollector(p, settings, this));
     }
     deps.store.collection.observeCalls((providerId) => this.byProvider.get(providerId)?.budget.record());
+  }
+
+  /** Waits for one of the collections all providers share (maxConcurrentTotal); resolves with its release. */
+  async slot(): Promise<() => void> {
+    if (this.inFlight >= this.maxTotal) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    else this.inFlight++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      // Handed straight to the next waiter: the count stays, so none can jump the queue.
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.inFlight--;
+    };
   }
 
   start(): this {
@@ -379,6 +468,11 @@ export class Collector {
   /** True while a sweep is under way or due at once (tests that move the clock wait for it to be false). */
   busy(): boolean {
     return [...this.byProvider.values()].some((c) => c.busy);
+  }
+
+  /** The collections all providers share: under way, waiting for one, and the most at once (tests read it). */
+  slots(): { inUse: number; waiting: number; max: number } {
+    return { inUse: this.inFlight, waiting: this.waiting.length, max: this.maxTotal };
   }
 
   /** Providers whose lease this replica holds. */

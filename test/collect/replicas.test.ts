@@ -1,6 +1,10 @@
 // Two server processes (src/main.ts, collector on as in production) on one Postgres: exactly one
 // collects the provider (its lease in collect_leases, seen in each replica's /metrics); SIGKILL it
-// and the other takes the lease once it expires and collects, and the stored series has no hole.
+// and the other takes the lease once it expires and collects within two intervals (the issue's
+// requirement, measured from the kill to the survivor's first stored fetch), and the stored series
+// has no hole. The interval is several seconds, so a loaded machine's scheduling delays (a query,
+// a timer firing late) stay small beside it: the margin is the design's (a lease of one interval,
+// tries every quarter: 1.25 intervals at worst), not the machine's speed.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,7 +16,7 @@ import { eventually } from '../support/wait.js';
 import { freePort } from '../support/net.js';
 
 const ADMIN_URL = process.env.TEST_DATABASE_URL ?? 'postgres://127.0.0.1:5432/postgres';
-const INTERVAL_S = 1;
+const INTERVAL_S = 5;
 
 // It runs on the real Postgres whichever pass it is in, so it runs in the Postgres pass only: the
 // PGlite pass (`.ci/run` runs both) would run the same two replicas on the same database again.
@@ -79,32 +83,58 @@ run('the collector across two replicas [needs TEST_DATABASE_URL]', () => {
     const a = await startReplica(configPath);
     const b = await startReplica(configPath);
     await eventually(async () => (await leading(a.url)) + (await leading(b.url)) === 1, 30_000, 'one replica to lead');
+    // The series is checked from here: the leader's first fetch reached back to the job's start at
+    // the platform's coarser step for a long window (30 s); every fetch after it asks a few seconds.
+    const seriesFrom = new Date();
     // Several sweeps later, still exactly one.
     const m0 = sim.count('getMetrics');
     await eventually(() => sim.count('getMetrics') >= m0 + 6, 30_000, 'a few sweeps');
     expect((await leading(a.url)) + (await leading(b.url))).toBe(1);
     const [leader, follower] = (await leading(a.url)) === 1 ? [a, b] : [b, a];
 
-    leader.child.kill('SIGKILL');
-    await exited(leader.child);
-    const killedAt = Date.now();
-    const m1 = sim.count('getMetrics');
-    await eventually(async () => (await leading(follower.url)) === 1, 30_000, 'the survivor to take the lease');
-    await eventually(() => sim.count('getMetrics') >= m1 + 4, 30_000, 'the survivor to collect');
-    console.log(`collect takeover: the survivor leads ${Date.now() - killedAt} ms after SIGKILL (interval ${INTERVAL_S * 1000} ms)`);
-
-    // The series the two replicas wrote has no hole wider than the platform's own spacing.
     const db = new URL(ADMIN_URL);
     db.pathname = `/${dbName}`;
     const sql = postgres(db.toString(), { max: 1, onnotice: () => {} });
+    leader.child.kill('SIGKILL');
+    // After the signal: a fetch the leader stamped before it is not taken for the survivor's.
+    const killedAt = Date.now();
+    await exited(leader.child);
+    const m1 = sim.count('getMetrics');
     try {
-      const rows = await sql<{ ts: Date }[]>`
+      // The survivor's first collected sample: the first metrics fetch stored after the kill.
+      const [first] = await eventually(
+        async () => {
+          const rows = await sql<
+            { at: Date }[]
+          >`select min(fetched_at) as at from fetches where dataset like 'metric:%' and fetched_at > ${new Date(killedAt)}`;
+          return rows[0]?.at ? rows : false;
+        },
+        30_000,
+        'the survivor to store a sample',
+      );
+      const gapMs = first!.at.getTime() - killedAt;
+      console.log(`collect takeover: the survivor's first sample ${gapMs} ms after SIGKILL (interval ${INTERVAL_S * 1000} ms)`);
+      expect(gapMs).toBeLessThanOrEqual(2 * INTERVAL_S * 1000);
+      expect(await leading(follower.url)).toBe(1);
+      expect(sim.count('getMetrics')).toBeGreaterThan(m1);
+
+      // The series the two replicas wrote has no hole wider than the platform's own spacing: read
+      // once the survivor has stored a minute past the kill (the platform samples every 15 s).
+      const series = () => sql<{ ts: Date }[]>`
         select p.ts from points p join series s on s.id = p.series_id
         where s.job_id = ${`${providerId}:job:${sim.fleet.jobs[0]!.id}`} and s.name = 'GPU_UTILIZATION' and s.scope = 'GPU'
           and s.series_key = (select min(series_key) from series where job_id = s.job_id and name = 'GPU_UTILIZATION' and scope = 'GPU')
-          and p.ts >= ${new Date(killedAt - 120_000)}
+          and p.ts >= ${seriesFrom}
         order by p.ts`;
-      expect(rows.length).toBeGreaterThan(3);
+      const rows = await eventually(
+        async () => {
+          const r = await series();
+          return (r.at(-1)?.ts.getTime() ?? 0) >= killedAt + 60_000 ? r : false;
+        },
+        120_000,
+        'the survivor to store a minute past the kill',
+      );
+      expect(rows.length).toBeGreaterThanOrEqual(4);
       const gaps = rows.slice(1).map((r, i) => r.ts.getTime() - rows[i]!.ts.getTime());
       const typical = [...gaps].sort((x, y) => x - y)[Math.floor(gaps.length / 2)]!;
       // The platform's own spacing varies around its median (a CI run saw 34 s beside a 28 s median):
@@ -113,5 +143,5 @@ run('the collector across two replicas [needs TEST_DATABASE_URL]', () => {
     } finally {
       await sql.end();
     }
-  }, 180_000);
+  }, 300_000);
 });
