@@ -173,7 +173,10 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
         timers: opts.collectTimers ?? opts.liveTimers ?? REAL_TIMERS,
         settings: (p) => collectSettings(p.kind, config.collect!, configs.find((c) => c.id === p.id)?.collect),
         watched: () => live.hub.watchedJobs(),
-      }).start()
+        // Half the pool (at least 2): its first sweep (every running job's history) must not hold
+        // every connection while the server starts answering.
+        maxConcurrentTotal: Math.max(2, Math.floor(database.poolHealth().max / 2)),
+      })
     : null;
   const metrics = new Metrics({ providers, readThrough, live: live.hub, collector, pool: () => database.poolHealth() });
   const stopShapeWarnings = warnOnShapeMismatches(
@@ -281,6 +284,8 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     next: (payload) => metrics.wsNextMessages.inc({ payload }),
     sharedPayload: () => metrics.wsSharedPayloads.inc(),
   });
+  // Started once the server answers: readiness and the first requests never wait on the first sweep.
+  collector?.start();
   const addr = server.address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   const url = `http://${host}:${addr.port}`;

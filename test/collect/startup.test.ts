@@ -1,0 +1,82 @@
+// The collector's first sweep (every running job's history) and the server's start: the server is
+// ready and answers while that sweep is still under way, and the sweep holds at most its share of
+// the database pool (half, at least 2), so requests keep the rest. The platform holds the sweep's
+// metrics calls, so "under way" is a fact here, not a race.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Runtime } from '../../src/server/runtime.js';
+import { startBasetenSimulator, type BasetenSimulator } from '../../src/simulators/baseten/server.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { ManualTimers } from '../support/manual-timers.js';
+import { startRuntimeOn } from '../support/runtime.js';
+import { eventually } from '../support/wait.js';
+import { gql, sweepsSettled } from './helpers.js';
+
+const START = Date.UTC(2026, 10, 20, 12, 0, 0);
+const POOL = 4;
+
+describe("the server's start with the collector on", () => {
+  let sim: BasetenSimulator;
+  let db: TestDatabase;
+  let rt: Runtime;
+  let timers: ManualTimers;
+
+  beforeAll(async () => {
+    timers = new ManualTimers(START);
+    sim = await startBasetenSimulator({
+      seed: 'collect-startup',
+      anchorMs: START,
+      now: () => timers.now(),
+      rateLimit: false,
+      fleet: { projects: 1, jobsPerProject: 8, emptyProjects: 0, nodesPerJob: 1, gpusPerNode: 1, statuses: ['TRAINING_JOB_RUNNING'] },
+    });
+    // Every metrics call is held until released: the first sweep cannot end.
+    sim.inject({ kind: 'timeout', route: 'getMetrics' });
+    db = await createTestDatabase();
+    // Two providers (one org seen twice), 4 jobs at once each: 8 collections would start unbounded.
+    rt = await startRuntimeOn(
+      db,
+      ['bt1', 'bt2'].map((id) => ({ id, kind: 'BASETEN' as const, baseUrl: sim.url, apiKeyEnv: 'BT_KEY', pollIntervalSeconds: 30 })),
+      {
+        env: { BT_KEY: sim.apiKey },
+        config: { collect: { enabled: true, maxConcurrent: 4 }, databasePoolSize: POOL },
+        clock: () => timers.now(),
+        liveTimers: timers,
+      },
+    );
+  }, 60_000);
+
+  afterAll(async () => {
+    sim?.clearFaults();
+    sim?.release();
+    await rt?.close();
+    await sim?.close();
+    await db?.drop();
+  });
+
+  it('is ready and answers while the first sweep is under way, which holds at most half the pool', async () => {
+    const collector = rt.collector!;
+    // Every other collection waits for one of the two slots; no more metrics calls can start.
+    await eventually(
+      () => collector.slots().waiting === 8 - POOL / 2 && sim.count('getMetrics') === POOL / 2,
+      30_000,
+      'the first sweep to fill its share of the pool',
+    );
+    expect(collector.slots()).toEqual({ inUse: POOL / 2, waiting: 8 - POOL / 2, max: POOL / 2 });
+    expect(sim.count('getMetrics')).toBe(POOL / 2);
+
+    const ready = await fetch(`${rt.url}/readyz`);
+    expect(ready.status).toBe(200);
+    const answer = await gql(rt, `{ jobs(first: 5) { totalCount } providers { id collection { lastSweepAt } } }`);
+    expect(answer.errors).toBeUndefined();
+    expect(answer.data.jobs.totalCount).toBe(16);
+    expect(answer.data.providers.map((p: { collection: { lastSweepAt: string | null } }) => p.collection.lastSweepAt)).toEqual([null, null]);
+    expect(collector.busy()).toBe(true);
+
+    // Let go, the sweep ends, every job collected two at a time.
+    sim.clearFaults();
+    sim.release();
+    await sweepsSettled(rt);
+    expect(sim.count('getMetrics')).toBe(16);
+    expect(collector.slots()).toEqual({ inUse: 0, waiting: 0, max: POOL / 2 });
+  }, 120_000);
+});
