@@ -5,7 +5,7 @@
 // One replica collects a provider (a lease in the store, renewed every third of an interval, on
 // its own timer, so a long sweep keeps it); a replica that finds it taken (or cannot renew it
 // before it runs out) aborts what it has under way at once, and another takes it once it expires.
-import { EventEmitter } from 'node:events';
+import { EventEmitter, setMaxListeners } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { clientFacingError, type CollectionStatus, type JobRow, type ProviderView, type Store } from '../store/index.js';
@@ -65,7 +65,7 @@ class ProviderCollector {
   readonly budget: CallBudget;
   private timer: unknown = null;
   private running: Promise<void> | null = null;
-  private abort = new AbortController();
+  private abort: AbortController;
   private stopped = false;
   private leading = false;
   private renewTimer: unknown = null;
@@ -91,6 +91,7 @@ class ProviderCollector {
     private readonly owner: Collector,
   ) {
     this.budget = new CallBudget(settings.callsPerMinute, settings.maxConcurrent, () => owner.timers.now());
+    this.abort = this.newAbort();
     this.startedAt = owner.timers.now();
     // PAI-DLC answers one metric per call; the others all metrics of a job in one.
     this.callsPerJob =
@@ -111,6 +112,16 @@ class ProviderCollector {
       lastError: null,
     };
     this.publish();
+  }
+
+  /**
+   * The signal every collection of a sweep shares: each of the maxConcurrent under way listens on
+   * it (its reads, its upstream calls), so Node's default of 10 listeners is no leak warning here.
+   */
+  private newAbort(): AbortController {
+    const controller = new AbortController();
+    setMaxListeners(Math.max(10, 16 * this.settings.maxConcurrent), controller.signal);
+    return controller;
   }
 
   get intervalMs(): number {
@@ -175,7 +186,7 @@ class ProviderCollector {
     if (this.renewTimer !== null) this.owner.timers.clearTimeout(this.renewTimer);
     this.renewTimer = null;
     this.abort.abort();
-    this.abort = new AbortController();
+    this.abort = this.newAbort();
     this.publish();
   }
 
