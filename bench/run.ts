@@ -4,7 +4,8 @@
 // --gpus --points (fleet and series length), --postgres / --pglite (one database only), --db <url>
 // (default DATABASE_URL or postgres://postgres@127.0.0.1:5432/), --quick (fewer samples), --no-live,
 // --no-load (skip the live fan-out, or the warm reads under load of bench/load.ts), --no-promql (skip
-// query_range against the real Prometheus, bench/promql.ts), --profile
+// query_range against the real Prometheus, bench/promql.ts), --no-collect (skip the collector row,
+// bench/collect.ts: 100 and 1,000 running jobs over the five simulators; 100 and 300 with --quick), --profile
 // <folder> (CPU profiles of the cold and warm dashboard queries, with their top frames), --cold-only
 // (the cold dashboard rows only, with this process's CPU time, then one warm answer; nothing written),
 // --sim-priority <nice> (the simulator's scheduling priority, default -10: ahead of the server).
@@ -40,6 +41,8 @@ const { values: flags } = parseArgs({
     quick: { type: 'boolean', default: false },
     growth: { type: 'string', default: '5,50,500' },
     live: { type: 'boolean', default: true },
+    /** The collector against a bare loop (bench/collect.ts); --no-collect skips it. */
+    collect: { type: 'boolean', default: true },
     /** The warm reads under load (bench/load.ts, needs wrk); --no-load skips them. */
     load: { type: 'boolean', default: true },
     /** The Prometheus query API against the real Prometheus (bench/promql.ts, needs /usr/bin/prometheus); --no-promql skips it. */
@@ -814,6 +817,22 @@ function benchLive(): { row: Row; output: string } {
   };
 }
 
+/** bench:collect in its own process (it starts its own simulators, server and bare loop): its row and table. */
+function benchCollect(): { row: Row; output: string } {
+  log('collector against a bare loop: npm run bench:collect');
+  const args = ['--import', 'tsx', path.join(HERE, 'collect.ts'), `--db=${flags.db}`, ...(flags.quick ? ['--quick'] : [])];
+  const res = spawnSync(process.execPath, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 1_800_000 });
+  const output = `${res.stdout ?? ''}`.trim();
+  const line = output.split('\n').find((l) => l.startsWith('COLLECT_RESULT '));
+  const goal = 'lag p99 <= 1 interval, calls = minimum, CPU <= 1.5x, RSS flat from 100 to 1,000 jobs';
+  if (!line)
+    return {
+      row: { scenario: 'collector', measured: `bench:collect failed (exit ${res.status})`, baseline: 'bare loop', ratio: null, goal, met: false },
+      output,
+    };
+  return { row: JSON.parse(line.slice('COLLECT_RESULT '.length)).row as Row, output };
+}
+
 /**
  * bench:load in its own process (it starts its own replicas, floors and wrk): its table and rows.
  * --quick: one round of 3 s per scenario instead of three of 5 s.
@@ -888,6 +907,19 @@ async function main() {
         },
         output: '',
       };
+  const collect = flags.collect
+    ? benchCollect()
+    : {
+        row: {
+          scenario: 'collector',
+          measured: 'not run (--no-collect)',
+          baseline: 'bare loop',
+          ratio: null,
+          goal: 'lag p99 <= 1 interval, CPU <= 1.5x',
+          met: null,
+        },
+        output: '',
+      };
   const load = flags.load ? benchLoadRows(databases) : { table: 'not run (--no-load)', rows: [] };
   const promql = flags.promql ? benchPromqlRows(databases) : { table: 'not run (--no-promql)', rows: [] };
   // The built server's memory and time to ready on both databases (issue 23), in processes of their own.
@@ -899,14 +931,14 @@ async function main() {
   console.log(
     `\n${Object.values(results)
       .flatMap((r) => r.explains)
-      .join('\n\n')}\n\n-- npm run bench:live\n${live.output}\n`,
+      .join('\n\n')}\n\n-- npm run bench:live\n${live.output}\n\n-- npm run bench:collect\n${collect.output}\n`,
   );
   console.log(
     `${at.slice(0, 10)}, ${machine.cpus} cores (${machine.cpuModel}), ${machine.memGiB} GiB, Node ${machine.node}; wall time ${wallSeconds.toFixed(0)} s`,
   );
   for (const [db, r] of Object.entries(results)) {
     console.log(`\n${db === 'pglite' ? 'PGlite (embedded, in a folder)' : 'PostgreSQL'}:\n`);
-    console.log(tableOf(db === 'postgres' || databases.length === 1 ? [...r.rows, live.row] : r.rows));
+    console.log(tableOf(db === 'postgres' || databases.length === 1 ? [...r.rows, live.row, collect.row] : r.rows));
   }
   console.log(`\nWarm reads under load (npm run bench:load):\n\n${load.table}`);
   console.log(`\nquery_range of 1,000 series over 24 h against the real Prometheus (npm run bench:promql; goal <= 2x):\n\n${promql.table}`);
@@ -929,6 +961,7 @@ async function main() {
         wallSeconds: round(wallSeconds, 1),
         databases: Object.fromEntries(Object.entries(results).map(([db, r]) => [db, { rows: r.rows, details: r.details, explain: r.explains }])),
         live: { row: live.row, output: live.output.slice(-4000) },
+        collect: { row: collect.row, output: collect.output.slice(-4000) },
         load: load.rows,
         promql: promql.rows,
         footprint: { rows: footprint.rows, details: footprint.details },

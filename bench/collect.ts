@@ -1,0 +1,493 @@
+// `npm run bench:collect [-- --jobs 100,1000 --interval <s> --sweeps 3 --quick]`: the collector
+// (issue 37) on N running jobs over the five simulators, on the real clock, beside a bare loop that
+// makes the same upstream adapter calls (each interval: the job list, then every running job's
+// system metrics, training metrics and progress) in the same run, against the same simulators.
+// Three processes per size: the simulators (their CPU is not counted), the server with its
+// collector on a fresh PostgreSQL database, then the bare loop. Each provider sweeps at its own
+// poll interval (Baseten 30 s, Primus-Lens 15 s, ModelArts 60 s, PAI-DLC 30 s, Runicorn 2 s; or
+// --interval for all), with the same concurrency on both sides (16 at once in all). Per size:
+// sweep lag (a sweep's end minus when it was due) p50/p99 as a share of its provider's interval,
+// upstream calls per running job and interval (the simulators count them) against the bare loop's,
+// CPU per Baseten interval (the process's user + system time; Postgres's own CPU is another
+// process and not in it) and RSS after a GC.
+// Prints a table and `COLLECT_RESULT {json}` (bench/run.ts reads it); writes bench/results/collect.json.
+import { fork, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const { values: flags } = parseArgs({
+  options: {
+    role: { type: 'string' },
+    options: { type: 'string' },
+    jobs: { type: 'string' },
+    interval: { type: 'string' },
+    sweeps: { type: 'string' },
+    quick: { type: 'boolean', default: false },
+    db: { type: 'string', default: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/' },
+  },
+});
+/** Every provider's interval when given; else each provider's own poll interval. */
+const INTERVAL_S = flags.interval ? Number(flags.interval) : null;
+/** The measured window (after the warm-up: the first sweep fetches each job's recent history): this many of Baseten's intervals, which holds most of the jobs. */
+const SWEEPS = Number(flags.sweeps ?? (flags.quick ? 2 : 3));
+const WINDOW_MS = SWEEPS * (INTERVAL_S ?? 30) * 1000;
+const SIZES = (flags.jobs ?? (flags.quick ? '100,300' : '100,1000')).split(',').map(Number);
+/** Sweeps before measuring: the first (each job's recent history) everywhere, and one steady sweep of Baseten's. */
+const warmupSweeps = (providerId: string) => (providerId === 'baseten' ? 2 : 1);
+/** Jobs collected at once across every provider, in the collector (half its pool of 32) and in the bare loop alike. */
+const CONCURRENT = 16;
+/** The first collection of a running job reaches back this far (the default is its whole life, a week at most). */
+const FIRST_LOOKBACK_S = 300;
+
+interface SimsReady {
+  providers: { config: any; secrets: Record<string, string> }[];
+}
+
+// ---- the simulators (child) -------------------------------------------------------------------
+
+async function serveSims(opts: { jobs: number; workDir: string }) {
+  const { startBasetenSimulator } = await import('../src/simulators/baseten/server.js');
+  const { startPrimusLensSimulator } = await import('../src/simulators/primus-lens/server.js');
+  const { startModelArtsDemo } = await import('../src/simulators/modelarts/demo.js');
+  const { startPaiDlcDemo } = await import('../src/simulators/pai-dlc/demo.js');
+  const { startRunicornDemo } = await import('../src/simulators/runicorn/demo.js');
+  // The fixed demo fleets of ModelArts, PAI-DLC and Runicorn (a few running jobs each), Primus-Lens
+  // repeated to about a sixth of N, and Baseten the rest: only those two have a size knob.
+  const fixed = [await startModelArtsDemo({}), await startPaiDlcDemo({}), await startRunicornDemo({ workDir: opts.workDir })];
+  const lensToken = 'ak-bench-collect';
+  const lens = await startPrimusLensSimulator({
+    prefix: '/lens/v1',
+    auth: { mode: 'bearer', token: lensToken },
+    replicas: Math.max(1, Math.round(opts.jobs / 6 / 5)),
+  });
+  const lensRunning = lens.fleet.workloads.filter((w) => w.status === 'Running' && w.cluster === 'gpu-cluster-a').length;
+  const baseten = await startBasetenSimulator({
+    seed: 'bench-collect',
+    rateLimit: false,
+    fleet: {
+      projects: 10,
+      jobsPerProject: Math.max(1, Math.ceil((opts.jobs - lensRunning - 10) / 10)),
+      emptyProjects: 0,
+      nodesPerJob: 1,
+      gpusPerNode: 2,
+      statuses: ['TRAINING_JOB_RUNNING'],
+    },
+  });
+  const sims = [baseten, lens];
+  const providers: SimsReady['providers'] = [
+    { config: { id: 'baseten', kind: 'BASETEN', baseUrl: baseten.url, apiKeyEnv: 'BT_KEY' }, secrets: { BT_KEY: baseten.apiKey } },
+    {
+      config: { id: 'primus-lens', kind: 'PRIMUS_LENS', baseUrl: lens.baseUrl, cluster: 'gpu-cluster-a', tokenEnv: 'LENS_TOKEN' },
+      secrets: { LENS_TOKEN: lensToken },
+    },
+    ...fixed.map((d) => ({ config: d.config, secrets: d.secrets })),
+  ];
+  // Counts come from every simulator's per-route counter (ModelArts and PAI-DLC through their
+  // control routes, at their origin); Runicorn is files, no calls to count.
+  const fixedStats = fixed.flatMap((d) => ('baseUrl' in d.config && d.config.baseUrl ? [{ id: d.config.id, origin: new URL(d.config.baseUrl).origin }] : []));
+  process.on('message', async (msg: { id: number; cmd: string }) => {
+    if (msg.cmd === 'reset') {
+      for (const s of sims) s.resetStats();
+      await Promise.all(fixedStats.map((f) => fetch(`${f.origin}/__sim/reset`, { method: 'POST' })));
+      process.send!({ id: msg.id });
+    } else if (msg.cmd === 'stats') {
+      const byProvider: Record<string, Record<string, number>> = {
+        baseten: Object.fromEntries(baseten.stats),
+        'primus-lens': Object.fromEntries(lens.stats),
+      };
+      for (const f of fixedStats) byProvider[f.id] = (await (await fetch(`${f.origin}/__sim/stats`)).json()) as Record<string, number>;
+      process.send!({ id: msg.id, stats: byProvider });
+    } else if (msg.cmd === 'close') {
+      await Promise.all([...sims.map((s) => s.close()), ...fixed.map((d) => d.close())]);
+      process.send!({ id: msg.id }, () => process.exit(0));
+    }
+  });
+  process.send!({ ready: true, providers } satisfies SimsReady & { ready: true });
+}
+
+// ---- the measured roles (children) ------------------------------------------------------------
+
+interface Report {
+  cpuMs: number;
+  rssMiB: number;
+  /** Each measured sweep's lag as a share of its provider's interval. */
+  lags: number[];
+  sweeps: number;
+  /**
+   * Job-intervals due in the measured window: each provider's running jobs times the window over
+   * its interval (what the calls are divided by: sweeps cut by the window's edges, or late, do
+   * not change it).
+   */
+  jobIntervals: number;
+  runningJobs: number;
+}
+
+const cpuMs = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
+const rssMiB = async () => {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  gc?.();
+  await new Promise((r) => setTimeout(r, 100));
+  gc?.();
+  return process.memoryUsage().rss / 2 ** 20;
+};
+
+function answer(handlers: Record<string, () => Promise<unknown>>) {
+  process.on('message', async (msg: { id: number; cmd: string }) => {
+    const h = handlers[msg.cmd];
+    const out = h ? await h() : { error: `unknown command ${msg.cmd}` };
+    process.send!({ id: msg.id, ...(out as object) }, () => msg.cmd === 'close' && process.exit(0));
+  });
+}
+
+async function serveCollector(opts: { sims: SimsReady; databaseUrl: string }) {
+  const { pino } = await import('pino');
+  const { startRuntime } = await import('../src/server/runtime.js');
+  const rt = await startRuntime({
+    config: {
+      port: 0,
+      host: '127.0.0.1',
+      databaseUrl: opts.databaseUrl,
+      dataDir: null,
+      redisUrl: null,
+      logLevel: 'silent',
+      providers: opts.sims.providers.map((p) => ({
+        ...p.config,
+        ...(INTERVAL_S ? { pollIntervalSeconds: INTERVAL_S } : {}),
+        collect: { callsPerMinute: 100_000, maxConcurrent: CONCURRENT, firstLookbackSeconds: FIRST_LOOKBACK_S },
+      })),
+      collect: { enabled: true },
+      databasePoolSize: 2 * CONCURRENT,
+    } as any,
+    env: Object.assign({}, ...opts.sims.providers.map((p) => p.secrets)),
+    logger: pino({ level: 'silent' }),
+  });
+  const collector = rt.collector!;
+  const swept = new Map<string, number>();
+  let measuring = false;
+  let lags: number[] = [];
+  let sweeps = 0;
+  collector.events.on('sweep', (id, t) => {
+    if (!t.swept) return;
+    swept.set(id, (swept.get(id) ?? 0) + 1);
+    if (measuring) {
+      const status = collector.statuses().get(id)!;
+      lags.push((t.endedAt - t.dueAt) / (status.intervalSeconds * 1000));
+      sweeps++;
+    }
+  });
+  let cpu0 = 0;
+  answer({
+    warm: async () => {
+      const providers = rt.store.providers.all().length;
+      while ([...swept].filter(([id, n]) => n >= warmupSweeps(id)).length < providers) await new Promise((r) => setTimeout(r, 200));
+      return {};
+    },
+    mark: async () => {
+      measuring = true;
+      lags = [];
+      sweeps = 0;
+      cpu0 = cpuMs();
+      return {};
+    },
+    report: async () => {
+      const cpu = cpuMs() - cpu0;
+      measuring = false;
+      const statuses = [...collector.statuses().values()];
+      const running = statuses.reduce((n, s) => n + s.runningJobs, 0);
+      const jobIntervals = statuses.reduce((n, s) => n + (s.runningJobs * WINDOW_MS) / (s.intervalSeconds * 1000), 0);
+      return { report: { cpuMs: cpu, rssMiB: await rssMiB(), lags, sweeps, jobIntervals, runningJobs: running } satisfies Report };
+    },
+    close: async () => {
+      await rt.close();
+      return {};
+    },
+  });
+  process.send!({ ready: true });
+}
+
+async function serveBare(opts: { sims: SimsReady }) {
+  const { createAdapter } = await import('../src/providers/registry.js');
+  const { LIVE_METRICS } = await import('../src/live/feeds.js');
+  const { pollIntervalMs } = await import('../src/live/intervals.js');
+  const env = Object.assign({}, ...opts.sims.providers.map((p) => p.secrets));
+  const adapters = opts.sims.providers.map((p) => createAdapter(p.config, env));
+  let measuring = false;
+  let lags: number[] = [];
+  let sweeps = 0;
+  const lastRunning = new Map<string, number>();
+  const intervals = new Map<string, number>();
+  const swept = new Map<string, number>();
+  let stopped = false;
+  // The collector's bound across providers, here too.
+  let inUse = 0;
+  const waiting: (() => void)[] = [];
+  const slot = async () => {
+    if (inUse >= CONCURRENT) await new Promise<void>((r) => waiting.push(r));
+    else inUse++;
+    return () => {
+      const next = waiting.shift();
+      if (next) next();
+      else inUse--;
+    };
+  };
+  const reach = new Map<string, number>();
+  const signal = new AbortController().signal;
+
+  // One provider's loop: at a fixed cadence, its job list, then every running job's calls, 16 at once.
+  const loop = async (adapter: (typeof adapters)[number], i: number) => {
+    const metrics = adapter.capabilities.systemMetrics.filter((m) => LIVE_METRICS.has(m));
+    const own = opts.sims.providers[i]!.config.pollIntervalSeconds ?? null;
+    const intervalMs = INTERVAL_S ? INTERVAL_S * 1000 : pollIntervalMs({ kind: adapter.kind, pollIntervalSeconds: own });
+    intervals.set(adapter.id, intervalMs);
+    let dueAt = Date.now();
+    while (!stopped) {
+      await adapter.listProjects(signal);
+      const jobs = [];
+      let cursor: string | null = null;
+      do {
+        const page = await adapter.listJobs(cursor, signal);
+        jobs.push(...page.jobs);
+        cursor = page.nextCursor;
+      } while (cursor);
+      const live = jobs.filter((j) => j.status === 'RUNNING');
+      let next = 0;
+      const worker = async () => {
+        while (next < live.length) {
+          const j = live[next++]!;
+          const release = await slot();
+          const key = `${adapter.id}:${j.projectExternalId}:${j.externalId}`;
+          const now = Date.now();
+          const from = new Date(reach.get(key) ?? now - FIRST_LOOKBACK_S * 1000);
+          await adapter.fetchSystemMetrics(j, { from, to: new Date(now), metrics, stepSeconds: 15 }, signal).catch(() => null);
+          reach.set(key, now - intervalMs);
+          if (adapter.capabilities.trainingMetrics) await adapter.fetchTrainingMetrics?.(j, { from: null, to: null, names: null }, signal).catch(() => null);
+          if (adapter.capabilities.progress) await adapter.fetchProgress?.(j, signal).catch(() => null);
+          release();
+        }
+      };
+      await Promise.all(Array.from({ length: CONCURRENT }, worker));
+      const endedAt = Date.now();
+      swept.set(adapter.id, (swept.get(adapter.id) ?? 0) + 1);
+      lastRunning.set(adapter.id, live.length);
+      if (measuring) {
+        lags.push((endedAt - dueAt) / intervalMs);
+        sweeps++;
+      }
+      // Fixed cadence, as the collector's: the next sweep one interval after this one was due.
+      dueAt += intervalMs;
+      await new Promise((r) => setTimeout(r, Math.max(0, dueAt - Date.now())));
+    }
+  };
+  const loops = adapters.map((a, i) => loop(a, i).catch((err) => console.error(`bare loop ${a.id}:`, err)));
+  let cpu0 = 0;
+  answer({
+    warm: async () => {
+      while ([...swept].filter(([id, n]) => n >= warmupSweeps(id)).length < adapters.length) await new Promise((r) => setTimeout(r, 200));
+      return {};
+    },
+    mark: async () => {
+      measuring = true;
+      lags = [];
+      sweeps = 0;
+      cpu0 = cpuMs();
+      return {};
+    },
+    report: async () => {
+      const cpu = cpuMs() - cpu0;
+      measuring = false;
+      const running = [...lastRunning.values()].reduce((a, b) => a + b, 0);
+      const jobIntervals = [...lastRunning].reduce((n, [id, jobs]) => n + (jobs * WINDOW_MS) / intervals.get(id)!, 0);
+      return { report: { cpuMs: cpu, rssMiB: await rssMiB(), lags, sweeps, jobIntervals, runningJobs: running } satisfies Report };
+    },
+    close: async () => {
+      stopped = true;
+      await Promise.race([Promise.all(loops), new Promise((r) => setTimeout(r, 20_000))]);
+      return {};
+    },
+  });
+  process.send!({ ready: true });
+}
+
+// ---- the driver ---------------------------------------------------------------------------------
+
+interface Child {
+  ready: any;
+  request(cmd: string): Promise<any>;
+  close(): Promise<void>;
+}
+
+function startRole(role: string, options: unknown): Promise<Child> {
+  const child: ChildProcess = fork(
+    fileURLToPath(import.meta.url),
+    ['--role', role, '--options', JSON.stringify(options), ...(INTERVAL_S ? ['--interval', String(INTERVAL_S)] : [])],
+    {
+      execArgv: ['--expose-gc', '--import', 'tsx'],
+      env: { ...process.env, NODE_ENV: 'production' },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    },
+  );
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`bench/collect.ts --role ${role} exited (${code}) before it was ready`)));
+    child.once('message', (ready: any) => {
+      child.removeAllListeners('exit');
+      let seq = 0;
+      const request = (cmd: string) =>
+        new Promise<any>((done) => {
+          const id = ++seq;
+          const on = (r: any) => r.id === id && (child.off('message', on), done(r));
+          child.on('message', on);
+          child.send({ cmd, id });
+        });
+      resolve({
+        ready,
+        request,
+        close: () =>
+          new Promise<void>((done) => {
+            const timer = setTimeout(() => (child.kill('SIGKILL'), done()), 30_000);
+            child.once('exit', () => (clearTimeout(timer), done()));
+            void request('close');
+          }),
+      });
+    });
+  });
+}
+
+const pct = (xs: number[], p: number) => {
+  if (xs.length === 0) return Number.NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
+};
+const total = (stats: Record<string, Record<string, number>>) =>
+  Object.values(stats).reduce((n, routes) => n + Object.entries(routes).reduce((m, [, c]) => m + c, 0), 0);
+
+interface SideResult {
+  /** Sweep lag p50 and p99 as a share of the provider's interval (1 = a whole interval late). */
+  lagP50: number;
+  lagP99: number;
+  /** CPU per 30 s (Baseten's interval) of the measured window. */
+  cpuMsPerInterval: number;
+  rssMiB: number;
+  calls: number;
+  callsPerJobInterval: number;
+  runningJobs: number;
+  sweeps: number;
+  callsByProvider: Record<string, Record<string, number>>;
+}
+
+async function measure(role: 'collector' | 'bare', sims: Child, options: Record<string, unknown>): Promise<SideResult> {
+  const side = await startRole(role, { sims: sims.ready, ...options });
+  try {
+    await side.request('warm');
+    await sims.request('reset');
+    await side.request('mark');
+    await new Promise((r) => setTimeout(r, WINDOW_MS));
+    const { report } = (await side.request('report')) as { report: Report };
+    const { stats } = await sims.request('stats');
+    const calls = total(stats);
+    return {
+      lagP50: pct(report.lags, 50),
+      lagP99: pct(report.lags, 99),
+      cpuMsPerInterval: report.cpuMs / (WINDOW_MS / 30_000),
+      rssMiB: report.rssMiB,
+      calls,
+      callsPerJobInterval: calls / Math.max(1, report.jobIntervals),
+      runningJobs: report.runningJobs,
+      sweeps: report.sweeps,
+      callsByProvider: stats,
+    };
+  } finally {
+    await side.close();
+  }
+}
+
+async function main() {
+  const results: { jobs: number; collector: SideResult; bare: SideResult }[] = [];
+  for (const jobs of SIZES) {
+    const workDir = mkdtempSync(path.join(tmpdir(), 'tg-bench-collect-'));
+    const sims = await startRole('sims', { jobs, workDir });
+    try {
+      const { freshPostgresDatabase } = await import('./children.js');
+      const db = await freshPostgresDatabase(flags.db!, 'bench_collect');
+      let collector: SideResult;
+      const every = INTERVAL_S ? `every ${INTERVAL_S} s` : "each provider's interval";
+      try {
+        console.error(`bench:collect: ${jobs} jobs, the collector (${every}, ${WINDOW_MS / 1000} s measured)`);
+        collector = await measure('collector', sims, { databaseUrl: db.url });
+      } finally {
+        await db.drop();
+      }
+      console.error(`bench:collect: ${jobs} jobs, the bare loop`);
+      const bare = await measure('bare', sims, {});
+      results.push({ jobs, collector, bare });
+    } finally {
+      await sims.close();
+      rmSync(workDir, { recursive: true, force: true });
+    }
+  }
+  const small = results[0]!;
+  const large = results.at(-1)!;
+  const callsRatio = large.collector.callsPerJobInterval / Math.max(1e-9, large.bare.callsPerJobInterval);
+  const cpuRatio = large.collector.cpuMsPerInterval / Math.max(1e-9, large.bare.cpuMsPerInterval);
+  const rssGrowth = large.collector.rssMiB / Math.max(1e-9, small.collector.rssMiB);
+  const met = {
+    lag: large.collector.lagP99 <= 1,
+    // Counted over a window whose edges cut sweeps: within 5% is the same calls.
+    calls: callsRatio <= 1.05,
+    cpu: cpuRatio <= 1.5,
+    rss: rssGrowth <= 1.25,
+  };
+  const r2 = (x: number) => Math.round(x * 100) / 100;
+  const every = INTERVAL_S ? `every ${INTERVAL_S} s` : "each provider's interval";
+  const row = {
+    scenario: `collector, ${large.collector.runningJobs.toLocaleString('en')} running jobs over the five simulators, ${every}`,
+    measured: `lag p50 ${r2(large.collector.lagP50)}, p99 ${r2(large.collector.lagP99)} intervals; ${r2(large.collector.callsPerJobInterval)} calls per job and interval; CPU ${Math.round(large.collector.cpuMsPerInterval)} ms per 30 s; RSS ${Math.round(small.collector.rssMiB)} MiB at ${small.collector.runningJobs} jobs, ${Math.round(large.collector.rssMiB)} MiB at ${large.collector.runningJobs}`,
+    baseline: `bare loop, same calls: lag p99 ${r2(large.bare.lagP99)} intervals; ${r2(large.bare.callsPerJobInterval)} calls per job and interval; CPU ${Math.round(large.bare.cpuMsPerInterval)} ms per 30 s; RSS ${Math.round(large.bare.rssMiB)} MiB`,
+    ratio: cpuRatio,
+    goal: 'lag p99 <= 1 interval, calls = minimum (the bare loop), CPU <= 1.5x, RSS flat (<= 1.25x) from 100 to 1,000 jobs',
+    met: met.lag && met.calls && met.cpu && met.rss,
+  };
+  const out = {
+    at: new Date().toISOString(),
+    intervalSeconds: INTERVAL_S,
+    measuredSeconds: WINDOW_MS / 1000,
+    concurrent: CONCURRENT,
+    results,
+    row,
+    met,
+    callsRatio,
+    cpuRatio,
+    rssGrowth,
+  };
+  mkdirSync(path.join(HERE, 'results'), { recursive: true });
+  writeFileSync(path.join(HERE, 'results', 'collect.json'), JSON.stringify(out, null, 2));
+  console.log('| jobs | side | lag p50 / p99 (intervals) | calls per job and interval | CPU per 30 s (ms) | RSS (MiB) |');
+  console.log('| --- | --- | --- | --- | --- | --- |');
+  for (const r of results) {
+    for (const [name, s] of [
+      ['collector', r.collector],
+      ['bare loop', r.bare],
+    ] as const) {
+      console.log(
+        `| ${s.runningJobs} | ${name} | ${r2(s.lagP50)} / ${r2(s.lagP99)} | ${r2(s.callsPerJobInterval)} | ${Math.round(s.cpuMsPerInterval)} | ${Math.round(s.rssMiB)} |`,
+      );
+    }
+  }
+  console.log(`COLLECT_RESULT ${JSON.stringify({ row, met, callsRatio, cpuRatio, rssGrowth })}`);
+}
+
+if (flags.role) {
+  const options = JSON.parse(flags.options ?? '{}');
+  if (flags.role === 'sims') await serveSims(options);
+  else if (flags.role === 'collector') await serveCollector(options);
+  else if (flags.role === 'bare') await serveBare(options);
+} else {
+  await main();
+  process.exit(0);
+}
