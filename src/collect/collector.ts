@@ -24,7 +24,7 @@ import type { CollectSettings } from './settings.js';
 const LEASE_INTERVALS = 1;
 const RENEWALS_PER_LEASE = 3;
 const FOLLOWER_TRY_INTERVALS = 0.25;
-/** A fetch this much younger than an interval counts as this interval's (a sweep's own start drifts a little). */
+/** A list sync this much younger than an interval counts as this interval's; a job's fetch counts as a sweep's when made since (1 - this) of an interval before the sweep began (a sweep's own start drifts a little). */
 const FRESH_FRACTION = 0.9;
 /** Log lines per page and pages per job and sweep (the live log feed's page; a job far behind catches up over sweeps). */
 const LOG_PAGE = 500;
@@ -274,6 +274,7 @@ class ProviderCollector {
     const interval = this.intervalMs;
     const listInterval = (this.settings.listIntervalSeconds ?? interval / 1000) * 1000;
     const nowMs = () => this.owner.timers.now();
+    const sweepStart = nowMs();
     const watched = this.owner.watched?.() ?? new Set<string>();
     // Held back: the watched jobs' live feeds poll on their own each interval, and a tenth of the
     // budget stays free for what no sweep foresees (a query, a new subscriber's first poll).
@@ -327,7 +328,10 @@ class ProviderCollector {
             item.kind === 'running'
               ? await collection.collectRunning(item.job, {
                   metrics: this.metrics,
-                  maxAgeMs: interval * FRESH_FRACTION,
+                  // This interval's: fetched (by anyone) since a little before this sweep began. An age
+                  // of 0.9 interval skipped a job whenever this sweep reached it sooner than the last
+                  // one had (a slow first sweep, a loaded machine): collected every other interval.
+                  maxAgeMs: nowMs() - sweepStart + interval * (1 - FRESH_FRACTION),
                   firstLookbackMs: this.settings.firstLookbackSeconds * 1000,
                   overlapMs: interval,
                   training: this.wantsTraining,
