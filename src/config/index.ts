@@ -7,6 +7,16 @@ import { providersFile, type ProviderConfig } from './providers-config.js';
 import { loadSecurityConfig, type SecurityConfig } from './security.js';
 
 export * from './providers-config.js';
+export { APP_ROOT, DIST_DIR, FROM_SOURCES, MIGRATIONS_DIR } from './install.js';
+export {
+  DEFAULT_LOOKUP_BUDGET,
+  DEFAULT_REQUEST_LIMITS,
+  isLoopbackHost,
+  type LookupBudget,
+  type RequestLimits,
+  type TokenScope,
+  type TokenStore,
+} from './security.js';
 
 export class ConfigError extends Error {
   constructor(message: string) {

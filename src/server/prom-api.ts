@@ -4,7 +4,7 @@
 // target, and is refused in Prometheus' error shape otherwise.
 import type http from 'node:http';
 import { GraphQLError } from 'graphql';
-import type { TokenStore } from '../config/security.js';
+import type { TokenStore } from '../config/index.js';
 import type { PromApi, PromAnswer } from '../promql/index.js';
 import type { Store } from '../store/index.js';
 import { authenticate, unauthenticated } from './access.js';

@@ -8,7 +8,15 @@ import { PromApi } from '../promql/index.js';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { destination, pino, type DestinationStream, type Logger } from 'pino';
-import type { AppConfig, ProviderConfig, SecretSource } from '../config/index.js';
+import {
+  type AppConfig,
+  type ProviderConfig,
+  type SecretSource,
+  ConfigError,
+  DEFAULT_REQUEST_LIMITS,
+  isLoopbackHost,
+  type TokenStore,
+} from '../config/index.js';
 import { ProviderSet, type ProviderInstance, type ResilienceOptions } from '../providers/provider-set.js';
 import { createAdapter } from '../providers/registry.js';
 import { onShapeMismatch } from '../providers/shape-watch.js';
@@ -17,16 +25,12 @@ import { openDatabase, type Database } from '../store/db.js';
 import { DEFAULT_CACHE_POLICY, ReadThrough, type CachePolicy } from '../store/read-through.js';
 import { Repository } from '../store/repository.js';
 import { Store } from '../store/index.js';
-import { DEFAULT_LIMITS, type Limits } from '../schema/context.js';
-import { printedSubgraph } from '../schema/print.js';
-import { SubgraphNamesError } from '../schema/subgraph-names.js';
+import { DEFAULT_LIMITS, type Limits, printedSubgraph, SubgraphNamesError } from '../schema/index.js';
 import { createApp, type App } from './yoga.js';
 import type { Plugin } from 'graphql-yoga';
 import { startLive, type LiveRuntime } from './live.js';
-import type { LiveOptions, LiveTimers } from '../live/hub.js';
+import { type LiveOptions, type LiveTimers, REAL_TIMERS } from '../live/index.js';
 import { attachGraphqlWs, DEFAULT_WS_LIMITS, type WsLimits } from './ws.js';
-import { ConfigError } from '../config/index.js';
-import { DEFAULT_REQUEST_LIMITS, isLoopbackHost, type TokenStore } from '../config/security.js';
 import { presentedToken } from './access.js';
 import { timingSafeEqual } from 'node:crypto';
 import { scrubSecrets } from '../domain/secrets.js';
@@ -37,7 +41,6 @@ import { useMetrics } from './plugins/use-metrics.js';
 import { useTracing } from './plugins/use-tracing.js';
 import { serveWebPage } from './web.js';
 import { Collector, defaultSettings, type CollectSettings } from '../collect/index.js';
-import { REAL_TIMERS } from '../live/hub.js';
 import { routeListener } from './routes.js';
 import { type ByteBoundedApqStore, createByteBoundedApqStore } from './apq-store.js';
 

@@ -7,7 +7,7 @@ import { GraphQLError, type ExecutionArgs, type ExecutionResult, getOperationAST
 import { useServer } from 'graphql-ws/use/ws';
 import { type WebSocket, WebSocketServer } from 'ws';
 import type { App } from './yoga.js';
-import type { TokenStore } from '../config/security.js';
+import type { TokenStore } from '../config/index.js';
 import { presentedToken } from './access.js';
 import { recoded } from './plugins/use-limits.js';
 import type { OutgoingGuard } from './outgoing-guard.js';

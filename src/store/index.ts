@@ -58,6 +58,9 @@ export type { ProviderHealth } from '../providers/provider-set.js';
 export { clientFacingError } from './unavailable.js';
 /** The reconnect backoff the live poll lock shares with the cache's own connections. */
 export { reconnectBackoffSeconds } from './db.js';
+export type { PoolHealth } from './pool-watch.js';
+/** What /metrics reads of the cache: its lookups' hits and misses, and the writes still queued. */
+export type CacheObserver = Pick<ReadThrough, 'observeLookups' | 'pendingWrites'>;
 
 /** What a platform can answer, as the graph and the pollers need to know it. */
 export interface ProviderCapabilities {
