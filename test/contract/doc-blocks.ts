@@ -72,6 +72,24 @@ export function graphqlBlocks(markdown: string, file: string): DocBlock[] {
   return blocks;
 }
 
+/** The ```promql fences: expressions a reader pastes into Grafana or promtool, run by a test against the query API. */
+export function promqlBlocks(markdown: string, file: string): DocBlock[] {
+  const out: DocBlock[] = [];
+  const lines = markdown.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    if (!/^\s*```promql\s*$/.test(lines[i]!)) continue;
+    const start = i + 1;
+    const body: string[] = [];
+    while (++i < lines.length && !/^\s*```/.test(lines[i]!)) body.push(lines[i]!);
+    out.push({ where: `${file}:${start}`, source: body.join('\n').trim() });
+  }
+  return out;
+}
+
+export function allPromqlBlocks(): DocBlock[] {
+  return docFiles().flatMap((f) => promqlBlocks(readFileSync(path.join(ROOT, f), 'utf8'), f));
+}
+
 export function allDocBlocks(): DocBlock[] {
   return docFiles().flatMap((f) => graphqlBlocks(readFileSync(path.join(ROOT, f), 'utf8'), f));
 }
