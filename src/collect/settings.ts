@@ -1,5 +1,5 @@
 // What the collector does per provider, and its defaults. Budgets are conservative where a
-// platform publishes no quota (shared/providers/*.md): a collector must never be the reason a
+// platform publishes no quota (docs/platforms/*.md): a collector must never be the reason a
 // team's API key gets throttled for its own scripts.
 import type { ProviderKind } from '../domain/types.js';
 

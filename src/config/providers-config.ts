@@ -1,5 +1,5 @@
 // The providers file (PROVIDERS_CONFIG): which platform instances to federate. Secrets are never
-// in it, only the names of environment variables that hold them (DESIGN.md, "Secrets").
+// in it, only the names of environment variables that hold them (docs/design.md, "Secrets").
 import { z } from 'zod';
 import { isValidProviderId } from '../domain/ids.js';
 import { registerSecret } from '../domain/secrets.js';

@@ -195,7 +195,7 @@ export function attachGraphqlWs(
             }),
           ];
         }
-        // No Fetch request exists over a socket (STACK.md): yoga gets the upgrade request instead.
+        // No Fetch request exists over a socket (docs/stack.md): yoga gets the upgrade request instead.
         // graphql-ws' context by its fields, not spread: on Node 20's V8 the spread gave each
         // operation's context a hidden class of its own (~500 bytes a live subscriber).
         const { schema, execute, subscribe, contextFactory, parse, validate } = app.getEnveloped({

@@ -1,4 +1,4 @@
-// Baseten training API adapter (fact sheet: shared/providers/baseten.md).
+// Baseten training API adapter (fact sheet: docs/platforms/baseten.md).
 import type { BasetenConfig, SecretSource } from '../../config/index.js';
 import { DomainError, UpstreamError } from '../../domain/errors.js';
 import type { JobPage, JobRef, LogPage, LogRequest, MetricFetchRequest, ProjectRecord } from '../../domain/types.js';

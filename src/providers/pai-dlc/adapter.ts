@@ -1,4 +1,4 @@
-// Alibaba Cloud PAI-DLC adapter (fact sheet: shared/providers/pai-dlc.md). Project = workspace,
+// Alibaba Cloud PAI-DLC adapter (fact sheet: docs/platforms/pai-dlc.md). Project = workspace,
 // Job = DLC job, Node = pod. Metrics are per pod: GetJobMetrics (one call per MetricType) for
 // pay-as-you-go jobs on public ECS resources, CloudMonitor's GetMetrics for every other job.
 import type { PaiDlcConfig, SecretSource } from '../../config/index.js';

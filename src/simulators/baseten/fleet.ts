@@ -1,7 +1,7 @@
 // The Baseten simulator's synthetic fleet: projects and training jobs derived from a seed, with
 // every job time placed relative to an anchor so tests can pin the clock. This is the ground
 // truth the simulator serves and that tests compare adapters against; written from the fact
-// sheet (shared/providers/baseten.md) only, never from the adapter.
+// sheet (docs/platforms/baseten.md) only, never from the adapter.
 import { startOfUtcDay, hashSeed, seededRandom, wave } from '../kit.js';
 
 export const JOB_STATUSES = [

@@ -1,4 +1,4 @@
-// The Baseten training API simulator: every route of shared/providers/baseten.md over real HTTP,
+// The Baseten training API simulator: every route of docs/platforms/baseten.md over real HTTP,
 // with Baseten's auth header forms, its 429 body, a real per-key per-endpoint rate limit, and
 // the kit's fault injection rendered in Baseten's own error shapes.
 import { hashSeed, seededRandom, startSimulator, type Fault, type SimRequest, type SimResponse, type SimulatorHandle } from '../kit.js';

@@ -1,5 +1,5 @@
 // A ModelArts training-job API (v2) plus the IAM token endpoint on one loopback server, written
-// from ../shared/providers/modelarts.md: both auth modes really checked, page-index paging,
+// from docs/platforms/modelarts.md: both auth modes really checked, page-index paging,
 // ModelArts' error bodies ({error_code, error_msg}), 204 for metrics that are not ready yet.
 import { randomBytes } from 'node:crypto';
 import { startOfUtcDay, startSimulator, type Fault, type RouteDef, type SimRequest, type SimResponse, type SimulatorHandle } from '../kit.js';
