@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { schema } from '../../src/schema/index.js';
 import { startRuntime, type Runtime } from '../../src/server/runtime.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { allDocBlocks, allPromqlBlocks, docFiles, graphqlBlocks } from './doc-blocks.js';
+import { allCurlCommands, allDocBlocks, allPromqlBlocks, docFiles, graphqlBlocks, parseCurl } from './doc-blocks.js';
 
 const readme = readFileSync(path.resolve(import.meta.dirname, '../../README.md'), 'utf8');
 const examples = [...readme.matchAll(/```graphql\n([\s\S]*?)```/g)].map((m) => m[1]!);
@@ -191,4 +191,29 @@ describe('README examples against the demo', () => {
   });
 
   it("finds the docs' PromQL blocks", () => expect(allPromqlBlocks().length).toBeGreaterThanOrEqual(1));
+
+  it.each(allCurlCommands().map((b) => [b.where, b.source] as const))('the curl command of %s answers 200 on the demo', async (_where, command) => {
+    const { url, headers } = parseCurl(command);
+    // `<runicorn job id>` and the like: a running job of that platform, found through the graph.
+    let path = `${url.pathname}${url.search}`;
+    for (const m of [...path.matchAll(/%3C([a-z-]+)%20job%20id%3E|<([a-z-]+) job id>/g)]) {
+      const kind = (m[1] ?? m[2]!).toUpperCase().replace('-', '_');
+      const res = await run(`{ jobs(first: 1, filter: { kinds: [${kind}], statuses: [RUNNING] }) { edges { node { id } } } }`);
+      const id = res.data.jobs.edges[0]?.node.id;
+      expect(id, `a running ${kind} job`).toBeDefined();
+      path = path.replace(m[0], encodeURIComponent(id));
+    }
+    expect(url.origin).toBe('http://127.0.0.1:4000');
+    const res = await fetch(`${rt.url}${path}`, { headers });
+    const body = await res.text();
+    expect(res.status, body.slice(0, 300)).toBe(200);
+    // Something beyond comment lines: the export's rows, the scrape's samples, the query's result.
+    expect(body.split('\n').some((l) => l.trim() !== '' && !l.startsWith('#'))).toBe(true);
+  });
+
+  it("finds the docs' curl commands, and refuses an option it does not know", () => {
+    expect(allCurlCommands().length).toBeGreaterThanOrEqual(4);
+    expect(parseCurl("curl -s -G http://h:1/q --data-urlencode 'query=a b'").url.search).toBe('?query=a%20b');
+    expect(() => parseCurl('curl -X DELETE http://h:1/')).toThrow(/not understood/);
+  });
 });
