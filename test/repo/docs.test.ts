@@ -24,6 +24,19 @@ function docs(): string[] {
   return out;
 }
 
+/** GitHub's anchors of a Markdown file's headings: lower case, punctuation dropped, spaces as hyphens. */
+function headingSlugs(markdown: string): Set<string> {
+  return new Set(
+    [...markdown.matchAll(/^#{1,6} (.+)$/gm)].map((m) =>
+      m[1]!
+        .trim()
+        .toLowerCase()
+        .replace(/[^\p{L}\p{N} _-]/gu, '')
+        .replace(/ /g, '-'),
+    ),
+  );
+}
+
 describe('the README and docs/', () => {
   it('keeps the README under 320 lines', () => {
     expect(readme.split('\n').length).toBeLessThanOrEqual(320);
@@ -52,9 +65,11 @@ describe('the README and docs/', () => {
     const broken: string[] = [];
     for (const file of ['README.md', 'CHANGELOG.md', 'patches/README.md', ...docs()]) {
       for (const m of read(file).matchAll(/\]\(([^)\s]+)\)/g)) {
-        const target = m[1]!.split('#')[0]!;
-        if (!target || /^[a-z]+:/.test(target)) continue;
-        if (!existsSync(path.join(ROOT, path.dirname(file), target))) broken.push(`${file}: ${m[1]}`);
+        const [target = '', anchor] = m[1]!.split('#');
+        if (/^[a-z]+:/.test(target)) continue;
+        const rel = target ? path.posix.join(path.posix.dirname(file), target) : file;
+        if (!existsSync(path.join(ROOT, rel))) broken.push(`${file}: ${m[1]}`);
+        else if (anchor && rel.endsWith('.md') && !headingSlugs(read(rel)).has(anchor)) broken.push(`${file}: ${m[1]} (no such heading)`);
       }
     }
     expect(broken).toEqual([]);
