@@ -1,6 +1,6 @@
 // The README's example queries run as written against the embedded demo (all five simulators),
 // every GraphQL block of the README and docs/, fenced or indented, is valid against the schema, and
-// every ```promql block of the docs runs on the demo's Prometheus query API.
+// the docs' operations, ```promql blocks and curl commands run on the demo too.
 import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -210,6 +210,38 @@ describe('README examples against the demo', () => {
     // Something beyond comment lines: the export's rows, the scrape's samples, the query's result.
     expect(body.split('\n').some((l) => l.trim() !== '' && !l.startsWith('#'))).toBe(true);
   });
+
+  // The docs' operations (README's are run above, each with its own checks) run as written too;
+  // a required variable gets a value from here, and one without a value here fails by name.
+  const docOperations = allDocBlocks().filter(
+    (b) => !b.where.startsWith('README.md:') && parse(b.source).definitions.every((d) => d.kind === Kind.OPERATION_DEFINITION),
+  );
+  it.each(docOperations.map((b) => [b.where, b.source] as const))('the operation of %s runs on the demo without errors', async (_where, source) => {
+    const required = parse(source).definitions.flatMap((d) =>
+      d.kind === Kind.OPERATION_DEFINITION
+        ? (d.variableDefinitions ?? []).filter((v) => v.type.kind === Kind.NON_NULL_TYPE).map((v) => v.variable.name.value)
+        : [],
+    );
+    const variables: Record<string, unknown> = {};
+    for (const name of required) {
+      if (name !== 'ids') throw new Error(`no value for the docs' variable $${name}: give readme-examples.test.ts one`);
+      // As docs/fleet-and-runs.md shows it: a Runicorn run beside a Primus-Lens workload.
+      const res = await run(
+        '{ jobs(first: 1, filter: { kinds: [RUNICORN], statuses: [RUNNING] }) { edges { node { id } } } lens: jobs(first: 1, filter: { kinds: [PRIMUS_LENS], statuses: [RUNNING] }) { edges { node { id } } } }',
+      );
+      variables.ids = [res.data.jobs.edges[0].node.id, res.data.lens.edges[0].node.id];
+    }
+    const res = await rt.app.fetch('http://yoga/graphql', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: source, variables }),
+    });
+    const body = (await res.json()) as { data?: unknown; errors?: unknown[] };
+    expect(body.errors).toBeUndefined();
+    expect(body.data).toBeTruthy();
+  });
+
+  it("runs the docs' operations: fleet, run search, compare, collection", () => expect(docOperations.length).toBeGreaterThanOrEqual(4));
 
   it("finds the docs' curl commands, and refuses an option it does not know", () => {
     expect(allCurlCommands().length).toBeGreaterThanOrEqual(4);
