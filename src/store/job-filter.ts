@@ -5,6 +5,7 @@
 import { inArray, sql, type SQL } from 'drizzle-orm';
 import { textArray } from './sql-util.js';
 import * as t from './tables.js';
+import { TERMINAL_STATUSES } from '../domain/types.js';
 
 /** A time window over one of a job's instants; either end may be open. A job without that instant never matches. */
 export interface TimeWindow {
@@ -258,8 +259,13 @@ export function orderKeySql(order: JobOrder): SQL {
     case 'ACCELERATOR_COUNT':
       return sql`coalesce(${t.jobs.gpuCount}::float8, ${missing})`;
     case 'DURATION': {
+      // An ended job whose platform gave no finish time has no known duration (ranFor is null), so
+      // it sorts with the jobs that lack the key rather than as if it still ran until now.
       const now = (order.now ?? new Date()).toISOString();
-      return sql`coalesce(extract(epoch from (coalesce(${t.jobs.finishedAt}, ${now}::timestamptz) - ${t.jobs.startedAt}))::float8, ${missing})`;
+      const ended = sql.raw(`(${[...TERMINAL_STATUSES].map((s) => `'${s}'`).join(', ')})`);
+      const end = sql`case when ${t.jobs.finishedAt} is not null then ${t.jobs.finishedAt}
+        when ${t.jobs.status} in ${ended} then null else ${now}::timestamptz end`;
+      return sql`coalesce(extract(epoch from (${end} - ${t.jobs.startedAt}))::float8, ${missing})`;
     }
     case 'SUMMARY': {
       const s = order.summary!;
