@@ -1,6 +1,7 @@
 // The Huawei Cloud ModelArts adapter: training jobs (API v2) of one IAM project, grouped by
 // ModelArts workspace, with per-task running metrics and log previews.
-import { DEFAULT_PROVIDER_TIMEOUT_SECONDS, requireSecret, type ModelArtsConfig, type SecretSource } from '../../config/index.js';
+import { DEFAULT_PROVIDER_TIMEOUT_SECONDS, requireSecret, type SecretSource } from '../../config/provider-kit.js';
+import type { ModelArtsConfig } from './config.js';
 import { DomainError, UpstreamError } from '../../domain/errors.js';
 import type { JobPage, JobRef, LogLineRecord, LogPage, LogRequest, MetricFetchRequest, ProjectRecord, SeriesData, SystemMetric } from '../../domain/types.js';
 import { TERMINAL_STATUSES } from '../../domain/types.js';

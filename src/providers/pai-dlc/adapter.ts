@@ -1,7 +1,8 @@
 // Alibaba Cloud PAI-DLC adapter (fact sheet: shared/providers/pai-dlc.md). Project = workspace,
 // Job = DLC job, Node = pod. Metrics are per pod: GetJobMetrics (one call per MetricType) for
 // pay-as-you-go jobs on public ECS resources, CloudMonitor's GetMetrics for every other job.
-import type { PaiDlcConfig, SecretSource } from '../../config/index.js';
+import type { SecretSource } from '../../config/provider-kit.js';
+import type { PaiDlcConfig } from './config.js';
 import { DomainError, UpstreamError } from '../../domain/errors.js';
 import {
   TERMINAL_STATUSES,

@@ -2,7 +2,8 @@
 // tenancy unit its UI filters by, so Project = namespace (within the configured cluster, or
 // Lens' default cluster when none is set). Job = top-level workload (uid); Node = a node its pods
 // ran on; training metrics and progress come from the four seed-003 routes.
-import { DEFAULT_PROVIDER_TIMEOUT_SECONDS, requireSecret, type PrimusLensConfig, type SecretSource } from '../../config/index.js';
+import { DEFAULT_PROVIDER_TIMEOUT_SECONDS, requireSecret, type SecretSource } from '../../config/provider-kit.js';
+import type { PrimusLensConfig } from './config.js';
 import { DomainError, UpstreamError } from '../../domain/errors.js';
 import { metricDefinition, rawName } from '../../domain/metric-catalog.js';
 import type {

@@ -9,7 +9,7 @@ import { metricsGraphSchema, type UnifiedData, type LensPod, type MetricsGraph, 
 /** The `source` of every series this adapter writes. */
 export const SOURCE = 'primus-lens';
 
-const STATUS: Record<string, JobStatus> = {
+export const STATUS: Readonly<Record<string, JobStatus>> = {
   Running: 'RUNNING',
   Pending: 'PENDING',
   Done: 'SUCCEEDED',

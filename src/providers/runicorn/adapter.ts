@@ -1,6 +1,7 @@
 // The Runicorn adapter, in two modes over the same mapping: the viewer's HTTP API (baseUrl) or the
 // storage folder read directly (storageDir). Project = the run's experiment path, Job = a run.
-import { DEFAULT_PROVIDER_TIMEOUT_SECONDS, type RunicornConfig, type SecretSource } from '../../config/index.js';
+import { DEFAULT_PROVIDER_TIMEOUT_SECONDS, type SecretSource } from '../../config/provider-kit.js';
+import type { RunicornConfig } from './config.js';
 import { DomainError, UpstreamError } from '../../domain/errors.js';
 import { rawName } from '../../domain/metric-catalog.js';
 import {

@@ -5,20 +5,16 @@ import { epochSecondsToDate } from '../../domain/units.js';
 import { trainingSeries } from '../provider.js';
 import type { MetricTable } from './events.js';
 
+export const STATUS: Readonly<Record<string, JobStatus>> = {
+  running: 'RUNNING',
+  finished: 'SUCCEEDED',
+  // Also what the viewer writes for a crashed run (exit_reason process_not_found).
+  failed: 'FAILED',
+  interrupted: 'STOPPED',
+};
+
 export function mapStatus(raw: string): JobStatus {
-  switch (raw) {
-    case 'running':
-      return 'RUNNING';
-    case 'finished':
-      return 'SUCCEEDED';
-    // Also what the viewer writes for a crashed run (exit_reason process_not_found).
-    case 'failed':
-      return 'FAILED';
-    case 'interrupted':
-      return 'STOPPED';
-    default:
-      return 'UNKNOWN';
-  }
+  return Object.hasOwn(STATUS, raw) ? STATUS[raw]! : 'UNKNOWN';
 }
 
 /** Columns that are the row's coordinates, not metrics. */
