@@ -4,11 +4,11 @@
 // read off the list of modules.
 import { z } from 'zod';
 import { PLATFORMS, type PlatformConfig } from '../providers/platforms.js';
-import type { SchemasOf } from '../providers/platform.js';
+import { configUnionOf } from '../providers/platform.js';
 
 export { collectConfig, DEFAULT_PROVIDER_TIMEOUT_SECONDS, requireSecret, type CollectConfig, type SecretSource } from './provider-kit.js';
 
-export const providerConfig = z.discriminatedUnion('kind', PLATFORMS.map((p) => p.configSchema) as unknown as SchemasOf<typeof PLATFORMS>);
+export const providerConfig = configUnionOf(PLATFORMS);
 
 export const providersFile = z
   .object({ providers: z.array(providerConfig).min(1) })

@@ -3,7 +3,7 @@
 // registry, the kinds, the poll intervals, the collector's defaults, the contract's ProviderKind
 // docs and the providers file's schema are all read off the list in platforms.ts. A module
 // missing a part fails its `satisfies PlatformModule<...>`; see docs/adding-a-platform.md.
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { SecretSource } from '../config/provider-kit.js';
 import type { JobStatus } from '../domain/types.js';
 import type { ProviderAdapter } from './provider.js';
@@ -49,3 +49,31 @@ export type ConfigsOf<L extends readonly PlatformModule[]> = { [I in keyof L]: z
 
 /** The config schemas of a list of modules, as the tuple z.discriminatedUnion takes. */
 export type SchemasOf<L extends readonly PlatformModule[]> = { -readonly [I in keyof L]: L[I]['configSchema'] };
+
+// The derivations, as functions of a list, so a list with one module more (test/providers/toy)
+// goes through the same code as the build's own list (platforms.ts).
+
+/** The providers file's entry schema: each module's configSchema, picked by `kind`. */
+export function configUnionOf<L extends readonly [PlatformModule, ...PlatformModule[]]>(list: L) {
+  return z.discriminatedUnion('kind', list.map((p) => p.configSchema) as unknown as SchemasOf<L>);
+}
+
+/** The adapter registry: a config (parsed by its own module's schema) to its module's adapter. */
+export function adapterFactoryOf(list: readonly PlatformModule[]) {
+  const byKind = new Map<string, PlatformModule>(list.map((p) => [p.kind, p]));
+  return (config: { readonly id: string; readonly kind: string }, secrets: SecretSource): ProviderAdapter => {
+    const module = byKind.get(config.kind);
+    if (!module) throw new Error(`provider "${config.id}": kind ${config.kind} has no adapter in this build`);
+    return module.createAdapter(config as never, secrets);
+  };
+}
+
+/** One value per kind, read off each module (poll intervals, collector defaults, ...). */
+export function valuesByKind<L extends readonly PlatformModule[], T>(list: L, read: (module: L[number]) => T): Record<KindsOf<L>, T> {
+  return Object.fromEntries(list.map((p) => [p.kind, read(p)])) as Record<KindsOf<L>, T>;
+}
+
+/** The ProviderKind enum's values with their descriptions, in the list's order. */
+export function kindDocsOf<L extends readonly PlatformModule[]>(list: L): Record<KindsOf<L>, { description: string }> {
+  return valuesByKind(list, (p) => ({ description: p.description }));
+}

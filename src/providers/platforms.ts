@@ -5,7 +5,7 @@
 import { baseten } from './baseten/index.js';
 import { modelarts } from './modelarts/index.js';
 import { paiDlc } from './pai-dlc/index.js';
-import type { ConfigsOf, KindsOf, PlatformModule } from './platform.js';
+import { kindDocsOf, valuesByKind, type ConfigsOf, type KindsOf, type PlatformModule } from './platform.js';
 import { primusLens } from './primus-lens/index.js';
 import { runicorn } from './runicorn/index.js';
 
@@ -19,5 +19,14 @@ export type PlatformConfig = ConfigsOf<typeof PLATFORMS>;
 
 /** A value per kind, read off each module (the poll intervals, the collector's defaults, ...). */
 export function byKind<T>(read: (module: (typeof PLATFORMS)[number]) => T): Record<ProviderKind, T> {
-  return Object.fromEntries(PLATFORMS.map((p) => [p.kind, read(p)])) as Record<ProviderKind, T>;
+  return valuesByKind(PLATFORMS, read);
 }
+
+/** The contract's ProviderKind values, each described by its module. */
+export const PROVIDER_KIND_DOCS = kindDocsOf(PLATFORMS);
+
+/**
+ * Compiles only for a kind the list holds. Each module's index.ts names its kind through it, so a
+ * platform folder whose line above is missing fails type-checking instead of being silently absent.
+ */
+export type Listed<K extends ProviderKind> = K;

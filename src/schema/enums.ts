@@ -1,7 +1,7 @@
 // The contract's enums, generated from the domain's lists so the two can never drift.
 import { type ACCELERATOR_KINDS, AGGREGATIONS, JOB_STATUSES, METRIC_SCOPES, METRIC_UNITS, START_SOURCES, SYSTEM_METRICS } from '../domain/types.js';
 import { METRIC_CATALOG } from '../domain/metric-catalog.js';
-import { PLATFORMS } from '../providers/platforms.js';
+import { PROVIDER_KIND_DOCS } from '../providers/platforms.js';
 import { builder } from './builder.js';
 
 /** Enum values with their descriptions, checked to cover exactly the domain's list. */
@@ -12,10 +12,7 @@ function documented<T extends string>(values: readonly T[], docs: Record<T, stri
 export const ProviderKindEnum = builder.enumType('ProviderKind', {
   description: 'Which training platform a provider is',
   // Each platform module's own description (src/providers/<name>/index.ts), in the list's order.
-  values: Object.fromEntries(PLATFORMS.map((p) => [p.kind, { description: p.description }])) as Record<
-    (typeof PLATFORMS)[number]['kind'],
-    { description: string }
-  >,
+  values: PROVIDER_KIND_DOCS,
 });
 const JOB_STATUS_DOCS = {
   PENDING: 'Submitted, not running yet (queued, scheduling, creating)',

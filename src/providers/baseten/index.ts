@@ -1,5 +1,6 @@
 // Baseten as one module: everything the server needs of the platform outside this folder.
 import type { PlatformModule } from '../platform.js';
+import type { Listed } from '../platforms.js';
 import { createBasetenAdapter } from './adapter.js';
 import { basetenConfig } from './config.js';
 import { STATUS } from './mapping.js';
@@ -19,3 +20,6 @@ export const baseten = {
   collect: { callsPerMinute: 600, retentionDays: 7 },
   statuses: { table: STATUS },
 } as const satisfies PlatformModule<'BASETEN', typeof basetenConfig>;
+
+/** This platform's kind; fails to compile while the module is missing from src/providers/platforms.ts. */
+export type Kind = Listed<typeof baseten.kind>;

@@ -1,5 +1,6 @@
 // ModelArts as one module: everything the server needs of the platform outside this folder.
 import type { PlatformModule } from '../platform.js';
+import type { Listed } from '../platforms.js';
 import { createModelArtsAdapter } from './adapter.js';
 import { modelartsConfig } from './config.js';
 import { STATUS_BY_PHASE } from './mapping.js';
@@ -19,3 +20,6 @@ export const modelarts = {
   collect: { callsPerMinute: 120, retentionDays: 7 },
   statuses: { table: STATUS_BY_PHASE },
 } as const satisfies PlatformModule<'MODELARTS', typeof modelartsConfig>;
+
+/** This platform's kind; fails to compile while the module is missing from src/providers/platforms.ts. */
+export type Kind = Listed<typeof modelarts.kind>;

@@ -1,5 +1,6 @@
 // PAI-DLC as one module: everything the server needs of the platform outside this folder.
 import type { PlatformModule } from '../platform.js';
+import type { Listed } from '../platforms.js';
 import { createPaiDlcAdapter } from './adapter.js';
 import { paiDlcConfig } from './config.js';
 import { STATUS_MAP } from './mapping.js';
@@ -19,3 +20,6 @@ export const paiDlc = {
   collect: { callsPerMinute: 120, retentionDays: 7 },
   statuses: { table: STATUS_MAP },
 } as const satisfies PlatformModule<'PAI_DLC', typeof paiDlcConfig>;
+
+/** This platform's kind; fails to compile while the module is missing from src/providers/platforms.ts. */
+export type Kind = Listed<typeof paiDlc.kind>;

@@ -1,5 +1,6 @@
 // Primus-Lens as one module: everything the server needs of the platform outside this folder.
 import type { PlatformModule } from '../platform.js';
+import type { Listed } from '../platforms.js';
 import { createPrimusLensAdapter } from './adapter.js';
 import { primusLensConfig } from './config.js';
 import { STATUS } from './mapping.js';
@@ -22,3 +23,6 @@ export const primusLens = {
     ],
   },
 } as const satisfies PlatformModule<'PRIMUS_LENS', typeof primusLensConfig>;
+
+/** This platform's kind; fails to compile while the module is missing from src/providers/platforms.ts. */
+export type Kind = Listed<typeof primusLens.kind>;

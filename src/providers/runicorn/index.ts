@@ -1,5 +1,6 @@
 // Runicorn as one module: everything the server needs of the platform outside this folder.
 import type { PlatformModule } from '../platform.js';
+import type { Listed } from '../platforms.js';
 import { createRunicornAdapter } from './adapter.js';
 import { runicornConfig } from './config.js';
 import { STATUS } from './mapping.js';
@@ -18,3 +19,6 @@ export const runicorn = {
   collect: { callsPerMinute: 1200, retentionDays: null },
   statuses: { table: STATUS },
 } as const satisfies PlatformModule<'RUNICORN', typeof runicornConfig>;
+
+/** This platform's kind; fails to compile while the module is missing from src/providers/platforms.ts. */
+export type Kind = Listed<typeof runicorn.kind>;
