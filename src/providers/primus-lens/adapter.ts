@@ -19,7 +19,7 @@ import type {
   SystemMetric,
   TrainingFetchRequest,
 } from '../../domain/types.js';
-import { epochMillisToDate, epochSecondsToDate, finiteOrNull, percentToRatio } from '../../domain/units.js';
+import { epochMillisToDate, epochSecondsToDate, finiteOrNull } from '../../domain/units.js';
 import { trainingSeries, type JobDetailResult, type ProviderAdapter, type SystemMetricsResult } from '../provider.js';
 import { reportShapeMismatch } from '../shape-watch.js';
 import { LensClient, isLensNotFound } from './client.js';
@@ -52,7 +52,8 @@ import {
   gpusPerNode,
   jobFromDetail,
   jobFromListItem,
-  graphPoints,
+  deviceUtilizationPoints,
+  workloadGraphPoints,
   unifiedToSeries,
   SOURCE,
 } from './mapping.js';
@@ -207,7 +208,7 @@ export function createPrimusLensAdapter(config: PrimusLensConfig, secrets: Secre
               nodeWide: true,
               note: "node-wide: the device as the node reports it, whichever workload held it; this Lens has no workload-scoped per-device data (/training-metrics/data), so none of these is credited to the workload. gpuIndex is the node's gpu_id; points outside the workload's lifetime are dropped",
             },
-            points: graphPoints(device, percentToRatio, from, to),
+            points: deviceUtilizationPoints(device, from, to),
           }),
         ),
     );
@@ -340,7 +341,7 @@ export function createPrimusLensAdapter(config: PrimusLensConfig, secrets: Secre
               aggregation: "per node, mean over the workload's GPUs on it",
               stepSeconds: step,
             },
-            points: graphPoints(s, unit === 'RATIO' ? percentToRatio : finiteOrNull),
+            points: workloadGraphPoints(s, unit),
           });
         }
       }

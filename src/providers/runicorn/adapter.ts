@@ -3,7 +3,6 @@
 import { DEFAULT_PROVIDER_TIMEOUT_SECONDS, type SecretSource } from '../../config/provider-kit.js';
 import type { RunicornConfig } from './config.js';
 import { DomainError, UpstreamError } from '../../domain/errors.js';
-import { rawName } from '../../domain/metric-catalog.js';
 import {
   TERMINAL_STATUSES,
   type JobRecord,
@@ -15,15 +14,13 @@ import {
   type MetricFetchRequest,
   type ProjectRecord,
   type TrainingFetchRequest,
-  type MetricUnit,
   type SeriesData,
   type SystemMetric,
 } from '../../domain/types.js';
 import { LogClock } from './log-clock.js';
-import { GPU_TELEMETRY_READINGS, type GpuTelemetryReading } from './wire.js';
 import { epochSecondsToDate } from '../../domain/units.js';
 import type { JobDetailResult, ProviderAdapter, ProviderCapabilities, SystemMetricsResult } from '../provider.js';
-import { mapStatus, progressFromTable, reportedBest, tableToSeries, targetIterationFrom } from './mapping.js';
+import { mapStatus, progressFromTable, reportedBest, tableToSeries, targetIterationFrom, TELEMETRY } from './mapping.js';
 import type { RunicornSource, RunSnapshot } from './client.js';
 import { StorageSource } from './storage-source.js';
 import { ViewerSource } from './viewer-source.js';
@@ -58,26 +55,6 @@ const CAPABILITIES: ProviderCapabilities = {
   logs: true,
 };
 
-/** The catalog's Runicorn name of a metric, which must be one of the telemetry answer's readings. */
-function telemetryReading(metric: SystemMetric): GpuTelemetryReading {
-  const name = rawName(metric, 'RUNICORN', 'gpu telemetry');
-  const reading = GPU_TELEMETRY_READINGS.find((r) => r === name);
-  if (!reading) throw new Error(`the metric catalog names "${name}" for ${metric}, which /api/gpu/telemetry does not give`);
-  return reading;
-}
-
-/**
- * What /api/gpu/telemetry gives (a viewer only): nvidia-smi on the viewer's host, now, tied to no
- * run. Read while a run is running and written as host-wide series of that run (source
- * `runicorn:host`, `meta.hostWide`), never as the run's own GPUs; each poll's reading is a point,
- * so the cache keeps the history the endpoint does not.
- */
-const TELEMETRY: Partial<Record<SystemMetric, { field: GpuTelemetryReading; unit: MetricUnit; convert: (v: number) => number }>> = {
-  GPU_UTILIZATION: { field: telemetryReading('GPU_UTILIZATION'), unit: 'RATIO', convert: (v) => v / 100 },
-  GPU_MEMORY_USED: { field: telemetryReading('GPU_MEMORY_USED'), unit: 'BYTES', convert: (v) => v * 1024 * 1024 },
-  GPU_POWER: { field: telemetryReading('GPU_POWER'), unit: 'WATTS', convert: (v) => v },
-  GPU_TEMPERATURE: { field: telemetryReading('GPU_TEMPERATURE'), unit: 'CELSIUS', convert: (v) => v },
-};
 const TELEMETRY_METRICS = Object.keys(TELEMETRY) as SystemMetric[];
 const HOST_SOURCE = 'runicorn:host';
 
@@ -212,7 +189,7 @@ export function createRunicornAdapter(config: RunicornConfig, _secrets: SecretSo
               gpuName: gpu.name ?? null,
               note: "the viewer host's GPU as nvidia-smi reports it, whichever process uses it: not the run's own",
             },
-            points: [{ timestamp: at, step: null, value: typeof raw === 'number' && Number.isFinite(raw) ? spec.convert(raw) : null }],
+            points: [{ timestamp: at, step: null, value: typeof raw === 'number' ? spec.convert(raw) : null }],
           });
         }
       }
