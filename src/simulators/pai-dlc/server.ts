@@ -110,7 +110,8 @@ function parseIsoParam(text: string | null): number | null | 'invalid' {
   return Number.isNaN(ms) ? 'invalid' : ms;
 }
 
-export async function startPaiDlcSimulator(opts: PaiDlcSimulatorOptions = {}): Promise<PaiDlcSimulator> {
+/** The options read once, the fleet, error bodies, and request signing checks. */
+function paiDlcBasics(opts: PaiDlcSimulatorOptions) {
   const now = opts.now ?? Date.now;
   const seed = opts.seed ?? 2;
   const anchorMs = opts.anchorMs ?? startOfUtcDay(now());
@@ -158,6 +159,29 @@ export async function startPaiDlcSimulator(opts: PaiDlcSimulatorOptions = {}): P
     }
     return null;
   };
+  return {
+    opts,
+    now,
+    seed,
+    anchorMs,
+    accessKeyId,
+    accessKeySecret,
+    regionId,
+    hostId,
+    fleet,
+    usedNonces,
+    errorBody,
+    ok,
+    jobNotFound,
+    invalidParameter,
+    findJob,
+    authenticate,
+  };
+}
+
+/** Jobs and their pods as GetJob and ListJobs render them. */
+function jobRendering(ctx: ReturnType<typeof paiDlcBasics>) {
+  const { now, fleet } = ctx;
 
   const renderPod = (pod: SimPod, resourceType: SimJob['ResourceType']): Record<string, unknown> => {
     const end = pod.finishedMs ?? now();
@@ -257,6 +281,12 @@ export async function startPaiDlcSimulator(opts: PaiDlcSimulatorOptions = {}): P
         : {}),
     };
   };
+  return { renderPod, jobGpus, renderJob };
+}
+
+/** ListJobs (paged, filtered) and GetJob. */
+function jobHandlers(ctx: ReturnType<typeof paiDlcBasics> & ReturnType<typeof jobRendering>) {
+  const { now, fleet, ok, jobNotFound, invalidParameter, findJob, renderJob } = ctx;
 
   const listJobs = (req: SimRequest): SimResponse => {
     const q = req.query;
@@ -316,6 +346,12 @@ export async function startPaiDlcSimulator(opts: PaiDlcSimulatorOptions = {}): P
     const job = findJob(req.params.jobId!);
     return job ? ok(renderJob(job, req.query.get('NeedDetail') !== 'false')) : jobNotFound(req.params.jobId!);
   };
+  return { listJobs, getJob };
+}
+
+/** GetJobMetrics' per-pod series and GetPodLogs. */
+function metricAndLogHandlers(ctx: ReturnType<typeof paiDlcBasics> & ReturnType<typeof jobRendering> & ReturnType<typeof jobHandlers>) {
+  const { now, errorBody, ok, jobNotFound, invalidParameter, findJob } = ctx;
 
   const seriesFor = (job: SimJob, pod: SimPod, metricType: string, fromMs: number, toMs: number, stepMs: number) => {
     const shape = METRIC_TYPES[metricType]!;
@@ -396,6 +432,14 @@ export async function startPaiDlcSimulator(opts: PaiDlcSimulatorOptions = {}): P
     }
     return ok({ JobId: job.JobId, PodId: pod.PodId, PodUid: pod.PodUid, Logs: lines });
   };
+  return { seriesFor, cardSeries, getJobMetrics, getPodLogs };
+}
+
+/** CloudMonitor's GetMetrics, StopJob, ListEcsSpecs, and faults in this API's shapes. */
+function cmsAndActionHandlers(
+  ctx: ReturnType<typeof paiDlcBasics> & ReturnType<typeof jobRendering> & ReturnType<typeof jobHandlers> & ReturnType<typeof metricAndLogHandlers>,
+) {
+  const { now, regionId, fleet, errorBody, ok, jobNotFound, invalidParameter, findJob, cardSeries } = ctx;
 
   /**
    * GetMetrics, the CloudMonitor proxy: every job but pay-as-you-go ones on public ECS resources
@@ -525,6 +569,37 @@ export async function startPaiDlcSimulator(opts: PaiDlcSimulatorOptions = {}): P
         return errorBody(500, 'InternalError', 'The request processing has failed due to some unknown error, exception or failure.');
     }
   };
+  return { getMetrics, stopJob, listEcsSpecs, renderFault };
+}
+
+type PaiDlcSim = ReturnType<typeof paiDlcBasics> &
+  ReturnType<typeof jobRendering> &
+  ReturnType<typeof jobHandlers> &
+  ReturnType<typeof metricAndLogHandlers> &
+  ReturnType<typeof cmsAndActionHandlers>;
+
+export async function startPaiDlcSimulator(opts: PaiDlcSimulatorOptions = {}): Promise<PaiDlcSimulator> {
+  const basics = paiDlcBasics(opts);
+  const rendered = { ...basics, ...jobRendering(basics) };
+  const withJobs = { ...rendered, ...jobHandlers(rendered) };
+  const withMetrics = { ...withJobs, ...metricAndLogHandlers(withJobs) };
+  const ctx: PaiDlcSim = { ...withMetrics, ...cmsAndActionHandlers(withMetrics) };
+  const {
+    accessKeyId,
+    accessKeySecret,
+    regionId,
+    fleet,
+    errorBody,
+    authenticate,
+    listJobs,
+    getJob,
+    getJobMetrics,
+    getPodLogs,
+    getMetrics,
+    stopJob,
+    listEcsSpecs,
+    renderFault,
+  } = ctx;
 
   const routes: RouteDef[] = [
     { method: 'GET', path: '/api/v1/jobs', name: 'listJobs', handler: listJobs },
