@@ -4,7 +4,7 @@
 // rule's message. A rule that stopped matching (a renamed folder, a glob that matches nothing)
 // fails here instead of letting the import through in silence.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -59,6 +59,8 @@ const PROBES: Probe[] = [
   { file: 'src/config/probe-store.ts', from: '../store/lookup-budget.js', refused: 'config/ reads settings' },
   { file: 'src/config/probe-schema.ts', from: '../schema/index.js', refused: 'config/ reads settings' },
   { file: 'src/config/probe-right.ts', from: '../domain/ids.js', refused: null },
+  { file: 'src/config/probe-platforms.ts', from: '../providers/platforms.js', refused: null },
+  { file: 'src/config/probe-adapter.ts', from: '../providers/baseten/adapter.js', refused: 'config/ reads settings' },
   // doctor/: config/ and the providers, as the server calls them; the demo through its starter.
   { file: 'src/doctor/probe-store.ts', from: '../store/index.js', refused: 'doctor/ checks the platforms' },
   {
@@ -139,5 +141,23 @@ describe('Biome import boundaries', () => {
         `${folder} has no probe`,
       ).toBe(true);
     }
+  });
+});
+
+describe('domain/ loads nothing of the app at run time', () => {
+  it('its one reach outside, the list of platform modules, is a type-only import or export', () => {
+    // biome.json lets domain/ name providers/platforms.js so ProviderKind is read off the modules;
+    // a value import there would load every adapter with the domain, so it must stay type-only.
+    const dir = path.join(ROOT, 'src/domain');
+    const outside = readdirSync(dir)
+      .filter((f) => f.endsWith('.ts'))
+      .flatMap((f) =>
+        readFileSync(path.join(dir, f), 'utf8')
+          .split('\n')
+          .filter((l) => /from '\.\.\/(?!domain\/)/.test(l))
+          .map((l) => `${f}: ${l.trim()}`),
+      );
+    expect(outside.length).toBeGreaterThan(0);
+    for (const line of outside) expect(line).toMatch(/: (import|export) type \{[^}]*\} from '\.\.\/providers\/platforms\.js'/);
   });
 });

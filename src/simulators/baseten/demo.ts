@@ -3,7 +3,7 @@
 import type { DemoStarter } from '../demo-starter.js';
 import { startBasetenSimulator } from './server.js';
 
-export const startBasetenDemo: DemoStarter = async (opts) => {
+export const startBasetenDemo: DemoStarter<'BASETEN'> = async (opts) => {
   const sim = await startBasetenSimulator({ now: opts.now, anchorMs: opts.anchorMs });
   return {
     config: {

@@ -74,7 +74,8 @@ function isoSeconds(ms: number): string {
   return new Date(ms).toISOString().replace('.000Z', 'Z');
 }
 
-export async function startBasetenSimulator(options: BasetenSimulatorOptions = {}): Promise<BasetenSimulator> {
+/** The options read once, the fleet, the rate limiter, and how projects and jobs render. */
+function basetenState(options: BasetenSimulatorOptions) {
   const now = options.now ?? Date.now;
   const fleet = createBasetenFleet({ seed: options.seed, anchorMs: options.anchorMs, now, fleet: options.fleet });
   const apiKey = options.apiKey ?? defaultApiKey(fleet.seed);
@@ -136,7 +137,12 @@ export async function startBasetenSimulator(options: BasetenSimulatorOptions = {
         throw err;
       }
     };
+  return { options, now, fleet, apiKey, limiter, projectById, jobIn, projectResource, jobResource, byCreated, guarded };
+}
 
+/** Job search, stop, queue context, logs and metrics. */
+function basetenHandlers(ctx: ReturnType<typeof basetenState>) {
+  const { now, fleet, jobIn, jobResource, byCreated } = ctx;
   const searchJobs = (req: SimRequest): SimResponse => {
     const body = objectBody(req);
     const projectId = optionalString(body, 'project_id');
@@ -275,6 +281,30 @@ export async function startBasetenSimulator(options: BasetenSimulatorOptions = {
     }
     return { status: 200, body: metricsBody(job, startMs, endMs, stepSeconds * 1000, nowMs, jobResource(job)) };
   };
+  return { searchJobs, stopJob, queueContext, getLogs, getMetrics };
+}
+
+type BasetenSim = ReturnType<typeof basetenState> & ReturnType<typeof basetenHandlers>;
+
+export async function startBasetenSimulator(options: BasetenSimulatorOptions = {}): Promise<BasetenSimulator> {
+  const state = basetenState(options);
+  const ctx: BasetenSim = { ...state, ...basetenHandlers(state) };
+  const {
+    fleet,
+    apiKey,
+    limiter,
+    projectById,
+    jobIn,
+    projectResource,
+    jobResource,
+    byCreated,
+    guarded,
+    searchJobs,
+    stopJob,
+    queueContext,
+    getLogs,
+    getMetrics,
+  } = ctx;
 
   const sim = await startSimulator(
     {
