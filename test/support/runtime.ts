@@ -61,8 +61,8 @@ export async function postGraphql(baseUrl: string, query: string, variables?: Re
 }
 
 /**
- * A runtime on a test database with the given providers (null: the embedded demo), silent, on a
- * free loopback port; `config` overrides any other server setting (security, Redis...). The
+ * A runtime on a test database with the given providers (null: the embedded demo), silent unless
+ * given a `logDestination`, on a free loopback port; `config` overrides any other server setting (security, Redis...). The
  * collector is off unless `config.collect` turns it on: its sweeps on the wall clock would add
  * upstream calls the tests of other things count (test/collect/ drives it on the test's clock).
  */
@@ -84,7 +84,8 @@ export function startRuntimeOn(
       collect: { enabled: false },
       ...config,
     },
-    logger: pino({ level: 'silent' }),
+    // A test that reads the log lines gives their destination (and a logLevel in `config`).
+    logger: rest.logDestination ? undefined : pino({ level: 'silent' }),
     ...rest,
   });
 }
