@@ -3,6 +3,7 @@
 import { pino } from 'pino';
 import { loadSecurityConfig } from '../../src/config/security.js';
 import { startBasetenSimulator, type BasetenSimulator, type BasetenSimulatorOptions } from '../../src/simulators/baseten/server.js';
+import type { PaiDlcSimulator } from '../../src/simulators/pai-dlc/index.js';
 import { startRuntime, type Runtime, type RuntimeOptions } from '../../src/server/runtime.js';
 import type { ProviderConfig } from '../../src/config/index.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
@@ -88,6 +89,15 @@ export function startRuntimeOn(
     logger: rest.logDestination ? undefined : pino({ level: 'silent' }),
     ...rest,
   });
+}
+
+/** A runtime on `db` over one PAI-DLC simulator (provider id `dlc`), with its credentials. */
+export function startPaiDlcRuntimeOn(db: Pick<TestDatabase, 'databaseUrl' | 'dataDir'>, sim: PaiDlcSimulator): Promise<Runtime> {
+  return startRuntimeOn(
+    db,
+    [{ id: 'dlc', kind: 'PAI_DLC', baseUrl: sim.url, regionId: sim.regionId, accessKeyIdEnv: 'AK', secretAccessKeyEnv: 'SK', timeoutSeconds: 10 }],
+    { env: { AK: sim.accessKeyId, SK: sim.accessKeySecret } },
+  );
 }
 
 export async function startTestServer(opts: TestServerOptions = {}): Promise<TestServer> {

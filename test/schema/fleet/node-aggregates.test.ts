@@ -8,7 +8,7 @@ import type { Runtime } from '../../../src/server/runtime.js';
 import { startPaiDlcSimulator, type PaiDlcSimulator } from '../../../src/simulators/pai-dlc/index.js';
 import { rowsOf } from '../../../src/store/sql-util.js';
 import { createTestDatabase, type TestDatabase } from '../../support/database.js';
-import { startRuntimeOn } from '../../support/runtime.js';
+import { startPaiDlcRuntimeOn } from '../../support/runtime.js';
 import { IDLE_QUERY, USAGE_QUERY } from './queries.js';
 import { coveredAndUsedMs, holdIntervals, idleRuns, type RefPoint } from './reference.js';
 
@@ -28,11 +28,7 @@ describe('fleet over node aggregates (PAI-DLC)', () => {
   beforeAll(async () => {
     sim = await startPaiDlcSimulator({});
     db = await createTestDatabase();
-    rt = await startRuntimeOn(
-      db,
-      [{ id: 'dlc', kind: 'PAI_DLC', baseUrl: sim.url, regionId: sim.regionId, accessKeyIdEnv: 'AK', secretAccessKeyEnv: 'SK', timeoutSeconds: 10 }],
-      { env: { AK: sim.accessKeyId, SK: sim.accessKeySecret } },
-    );
+    rt = await startPaiDlcRuntimeOn(db, sim);
     const anchor = Math.floor(Date.now() / 86_400_000) * 86_400_000;
     from = anchor - 4 * H;
     to = anchor - 2 * H;
