@@ -21,8 +21,10 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 240_000,
     // Two cores: two workers keep PGlite starts from starving each other. With both passes in one
-    // run (TEST_DATABASE_URL set) the two share these workers.
-    maxWorkers: 2,
+    // run (TEST_DATABASE_URL set) the two share these workers. A project takes this file's value
+    // over the command line's, so a `--maxWorkers` given there must find none here (else
+    // `--maxWorkers=1` still ran two files at once, one per project).
+    maxWorkers: process.argv.some((a) => a.startsWith('--maxWorkers')) ? undefined : 2,
     pool: 'forks',
     // Longest files first (test/support/durations.json), so no long file starts last.
     sequence: { sequencer: LongestFirst },
