@@ -5,11 +5,11 @@ import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { GraphQLObjectType, type DocumentNode, Kind, parse, validate } from 'graphql';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { schema } from '../../src/schema/index.js';
-import { startRuntime, type Runtime } from '../../src/server/runtime.js';
+import type { Runtime } from '../../src/server/runtime.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { startRuntimeOn } from '../support/runtime.js';
 import { allCurlCommands, allDocBlocks, allPromqlBlocks, docFiles, graphqlBlocks, parseCurl } from './doc-blocks.js';
 
 const readme = readFileSync(path.resolve(import.meta.dirname, '../../README.md'), 'utf8');
@@ -89,11 +89,7 @@ describe('README examples against the demo', () => {
   const workDir = mkdtempSync(path.join(tmpdir(), 'tg-readme-'));
   beforeAll(async () => {
     db = await createTestDatabase();
-    rt = await startRuntime({
-      config: { port: 0, host: '127.0.0.1', databaseUrl: db.databaseUrl, dataDir: db.dataDir, redisUrl: null, logLevel: 'silent', providers: null },
-      logger: pino({ level: 'silent' }),
-      demoWorkDir: workDir,
-    });
+    rt = await startRuntimeOn(db, null, { demoWorkDir: workDir });
   });
   afterAll(async () => {
     await rt.close();
