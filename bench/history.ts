@@ -15,7 +15,8 @@
 // days). The 1-hour rollup (avg, min, max, count, last) is built from the points as the floor.
 // Written to bench/results/history-latest.json (`databases.<db>.rows[]`, `bytesPerPoint`).
 // Flags: --postgres / --pglite (one database), --db <url> (default TEST_DATABASE_URL, DATABASE_URL
-// or postgres://postgres@127.0.0.1:5432/test), --layouts today,chunked.
+// or postgres://postgres@127.0.0.1:5432/test), --layouts today,chunked, --series (default 1000),
+// --interval <s>, --ingest <points>, --rounds <n>, --compression pglz|lz4 (the prototype's TOAST).
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import path from 'node:path';
@@ -43,6 +44,8 @@ const { values: flags } = parseArgs({
     ingest: { type: 'string', default: '100000' },
     layouts: { type: 'string', default: 'today,chunked' },
     rounds: { type: 'string', default: '3' },
+    /** TOAST compression of the prototype's arrays: pglz (PostgreSQL's default) or lz4. */
+    compression: { type: 'string', default: 'pglz' },
   },
 });
 const SIZES = (flags.sizes ?? (flags.quick ? '1000000,10000000' : '1000000,50000000')).split(',').map(Number);
@@ -123,7 +126,7 @@ async function openEmbedded(dir: string): Promise<Sql> {
 // ---- the data -------------------------------------------------------------------------------------
 
 /**
- * Sample i of series s (i = 0 the newest): a GPU utilisation-like percentage with two decimals, a
+ * Sample i of series s (i = 0 the oldest: rows arrive in time order, as a scrape writes them): a GPU utilisation-like percentage with two decimals, a
  * slow wave per series plus a deterministic jitter, as a DCGM gauge read every few minutes looks.
  * The same expression in SQL (build) and here (ingest).
  */
@@ -169,7 +172,7 @@ const todayLayout: Layout = {
       await db.query(
         `insert into points (series_id, key, ts, step, value)
          select s, k, to_timestamp(k / 1000.0), null, ${VALUE_SQL('s', 'i')}
-         from generate_series($1::int, $2::int) s, generate_series(0, $3::int - 1) i, lateral (select $4::bigint - i::bigint * $5::bigint as k) kk`,
+         from generate_series($1::int, $2::int) s, generate_series(0, $3::int - 1) i, lateral (select $4::bigint - ($3::bigint - 1 - i) * $5::bigint as k) kk`,
         [s0, Math.min(SERIES, s0 + step - 1), perSeries, END, INTERVAL_MS],
       );
     }
@@ -216,8 +219,9 @@ const chunkedLayout: Layout = {
       series_id bigint not null, chunk_start bigint not null, n int not null,
       dts int4[] not null, vals float8[] not null,
       primary key (series_id, chunk_start))`);
-    // lz4 where the server has it (PostgreSQL 14+ built with lz4); pglz otherwise.
-    await db.query(`alter table point_chunks alter column dts set storage extended, alter column vals set storage extended`);
+    // TOAST compresses the arrays: pglz by default, lz4 with --compression lz4 (PostgreSQL 14+ built with lz4).
+    const method = flags.compression === 'lz4' ? 'lz4' : 'pglz';
+    await db.query(`alter table point_chunks alter column dts set compression ${method}, alter column vals set compression ${method}`);
   },
   async build(db, perSeries) {
     const step = Math.max(1, Math.floor(200_000 / perSeries));
@@ -227,7 +231,7 @@ const chunkedLayout: Layout = {
          select s, c, count(*), array_agg(d order by k), array_agg(v order by k) from (
            select s, k, c, (k - coalesce(lag(k) over (partition by s, c order by k), c))::int4 as d, v from (
              select s, k, (k / ${CHUNK_MS}) * ${CHUNK_MS} as c, ${VALUE_SQL('s', 'i')} as v
-             from generate_series($1::int, $2::int) s, generate_series(0, $3::int - 1) i, lateral (select $4::bigint - i::bigint * $5::bigint as k) kk
+             from generate_series($1::int, $2::int) s, generate_series(0, $3::int - 1) i, lateral (select $4::bigint - ($3::bigint - 1 - i) * $5::bigint as k) kk
            ) p
          ) q group by s, c`,
         [s0, Math.min(SERIES, s0 + step - 1), perSeries, END, INTERVAL_MS],
@@ -555,7 +559,15 @@ async function main() {
       {
         at,
         machine,
-        shape: { series: SERIES, sizes: SIZES, intervalSeconds: INTERVAL_MS / 1000, ingest: INGEST, rounds: ROUNDS, chunkMs: CHUNK_MS },
+        shape: {
+          series: SERIES,
+          compression: flags.compression,
+          sizes: SIZES,
+          intervalSeconds: INTERVAL_MS / 1000,
+          ingest: INGEST,
+          rounds: ROUNDS,
+          chunkMs: CHUNK_MS,
+        },
         databases: results,
       },
       null,
