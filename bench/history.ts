@@ -17,7 +17,7 @@
 // Flags: --postgres / --pglite (one database), --db <url> (default TEST_DATABASE_URL, DATABASE_URL
 // or postgres://postgres@127.0.0.1:5432/test), --layouts today,chunked, --series (default 1000),
 // --interval <s>, --ingest <points>, --rounds <n>, --compression pglz|lz4 (the prototype's TOAST).
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -324,6 +324,8 @@ interface SizeResult {
   points: number;
   bytes: number;
   bytesPerPoint: number;
+  /** The 1-hour rollup as rows (rollup_1h), per raw point: what the rollups would add as stored here. */
+  rollupBytesPerPoint: number;
   buildMs: number;
   seriesReadMs: number;
   seriesRollupMs: number;
@@ -360,6 +362,8 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
   const bytes = Number(size!.bytes);
   log(`${layout.name}: built in ${round(buildMs / 1000, 1)} s; ${fmt(bytes)} bytes, ${round(bytes / points)} bytes/point`);
   await buildRollup(db, layout);
+  const [rollupSize] = await db.query<{ bytes: string }>(`select pg_total_relation_size('rollup_1h')::text as bytes`);
+  const rollupBytes = Number(rollupSize!.bytes);
   const repo = Repository.of({ db: db.db, shortReads: db.db });
 
   let ingest: SizeResult['ingest'];
@@ -439,6 +443,7 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
     points,
     bytes,
     bytesPerPoint: bytes / points,
+    rollupBytesPerPoint: rollupBytes / points,
     buildMs,
     seriesReadMs,
     seriesRollupMs,
@@ -455,7 +460,7 @@ function rowsOf(layout: LayoutName, small: SizeResult, large: SizeResult): Row[]
   rows.push({
     scenario: `[${layout}] bytes per point on disk at ${m(large.points)} (table + indexes + TOAST)`,
     measured: `${round(large.bytesPerPoint)} B (${fmt(large.bytes / 2 ** 20)} MiB)`,
-    baseline: `an 8-byte value; at ${m(small.points)}: ${round(small.bytesPerPoint)} B`,
+    baseline: `an 8-byte value; at ${m(small.points)}: ${round(small.bytesPerPoint)} B; the 1-hour rollup as rows adds ${round(large.rollupBytesPerPoint)} B`,
     ratio: large.bytesPerPoint / 8,
     goal: '<= 16 B',
     met: large.bytesPerPoint <= 16,
@@ -541,39 +546,40 @@ async function benchDatabase(pglite: boolean) {
 
 async function main() {
   const databases = flags.pglite && !flags.postgres ? [true] : flags.postgres && !flags.pglite ? [false] : [false, true];
-  const results: Record<string, Awaited<ReturnType<typeof benchDatabase>>> = {};
-  for (const pglite of databases) {
-    log(`${pglite ? 'PGlite' : 'PostgreSQL'}: sizes ${SIZES.map(fmt).join(' and ')}, layouts ${LAYOUTS.join(', ')}`);
-    results[pglite ? 'pglite' : 'postgres'] = await benchDatabase(pglite);
-  }
   const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memGiB: round(totalmem() / 2 ** 30, 1), node: process.version };
-  const at = new Date().toISOString();
-  console.log(`${at}, ${machine.cpus} cores (${machine.cpuModel}), Node ${machine.node}; wall time ${((performance.now() - started) / 1000).toFixed(0)} s`);
-  for (const [db, r] of Object.entries(results)) {
-    console.log(`\n${db === 'pglite' ? 'PGlite' : 'PostgreSQL'} (bytes per point: ${JSON.stringify(r.bytesPerPoint)}):\n\n${tableOf(r.rows)}`);
+  const shape = {
+    series: SERIES,
+    compression: flags.compression,
+    sizes: SIZES,
+    intervalSeconds: INTERVAL_MS / 1000,
+    ingest: INGEST,
+    rounds: ROUNDS,
+    chunkMs: CHUNK_MS,
+  };
+  const file = path.join(HERE, 'results', 'history-latest.json');
+  mkdirSync(path.dirname(file), { recursive: true });
+  // Each database's entry is written as soon as it is measured, with its own time and shape; a run
+  // of one database keeps the other's entry from the file (a 50M build takes long on PGlite).
+  let previous: { databases?: Record<string, unknown> } = {};
+  try {
+    previous = JSON.parse(readFileSync(file, 'utf8'));
+  } catch {
+    // No earlier results.
   }
-  mkdirSync(path.join(HERE, 'results'), { recursive: true });
-  writeFileSync(
-    path.join(HERE, 'results', 'history-latest.json'),
-    JSON.stringify(
-      {
-        at,
-        machine,
-        shape: {
-          series: SERIES,
-          compression: flags.compression,
-          sizes: SIZES,
-          intervalSeconds: INTERVAL_MS / 1000,
-          ingest: INGEST,
-          rounds: ROUNDS,
-          chunkMs: CHUNK_MS,
-        },
-        databases: results,
-      },
-      null,
-      2,
-    ),
-  );
+  const out = { at: new Date().toISOString(), machine, shape, databases: { ...(previous.databases ?? {}) } as Record<string, unknown> };
+  const tables: string[] = [];
+  for (const pglite of databases) {
+    const name = pglite ? 'pglite' : 'postgres';
+    log(`${pglite ? 'PGlite' : 'PostgreSQL'}: sizes ${SIZES.map(fmt).join(' and ')}, layouts ${LAYOUTS.join(', ')}`);
+    const r = await benchDatabase(pglite);
+    out.databases[name] = { at: new Date().toISOString(), shape, ...r };
+    writeFileSync(file, JSON.stringify(out, null, 2));
+    const table = `\n${pglite ? 'PGlite' : 'PostgreSQL'} (bytes per point: ${JSON.stringify(r.bytesPerPoint)}):\n\n${tableOf(r.rows)}`;
+    log(table);
+    tables.push(table);
+  }
+  console.log(`${out.at}, ${machine.cpus} cores (${machine.cpuModel}), Node ${machine.node}; wall time ${((performance.now() - started) / 1000).toFixed(0)} s`);
+  for (const t of tables) console.log(t);
 }
 
 await main();
