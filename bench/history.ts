@@ -244,7 +244,7 @@ const chunkedLayout: Layout = {
     await db.query(`create temp table if not exists chunk_stage (series_id bigint, chunk_start bigint, n int, dts int4[], vals float8[])`);
     await db.query('truncate chunk_stage');
     await db.copyText('chunk_stage', 'series_id, chunk_start, n, dts, vals', encodeChunks(rows));
-    await db.query(`insert into point_chunks (series_id, chunk_start, n, dts, vals)
+    const written = await db.query<{ series_id: string; chunk_start: string; merged: boolean }>(`insert into point_chunks (series_id, chunk_start, n, dts, vals)
       select series_id, chunk_start, n, dts, vals from chunk_stage
       on conflict (series_id, chunk_start) do update set (n, dts, vals) = (
         select count(*)::int, array_agg(d order by k), array_agg(v order by k) from (
@@ -255,12 +255,38 @@ const chunkedLayout: Layout = {
               select 1, point_chunks.chunk_start + sum(y.d) over (order by y.o), y.v from unnest(point_chunks.dts, point_chunks.vals) with ordinality as y(d, v, o)
             ) u order by k, pri
           ) m
-        ) z)`);
+        ) z)
+      returning series_id, chunk_start, (xmax <> 0) as merged`);
+    // The 1-hour rollup, maintained as points are written: computed here from the batch for the
+    // days that were new (each average summed in key order, as PostgreSQL's avg and pointsOf sum),
+    // recomputed from the chunks for days that already held points (a merge).
+    await db.query(
+      `create temp table if not exists rollup_stage (series_id bigint, bucket bigint, avg float8, min float8, max float8, count int, last float8)`,
+    );
+    await db.query('truncate rollup_stage');
+    await db.copyText('rollup_stage', 'series_id, bucket, avg, min, max, count, last', encodeRollups(rows));
+    await db.query(`insert into rollup_1h select * from rollup_stage
+      on conflict (series_id, bucket) do update set (avg, min, max, count, last) = (excluded.avg, excluded.min, excluded.max, excluded.count, excluded.last)`);
+    const merged = written.filter((w) => w.merged);
+    if (merged.length > 0) {
+      const days = `select * from unnest($1::bigint[], $2::bigint[]) as t(series_id, chunk_start)`;
+      const args = [merged.map((w) => w.series_id), merged.map((w) => w.chunk_start)];
+      await db.query(
+        `delete from rollup_1h r using (${days}) t where r.series_id = t.series_id and r.bucket >= t.chunk_start and r.bucket < t.chunk_start + ${CHUNK_MS}`,
+        args,
+      );
+      await db.query(
+        `insert into rollup_1h ${rollupOf(`select c.series_id, c.chunk_start + sum(x.d) over (partition by c.series_id, c.chunk_start order by x.o) as k, x.v
+          from point_chunks c join (${days}) t using (series_id, chunk_start), unnest(c.dts, c.vals) with ordinality as x(d, v, o)`)}`,
+        args,
+      );
+    }
   },
   async copy(db, rows) {
     await db.copyText('point_chunks', 'series_id, chunk_start, n, dts, vals', encodeChunks(rows));
   },
   async clearIngest(db) {
+    await db.query(`delete from rollup_1h where series_id > ${SERIES}`);
     await db.query(`delete from point_chunks where series_id > ${SERIES}`);
     await db.query('vacuum point_chunks');
   },
@@ -307,6 +333,35 @@ function encodeChunks(rows: PointWriteRow[]): string {
   return out.join('');
 }
 
+/** Text-format COPY lines of 1-hour rollup rows of `rows` (one series' points in key order per bucket). */
+function encodeRollups(rows: PointWriteRow[]): string {
+  const sorted = [...rows].sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  const out: string[] = [];
+  let i = 0;
+  while (i < sorted.length) {
+    const s = sorted[i]![0];
+    const bucket = Math.floor(sorted[i]![1] / HOUR) * HOUR;
+    let sum = 0;
+    let count = 0;
+    let min = Infinity;
+    let max = -Infinity;
+    let last = 0;
+    while (i < sorted.length && sorted[i]![0] === s && Math.floor(sorted[i]![1] / HOUR) * HOUR === bucket) {
+      const v = sorted[i]![4];
+      if (v !== null) {
+        sum += v;
+        count++;
+        min = Math.min(min, v);
+        max = Math.max(max, v);
+        last = v;
+      }
+      i++;
+    }
+    if (count > 0) out.push(`${s}\t${bucket}\t${sum / count}\t${min}\t${max}\t${count}\t${last}\n`);
+  }
+  return out.join('');
+}
+
 const LAYOUT_OF: Record<LayoutName, Layout> = { today: todayLayout, chunked: chunkedLayout };
 
 // ---- the run ---------------------------------------------------------------------------------------
@@ -335,18 +390,24 @@ interface SizeResult {
   ingest?: { writeMs: number[]; copyMs: number[] };
 }
 
+/** 1-hour buckets of (series_id, k, v) rows: avg (summed in key order), min, max, count, last. */
+const rollupOf = (source: string) =>
+  `select series_id, (k / ${HOUR}) * ${HOUR}, avg(v order by k), min(v), max(v), count(*), (array_agg(v order by k desc))[1]
+   from (${source}) p group by 1, 2`;
+
+/** Every stored point of the layout as (series_id, k, v) rows. */
+const pointsSource = (layout: Layout) =>
+  layout.name === 'today'
+    ? 'select series_id, key as k, value as v from points'
+    : `select c.series_id, c.chunk_start + sum(x.d) over (partition by c.series_id, c.chunk_start order by x.o) as k, x.v
+       from point_chunks c, unnest(c.dts, c.vals) with ordinality as x(d, v, o)`;
+
 async function buildRollup(db: Sql, layout: Layout) {
   // The floor: 1-hour buckets (avg, min, max, count, last) of every series, built from the points.
   await db.query('drop table if exists rollup_1h');
   await db.query(`create table rollup_1h (series_id bigint not null, bucket bigint not null, avg float8, min float8, max float8,
     count int not null, last float8, primary key (series_id, bucket))`);
-  const source =
-    layout.name === 'today'
-      ? 'select series_id, key as k, value as v from points'
-      : `select c.series_id, c.chunk_start + sum(x.d) over (partition by c.series_id, c.chunk_start order by x.o) as k, x.v
-         from point_chunks c, unnest(c.dts, c.vals) with ordinality as x(d, v, o)`;
-  await db.query(`insert into rollup_1h select series_id, (k / ${HOUR}) * ${HOUR}, avg(v), min(v), max(v), count(*), (array_agg(v order by k desc))[1]
-    from (${source}) p group by 1, 2`);
+  await db.query(`insert into rollup_1h ${rollupOf(pointsSource(layout))}`);
   await db.query('vacuum analyze rollup_1h');
 }
 
@@ -386,11 +447,24 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
     }
     // Idempotence: the same rows written again change nothing.
     const count = async () => Number((await db.query<{ n: string }>(`select count(*)::text as n from ${layout.tables[0]} where series_id > ${SERIES}`))[0]!.n);
+    const checkRollup = async () => {
+      if (layout.name !== 'chunked') return;
+      // The rollup kept on write equals, to the last digit, the one computed from the stored points.
+      const [diff] = await db.query<{ n: number }>(
+        `select count(*)::int as n from ((select * from rollup_1h where series_id > ${SERIES}
+           except select * from (${rollupOf(`select * from (${pointsSource(layout)}) a where series_id > ${SERIES}`)}) b)
+         union all (select * from (${rollupOf(`select * from (${pointsSource(layout)}) a where series_id > ${SERIES}`)}) b
+           except select * from rollup_1h where series_id > ${SERIES})) d`,
+      );
+      if (diff!.n !== 0) throw new Error(`chunked: ${diff!.n} rollup rows kept on write differ from the points'`);
+    };
     await layout.clearIngest(db);
     await layout.write(db, repo, rows);
     const once = await count();
+    await checkRollup();
     await layout.write(db, repo, rows);
     if ((await count()) !== once) throw new Error(`${layout.name}: a re-write changed the stored rows`);
+    await checkRollup();
     await layout.clearIngest(db);
     ingest = { writeMs, copyMs };
   }
@@ -468,7 +542,7 @@ function rowsOf(layout: LayoutName, small: SizeResult, large: SizeResult): Row[]
   if (small.ingest) {
     const rate = (ms: number[]) => INGEST / (Math.min(...ms) / 1000);
     rows.push({
-      scenario: `[${layout}] ingest, ${fmt(INGEST)} new points`,
+      scenario: `[${layout}] ingest, ${fmt(INGEST)} new points ${layout === 'today' ? '(Repository.writePoints)' : '(encode, COPY to staging, merge, 1-hour rollup of the days written)'}`,
       measured: `${fmt(rate(small.ingest.writeMs))} points/s`,
       baseline: `COPY of the same rows into the same layout: ${fmt(rate(small.ingest.copyMs))} points/s`,
       ratio: rate(small.ingest.writeMs) / rate(small.ingest.copyMs),
@@ -575,7 +649,7 @@ async function main() {
     out.databases[name] = { at: new Date().toISOString(), shape, ...r };
     writeFileSync(file, JSON.stringify(out, null, 2));
     const table = `\n${pglite ? 'PGlite' : 'PostgreSQL'} (bytes per point: ${JSON.stringify(r.bytesPerPoint)}):\n\n${tableOf(r.rows)}`;
-    log(table);
+    log(`${name}: written to ${file}`);
     tables.push(table);
   }
   console.log(`${out.at}, ${machine.cpus} cores (${machine.cpuModel}), Node ${machine.node}; wall time ${((performance.now() - started) / 1000).toFixed(0)} s`);
