@@ -11,12 +11,14 @@
 // - the same two reads at the large size against the small one (goal: flat);
 // - retention of the oldest day (today: a row delete; chunked: dropping whole day chunks) at the
 //   large size against the small one (goal: flat).
-// Samples are one per --interval seconds (default 180, so that the smallest size still spans two
-// days). The 1-hour rollup (avg, min, max, count, last) is built from the points as the floor.
+// Every build spans --span-days (default 35) of samples, in time order, so a large build is a
+// denser one (50M points of 1,000 series: one a minute) and the windows read are full at both.
+// The 1-hour rollup (avg, min, max, count, last) is built from the points as the floor.
 // Written to bench/results/history-latest.json (`databases.<db>.rows[]`, `bytesPerPoint`).
 // Flags: --postgres / --pglite (one database), --db <url> (default TEST_DATABASE_URL, DATABASE_URL
 // or postgres://postgres@127.0.0.1:5432/test), --layouts today,chunked, --series (default 1000),
-// --interval <s>, --ingest <points>, --rounds <n>, --compression pglz|lz4 (the prototype's TOAST).
+// --span-days <d>, --interval <s> (fixed spacing instead), --ingest <points>, --rounds <n>,
+// --compression pglz|lz4 (the prototype's TOAST).
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import path from 'node:path';
@@ -40,7 +42,10 @@ const { values: flags } = parseArgs({
     /** Total points of the small and the large build, comma-separated (overrides --quick). */
     sizes: { type: 'string' },
     series: { type: 'string', default: '1000' },
-    interval: { type: 'string', default: '180' },
+    /** Days every build spans (default 35: 50M points of 1,000 series are one sample a minute). */
+    'span-days': { type: 'string', default: '35' },
+    /** Fixed sample spacing, seconds, instead of --span-days. */
+    interval: { type: 'string' },
     ingest: { type: 'string', default: '100000' },
     layouts: { type: 'string', default: 'today,chunked' },
     rounds: { type: 'string', default: '3' },
@@ -50,7 +55,13 @@ const { values: flags } = parseArgs({
 });
 const SIZES = (flags.sizes ?? (flags.quick ? '1000000,10000000' : '1000000,50000000')).split(',').map(Number);
 const SERIES = Number(flags.series);
-const INTERVAL_MS = Number(flags.interval) * 1000;
+const SPAN_MS = Number(flags['span-days']) * 24 * 3_600_000;
+/**
+ * Sample spacing of a build of `perSeries` points a series: every build spans --span-days (the
+ * windows read are then full at every size, and the large size differs only in density, as more
+ * GPUs' samples or a faster scrape would make it), unless --interval fixes it.
+ */
+const intervalOf = (perSeries: number) => (flags.interval ? Number(flags.interval) * 1000 : Math.floor(SPAN_MS / perSeries));
 const INGEST = Number(flags.ingest);
 const ROUNDS = Number(flags.rounds);
 const LAYOUTS = flags.layouts!.split(',') as LayoutName[];
@@ -173,7 +184,7 @@ const todayLayout: Layout = {
         `insert into points (series_id, key, ts, step, value)
          select s, k, to_timestamp(k / 1000.0), null, ${VALUE_SQL('s', 'i')}
          from generate_series($1::int, $2::int) s, generate_series(0, $3::int - 1) i, lateral (select $4::bigint - ($3::bigint - 1 - i) * $5::bigint as k) kk`,
-        [s0, Math.min(SERIES, s0 + step - 1), perSeries, END, INTERVAL_MS],
+        [s0, Math.min(SERIES, s0 + step - 1), perSeries, END, intervalOf(perSeries)],
       );
     }
   },
@@ -234,7 +245,7 @@ const chunkedLayout: Layout = {
              from generate_series($1::int, $2::int) s, generate_series(0, $3::int - 1) i, lateral (select $4::bigint - ($3::bigint - 1 - i) * $5::bigint as k) kk
            ) p
          ) q group by s, c`,
-        [s0, Math.min(SERIES, s0 + step - 1), perSeries, END, INTERVAL_MS],
+        [s0, Math.min(SERIES, s0 + step - 1), perSeries, END, intervalOf(perSeries)],
       );
     }
   },
@@ -416,7 +427,7 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
   const points = perSeries * SERIES;
   for (const t of [...layout.tables, 'rollup_1h']) await db.query(`drop table if exists ${t}`);
   await layout.create(db);
-  log(`${layout.name}: building ${fmt(points)} points (${SERIES} series x ${fmt(perSeries)}, one per ${INTERVAL_MS / 1000} s)`);
+  log(`${layout.name}: building ${fmt(points)} points (${SERIES} series x ${fmt(perSeries)}, one per ${intervalOf(perSeries) / 1000} s)`);
   const buildMs = await timed(() => layout.build(db, perSeries));
   await db.query(`vacuum analyze ${layout.tables.join(', ')}`);
   const [size] = await db.query<{ bytes: string }>(`select (${layout.tables.map((t) => `pg_total_relation_size('${t}')`).join(' + ')})::text as bytes`);
@@ -434,7 +445,7 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
     for (let j = 0; j < INGEST; j++) {
       const s = SERIES + 1 + Math.floor(j / per);
       const i = j % per;
-      const k = END - i * INTERVAL_MS;
+      const k = END - i * intervalOf(perSeries);
       rows.push([s, k, k, null, sampleValue(s, i)]);
     }
     const writeMs: number[] = [];
@@ -509,7 +520,7 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
   );
 
   // Retention of the oldest day, last (it removes it).
-  const oldest = END - (perSeries - 1) * INTERVAL_MS;
+  const oldest = END - (perSeries - 1) * intervalOf(perSeries);
   const retentionMs = await timed(() => layout.retain(db, Math.ceil((oldest + 1) / DAY) * DAY));
   log(`${layout.name}: retention of the oldest day ${round(retentionMs)} ms`);
   for (const t of [...layout.tables, 'rollup_1h']) await db.query(`drop table if exists ${t}`);
@@ -618,6 +629,14 @@ async function benchDatabase(pglite: boolean) {
   return { rows, bytesPerPoint, details };
 }
 
+function readResults(file: string): { databases?: Record<string, unknown> } {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8'));
+  } catch {
+    return {}; // no earlier results
+  }
+}
+
 async function main() {
   const databases = flags.pglite && !flags.postgres ? [true] : flags.postgres && !flags.pglite ? [false] : [false, true];
   const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memGiB: round(totalmem() / 2 ** 30, 1), node: process.version };
@@ -625,7 +644,8 @@ async function main() {
     series: SERIES,
     compression: flags.compression,
     sizes: SIZES,
-    intervalSeconds: INTERVAL_MS / 1000,
+    spanDays: Number(flags['span-days']),
+    intervalSeconds: flags.interval ? Number(flags.interval) : SIZES.map((n) => intervalOf(Math.floor(n / SERIES)) / 1000),
     ingest: INGEST,
     rounds: ROUNDS,
     chunkMs: CHUNK_MS,
@@ -634,19 +654,14 @@ async function main() {
   mkdirSync(path.dirname(file), { recursive: true });
   // Each database's entry is written as soon as it is measured, with its own time and shape; a run
   // of one database keeps the other's entry from the file (a 50M build takes long on PGlite).
-  let previous: { databases?: Record<string, unknown> } = {};
-  try {
-    previous = JSON.parse(readFileSync(file, 'utf8'));
-  } catch {
-    // No earlier results.
-  }
-  const out = { at: new Date().toISOString(), machine, shape, databases: { ...(previous.databases ?? {}) } as Record<string, unknown> };
+  const out = { at: new Date().toISOString(), machine, shape, databases: {} as Record<string, unknown> };
   const tables: string[] = [];
   for (const pglite of databases) {
     const name = pglite ? 'pglite' : 'postgres';
     log(`${pglite ? 'PGlite' : 'PostgreSQL'}: sizes ${SIZES.map(fmt).join(' and ')}, layouts ${LAYOUTS.join(', ')}`);
     const r = await benchDatabase(pglite);
-    out.databases[name] = { at: new Date().toISOString(), shape, ...r };
+    // Read again just before writing: a run of the other database may have written meanwhile.
+    out.databases = { ...(readResults(file).databases ?? {}), ...out.databases, [name]: { at: new Date().toISOString(), shape, ...r } };
     writeFileSync(file, JSON.stringify(out, null, 2));
     const table = `\n${pglite ? 'PGlite' : 'PostgreSQL'} (bytes per point: ${JSON.stringify(r.bytesPerPoint)}):\n\n${tableOf(r.rows)}`;
     log(`${name}: written to ${file}`);
