@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { isValidProviderId } from '../domain/ids.js';
 import { registerSecret } from '../domain/secrets.js';
+import { ledgerConfig } from './ledger-config.js';
 
 /**
  * An upstream call's time-out when a provider sets none. It stays well inside the default execution
@@ -109,7 +110,7 @@ export const runicornConfig = z
 export const providerConfig = z.discriminatedUnion('kind', [basetenConfig, modelartsConfig, paiDlcConfig, primusLensConfig, runicornConfig]);
 
 export const providersFile = z
-  .object({ providers: z.array(providerConfig).min(1) })
+  .object({ providers: z.array(providerConfig).min(1), ledger: ledgerConfig.optional() })
   .strict()
   .superRefine((file, ctx) => {
     const seen = new Set<string>();

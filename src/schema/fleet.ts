@@ -139,11 +139,13 @@ export interface GpuHoursShape {
   providerId?: string;
   projectId?: string;
   model?: string;
+  /** The owner in byOwner ("" for jobs whose platform names none). */
+  owner?: string;
   job?: JobRow;
   id?: string;
 }
 
-const GpuHoursRef = builder.objectRef<GpuHoursShape>('GpuHours');
+export const GpuHoursRef = builder.objectRef<GpuHoursShape>('GpuHours');
 GpuHoursRef.implement({
   description:
     'GPU-hours allocated vs used for one group of jobs in the window: the whole fleet (no group field set), one platform (provider), one project, one GPU model or one job',
@@ -167,6 +169,12 @@ GpuHoursRef.implement({
       description:
         'The platform\'s GPU type name ("unknown" where it does not say; platforms name the same model differently), in Fleet.utilization.byGpuModel; null in other roll-ups',
       resolve: (u) => u.model ?? null,
+    }),
+    owner: t.string({
+      nullable: true,
+      description:
+        'Who launched the jobs (Job.owner as the platform spells it), in Fleet.utilization.byOwner, where "" groups the jobs whose platform names no owner; null in other roll-ups',
+      resolve: (u) => u.owner ?? null,
     }),
     job: t.field({ type: JobRef, nullable: true, description: 'The job, in Fleet.jobs; null in other roll-ups', resolve: (u) => u.job ?? null }),
     jobCount: t.int({ description: 'Jobs counted in this group (a count)', resolve: ({ row }) => row.jobs }),
@@ -222,6 +230,11 @@ FleetUtilizationRef.implement({
       description: 'One per project with matching jobs (project set)',
       resolve: ({ fleet, rows }) => byKind(rows, 'project').map((row) => gpuHoursRow(fleet, row)),
     }),
+    byOwner: t.field({
+      type: [GpuHoursRef],
+      description: 'One per owner (Job.owner as the platform spells it; owner "" for jobs whose platform names none) with matching jobs (owner set)',
+      resolve: ({ fleet, rows }) => byKind(rows, 'owner').map((row) => gpuHoursRow(fleet, row)),
+    }),
     byGpuModel: t.field({
       type: [GpuHoursRef],
       description: 'One per GPU type name as the platforms give it (gpuModel set)',
@@ -247,6 +260,8 @@ export function gpuHoursRow(fleet: FleetShape, row: GpuHoursRow, job?: JobRow): 
       return { fleet, row, projectId: row.key! };
     case 'model':
       return { fleet, row, model: row.key! };
+    case 'owner':
+      return { fleet, row, owner: row.key! };
     case 'job':
       return { fleet, row, job };
     default:
@@ -276,7 +291,7 @@ FleetRef.implement({
     }),
     utilization: t.field({
       type: FleetUtilizationRef,
-      description: 'GPU-hours allocated vs used, in total and by platform, project and GPU model',
+      description: 'GPU-hours allocated vs used, in total and by platform, project, owner and GPU model',
       resolve: async (f, _a, ctx) => ({ fleet: f, rows: await gpuHoursOf(f, ctx) }),
     }),
     jobs: t.field({

@@ -8,6 +8,7 @@ import { startPaiDlcDemo } from './pai-dlc/demo.js';
 import { startRunicornDemo } from './runicorn/demo.js';
 
 export type { DemoOptions, DemoProvider, DemoStarter } from './demo-starter.js';
+export { DEMO_LEDGER } from './demo-ledger.js';
 
 const starters: DemoStarter[] = [startBasetenDemo, startModelArtsDemo, startPaiDlcDemo, startRunicornDemo, startPrimusLensDemo];
 
