@@ -43,7 +43,7 @@ export const NO_LEDGER_SETTINGS: LedgerSettings = { prices: [], averagePowerWatt
  * A100-SXM4-80GB`, `H800-80GB`, `AMD Instinct MI300X_OAM`, `Ascend-snt9b`) is matched against each
  * pattern in turn. A name none matches has no model: its MFU is null with NO_PEAK.
  */
-const MODEL_PATTERNS: readonly [string, RegExp][] = [
+export const MODEL_PATTERNS: readonly [string, RegExp][] = [
   ['H100 PCIe', /h100[^a-z0-9]*pcie/i],
   ['H100', /h100/i],
   ['H200', /h200/i],
@@ -166,6 +166,12 @@ export interface CostFigure {
   basis: 'ACCELERATOR_HOUR' | 'NODE_HOUR' | null;
   unitPrice: number | null;
   reasons: LedgerReason[];
+}
+
+/** How specific a price entry is (provider + model 3, provider 2, model 1, any 0; CPU entries alike): the most specific match wins, the first of equals. */
+export function priceRank(p: PriceEntry): number {
+  const model = p.accelerator !== undefined && p.accelerator !== '*' ? 1 : 0;
+  return (p.provider === '*' ? 0 : 2) + model;
 }
 
 /** The price entry for a job: the most specific match wins (provider + model, then provider, then model, then any). */

@@ -269,7 +269,7 @@ export function gpuHoursRow(fleet: FleetShape, row: GpuHoursRow, job?: JobRow): 
   }
 }
 
-const FleetRef = builder.objectRef<FleetShape>('Fleet');
+export const FleetRef = builder.objectRef<FleetShape>('Fleet');
 FleetRef.implement({
   description: `GPU questions across every matching job of every platform in one window. ${SEMANTICS}`,
   interfaces: [NodeInterfaceRef],

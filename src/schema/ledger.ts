@@ -22,10 +22,10 @@ import {
 } from '../domain/ledger.js';
 import { jsonPart, parseJsonPart, valueId } from '../domain/value-ids.js';
 import type { JobRow } from '../store/index.js';
-import { checkSeriesArgs } from './args.js';
+import { checkPageSize, checkSeriesArgs } from './args.js';
 import { builder } from './builder.js';
 import type { Context } from './context.js';
-import { type FleetShape, GpuHoursRef, type GpuHoursShape, idOfFleet } from './fleet.js';
+import { FleetRef, type FleetShape, GpuHoursRef, type GpuHoursShape, idOfFleet } from './fleet.js';
 import { JobRef, NodeInterfaceRef } from './refs.js';
 import { gpuHoursId, ID_DOCS } from './value-ids.js';
 
@@ -500,3 +500,66 @@ export async function figureById(
   const j = await job();
   return j ? jobFigure(ctx, j, window) : null;
 }
+
+// ---- the fleet's jobs ranked by a ledger figure ------------------------------------------------
+
+const LedgerRankEnum = builder.enumType('LedgerRank', {
+  description: 'What Fleet.ranked orders jobs by, largest first; jobs without the figure come last (by job id)',
+  values: {
+    WASTE: { description: "GPU-hours held but not used (the fleet's wasteGpuHours): Fleet.jobs' order" },
+    COST: { description: "Money: the job's cost in the window (Cost.amount); the price table must use one currency, else BAD_INPUT" },
+    IDLE_COST: { description: 'Money: the idle share of the cost (Cost.idleAmount); one currency, else BAD_INPUT' },
+    ENERGY: { description: 'Kilowatt-hours measured from power readings (Energy.measuredKwh)' },
+  },
+});
+
+const MS_PER_HOUR_ROW = 3_600_000;
+
+builder.objectFields(FleetRef, (t) => ({
+  ranked: t.field({
+    type: [GpuHoursRef],
+    description: "The window's jobs ranked by a ledger figure, largest first (one GpuHours row each, job set)",
+    args: {
+      by: t.arg({ type: LedgerRankEnum, required: true, defaultValue: 'WASTE', description: 'The figure to rank by; default WASTE' }),
+      first: t.arg.int({ required: false, description: 'At most this many jobs (default and cap: the page size limits)' }),
+    },
+    resolve: async (f, args, ctx) => {
+      const first = checkPageSize(args.first, ctx.limits.defaultPageSize, ctx.limits.maxPageSize);
+      const { prices } = settingsOf(ctx);
+      if ((args.by === 'COST' || args.by === 'IDLE_COST') && new Set(prices.map((p) => p.currency)).size > 1) {
+        throw new DomainError('BAD_INPUT', 'ranking by cost needs one currency in the price table: amounts in different currencies do not compare', {
+          argument: 'by',
+        });
+      }
+      const prepared = await f.prepared;
+      const jobs = new Map(prepared.jobs.map((j) => [j.id, j]));
+      const usages = (await fleetLedgerOf(f, ctx)).filter((u) => u.allocMs > 0);
+      const key = (u: JobUsage): number | null => {
+        switch (args.by) {
+          case 'COST':
+            return jobCost(u, prices).amountMicros;
+          case 'IDLE_COST':
+            return jobCost(u, prices).idleAmountMicros;
+          case 'ENERGY':
+            return energyOf([u], settingsOf(ctx)).measuredKwh;
+          default:
+            return u.allocMs - u.usedMs;
+        }
+      };
+      const keyed = usages.map((u) => ({ u, k: key(u) }));
+      keyed.sort((a, b) => (a.k === null ? (b.k === null ? 0 : 1) : b.k === null ? -1 : b.k - a.k) || (a.u.jobId < b.u.jobId ? -1 : 1));
+      return keyed.slice(0, first).map(({ u }) => ({
+        fleet: f,
+        row: {
+          kind: 'job' as const,
+          key: u.jobId,
+          jobs: 1,
+          allocatedGpuHours: u.allocMs / MS_PER_HOUR_ROW,
+          coveredGpuHours: u.coveredMs / MS_PER_HOUR_ROW,
+          usedGpuHours: u.usedMs / MS_PER_HOUR_ROW,
+        },
+        job: jobs.get(u.jobId)!,
+      }));
+    },
+  }),
+}));

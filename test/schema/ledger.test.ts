@@ -130,4 +130,38 @@ describe('the ledger over Primus-Lens', () => {
       expect(Math.abs(kwh - u.total.energy.measuredKwh), by).toBeLessThan(1e-9 * u.total.energy.measuredKwh);
     }
   }, 120_000);
+
+  it('orders the run search by cost and ranks the fleet by cost and waste', async () => {
+    const data = await gql(`{ jobs(first: 50, orderBy: { field: COST, direction: DESC }) { edges { cursor node { id status cost { amount } } } } }`);
+    const nodes = data.jobs.edges.map((e: { node: any }) => e.node);
+    const amounts = nodes.map((n: any) => n.cost.amount as number | null);
+    // Priced jobs first, most expensive first (the order's key is the job's life at the platform's
+    // GPU count, as Job.cost counts it here); jobs without a cost last.
+    const known = amounts.filter((a: number | null) => a !== null) as number[];
+    expect(known.length).toBeGreaterThan(1);
+    expect(amounts.slice(0, known.length)).toEqual([...known].sort((a, b) => b - a));
+    expect(amounts.slice(known.length).every((a: number | null) => a === null)).toBe(true);
+    // The next page continues the same order.
+    const page1 = await gql(`{ jobs(first: 2, orderBy: { field: COST, direction: DESC }) { edges { node { id } } pageInfo { endCursor } } }`);
+    const page2 = await gql(`query($after: String) { jobs(first: 2, after: $after, orderBy: { field: COST, direction: DESC }) { edges { node { id } } } }`, {
+      after: page1.jobs.pageInfo.endCursor,
+    });
+    expect([...page1.jobs.edges, ...page2.jobs.edges].map((e: any) => e.node.id)).toEqual(nodes.slice(0, 4).map((n: any) => n.id));
+
+    const window = { from: new Date(NOW - 30 * 24 * H).toISOString(), to: new Date(NOW).toISOString() };
+    const ranked = await gql(
+      `query($from: DateTime!, $to: DateTime!) { fleet(from: $from, to: $to) {
+        jobs { job { id } wasteGpuHours }
+        byWaste: ranked(by: WASTE) { job { id } wasteGpuHours cost { amount } }
+        byCost: ranked(by: COST) { job { id } cost { amount idleAmount } }
+        byIdle: ranked(by: IDLE_COST) { job { id } cost { idleAmount } } } }`,
+      window,
+    );
+    const f = ranked.fleet;
+    expect(f.byWaste.map((r: any) => r.job.id)).toEqual(f.jobs.map((r: any) => r.job.id));
+    const costs = f.byCost.map((r: any) => r.cost.amount);
+    expect(costs).toEqual([...costs].sort((a: number, b: number) => b - a));
+    const idle = f.byIdle.map((r: any) => r.cost.idleAmount);
+    expect(idle).toEqual([...idle].sort((a: number, b: number) => b - a));
+  }, 120_000);
 });
