@@ -26,6 +26,7 @@ import { startLive, type LiveRuntime } from './live.js';
 import type { LiveOptions, LiveTimers } from '../live/hub.js';
 import { attachGraphqlWs, DEFAULT_WS_LIMITS, type WsLimits } from './ws.js';
 import { ConfigError, ledgerSettings } from '../config/index.js';
+import { serveLedgerExport } from './ledger-export.js';
 import { DEFAULT_REQUEST_LIMITS, isLoopbackHost, type TokenStore } from '../config/security.js';
 import { presentedToken } from './access.js';
 import { timingSafeEqual } from 'node:crypto';
@@ -252,7 +253,8 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
             }
             return metrics.scrape().then((body) => res.writeHead(200, { 'content-type': metrics.contentType() }).end(body));
           },
-          export: (req, res) => serveExport(req, res, app, opts.limits ?? DEFAULT_LIMITS),
+          export: (req, res) =>
+            serveLedgerExport(req, res, app, (opts.limits ?? DEFAULT_LIMITS).maxPageSize) || serveExport(req, res, app, opts.limits ?? DEFAULT_LIMITS),
           webPage: (req, res) => serveWebPage(req, res, logger),
           healthz: (req, res) => {
             if (req.url !== '/healthz') return false;
