@@ -56,6 +56,7 @@ export const MODEL_PATTERNS: readonly [string, RegExp][] = [
   ['L40S', /l40s/i],
   ['L4', /(^|[^a-z0-9])l4(?![0-9])/i],
   ['V100', /v100/i],
+  ['P100', /p100/i],
   ['T4', /(^|[^a-z0-9])t4(?![0-9])/i],
   ['MI325X', /mi325x/i],
   ['MI300X', /mi300x/i],
@@ -78,9 +79,9 @@ export function acceleratorModel(gpuType: string | null | undefined): string | n
  */
 export const PEAK_TFLOPS: PeakTable = {
   V100: { FP16: 125, FP32: 15.7 },
+  P100: { FP16: 18.7, FP32: 9.3 },
   T4: { FP16: 65, FP32: 8.1 },
   A10: { BF16: 125, FP16: 125, TF32: 62.5, FP32: 31.2 },
-  A10G: { BF16: 70, FP16: 70, TF32: 35, FP32: 31.2 },
   A100: { BF16: 312, FP16: 312, TF32: 156, FP32: 19.5 },
   A800: { BF16: 312, FP16: 312, TF32: 156, FP32: 19.5 },
   L4: { FP8: 242.5, BF16: 121, FP16: 121, TF32: 60, FP32: 30.3 },

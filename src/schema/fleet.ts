@@ -384,9 +384,10 @@ function providerOf(ctx: Context, job: { providerId: string }) {
   return ctx.store.providers.require(job.providerId);
 }
 
-// utilization and jobs share one statement: the roll-ups come with the top jobs (up to the page
-// cap), asked once per answer and kept on it.
+// utilization, jobs and the ledger's group figures share one statement: the roll-ups come with
+// every job's row (most waste first), asked once per answer and kept on it.
 export function gpuHoursOf(f: FleetShape, ctx: Context): Promise<GpuHoursRow[]> {
-  f.gpuHours ??= f.prepared.then((p) => ctx.store.fleet.gpuHours(p.windows, ctx.limits.maxPageSize));
+  // Every job's row (not only a page's): the ledger's figures of the groups are sums over them.
+  f.gpuHours ??= f.prepared.then((p) => ctx.store.fleet.gpuHours(p.windows, Math.max(ctx.limits.maxPageSize, p.windows.length)));
   return f.gpuHours;
 }

@@ -25,7 +25,7 @@ import type { JobRow } from '../store/index.js';
 import { checkPageSize, checkSeriesArgs } from './args.js';
 import { builder } from './builder.js';
 import type { Context } from './context.js';
-import { FleetRef, type FleetShape, GpuHoursRef, type GpuHoursShape, idOfFleet } from './fleet.js';
+import { FleetRef, type FleetShape, GpuHoursRef, type GpuHoursShape, gpuHoursOf, idOfFleet } from './fleet.js';
 import { JobRef, NodeInterfaceRef } from './refs.js';
 import { gpuHoursId, ID_DOCS } from './value-ids.js';
 
@@ -429,16 +429,20 @@ builder.objectFields(JobRef, (t) => ({
 
 // ---- on the fleet's groups -------------------------------------------------------------------
 
-const fleetLedgers = new WeakMap<FleetShape, Promise<JobUsage[]>>();
+const fleetLedgers = new WeakMap<FleetShape, { usage?: Promise<JobUsage[]>; full?: Promise<JobUsage[]> }>();
 
-/** The fleet's jobs measured once per answer (every group's figures read them). */
-export function fleetLedgerOf(f: FleetShape, ctx: Context): Promise<JobUsage[]> {
-  let p = fleetLedgers.get(f);
-  if (!p) {
-    p = f.prepared.then((prepared) => ctx.store.ledger.fleet(prepared, ctx.limits.defaultMaxPoints));
-    fleetLedgers.set(f, p);
-  }
-  return p;
+/**
+ * The fleet's jobs as the ledger reads them, once per answer: cost needs only the GPU-hours the
+ * fleet measured anyway (no statement of its own); energy and useful work (`full`) add the other
+ * series' fetch and integrals.
+ */
+export function fleetLedgerOf(f: FleetShape, ctx: Context, full = false): Promise<JobUsage[]> {
+  let entry = fleetLedgers.get(f);
+  if (!entry) fleetLedgers.set(f, (entry = {}));
+  const measure = (integrals: boolean) =>
+    Promise.all([f.prepared, gpuHoursOf(f, ctx)]).then(([prepared, rows]) => ctx.store.ledger.fleet(prepared, rows, integrals, ctx.limits.defaultMaxPoints));
+  if (full) return (entry.full ??= measure(true));
+  return (entry.usage ??= entry.full ?? measure(false));
 }
 
 /** The jobs of a fleet group, as GpuHours counts them (jobs that held accelerators). */
@@ -461,15 +465,15 @@ export function groupMembers(g: GpuHoursShape, usages: readonly JobUsage[]): Job
   }
 }
 
-export async function groupFigure(ctx: Context, g: GpuHoursShape): Promise<FigureShape> {
-  return { owner: { group: g }, usages: groupMembers(g, await fleetLedgerOf(g.fleet, ctx)) };
+export async function groupFigure(ctx: Context, g: GpuHoursShape, full = true): Promise<FigureShape> {
+  return { owner: { group: g }, usages: groupMembers(g, await fleetLedgerOf(g.fleet, ctx, full)) };
 }
 
 builder.objectFields(GpuHoursRef, (t) => ({
   cost: t.field({
     type: CostRef,
     description: "What the group's jobs cost in the fleet's window: exact sums of the jobs' amounts (see Cost)",
-    resolve: (g, _a, ctx) => groupFigure(ctx, g),
+    resolve: (g, _a, ctx) => groupFigure(ctx, g, false),
   }),
   energy: t.field({
     type: EnergyRef,
@@ -533,7 +537,7 @@ builder.objectFields(FleetRef, (t) => ({
       }
       const prepared = await f.prepared;
       const jobs = new Map(prepared.jobs.map((j) => [j.id, j]));
-      const usages = (await fleetLedgerOf(f, ctx)).filter((u) => u.allocMs > 0);
+      const usages = (await fleetLedgerOf(f, ctx, args.by === 'ENERGY')).filter((u) => u.allocMs > 0);
       const key = (u: JobUsage): number | null => {
         switch (args.by) {
           case 'COST':

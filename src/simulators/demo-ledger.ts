@@ -12,6 +12,7 @@ export const DEMO_LEDGER: LedgerConfig = {
     { provider: 'modelarts-demo', accelerator: 'A100', perAcceleratorHour: 2.4, currency: 'USD' },
     { provider: 'modelarts-demo', accelerator: 'V100', perAcceleratorHour: 1.1, currency: 'USD' },
     { provider: 'modelarts-demo', accelerator: 'T4', perAcceleratorHour: 0.5, currency: 'USD' },
+    { provider: 'modelarts-demo', accelerator: 'P100', perAcceleratorHour: 0.7, currency: 'USD' },
     { provider: 'modelarts-demo', accelerator: 'Ascend 910B', perAcceleratorHour: 1.8, currency: 'USD' },
     { provider: 'modelarts-demo', perNodeHour: 0.4, currency: 'USD' },
     { provider: 'pai-dlc-demo', accelerator: 'A100', perAcceleratorHour: 2.4, currency: 'USD' },
@@ -25,7 +26,7 @@ export const DEMO_LEDGER: LedgerConfig = {
     { provider: 'runicorn-demo', perNodeHour: 0.2, currency: 'USD' },
   ],
   // Rough mean draws under training load, for the hours a platform reports no power for.
-  averagePowerWatts: { A100: 300, H100: 550, H200: 550, H800: 550, V100: 250, A10: 120, A10G: 120, T4: 60, 'Ascend 910B': 300 },
+  averagePowerWatts: { A100: 300, H100: 550, H200: 550, H800: 550, V100: 250, P100: 200, A10: 120, A10G: 120, T4: 60, 'Ascend 910B': 300 },
   peakTflops: {},
   precision: 'BF16',
 };

@@ -3,8 +3,10 @@
 import DataLoader from 'dataloader';
 import type { JobUsage } from '../domain/ledger.js';
 import type { RequestScope } from '../domain/request-scope.js';
-import type { PreparedFleet } from './fleet.js';
-import { type LedgerWindow, measureFleet, measureJobs } from './ledger.js';
+import type { GpuHoursRow, PreparedFleet } from './fleet.js';
+import { type LedgerWindow, measureFleet, measureJobs, type UsageRow } from './ledger.js';
+
+const MS_PER_HOUR = 3_600_000;
 import type { ReadThrough } from './read-through.js';
 import type { JobRow } from './repository.js';
 
@@ -33,8 +35,25 @@ export class LedgerReads {
     return loader.load(job);
   }
 
-  /** Every job of a prepared fleet, over its window. */
-  fleet(prepared: PreparedFleet, maxPoints: number): Promise<JobUsage[]> {
-    return measureFleet(this.rt, prepared.jobs, prepared.windows, maxPoints, this.scope());
+  /**
+   * Every job of a prepared fleet over its window, from the fleet's own per-job GPU-hours rows (all
+   * of them: gpuHours asked for every job); `integrals` adds power, tensor/SM active and TFLOP/s.
+   */
+  fleet(prepared: PreparedFleet, jobRows: readonly GpuHoursRow[], integrals: boolean, maxPoints: number): Promise<JobUsage[]> {
+    const windows = new Map(prepared.windows.map((w) => [w.jobId, w]));
+    const usage: UsageRow[] = jobRows
+      .filter((r) => r.kind === 'job' && windows.has(r.key!))
+      .map((r) => {
+        const w = windows.get(r.key!)!;
+        return {
+          jobId: r.key!,
+          windowMs: w.to.getTime() - w.from.getTime(),
+          allocMs: r.allocatedGpuHours * MS_PER_HOUR,
+          coveredMs: r.coveredGpuHours * MS_PER_HOUR,
+          usedMs: r.usedGpuHours * MS_PER_HOUR,
+          nodeCount: 0,
+        };
+      });
+    return measureFleet(this.rt, prepared.jobs, prepared.windows, usage, integrals, maxPoints, this.scope());
   }
 }

@@ -21,7 +21,7 @@ const JOB_SERIES = ['MODEL_FLOPS_PER_GPU'] as const;
 export const LEDGER_METRICS: readonly SystemMetric[] = [...ACCELERATOR_UTILIZATION, ...GPU_SERIES, ...JOB_SERIES];
 export const LEDGER_EXTRA_METRICS: readonly SystemMetric[] = [...GPU_SERIES, ...JOB_SERIES];
 
-interface UsageRow {
+export interface UsageRow {
   jobId: string;
   windowMs: number;
   allocMs: number;
@@ -135,40 +135,50 @@ export class LedgerStore {
     unmeasured: ReadonlyMap<string, { code: LedgerReasonCode; message: string }>,
   ): Promise<JobUsage[]> {
     const [usage, integrals] = await Promise.all([this.usage(windows), this.integrals(windows)]);
-    const byJob = new Map(usage.map((u) => [u.jobId, u]));
-    const ints = new Map<string, IntegralRow>();
-    for (const r of integrals) ints.set(`${r.jobId}|${r.name}`, r);
-    return jobs.map((job) => {
-      const u = byJob.get(job.id);
-      const int = (name: string) => ints.get(`${job.id}|${name}`) ?? { coveredMs: 0, integral: 0 };
-      // The achieved FLOP/s is per accelerator: its time counts once for each accelerator held.
-      const accelerators = u && u.windowMs > 0 ? u.allocMs / u.windowMs : 0;
-      const flops = int('MODEL_FLOPS_PER_GPU');
-      const flopsWeight = accelerators > 0 ? accelerators : 1;
-      return {
-        jobId: job.id,
-        providerId: job.providerId,
-        projectId: job.projectId,
-        owner: job.owner,
-        labels: job.labels,
-        gpuType: job.gpuType,
-        nodeCount: u?.nodeCount ?? 0,
-        windowMs: u?.windowMs ?? 0,
-        allocMs: u?.allocMs ?? 0,
-        coveredMs: u?.coveredMs ?? 0,
-        usedMs: u?.usedMs ?? 0,
-        powerCoveredMs: int('GPU_POWER').coveredMs,
-        powerWattMs: int('GPU_POWER').integral,
-        tensorCoveredMs: int('GPU_TENSOR_ACTIVE').coveredMs,
-        tensorIntegral: int('GPU_TENSOR_ACTIVE').integral,
-        smCoveredMs: int('GPU_SM_ACTIVE').coveredMs,
-        smIntegral: int('GPU_SM_ACTIVE').integral,
-        flopsCoveredMs: flops.coveredMs * flopsWeight,
-        flopsIntegral: flops.integral * flopsWeight,
-        unmeasured: unmeasured.get(job.id) ?? (u ? null : { code: 'NOT_STARTED', message: 'the job held nothing in the window' }),
-      };
-    });
+    return combine(jobs, usage, integrals, unmeasured);
   }
+}
+
+/** One JobUsage per job (in the order of `jobs`) from its usage row and its series' integrals. */
+export function combine(
+  jobs: readonly JobRow[],
+  usage: readonly UsageRow[],
+  integrals: readonly IntegralRow[],
+  unmeasured: ReadonlyMap<string, { code: LedgerReasonCode; message: string }>,
+): JobUsage[] {
+  const byJob = new Map(usage.map((u) => [u.jobId, u]));
+  const ints = new Map<string, IntegralRow>();
+  for (const r of integrals) ints.set(`${r.jobId}|${r.name}`, r);
+  return jobs.map((job) => {
+    const u = byJob.get(job.id);
+    const int = (name: string) => ints.get(`${job.id}|${name}`) ?? { coveredMs: 0, integral: 0 };
+    // The achieved FLOP/s is per accelerator: its time counts once for each accelerator held.
+    const accelerators = u && u.windowMs > 0 ? u.allocMs / u.windowMs : 0;
+    const flops = int('MODEL_FLOPS_PER_GPU');
+    const flopsWeight = accelerators > 0 ? accelerators : 1;
+    return {
+      jobId: job.id,
+      providerId: job.providerId,
+      projectId: job.projectId,
+      owner: job.owner,
+      labels: job.labels,
+      gpuType: job.gpuType,
+      nodeCount: u?.nodeCount ?? 0,
+      windowMs: u?.windowMs ?? 0,
+      allocMs: u?.allocMs ?? 0,
+      coveredMs: u?.coveredMs ?? 0,
+      usedMs: u?.usedMs ?? 0,
+      powerCoveredMs: int('GPU_POWER').coveredMs,
+      powerWattMs: int('GPU_POWER').integral,
+      tensorCoveredMs: int('GPU_TENSOR_ACTIVE').coveredMs,
+      tensorIntegral: int('GPU_TENSOR_ACTIVE').integral,
+      smCoveredMs: int('GPU_SM_ACTIVE').coveredMs,
+      smIntegral: int('GPU_SM_ACTIVE').integral,
+      flopsCoveredMs: flops.coveredMs * flopsWeight,
+      flopsIntegral: flops.integral * flopsWeight,
+      unmeasured: unmeasured.get(job.id) ?? (u ? null : { code: 'NOT_STARTED', message: 'the job held nothing in the window' }),
+    };
+  });
 }
 
 /** A window asked of a job's ledger; absent ends are the job's life (start, end or now). */
@@ -223,19 +233,24 @@ export async function measureJobs(
   );
 }
 
-/** The fleet's ledger: its windows are prepared (utilization cached); the other series are made current, then measured. */
+/**
+ * The fleet's ledger from the GPU-hours the fleet already measured (`usage`: its per-job rows, so
+ * no second pass over the utilization points); with `integrals`, the other series are made current
+ * (where the platform offers them) and integrated in one more statement.
+ */
 export async function measureFleet(
   rt: ReadThrough,
   jobs: readonly JobRow[],
   windows: readonly FleetJobWindow[],
+  usage: readonly UsageRow[],
+  integrals: boolean,
   maxPoints: number,
   scope?: RequestScope,
 ): Promise<JobUsage[]> {
   const byId = new Map(jobs.map((j) => [j.id, j]));
-  const requests = windows
-    .filter((w) => byId.has(w.jobId))
-    .map((w) => ({ job: byId.get(w.jobId)!, from: w.from, to: w.to, metrics: LEDGER_EXTRA_METRICS, maxPoints }));
-  if (requests.length) await rt.ensureMetrics(requests, { scope });
   const inWindow = windows.map((w) => byId.get(w.jobId)).filter((j): j is JobRow => j !== undefined);
-  return new LedgerStore(rt.repo.db, scope).measure(inWindow, windows, new Map());
+  if (!integrals) return combine(inWindow, usage, [], new Map());
+  const requests = inWindow.map((job, i) => ({ job, from: windows[i]!.from, to: windows[i]!.to, metrics: LEDGER_EXTRA_METRICS, maxPoints }));
+  if (requests.length) await rt.ensureMetrics(requests, { scope });
+  return combine(inWindow, usage, await new LedgerStore(rt.repo.db, scope).integrals(windows), new Map());
 }

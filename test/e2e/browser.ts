@@ -8,7 +8,7 @@ import { chromium, type BrowserContext } from 'playwright-core';
 import { pino } from 'pino';
 import type { AppConfig, ProviderConfig } from '../../src/config/index.js';
 import { startRuntime, type Runtime } from '../../src/server/runtime.js';
-import { startDemoProviders, type DemoProvider } from '../../src/simulators/demo.js';
+import { DEMO_LEDGER, startDemoProviders, type DemoProvider } from '../../src/simulators/demo.js';
 import { HANG_MS } from '../support/wait.js';
 import { resolveChromium } from './chromium.js';
 
@@ -87,6 +87,8 @@ export async function startDemoServer(opts: DemoServerOptions = {}): Promise<Dem
       redisUrl: null,
       logLevel: 'silent',
       providers,
+      // The demo's example price table, as the embedded demo serves it.
+      ledger: DEMO_LEDGER,
       ...(opts.collect ? { collect: opts.collect } : {}),
     },
     env: Object.assign({}, ...demo.map((d) => d.secrets)),

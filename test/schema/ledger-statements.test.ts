@@ -86,5 +86,16 @@ describe('ledger query cost', () => {
     expect(largeWarm.sql).toBe(smallWarm.sql);
     expect(largeWarm.metricsCalls).toBe(0);
     console.log(`ledger fleet statements: cold ${large.sql}, warm ${largeWarm.sql} (1 and 9 jobs alike)`);
+    // Cost alone reads the GPU-hours the fleet measures anyway: not one statement more.
+    const plain = `query($from: DateTime!, $to: DateTime!) { fleet(from: $from, to: $to) { jobCount utilization { total { allocatedGpuHours } byProject { usedGpuHours } } jobs { wasteGpuHours } } }`;
+    const withCost = plain
+      .replace('total { allocatedGpuHours }', 'total { allocatedGpuHours cost { amount idleAmount } }')
+      .replace('jobs { wasteGpuHours }', 'jobs { wasteGpuHours cost { amount } }');
+    await statementsOf(plain, WINDOW);
+    const before = await statementsOf(plain, WINDOW);
+    const after = await statementsOf(withCost, WINDOW);
+    expect(after.res.errors).toBeUndefined();
+    expect(after.res.data.fleet.utilization.total.cost.amount).toBeGreaterThan(0);
+    expect(after.statements).toBe(before.statements);
   }, 120_000);
 });
