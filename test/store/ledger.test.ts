@@ -5,6 +5,7 @@ import { sql } from 'drizzle-orm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { efficiencyOf, energyOf, groupCost, type JobUsage, jobCost, jobEnergy, mfuOf, type PriceEntry } from '../../src/domain/ledger.js';
 import { LedgerStore } from '../../src/store/ledger.js';
+import { costOrderSql } from '../../src/store/ledger-order.js';
 import type { JobRow } from '../../src/store/repository.js';
 import { rowsOf } from '../../src/store/sql-util.js';
 import { useTestRepository } from '../support/database.js';
@@ -162,5 +163,30 @@ describe('the ledger over known readings', () => {
     expect(usd.reasons[0]!.code).toBe('NO_PRICE');
     const energy = energyOf([...usage.values()], { averagePowerWatts: {} });
     expect(energy.measuredKwh).toBeCloseTo(48_000 / 3.6e6, 12);
+  });
+
+  it('orders by cost in SQL with the same price entry the ledger picks (the most specific, the first of equals)', async () => {
+    const table: PriceEntry[] = [
+      { provider: '*', accelerator: '*', perAcceleratorHour: 1, currency: 'USD' },
+      { provider: 'p1', accelerator: 'h100', perAcceleratorHour: 4, currency: 'USD' },
+      { provider: 'p1', accelerator: '*', perAcceleratorHour: 9, currency: 'USD' },
+      { provider: 'p2', perNodeHour: 0.4, currency: 'USD' },
+      { provider: '*', accelerator: '*', perNodeHour: 7, currency: 'USD' },
+    ];
+    const rows = await rowsOf<{ id: string; c: number | null }>(
+      t.db.db,
+      sql`select id, ${costOrderSql(table, new Date(T0 + 10 * H))} as c from jobs order by id`,
+    );
+    const inSql = new Map(rows.map((r) => [r.id, r.c === null ? null : Number(r.c)]));
+    // H100 x 2 x 2 h x 4 (provider and model beat provider alone and any); the CPU job's node x 1 h
+    // x 0.4 (its provider's entry beats "*"); A100 x 1 x 1 h x 1 (only "*" matches).
+    expect(inSql).toEqual(
+      new Map([
+        ['p1:job:a', 16],
+        ['p2:job:cpu', 0.4],
+        ['p3:job:unpriced', 1],
+      ]),
+    );
+    for (const u of usage.values()) expect(inSql.get(u.jobId)).toBeCloseTo(jobCost(u, table).amountMicros! / 1e6, 9);
   });
 });
