@@ -141,6 +141,8 @@ export interface GpuHoursShape {
   model?: string;
   /** The owner in byOwner ("" for jobs whose platform names none). */
   owner?: string;
+  /** The label in byLabel: its key, and the value of this group (null: jobs without the label, or with it and no value). */
+  label?: { key: string; value: string | null; present: boolean };
   job?: JobRow;
   id?: string;
 }
@@ -209,7 +211,7 @@ export interface FleetUtilizationShape {
   id?: string;
 }
 
-const FleetUtilizationRef = builder.objectRef<FleetUtilizationShape>('FleetUtilization');
+export const FleetUtilizationRef = builder.objectRef<FleetUtilizationShape>('FleetUtilization');
 FleetUtilizationRef.implement({
   description: `GPU-hours allocated vs used, rolled up. Jobs with no known GPUs and no GPU series are left out. ${SEMANTICS}`,
   interfaces: [NodeInterfaceRef],
@@ -262,6 +264,10 @@ export function gpuHoursRow(fleet: FleetShape, row: GpuHoursRow, job?: JobRow): 
       return { fleet, row, model: row.key! };
     case 'owner':
       return { fleet, row, owner: row.key! };
+    case 'label': {
+      const [key, value, present] = JSON.parse(row.key!) as [string, string | null, boolean];
+      return { fleet, row, label: { key, value, present } };
+    }
     case 'job':
       return { fleet, row, job };
     default:

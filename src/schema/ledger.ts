@@ -25,7 +25,8 @@ import type { JobRow } from '../store/index.js';
 import { checkPageSize, checkSeriesArgs } from './args.js';
 import { builder } from './builder.js';
 import type { Context } from './context.js';
-import { FleetRef, type FleetShape, GpuHoursRef, type GpuHoursShape, gpuHoursOf, idOfFleet } from './fleet.js';
+import { FleetRef, type FleetShape, FleetUtilizationRef, GpuHoursRef, type GpuHoursShape, gpuHoursOf, gpuHoursRow, idOfFleet } from './fleet.js';
+import type { GpuHoursRow } from '../store/index.js';
 import { JobRef, NodeInterfaceRef } from './refs.js';
 import { gpuHoursId, ID_DOCS } from './value-ids.js';
 
@@ -458,6 +459,10 @@ export function groupMembers(g: GpuHoursShape, usages: readonly JobUsage[]): Job
       return held.filter((u) => (u.gpuType ?? 'unknown') === key);
     case 'owner':
       return held.filter((u) => (u.owner ?? '') === key);
+    case 'label': {
+      const l = g.label!;
+      return held.filter((u) => labelOf(u.labels, l.key)[1] === l.present && labelOf(u.labels, l.key)[0] === l.value);
+    }
     case 'job':
       return held.filter((u) => u.jobId === key);
     default:
@@ -565,5 +570,78 @@ builder.objectFields(FleetRef, (t) => ({
         job: jobs.get(u.jobId)!,
       }));
     },
+  }),
+}));
+
+// ---- the fleet's groups by a label ---------------------------------------------------------------
+
+/** A job's value of a label and whether it has the label at all. */
+function labelOf(labels: Readonly<Record<string, string | null>> | null, key: string): [string | null, boolean] {
+  return labels && Object.hasOwn(labels, key) ? [labels[key] ?? null, true] : [null, false];
+}
+
+/**
+ * The fleet's GPU-hours by the value of one label, summed from the fleet's per-job rows (every
+ * job's): jobs with the label and no value, and jobs without it, are groups of their own, so the
+ * groups add up to the total.
+ */
+export async function labelRowsOf(ctx: Context, f: FleetShape, key: string): Promise<GpuHoursRow[]> {
+  if (key.length === 0 || key.length > 200) throw new DomainError('BAD_INPUT', '"key" must be 1..200 characters', { argument: 'key' });
+  const [prepared, rows] = await Promise.all([f.prepared, gpuHoursOf(f, ctx)]);
+  const jobs = new Map(prepared.jobs.map((j) => [j.id, j]));
+  const groups = new Map<string, GpuHoursRow>();
+  for (const r of rows) {
+    if (r.kind !== 'job') continue;
+    const [value, present] = labelOf(jobs.get(r.key!)?.labels ?? null, key);
+    const gk = JSON.stringify([key, value, present]);
+    const g = groups.get(gk) ?? { kind: 'label' as const, key: gk, jobs: 0, allocatedGpuHours: 0, coveredGpuHours: 0, usedGpuHours: 0 };
+    g.jobs += 1;
+    g.allocatedGpuHours += r.allocatedGpuHours;
+    g.coveredGpuHours += r.coveredGpuHours;
+    g.usedGpuHours += r.usedGpuHours;
+    groups.set(gk, g);
+  }
+  return [...groups.values()].sort((a, b) => (a.key! < b.key! ? -1 : 1));
+}
+
+/** Query.node for a label group's GpuHours id. */
+export async function labelGroupById(ctx: Context, f: FleetShape, rowKey: string): Promise<GpuHoursShape | null> {
+  let key: unknown;
+  try {
+    key = (JSON.parse(rowKey) as unknown[])[0];
+  } catch {
+    return null;
+  }
+  if (typeof key !== 'string') return null;
+  const row = (await labelRowsOf(ctx, f, key)).find((r) => r.key === rowKey);
+  return row ? gpuHoursRow(f, row) : null;
+}
+
+builder.objectFields(FleetUtilizationRef, (t) => ({
+  byLabel: t.field({
+    type: [GpuHoursRef],
+    description:
+      'One per value of the label `key` among the matching jobs (labelKey, labelValue and hasLabel set); jobs without the label are one group (hasLabel false), so the groups add up to the total',
+    args: { key: t.arg.string({ required: true, description: 'The label key (Job.labels), 1..200 characters' }) },
+    resolve: async ({ fleet }, args, ctx) => (await labelRowsOf(ctx, fleet, args.key)).map((row) => gpuHoursRow(fleet, row)),
+  }),
+}));
+
+builder.objectFields(GpuHoursRef, (t) => ({
+  labelKey: t.string({
+    nullable: true,
+    description: 'The label key, in Fleet.utilization.byLabel; null in other roll-ups',
+    resolve: (g) => g.label?.key ?? null,
+  }),
+  labelValue: t.string({
+    nullable: true,
+    description:
+      "The group's value of the label, in Fleet.utilization.byLabel; null for jobs without it (hasLabel false) or with it and no value; null in other roll-ups",
+    resolve: (g) => g.label?.value ?? null,
+  }),
+  hasLabel: t.boolean({
+    nullable: true,
+    description: "Whether the group's jobs carry the label, in Fleet.utilization.byLabel; null in other roll-ups",
+    resolve: (g) => (g.label ? g.label.present : null),
   }),
 }));

@@ -52,7 +52,7 @@ import {
   parseTrainingSummaryPart,
 } from './value-ids.js';
 import { type JobLabelView, summariesOf, type TrainingSummaryView } from './run-metadata.js';
-import { type FigureShape, figureById } from './ledger.js';
+import { type FigureShape, figureById, labelGroupById } from './ledger.js';
 
 type Value =
   | HealthView
@@ -209,6 +209,7 @@ async function resolveValue(ctx: Context, p: ParsedValueId): Promise<Value | nul
       if (!fleet) return null;
       const rows = await gpuHoursOf(fleet, ctx);
       if (group.kind === 'total') return totalRow(fleet, rows);
+      if (group.kind === 'label') return labelGroupById(ctx, fleet, group.key);
       const row = rows.find((r) => r.kind === group.kind && r.key === group.key);
       if (!row) return null;
       const job = row.kind === 'job' ? (await fleet.prepared).jobs.find((j) => j.id === row.key) : undefined;

@@ -61,7 +61,8 @@ export interface IdleRunRow {
 }
 
 export interface GpuHoursRow {
-  kind: 'job' | 'provider' | 'project' | 'model' | 'owner' | 'total';
+  /** 'label' rows are made from the job rows (Fleet.utilization.byLabel; key: JSON [label key, value, present]). */
+  kind: 'job' | 'provider' | 'project' | 'model' | 'owner' | 'label' | 'total';
   /** Job id, provider id, project id, GPU model or owner ("" for jobs whose platform names none); null for the total. */
   key: string | null;
   jobs: number;
