@@ -109,7 +109,8 @@ export type LedgerReasonCode =
   | 'NOT_REPORTED'
   | 'NO_FLOPS_SERIES'
   | 'NO_PEAK'
-  | 'NOT_MEASURED';
+  | 'NOT_MEASURED'
+  | 'STALE';
 
 export interface LedgerReason {
   /** The field the reason is about (amount, idleAmount, kwh, mfu, tensorActive, smActive). */
@@ -151,6 +152,8 @@ export interface JobUsage {
   flopsIntegral: number;
   /** Why the job could not be measured at all (the fleet's UNKNOWN_END, a job that has not started). */
   unmeasured?: { code: LedgerReasonCode; message: string } | null;
+  /** The platform failed to refresh the job's series for this answer: the figures are from what the cache holds. */
+  stale?: { code: string; message: string } | null;
 }
 
 const MS_PER_HOUR = 3_600_000;
@@ -236,6 +239,7 @@ export function jobCost(u: JobUsage, prices: readonly PriceEntry[]): CostFigure 
       });
     }
     if (idle < 0) idle = 0;
+    if (u.stale) reasons.push(staleReason('idleAmount', u.stale));
     return {
       amountMicros: money(u.allocMs, p.perAcceleratorHour!),
       idleAmountMicros: idle,
@@ -260,8 +264,16 @@ export function jobCost(u: JobUsage, prices: readonly PriceEntry[]): CostFigure 
     billedHours: nodeMs / MS_PER_HOUR,
     basis: 'NODE_HOUR',
     unitPrice: p.perNodeHour!,
-    reasons: [{ field: 'idleAmount', code: 'NOT_MEASURED', message: 'a CPU-only job has no accelerator utilization: its idle share is not known' }],
+    reasons: [
+      { field: 'idleAmount', code: 'NOT_MEASURED', message: 'a CPU-only job has no accelerator utilization: its idle share is not known' },
+      ...(u.stale ? [staleReason('amount', u.stale)] : []),
+    ],
   };
+}
+
+/** A figure computed from the cache after a failed refresh says so (its value stands, as a stale series' does). */
+function staleReason(field: string, s: { code: string; message: string }): LedgerReason {
+  return { field, code: 'STALE', message: `counted from the cache: the platform's series could not be refreshed (${s.code}: ${s.message})` };
 }
 
 export interface EnergyFigure {
@@ -342,6 +354,8 @@ export function energyOf(us: readonly JobUsage[], settings: Pick<LedgerSettings,
   } else {
     kwh = (measuredKwh ?? 0) + (estimatedKwh ?? 0);
   }
+  const stale = measured.find((u) => u.stale)?.stale;
+  if (stale) reasons.push(staleReason('kwh', stale));
   return { measuredKwh, estimatedKwh, kwh, coverage: covered / alloc, estimated: estimatedKwh !== null, reasons };
 }
 
@@ -402,6 +416,8 @@ export function efficiencyOf(us: readonly JobUsage[]): EfficiencyFigure {
       message: "no achieved model TFLOP/s in the window (Primus-Lens' TrainingPerformance reports it; other platforms do not)",
     });
   }
+  const stale = measured.find((u) => u.stale)?.stale;
+  if (stale) reasons.push(staleReason('efficiency', stale));
   return { tensorActive, smActive, achievedFlops, model, reasons };
 }
 

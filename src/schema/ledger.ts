@@ -42,6 +42,7 @@ export const LEDGER_REASON_CODES: readonly LedgerReasonCode[] = [
   'NO_FLOPS_SERIES',
   'NO_PEAK',
   'NOT_MEASURED',
+  'STALE',
 ];
 
 const LedgerReasonCodeEnum = builder.enumType('LedgerReasonCode', {
@@ -58,6 +59,10 @@ const LedgerReasonCodeEnum = builder.enumType('LedgerReasonCode', {
     NO_FLOPS_SERIES: { description: "No achieved model TFLOP/s reported in the window (Primus-Lens' TrainingPerformance only)" },
     NO_PEAK: { description: 'No peak TFLOP/s known for the accelerator at the precision (docs/ledger.md; ledger.peakTflops adds one)' },
     NOT_MEASURED: { description: 'Not measurable for this job (a CPU-only job has no idle share)' },
+    STALE: {
+      description:
+        "The platform's series could not be refreshed for this answer: the figures stand, counted from what the cache holds (the fleet's groups say so in Fleet.problems)",
+    },
   } satisfies Record<LedgerReasonCode, { description: string }>,
 });
 
@@ -219,7 +224,8 @@ CostRef.implement({
     }),
     reason: t.string({
       nullable: true,
-      description: 'Why amount or idleAmount is null (or, with NO_UTILIZATION, how idleAmount was counted), in words; null when both are known from readings',
+      description:
+        'Why amount or idleAmount is null, or how a known one was counted (NO_UTILIZATION: no readings, all idle; STALE: from the cache after a failed refresh), in words; null when both are known from fresh readings',
       resolve: (s, _a, ctx) => reasonText(cost(s, ctx).reasons),
     }),
     reasonCodes: t.field({

@@ -4,6 +4,7 @@
 // Two statements for any number of jobs, after one batched fetch through the read-through path.
 // The money, kWh and MFU made of them are src/domain/ledger.ts; the method is docs/ledger.md.
 import { sql } from 'drizzle-orm';
+import { DomainError } from '../domain/errors.js';
 import type { JobUsage, LedgerReasonCode } from '../domain/ledger.js';
 import type { RequestScope } from '../domain/request-scope.js';
 import type { SystemMetric } from '../domain/types.js';
@@ -213,11 +214,16 @@ export async function measureJobs(
       else unmeasured.set(job.id, { code: 'NOT_STARTED', message: 'the job held nothing in the window' });
     }
   }
+  const stale = new Map<string, { code: string; message: string }>();
   if (requests.length > 0) {
-    await rt.ensureMetrics(
+    const freshness = await rt.ensureMetrics(
       requests.map((r) => ({ ...r, metrics: LEDGER_METRICS, maxPoints })),
       { scope },
     );
+    freshness.forEach((f, i) => {
+      const problem = f instanceof Error ? { code: f instanceof DomainError ? f.code : 'INTERNAL', message: f.message } : f.error;
+      if (problem) stale.set(requests[i]!.job.id, problem);
+    });
   }
   // Metrics fetches teach some platforms their topology and GPU counts: read the rows again.
   const fresh = requests.length
@@ -226,11 +232,12 @@ export async function measureJobs(
   const due = [...fresh.values()].filter((j) => !j.topologyFetchedAt);
   if (due.length) await rt.ensureTopology(due, { scope });
   const windows: FleetJobWindow[] = requests.map((r) => ({ jobId: r.job.id, from: r.from, to: r.to, stepSeconds: rt.stepFor(r, maxPoints) }));
-  return new LedgerStore(rt.repo.db, scope).measure(
+  const measured = await new LedgerStore(rt.repo.db, scope).measure(
     jobs.map((j) => fresh.get(j.id) ?? j),
     windows,
     unmeasured,
   );
+  return measured.map((u) => (stale.has(u.jobId) ? { ...u, stale: stale.get(u.jobId)! } : u));
 }
 
 /**

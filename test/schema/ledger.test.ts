@@ -24,6 +24,8 @@ const JOB_FIELDS = `id gpuType gpuCount status startedAt finishedAt
 const micros = (x: number) => Math.round(x * 1e6);
 
 describe('the ledger over Primus-Lens', () => {
+  /** The server's clock: NOW until the last test moves it on to make the cache due. */
+  let now = NOW;
   let sim: PrimusLensSimulator;
   let db: TestDatabase;
   let rt: Runtime;
@@ -32,7 +34,8 @@ describe('the ledger over Primus-Lens', () => {
     sim = await startPrimusLensSimulator({ anchorMs: ANCHOR, now: () => NOW });
     db = await createTestDatabase();
     rt = await startRuntimeOn(db, [{ id: 'lens', kind: 'PRIMUS_LENS', baseUrl: sim.baseUrl }], {
-      clock: () => NOW,
+      clock: () => now,
+      resilience: { retries: 0 },
       config: {
         ledger: {
           prices: [{ provider: 'lens', accelerator: 'MI300X', perAcceleratorHour: MI300X_PRICE, currency: 'USD' }],
@@ -180,5 +183,25 @@ describe('the ledger over Primus-Lens', () => {
     expect(costs).toEqual([...costs].sort((a: number, b: number) => b - a));
     const idle = f.byIdle.map((r: any) => r.cost.idleAmount);
     expect(idle).toEqual([...idle].sort((a: number, b: number) => b - a));
+  }, 120_000);
+
+  it('says a figure was counted from the cache when the platform failed to refresh it', async () => {
+    const listed = await gql(`{ jobs(first: 50, filter: { statuses: [RUNNING] }) { nodes { id } } }`);
+    const id = listed.jobs.nodes[0].id;
+    // The running job's series are due again a minute on; the platform then answers 503.
+    now = NOW + 60_000;
+    sim.inject({ kind: 'status', status: 503 });
+    try {
+      const res = await postGraphql(rt.url, `query($id: ID!) { job(id: $id) { cost { amount reasonCodes reason } energy { measuredKwh reasonCodes } } }`, {
+        id,
+      });
+      const job = res.data.job;
+      expect(job.cost.amount).toBeGreaterThan(0);
+      expect(job.cost.reasonCodes).toContain('STALE');
+      expect(job.cost.reason).toMatch(/counted from the cache/);
+      expect(job.energy.reasonCodes).toContain('STALE');
+    } finally {
+      sim.clearFaults();
+    }
   }, 120_000);
 });
