@@ -9,7 +9,7 @@ import type { JobUsage, LedgerReasonCode } from '../domain/ledger.js';
 import type { RequestScope } from '../domain/request-scope.js';
 import type { SystemMetric } from '../domain/types.js';
 import type { Db } from './db.js';
-import { ACCELERATOR_UTILIZATION, type FleetJobWindow, MAX_GAP_STEPS, selectedSeriesSql, seriesIntervalsSql } from './fleet.js';
+import { ACCELERATOR_UTILIZATION, type FleetJobWindow, FleetStore, MAX_GAP_STEPS, selectedSeriesSql, seriesIntervalsSql } from './fleet.js';
 import { isTerminal, jobWindow, type ReadThrough } from './read-through.js';
 import type { JobRow } from './repository.js';
 import { readRowsFor, textArray } from './sql-util.js';
@@ -229,8 +229,14 @@ export async function measureJobs(
   const fresh = requests.length
     ? new Map((await rt.repo.within(scope).jobsByIds(requests.map((r) => r.job.id))).map((j) => [j.id, j]))
     : new Map<string, JobRow>();
-  const due = [...fresh.values()].filter((j) => !j.topologyFetchedAt);
-  if (due.length) await rt.ensureTopology(due, { scope });
+  // As the fleet does: a node aggregate counts for its node's GPUs, so those jobs need their
+  // topology; so does a job without accelerators (billed by its nodes). Others need no call.
+  const unknown = [...fresh.values()].filter((j) => !j.topologyFetchedAt);
+  if (unknown.length) {
+    const aggregates = new Set(await new FleetStore(rt.repo.db, scope).jobsWithNodeAggregates(unknown.map((j) => j.id)));
+    const due = unknown.filter((j) => aggregates.has(j.id) || !j.gpuCount);
+    if (due.length) await rt.ensureTopology(due, { scope });
+  }
   const windows: FleetJobWindow[] = requests.map((r) => ({ jobId: r.job.id, from: r.from, to: r.to, stepSeconds: rt.stepFor(r, maxPoints) }));
   const measured = await new LedgerStore(rt.repo.db, scope).measure(
     jobs.map((j) => fresh.get(j.id) ?? j),
