@@ -4,6 +4,7 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { parseSubgraphTypeNames } from '../domain/subgraph-type-names.js';
 import { providersFile, type ProviderConfig } from './providers-config.js';
+import type { LedgerConfig } from './ledger-config.js';
 import { loadSecurityConfig, type SecurityConfig } from './security.js';
 
 export * from './providers-config.js';
@@ -17,6 +18,7 @@ export {
   type TokenScope,
   type TokenStore,
 } from './security.js';
+export { ledgerConfig, ledgerSettings, type LedgerConfig } from './ledger-config.js';
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -87,6 +89,8 @@ export interface AppConfig {
    * is an argument type; the server refuses at start a type a router could name (src/schema/subgraph-names.ts).
    */
   subgraphTypeNames?: ReadonlyMap<string, string>;
+  /** The providers file's `ledger` entry: prices, average power, MFU peaks (docs/ledger.md); absent = no prices (the demo brings its example table). */
+  ledger?: LedgerConfig;
 }
 
 function describeIssues(prefix: string, error: z.ZodError): string {
@@ -99,6 +103,11 @@ function describeIssues(prefix: string, error: z.ZodError): string {
 }
 
 export function parseProvidersFile(text: string, fileName: string): ProviderConfig[] {
+  return parseConfigFile(text, fileName).providers;
+}
+
+/** The providers file whole: its providers and its optional ledger entry. */
+export function parseConfigFile(text: string, fileName: string): { providers: ProviderConfig[]; ledger?: LedgerConfig } {
   let raw: unknown;
   try {
     raw = fileName.endsWith('.json') ? JSON.parse(text) : parseYaml(text);
@@ -107,7 +116,7 @@ export function parseProvidersFile(text: string, fileName: string): ProviderConf
   }
   const parsed = providersFile.safeParse(raw);
   if (!parsed.success) throw new ConfigError(describeIssues(fileName, parsed.error));
-  return parsed.data.providers;
+  return parsed.data.ledger ? { providers: parsed.data.providers, ledger: parsed.data.ledger } : { providers: parsed.data.providers };
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
@@ -115,6 +124,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   if (!parsed.success) throw new ConfigError(describeIssues('environment', parsed.error));
   const e = parsed.data;
   let providers: ProviderConfig[] | null = null;
+  let ledger: LedgerConfig | undefined;
   if (e.PROVIDERS_CONFIG) {
     let text: string;
     try {
@@ -122,7 +132,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     } catch (err) {
       throw new ConfigError(`PROVIDERS_CONFIG: cannot read ${e.PROVIDERS_CONFIG}: ${(err as Error).message}`);
     }
-    providers = parseProvidersFile(text, e.PROVIDERS_CONFIG);
+    ({ providers, ledger } = parseConfigFile(text, e.PROVIDERS_CONFIG));
   }
   let subgraphTypeNames: Map<string, string>;
   try {
@@ -146,6 +156,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     redisUrl: e.REDIS_URL ?? null,
     logLevel: e.LOG_LEVEL,
     providers,
+    ...(ledger ? { ledger } : {}),
     executor: e.GRAPHQL_EXECUTOR,
     collect: {
       enabled: !['off', 'false', '0'].includes(e.COLLECT),

@@ -5,13 +5,14 @@
 import { z } from 'zod';
 import { PLATFORMS, type PlatformConfig } from '../providers/platforms.js';
 import { configUnionOf } from '../providers/platform.js';
+import { ledgerConfig } from './ledger-config.js';
 
 export { collectConfig, DEFAULT_PROVIDER_TIMEOUT_SECONDS, requireSecret, type CollectConfig, type SecretSource } from './provider-kit.js';
 
 export const providerConfig = configUnionOf(PLATFORMS);
 
 export const providersFile = z
-  .object({ providers: z.array(providerConfig).min(1) })
+  .object({ providers: z.array(providerConfig).min(1), ledger: ledgerConfig.optional() })
   .strict()
   .superRefine((file, ctx) => {
     const seen = new Set<string>();

@@ -168,6 +168,10 @@ export const JobOrderFieldEnum = builder.enumType('JobOrderField', {
     NAME: { description: 'Name, by code point (byte order), not locale' },
     ACCELERATOR_COUNT: { description: 'GPUs or NPUs of the whole job; jobs whose platform does not say come last' },
     SUMMARY: { description: 'A training metric summary value (JobOrder.summary); jobs without it come last' },
+    COST: {
+      description:
+        "What the job cost over its life (to now while it runs): the platform's accelerator count (a CPU-only job: its known nodes) x hours x the price table's price (docs/ledger.md); jobs without a price, not started or finished without a known end come last. BAD_INPUT when the price table mixes currencies",
+    },
   },
 });
 

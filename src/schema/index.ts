@@ -22,6 +22,7 @@ import './subscription.js';
 import './duration.js';
 import './fleet.js';
 import './compare.js';
+import './ledger.js';
 import './entities.js';
 import './relay.js';
 

@@ -52,6 +52,7 @@ import {
   parseTrainingSummaryPart,
 } from './value-ids.js';
 import { type JobLabelView, summariesOf, type TrainingSummaryView } from './run-metadata.js';
+import { type FigureShape, figureById, labelGroupById } from './ledger.js';
 
 type Value =
   | HealthView
@@ -74,7 +75,8 @@ type Value =
   | IdleIntervalShape
   | ComparisonShape
   | ComparedRunShape
-  | ComparedSeriesShape;
+  | ComparedSeriesShape
+  | FigureShape;
 
 /** The value a value id names, carrying that id; null when it is not one this graph issued or it is gone. */
 export async function valueById(ctx: Context, id: string): Promise<(Value & { id: string }) | null> {
@@ -207,6 +209,7 @@ async function resolveValue(ctx: Context, p: ParsedValueId): Promise<Value | nul
       if (!fleet) return null;
       const rows = await gpuHoursOf(fleet, ctx);
       if (group.kind === 'total') return totalRow(fleet, rows);
+      if (group.kind === 'label') return labelGroupById(ctx, fleet, group.key);
       const row = rows.find((r) => r.kind === group.kind && r.key === group.key);
       if (!row) return null;
       const job = row.kind === 'job' ? (await fleet.prepared).jobs.find((j) => j.id === row.key) : undefined;
@@ -224,6 +227,15 @@ async function resolveValue(ctx: Context, p: ParsedValueId): Promise<Value | nul
       });
       return found ?? null;
     }
+    case 'cost':
+    case 'energy':
+    case 'efficiency':
+      return figureById(
+        ctx,
+        part,
+        () => owner<JobRow>(ctx, p, 'job'),
+        () => owner<GpuHoursShape>(ctx, p, 'gpuhours'),
+      );
     case 'idleinterval': {
       const from = parseIdleIntervalPart(part);
       const gpu = await owner<IdleGpuShape>(ctx, p, 'idlegpu');

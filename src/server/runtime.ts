@@ -15,6 +15,7 @@ import {
   ConfigError,
   DEFAULT_REQUEST_LIMITS,
   isLoopbackHost,
+  ledgerSettings,
   type TokenStore,
 } from '../config/index.js';
 import { ProviderSet, type ProviderInstance, type ResilienceOptions } from '../providers/provider-set.js';
@@ -31,6 +32,7 @@ import type { Plugin } from 'graphql-yoga';
 import { startLive, type LiveRuntime } from './live.js';
 import { type LiveOptions, type LiveTimers, REAL_TIMERS } from '../live/index.js';
 import { attachGraphqlWs, DEFAULT_WS_LIMITS, type WsLimits } from './ws.js';
+import { serveLedgerExport } from './ledger-export.js';
 import { presentedToken } from './access.js';
 import { timingSafeEqual } from 'node:crypto';
 import { scrubSecrets } from '../domain/secrets.js';
@@ -142,9 +144,10 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const logger = opts.logger ?? pino(loggerOptions, opts.logDestination ?? destination({ dest: 1, sync: true }));
   // The simulators (and the OpenTelemetry SDK below) are loaded only when used: a deployment with a
   // providers file never has them in memory.
-  const demo = config.providers
-    ? []
-    : await (await import('../simulators/demo.js')).startDemoProviders({ workDir: opts.demoWorkDir, now: opts.clock, anchorMs: opts.demoAnchorMs });
+  const demoModule = config.providers ? null : await import('../simulators/demo.js');
+  const demo = demoModule ? await demoModule.startDemoProviders({ workDir: opts.demoWorkDir, now: opts.clock, anchorMs: opts.demoAnchorMs }) : [];
+  // The demo brings its example price table; a providers file its own `ledger` entry, or none.
+  const ledger = ledgerSettings(config.ledger ?? demoModule?.DEMO_LEDGER);
   const configs = config.providers ?? demo.map((d) => d.config);
   const env: SecretSource = config.providers ? (opts.env ?? process.env) : Object.assign({}, ...demo.map((d) => d.secrets));
   const providers = new ProviderSet(buildProviders(configs, env, !config.providers), opts.resilience);
@@ -200,6 +203,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     corsOrigins: config.security?.corsOrigins,
     executor: config.executor,
     subgraphSdl,
+    ledger,
     plugins: [useMetrics(metrics, logger), ...(tracing ? [useTracing(tracing.tracer)] : []), ...(opts.plugins ?? [])],
   });
   const graceMs = opts.shutdownGraceMs ?? 10_000;
@@ -253,7 +257,8 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
             }
             return metrics.scrape().then((body) => res.writeHead(200, { 'content-type': metrics.contentType() }).end(body));
           },
-          export: (req, res) => serveExport(req, res, app, opts.limits ?? DEFAULT_LIMITS),
+          export: (req, res) =>
+            serveLedgerExport(req, res, app, (opts.limits ?? DEFAULT_LIMITS).maxPageSize) || serveExport(req, res, app, opts.limits ?? DEFAULT_LIMITS),
           webPage: (req, res) => serveWebPage(req, res, logger),
           healthz: (req, res) => {
             if (req.url !== '/healthz') return false;

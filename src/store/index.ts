@@ -10,6 +10,7 @@ import { CollectionStore, type CollectionStatus } from './collection.js';
 import { FleetStore, prepareFleet, type FleetJobWindow, type GpuHoursRow, type IdleRunRow, type PreparedFleet } from './fleet.js';
 import type { JobFilter } from './job-filter.js';
 import { createLoaders, type Loaders, type SharedReads } from './loaders.js';
+import { LedgerReads } from './ledger-reads.js';
 import { isTerminal, type Freshness, type ReadThrough, type StatusListener } from './read-through.js';
 import type { JobCursor, JobOrder } from './job-filter.js';
 import type {
@@ -32,6 +33,8 @@ export { cacheOnlyConditions, DEFAULT_JOB_ORDER, jobMatches, type JobCursor, typ
 export { MAX_GAP_STEPS, type GpuHoursRow, type IdleRunRow, type PreparedFleet } from './fleet.js';
 export { isTerminal, jobWindow, type Freshness, type StatusListener, type TopologyHint, type Window } from './read-through.js';
 export type { Loaders } from './loaders.js';
+export type { LedgerReads } from './ledger-reads.js';
+export type { LedgerWindow } from './ledger.js';
 import type { JobShapes } from './job-shapes.js';
 export { UNKNOWN_JOB_SHAPE, type JobShape, type JobShapes, type ShapeMeasure } from './job-shapes.js';
 export type { CollectionStatus, CollectionStore, CollectOutcome, CollectRunningOptions } from './collection.js';
@@ -288,6 +291,13 @@ export class RequestStore {
   /** A page of a job's log lines, straight from its platform (UNSUPPORTED where it has no log API). */
   logs(job: JobRow, request: LogRequest): Promise<LogPage> {
     return this.rt.logs(job, request, this.scope);
+  }
+
+  private ledgerReads: LedgerReads | null = null;
+
+  /** The ledger's measurements (src/store/ledger.ts): jobs batched per window, one measurement per batch. */
+  get ledger(): LedgerReads {
+    return (this.ledgerReads ??= new LedgerReads(this.rt, () => this.scope));
   }
 
   /** Fleet questions (src/store/fleet.ts); made when asked, as few requests ask them. */

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { chromium, type BrowserContext } from 'playwright-core';
 import type { AppConfig, ProviderConfig } from '../../src/config/index.js';
 import type { Runtime } from '../../src/server/runtime.js';
-import { startDemoProviders, type DemoProvider } from '../../src/simulators/demo.js';
+import { DEMO_LEDGER, startDemoProviders, type DemoProvider } from '../../src/simulators/demo.js';
 import { startRuntimeOn } from '../support/runtime.js';
 import { HANG_MS } from '../support/wait.js';
 import { resolveChromium } from './chromium.js';
@@ -79,7 +79,8 @@ export async function startDemoServer(opts: DemoServerOptions = {}): Promise<Dem
     return { ...d.config, pollIntervalSeconds: 1, ...(collect ? { collect } : {}) };
   });
   const runtime = await startRuntimeOn(opts.database ?? { databaseUrl: null, dataDir: 'memory://' }, providers, {
-    config: opts.collect ? { collect: opts.collect } : {},
+    // The demo's example price table, as the embedded demo serves it.
+    config: { ledger: DEMO_LEDGER, ...(opts.collect ? { collect: opts.collect } : {}) },
     env: Object.assign({}, ...demo.map((d) => d.secrets)),
     shutdownGraceMs: 2000,
   });
