@@ -20,6 +20,7 @@ import './fleet.js';
 import './compare.js';
 import './entities.js';
 import './relay.js';
+import './finding.js';
 
 /** The plain schema (schema/schema.graphql), as a client that knows nothing of federation sees it. */
 export const plainSchema = builder.toSchema({ sortSchema: false });
