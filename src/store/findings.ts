@@ -190,7 +190,18 @@ export class FindingsStore {
       })),
     );
     const nowMs = ms(now);
-    const rows = await this.rows<Record<string, unknown>>(sql`
+    // The planner cannot know how many rows each CTE holds and joins them in nested loops, each a
+    // scan of the other side: quadratic in the fleet (24 s at 1,000 jobs on PostgreSQL). Hash joins
+    // it must then take; the per-series index reads (lateral) stay nested loops, their only plan.
+    const rows = await this.db.transaction(async (tx) => {
+      await tx.execute(sql`set local enable_nestloop = off`);
+      return rowsOf<Record<string, unknown>>(tx as unknown as Db, this.detectSql(now, nowMs, rulesJson));
+    });
+    return this.candidatesOf(rows, now);
+  }
+
+  private detectSql(now: Date, nowMs: SQL, rulesJson: string): SQL {
+    return sql`
       with rules as (
         select * from jsonb_to_recordset(${rulesJson}::jsonb) as r(ord int, provider text, project text, stall_util float8, stall_ms bigint,
           step_ms bigint, step_factor float8, strag_frac float8, strag_busy float8, strag_ms bigint, idle_util float8, idle_ms bigint,
@@ -219,10 +230,12 @@ export class FindingsStore {
         where s.kind = 'system' and s.name in ${ACCEL}
           and not coalesce((s.meta->>'nodeWide')::boolean, false) and not coalesce((s.meta->>'hostWide')::boolean, false)
       ),
+      finest as materialized (
+        select job_id, name, case when bool_or(scope = 'GPU') then 'GPU' when bool_or(scope = 'NODE') then 'NODE' else 'JOB' end as scope
+        from acc_all group by job_id, name
+      ),
       acc as materialized (
-        select a.* from acc_all a
-        where a.scope = (select case when bool_or(b.scope = 'GPU') then 'GPU' when bool_or(b.scope = 'NODE') then 'NODE' else 'JOB' end
-          from acc_all b where b.job_id = a.job_id and b.name = a.name)
+        select a.* from acc_all a join finest f on f.job_id = a.job_id and f.name = a.name and f.scope = a.scope
       ),
       -- Per series and window: the summary Job.metrics answers, and whether the series covers the window
       -- (a point at or before its start, and a point in its last third: a hole is not a reading).
@@ -239,18 +252,18 @@ export class FindingsStore {
       cov as materialized (
         select *, (covered_start and n > 0 and last_key >= k_to - (k_to - k_from) / 3) as covered from win
       ),
-      series_ev as (
+      series_ev as materialized (
         select c.job_id, c.win, jsonb_agg(jsonb_build_object('seriesId', c.series_id, 'metric', c.name, 'scope', c.scope, 'nodeId', c.node_id,
           'gpuId', c.gpu_id, 'count', c.n, 'avg', c.avg, 'max', c.max) order by c.node_id, c.gpu_id, c.series_id) as series,
           bool_and(c.covered) as all_covered, max(c.max) as max_all, count(*) as n_series, min(c.k_from) as k_from, max(c.k_to) as k_to
         from cov c group by c.job_id, c.win
       ),
-      stalled_acc as (
+      stalled_acc as materialized (
         select r.*, e.series, e.max_all, e.k_from, e.k_to
         from running r join series_ev e on e.job_id = r.job_id and e.win = 'stall'
         where e.all_covered and e.max_all < r.stall_util
       ),
-      idle as (
+      idle as materialized (
         select r.job_id, jsonb_agg(jsonb_build_object('seriesId', c.series_id, 'metric', c.name, 'scope', c.scope, 'nodeId', c.node_id,
           'gpuId', c.gpu_id, 'count', c.n, 'avg', c.avg, 'max', c.max) order by c.node_id, c.gpu_id, c.series_id) as series,
           count(*) as n_idle, min(c.k_from) as k_from, max(c.k_to) as k_to, max(c.max) as max_idle
@@ -258,60 +271,61 @@ export class FindingsStore {
         where c.covered and c.max < r.idle_util
         group by r.job_id
       ),
-      strag_med as (
+      strag_med as materialized (
         select c.job_id, percentile_cont(0.5) within group (order by c.avg) as median, count(*) as n
         from cov c where c.win = 'straggler' and c.covered group by c.job_id
       ),
-      strag_low as (
-        select r.job_id, r.provider_id, r.project_id, r.strag_frac, r.strag_busy, c.series_id, c.name, c.scope, c.node_id, c.gpu_id, c.n, c.avg, c.max, c.k_from, c.k_to, m.median, m.n as n_series
+      strag_low as materialized (
+        select count(*) over (partition by r.job_id) as n_low, r.job_id, r.provider_id, r.project_id, r.strag_frac, r.strag_busy, c.series_id, c.name, c.scope, c.node_id, c.gpu_id, c.n, c.avg, c.max, c.k_from, c.k_to, m.median, m.n as n_series
         from running r join strag_med m on m.job_id = r.job_id
         join cov c on c.job_id = r.job_id and c.win = 'straggler' and c.covered
         where m.n >= 2 and m.median >= r.strag_busy and c.max < r.strag_frac * m.median
       ),
       -- A straggler lags the others: the few below the limit, not half a job (that is an idle allocation).
-      straggler as (
+      straggler as materialized (
         select l.* from strag_low l
-        where (select count(*) from strag_low l2 where l2.job_id = l.job_id) * 2 < l.n_series or (l.n_series = 2)
+        where l.n_low * 2 < l.n_series or l.n_series = 2
       ),
       -- NO_DATA: the platform was asked for metrics within the window and its newest point is older.
-      asked as (
+      asked as materialized (
         select f.job_id, max(f.fetched_at) as fetched_at from fetches f join running r on r.job_id = f.job_id
         where f.dataset like 'metric:%' group by f.job_id
       ),
-      newest as (
+      newest as materialized (
         select s.job_id, max(lp.key) as last_key, count(*) as n_series
         from series s join running r on r.job_id = s.job_id
         cross join lateral (select p.key from points p where p.series_id = s.id and p.key <= ${nowMs} order by p.key desc limit 1) lp
         where s.kind = 'system' group by s.job_id
       ),
-      no_data as (
+      no_data as materialized (
         select r.*, a.fetched_at, n.last_key from running r join asked a on a.job_id = r.job_id left join newest n on n.job_id = r.job_id
         where a.fetched_at >= ${at(now)} - make_interval(secs => r.nodata_ms / 1000.0)
           and coalesce(r.started_at, ${at(now)}) <= ${at(now)} - make_interval(secs => r.nodata_ms / 1000.0)
           and coalesce(n.last_key, 0) < ${nowMs} - r.nodata_ms
       ),
       -- STALLED by progress: the newest step's time, against the median time per step of the last points.
-      steps as (
+      steps as materialized (
         select s.job_id, lp.step, lp.ts from series s join running r on r.job_id = s.job_id
         cross join lateral (select p.key as step, p.ts from points p where p.series_id = s.id and p.ts is not null and p.ts <= ${at(now)}
           order by p.key desc limit ${STEP_POINTS}) lp
         where s.kind = 'training' and s.keyed_by = 'step'
       ),
-      first_seen as (select job_id, step, min(ts) as ts from steps group by job_id, step),
-      gaps as (
-        select job_id, step, ts, extract(epoch from ts - lag(ts) over w) * 1000 / nullif(step - lag(step) over w, 0) as ms_per_step
+      first_seen as materialized (select job_id, step, min(ts) as ts from steps group by job_id, step),
+      gaps as materialized (
+        select job_id, step, ts, max(step) over (partition by job_id) as max_step,
+          extract(epoch from ts - lag(ts) over w) * 1000 / nullif(step - lag(step) over w, 0) as ms_per_step
         from first_seen window w as (partition by job_id order by step)
       ),
-      progress_stats as (
-        select job_id, max(step) as last_step, max(ts) filter (where step = (select max(step) from first_seen f2 where f2.job_id = gaps.job_id)) as last_step_at,
+      progress_stats as materialized (
+        select job_id, max(step) as last_step, max(ts) filter (where step = max_step) as last_step_at,
           percentile_cont(0.5) within group (order by ms_per_step) filter (where ms_per_step > 0) as median_ms_per_step
         from gaps group by job_id
       ),
-      asked_training as (
+      asked_training as materialized (
         select f.job_id, max(f.fetched_at) as fetched_at from fetches f join running r on r.job_id = f.job_id
         where f.dataset in ('training', 'progress') group by f.job_id
       ),
-      stalled_progress as (
+      stalled_progress as materialized (
         select r.*, ps.last_step, ps.last_step_at, ps.median_ms_per_step, greatest(r.step_ms, r.step_factor * coalesce(ps.median_ms_per_step, 0)) as limit_ms,
           t.fetched_at
         from running r join progress_stats ps on ps.job_id = r.job_id join asked_training t on t.job_id = r.job_id
@@ -357,7 +371,10 @@ export class FindingsStore {
       select 'RESTARTED', 'INFO', r.job_id, r.provider_id, r.project_id, null, null, r.restart_count::text, ${at(now)},
         ${at(now)} + make_interval(secs => r.restart_hold_ms / 1000.0),
         jsonb_build_object('restartCount', r.restart_count, 'failureReason', r.failure_reason, 'rawStatus', r.raw_status)
-      from running r where coalesce(r.restart_count, 0) > 0`);
+      from running r where coalesce(r.restart_count, 0) > 0`;
+  }
+
+  private candidatesOf(rows: Record<string, unknown>[], now: Date): FindingCandidate[] {
     return rows.map((r) => {
       const kind = r.kind as FindingKind;
       const evidence = (typeof r.evidence === 'string' ? JSON.parse(r.evidence) : r.evidence) as Record<string, unknown>;
