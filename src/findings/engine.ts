@@ -76,11 +76,15 @@ export class FindingsEngine {
     this.timer = this.deps.timers.setTimeout(() => {
       this.timer = null;
       this.dueNow = false;
-      this.running = this.step().finally(() => (this.running = null));
+      // Told once nothing runs any more: a waiter that sees the event finds the evaluator idle.
+      this.running = this.step().then((result) => {
+        this.running = null;
+        this.events.emit('evaluated', result);
+      });
     }, delayMs);
   }
 
-  private async step() {
+  private async step(): Promise<Evaluation | null> {
     const timers = this.deps.timers;
     const started = timers.now();
     let result: Evaluation | null = null;
@@ -92,10 +96,10 @@ export class FindingsEngine {
     } catch (err) {
       this.deps.logger.error({ err }, 'findings: evaluation failed');
     }
-    this.events.emit('evaluated', result);
-    if (this.stopped) return;
+    if (this.stopped) return result;
     // A follower tries twice an interval: a dead holder's lease (1.5 intervals) is taken within two.
     this.schedule(this.leading ? Math.max(0, started + this.intervalMs - timers.now()) : this.intervalMs / 2);
+    return result;
   }
 
   /**
