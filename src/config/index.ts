@@ -55,6 +55,8 @@ const envSchema = z.object({
   COLLECT_MAX_CONCURRENT: z.coerce.number().int().min(1).max(256).optional(),
   SUBGRAPH_TYPE_NAMES: z.string().default(''),
   COLLECT_LOGS: z.enum(['on', 'off', 'true', 'false', '1', '0']).default('off'),
+  FINDINGS: z.enum(['on', 'off', 'true', 'false', '1', '0']).default('on'),
+  FINDINGS_INTERVAL_SECONDS: z.coerce.number().min(1).max(3600).optional(),
 });
 
 export interface AppConfig {
@@ -83,6 +85,11 @@ export interface AppConfig {
    * `maxConcurrent` override every provider's default, and `logs` (COLLECT_LOGS=on) collects every provider's logs (a provider's own `collect` entry wins).
    */
   collect?: { enabled: boolean; callsPerMinute?: number; maxConcurrent?: number; logs?: boolean };
+  /**
+   * The findings evaluator (src/findings/): on where the collector is (FINDINGS=off turns it off),
+   * every `intervalSeconds` (FINDINGS_INTERVAL_SECONDS, default 60).
+   */
+  findings?: { enabled: boolean; intervalSeconds?: number };
   /**
    * SUBGRAPH_TYPE_NAMES: other names for output-only enums and scalars in the subgraph SDL only
    * (`_service { sdl }`), e.g. JobStatus -> TrainingJobStatus beside a subgraph whose own JobStatus
@@ -163,6 +170,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       ...(e.COLLECT_CALLS_PER_MINUTE ? { callsPerMinute: e.COLLECT_CALLS_PER_MINUTE } : {}),
       ...(e.COLLECT_MAX_CONCURRENT ? { maxConcurrent: e.COLLECT_MAX_CONCURRENT } : {}),
       ...(['on', 'true', '1'].includes(e.COLLECT_LOGS) ? { logs: true } : {}),
+    },
+    findings: {
+      enabled: !['off', 'false', '0'].includes(e.COLLECT) && !['off', 'false', '0'].includes(e.FINDINGS),
+      ...(e.FINDINGS_INTERVAL_SECONDS ? { intervalSeconds: e.FINDINGS_INTERVAL_SECONDS } : {}),
     },
     subgraphTypeNames,
     tracing: e.OTEL_EXPORTER_OTLP_ENDPOINT ? { endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: e.OTEL_SERVICE_NAME } : null,

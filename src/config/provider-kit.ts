@@ -35,6 +35,27 @@ export const collectConfig = z
 export type CollectConfig = z.infer<typeof collectConfig>;
 
 /** The fields of every provider entry, whatever its kind: spread into each platform's schema. */
+/** Finding thresholds (src/findings/thresholds.ts has the defaults, docs/findings.md their meaning). */
+const findingThresholds = {
+  stallUtilization: z.number().min(0).max(1).optional(),
+  stallMinutes: z.number().positive().max(1440).optional(),
+  stallStepMinutes: z.number().positive().max(1440).optional(),
+  stallStepFactor: z.number().min(1).max(100).optional(),
+  stragglerFraction: z.number().gt(0).lt(1).optional(),
+  stragglerBusyUtilization: z.number().min(0).max(1).optional(),
+  stragglerMinutes: z.number().positive().max(1440).optional(),
+  idleUtilization: z.number().min(0).max(1).optional(),
+  idleMinutes: z.number().positive().max(1440).optional(),
+  noDataMinutes: z.number().positive().max(1440).optional(),
+  failedHoldHours: z.number().positive().max(720).optional(),
+  restartHoldMinutes: z.number().positive().max(43_200).optional(),
+};
+/** A provider's finding thresholds, and per project (by the platform's project id) on top of them. */
+export const findingsConfig = z
+  .object({ ...findingThresholds, projects: z.record(z.string().min(1), z.object(findingThresholds).strict()).optional() })
+  .strict();
+export type FindingsConfig = z.infer<typeof findingsConfig>;
+
 export const commonProviderFields = {
   id: z.string().refine(isValidProviderId, {
     message: 'must be lower-case letters, digits and dashes (it becomes part of every id)',
@@ -43,6 +64,7 @@ export const commonProviderFields = {
   pollIntervalSeconds: z.number().positive().max(3600).optional(),
   timeoutSeconds: z.number().positive().max(300).optional(),
   collect: collectConfig.optional(),
+  findings: findingsConfig.optional(),
 };
 export const url = z.string().url();
 export const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be the name of an environment variable');

@@ -7,7 +7,15 @@ import { PLATFORMS, type PlatformConfig } from '../providers/platforms.js';
 import { configUnionOf } from '../providers/platform.js';
 import { ledgerConfig } from './ledger-config.js';
 
-export { collectConfig, DEFAULT_PROVIDER_TIMEOUT_SECONDS, requireSecret, type CollectConfig, type SecretSource } from './provider-kit.js';
+export {
+  collectConfig,
+  findingsConfig,
+  type FindingsConfig,
+  DEFAULT_PROVIDER_TIMEOUT_SECONDS,
+  requireSecret,
+  type CollectConfig,
+  type SecretSource,
+} from './provider-kit.js';
 
 export const providerConfig = configUnionOf(PLATFORMS);
 

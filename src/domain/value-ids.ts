@@ -43,6 +43,9 @@ export const VALUE_KINDS = {
   comparison: { part: true, type: 'RunComparison' },
   comparedrun: { part: true, type: 'ComparedRun' },
   comparedseries: { part: true, type: 'ComparedSeries' },
+  finding: { part: true, type: 'Finding' },
+  findingevidence: { part: false, type: 'FindingEvidence' },
+  findingseries: { part: true, type: 'FindingSeriesEvidence' },
 } as const;
 export type ValueKind = keyof typeof VALUE_KINDS;
 

@@ -25,6 +25,7 @@ import './compare.js';
 import './ledger.js';
 import './entities.js';
 import './relay.js';
+import './finding.js';
 
 /** The plain schema (schema/schema.graphql), as a client that knows nothing of federation sees it. */
 export const plainSchema = builder.toSchema({ sortSchema: false });

@@ -53,6 +53,7 @@ import {
 } from './value-ids.js';
 import { type JobLabelView, summariesOf, type TrainingSummaryView } from './run-metadata.js';
 import { type FigureShape, figureById, labelGroupById } from './ledger.js';
+import { type EvidenceShape, evidenceOf, findingOfJob, type FindingSeriesView, type FindingView, seriesOfEvidence } from './finding.js';
 
 type Value =
   | HealthView
@@ -76,7 +77,10 @@ type Value =
   | ComparisonShape
   | ComparedRunShape
   | ComparedSeriesShape
-  | FigureShape;
+  | FigureShape
+  | FindingView
+  | EvidenceShape
+  | FindingSeriesView;
 
 /** The value a value id names, carrying that id; null when it is not one this graph issued or it is gone. */
 export async function valueById(ctx: Context, id: string): Promise<(Value & { id: string }) | null> {
@@ -236,6 +240,19 @@ async function resolveValue(ctx: Context, p: ParsedValueId): Promise<Value | nul
         () => owner<JobRow>(ctx, p, 'job'),
         () => owner<GpuHoursShape>(ctx, p, 'gpuhours'),
       );
+    case 'finding': {
+      if (!/^\d{1,15}$/.test(part)) return null;
+      const job = await owner<JobRow>(ctx, p, 'job');
+      return job ? findingOfJob(ctx, job.id, Number(part)) : null;
+    }
+    case 'findingevidence': {
+      const finding = await owner<FindingView>(ctx, p, 'finding');
+      return finding ? evidenceOf(finding) : null;
+    }
+    case 'findingseries': {
+      const evidence = await owner<EvidenceShape>(ctx, p, 'findingevidence');
+      return evidence ? (seriesOfEvidence(evidence).find((x) => String(x.seriesId) === part) ?? null) : null;
+    }
     case 'idleinterval': {
       const from = parseIdleIntervalPart(part);
       const gpu = await owner<IdleGpuShape>(ctx, p, 'idlegpu');

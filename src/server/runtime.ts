@@ -43,6 +43,8 @@ import { useMetrics } from './plugins/use-metrics.js';
 import { useTracing } from './plugins/use-tracing.js';
 import { serveWebPage } from './web.js';
 import { Collector, defaultSettings, type CollectSettings } from '../collect/index.js';
+import { FindingsEngine, type ThresholdOverride } from '../findings/index.js';
+import { projectGlobalId } from '../domain/ids.js';
 import { routeListener } from './routes.js';
 import { type ByteBoundedApqStore, createByteBoundedApqStore } from './apq-store.js';
 
@@ -63,6 +65,8 @@ export interface RuntimeOptions {
   liveTimers?: LiveTimers;
   /** The collector's clock and timers; default liveTimers, else the real ones. */
   collectTimers?: LiveTimers;
+  /** The findings evaluator's clock and timers; default collectTimers, then liveTimers, else the real ones. */
+  findingsTimers?: LiveTimers;
   ws?: Partial<WsLimits>;
   /** Envelop plugins after the server's own (tests use one to change results per subscriber). */
   plugins?: Plugin[];
@@ -89,6 +93,8 @@ export interface Runtime {
   live: LiveRuntime;
   /** The continuous collector; null with COLLECT=off (read-through only). */
   collector: Collector | null;
+  /** The findings evaluator (src/findings/); null when off (FINDINGS=off, or no collector). */
+  findings: FindingsEngine | null;
   metrics: Metrics;
   /** The persisted queries (APQ) this replica knows, bounded by requestLimits.apqStoreMaxBytes. */
   apqStore: ByteBoundedApqStore;
@@ -178,6 +184,16 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
         timers: opts.collectTimers ?? opts.liveTimers ?? REAL_TIMERS,
         settings: (p) => collectSettings(p.kind, config.collect!, configs.find((c) => c.id === p.id)?.collect),
         watched: () => live.hub.watchedJobs(),
+      }).start()
+    : null;
+  const findings = config.findings?.enabled
+    ? new FindingsEngine({
+        store,
+        logger,
+        timers: opts.findingsTimers ?? opts.collectTimers ?? opts.liveTimers ?? REAL_TIMERS,
+        bus: live.hub.bus,
+        intervalSeconds: config.findings.intervalSeconds,
+        overrides: thresholdOverrides(configs),
       }).start()
     : null;
   const metrics = new Metrics({ providers, readThrough, live: live.hub, collector, pool: () => database.poolHealth() });
@@ -309,6 +325,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     logger,
     live,
     collector,
+    findings,
     metrics,
     apqStore,
     async close() {
@@ -319,6 +336,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       // SSE subscription streams, and whatever outlived the grace period.
       server.closeAllConnections();
       await closed;
+      await findings?.stop();
       await collector?.close();
       await live.close();
       await readThrough.settle(graceMs);
@@ -330,6 +348,18 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       await database.close();
     },
   };
+}
+
+/** Each provider's finding thresholds, and its projects' (providers file, `findings:`). */
+function thresholdOverrides(configs: readonly ProviderConfig[]): ThresholdOverride[] {
+  const out: ThresholdOverride[] = [];
+  for (const c of configs) {
+    if (!c.findings) continue;
+    const { projects, ...own } = c.findings;
+    out.push({ ...own, providerId: c.id });
+    for (const [project, t] of Object.entries(projects ?? {})) out.push({ ...t, providerId: c.id, projectId: projectGlobalId(c.id, project) });
+  }
+  return out;
 }
 
 /** A provider's collector settings: its defaults, the server-wide overrides, then its own `collect` entry. */

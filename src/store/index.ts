@@ -11,6 +11,7 @@ import { FleetStore, prepareFleet, type FleetJobWindow, type GpuHoursRow, type I
 import type { JobFilter } from './job-filter.js';
 import { createLoaders, type Loaders, type SharedReads } from './loaders.js';
 import { LedgerReads } from './ledger-reads.js';
+import { FindingsStore } from './findings.js';
 import { isTerminal, type Freshness, type ReadThrough, type StatusListener } from './read-through.js';
 import type { JobCursor, JobOrder } from './job-filter.js';
 import type {
@@ -59,6 +60,24 @@ export type {
 } from './repository.js';
 export type { ProviderHealth } from '../providers/provider-set.js';
 export { clientFacingError } from './unavailable.js';
+export {
+  FINDING_KINDS,
+  FINDING_SEVERITIES,
+  FINDINGS_TOPIC,
+  findingFromJson,
+  findingToJson,
+  type FindingEventJson,
+  type FindingJson,
+  FindingsStore,
+  type FindingCandidate,
+  type FindingCursor,
+  type FindingKind,
+  type FindingQuery,
+  type FindingRow,
+  type FindingSeverity,
+  type FindingThresholds,
+  type ThresholdRule,
+} from './findings.js';
 /** The reconnect backoff the live poll lock shares with the cache's own connections. */
 export { reconnectBackoffSeconds } from './db.js';
 export type { PoolHealth } from './pool-watch.js';
@@ -300,6 +319,11 @@ export class RequestStore {
     return (this.ledgerReads ??= new LedgerReads(this.rt, () => this.scope));
   }
 
+  /** Findings (src/store/findings.ts): pages, counts and each job's. */
+  get findings(): FindingsStore {
+    return new FindingsStore(this.rt.repo.db);
+  }
+
   /** Fleet questions (src/store/fleet.ts); made when asked, as few requests ask them. */
   get fleet(): FleetReads {
     return new FleetReads(this.rt, this.scope);
@@ -336,9 +360,12 @@ export class Store {
   readonly providers: ProviderDirectory;
   /** What the collector reads and writes (src/store/collection.ts). */
   readonly collection: CollectionStore;
+  /** What the findings evaluator reads and writes (src/store/findings.ts). */
+  readonly findings: FindingsStore;
 
   constructor(private readonly rt: ReadThrough) {
     const collection = (this.collection = new CollectionStore(rt));
+    this.findings = new FindingsStore(rt.repo.db);
     this.providers = new ProviderDirectory(new Map(rt.providers.all().map((p) => [p.id, providerView(rt.providers, p.id, collection)])));
   }
 

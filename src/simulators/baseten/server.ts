@@ -10,6 +10,7 @@ import {
   rankKeys,
   reportingSpan,
   TERMINAL_JOB_STATUSES,
+  type AnomalySpec,
   type BasetenFleet,
   type FleetJob,
   type FleetProject,
@@ -29,6 +30,8 @@ export interface BasetenSimulatorOptions {
   /** The data clock: running jobs' metrics and logs reach up to now(). Default Date.now. */
   now?: () => number;
   fleet?: FleetShape;
+  /** Anomalies of running jobs' GPU utilization (fleet.ts demoAnomalies); none by default. */
+  anomalies?: AnomalySpec[];
   /** The key the simulator accepts; default one derived from the seed. */
   apiKey?: string;
   /** false switches the rate limit off. */
@@ -77,7 +80,7 @@ function isoSeconds(ms: number): string {
 /** The options read once, the fleet, the rate limiter, and how projects and jobs render. */
 function basetenState(options: BasetenSimulatorOptions) {
   const now = options.now ?? Date.now;
-  const fleet = createBasetenFleet({ seed: options.seed, anchorMs: options.anchorMs, now, fleet: options.fleet });
+  const fleet = createBasetenFleet({ seed: options.seed, anchorMs: options.anchorMs, now, fleet: options.fleet, anomalies: options.anomalies });
   const apiKey = options.apiKey ?? defaultApiKey(fleet.seed);
   const limiter = options.rateLimit === false ? null : rateLimiter(options.rateLimit ?? {}, options.rateLimitClock ?? Date.now);
 
