@@ -6,8 +6,7 @@
 import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { EventBus } from '../live/bus.js';
-import type { LiveTimers } from '../live/hub.js';
+import type { EventBus, LiveTimers } from '../live/index.js';
 import { FINDINGS_TOPIC, findingToJson, type FindingEventJson, type FindingRow, type Store, type ThresholdRule } from '../store/index.js';
 import { thresholdRules, type ThresholdOverride } from './thresholds.js';
 

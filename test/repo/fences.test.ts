@@ -55,6 +55,11 @@ const PROBES: Probe[] = [
   { file: 'src/store/probe-server.ts', from: '../server/runtime.js', refused: 'store/ sits below the graph' },
   { file: 'src/store/probe-platform.ts', from: '../providers/pai-dlc/client.js', refused: "never a platform's own files" },
   { file: 'src/store/probe-right.ts', from: '../config/index.js', refused: null },
+  // findings/: the store and the live feeds through their doors.
+  { file: 'src/findings/probe-store.ts', from: '../store/repository.js', refused: 'findings/ reaches the live feeds only through' },
+  { file: 'src/findings/probe-live.ts', from: '../live/hub.js', refused: 'findings/ reaches the live feeds only through' },
+  { file: 'src/findings/probe-schema.ts', from: '../schema/index.js', refused: 'findings/ imports only' },
+  { file: 'src/findings/probe-right.ts', from: '../store/index.js', refused: null },
   // config/: domain/ only.
   { file: 'src/config/probe-store.ts', from: '../store/lookup-budget.js', refused: 'config/ reads settings' },
   { file: 'src/config/probe-schema.ts', from: '../schema/index.js', refused: 'config/ reads settings' },
