@@ -788,6 +788,42 @@ export class Repository {
     return rows.map((r) => ({ seriesId: Number(r.seriesId), ts: r.ts.map(Number), values: r.values.map(Number) }));
   }
 
+  /**
+   * The Prometheus query API's read (src/promql): every non-null point of these time-keyed series
+   * in [from, to] (ms), two arrays per series in time order, in one statement that reads each
+   * series along its primary key (no sort of the whole window, unlike rawPointsInWindow's GROUP BY)
+   * and stops sending once `maxPoints` are sent: the series that crosses the limit is the last one,
+   * and `total` says how many points the sent series hold. The keys travel as offsets from `from`
+   * (fewer digits to print and parse: bench/promql.ts reads 1.44 M points per query).
+   */
+  async promPointsInWindow(
+    seriesIds: readonly number[],
+    from: number,
+    to: number,
+    maxPoints: number,
+  ): Promise<{ series: { seriesId: number; ts: number[]; values: number[] }[]; total: number }> {
+    if (seriesIds.length === 0) return { series: [], total: 0 };
+    const rows = await this.rows<{ seriesId: number | string; ts: (number | string)[] | null; values: (number | string)[] | null; total: number | string }>(
+      sql`select q."seriesId", q.ts, q.values, q.total from (
+          select s.id as "seriesId", a.ts, a.values, a.n, sum(a.n) over (order by s.ord) as total
+          from unnest(array(select jsonb_array_elements_text(${JSON.stringify(seriesIds)}::jsonb)::bigint)) with ordinality as s(id, ord)
+          cross join lateral (
+            select array_agg(x.key - ${from}::bigint order by x.key) as ts, array_agg(x.value order by x.key) as values, count(*) as n
+            from points x where x.series_id = s.id and x.key between ${from} and ${to} and x.value is not null
+          ) a
+        ) q
+        where q.total - q.n <= ${maxPoints}
+        order by q.total`,
+    );
+    let total = 0;
+    const series = rows.map((r) => {
+      total = Math.max(total, Number(r.total));
+      const ts = (r.ts ?? []).map((k) => from + Number(k));
+      return { seriesId: Number(r.seriesId), ts, values: (r.values ?? []).map(Number) };
+    });
+    return { series, total };
+  }
+
   async summariesOfJobs(jobIds: readonly string[]): Promise<JobSummaryRow[]> {
     if (jobIds.length === 0) return [];
     return this.read(() =>
