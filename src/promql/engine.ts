@@ -14,8 +14,8 @@ export type Labels = Record<string, string>;
 /** One stored series, its samples in time order (ms). */
 export interface SeriesData {
   labels: Labels;
-  ts: number[];
-  values: number[];
+  ts: Float64Array;
+  values: Float64Array;
 }
 
 export interface Sample {
@@ -71,7 +71,7 @@ function dropName(l: Labels): Labels {
 }
 
 /** The index of the last sample at or before t, -1 when none. */
-function lastAtOrBefore(ts: readonly number[], t: number): number {
+function lastAtOrBefore(ts: Float64Array, t: number): number {
   let lo = 0;
   let hi = ts.length - 1;
   let found = -1;
@@ -196,7 +196,9 @@ export class Evaluator {
       }
       case 'range': {
         const out: { labels: Labels; ts: number[]; values: number[] }[] = [];
-        this.window(e, t, (s, lo, hi) => out.push({ labels: s.labels, ts: s.ts.slice(lo, hi + 1), values: s.values.slice(lo, hi + 1) }));
+        this.window(e, t, (s, lo, hi) =>
+          out.push({ labels: s.labels, ts: Array.from(s.ts.subarray(lo, hi + 1)), values: Array.from(s.values.subarray(lo, hi + 1)) }),
+        );
         return { type: 'matrix', series: out };
       }
       case 'call': {
@@ -349,7 +351,7 @@ export class Evaluator {
 }
 
 /** Prometheus' running mean (it avoids overflow on large sums; the last digit can differ from sum/count), over xs[lo, end). */
-function incrementalMean(xs: readonly number[], lo: number, end: number): number {
+function incrementalMean(xs: Float64Array, lo: number, end: number): number {
   let mean = 0;
   let n = 0;
   for (let i = lo; i < end; i++) {
@@ -360,7 +362,7 @@ function incrementalMean(xs: readonly number[], lo: number, end: number): number
 }
 
 /** A *_over_time function over the samples xs[lo, end) (never empty). */
-function overTime(fn: string, xs: readonly number[], lo: number, end: number): number {
+function overTime(fn: string, xs: Float64Array, lo: number, end: number): number {
   switch (fn) {
     case 'avg_over_time':
       return incrementalMean(xs, lo, end);

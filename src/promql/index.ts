@@ -46,6 +46,7 @@ export interface PromAnswer {
   body: unknown;
 }
 
+const NONE = new Float64Array(0);
 const FAMILY_NAMES = [...new Set(Object.values(SCRAPE_FAMILIES).map((f) => f.family))].sort();
 const HELP = new Map(Object.values(SCRAPE_FAMILIES).map((f) => [f.family, f.help]));
 const MIN_TIME = Date.UTC(1970, 0, 1);
@@ -298,7 +299,7 @@ export class PromApi {
         return { row: r, labels };
       })
       .filter((s) => selectors.some((ms) => seriesMatches(ms, s.labels)));
-    if (!check) return chosen.map((s) => ({ labels: s.labels, ts: [], values: [] }));
+    if (!check) return chosen.map((s) => ({ labels: s.labels, ts: NONE, values: NONE }));
     const budget = check(chosen.length);
     const points = await this.opts.store.promPointsInWindow(
       chosen.map((s) => s.row.seriesId),
@@ -308,7 +309,7 @@ export class PromApi {
     );
     if (points.total > budget.points) throw budget.refuse(points.total);
     const byId = new Map(points.series.map((p) => [p.seriesId, p]));
-    return chosen.map((s) => ({ labels: s.labels, ts: byId.get(s.row.seriesId)?.ts ?? [], values: byId.get(s.row.seriesId)?.values ?? [] }));
+    return chosen.map((s) => ({ labels: s.labels, ts: byId.get(s.row.seriesId)?.ts ?? NONE, values: byId.get(s.row.seriesId)?.values ?? NONE }));
   }
 
   private matchParams(params: URLSearchParams, required: boolean): Matcher[][] {
