@@ -305,8 +305,14 @@ interface Answer {
 
 async function queryRange(base: string, q: string): Promise<Answer> {
   const params = new URLSearchParams({ query: q, start: String(END / 1000 - DAY_MS / 1000), end: String(END / 1000), step: String(STEP_S) });
-  const t0 = performance.now();
-  const res = await fetch(`${base}/api/v1/query_range?${params}`);
+  let t0 = performance.now();
+  // A kept-alive connection the server closed as idle just as it was reused (ECONNRESET: seen once
+  // on a machine at load 18, where timers fire late) is tried again once, and timed from there.
+  const res = await fetch(`${base}/api/v1/query_range?${params}`).catch((err) => {
+    log(`${base}: ${err.cause?.code ?? err.message}; once more`);
+    t0 = performance.now();
+    return fetch(`${base}/api/v1/query_range?${params}`);
+  });
   const text = await res.text();
   const ms = performance.now() - t0;
   const body = JSON.parse(text);

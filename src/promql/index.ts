@@ -44,6 +44,8 @@ export interface PromAccess {
 export interface PromAnswer {
   status: number;
   body: unknown;
+  /** The body already as JSON (a query_range answer, written as it is built); send this when present. */
+  json?: string;
 }
 
 const NONE = new Float64Array(0);
@@ -220,23 +222,37 @@ export class PromApi {
     const lookbackMs = this.lookback(params);
     const deadline = this.deadline(params);
     const ev = await this.evaluator(expr, start, end, points, lookbackMs, deadline, access);
-    const out = new Map<string, { metric: Labels; values: [number, string][] }>();
+    // Each point is written as JSON text as it is evaluated (`[t,"v"]`, what JSON.stringify would
+    // write: formatValue's strings need no escaping), not kept as a [t, "v"] array to serialise
+    // later: a 24 h answer of 1,000 series is 1.44 M points (bench/promql.ts), and the arrays cost
+    // more in garbage and in the serialisation than the text.
+    const out = new Map<string, { metric: Labels; values: string[] }>();
     let answered = 0;
     for (let t = start; t <= end; t += step) {
       ev.checkDeadline();
       const v = ev.eval(expr, t) as Exclude<InstantValue, { type: 'matrix' }>;
       const samples = v.type === 'scalar' ? [{ labels: {}, value: v.value }] : v.samples;
+      const at = t / 1000;
       for (const s of samples) {
         const key = labelKey(s.labels);
         let series = out.get(key);
         if (!series) out.set(key, (series = { metric: sortedLabels(s.labels), values: [] }));
-        series.values.push([t / 1000, formatValue(s.value)]);
+        series.values.push(`[${at},"${formatValue(s.value)}"]`);
       }
       answered += samples.length;
       if (answered > this.maxSamples) throw tooManySamples(`more than ${this.maxSamples} points answered`);
     }
-    const result = [...out.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, s]) => s);
-    return success({ resultType: 'matrix', result });
+    const result = [...out.entries()]
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([, s]) => `{"metric":${JSON.stringify(s.metric)},"values":[${s.values.join(',')}]}`);
+    const json = `{"status":"success","data":{"resultType":"matrix","result":[${result.join(',')}]}}`;
+    return {
+      status: 200,
+      json,
+      get body() {
+        return JSON.parse(json);
+      },
+    };
   }
 
   /**
