@@ -249,6 +249,10 @@ describe('the Prometheus query API', () => {
     expect((await slow.handle('query', params, access)).status).toBe(503);
     const roomy = new PromApi({ store: rt.store, timeoutMs: 30_000, clock: () => (t += 1) });
     expect((await roomy.handle('query', params, access)).status).toBe(200);
+    // A range query too (its time limit is read between evaluation steps as well).
+    const range = new URLSearchParams({ query: `avg by (provider) (${UTIL})`, start: String((clock.now() - 600_000) / 1000), end: nowS(), step: '15' });
+    expect((await slow.handle('query_range', range, access)).body).toMatchObject({ errorType: 'timeout' });
+    expect((await roomy.handle('query_range', range, access)).status).toBe(200);
   });
 
   it('answers every query of the Grafana dashboard in docs/grafana', async () => {
