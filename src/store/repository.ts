@@ -820,7 +820,7 @@ export class Repository {
     let total = 0;
     const series = rows.map((r) => {
       total = Math.max(total, Number(r.total));
-      return { seriesId: Number(r.seriesId), ts: float8s(r.ts), values: float8s(r.values) };
+      return { seriesId: Number(r.seriesId), ...inKeyOrder(float8s(r.ts), float8s(r.values)) };
     });
     return { series, total };
   }
@@ -1650,7 +1650,6 @@ export function seriesIdentity(providerId: string, job: Pick<JobRow, 'id' | 'ext
 /** A point as it is written: `ts` in epoch milliseconds. */
 export type PointWriteRow = [seriesId: number, key: number, ts: number | null, step: number | null, value: number | null];
 
-/** A batch's rows one by one (the jsonb upsert of drivers without COPY). */
 /** Big-endian 8-byte floats (what float8send writes), as numbers. */
 function float8s(bytes: Uint8Array | null): Float64Array {
   if (!bytes) return new Float64Array(0);
@@ -1660,6 +1659,20 @@ function float8s(bytes: Uint8Array | null): Float64Array {
   return out;
 }
 
+/**
+ * The points in key order. string_agg keeps its ordered subquery's order (PostgreSQL does, though
+ * SQL does not promise it; an ORDER BY inside the aggregate would sort every series again): checked
+ * here in one pass, and sorted in the rare case it is not so.
+ */
+function inKeyOrder(ts: Float64Array, values: Float64Array): { ts: Float64Array; values: Float64Array } {
+  let sorted = true;
+  for (let i = 1; i < ts.length && sorted; i++) sorted = ts[i - 1]! <= ts[i]!;
+  if (sorted) return { ts, values };
+  const order = Array.from(ts.keys()).sort((a, b) => ts[a]! - ts[b]!);
+  return { ts: Float64Array.from(order, (i) => ts[i]!), values: Float64Array.from(order, (i) => values[i]!) };
+}
+
+/** A batch's rows one by one (the jsonb upsert of drivers without COPY). */
 function rowsOfBatch(b: PointBatch): PointWriteRow[] {
   const out: PointWriteRow[] = [];
   const num = (x: number) => (Number.isNaN(x) ? null : x);
