@@ -20,7 +20,7 @@ export interface PromApiDeps {
 
 function send(res: http.ServerResponse, answer: PromAnswer, extra: Record<string, string> = {}): void {
   res.writeHead(answer.status, { 'content-type': 'application/json', ...extra });
-  res.end(JSON.stringify(answer.body));
+  res.end(answer.json ?? JSON.stringify(answer.body));
 }
 
 async function readBody(req: http.IncomingMessage, max: number): Promise<string | null> {

@@ -486,6 +486,11 @@ export class Store {
     return this.rt.repo.rawPointsInWindow(seriesIds, from, to);
   }
 
+  /** The Prometheus query API's one read of points: see Repository.promPointsInWindow (it stops past `maxPoints`). */
+  promPointsInWindow(seriesIds: readonly number[], from: number, to: number, maxPoints: number) {
+    return this.rt.repo.promPointsInWindow(seriesIds, from, to, maxPoints);
+  }
+
   /** Told of each job status change (and new job) once, whichever refresh wrote it. */
   onStatusChange(listener: StatusListener): void {
     this.rt.onStatusChange(listener);
