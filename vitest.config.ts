@@ -1,5 +1,9 @@
 import { createRequire } from 'node:module';
 import { defineConfig } from 'vitest/config';
+import { databaseTestFiles } from './test/support/passes.js';
+import LongestFirst from './test/support/sequencer.js';
+
+const ROOT = import.meta.dirname;
 
 export default defineConfig({
   resolve: {
@@ -9,7 +13,6 @@ export default defineConfig({
     alias: [{ find: /^graphql$/, replacement: createRequire(import.meta.url).resolve('graphql') }],
   },
   test: {
-    include: ['test/**/*.test.ts'],
     // Says which tests this run skips and the variable that enables them.
     globalSetup: ['test/support/skip-notice.ts'],
     // Tests wait on events, never on durations: a time-out only turns a hang into a failure, so it
@@ -17,8 +20,21 @@ export default defineConfig({
     // processes). A fresh PGlite takes 4-5 s to initialise (STACK.md); each test file shares one.
     testTimeout: 120_000,
     hookTimeout: 240_000,
-    // Two cores: two workers keep PGlite starts from starving each other.
-    maxWorkers: 2,
+    // Two cores: two workers keep PGlite starts from starving each other. With both passes in one
+    // run (TEST_DATABASE_URL set) the two share these workers. A project takes this file's value
+    // over the command line's, so a `--maxWorkers` given there must find none here (else
+    // `--maxWorkers=1` still ran two files at once, one per project).
+    maxWorkers: process.argv.some((a) => a.startsWith('--maxWorkers')) ? undefined : 2,
     pool: 'forks',
+    // Longest files first (test/support/durations.json), so no long file starts last.
+    sequence: { sequencer: LongestFirst },
+    // The PGlite pass: every file, on an in-memory PGlite whatever the shell sets. The PostgreSQL
+    // pass (only when TEST_DATABASE_URL names one): the files whose setup uses the test database
+    // (test/support/passes.ts); the others would run the same test again. One run with the
+    // variable set runs both, in parallel; `--project pglite` or `--project postgres` runs one.
+    projects: [
+      { extends: true, test: { name: 'pglite', include: ['test/**/*.test.ts'], env: { TEST_DATABASE_URL: '' } } },
+      ...(process.env.TEST_DATABASE_URL ? [{ extends: true as const, test: { name: 'postgres', include: databaseTestFiles(ROOT) } }] : []),
+    ],
   },
 });

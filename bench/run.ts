@@ -873,6 +873,25 @@ function benchPromqlRows(databases: boolean[]): { table: string; rows: unknown[]
   return { table, rows: JSON.parse(readFileSync(path.join(HERE, 'results', 'promql.json'), 'utf8')).rows };
 }
 
+/** bench:findings in its own process (its own database): one findings evaluation over 1,000 running jobs; its table row. */
+function benchFindingsRow(pglite: boolean): Row {
+  log(`findings: npm run bench:findings${pglite ? ' -- --pglite' : ''}`);
+  const args = ['--import', 'tsx', path.join(HERE, 'findings.ts'), `--db=${flags.db}`, ...(pglite ? ['--pglite'] : [])];
+  const res = spawnSync(process.execPath, args, { encoding: 'utf8', timeout: 1_800_000 });
+  const line = `${res.stdout ?? ''}`.split('\n').find((l) => l.startsWith('FINDINGS_RESULT '));
+  if (!line) {
+    return {
+      scenario: 'findings: one evaluation over 1,000 running jobs',
+      measured: `bench:findings failed (exit ${res.status})`,
+      baseline: '—',
+      ratio: null,
+      goal: 'constant SQL; <= 1 s per 1,000 jobs',
+      met: false,
+    };
+  }
+  return JSON.parse(line.slice('FINDINGS_RESULT '.length)).row as Row;
+}
+
 function tableOf(rows: Row[]): string {
   return [
     '| scenario | measured | baseline (same run, same data) | ratio | goal | met |',
@@ -894,6 +913,7 @@ async function main() {
     }
     return;
   }
+  for (const pglite of databases) results[pglite ? 'pglite' : 'postgres']!.rows.push(benchFindingsRow(pglite));
   const live = flags.live
     ? benchLive()
     : {

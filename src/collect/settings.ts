@@ -1,7 +1,8 @@
 // What the collector does per provider, and its defaults. Budgets are conservative where a
-// platform publishes no quota (shared/providers/*.md): a collector must never be the reason a
+// platform publishes no quota (docs/platforms/*.md): a collector must never be the reason a
 // team's API key gets throttled for its own scripts.
 import type { ProviderKind } from '../domain/types.js';
+import { byKind } from '../providers/platforms.js';
 
 export interface CollectSettings {
   enabled: boolean;
@@ -23,29 +24,11 @@ export interface CollectSettings {
   logs: boolean;
 }
 
-/**
- * Calls per minute by platform. Baseten documents 100 requests/s per key; ModelArts and PAI-DLC
- * publish no numbers (PAI-DLC quotas are per API, "N calls / 60 s", unconfirmed); Primus-Lens is
- * a self-hosted service; Runicorn is a local viewer. A tenth or less of any known limit.
- */
-export const DEFAULT_CALLS_PER_MINUTE: Record<ProviderKind, number> = {
-  BASETEN: 600,
-  MODELARTS: 120,
-  PAI_DLC: 120,
-  PRIMUS_LENS: 300,
-  RUNICORN: 1200,
-};
+/** Calls per minute by platform: each module's collect.callsPerMinute (src/providers/<name>/index.ts says why). */
+export const DEFAULT_CALLS_PER_MINUTE: Record<ProviderKind, number> = byKind((p) => p.collect.callsPerMinute);
 
-/** Days each platform keeps what a finished job reported (the fact sheets' windows; Runicorn keeps files until deleted). */
-export const DEFAULT_RETENTION_DAYS: Record<ProviderKind, number | null> = {
-  // Metrics and log windows are at most 7 days wide; the fact sheet treats 7 days as current.
-  BASETEN: 7,
-  MODELARTS: 7,
-  // ListJobs' silent default window: jobs older than 7 days vanish from lists.
-  PAI_DLC: 7,
-  PRIMUS_LENS: 7,
-  RUNICORN: null,
-};
+/** Days each platform keeps what a finished job reported: each module's collect.retentionDays (null = until deleted). */
+export const DEFAULT_RETENTION_DAYS: Record<ProviderKind, number | null> = byKind((p) => p.collect.retentionDays);
 
 export const DEFAULT_MAX_CONCURRENT = 4;
 /** A running job is first collected from its start (at most the 7 days a platform keeps). */

@@ -4,9 +4,21 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { parseSubgraphTypeNames } from '../domain/subgraph-type-names.js';
 import { providersFile, type ProviderConfig } from './providers-config.js';
+import type { LedgerConfig } from './ledger-config.js';
 import { loadSecurityConfig, type SecurityConfig } from './security.js';
 
 export * from './providers-config.js';
+export { APP_ROOT, DIST_DIR, FROM_SOURCES, MIGRATIONS_DIR } from './install.js';
+export {
+  DEFAULT_LOOKUP_BUDGET,
+  DEFAULT_REQUEST_LIMITS,
+  isLoopbackHost,
+  type LookupBudget,
+  type RequestLimits,
+  type TokenScope,
+  type TokenStore,
+} from './security.js';
+export { ledgerConfig, ledgerSettings, type LedgerConfig } from './ledger-config.js';
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -43,6 +55,8 @@ const envSchema = z.object({
   COLLECT_MAX_CONCURRENT: z.coerce.number().int().min(1).max(256).optional(),
   SUBGRAPH_TYPE_NAMES: z.string().default(''),
   COLLECT_LOGS: z.enum(['on', 'off', 'true', 'false', '1', '0']).default('off'),
+  FINDINGS: z.enum(['on', 'off', 'true', 'false', '1', '0']).default('on'),
+  FINDINGS_INTERVAL_SECONDS: z.coerce.number().min(1).max(3600).optional(),
 });
 
 export interface AppConfig {
@@ -72,11 +86,18 @@ export interface AppConfig {
    */
   collect?: { enabled: boolean; callsPerMinute?: number; maxConcurrent?: number; logs?: boolean };
   /**
+   * The findings evaluator (src/findings/): on where the collector is (FINDINGS=off turns it off),
+   * every `intervalSeconds` (FINDINGS_INTERVAL_SECONDS, default 60).
+   */
+  findings?: { enabled: boolean; intervalSeconds?: number };
+  /**
    * SUBGRAPH_TYPE_NAMES: other names for output-only enums and scalars in the subgraph SDL only
    * (`_service { sdl }`), e.g. JobStatus -> TrainingJobStatus beside a subgraph whose own JobStatus
    * is an argument type; the server refuses at start a type a router could name (src/schema/subgraph-names.ts).
    */
   subgraphTypeNames?: ReadonlyMap<string, string>;
+  /** The providers file's `ledger` entry: prices, average power, MFU peaks (docs/ledger.md); absent = no prices (the demo brings its example table). */
+  ledger?: LedgerConfig;
 }
 
 function describeIssues(prefix: string, error: z.ZodError): string {
@@ -89,6 +110,11 @@ function describeIssues(prefix: string, error: z.ZodError): string {
 }
 
 export function parseProvidersFile(text: string, fileName: string): ProviderConfig[] {
+  return parseConfigFile(text, fileName).providers;
+}
+
+/** The providers file whole: its providers and its optional ledger entry. */
+export function parseConfigFile(text: string, fileName: string): { providers: ProviderConfig[]; ledger?: LedgerConfig } {
   let raw: unknown;
   try {
     raw = fileName.endsWith('.json') ? JSON.parse(text) : parseYaml(text);
@@ -97,7 +123,7 @@ export function parseProvidersFile(text: string, fileName: string): ProviderConf
   }
   const parsed = providersFile.safeParse(raw);
   if (!parsed.success) throw new ConfigError(describeIssues(fileName, parsed.error));
-  return parsed.data.providers;
+  return parsed.data.ledger ? { providers: parsed.data.providers, ledger: parsed.data.ledger } : { providers: parsed.data.providers };
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
@@ -105,6 +131,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   if (!parsed.success) throw new ConfigError(describeIssues('environment', parsed.error));
   const e = parsed.data;
   let providers: ProviderConfig[] | null = null;
+  let ledger: LedgerConfig | undefined;
   if (e.PROVIDERS_CONFIG) {
     let text: string;
     try {
@@ -112,7 +139,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     } catch (err) {
       throw new ConfigError(`PROVIDERS_CONFIG: cannot read ${e.PROVIDERS_CONFIG}: ${(err as Error).message}`);
     }
-    providers = parseProvidersFile(text, e.PROVIDERS_CONFIG);
+    ({ providers, ledger } = parseConfigFile(text, e.PROVIDERS_CONFIG));
   }
   let subgraphTypeNames: Map<string, string>;
   try {
@@ -136,12 +163,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     redisUrl: e.REDIS_URL ?? null,
     logLevel: e.LOG_LEVEL,
     providers,
+    ...(ledger ? { ledger } : {}),
     executor: e.GRAPHQL_EXECUTOR,
     collect: {
       enabled: !['off', 'false', '0'].includes(e.COLLECT),
       ...(e.COLLECT_CALLS_PER_MINUTE ? { callsPerMinute: e.COLLECT_CALLS_PER_MINUTE } : {}),
       ...(e.COLLECT_MAX_CONCURRENT ? { maxConcurrent: e.COLLECT_MAX_CONCURRENT } : {}),
       ...(['on', 'true', '1'].includes(e.COLLECT_LOGS) ? { logs: true } : {}),
+    },
+    findings: {
+      enabled: !['off', 'false', '0'].includes(e.COLLECT) && !['off', 'false', '0'].includes(e.FINDINGS),
+      ...(e.FINDINGS_INTERVAL_SECONDS ? { intervalSeconds: e.FINDINGS_INTERVAL_SECONDS } : {}),
     },
     subgraphTypeNames,
     tracing: e.OTEL_EXPORTER_OTLP_ENDPOINT ? { endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: e.OTEL_SERVICE_NAME } : null,

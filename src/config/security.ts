@@ -5,7 +5,17 @@ import { readFileSync, statSync, watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { DEFAULT_LOOKUP_BUDGET, type LookupBudget } from '../store/lookup-budget.js';
+
+/** Upstream lookups of ids the cache has never seen, per API token (the bucket store/lookup-budget.ts keeps). */
+export interface LookupBudget {
+  /** Lookups one token may make at once after a quiet spell (the bucket's size). */
+  burst: number;
+  /** Lookups a minute the bucket refills by. */
+  perMinute: number;
+}
+
+/** About what one person typing ids by hand, or a dashboard finding new jobs before the next list sync, needs. */
+export const DEFAULT_LOOKUP_BUDGET: LookupBudget = { burst: 20, perMinute: 20 };
 
 export interface RequestLimits {
   /** Deepest selection (graphql-armor maxDepth). */

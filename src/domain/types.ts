@@ -1,8 +1,9 @@
 // The domain contract shared by providers, store, live and schema. Plain data only:
 // nothing here knows about HTTP, SQL or GraphQL.
 
-export const PROVIDER_KINDS = ['BASETEN', 'MODELARTS', 'PAI_DLC', 'PRIMUS_LENS', 'RUNICORN'] as const;
-export type ProviderKind = (typeof PROVIDER_KINDS)[number];
+// The platform kinds are read off the list of platform modules (src/providers/platforms.ts): a
+// type-only import, so the domain still loads nothing outside itself.
+export type { ProviderKind } from '../providers/platforms.js';
 
 export const JOB_STATUSES = ['PENDING', 'RUNNING', 'SUCCEEDED', 'FAILED', 'STOPPED', 'UNKNOWN'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];

@@ -15,6 +15,11 @@ export function percentToRatio(value: unknown): number | null {
   return n === null ? null : n / 100;
 }
 
+/** A number given in tera-units (TFLOP/s) in the base unit (FLOP/s); null for anything not a finite number. */
+export function teraToBase(value: unknown): number | null {
+  return typeof value === 'number' && Number.isFinite(value) ? value * 1e12 : null;
+}
+
 export function mibToBytes(value: unknown): number | null {
   const n = finiteOrNull(value);
   return n === null ? null : n * MIB;

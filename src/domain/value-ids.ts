@@ -37,9 +37,15 @@ export const VALUE_KINDS = {
   gpuhours: { part: true, type: 'GpuHours' },
   idlegpu: { part: true, type: 'IdleGpu' },
   idleinterval: { part: true, type: 'IdleInterval' },
+  cost: { part: true, type: 'Cost' },
+  energy: { part: true, type: 'Energy' },
+  efficiency: { part: true, type: 'Efficiency' },
   comparison: { part: true, type: 'RunComparison' },
   comparedrun: { part: true, type: 'ComparedRun' },
   comparedseries: { part: true, type: 'ComparedSeries' },
+  finding: { part: true, type: 'Finding' },
+  findingevidence: { part: false, type: 'FindingEvidence' },
+  findingseries: { part: true, type: 'FindingSeriesEvidence' },
 } as const;
 export type ValueKind = keyof typeof VALUE_KINDS;
 

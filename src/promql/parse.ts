@@ -2,8 +2,8 @@
 // @prometheus-io/lezer-promql, the Prometheus project's own PromQL grammar for JavaScript (the one
 // Prometheus' web UI and Grafana's query editor use, released with every Prometheus version), so
 // what parses here parses there. This file only walks its syntax tree, checks types as
-// Prometheus' parser does, and names whatever lies outside the documented subset (README,
-// "Prometheus query API") so it is refused as bad_data instead of answered wrongly.
+// Prometheus' parser does, and names whatever lies outside the documented subset (docs/promql.md,
+// "PromQL subset") so it is refused as bad_data instead of answered wrongly.
 import { parser } from '@prometheus-io/lezer-promql';
 
 type SyntaxNode = ReturnType<typeof parser.parse>['topNode'];
@@ -153,7 +153,7 @@ export function parsePromql(query: string): Expr {
     return out;
   };
   const unsupported = (n: SyntaxNode, what: string): never => {
-    throw new BadData(`unsupported by this API: ${what} ("${text(n).slice(0, 60)}"); see the README's PromQL subset`);
+    throw new BadData(`unsupported by this API: ${what} ("${text(n).slice(0, 60)}"); see the PromQL subset in docs/promql.md`);
   };
 
   const selector = (n: SyntaxNode): { kind: 'selector'; matchers: Matcher[] } => {

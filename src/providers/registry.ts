@@ -1,34 +1,14 @@
-// Which adapter serves which platform kind. Each platform folder exports one factory.
+// Which adapter serves which platform kind: read off the list of platform modules (platforms.ts).
 import type { ProviderConfig, SecretSource } from '../config/index.js';
-import type { ProviderKind } from '../domain/types.js';
+import { type AdapterOptions, adapterFactoryOf } from './platform.js';
+import { PLATFORMS } from './platforms.js';
 import type { ProviderAdapter } from './provider.js';
-import { createBasetenAdapter } from './baseten/adapter.js';
-import { createPrimusLensAdapter } from './primus-lens/adapter.js';
-import { createModelArtsAdapter } from './modelarts/adapter.js';
-import { createPaiDlcAdapter } from './pai-dlc/adapter.js';
-import { createRunicornAdapter } from './runicorn/adapter.js';
 
-export interface AdapterOptions {
-  /**
-   * The server's clock (a test's controllable one in tests): ModelArts and PAI-DLC sign each
-   * request with its time, and both platforms refuse a signature 15 min off their own clock.
-   * Default Date.now.
-   */
-  now?: () => number;
-}
+export type { AdapterOptions } from './platform.js';
 
-type FactoryFor<K extends ProviderKind> = (config: Extract<ProviderConfig, { kind: K }>, secrets: SecretSource, options: AdapterOptions) => ProviderAdapter;
+const factory = adapterFactoryOf(PLATFORMS);
 
-const factories: { [K in ProviderKind]?: FactoryFor<K> } = {
-  BASETEN: createBasetenAdapter,
-  PRIMUS_LENS: createPrimusLensAdapter,
-  MODELARTS: createModelArtsAdapter,
-  PAI_DLC: createPaiDlcAdapter,
-  RUNICORN: createRunicornAdapter,
-};
-
+/** The adapter of a provider entry; the entry was parsed by its own module's schema (config/providers-config.ts). */
 export function createAdapter(config: ProviderConfig, secrets: SecretSource, options: AdapterOptions = {}): ProviderAdapter {
-  const factory = factories[config.kind] as FactoryFor<typeof config.kind> | undefined;
-  if (!factory) throw new Error(`provider "${config.id}": kind ${config.kind} has no adapter in this build`);
-  return factory(config as never, secrets, options);
+  return factory(config, secrets, options);
 }

@@ -1,6 +1,7 @@
 // The one Context type every resolver sees: the request's store (loaders over the read-through
 // cache, the providers it may see), the limits, the live hub and the caller's access scope.
 import type { GraphQLError } from 'graphql';
+import type { LedgerSettings } from '../domain/ledger.js';
 import type { LiveHub } from '../live/hub.js';
 import type { RequestStore } from '../store/index.js';
 
@@ -53,4 +54,6 @@ export interface Context {
   staleErrors?: Map<string, GraphQLError>;
   /** What `_service { sdl }` answers when SUBGRAPH_TYPE_NAMES renames types in it (src/schema/subgraph-names.ts); absent = the SDL as built. */
   subgraphSdl?: string;
+  /** The ledger's price table, average power and MFU peaks (the providers file's `ledger`); absent = no prices. */
+  ledger?: LedgerSettings;
 }

@@ -1,15 +1,7 @@
 // The contract's enums, generated from the domain's lists so the two can never drift.
-import {
-  type ACCELERATOR_KINDS,
-  AGGREGATIONS,
-  JOB_STATUSES,
-  METRIC_SCOPES,
-  METRIC_UNITS,
-  PROVIDER_KINDS,
-  START_SOURCES,
-  SYSTEM_METRICS,
-} from '../domain/types.js';
+import { type ACCELERATOR_KINDS, AGGREGATIONS, JOB_STATUSES, METRIC_SCOPES, METRIC_UNITS, START_SOURCES, SYSTEM_METRICS } from '../domain/types.js';
 import { METRIC_CATALOG } from '../domain/metric-catalog.js';
+import { PROVIDER_KIND_DOCS } from '../providers/platforms.js';
 import { builder } from './builder.js';
 
 /** Enum values with their descriptions, checked to cover exactly the domain's list. */
@@ -19,13 +11,8 @@ function documented<T extends string>(values: readonly T[], docs: Record<T, stri
 
 export const ProviderKindEnum = builder.enumType('ProviderKind', {
   description: 'Which training platform a provider is',
-  values: documented(PROVIDER_KINDS, {
-    BASETEN: 'Baseten training (projects, jobs, per-node and per-GPU-rank metrics, logs)',
-    MODELARTS: 'Huawei Cloud ModelArts training jobs (per-task 1-minute running metrics)',
-    PAI_DLC: 'Alibaba Cloud PAI-DLC jobs (per-pod monitoring series)',
-    PRIMUS_LENS: 'AMD Primus-Lens workloads (training metrics, iteration times, per-GPU metrics)',
-    RUNICORN: 'Runicorn local runs (step and time metrics, progress, logs)',
-  }),
+  // Each platform module's own description (src/providers/<name>/index.ts), in the list's order.
+  values: PROVIDER_KIND_DOCS,
 });
 const JOB_STATUS_DOCS = {
   PENDING: 'Submitted, not running yet (queued, scheduling, creating)',
@@ -181,6 +168,10 @@ export const JobOrderFieldEnum = builder.enumType('JobOrderField', {
     NAME: { description: 'Name, by code point (byte order), not locale' },
     ACCELERATOR_COUNT: { description: 'GPUs or NPUs of the whole job; jobs whose platform does not say come last' },
     SUMMARY: { description: 'A training metric summary value (JobOrder.summary); jobs without it come last' },
+    COST: {
+      description:
+        "What the job cost over its life (to now while it runs): the platform's accelerator count (a CPU-only job: its known nodes) x hours x the price table's price (docs/ledger.md); jobs without a price, not started or finished without a known end come last. BAD_INPUT when the price table mixes currencies",
+    },
   },
 });
 

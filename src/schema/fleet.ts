@@ -139,11 +139,15 @@ export interface GpuHoursShape {
   providerId?: string;
   projectId?: string;
   model?: string;
+  /** The owner in byOwner ("" for jobs whose platform names none). */
+  owner?: string;
+  /** The label in byLabel: its key, and the value of this group (null: jobs without the label, or with it and no value). */
+  label?: { key: string; value: string | null; present: boolean };
   job?: JobRow;
   id?: string;
 }
 
-const GpuHoursRef = builder.objectRef<GpuHoursShape>('GpuHours');
+export const GpuHoursRef = builder.objectRef<GpuHoursShape>('GpuHours');
 GpuHoursRef.implement({
   description:
     'GPU-hours allocated vs used for one group of jobs in the window: the whole fleet (no group field set), one platform (provider), one project, one GPU model or one job',
@@ -167,6 +171,12 @@ GpuHoursRef.implement({
       description:
         'The platform\'s GPU type name ("unknown" where it does not say; platforms name the same model differently), in Fleet.utilization.byGpuModel; null in other roll-ups',
       resolve: (u) => u.model ?? null,
+    }),
+    owner: t.string({
+      nullable: true,
+      description:
+        'Who launched the jobs (Job.owner as the platform spells it), in Fleet.utilization.byOwner, where "" groups the jobs whose platform names no owner; null in other roll-ups',
+      resolve: (u) => u.owner ?? null,
     }),
     job: t.field({ type: JobRef, nullable: true, description: 'The job, in Fleet.jobs; null in other roll-ups', resolve: (u) => u.job ?? null }),
     jobCount: t.int({ description: 'Jobs counted in this group (a count)', resolve: ({ row }) => row.jobs }),
@@ -201,7 +211,7 @@ export interface FleetUtilizationShape {
   id?: string;
 }
 
-const FleetUtilizationRef = builder.objectRef<FleetUtilizationShape>('FleetUtilization');
+export const FleetUtilizationRef = builder.objectRef<FleetUtilizationShape>('FleetUtilization');
 FleetUtilizationRef.implement({
   description: `GPU-hours allocated vs used, rolled up. Jobs with no known GPUs and no GPU series are left out. ${SEMANTICS}`,
   interfaces: [NodeInterfaceRef],
@@ -221,6 +231,11 @@ FleetUtilizationRef.implement({
       type: [GpuHoursRef],
       description: 'One per project with matching jobs (project set)',
       resolve: ({ fleet, rows }) => byKind(rows, 'project').map((row) => gpuHoursRow(fleet, row)),
+    }),
+    byOwner: t.field({
+      type: [GpuHoursRef],
+      description: 'One per owner (Job.owner as the platform spells it; owner "" for jobs whose platform names none) with matching jobs (owner set)',
+      resolve: ({ fleet, rows }) => byKind(rows, 'owner').map((row) => gpuHoursRow(fleet, row)),
     }),
     byGpuModel: t.field({
       type: [GpuHoursRef],
@@ -247,6 +262,12 @@ export function gpuHoursRow(fleet: FleetShape, row: GpuHoursRow, job?: JobRow): 
       return { fleet, row, projectId: row.key! };
     case 'model':
       return { fleet, row, model: row.key! };
+    case 'owner':
+      return { fleet, row, owner: row.key! };
+    case 'label': {
+      const [key, value, present] = JSON.parse(row.key!) as [string, string | null, boolean];
+      return { fleet, row, label: { key, value, present } };
+    }
     case 'job':
       return { fleet, row, job };
     default:
@@ -254,7 +275,7 @@ export function gpuHoursRow(fleet: FleetShape, row: GpuHoursRow, job?: JobRow): 
   }
 }
 
-const FleetRef = builder.objectRef<FleetShape>('Fleet');
+export const FleetRef = builder.objectRef<FleetShape>('Fleet');
 FleetRef.implement({
   description: `GPU questions across every matching job of every platform in one window. ${SEMANTICS}`,
   interfaces: [NodeInterfaceRef],
@@ -276,7 +297,7 @@ FleetRef.implement({
     }),
     utilization: t.field({
       type: FleetUtilizationRef,
-      description: 'GPU-hours allocated vs used, in total and by platform, project and GPU model',
+      description: 'GPU-hours allocated vs used, in total and by platform, project, owner and GPU model',
       resolve: async (f, _a, ctx) => ({ fleet: f, rows: await gpuHoursOf(f, ctx) }),
     }),
     jobs: t.field({
@@ -369,9 +390,10 @@ function providerOf(ctx: Context, job: { providerId: string }) {
   return ctx.store.providers.require(job.providerId);
 }
 
-// utilization and jobs share one statement: the roll-ups come with the top jobs (up to the page
-// cap), asked once per answer and kept on it.
+// utilization, jobs and the ledger's group figures share one statement: the roll-ups come with
+// every job's row (most waste first), asked once per answer and kept on it.
 export function gpuHoursOf(f: FleetShape, ctx: Context): Promise<GpuHoursRow[]> {
-  f.gpuHours ??= f.prepared.then((p) => ctx.store.fleet.gpuHours(p.windows, ctx.limits.maxPageSize));
+  // Every job's row (not only a page's): the ledger's figures of the groups are sums over them.
+  f.gpuHours ??= f.prepared.then((p) => ctx.store.fleet.gpuHours(p.windows, Math.max(ctx.limits.maxPageSize, p.windows.length)));
   return f.gpuHours;
 }

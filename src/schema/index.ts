@@ -1,8 +1,12 @@
-// Imports every type file and builds the schema; nothing else.
+// The schema's one door: imports every type file and builds the schema, and exports what server/
+// wires it with (the request context and its limits, the series arguments' checks, the printed
+// subgraph SDL).
+import { printSubgraphSchema } from '@apollo/subgraph';
 import { defaultFieldResolver, GraphQLObjectType, type GraphQLFieldResolver, type GraphQLSchema } from 'graphql';
 import type { Context } from './context.js';
 import { builder } from './builder.js';
 import { checkDecodedArgsAgainst } from './decoded-args.js';
+import { renameInSubgraphSdl } from './subgraph-names.js';
 import './enums.js';
 import './provider.js';
 import './source-error.js';
@@ -18,8 +22,10 @@ import './subscription.js';
 import './duration.js';
 import './fleet.js';
 import './compare.js';
+import './ledger.js';
 import './entities.js';
 import './relay.js';
+import './finding.js';
 
 /** The plain schema (schema/schema.graphql), as a client that knows nothing of federation sees it. */
 export const plainSchema = builder.toSchema({ sortSchema: false });
@@ -35,6 +41,15 @@ export const schema = withServiceSdlOfContext(
     }),
   ),
 );
+
+/** What `_service { sdl }` answers: the schema with its federation directives, what composition reads. */
+export function printedSubgraph(typeNames: ReadonlyMap<string, string> = new Map()): string {
+  return renameInSubgraphSdl(schema, `${printSubgraphSchema(schema)}\n`, typeNames);
+}
+
+export { DEFAULT_LIMITS, type Access, type Context, type Limits } from './context.js';
+export { checkSeriesArgs } from './args.js';
+export { SubgraphNamesError } from './subgraph-names.js';
 
 /**
  * Exposed fields (`t.expose*` of a property of the same name) without a resolver: Pothos gives them

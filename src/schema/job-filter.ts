@@ -2,6 +2,7 @@
 import { DomainError } from '../domain/errors.js';
 import { parseGlobalId } from '../domain/ids.js';
 import type { JobStatus, ProviderKind } from '../domain/types.js';
+import type { PriceEntry } from '../domain/ledger.js';
 import { DEFAULT_JOB_ORDER, type JobFilter, type JobOrder, type JobOrderKey } from '../store/index.js';
 import { builder } from './builder.js';
 import type { Context } from './context.js';
@@ -207,7 +208,7 @@ function checkName(name: string, argument: string) {
 }
 
 /** The ordering a list asked for; `now` is when durations are measured to (a cursor's, else this request's). */
-export function resolveJobOrder(input: JobOrderInput | null | undefined, now: Date): JobOrder {
+export function resolveJobOrder(input: JobOrderInput | null | undefined, now: Date, prices: readonly PriceEntry[] = []): JobOrder {
   if (!input) return DEFAULT_JOB_ORDER;
   const direction = input.direction ?? 'DESC';
   if (input.field === 'SUMMARY') {
@@ -216,5 +217,18 @@ export function resolveJobOrder(input: JobOrderInput | null | undefined, now: Da
     return { by: 'SUMMARY', direction, summary: { metric: input.summary.metric, value: input.summary.value ?? 'LATEST' } };
   }
   if (input.summary) throw new DomainError('BAD_INPUT', 'orderBy.summary goes only with field SUMMARY', { argument: 'orderBy.summary' });
+  if (input.field === 'COST') {
+    const currencies = new Set(prices.map((p) => p.currency));
+    if (currencies.size > 1) {
+      throw new DomainError(
+        'BAD_INPUT',
+        `orderBy COST needs one currency, and the price table has ${[...currencies].sort().join(', ')}: amounts in different currencies do not compare`,
+        {
+          argument: 'orderBy.field',
+        },
+      );
+    }
+    return { by: 'COST', direction, now, prices };
+  }
   return { by: input.field, direction, ...(input.field === 'DURATION' ? { now } : {}) };
 }

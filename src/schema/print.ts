@@ -3,11 +3,11 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { printSubgraphSchema } from '@apollo/subgraph';
 import { printSchema } from 'graphql';
 import { parseSubgraphTypeNames } from '../domain/subgraph-type-names.js';
-import { plainSchema, schema } from './index.js';
-import { renameInSubgraphSdl } from './subgraph-names.js';
+import { plainSchema, printedSubgraph } from './index.js';
+
+export { printedSubgraph };
 
 const SCHEMA_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../schema');
 export const SCHEMA_FILE = path.join(SCHEMA_DIR, 'schema.graphql');
@@ -15,11 +15,6 @@ export const SUBGRAPH_FILE = path.join(SCHEMA_DIR, 'subgraph.graphql');
 
 export function printedSchema(): string {
   return `${printSchema(plainSchema)}\n`;
-}
-
-/** What `_service { sdl }` answers: the schema with its federation directives, what composition reads. */
-export function printedSubgraph(typeNames: ReadonlyMap<string, string> = new Map()): string {
-  return renameInSubgraphSdl(schema, `${printSubgraphSchema(schema)}\n`, typeNames);
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {

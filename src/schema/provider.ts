@@ -98,7 +98,7 @@ export const collectionError = (c: CollectionView): SourceErrorShape | null =>
 const CollectionRef = builder.objectRef<CollectionView>('ProviderCollection');
 CollectionRef.implement({
   description:
-    "How this server keeps the platform's data without anyone asking: a sweep per interval syncs the job list, brings every running job up to now and fetches finished jobs whole before the platform's retention ends (README, Collection)",
+    "How this server keeps the platform's data without anyone asking: a sweep per interval syncs the job list, brings every running job up to now and fetches finished jobs whole before the platform's retention ends (docs/collection.md)",
   interfaces: [NodeInterfaceRef],
   fields: (t) => ({
     id: t.id({ description: ID_DOCS.ProviderCollection, resolve: (c) => c.id ?? collectionId(c.providerId) }),
@@ -116,7 +116,7 @@ CollectionRef.implement({
     intervalSeconds: t.float({ description: 'Seconds between sweeps (default the provider poll interval)', resolve: (s) => s.intervalSeconds }),
     callsLastMinute: t.exposeInt('callsLastMinute', { description: 'Upstream calls to the platform in the last 60 s, by every caller (a count)' }),
     budgetPerMinute: t.exposeInt('budgetPerMinute', {
-      description: 'The most calls per minute the collector lets the platform see (collect.callsPerMinute; default per platform, README)',
+      description: 'The most calls per minute the collector lets the platform see (collect.callsPerMinute; default per platform, docs/collection.md)',
     }),
     backlog: t.exposeInt('backlog', {
       description: 'Jobs due in the last sweep that were not collected: the budget or time ran out, or their fetch failed (a count; 0 = nothing skipped)',

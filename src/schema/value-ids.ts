@@ -32,9 +32,14 @@ export const ID_DOCS = {
   Fleet: 'Global id (a Node id): the question, `*:fleet:<filter, from and to>`; the same arguments give the same id (and Query.node asks the question again)',
   FleetUtilization: "Global id (a Node id): the fleet's id, `*:fleetutilization:<fleet id>`; stable",
   GpuHours:
-    "Global id (a Node id): the fleet's id plus the group (total, or provider, project, GPU model or job and its key), `*:gpuhours:<group>:<fleet id>`; stable",
+    "Global id (a Node id): the fleet's id plus the group (total, or provider, project, GPU model, owner, label or job and its key), `*:gpuhours:<group>:<fleet id>`; stable",
   IdleGpu:
     "Global id (a Node id): the fleet's id plus idleGpus' threshold and forAtLeast and the series' job, scope, node and GPU, `*:idlegpu:<…>:<fleet id>`; stable",
+  Cost: "Global id (a Node id): a job's is the job's id plus the window asked (`<providerId>:cost:<window>:<job id>`), a fleet group's the group's id (`*:cost:g:<GpuHours id>`); stable",
+  Energy:
+    "Global id (a Node id): a job's is the job's id plus the window asked (`<providerId>:energy:<window>:<job id>`), a fleet group's the group's id (`*:energy:g:<GpuHours id>`); stable",
+  Efficiency:
+    "Global id (a Node id): a job's is the job's id plus the window asked (`<providerId>:efficiency:<window>:<job id>`), a fleet group's the group's id (`*:efficiency:g:<GpuHours id>`); stable",
   IdleInterval: "Global id (a Node id): the idle GPU's id plus the stretch's start (epoch ms), `*:idleinterval:<ms>:<idle GPU id>`; stable",
 } as const;
 
@@ -180,14 +185,14 @@ export function parseFleetPart(part: string): FleetArgs {
   throw badPart();
 }
 
-export type GpuHoursGroup = { kind: 'total'; key: null } | { kind: 'job' | 'provider' | 'project' | 'model'; key: string };
+export type GpuHoursGroup = { kind: 'total'; key: null } | { kind: 'job' | 'provider' | 'project' | 'model' | 'owner' | 'label'; key: string };
 
 export const gpuHoursId = (fleet: string, g: { kind: string; key: string | null }) =>
   valueId('gpuhours', fleet, g.kind === 'total' || g.key === null ? 'total' : `${g.kind}.${textPart(g.key)}`);
 
 export function parseGpuHoursPart(part: string): GpuHoursGroup {
   if (part === 'total') return { kind: 'total', key: null };
-  const m = /^(job|provider|project|model)\.([A-Za-z0-9_-]*)$/.exec(part);
+  const m = /^(job|provider|project|model|owner|label)\.([A-Za-z0-9_-]*)$/.exec(part);
   if (!m) throw badPart();
   return { kind: m[1] as 'job', key: parseTextPart(m[2]!) };
 }

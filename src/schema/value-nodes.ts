@@ -52,6 +52,8 @@ import {
   parseTrainingSummaryPart,
 } from './value-ids.js';
 import { type JobLabelView, summariesOf, type TrainingSummaryView } from './run-metadata.js';
+import { type FigureShape, figureById, labelGroupById } from './ledger.js';
+import { type EvidenceShape, evidenceOf, findingOfJob, type FindingSeriesView, type FindingView, seriesOfEvidence } from './finding.js';
 
 type Value =
   | HealthView
@@ -74,7 +76,11 @@ type Value =
   | IdleIntervalShape
   | ComparisonShape
   | ComparedRunShape
-  | ComparedSeriesShape;
+  | ComparedSeriesShape
+  | FigureShape
+  | FindingView
+  | EvidenceShape
+  | FindingSeriesView;
 
 /** The value a value id names, carrying that id; null when it is not one this graph issued or it is gone. */
 export async function valueById(ctx: Context, id: string): Promise<(Value & { id: string }) | null> {
@@ -207,6 +213,7 @@ async function resolveValue(ctx: Context, p: ParsedValueId): Promise<Value | nul
       if (!fleet) return null;
       const rows = await gpuHoursOf(fleet, ctx);
       if (group.kind === 'total') return totalRow(fleet, rows);
+      if (group.kind === 'label') return labelGroupById(ctx, fleet, group.key);
       const row = rows.find((r) => r.kind === group.kind && r.key === group.key);
       if (!row) return null;
       const job = row.kind === 'job' ? (await fleet.prepared).jobs.find((j) => j.id === row.key) : undefined;
@@ -223,6 +230,28 @@ async function resolveValue(ctx: Context, p: ParsedValueId): Promise<Value | nul
         return g.job.id === key.jobId && r.scope === key.scope && r.nodeId === key.nodeId && r.gpuId === key.gpuId;
       });
       return found ?? null;
+    }
+    case 'cost':
+    case 'energy':
+    case 'efficiency':
+      return figureById(
+        ctx,
+        part,
+        () => owner<JobRow>(ctx, p, 'job'),
+        () => owner<GpuHoursShape>(ctx, p, 'gpuhours'),
+      );
+    case 'finding': {
+      if (!/^\d{1,15}$/.test(part)) return null;
+      const job = await owner<JobRow>(ctx, p, 'job');
+      return job ? findingOfJob(ctx, job.id, Number(part)) : null;
+    }
+    case 'findingevidence': {
+      const finding = await owner<FindingView>(ctx, p, 'finding');
+      return finding ? evidenceOf(finding) : null;
+    }
+    case 'findingseries': {
+      const evidence = await owner<EvidenceShape>(ctx, p, 'findingevidence');
+      return evidence ? (seriesOfEvidence(evidence).find((x) => String(x.seriesId) === part) ?? null) : null;
     }
     case 'idleinterval': {
       const from = parseIdleIntervalPart(part);

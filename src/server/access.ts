@@ -6,9 +6,9 @@
 // stream, so counts and cursors never reveal another tenant's jobs.
 import DataLoader from 'dataloader';
 import { GraphQLError } from 'graphql';
-import type { TokenScope, TokenStore } from '../config/security.js';
+import type { TokenScope, TokenStore } from '../config/index.js';
 import { parseGlobalId } from '../domain/ids.js';
-import type { Access, Context } from '../schema/context.js';
+import type { Access, Context } from '../schema/index.js';
 import type { GpuRow, JobRow, Loaders, NodeRow, ProjectRow } from '../store/index.js';
 
 export class AccessScope implements Access {

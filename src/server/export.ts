@@ -7,8 +7,7 @@ import type http from 'node:http';
 import { PassThrough, type Writable } from 'node:stream';
 import { createGzip } from 'node:zlib';
 import { DomainError } from '../domain/errors.js';
-import { checkSeriesArgs } from '../schema/args.js';
-import type { Limits } from '../schema/context.js';
+import { checkSeriesArgs, type Limits } from '../schema/index.js';
 import type { App } from './yoga.js';
 
 const PATH = /^\/export\/jobs\/([^/]+)\/(metrics|training-metrics)\.(csv|jsonl)$/;

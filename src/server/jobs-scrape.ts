@@ -5,7 +5,7 @@
 // so per-node series can be counted in GPUs). Read from the cache the live pollers keep fresh: the scrape
 // itself never calls a platform. Scoped by the API token like every other read.
 import type http from 'node:http';
-import type { TokenStore } from '../config/security.js';
+import type { TokenStore } from '../config/index.js';
 import type { Store } from '../store/index.js';
 import { GraphQLError } from 'graphql';
 import { SCRAPE_FAMILIES as FAMILIES, scrapeLabels } from '../domain/scrape-families.js';

@@ -2,9 +2,17 @@
 // the poll lock (a Postgres advisory lock when replicas share Postgres and Redis, else local).
 import type { Logger } from 'pino';
 import type { AppConfig } from '../config/index.js';
-import { createMemoryBus, createRedisBus, type EventBus } from '../live/bus.js';
-import { LiveHub, type LiveOptions, type LiveTimers } from '../live/hub.js';
-import { createAdvisoryLock, createLocalLock, type PollLock } from '../live/lock.js';
+import {
+  createMemoryBus,
+  createRedisBus,
+  type EventBus,
+  LiveHub,
+  type LiveOptions,
+  type LiveTimers,
+  createAdvisoryLock,
+  createLocalLock,
+  type PollLock,
+} from '../live/index.js';
 import type { Store } from '../store/index.js';
 
 export interface LiveRuntime {

@@ -4,12 +4,10 @@
 // registered once per process and merged in at scrape time.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { DomainError } from '../domain/errors.js';
-import type { LiveHub } from '../live/hub.js';
+import type { LiveHub } from '../live/index.js';
 import type { ProviderSet } from '../providers/provider-set.js';
 import { onShapeMismatch } from '../providers/shape-watch.js';
-import type { PoolHealth } from '../store/pool-watch.js';
-import type { ReadThrough } from '../store/read-through.js';
-import type { CollectionStatus } from '../store/index.js';
+import type { CacheObserver, CollectionStatus, PoolHealth } from '../store/index.js';
 import type { Collector } from '../collect/index.js';
 
 export const METRIC_PREFIX = 'training_graph_';
@@ -129,7 +127,7 @@ export class SeriesHistogram {
 
 export interface MetricsSources {
   providers: ProviderSet;
-  readThrough: ReadThrough;
+  readThrough: CacheObserver;
   live: LiveHub;
   /** The cache database's pool (store/db.ts Database.poolHealth), read at each scrape. */
   pool?: () => PoolHealth;

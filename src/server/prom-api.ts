@@ -4,7 +4,7 @@
 // target, and is refused in Prometheus' error shape otherwise.
 import type http from 'node:http';
 import { GraphQLError } from 'graphql';
-import type { TokenStore } from '../config/security.js';
+import type { TokenStore } from '../config/index.js';
 import type { PromApi, PromAnswer } from '../promql/index.js';
 import type { Store } from '../store/index.js';
 import { authenticate, unauthenticated } from './access.js';
@@ -20,7 +20,7 @@ export interface PromApiDeps {
 
 function send(res: http.ServerResponse, answer: PromAnswer, extra: Record<string, string> = {}): void {
   res.writeHead(answer.status, { 'content-type': 'application/json', ...extra });
-  res.end(JSON.stringify(answer.body));
+  res.end(answer.json ?? JSON.stringify(answer.body));
 }
 
 async function readBody(req: http.IncomingMessage, max: number): Promise<string | null> {

@@ -28,6 +28,7 @@ export const HTTP_ROUTES = {
       '/export/jobs/:id/metrics.jsonl',
       '/export/jobs/:id/training-metrics.csv',
       '/export/jobs/:id/training-metrics.jsonl',
+      '/export/ledger.csv',
     ],
   },
   webPage: { methods: ['GET', 'HEAD'], paths: ['/', '/assets/:name'] },

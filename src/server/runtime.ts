@@ -8,7 +8,16 @@ import { PromApi } from '../promql/index.js';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { destination, pino, type DestinationStream, type Logger } from 'pino';
-import type { AppConfig, ProviderConfig, SecretSource } from '../config/index.js';
+import {
+  type AppConfig,
+  type ProviderConfig,
+  type SecretSource,
+  ConfigError,
+  DEFAULT_REQUEST_LIMITS,
+  isLoopbackHost,
+  ledgerSettings,
+  type TokenStore,
+} from '../config/index.js';
 import { ProviderSet, type ProviderInstance, type ResilienceOptions } from '../providers/provider-set.js';
 import { createAdapter } from '../providers/registry.js';
 import { onShapeMismatch } from '../providers/shape-watch.js';
@@ -17,16 +26,13 @@ import { openDatabase, type Database } from '../store/db.js';
 import { DEFAULT_CACHE_POLICY, ReadThrough, type CachePolicy } from '../store/read-through.js';
 import { Repository } from '../store/repository.js';
 import { Store } from '../store/index.js';
-import { DEFAULT_LIMITS, type Limits } from '../schema/context.js';
-import { printedSubgraph } from '../schema/print.js';
-import { SubgraphNamesError } from '../schema/subgraph-names.js';
+import { DEFAULT_LIMITS, type Limits, printedSubgraph, SubgraphNamesError } from '../schema/index.js';
 import { createApp, type App } from './yoga.js';
 import type { Plugin } from 'graphql-yoga';
 import { startLive, type LiveRuntime } from './live.js';
-import type { LiveOptions, LiveTimers } from '../live/hub.js';
+import { type LiveOptions, type LiveTimers, REAL_TIMERS } from '../live/index.js';
 import { attachGraphqlWs, DEFAULT_WS_LIMITS, type WsLimits } from './ws.js';
-import { ConfigError } from '../config/index.js';
-import { DEFAULT_REQUEST_LIMITS, isLoopbackHost, type TokenStore } from '../config/security.js';
+import { serveLedgerExport } from './ledger-export.js';
 import { presentedToken } from './access.js';
 import { timingSafeEqual } from 'node:crypto';
 import { scrubSecrets } from '../domain/secrets.js';
@@ -37,7 +43,8 @@ import { useMetrics } from './plugins/use-metrics.js';
 import { useTracing } from './plugins/use-tracing.js';
 import { serveWebPage } from './web.js';
 import { Collector, defaultSettings, type CollectSettings } from '../collect/index.js';
-import { REAL_TIMERS } from '../live/hub.js';
+import { FindingsEngine, type ThresholdOverride } from '../findings/index.js';
+import { projectGlobalId } from '../domain/ids.js';
 import { routeListener } from './routes.js';
 import { type ByteBoundedApqStore, createByteBoundedApqStore } from './apq-store.js';
 
@@ -58,6 +65,8 @@ export interface RuntimeOptions {
   liveTimers?: LiveTimers;
   /** The collector's clock and timers; default liveTimers, else the real ones. */
   collectTimers?: LiveTimers;
+  /** The findings evaluator's clock and timers; default collectTimers, then liveTimers, else the real ones. */
+  findingsTimers?: LiveTimers;
   ws?: Partial<WsLimits>;
   /** Envelop plugins after the server's own (tests use one to change results per subscriber). */
   plugins?: Plugin[];
@@ -84,6 +93,8 @@ export interface Runtime {
   live: LiveRuntime;
   /** The continuous collector; null with COLLECT=off (read-through only). */
   collector: Collector | null;
+  /** The findings evaluator (src/findings/); null when off (FINDINGS=off, or no collector). */
+  findings: FindingsEngine | null;
   metrics: Metrics;
   /** The persisted queries (APQ) this replica knows, bounded by requestLimits.apqStoreMaxBytes. */
   apqStore: ByteBoundedApqStore;
@@ -140,9 +151,10 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const logger = opts.logger ?? pino(loggerOptions, opts.logDestination ?? destination({ dest: 1, sync: true }));
   // The simulators (and the OpenTelemetry SDK below) are loaded only when used: a deployment with a
   // providers file never has them in memory.
-  const demo = config.providers
-    ? []
-    : await (await import('../simulators/demo.js')).startDemoProviders({ workDir: opts.demoWorkDir, now: opts.clock, anchorMs: opts.demoAnchorMs });
+  const demoModule = config.providers ? null : await import('../simulators/demo.js');
+  const demo = demoModule ? await demoModule.startDemoProviders({ workDir: opts.demoWorkDir, now: opts.clock, anchorMs: opts.demoAnchorMs }) : [];
+  // The demo brings its example price table; a providers file its own `ledger` entry, or none.
+  const ledger = ledgerSettings(config.ledger ?? demoModule?.DEMO_LEDGER);
   const configs = config.providers ?? demo.map((d) => d.config);
   const env: SecretSource = config.providers ? (opts.env ?? process.env) : Object.assign({}, ...demo.map((d) => d.secrets));
   const providers = new ProviderSet(buildProviders(configs, env, !config.providers, opts.clock), opts.resilience);
@@ -178,6 +190,16 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
         maxConcurrentTotal: Math.max(2, Math.floor(database.poolHealth().max / 2)),
       })
     : null;
+  const findings = config.findings?.enabled
+    ? new FindingsEngine({
+        store,
+        logger,
+        timers: opts.findingsTimers ?? opts.collectTimers ?? opts.liveTimers ?? REAL_TIMERS,
+        bus: live.hub.bus,
+        intervalSeconds: config.findings.intervalSeconds,
+        overrides: thresholdOverrides(configs),
+      }).start()
+    : null;
   const metrics = new Metrics({ providers, readThrough, live: live.hub, collector, pool: () => database.poolHealth() });
   const stopShapeWarnings = warnOnShapeMismatches(
     providers.all().map((p) => p.id),
@@ -201,6 +223,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     corsOrigins: config.security?.corsOrigins,
     executor: config.executor,
     subgraphSdl,
+    ledger,
     plugins: [useMetrics(metrics, logger), ...(tracing ? [useTracing(tracing.tracer)] : []), ...(opts.plugins ?? [])],
   });
   const graceMs = opts.shutdownGraceMs ?? 10_000;
@@ -254,7 +277,8 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
             }
             return metrics.scrape().then((body) => res.writeHead(200, { 'content-type': metrics.contentType() }).end(body));
           },
-          export: (req, res) => serveExport(req, res, app, opts.limits ?? DEFAULT_LIMITS),
+          export: (req, res) =>
+            serveLedgerExport(req, res, app, (opts.limits ?? DEFAULT_LIMITS).maxPageSize) || serveExport(req, res, app, opts.limits ?? DEFAULT_LIMITS),
           webPage: (req, res) => serveWebPage(req, res, logger),
           healthz: (req, res) => {
             if (req.url !== '/healthz') return false;
@@ -307,6 +331,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     logger,
     live,
     collector,
+    findings,
     metrics,
     apqStore,
     async close() {
@@ -317,6 +342,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       // SSE subscription streams, and whatever outlived the grace period.
       server.closeAllConnections();
       await closed;
+      await findings?.stop();
       await collector?.close();
       await live.close();
       await readThrough.settle(graceMs);
@@ -328,6 +354,18 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       await database.close();
     },
   };
+}
+
+/** Each provider's finding thresholds, and its projects' (providers file, `findings:`). */
+function thresholdOverrides(configs: readonly ProviderConfig[]): ThresholdOverride[] {
+  const out: ThresholdOverride[] = [];
+  for (const c of configs) {
+    if (!c.findings) continue;
+    const { projects, ...own } = c.findings;
+    out.push({ ...own, providerId: c.id });
+    for (const [project, t] of Object.entries(projects ?? {})) out.push({ ...t, providerId: c.id, projectId: projectGlobalId(c.id, project) });
+  }
+  return out;
 }
 
 /** A provider's collector settings: its defaults, the server-wide overrides, then its own `collect` entry. */

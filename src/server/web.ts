@@ -3,8 +3,8 @@
 // which carry no esbuild).
 import type http from 'node:http';
 import type { Logger } from 'pino';
-import { FROM_SOURCES } from '../config/install.js';
-import { buildWebAssets, readPrebuiltAssets, type WebAssets } from '../web/build.js';
+import { FROM_SOURCES } from '../config/index.js';
+import { buildWebAssets, readPrebuiltAssets, type WebAssets } from '../web/index.js';
 import { pathOf } from './http-front.js';
 
 let assets: Promise<WebAssets> | null = null;

@@ -7,7 +7,7 @@ import { GraphQLError, type ExecutionArgs, type ExecutionResult, getOperationAST
 import { useServer } from 'graphql-ws/use/ws';
 import { type WebSocket, WebSocketServer } from 'ws';
 import type { App } from './yoga.js';
-import type { TokenStore } from '../config/security.js';
+import type { TokenStore } from '../config/index.js';
 import { presentedToken } from './access.js';
 import { recoded } from './plugins/use-limits.js';
 import type { OutgoingGuard } from './outgoing-guard.js';
@@ -195,7 +195,7 @@ export function attachGraphqlWs(
             }),
           ];
         }
-        // No Fetch request exists over a socket (STACK.md): yoga gets the upgrade request instead.
+        // No Fetch request exists over a socket (docs/stack.md): yoga gets the upgrade request instead.
         // graphql-ws' context by its fields, not spread: on Node 20's V8 the spread gave each
         // operation's context a hidden class of its own (~500 bytes a live subscriber).
         const { schema, execute, subscribe, contextFactory, parse, validate } = app.getEnveloped({

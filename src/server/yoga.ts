@@ -4,14 +4,14 @@ import { useQueryJit } from './plugins/use-query-jit.js';
 import { useAPQ } from '@graphql-yoga/plugin-apq';
 import { createYoga, type Plugin } from 'graphql-yoga';
 import type { Logger } from 'pino';
-import type { LiveHub } from '../live/hub.js';
-import { schema } from '../schema/index.js';
-import { DEFAULT_LIMITS, type Context, type Limits } from '../schema/context.js';
+import type { LiveHub } from '../live/index.js';
+import { schema, DEFAULT_LIMITS, type Context, type Limits } from '../schema/index.js';
 import type { Store } from '../store/index.js';
 import { maskError, useErrorCodes } from './plugins/use-error-codes.js';
-import { DEFAULT_REQUEST_LIMITS, type RequestLimits, type TokenStore } from '../config/security.js';
+import { DEFAULT_REQUEST_LIMITS, type RequestLimits, type TokenStore } from '../config/index.js';
 import { authenticate, scopeContext } from './access.js';
 import { useLimits } from './plugins/use-limits.js';
+import type { LedgerSettings } from '../domain/ledger.js';
 import { useStaleErrors } from './plugins/use-stale-errors.js';
 import { useRevocation } from './plugins/use-revocation.js';
 import { useValidationCache } from './plugins/use-validation-cache.js';
@@ -36,6 +36,8 @@ export interface YogaDeps {
   apqStore?: ByteBoundedApqStore;
   /** What `_service { sdl }` answers with SUBGRAPH_TYPE_NAMES set (runtime.ts checks and renames at start). */
   subgraphSdl?: string;
+  /** The ledger's prices, average power and peaks (AppConfig.ledger, or the demo's); absent = no prices. */
+  ledger?: LedgerSettings;
 }
 
 export const EXAMPLE_QUERY = `# Every platform's jobs, newest first, with per-GPU utilization (ratio 0..1)
@@ -108,6 +110,7 @@ export function createApp(deps: YogaDeps) {
         limits,
         live: deps.live,
         ...(deps.subgraphSdl ? { subgraphSdl: deps.subgraphSdl } : {}),
+        ...(deps.ledger ? { ledger: deps.ledger } : {}),
       };
       // Over graphql-ws there is no Fetch request: the token comes in connectionParams.
       const scope = authenticate(deps.tokens ?? null, initial.request?.headers ?? null, initial.connectionParams as Record<string, unknown> | undefined);

@@ -1,9 +1,11 @@
-// What each platform's demo starter returns: the types the embedded demo (demo.ts) and the
-// per-platform */demo.ts share, kept apart so neither imports the other's module.
+// What each platform's simulator module gives the embedded demo: the types demo.ts, platforms.ts
+// and the per-platform */index.ts share, kept apart so none imports another's module.
 import type { ProviderConfig } from '../config/index.js';
+import type { ProviderKind } from '../domain/types.js';
 
-export interface DemoProvider {
-  config: ProviderConfig;
+export interface DemoProvider<K extends ProviderKind = ProviderKind> {
+  /** A providers-file entry of the simulator's kind: a kind no platform module lists fails to compile here. */
+  config: ProviderConfig & { kind: K };
   /** The environment the config's *Env names resolve against (the simulator's own credentials). */
   secrets: Record<string, string>;
   close(): Promise<void>;
@@ -21,4 +23,15 @@ export interface DemoOptions {
   anchorMs?: number;
 }
 
-export type DemoStarter = (opts: DemoOptions) => Promise<DemoProvider>;
+export type DemoStarter<K extends ProviderKind = ProviderKind> = (opts: DemoOptions) => Promise<DemoProvider<K>>;
+
+/**
+ * One platform's simulator (src/simulators/<name>/index.ts) as the demo sees it. The list in
+ * simulators/platforms.ts starts every one of them when no PROVIDERS_CONFIG is given.
+ */
+export interface SimulatorModule<K extends ProviderKind = ProviderKind> {
+  /** The platform it imitates: a kind listed in src/providers/platforms.ts. */
+  readonly kind: K;
+  /** Starts the simulator in process on loopback and returns it configured as a provider. */
+  readonly startDemo: DemoStarter<K>;
+}

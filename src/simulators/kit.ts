@@ -105,6 +105,92 @@ function compile(def: RouteDef): CompiledRoute {
   return { ...def, regex: new RegExp(`^${pattern}$`), keys };
 }
 
+/** What serveRequest needs of its simulator: the compiled routes, counters, and the fault and answer helpers. */
+interface KitParts {
+  opts: SimulatorOptions;
+  routes: CompiledRoute[];
+  stats: Map<string, number>;
+  abandoned: Map<string, number>;
+  held: Set<() => void>;
+  events: EventEmitter;
+  takeFault: (route: string) => Fault | null;
+  send: (res: http.ServerResponse, out: SimResponse) => void;
+  control: (req: SimRequest) => SimResponse | null;
+}
+
+/** One request: read its body, match a route, apply a fault or the handler, and answer. */
+async function serveRequest(kit: KitParts, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  const { opts, routes, stats, abandoned, held, events, takeFault, send, control } = kit;
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  const rawBody = Buffer.concat(chunks);
+  const url = new URL(req.url ?? '/', 'http://sim.local');
+  let body: unknown;
+  if (rawBody.length > 0) {
+    try {
+      body = JSON.parse(rawBody.toString('utf8'));
+    } catch {
+      body = undefined;
+    }
+  }
+  const base: SimRequest = {
+    method: req.method ?? 'GET',
+    route: '',
+    params: {},
+    query: url.searchParams,
+    headers: req.headers,
+    url,
+    rawBody,
+    body,
+  };
+  try {
+    const ctl = control(base);
+    if (ctl) return send(res, ctl);
+
+    let matched: CompiledRoute | undefined;
+    let params: Record<string, string> = {};
+    for (const r of routes) {
+      if (r.method !== base.method) continue;
+      const m = r.regex.exec(url.pathname);
+      if (!m) continue;
+      matched = r;
+      params = Object.fromEntries(r.keys.map((k, i) => [k, decodeURIComponent(m[i + 1]!)]));
+      break;
+    }
+    const simReq: SimRequest = { ...base, route: matched?.name ?? 'unknown', params };
+    stats.set(simReq.route, (stats.get(simReq.route) ?? 0) + 1);
+    events.emit('request', simReq.route);
+    res.once('close', () => {
+      if (res.writableFinished) return;
+      abandoned.set(simReq.route, (abandoned.get(simReq.route) ?? 0) + 1);
+      events.emit('abandoned', simReq.route);
+    });
+
+    const fault = takeFault(simReq.route);
+    if (fault?.kind === 'reset') {
+      req.socket.destroy();
+      return;
+    }
+    if (fault?.kind === 'timeout') {
+      // Held until the delay passes, or (no delay) until the client gives up or release() is called.
+      await new Promise<void>((r) => {
+        if (fault.delayMs !== undefined) setTimeout(r, fault.delayMs);
+        else held.add(r);
+      });
+      if (res.destroyed) return;
+    } else if (fault) {
+      return send(res, opts.renderFault(fault, simReq));
+    }
+
+    const denied = opts.authenticate?.(simReq);
+    if (denied) return send(res, denied);
+    if (!matched) return send(res, opts.notFound?.(simReq) ?? { status: 404, body: { error: 'not found' } });
+    return send(res, await matched.handler(simReq));
+  } catch (err) {
+    send(res, { status: 500, body: { error: `simulator ${opts.name} failed: ${(err as Error).message}` } });
+  }
+}
+
 export async function startSimulator(opts: SimulatorOptions, port = 0, host = '127.0.0.1'): Promise<SimulatorHandle> {
   const routes = opts.routes.map(compile);
   const stats = new Map<string, number>();
@@ -157,76 +243,8 @@ export async function startSimulator(opts: SimulatorOptions, port = 0, host = '1
     return { status: 404, body: { error: 'unknown simulator control route' } };
   };
 
-  const server = http.createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
-    const rawBody = Buffer.concat(chunks);
-    const url = new URL(req.url ?? '/', 'http://sim.local');
-    let body: unknown;
-    if (rawBody.length > 0) {
-      try {
-        body = JSON.parse(rawBody.toString('utf8'));
-      } catch {
-        body = undefined;
-      }
-    }
-    const base: SimRequest = {
-      method: req.method ?? 'GET',
-      route: '',
-      params: {},
-      query: url.searchParams,
-      headers: req.headers,
-      url,
-      rawBody,
-      body,
-    };
-    try {
-      const ctl = control(base);
-      if (ctl) return send(res, ctl);
-
-      let matched: CompiledRoute | undefined;
-      let params: Record<string, string> = {};
-      for (const r of routes) {
-        if (r.method !== base.method) continue;
-        const m = r.regex.exec(url.pathname);
-        if (!m) continue;
-        matched = r;
-        params = Object.fromEntries(r.keys.map((k, i) => [k, decodeURIComponent(m[i + 1]!)]));
-        break;
-      }
-      const simReq: SimRequest = { ...base, route: matched?.name ?? 'unknown', params };
-      stats.set(simReq.route, (stats.get(simReq.route) ?? 0) + 1);
-      events.emit('request', simReq.route);
-      res.once('close', () => {
-        if (res.writableFinished) return;
-        abandoned.set(simReq.route, (abandoned.get(simReq.route) ?? 0) + 1);
-        events.emit('abandoned', simReq.route);
-      });
-
-      const fault = takeFault(simReq.route);
-      if (fault?.kind === 'reset') {
-        req.socket.destroy();
-        return;
-      }
-      if (fault?.kind === 'timeout') {
-        // Held until the delay passes, or (no delay) until the client gives up or release() is called.
-        await new Promise<void>((r) => {
-          if (fault.delayMs !== undefined) setTimeout(r, fault.delayMs);
-          else held.add(r);
-        });
-        if (res.destroyed) return;
-      } else if (fault) {
-        return send(res, opts.renderFault(fault, simReq));
-      }
-
-      const denied = opts.authenticate?.(simReq);
-      if (denied) return send(res, denied);
-      if (!matched) return send(res, opts.notFound?.(simReq) ?? { status: 404, body: { error: 'not found' } });
-      return send(res, await matched.handler(simReq));
-    } catch (err) {
-      send(res, { status: 500, body: { error: `simulator ${opts.name} failed: ${(err as Error).message}` } });
-    }
-  });
+  const kit: KitParts = { opts, routes, stats, abandoned, held, events, takeFault, send, control };
+  const server = http.createServer((req, res) => serveRequest(kit, req, res));
   // The platforms' APIs sit behind load balancers that keep idle connections for a minute or more;
   // Node's 5 s default races a client reusing a connection (fetch keeps them 4 s), which shows up
   // as ECONNRESET on a busy machine. Longer than any client's: the client always closes first.

@@ -33,7 +33,7 @@ import * as t from './tables.js';
  * The utilization the fleet questions read: an accelerator is an accelerator, so Ascend NPUs
  * (ModelArts' npuUtil) count beside GPUs; a job's acceleratorKind tells which it holds.
  */
-const ACCELERATOR_UTILIZATION = ['GPU_UTILIZATION', 'NPU_UTILIZATION'] as const;
+export const ACCELERATOR_UTILIZATION = ['GPU_UTILIZATION', 'NPU_UTILIZATION'] as const;
 
 /** A gap of up to this many steps is bridged by the earlier point; a longer one is a hole. */
 export const MAX_GAP_STEPS = 2;
@@ -61,8 +61,9 @@ export interface IdleRunRow {
 }
 
 export interface GpuHoursRow {
-  kind: 'job' | 'provider' | 'project' | 'model' | 'total';
-  /** Job id, provider id, project id or GPU model; null for the total. */
+  /** 'label' rows are made from the job rows (Fleet.utilization.byLabel; key: JSON [label key, value, present]). */
+  kind: 'job' | 'provider' | 'project' | 'model' | 'owner' | 'label' | 'total';
+  /** Job id, provider id, project id, GPU model or owner ("" for jobs whose platform names none); null for the total. */
   key: string | null;
   jobs: number;
   allocatedGpuHours: number;
@@ -235,7 +236,7 @@ export class FleetStore {
 
   /**
    * GPU-hours allocated, covered by data and used, per job (the `firstJobs` with the most waste,
-   * allocated minus used) and rolled up by provider, project, GPU model and in total.
+   * allocated minus used) and rolled up by provider, project, GPU model, owner and in total.
    */
   async gpuHours(windows: readonly FleetJobWindow[], firstJobs: number): Promise<GpuHoursRow[]> {
     if (windows.length === 0) return [];
@@ -253,14 +254,14 @@ export class FleetStore {
           select sum(t1 - t0) as covered_ms, sum((t1 - t0) * value) as used_ms from iv
         ) x
       ), per_job as (
-        select jw.job_id, j.provider_id, j.project_id, coalesce(j.gpu_type, 'unknown') as model,
+        select jw.job_id, j.provider_id, j.project_id, coalesce(j.gpu_type, 'unknown') as model, coalesce(j.owner, '') as owner,
           -- the platform's GPU count, or more where more GPUs report than it claims
           greatest(coalesce(j.gpu_count, 0), coalesce(sum(ps.gpus), 0)) * (jw.w_to - jw.w_from) as alloc_ms,
           coalesce(sum(ps.covered_ms * ps.gpus), 0) as covered_ms,
           coalesce(sum(ps.used_ms * ps.gpus), 0) as used_ms
         from jw join jobs j on j.id = jw.job_id
           left join per_series ps on ps.job_id = jw.job_id
-        group by jw.job_id, j.provider_id, j.project_id, j.gpu_type, j.gpu_count, jw.w_from, jw.w_to
+        group by jw.job_id, j.provider_id, j.project_id, j.gpu_type, j.owner, j.gpu_count, jw.w_from, jw.w_to
       ), gpu_jobs as (
         select * from per_job where alloc_ms > 0
       ), top_jobs as (
@@ -268,10 +269,10 @@ export class FleetStore {
         from gpu_jobs order by alloc_ms - used_ms desc, job_id limit ${firstJobs}
       ), rollups as (
         select case when grouping(provider_id) = 0 then 'provider' when grouping(project_id) = 0 then 'project'
-                    when grouping(model) = 0 then 'model' else 'total' end as kind,
-          coalesce(provider_id, project_id, model) as key, count(*) as jobs,
+                    when grouping(model) = 0 then 'model' when grouping(owner) = 0 then 'owner' else 'total' end as kind,
+          coalesce(provider_id, project_id, model, owner) as key, count(*) as jobs,
           sum(alloc_ms) as alloc_ms, sum(covered_ms) as covered_ms, sum(used_ms) as used_ms
-        from gpu_jobs group by grouping sets ((provider_id), (project_id), (model), ())
+        from gpu_jobs group by grouping sets ((provider_id), (project_id), (model), (owner), ())
       )
       select kind, key, jobs::int as jobs, alloc_ms::float8 as alloc_ms, covered_ms::float8 as covered_ms, used_ms::float8 as used_ms from top_jobs
       union all
@@ -292,7 +293,7 @@ export class FleetStore {
  * The shared relations: jw (job windows, epoch ms) and sel (the chosen GPU_UTILIZATION series,
  * the GPUs each stands for and its job's window). Materialised: every series' pass reads it.
  */
-function selectedSeriesSql(windows: readonly FleetJobWindow[]): SQL {
+export function selectedSeriesSql(windows: readonly FleetJobWindow[]): SQL {
   const json = JSON.stringify(windows.map((w) => [w.jobId, w.from.getTime(), w.to.getTime(), w.stepSeconds * 1000]));
   const jobIds = windows.map((w) => w.jobId);
   // Written so that no plan depends on row estimates: jw comes from a json array (always guessed at
@@ -342,7 +343,7 @@ function selectedSeriesSql(windows: readonly FleetJobWindow[]): SQL {
  * order, each with the next one's time), st (its step) and iv (the interval each non-null point
  * holds, [t0, t1) in epoch ms).
  */
-function seriesIntervalsSql(): SQL {
+export function seriesIntervalsSql(): SQL {
   return sql`
   pts as materialized (
     select p.key::float8 as ts, p.value, lead(p.key::float8) over (order by p.key) as next_ts

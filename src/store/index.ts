@@ -10,6 +10,8 @@ import { CollectionStore, type CollectionStatus } from './collection.js';
 import { FleetStore, prepareFleet, type FleetJobWindow, type GpuHoursRow, type IdleRunRow, type PreparedFleet } from './fleet.js';
 import type { JobFilter } from './job-filter.js';
 import { createLoaders, type Loaders, type SharedReads } from './loaders.js';
+import { LedgerReads } from './ledger-reads.js';
+import { FindingsStore } from './findings.js';
 import { isTerminal, type Freshness, type ReadThrough, type StatusListener } from './read-through.js';
 import type { JobCursor, JobOrder } from './job-filter.js';
 import type {
@@ -32,6 +34,8 @@ export { cacheOnlyConditions, DEFAULT_JOB_ORDER, jobMatches, type JobCursor, typ
 export { MAX_GAP_STEPS, type GpuHoursRow, type IdleRunRow, type PreparedFleet } from './fleet.js';
 export { isTerminal, jobWindow, type Freshness, type StatusListener, type TopologyHint, type Window } from './read-through.js';
 export type { Loaders } from './loaders.js';
+export type { LedgerReads } from './ledger-reads.js';
+export type { LedgerWindow } from './ledger.js';
 import type { JobShapes } from './job-shapes.js';
 export { UNKNOWN_JOB_SHAPE, type JobShape, type JobShapes, type ShapeMeasure } from './job-shapes.js';
 export type { CollectionStatus, CollectionStore, CollectOutcome, CollectRunningOptions } from './collection.js';
@@ -56,8 +60,29 @@ export type {
 } from './repository.js';
 export type { ProviderHealth } from '../providers/provider-set.js';
 export { clientFacingError } from './unavailable.js';
+export {
+  FINDING_KINDS,
+  FINDING_SEVERITIES,
+  FINDINGS_TOPIC,
+  findingFromJson,
+  findingToJson,
+  type FindingEventJson,
+  type FindingJson,
+  FindingsStore,
+  type FindingCandidate,
+  type FindingCursor,
+  type FindingKind,
+  type FindingQuery,
+  type FindingRow,
+  type FindingSeverity,
+  type FindingThresholds,
+  type ThresholdRule,
+} from './findings.js';
 /** The reconnect backoff the live poll lock shares with the cache's own connections. */
 export { reconnectBackoffSeconds } from './db.js';
+export type { PoolHealth } from './pool-watch.js';
+/** What /metrics reads of the cache: its lookups' hits and misses, and the writes still queued. */
+export type CacheObserver = Pick<ReadThrough, 'observeLookups' | 'pendingWrites'>;
 
 /** What a platform can answer, as the graph and the pollers need to know it. */
 export interface ProviderCapabilities {
@@ -287,6 +312,18 @@ export class RequestStore {
     return this.rt.logs(job, request, this.scope);
   }
 
+  private ledgerReads: LedgerReads | null = null;
+
+  /** The ledger's measurements (src/store/ledger.ts): jobs batched per window, one measurement per batch. */
+  get ledger(): LedgerReads {
+    return (this.ledgerReads ??= new LedgerReads(this.rt, () => this.scope));
+  }
+
+  /** Findings (src/store/findings.ts): pages, counts and each job's. */
+  get findings(): FindingsStore {
+    return new FindingsStore(this.rt.repo.db);
+  }
+
   /** Fleet questions (src/store/fleet.ts); made when asked, as few requests ask them. */
   get fleet(): FleetReads {
     return new FleetReads(this.rt, this.scope);
@@ -323,9 +360,12 @@ export class Store {
   readonly providers: ProviderDirectory;
   /** What the collector reads and writes (src/store/collection.ts). */
   readonly collection: CollectionStore;
+  /** What the findings evaluator reads and writes (src/store/findings.ts). */
+  readonly findings: FindingsStore;
 
   constructor(private readonly rt: ReadThrough) {
     const collection = (this.collection = new CollectionStore(rt));
+    this.findings = new FindingsStore(rt.repo.db);
     this.providers = new ProviderDirectory(new Map(rt.providers.all().map((p) => [p.id, providerView(rt.providers, p.id, collection)])));
   }
 
@@ -444,6 +484,11 @@ export class Store {
 
   rawPointsInWindow(seriesIds: readonly number[], from: Date, to: Date): Promise<{ seriesId: number; ts: number[]; values: number[] }[]> {
     return this.rt.repo.rawPointsInWindow(seriesIds, from, to);
+  }
+
+  /** The Prometheus query API's one read of points: see Repository.promPointsInWindow (it stops past `maxPoints`). */
+  promPointsInWindow(seriesIds: readonly number[], from: number, to: number, maxPoints: number) {
+    return this.rt.repo.promPointsInWindow(seriesIds, from, to, maxPoints);
   }
 
   /** Told of each job status change (and new job) once, whichever refresh wrote it. */

@@ -3,8 +3,11 @@
 // a predicate for jobs that arrive on a live stream. The two forms sit side by side so they cannot drift apart (test/store/job-filter.test.ts
 // checks they agree).
 import { inArray, sql, type SQL } from 'drizzle-orm';
+import type { PriceEntry } from '../domain/ledger.js';
+import { costOrderSql } from './ledger-order.js';
 import { textArray } from './sql-util.js';
 import * as t from './tables.js';
+import { TERMINAL_STATUSES } from '../domain/types.js';
 
 /** A time window over one of a job's instants; either end may be open. A job without that instant never matches. */
 export interface TimeWindow {
@@ -220,7 +223,7 @@ export function jobMatches(filter: JobFilter, job: MatchableJob): boolean {
   return true;
 }
 
-export type JobOrderKey = 'CREATED' | 'STARTED' | 'DURATION' | 'NAME' | 'ACCELERATOR_COUNT' | 'SUMMARY';
+export type JobOrderKey = 'CREATED' | 'STARTED' | 'DURATION' | 'NAME' | 'ACCELERATOR_COUNT' | 'SUMMARY' | 'COST';
 
 /** How a job list is ordered; ties are broken by job id in the same direction, so cursors are stable. */
 export interface JobOrder {
@@ -228,8 +231,10 @@ export interface JobOrder {
   direction: 'ASC' | 'DESC';
   /** For SUMMARY: which metric's summary value. */
   summary?: { metric: string; value: 'LATEST' | 'BEST' } | null;
-  /** For DURATION: the instant a running job's duration is measured to (a cursor keeps the first page's). */
+  /** For DURATION and COST: the instant a running job's duration is measured to (a cursor keeps the first page's). */
   now?: Date | null;
+  /** For COST: the price table (the ledger's; src/store/ledger-order.ts). */
+  prices?: readonly PriceEntry[];
 }
 
 /** Newest first: creation time (else start, else first seen), the list's order when none is asked. */
@@ -258,9 +263,16 @@ export function orderKeySql(order: JobOrder): SQL {
     case 'ACCELERATOR_COUNT':
       return sql`coalesce(${t.jobs.gpuCount}::float8, ${missing})`;
     case 'DURATION': {
+      // An ended job whose platform gave no finish time has no known duration (ranFor is null), so
+      // it sorts with the jobs that lack the key rather than as if it still ran until now.
       const now = (order.now ?? new Date()).toISOString();
-      return sql`coalesce(extract(epoch from (coalesce(${t.jobs.finishedAt}, ${now}::timestamptz) - ${t.jobs.startedAt}))::float8, ${missing})`;
+      const ended = sql.raw(`(${[...TERMINAL_STATUSES].map((s) => `'${s}'`).join(', ')})`);
+      const end = sql`case when ${t.jobs.finishedAt} is not null then ${t.jobs.finishedAt}
+        when ${t.jobs.status} in ${ended} then null else ${now}::timestamptz end`;
+      return sql`coalesce(extract(epoch from (${end} - ${t.jobs.startedAt}))::float8, ${missing})`;
     }
+    case 'COST':
+      return sql`coalesce(${costOrderSql(order.prices ?? [], order.now ?? new Date())}, ${missing})`;
     case 'SUMMARY': {
       const s = order.summary!;
       return sql`coalesce((select ${summaryColumn(s.value)} from job_summaries js where js.job_id = ${t.jobs.id}

@@ -4,15 +4,10 @@
 // RATE_LIMITED for those ids only, with when the next one can be tried, and the platform hears of
 // at most `burst` + `perMinute` a minute of its forged ids.
 
-export interface LookupBudget {
-  /** Lookups one token may make at once after a quiet spell (the bucket's size). */
-  burst: number;
-  /** Lookups a minute the bucket refills by. */
-  perMinute: number;
-}
+import type { LookupBudget } from '../config/index.js';
 
-/** About what one person typing ids by hand, or a dashboard finding new jobs before the next list sync, needs. */
-export const DEFAULT_LOOKUP_BUDGET: LookupBudget = { burst: 20, perMinute: 20 };
+// The budget is a setting (UNKNOWN_ID_LOOKUP_BURST, UNKNOWN_ID_LOOKUPS_PER_MINUTE), so config/ owns its shape.
+export { DEFAULT_LOOKUP_BUDGET, type LookupBudget } from '../config/index.js';
 
 /** Tenants with a bucket at most (token names are few; a full bucket is forgotten first). */
 const MAX_BUCKETS = 10_000;

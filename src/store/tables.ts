@@ -226,3 +226,51 @@ export const collectLeases = pgTable('collect_leases', {
   holder: text('holder').notNull(),
   expiresAt: tstz('expires_at').notNull(),
 });
+
+/**
+ * Findings (src/findings/): a condition the evaluator saw in the stored series, progress or status
+ * of a job. One open row (ended_at null) per fingerprint at most; a row is never reopened, so its
+ * firing and its resolution each happen once.
+ */
+export const findings = pgTable(
+  'findings',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    /** kind | job | node | gpu | what else tells one occurrence from another (a restart count). */
+    fingerprint: text('fingerprint').notNull(),
+    kind: text('kind').notNull(),
+    severity: text('severity').notNull(),
+    providerId: text('provider_id').notNull(),
+    projectId: text('project_id').notNull(),
+    jobId: text('job_id').notNull(),
+    nodeId: text('node_id'),
+    gpuId: text('gpu_id'),
+    summary: text('summary').notNull(),
+    startedAt: tstz('started_at').notNull(),
+    endedAt: tstz('ended_at'),
+    /** The last evaluation that saw the condition. */
+    lastSeenAt: tstz('last_seen_at').notNull(),
+    /** FAILED and RESTARTED: resolved at this instant even though the condition stands. */
+    holdUntil: tstz('hold_until'),
+    evidence: jsonb('evidence').notNull().$type<Record<string, unknown>>(),
+  },
+  (t) => [
+    uniqueIndex('findings_open_idx').on(t.fingerprint).where(sql`ended_at is null`),
+    index('findings_fingerprint_idx').on(t.fingerprint),
+    index('findings_job_idx').on(t.jobId, t.startedAt.desc()),
+    index('findings_started_idx').on(t.startedAt.desc(), t.id.desc()),
+  ],
+);
+
+/** Each finding's firing and resolution, once each (the unique key): what subscribers and delivery read. */
+export const findingEvents = pgTable(
+  'finding_events',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    findingId: bigint('finding_id', { mode: 'number' }).notNull(),
+    /** FIRING or RESOLVED. */
+    event: text('event').notNull(),
+    at: tstz('at').notNull(),
+  },
+  (t) => [uniqueIndex('finding_events_once_idx').on(t.findingId, t.event)],
+);

@@ -450,8 +450,19 @@ export interface IdleMark {
   idleSeconds: number;
 }
 
+/** A job's (or the window's) cost as the ledger answers it (Cost in the graph); amounts are null with a reason. */
+export interface LedgerCost {
+  amount: number | null;
+  idleAmount: number | null;
+  currency: string | null;
+  unpricedJobCount: number;
+  reason: string | null;
+}
+
 export interface JobWaste {
   jobId: string;
+  /** The job's cost in the window; null when the server answered without it. */
+  cost: LedgerCost | null;
   allocatedGpuHours: number;
   usedGpuHours: number;
   wasteGpuHours: number;
@@ -489,7 +500,8 @@ const FLEET_JOBS = `query LiveViewFleetJobs($filter: JobFilter, $recent: DateTim
 const FLEET_WASTE = `query LiveViewFleetWaste($filter: JobFilter, $from: DateTime!, $to: DateTime!, $threshold: Float!, $forAtLeast: Duration!) {
   fleet(filter: $filter, from: $from, to: $to) {
     idleGpus(threshold: $threshold, forAtLeast: $forAtLeast) { job { id } scope gpuCount node { id } gpu { id } idleDuration }
-    jobs { job { id } allocatedGpuHours usedGpuHours wasteGpuHours utilization efficiency coverage }
+    jobs { job { id } allocatedGpuHours usedGpuHours wasteGpuHours utilization efficiency coverage cost { amount idleAmount currency unpricedJobCount reason } }
+    utilization { total { cost { amount idleAmount currency unpricedJobCount reason } } }
     problems { job { id name } stale message }
   }
 }`;
@@ -519,6 +531,7 @@ interface FleetWasteWire {
   fleet: {
     idleGpus: { job: { id: string }; scope: string; gpuCount: number; node: { id: string } | null; gpu: { id: string } | null; idleDuration: string }[];
     jobs: ({ job: { id: string } } & Omit<JobWaste, 'jobId'>)[];
+    utilization: { total: { cost: LedgerCost } } | null;
     problems: { job: { id: string; name: string }; stale: boolean; message: string }[];
   } | null;
 }
@@ -566,6 +579,8 @@ export async function fleetJobs(opts: FleetOptions, now = Date.now()): Promise<F
 export interface FleetWaste {
   idle: IdleMark[];
   waste: Map<string, JobWaste>;
+  /** Every running job's cost in the window together (the fleet's total); null when the server answered without it. */
+  cost: LedgerCost | null;
   problems: string[];
   from: string;
   to: string;
@@ -604,9 +619,11 @@ export async function fleetWaste(opts: FleetOptions, now = Date.now()): Promise<
           utilization: w.utilization,
           efficiency: w.efficiency,
           coverage: w.coverage,
+          cost: w.cost ?? null,
         },
       ]),
     ),
+    cost: f.utilization?.total.cost ?? null,
     problems: f.problems.map((p) => `${p.job.name}: ${p.message}${p.stale ? ' (counted from older cached data)' : ' (no data)'}`),
     from,
     to,

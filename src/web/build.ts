@@ -4,7 +4,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { APP_ROOT, DIST_DIR } from '../config/install.js';
+import { APP_ROOT, DIST_DIR } from '../config/index.js';
 
 export type WebAssets = Map<string, { body: Uint8Array | string; contentType: string }>;
 

@@ -1,7 +1,8 @@
 /// <reference lib="dom" />
 // The fleet view: every running job of every platform, one row per job with a strip of its
 // accelerators' latest utilization (idle ones marked from the fleet query's idleGpus), its waste
-// over the last hour, sortable and filterable by platform and project. Refreshed on a timer and
+// and cost (the ledger's, with the idle share) over the last hour and their totals, sortable and
+// filterable by platform and project. Refreshed on a timer and
 // at once when a job changes status (the jobStatusChanged subscription).
 import {
   catalog,
@@ -15,6 +16,7 @@ import {
   type FleetJobs,
   type FleetOptions,
   type FleetWaste,
+  type LedgerCost,
 } from './api.js';
 import { ago, clock, duration, percent, providerLabel } from './format.js';
 import { utilizationColour } from './palette.js';
@@ -36,6 +38,7 @@ const COLUMNS: { key: FleetSort | null; title: string; className?: string }[] = 
   { key: null, title: 'Accelerators now (latest utilization)' },
   { key: 'utilization', title: 'Mean now', className: 'num' },
   { key: 'waste', title: 'Waste, last hour', className: 'num' },
+  { key: 'cost', title: 'Cost, last hour', className: 'num' },
   { key: null, title: 'Progress' },
 ];
 
@@ -216,6 +219,7 @@ export class FleetView {
       facts.push(
         fact('Used / held, last hour', allocated > 0 ? `${used.toFixed(1)} / ${allocated.toFixed(1)} GPU-h (${percent(used / allocated)})` : '–'),
         fact('Waste, last hour', `${waste.toFixed(1)} GPU-h`),
+        fact('Cost, last hour', costFact(w.cost)),
         fact(
           'Idle accelerators',
           `${idleGpus % 1 === 0 ? idleGpus : idleGpus.toFixed(1)} (under ${percent(IDLE_THRESHOLD)} for ${IDLE_FOR_AT_LEAST.slice(2).toLowerCase()}+)`,
@@ -223,6 +227,7 @@ export class FleetView {
       );
     } else {
       facts.push(fact('Waste, last hour', this.wasteError ? `unavailable: ${this.wasteError}` : 'computing…'));
+      facts.push(fact('Cost, last hour', this.wasteError ? 'unavailable' : 'computing…'));
     }
     summary.replaceChildren(...facts);
     const problems = [...d.problems, ...(w?.problems ?? [])];
@@ -268,7 +273,10 @@ export class FleetView {
         button.textContent = `${c.title}${active ? (route.descending ? ' ▼' : ' ▲') : ''}`;
         button.title = `Sort by ${c.title.toLowerCase()}`;
         button.addEventListener('click', () =>
-          this.go({ sort: c.key!, descending: active ? !route.descending : c.key === 'waste' || c.key === 'gpus' || c.key === 'utilization' }),
+          this.go({
+            sort: c.key!,
+            descending: active ? !route.descending : c.key === 'waste' || c.key === 'cost' || c.key === 'gpus' || c.key === 'utilization',
+          }),
         );
         th.append(button);
         return th;
@@ -282,6 +290,8 @@ export class FleetView {
       switch (route.sort) {
         case 'waste':
           return w?.waste.get(j.id)?.wasteGpuHours ?? -1;
+        case 'cost':
+          return w?.waste.get(j.id)?.cost?.amount ?? -1;
         case 'utilization':
           return meanNow(j) ?? -1;
         case 'gpus':
@@ -330,6 +340,7 @@ export class FleetView {
           : [text('–'), small(!d ? (this.wasteError ? 'unavailable' : 'computing…') : j.gpuCount ? 'no GPU data in the window' : 'holds no GPUs')],
         'num',
       ),
+      cell(costCell(w?.cost ?? null, d, this.wasteError, j), 'num'),
       cell(progressCell(j)),
     );
     return tr;
@@ -396,6 +407,30 @@ export class FleetView {
     clearInterval(this.ticker);
     this.close();
   }
+}
+
+function money(amount: number, currency: string | null): string {
+  return `${amount.toFixed(2)} ${currency ?? ''}`.trim();
+}
+
+/** The summary's total: the window's cost, or why there is none (a price missing, currencies mixed). */
+function costFact(c: LedgerCost | null): string {
+  if (!c) return '–';
+  if (c.amount === null) return c.reason ? `not known: ${c.reason.replace(/^amount: /, '')}` : '–';
+  return `${money(c.amount, c.currency)}${c.idleAmount !== null ? ` (${money(c.idleAmount, c.currency)} idle)` : ''}`;
+}
+
+/** A row's cost: amount and its idle share, or what stands in its way (shown in the cell's title too). */
+function costCell(c: LedgerCost | null, d: FleetWaste | null, wasteError: string | null, j: FleetJob): Node[] {
+  if (!d) return [text('–'), small(wasteError ? 'unavailable' : 'computing…')];
+  if (!c) return [text('–'), small(j.gpuCount ? 'no GPU data in the window' : 'holds no GPUs')];
+  if (c.amount === null) {
+    const why = c.reason?.split(';')[0]?.replace(/^amount: /, '') ?? 'not known';
+    const s = small(/no price/.test(why) ? 'no price configured' : why);
+    s.title = c.reason ?? '';
+    return [text('–'), s];
+  }
+  return [text(money(c.amount, c.currency)), small(c.idleAmount === null ? '' : `${money(c.idleAmount, c.currency)} idle`)];
 }
 
 function meanNow(j: FleetJob): number | null {

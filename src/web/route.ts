@@ -1,8 +1,8 @@
 // The page's address: `#job=<id>` opens a job, `#fleet?provider=<id>&project=<id>&sort=<key>`
 // the fleet view; anything else is the fleet view unfiltered. Every view change is a new history
 // entry (location.hash), so back and forward walk the views and a copied URL opens the same one.
-export type FleetSort = 'waste' | 'utilization' | 'gpus' | 'name' | 'platform';
-export const FLEET_SORTS: readonly FleetSort[] = ['waste', 'utilization', 'gpus', 'name', 'platform'];
+export type FleetSort = 'waste' | 'cost' | 'utilization' | 'gpus' | 'name' | 'platform';
+export const FLEET_SORTS: readonly FleetSort[] = ['waste', 'cost', 'utilization', 'gpus', 'name', 'platform'];
 
 export type Route = { view: 'job'; jobId: string } | { view: 'fleet'; provider: string | null; project: string | null; sort: FleetSort; descending: boolean };
 

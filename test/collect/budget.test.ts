@@ -1,13 +1,13 @@
 // A budget the platform will accept: 30 calls a minute against 200 running jobs. The simulator
 // counts every call per minute of the test's clock; the budget is never exceeded, the watched
 // job's feed is never late, and what could not be collected is reported as backlog.
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRuntime, type Runtime } from '../../src/server/runtime.js';
+import type { Runtime } from '../../src/server/runtime.js';
 import { startBasetenSimulator, type BasetenSimulator } from '../../src/simulators/baseten/server.js';
 import { client, POLL_FIELDS, subscribeUtilization } from '../live/helpers.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { ManualTimers, nextStep } from '../support/manual-timers.js';
+import { startRuntimeOn } from '../support/runtime.js';
 import { eventually } from '../support/wait.js';
 import { gql, sweepsSettled } from './helpers.js';
 
@@ -36,31 +36,20 @@ describe('a per-minute call budget', () => {
       perMinute.set(minute, (perMinute.get(minute) ?? 0) + 1);
     });
     db = await createTestDatabase();
-    rt = await startRuntime({
-      config: {
-        port: 0,
-        host: '127.0.0.1',
-        databaseUrl: db.databaseUrl,
-        dataDir: db.dataDir,
-        redisUrl: null,
-        logLevel: 'silent',
-        providers: [
-          {
-            id: 'bt',
-            kind: 'BASETEN',
-            baseUrl: sim.url,
-            apiKeyEnv: 'BT_KEY',
-            pollIntervalSeconds: INTERVAL_MS / 1000,
-            collect: { callsPerMinute: BUDGET, maxConcurrent: 4 },
-          },
-        ],
-        collect: { enabled: true },
-      },
-      env: { BT_KEY: sim.apiKey },
-      logger: pino({ level: 'silent' }),
-      clock: () => timers.now(),
-      liveTimers: timers,
-    });
+    rt = await startRuntimeOn(
+      db,
+      [
+        {
+          id: 'bt',
+          kind: 'BASETEN',
+          baseUrl: sim.url,
+          apiKeyEnv: 'BT_KEY',
+          pollIntervalSeconds: INTERVAL_MS / 1000,
+          collect: { callsPerMinute: BUDGET, maxConcurrent: 4 },
+        },
+      ],
+      { config: { collect: { enabled: true } }, env: { BT_KEY: sim.apiKey }, clock: () => timers.now(), liveTimers: timers },
+    );
   }, 60_000);
 
   afterAll(async () => {

@@ -1,13 +1,13 @@
 // Logs are optional: a provider with `collect: { logs: true }` has each running job's logs brought
 // up to now every sweep (through the store's door, each page a call the budget counts); a provider
 // left at the default has none read. On the test's clock, so calls are counted per interval.
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, parseProvidersFile } from '../../src/config/index.js';
-import { startRuntime, type Runtime } from '../../src/server/runtime.js';
+import type { Runtime } from '../../src/server/runtime.js';
 import { startBasetenSimulator, type BasetenSimulator } from '../../src/simulators/baseten/server.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { ManualTimers } from '../support/manual-timers.js';
+import { startRuntimeOn } from '../support/runtime.js';
 import { runFor } from './helpers.js';
 
 const START = Date.UTC(2026, 10, 20, 12, 0, 0);
@@ -28,25 +28,19 @@ describe('collecting logs (optional)', () => {
     withLogs = await sim('collect-logs-on');
     without = await sim('collect-logs-off');
     db = await createTestDatabase();
-    rt = await startRuntime({
-      config: {
-        port: 0,
-        host: '127.0.0.1',
-        databaseUrl: db.databaseUrl,
-        dataDir: db.dataDir,
-        redisUrl: null,
-        logLevel: 'silent',
-        providers: [
-          { id: 'on', kind: 'BASETEN', baseUrl: withLogs.url, apiKeyEnv: 'ON_KEY', pollIntervalSeconds: INTERVAL_MS / 1000, collect: { logs: true } },
-          { id: 'off', kind: 'BASETEN', baseUrl: without.url, apiKeyEnv: 'OFF_KEY', pollIntervalSeconds: INTERVAL_MS / 1000 },
-        ],
-        collect: { enabled: true },
+    rt = await startRuntimeOn(
+      db,
+      [
+        { id: 'on', kind: 'BASETEN', baseUrl: withLogs.url, apiKeyEnv: 'ON_KEY', pollIntervalSeconds: INTERVAL_MS / 1000, collect: { logs: true } },
+        { id: 'off', kind: 'BASETEN', baseUrl: without.url, apiKeyEnv: 'OFF_KEY', pollIntervalSeconds: INTERVAL_MS / 1000 },
+      ],
+      {
+        config: { collect: { enabled: true } },
+        env: { ON_KEY: withLogs.apiKey, OFF_KEY: without.apiKey },
+        clock: () => timers.now(),
+        liveTimers: timers,
       },
-      env: { ON_KEY: withLogs.apiKey, OFF_KEY: without.apiKey },
-      logger: pino({ level: 'silent' }),
-      clock: () => timers.now(),
-      liveTimers: timers,
-    });
+    );
   }, 60_000);
 
   afterAll(async () => {

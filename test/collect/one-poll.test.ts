@@ -2,13 +2,13 @@
 // same running job, the platform sees one metrics call per interval; a job that finishes is
 // fetched to its end and kept whole with no query at all. On the test's clock (the simulator's
 // data, the cache, the feeds' and the collector's timers), so calls are counted per interval.
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRuntime, type Runtime } from '../../src/server/runtime.js';
+import type { Runtime } from '../../src/server/runtime.js';
 import { startBasetenSimulator, type BasetenSimulator } from '../../src/simulators/baseten/server.js';
 import { client, POLL_FIELDS, subscribeUtilization } from '../live/helpers.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { ManualTimers, nextStep } from '../support/manual-timers.js';
+import { startRuntimeOn } from '../support/runtime.js';
 import { eventually } from '../support/wait.js';
 import { gql, runFor, sweepsSettled } from './helpers.js';
 
@@ -34,19 +34,9 @@ describe('one poll per job and interval, whoever asks', () => {
       fleet: { projects: 1, jobsPerProject: 2, emptyProjects: 0, nodesPerJob: 1, gpusPerNode: 2, statuses: ['TRAINING_JOB_RUNNING', 'TRAINING_JOB_COMPLETED'] },
     });
     db = await createTestDatabase();
-    rt = await startRuntime({
-      config: {
-        port: 0,
-        host: '127.0.0.1',
-        databaseUrl: db.databaseUrl,
-        dataDir: db.dataDir,
-        redisUrl: null,
-        logLevel: 'silent',
-        providers: [{ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', pollIntervalSeconds: INTERVAL_MS / 1000 }],
-        collect: { enabled: true },
-      },
+    rt = await startRuntimeOn(db, [{ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', pollIntervalSeconds: INTERVAL_MS / 1000 }], {
+      config: { collect: { enabled: true } },
       env: { BT_KEY: sim.apiKey },
-      logger: pino({ level: 'silent' }),
       clock: () => timers.now(),
       liveTimers: timers,
     });

@@ -14,6 +14,7 @@ import { GraphQLWsLink } from '@apollo/client/link/subscriptions';
 import { Client as UrqlClient, fetchExchange } from '@urql/core';
 import { cacheExchange } from '@urql/exchange-graphcache';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { loadSecurityConfig } from '../../src/config/security.js';
 import type { Runtime } from '../../src/server/runtime.js';
 import type { BasetenSimulator } from '../../src/simulators/baseten/server.js';
 import { createRun } from '../../src/simulators/runicorn/storage-writer.js';
@@ -207,7 +208,9 @@ describe('Apollo Client', () => {
       const live = await startTestRuntime(
         sim,
         1,
-        { databaseUrl: null, dataDir: 'memory://', providers: providers() },
+        // The request deadline too: the dashboard's cold query passed the default 30 s at load 20
+        // ("no answer before the request deadline"), and this test is about cache identity.
+        { databaseUrl: null, dataDir: 'memory://', providers: providers(), security: loadSecurityConfig({ EXECUTION_TIMEOUT_MS: String(HANG_MS) }) },
         { liveTimers: timers, ws: { connectionInitWaitTimeoutMs: HANG_MS, keepAliveMs: HANG_MS } },
       );
       try {

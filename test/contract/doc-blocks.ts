@@ -72,6 +72,75 @@ export function graphqlBlocks(markdown: string, file: string): DocBlock[] {
   return blocks;
 }
 
+/** The ```promql fences: expressions a reader pastes into Grafana or promtool, run by a test against the query API. */
+export function promqlBlocks(markdown: string, file: string): DocBlock[] {
+  const out: DocBlock[] = [];
+  const lines = markdown.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    if (!/^\s*```promql\s*$/.test(lines[i]!)) continue;
+    const start = i + 1;
+    const body: string[] = [];
+    while (++i < lines.length && !/^\s*```/.test(lines[i]!)) body.push(lines[i]!);
+    out.push({ where: `${file}:${start}`, source: body.join('\n').trim() });
+  }
+  return out;
+}
+
+export function allPromqlBlocks(): DocBlock[] {
+  return docFiles().flatMap((f) => promqlBlocks(readFileSync(path.join(ROOT, f), 'utf8'), f));
+}
+
+/** Each line of the ```sh fences that hold only `curl` commands: requests a reader sends to the demo server. */
+export function curlCommands(markdown: string, file: string): DocBlock[] {
+  const out: DocBlock[] = [];
+  const lines = markdown.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    if (!/^\s*```(sh|bash|shell)\s*$/.test(lines[i]!)) continue;
+    const body: { line: number; text: string }[] = [];
+    while (++i < lines.length && !/^\s*```/.test(lines[i]!)) if (lines[i]!.trim()) body.push({ line: i + 1, text: lines[i]!.trim() });
+    if (body.length > 0 && body.every((l) => l.text.startsWith('curl '))) {
+      for (const l of body) out.push({ where: `${file}:${l.line}`, source: l.text });
+    }
+  }
+  return out;
+}
+
+export interface CurlRequest {
+  url: URL;
+  headers: Record<string, string>;
+}
+
+/**
+ * The request a documented curl command sends, for the few options the docs use (`-s`, `-G`,
+ * `-H`, `--data-urlencode`); anything else is refused, so a new option gets handled here rather than ignored.
+ */
+export function parseCurl(command: string): CurlRequest {
+  const words = [...command.matchAll(/'([^']*)'|"([^"]*)"|(\S+)/g)].map((m) => m[1] ?? m[2] ?? m[3]!);
+  if (words.shift() !== 'curl') throw new Error(`not a curl command: ${command}`);
+  let url: URL | null = null;
+  const headers: Record<string, string> = {};
+  const data: string[] = [];
+  while (words.length > 0) {
+    const w = words.shift()!;
+    if (w === '-s' || w === '-G') continue;
+    if (w === '-H') {
+      const [name, ...value] = words.shift()!.split(':');
+      headers[name!.trim().toLowerCase()] = value.join(':').trim();
+    } else if (w === '--data-urlencode') {
+      const [k, ...v] = words.shift()!.split('=');
+      data.push(`${encodeURIComponent(k!)}=${encodeURIComponent(v.join('='))}`);
+    } else if (/^https?:\/\//.test(w)) url = new URL(w);
+    else throw new Error(`curl option ${w} is not understood by test/contract/doc-blocks.ts: ${command}`);
+  }
+  if (!url) throw new Error(`no URL in ${command}`);
+  if (data.length > 0) url.search = [url.search.slice(1), ...data].filter(Boolean).join('&');
+  return { url, headers };
+}
+
+export function allCurlCommands(): DocBlock[] {
+  return docFiles().flatMap((f) => curlCommands(readFileSync(path.join(ROOT, f), 'utf8'), f));
+}
+
 export function allDocBlocks(): DocBlock[] {
   return docFiles().flatMap((f) => graphqlBlocks(readFileSync(path.join(ROOT, f), 'utf8'), f));
 }

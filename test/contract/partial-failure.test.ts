@@ -1,12 +1,12 @@
 // A failing part fails alone: a Primus-Lens workload whose training-metrics route answers an
 // HTTP-200 error envelope is still listed with its name, status and project; only its
 // trainingMetrics is null, with the typed error at exactly that path.
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProviderConfig } from '../../src/config/index.js';
-import { startRuntime, type Runtime } from '../../src/server/runtime.js';
+import type { Runtime } from '../../src/server/runtime.js';
 import { startDemoProviders, type DemoProvider } from '../../src/simulators/demo.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { startRuntimeOn } from '../support/runtime.js';
 
 const JOBS = `{
   jobs(first: 100, filter: { kinds: [PRIMUS_LENS] }) {
@@ -27,20 +27,11 @@ describe('a failing upstream call on one field', () => {
     demo = (await startDemoProviders()).filter((d) => d.config.kind === 'PRIMUS_LENS');
     simOrigin = new URL((demo[0]!.config as { baseUrl: string }).baseUrl).origin;
     db = await createTestDatabase();
-    rt = await startRuntime({
-      config: {
-        port: 0,
-        host: '127.0.0.1',
-        databaseUrl: db.databaseUrl,
-        dataDir: db.dataDir,
-        redisUrl: null,
-        logLevel: 'silent',
-        providers: demo.map((d) => ({ ...d.config, timeoutSeconds: 5 }) as ProviderConfig),
-      },
-      env: Object.assign({}, ...demo.map((d) => d.secrets)),
-      logger: pino({ level: 'silent' }),
-      resilience: { breakerThreshold: Number.MAX_SAFE_INTEGER },
-    });
+    rt = await startRuntimeOn(
+      db,
+      demo.map((d) => ({ ...d.config, timeoutSeconds: 5 }) as ProviderConfig),
+      { env: Object.assign({}, ...demo.map((d) => d.secrets)), resilience: { breakerThreshold: Number.MAX_SAFE_INTEGER } },
+    );
   });
   afterAll(async () => {
     await rt?.close();

@@ -1,15 +1,16 @@
-// The README's example queries run as written against the embedded demo (all five simulators), and
-// every GraphQL block of the README and docs/, fenced or indented, is valid against the schema.
+// The README's example queries run as written against the embedded demo (all five simulators),
+// every GraphQL block of the README and docs/, fenced or indented, is valid against the schema, and
+// the docs' operations, ```promql blocks and curl commands run on the demo too.
 import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { GraphQLObjectType, type DocumentNode, Kind, parse, validate } from 'graphql';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { schema } from '../../src/schema/index.js';
-import { startRuntime, type Runtime } from '../../src/server/runtime.js';
+import type { Runtime } from '../../src/server/runtime.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { allDocBlocks, docFiles, graphqlBlocks } from './doc-blocks.js';
+import { startRuntimeOn } from '../support/runtime.js';
+import { allCurlCommands, allDocBlocks, allPromqlBlocks, docFiles, graphqlBlocks, parseCurl } from './doc-blocks.js';
 
 const readme = readFileSync(path.resolve(import.meta.dirname, '../../README.md'), 'utf8');
 const examples = [...readme.matchAll(/```graphql\n([\s\S]*?)```/g)].map((m) => m[1]!);
@@ -50,9 +51,11 @@ describe('GraphQL blocks of the README and docs', () => {
   it('finds the fenced and the indented ones', () => {
     expect(docFiles()).toContain('README.md');
     const readmeBlocks = blocks.filter((b) => b.where.startsWith('README.md:'));
-    // 3 fenced examples; indented: fleet, run search and compare. The teams subgraph's SDL is in docs/federation.md.
-    expect(readmeBlocks.length).toBeGreaterThanOrEqual(6);
-    expect(readmeBlocks.some((b) => b.source.startsWith('{ fleet('))).toBe(true);
+    // The README's five fenced examples; the indented ones (fleet, run search, compare) are in
+    // docs/fleet-and-runs.md. The teams subgraph's SDL is in docs/federation.md.
+    expect(readmeBlocks.length).toBe(5);
+    expect(blocks.filter((b) => b.where.startsWith('docs/fleet-and-runs.md:')).length).toBeGreaterThanOrEqual(3);
+    expect(blocks.some((b) => b.where.startsWith('docs/fleet-and-runs.md:') && b.source.startsWith('{ fleet('))).toBe(true);
     expect(blocks.some((b) => b.where.startsWith('docs/federation.md:') && b.source.includes('@key'))).toBe(true);
   });
 
@@ -86,11 +89,7 @@ describe('README examples against the demo', () => {
   const workDir = mkdtempSync(path.join(tmpdir(), 'tg-readme-'));
   beforeAll(async () => {
     db = await createTestDatabase();
-    rt = await startRuntime({
-      config: { port: 0, host: '127.0.0.1', databaseUrl: db.databaseUrl, dataDir: db.dataDir, redisUrl: null, logLevel: 'silent', providers: null },
-      logger: pino({ level: 'silent' }),
-      demoWorkDir: workDir,
-    });
+    rt = await startRuntimeOn(db, null, { demoWorkDir: workDir });
   });
   afterAll(async () => {
     await rt.close();
@@ -98,7 +97,7 @@ describe('README examples against the demo', () => {
     rmSync(workDir, { recursive: true, force: true });
   });
 
-  it('has three examples', () => expect(examples).toHaveLength(3));
+  it('has five examples', () => expect(examples).toHaveLength(5));
 
   async function run(query: string) {
     const res = await rt.app.fetch('http://yoga/graphql', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) });
@@ -143,5 +142,106 @@ describe('README examples against the demo', () => {
       expect(shown.progress.fraction).toBeGreaterThan(0);
       expect(shown.progress.fraction).toBeLessThanOrEqual(1);
     }
+  });
+  it('shows every platform with its health and its collector', async () => {
+    const res = await run(examples[3]!);
+    expect(res.errors).toBeUndefined();
+    expect(new Set(res.data.providers.map((p: any) => p.kind))).toEqual(new Set(['BASETEN', 'MODELARTS', 'PAI_DLC', 'PRIMUS_LENS', 'RUNICORN']));
+    for (const p of res.data.providers) {
+      expect(p.simulated).toBe(true);
+      expect(p.health.state).toBeTypeOf('string');
+      expect(p.collection === null || typeof p.collection.enabled === 'boolean').toBe(true);
+    }
+  });
+
+  it('lists runs of every platform, longest first, with their metadata', async () => {
+    const res = await run(examples[4]!);
+    expect(res.errors).toBeUndefined();
+    const jobs = res.data.jobs.edges.map((e: any) => e.node);
+    expect(jobs).toHaveLength(10);
+    expect(res.data.jobs.totalCount).toBeGreaterThan(10);
+    // ranFor is an ISO-8601 duration; longest first, jobs without one last.
+    const seconds = (d: string | null) => {
+      if (d === null) return -1;
+      const m = /^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:([\d.]+)S)?)?$/.exec(d);
+      expect(m, d).not.toBeNull();
+      return Number(m![1] ?? 0) * 86400 + Number(m![2] ?? 0) * 3600 + Number(m![3] ?? 0) * 60 + Number(m![4] ?? 0);
+    };
+    // Longest first; a job with no known run time (not started, or ended with no finish time) last.
+    const all = jobs.map((j: any) => seconds(j.ranFor));
+    const ran = all.filter((s: number) => s >= 0);
+    expect(all.slice(ran.length).every((s: number) => s < 0)).toBe(true);
+    expect(ran.length).toBeGreaterThan(1);
+    expect(ran).toEqual([...ran].sort((a: number, b: number) => b - a));
+    for (const j of jobs) expect(Array.isArray(j.labels) && Array.isArray(j.summary)).toBe(true);
+  });
+
+  it.each(allPromqlBlocks().map((b) => [b.where, b.source] as const))('the PromQL of %s runs on the query API', async (_where, expr) => {
+    // After the examples above, the cache holds the running jobs' accelerator series.
+    const res = await fetch(`${rt.url}/api/v1/query?${new URLSearchParams({ query: expr })}`);
+    const body = (await res.json()) as { status: string; data?: { resultType: string; result: unknown[] }; error?: string };
+    expect(body.error).toBeUndefined();
+    expect(res.status).toBe(200);
+    expect(body.status).toBe('success');
+    expect(body.data!.resultType).toBe('vector');
+  });
+
+  it("finds the docs' PromQL blocks", () => expect(allPromqlBlocks().length).toBeGreaterThanOrEqual(1));
+
+  it.each(allCurlCommands().map((b) => [b.where, b.source] as const))('the curl command of %s answers 200 on the demo', async (_where, command) => {
+    const { url, headers } = parseCurl(command);
+    // `<runicorn job id>` and the like: a running job of that platform, found through the graph.
+    let path = `${url.pathname}${url.search}`;
+    for (const m of [...path.matchAll(/%3C([a-z-]+)%20job%20id%3E|<([a-z-]+) job id>/g)]) {
+      const kind = (m[1] ?? m[2]!).toUpperCase().replace('-', '_');
+      const res = await run(`{ jobs(first: 1, filter: { kinds: [${kind}], statuses: [RUNNING] }) { edges { node { id } } } }`);
+      const id = res.data.jobs.edges[0]?.node.id;
+      expect(id, `a running ${kind} job`).toBeDefined();
+      path = path.replace(m[0], encodeURIComponent(id));
+    }
+    expect(url.origin).toBe('http://127.0.0.1:4000');
+    const res = await fetch(`${rt.url}${path}`, { headers });
+    const body = await res.text();
+    expect(res.status, body.slice(0, 300)).toBe(200);
+    // Something beyond comment lines: the export's rows, the scrape's samples, the query's result.
+    expect(body.split('\n').some((l) => l.trim() !== '' && !l.startsWith('#'))).toBe(true);
+  });
+
+  // The docs' operations (README's are run above, each with its own checks) run as written too;
+  // a required variable gets a value from here, and one without a value here fails by name.
+  const docOperations = allDocBlocks().filter(
+    (b) => !b.where.startsWith('README.md:') && parse(b.source).definitions.every((d) => d.kind === Kind.OPERATION_DEFINITION),
+  );
+  it.each(docOperations.map((b) => [b.where, b.source] as const))('the operation of %s runs on the demo without errors', async (_where, source) => {
+    const required = parse(source).definitions.flatMap((d) =>
+      d.kind === Kind.OPERATION_DEFINITION
+        ? (d.variableDefinitions ?? []).filter((v) => v.type.kind === Kind.NON_NULL_TYPE).map((v) => v.variable.name.value)
+        : [],
+    );
+    const variables: Record<string, unknown> = {};
+    for (const name of required) {
+      if (name !== 'ids') throw new Error(`no value for the docs' variable $${name}: give readme-examples.test.ts one`);
+      // As docs/fleet-and-runs.md shows it: a Runicorn run beside a Primus-Lens workload.
+      const res = await run(
+        '{ jobs(first: 1, filter: { kinds: [RUNICORN], statuses: [RUNNING] }) { edges { node { id } } } lens: jobs(first: 1, filter: { kinds: [PRIMUS_LENS], statuses: [RUNNING] }) { edges { node { id } } } }',
+      );
+      variables.ids = [res.data.jobs.edges[0].node.id, res.data.lens.edges[0].node.id];
+    }
+    const res = await rt.app.fetch('http://yoga/graphql', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: source, variables }),
+    });
+    const body = (await res.json()) as { data?: unknown; errors?: unknown[] };
+    expect(body.errors).toBeUndefined();
+    expect(body.data).toBeTruthy();
+  });
+
+  it("runs the docs' operations: fleet, run search, compare, collection", () => expect(docOperations.length).toBeGreaterThanOrEqual(4));
+
+  it("finds the docs' curl commands, and refuses an option it does not know", () => {
+    expect(allCurlCommands().length).toBeGreaterThanOrEqual(4);
+    expect(parseCurl("curl -s -G http://h:1/q --data-urlencode 'query=a b'").url.search).toBe('?query=a%20b');
+    expect(() => parseCurl('curl -X DELETE http://h:1/')).toThrow(/not understood/);
   });
 });

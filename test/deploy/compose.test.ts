@@ -1,6 +1,6 @@
 // Docker cannot run here, so the scale-out topology is checked as text: docker-compose.yml has
 // Postgres, Redis and two API replicas built from the Dockerfile behind one port, all health-
-// checked; each replica's environment uses the settings the README documents and loadConfig
+// checked; each replica's environment uses the settings docs/configuration.md documents and loadConfig
 // accepts; the Dockerfile is multi-stage, non-root and health-checked.
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,7 +15,8 @@ const compose = parse(readFileSync(path.join(root, 'docker-compose.yml'), 'utf8'
   configs?: Record<string, { content?: string }>;
 };
 const dockerfile = readFileSync(path.join(root, 'Dockerfile'), 'utf8');
-const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
+// The settings' reference (moved there from the README, issue 39).
+const configurationDoc = readFileSync(path.join(root, 'docs/configuration.md'), 'utf8');
 
 interface Service {
   image?: string;
@@ -75,22 +76,22 @@ describe('docker-compose.yml', () => {
     expect(apis[1]![1].environment).toEqual(apis[0]![1].environment);
   });
 
-  it("sets the README's server settings (and only documented variables or provider secrets), pointing at the compose services; loadConfig accepts them", () => {
-    const documented = new Set([...readme.matchAll(/^\| `([A-Z_]+)` \|/gm)].map((m) => m[1]!));
+  it('sets the documented server settings (and only documented variables or provider secrets), pointing at the compose services; loadConfig accepts them', () => {
+    const documented = new Set([...configurationDoc.matchAll(/^\| `([A-Z_]+)` \|/gm)].map((m) => m[1]!));
     for (const [name, api] of apis) {
       // As the compose file's comment says to start it for real platforms: the files in deploy/,
-      // mounted at /config. Here the README's providers example stands in for providers.yaml and
+      // mounted at /config. Here the documented providers example stands in for providers.yaml and
       // the token list starts empty.
       const env = environmentOf(api, { PROVIDERS_CONFIG: '/config/providers.yaml', API_TOKENS_FILE: '/config/tokens.yaml' });
       for (const key of SERVER_SETTINGS) {
         expect(env[key], `${name}.${key}`).toBeDefined();
-        expect(documented.has(key), `README documents ${key}`).toBe(true);
+        expect(documented.has(key), `docs/configuration.md documents ${key}`).toBe(true);
       }
       expect(new URL(env.DATABASE_URL!).hostname).toBe('postgres');
       expect(new URL(env.REDIS_URL!).hostname).toBe('redis');
       expect(env.HOST).toBe('0.0.0.0');
 
-      const example = readme.match(/```yaml\n([\s\S]*?)```/)![1]!;
+      const example = configurationDoc.match(/```yaml\n([\s\S]*?)```/)![1]!;
       const configMount = bindMounts(api).find(([, target]) => target === '/config');
       expect(configMount, 'deploy/ is mounted at /config').toBeDefined();
       const dir = path.join(tmp, name);
@@ -101,7 +102,7 @@ describe('docker-compose.yml', () => {
       const config = loadConfig(local);
       expect(config).toMatchObject({ port: 4000, host: '0.0.0.0', databaseUrl: env.DATABASE_URL, redisUrl: env.REDIS_URL });
       // Every secret the providers name is passed through from the host; every other variable is
-      // one the README's environment table documents.
+      // one the environment table of docs/configuration.md documents.
       const secretNames = new Set(
         config.providers!.flatMap((p) =>
           Object.entries(p)
@@ -111,7 +112,7 @@ describe('docker-compose.yml', () => {
       );
       for (const secret of secretNames) expect(env[secret], `${name} passes ${secret} through`).toBeDefined();
       const undocumented = Object.keys(env).filter((k) => !secretNames.has(k) && !documented.has(k));
-      expect(undocumented, 'variables the README does not document').toEqual([]);
+      expect(undocumented, 'variables docs/configuration.md does not document').toEqual([]);
     }
   });
 

@@ -5,10 +5,10 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext } from 'playwright-core';
-import { pino } from 'pino';
 import type { AppConfig, ProviderConfig } from '../../src/config/index.js';
-import { startRuntime, type Runtime } from '../../src/server/runtime.js';
-import { startDemoProviders, type DemoProvider } from '../../src/simulators/demo.js';
+import type { Runtime } from '../../src/server/runtime.js';
+import { DEMO_LEDGER, startDemoProviders, type DemoProvider } from '../../src/simulators/demo.js';
+import { startRuntimeOn } from '../support/runtime.js';
 import { HANG_MS } from '../support/wait.js';
 import { resolveChromium } from './chromium.js';
 
@@ -78,19 +78,10 @@ export async function startDemoServer(opts: DemoServerOptions = {}): Promise<Dem
     const collect = opts.providerCollect?.(d.config);
     return { ...d.config, pollIntervalSeconds: 1, ...(collect ? { collect } : {}) };
   });
-  const runtime = await startRuntime({
-    config: {
-      port: 0,
-      host: '127.0.0.1',
-      databaseUrl: opts.database?.databaseUrl ?? null,
-      dataDir: opts.database?.dataDir ?? 'memory://',
-      redisUrl: null,
-      logLevel: 'silent',
-      providers,
-      ...(opts.collect ? { collect: opts.collect } : {}),
-    },
+  const runtime = await startRuntimeOn(opts.database ?? { databaseUrl: null, dataDir: 'memory://' }, providers, {
+    // The demo's example price table, as the embedded demo serves it.
+    config: { ledger: DEMO_LEDGER, ...(opts.collect ? { collect: opts.collect } : {}) },
     env: Object.assign({}, ...demo.map((d) => d.secrets)),
-    logger: pino({ level: 'silent' }),
     shutdownGraceMs: 2000,
   });
   return {

@@ -276,6 +276,33 @@ describe('live view page (Chromium)', () => {
   );
 
   it(
+    "shows each row's cost and idle share and the total from the demo's example price table, sortable by cost",
+    async () => {
+      const { page, pageErrors } = await openPage();
+      onTestFailed(async () => {
+        await shot(page, 'fleet-cost-failure.png');
+      });
+      await page.goto(`${origin}/#fleet?sort=cost`);
+      await page.waitForFunction(() => document.body.dataset.fleetWasteUpdated !== undefined, undefined, { timeout: 120_000 });
+      expect(await page.locator('th[aria-sort="descending"] button').getAttribute('data-sort')).toBe('cost');
+      // Priced rows show an amount in the table's currency and their idle share.
+      const costs = await page.locator('#fleet-rows tr[data-job] td:nth-child(7)').allTextContents();
+      const priced = costs.filter((c) => /^\d+\.\d\d USD/.test(c));
+      expect(priced.length, JSON.stringify(costs)).toBeGreaterThan(0);
+      expect(priced.every((c) => /USD idle$/.test(c))).toBe(true);
+      // Most expensive first.
+      const amounts = costs.map((c) => (/^(\d+\.\d\d) USD/.exec(c)?.[1] ? Number(/^(\d+\.\d\d) USD/.exec(c)![1]) : -1));
+      expect(amounts).toEqual([...amounts].sort((a, b) => b - a));
+      // The total: the summary's fact says the window's cost (or why it is not known).
+      const total = page.locator('#fleet-summary .fact', { hasText: 'Cost, last hour' });
+      expect(await total.locator('b').textContent()).toMatch(/^\d+\.\d\d USD \(\d+\.\d\d USD idle\)$|^not known: /);
+      await shot(page, 'fleet-cost.png');
+      expect(pageErrors).toEqual([]);
+    },
+    TEST_TIMEOUT,
+  );
+
+  it(
     'lists running jobs of all five platforms in the fleet view, refreshes in place and filters by platform in the URL',
     async () => {
       const { page, pageErrors, foreign } = await openPage();

@@ -1,10 +1,10 @@
 // Shared setup for the live tests: a Baseten simulator, runtimes wired to it, graphql-ws clients.
 import { createClient, type Client } from 'graphql-ws';
-import { pino } from 'pino';
 import WebSocket from 'ws';
+import { startRuntimeOn } from '../support/runtime.js';
 import { eventually } from '../support/wait.js';
 import type { AppConfig } from '../../src/config/index.js';
-import { startRuntime, type Runtime } from '../../src/server/runtime.js';
+import type { Runtime, RuntimeOptions } from '../../src/server/runtime.js';
 import { startBasetenSimulator, type BasetenSimulator, type BasetenSimulatorOptions } from '../../src/simulators/baseten/server.js';
 
 export const PROVIDER_ID = 'bt';
@@ -33,22 +33,13 @@ export async function startTestRuntime(
   sim: BasetenSimulator,
   pollIntervalSeconds: number,
   extra: Partial<AppConfig> = {},
-  opts: Partial<Parameters<typeof startRuntime>[0]> = {},
+  opts: Partial<Omit<RuntimeOptions, 'config'>> = {},
 ): Promise<Runtime> {
-  return startRuntime({
-    config: {
-      port: 0,
-      host: '127.0.0.1',
-      databaseUrl: null,
-      dataDir: 'memory://',
-      redisUrl: null,
-      logLevel: 'silent',
-      providers: providersFile(sim, pollIntervalSeconds).providers,
-      ...extra,
-    },
+  // An in-memory PGlite unless `extra` names a database.
+  return startRuntimeOn({ databaseUrl: null, dataDir: 'memory://' }, providersFile(sim, pollIntervalSeconds).providers, {
     env: { LIVE_TEST_BASETEN_KEY: sim.apiKey },
-    logger: pino({ level: 'silent' }),
     ...opts,
+    config: extra,
   });
 }
 

@@ -13,7 +13,7 @@ import { client, startSim, subscribeUtilization, waitFor, type Sample } from './
 import { eventually } from '../support/wait.js';
 import { freePort, reachable } from '../support/net.js';
 
-const ADMIN_URL = process.env.TEST_DATABASE_URL ?? 'postgres://127.0.0.1:5432/postgres';
+const ADMIN_URL = process.env.TEST_DATABASE_URL || 'postgres://127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const INTERVAL_S = 0.5;
 

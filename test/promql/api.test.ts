@@ -104,6 +104,29 @@ describe('the Prometheus query API', () => {
     for (const s of get.body.data.result) for (const [t] of s.values) expect(((t * 1000 - (clock.now() - 600_000)) / 60_000) % 1).toBe(0);
   });
 
+  it('answers every endpoint by POST form as by GET', async () => {
+    const window = { start: String((clock.now() - 600_000) / 1000), end: nowS() };
+    const calls: [string, Record<string, string | string[]>][] = [
+      ['query', { query: `avg by (provider) (${UTIL})`, time: nowS() }],
+      ['query_range', { query: `topk(2, ${UTIL})`, ...window, step: '30' }],
+      ['series', { 'match[]': [`${UTIL}{provider="baseten-demo"}`, 'training_graph_accelerator_memory_used_bytes'], ...window }],
+      ['labels', { 'match[]': [UTIL] }],
+      ['label/job/values', { 'match[]': [`${UTIL}{provider="pai-dlc-demo"}`] }],
+      ['metadata', { metric: UTIL }],
+      ['status/buildinfo', {}],
+      // Errors too: the same status and error shape either way.
+      ['query', { query: `rate(${UTIL}[5m])` }],
+    ];
+    for (const [route, params] of calls) {
+      const get = await api(route, params);
+      const post = await api(route, params, ADMIN, 'POST');
+      expect(post.status, route).toBe(get.status);
+      expect(post.body, route).toEqual(get.body);
+      if (route !== 'query' || get.status === 200) expect(get.body.status, route).toBe('success');
+    }
+    expect((await api('series', { 'match[]': [UTIL] }, ADMIN, 'POST')).body.data.length).toBeGreaterThan(0);
+  });
+
   it('lists series, label names, label values, metadata and build info', async () => {
     const series = await api('series', { 'match[]': [`${UTIL}{provider="baseten-demo"}`], start: String((clock.now() - 3_600_000) / 1000), end: nowS() });
     expect(series.status).toBe(200);
@@ -178,6 +201,38 @@ describe('the Prometheus query API', () => {
     const fits = new URLSearchParams({ query: `count(${UTIL}{provider="pai-dlc-demo"})`, start: nowS(), end: nowS(), step: '15', lookback_delta: '1m' });
     const answered = await small.handle('query_range', fits, access);
     expect(answered.status, JSON.stringify(answered.body)).toBe(200);
+    // Series x evaluation times fit (one time), the stored points read do not: the read stops at the limit and the query is refused.
+    const deep = new URLSearchParams({ query: `count(${UTIL})`, start: nowS(), end: nowS(), step: '15', lookback_delta: '1h' });
+    const stopped = await small.handle('query_range', deep, access);
+    expect(stopped.status).toBe(422);
+    expect(stopped.body).toMatchObject({
+      errorType: 'execution',
+      error: expect.stringMatching(/x 1 evaluation times with at least \d+ stored points exceed the limit of 1000 samples/),
+    });
+    expect((await new PromApi({ store: rt.store }).handle('query_range', deep, access)).status).toBe(200);
+    // The series limit: a query matching more series than it is refused before any point is read.
+    const few = await new PromApi({ store: rt.store, maxSeries: 5 }).handle('query_range', params, access);
+    expect(few.status).toBe(422);
+    expect(few.body).toMatchObject({ errorType: 'execution', error: expect.stringMatching(/matches more than 5 series/) });
+  });
+
+  it('confines a project-scoped token to its projects', async () => {
+    const res = await fetch(`${rt.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN}` },
+      body: JSON.stringify({ query: '{ jobs(first: 500, filter: { statuses: [RUNNING] }) { edges { node { project { id name } } } } }' }),
+    });
+    const projectIds = new Map<string, string>(
+      ((await res.json()) as any).data.jobs.edges.flatMap((e: any) => (e.node.project ? [[e.node.project.name, e.node.project.id]] : [])),
+    );
+    const query = new URLSearchParams({ query: `count by (project) (${UTIL})`, time: nowS() });
+    const all = (await api('query', Object.fromEntries(query))).body.data.result.map((s: any) => s.metric.project as string);
+    expect(all.length).toBeGreaterThan(1);
+    const one = all.find((name: string) => projectIds.has(name))!;
+    // What src/server/prom-api.ts passes for a token with `projects` (as the graph's job lists take it).
+    const scoped = await new PromApi({ store: rt.store }).handle('query', query, { providerIds: rt.store.providers.ids(), projectIds: [projectIds.get(one)!] });
+    expect(scoped.status).toBe(200);
+    expect((scoped.body as any).data.result.map((s: any) => s.metric.project)).toEqual([one]);
   });
 
   it('gives up past the time limit with a timeout error', async () => {
@@ -194,6 +249,10 @@ describe('the Prometheus query API', () => {
     expect((await slow.handle('query', params, access)).status).toBe(503);
     const roomy = new PromApi({ store: rt.store, timeoutMs: 30_000, clock: () => (t += 1) });
     expect((await roomy.handle('query', params, access)).status).toBe(200);
+    // A range query too (its time limit is read between evaluation steps as well).
+    const range = new URLSearchParams({ query: `avg by (provider) (${UTIL})`, start: String((clock.now() - 600_000) / 1000), end: nowS(), step: '15' });
+    expect((await slow.handle('query_range', range, access)).body).toMatchObject({ errorType: 'timeout' });
+    expect((await roomy.handle('query_range', range, access)).status).toBe(200);
   });
 
   it('answers every query of the Grafana dashboard in docs/grafana', async () => {

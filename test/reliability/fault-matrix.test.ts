@@ -5,9 +5,10 @@
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProviderConfig } from '../../src/config/index.js';
-import { startRuntime, type Runtime } from '../../src/server/runtime.js';
+import type { Runtime } from '../../src/server/runtime.js';
 import { startDemoProviders, type DemoProvider } from '../../src/simulators/demo.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { startRuntimeOn } from '../support/runtime.js';
 import { eventually } from '../support/wait.js';
 
 const PLATFORMS = ['BASETEN', 'MODELARTS', 'PAI_DLC', 'PRIMUS_LENS'] as const;
@@ -74,8 +75,7 @@ describe('fault matrix: each platform x each failure', () => {
       providerOf.set(d.config.kind, d.config.id);
     }
     db = await createTestDatabase();
-    rt = await startRuntime({
-      config: { port: 0, host: '127.0.0.1', databaseUrl: db.databaseUrl, dataDir: db.dataDir, redisUrl: null, logLevel: 'silent', providers },
+    rt = await startRuntimeOn(db, providers, {
       env: Object.assign({}, ...demo.map((d) => d.secrets)),
       logger: pino({ level: process.env.DEBUG_LOG ? 'error' : 'silent' }),
       // Every question goes upstream again, so each one meets the fault; lists and details stay cached.

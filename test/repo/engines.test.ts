@@ -64,7 +64,7 @@ export function admits(range: string, version: string): boolean {
 describe('the Node the project needs', () => {
   const least = /^>=\s*(\d+\.\d+)$/.exec(pkg.engines.node)?.[1];
 
-  it("package.json's engines and the README's Quickstart name the same Node", () => {
+  it("package.json's engines and the README's setup name the same Node", () => {
     expect(least, 'engines.node is ">=<major>.<minor>"').toBeDefined();
     expect(readme).toContain(`Node ${least} or later`);
     expect(readme).not.toMatch(/npm 11\)/);

@@ -7,14 +7,16 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openPglite } from '../../src/store/pglite.js';
 
 describe('the patched @electric-sql/pglite', () => {
   let db: PGlite;
   beforeAll(async () => {
-    db = new PGlite();
-    await db.waitReady;
+    // From the installed template, as every test database: a bare new PGlite() runs initdb in
+    // WebAssembly (15-18 s on a busy 2-core machine, twice in CI).
+    db = await openPglite('memory://');
   });
   afterAll(async () => {
     await db.close();

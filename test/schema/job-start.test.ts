@@ -7,7 +7,7 @@ import { jobGlobalId } from '../../src/domain/ids.js';
 import type { Runtime } from '../../src/server/runtime.js';
 import { startPaiDlcSimulator, type PaiDlcSimulator } from '../../src/simulators/pai-dlc/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { startRuntimeOn, startTestServer, type TestServer } from '../support/runtime.js';
+import { startPaiDlcRuntimeOn, startTestServer, type TestServer } from '../support/runtime.js';
 
 const JOB = `query($id: ID!) { job(id: $id) { id status rawStatus createdAt startedAt startedAtSource ranFor } }`;
 const MINUTE = 60_000;
@@ -85,11 +85,7 @@ describe('a platform that gives the start', () => {
   beforeAll(async () => {
     sim = await startPaiDlcSimulator({});
     db = await createTestDatabase();
-    rt = await startRuntimeOn(
-      db,
-      [{ id: 'dlc', kind: 'PAI_DLC', baseUrl: sim.url, regionId: sim.regionId, accessKeyIdEnv: 'AK', secretAccessKeyEnv: 'SK', timeoutSeconds: 10 }],
-      { env: { AK: sim.accessKeyId, SK: sim.accessKeySecret } },
-    );
+    rt = await startPaiDlcRuntimeOn(db, sim);
   }, 120_000);
   afterAll(async () => {
     await rt.close();

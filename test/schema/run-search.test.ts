@@ -3,6 +3,7 @@
 // labels and on summary values, and an ordering on a summary metric paged with stable cursors.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../src/server/runtime.js';
+import { parseDuration } from '../../src/schema/duration.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { type GqlResult, postGraphql, startRuntimeOn } from '../support/runtime.js';
 
@@ -183,6 +184,16 @@ describe('run metadata and search (demo, five platforms)', () => {
         const counts = seen.map((j) => j.gpuCount as number | null);
         const known = counts.filter((c) => c !== null) as number[];
         expect(counts.slice(0, known.length)).toEqual([...known].sort((a, b) => b - a));
+      }
+      if (field === 'DURATION') {
+        // Jobs with no known run time (not started, or ended with no finish time) come last.
+        const ran = seen.map((j) => (j.ranFor === null ? null : parseDuration(j.ranFor)));
+        const known = ran.filter((r) => r !== null) as number[];
+        expect(
+          ran.slice(known.length).every((r) => r === null),
+          'unknown durations last',
+        ).toBe(true);
+        expect(known).toEqual([...known].sort((a, b) => b - a));
       }
     }
   }, 120_000);

@@ -7,13 +7,13 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClient, type Client } from 'graphql-ws';
-import { pino } from 'pino';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadSecurityConfig, sha256Hex } from '../../src/config/security.js';
-import { startRuntime, type Runtime } from '../../src/server/runtime.js';
+import type { Runtime } from '../../src/server/runtime.js';
 import { startBasetenSimulator, type BasetenSimulator } from '../../src/simulators/baseten/server.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { startRuntimeOn } from '../support/runtime.js';
 import { eventually } from '../support/wait.js';
 
 const ADMIN = 'admin-token-0123456789abcdef';
@@ -64,19 +64,9 @@ describe('access and edges on every transport', () => {
     db = await createTestDatabase();
     tokensFile = join(mkdtempSync(join(tmpdir(), 'tokens-')), 'tokens.json');
     writeTokens(['admin', 'scoped', 'doomed']);
-    rt = await startRuntime({
-      config: {
-        port: 0,
-        host: '127.0.0.1',
-        databaseUrl: db.databaseUrl,
-        dataDir: db.dataDir,
-        redisUrl: null,
-        logLevel: 'silent',
-        providers: [{ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', timeoutSeconds: 10, pollIntervalSeconds: 1 }],
-        security: loadSecurityConfig({ API_TOKENS_FILE: tokensFile, METRICS_TOKEN: METRICS, CORS_ORIGINS: ORIGIN, MAX_BODY_BYTES: '4096' }),
-      },
+    rt = await startRuntimeOn(db, [{ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', timeoutSeconds: 10, pollIntervalSeconds: 1 }], {
+      config: { security: loadSecurityConfig({ API_TOKENS_FILE: tokensFile, METRICS_TOKEN: METRICS, CORS_ORIGINS: ORIGIN, MAX_BODY_BYTES: '4096' }) },
       env: { BT_KEY: sim.apiKey },
-      logger: pino({ level: 'silent' }),
     });
     const list = await post(JSON.stringify({ query: '{ jobs(first: 5) { edges { node { id status } } } }' }), { 'content-type': 'application/json' });
     const jobs = JSON.parse(list.text).data.jobs.edges.map((e: any) => e.node);

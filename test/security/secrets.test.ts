@@ -14,9 +14,10 @@ import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formsOf, secretForms } from '../../src/domain/secrets.js';
 import { UpstreamError } from '../../src/domain/errors.js';
-import { startRuntime, type Runtime } from '../../src/server/runtime.js';
+import type { Runtime } from '../../src/server/runtime.js';
 import { startBasetenSimulator, type BasetenSimulator } from '../../src/simulators/baseten/server.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { startRuntimeOn } from '../support/runtime.js';
 import { eventually } from '../support/wait.js';
 import { OutgoingGuard } from '../../src/server/outgoing-guard.js';
 import { pino } from 'pino';
@@ -66,36 +67,32 @@ describe('secrets never leave', () => {
     });
     await new Promise<void>((r) => leaky.listen(0, '127.0.0.1', () => r()));
     db = await createTestDatabase();
-    rt = await startRuntime({
-      config: {
-        port: 0,
-        host: '127.0.0.1',
-        databaseUrl: db.databaseUrl,
-        dataDir: db.dataDir,
-        redisUrl: null,
-        logLevel: 'debug',
-        providers: [
-          {
-            id: 'leaky',
-            kind: 'BASETEN',
-            baseUrl: `http://127.0.0.1:${(leaky.address() as AddressInfo).port}`,
-            apiKeyEnv: 'LEAKY_KEY',
-            timeoutSeconds: 5,
-            pollIntervalSeconds: 1,
-          },
-        ],
-      },
-      env: { LEAKY_KEY: SECRET },
-      // Every read goes upstream, so every field below meets the failure.
-      cachePolicy: { listTtlMs: 0, detailTtlMs: 0, metricsTtlMs: 0 },
-      resilience: { retries: 0 },
-      logDestination: new Writable({
-        write(chunk, _enc, done) {
-          logLines.push(String(chunk));
-          done();
+    rt = await startRuntimeOn(
+      db,
+      [
+        {
+          id: 'leaky',
+          kind: 'BASETEN',
+          baseUrl: `http://127.0.0.1:${(leaky.address() as AddressInfo).port}`,
+          apiKeyEnv: 'LEAKY_KEY',
+          timeoutSeconds: 5,
+          pollIntervalSeconds: 1,
         },
-      }),
-    });
+      ],
+      {
+        config: { logLevel: 'debug' },
+        env: { LEAKY_KEY: SECRET },
+        // Every read goes upstream, so every field below meets the failure.
+        cachePolicy: { listTtlMs: 0, detailTtlMs: 0, metricsTtlMs: 0 },
+        resilience: { retries: 0 },
+        logDestination: new Writable({
+          write(chunk, _enc, done) {
+            logLines.push(String(chunk));
+            done();
+          },
+        }),
+      },
+    );
     // The tap: clients talk to the server through it, and it keeps every byte the server sends.
     const target = Number(new URL(rt.url).port);
     tap = net.createServer((client) => {

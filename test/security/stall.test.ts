@@ -5,13 +5,12 @@
 // goes away; the statement leaves pg_stat_activity while the lock is still held (so it was
 // cancelled, not finished), and a trivial query answers meanwhile.
 import postgres from 'postgres';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadSecurityConfig } from '../../src/config/security.js';
-import { startRuntime, type Runtime } from '../../src/server/runtime.js';
+import type { Runtime } from '../../src/server/runtime.js';
 import { startBasetenSimulator, type BasetenSimulator } from '../../src/simulators/baseten/server.js';
 import { createTestDatabase, REAL_POSTGRES_URL, type TestDatabase } from '../support/database.js';
-import { postGraphql } from '../support/runtime.js';
+import { postGraphql, startRuntimeOn } from '../support/runtime.js';
 import { eventually } from '../support/wait.js';
 
 const BOMB = `query Bomb($n: Int, $p: Int) { jobs(first: $n) { edges { node { id metrics(maxPoints: $p) { name points { timestamp value } } } } } }`;
@@ -31,21 +30,11 @@ describe('one request cannot stall the rest', () => {
       fleet: { projects: 1, jobsPerProject: 3, emptyProjects: 0, nodesPerJob: 1, gpusPerNode: 2 },
     });
     db = await createTestDatabase();
-    rt = await startRuntime({
-      config: {
-        port: 0,
-        host: '127.0.0.1',
-        databaseUrl: db.databaseUrl,
-        dataDir: db.dataDir,
-        redisUrl: null,
-        logLevel: 'silent',
-        providers: [{ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', timeoutSeconds: 10 }],
-        // The statement time-out is the execution time-out: ten minutes here, so only the
-        // cancellation can end an abandoned read within the wait below (its hang bound is 60 s).
-        security: loadSecurityConfig({ EXECUTION_TIMEOUT_MS: '600000' }),
-      },
+    rt = await startRuntimeOn(db, [{ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', timeoutSeconds: 10 }], {
+      // The statement time-out is the execution time-out: ten minutes here, so only the
+      // cancellation can end an abandoned read within the wait below (its hang bound is 60 s).
+      config: { security: loadSecurityConfig({ EXECUTION_TIMEOUT_MS: '600000' }) },
       env: { BT_KEY: sim.apiKey },
-      logger: pino({ level: 'silent' }),
       // Warm series stay fresh: the read below touches only the cache, never upstream.
       cachePolicy: { metricsTtlMs: 3_600_000, detailTtlMs: 3_600_000, listTtlMs: 3_600_000 },
     });

@@ -4,12 +4,12 @@
 // through meanwhile (while the noisy lookups are still held: the order of events, not a
 // duration). Unknown ids are remembered for a while (asking again costs no upstream call), and for
 // a project-scoped token an unknown id and another project's job cost the same: no upstream call.
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadSecurityConfig } from '../../src/config/security.js';
-import { startRuntime, type Runtime } from '../../src/server/runtime.js';
+import type { Runtime } from '../../src/server/runtime.js';
 import { startBasetenSimulator, type BasetenSimulator } from '../../src/simulators/baseten/server.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { startRuntimeOn } from '../support/runtime.js';
 import { eventually } from '../support/wait.js';
 
 const ADMIN = 'admin-token-0123456789abcdef';
@@ -40,15 +40,8 @@ describe('per-tenant share of a provider', () => {
     });
     db = await createTestDatabase();
     const projectIds = sim.fleet.projects.map((p) => `bt:project:${p.id}`);
-    rt = await startRuntime({
+    rt = await startRuntimeOn(db, [{ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', timeoutSeconds: 5 }], {
       config: {
-        port: 0,
-        host: '127.0.0.1',
-        databaseUrl: db.databaseUrl,
-        dataDir: db.dataDir,
-        redisUrl: null,
-        logLevel: 'silent',
-        providers: [{ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', timeoutSeconds: 5 }],
         security: loadSecurityConfig({
           API_TOKENS: JSON.stringify([
             { name: 'admin', token: ADMIN },
@@ -58,7 +51,6 @@ describe('per-tenant share of a provider', () => {
         }),
       },
       env: { BT_KEY: sim.apiKey },
-      logger: pino({ level: 'silent' }),
       // Series always go upstream, so the quiet tenant's lookup needs a slot of the provider.
       cachePolicy: { metricsTtlMs: 0 },
       resilience: { retries: 0, maxConcurrent: 4, maxConcurrentPerTenant: SHARE, maxQueuedPerTenant: 8 },

@@ -11,9 +11,10 @@ import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProviderConfig } from '../../src/config/index.js';
 import { loadSecurityConfig, sha256Hex } from '../../src/config/security.js';
-import { startRuntime, type Runtime } from '../../src/server/runtime.js';
+import type { Runtime } from '../../src/server/runtime.js';
 import { startDemoProviders, type DemoProvider } from '../../src/simulators/demo.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { startRuntimeOn } from '../support/runtime.js';
 import { eventually } from '../support/wait.js';
 
 const ADMIN = 'admin-token-0123456789abcdef';
@@ -61,20 +62,15 @@ describe('tenants', () => {
         done();
       },
     });
-    rt = await startRuntime({
-      config: {
-        port: 0,
-        host: '127.0.0.1',
-        databaseUrl: db.databaseUrl,
-        dataDir: db.dataDir,
-        redisUrl: null,
-        logLevel: 'debug',
-        providers: demo.map((d) => d.config as ProviderConfig),
-        security: loadSecurityConfig({ API_TOKENS_FILE: tokensFile }),
+    rt = await startRuntimeOn(
+      db,
+      demo.map((d) => d.config as ProviderConfig),
+      {
+        config: { logLevel: 'debug', security: loadSecurityConfig({ API_TOKENS_FILE: tokensFile }) },
+        env: Object.assign({}, ...demo.map((d) => d.secrets)),
+        logDestination: capture,
       },
-      env: Object.assign({}, ...demo.map((d) => d.secrets)),
-      logDestination: capture,
-    });
+    );
     const list = await gql(ADMIN, `{ jobs(first: 500) { edges { node { id status gpuCount provider { id } project { id } } } } }`);
     expect(list.body.errors, JSON.stringify(list.body).slice(0, 500)).toBeUndefined();
     all = list.body.data.jobs.edges.map((e: any) => ({
@@ -256,12 +252,11 @@ describe('tenants', () => {
   });
 
   it('refuses a non-loopback HOST without tokens unless told to run open or serving the demo', async () => {
-    const base = { port: 0, databaseUrl: null, dataDir: 'memory://', redisUrl: null, logLevel: 'silent', providers: [] as ProviderConfig[] };
-    await expect(startRuntime({ config: { ...base, host: '0.0.0.0', security: loadSecurityConfig({}) } })).rejects.toThrow(/not a loopback address/);
-    const open = await startRuntime({ config: { ...base, host: '0.0.0.0', security: loadSecurityConfig({ ALLOW_OPEN: 'true' }) } });
+    await expect(startRuntimeOn(db, [], { config: { host: '0.0.0.0', security: loadSecurityConfig({}) } })).rejects.toThrow(/not a loopback address/);
+    const open = await startRuntimeOn(db, [], { config: { host: '0.0.0.0', security: loadSecurityConfig({ ALLOW_OPEN: 'true' }) } });
     await open.close();
     // The demo (no providers file: simulators only) has nothing to protect: `docker compose up` serves it as is.
-    const demo = await startRuntime({ config: { ...base, providers: null, host: '0.0.0.0', security: loadSecurityConfig({}) } });
+    const demo = await startRuntimeOn(db, null, { config: { host: '0.0.0.0', security: loadSecurityConfig({}) } });
     expect(demo.providers.all().every((p) => p.simulated)).toBe(true);
     await demo.close();
   });

@@ -5,14 +5,13 @@
 // stands still: the simulator's request log shows at most the default budget (20 lookups) per
 // token, however many ids it sent; the ids over budget answer RATE_LIMITED with retryAfterSeconds,
 // one field each; another token is still served; the bucket refills as the clock moves.
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadSecurityConfig } from '../../src/config/security.js';
-import { startRuntime, type Runtime } from '../../src/server/runtime.js';
+import type { Runtime } from '../../src/server/runtime.js';
 import { startBasetenSimulator, type BasetenSimulator } from '../../src/simulators/baseten/server.js';
 import { DEFAULT_LOOKUP_BUDGET } from '../../src/store/lookup-budget.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { ANCHOR, manualClock } from '../support/runtime.js';
+import { ANCHOR, manualClock, startRuntimeOn } from '../support/runtime.js';
 
 const TOKENS = {
   admin: 'admin-token-0123456789abcdef',
@@ -53,15 +52,8 @@ describe('upstream lookups of made-up ids are bounded per token', () => {
       fleet: { projects: 1, jobsPerProject: 2, emptyProjects: 0, nodesPerJob: 1, gpusPerNode: 2 },
     });
     db = await createTestDatabase();
-    rt = await startRuntime({
+    rt = await startRuntimeOn(db, [{ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', timeoutSeconds: 5 }], {
       config: {
-        port: 0,
-        host: '127.0.0.1',
-        databaseUrl: db.databaseUrl,
-        dataDir: db.dataDir,
-        redisUrl: null,
-        logLevel: 'silent',
-        providers: [{ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', timeoutSeconds: 5 }],
         security: loadSecurityConfig({
           API_TOKENS: JSON.stringify([
             { name: 'admin', token: TOKENS.admin },
@@ -72,7 +64,6 @@ describe('upstream lookups of made-up ids are bounded per token', () => {
         }),
       },
       env: { BT_KEY: sim.apiKey },
-      logger: pino({ level: 'silent' }),
       clock: clock.now,
     });
     // The job list is synced (and stays fresh: the clock stands still), so every call below is a lookup by id.

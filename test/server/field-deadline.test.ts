@@ -3,14 +3,13 @@
 // turn a slow upstream into `data: null` + EXECUTION_TIMEOUT; a field now stops waiting before the
 // request's deadline with UPSTREAM_TIMEOUT, the rest of the answer is kept, and the fetch goes on
 // into the cache.
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_PROVIDER_TIMEOUT_SECONDS } from '../../src/config/index.js';
 import { DEFAULT_REQUEST_LIMITS, loadSecurityConfig } from '../../src/config/security.js';
-import { startRuntime, type Runtime } from '../../src/server/runtime.js';
+import type { Runtime } from '../../src/server/runtime.js';
 import { startBasetenSimulator, type BasetenSimulator } from '../../src/simulators/baseten/server.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { postGraphql } from '../support/runtime.js';
+import { postGraphql, startRuntimeOn } from '../support/runtime.js';
 
 const EXECUTION_MS = 4_000;
 
@@ -26,21 +25,12 @@ describe('a field waits on its platform less long than the request runs', () => 
       fleet: { projects: 1, jobsPerProject: 2, emptyProjects: 0, nodesPerJob: 1, gpusPerNode: 1 },
     });
     db = await createTestDatabase();
-    rt = await startRuntime({
-      config: {
-        port: 0,
-        host: '127.0.0.1',
-        databaseUrl: db.databaseUrl,
-        dataDir: db.dataDir,
-        redisUrl: null,
-        logLevel: 'silent',
-        // The provider's time-out equals the execution time-out: what the defaults were.
-        providers: [{ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', timeoutSeconds: EXECUTION_MS / 1000 }],
-        security: loadSecurityConfig({ EXECUTION_TIMEOUT_MS: String(EXECUTION_MS) }),
-      },
-      env: { BT_KEY: sim.apiKey },
-      logger: pino({ level: 'silent' }),
-    });
+    rt = await startRuntimeOn(
+      db,
+      // The provider's time-out equals the execution time-out: what the defaults were.
+      [{ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', timeoutSeconds: EXECUTION_MS / 1000 }],
+      { config: { security: loadSecurityConfig({ EXECUTION_TIMEOUT_MS: String(EXECUTION_MS) }) }, env: { BT_KEY: sim.apiKey } },
+    );
   }, 120_000);
 
   afterAll(async () => {

@@ -108,7 +108,7 @@ describe('graphql-ws refusals end only their operation', () => {
     await waitFor(() => messages.some((m) => m.id === 'ok' && m.type === 'complete'), 10_000, 'the valid operation to complete');
     expect(messages.find((m) => m.id === 'apq')).toMatchObject({ type: 'error', payload: [{ extensions: { code: 'PERSISTED_QUERY_NOT_FOUND' } }] });
     expect(messages.find((m) => m.id === 'bare')).toMatchObject({ type: 'error', payload: [{ extensions: { code: 'BAD_REQUEST' } }] });
-    // Every answer reports its cost (README, MAX_QUERY_COST); the data is exactly the one provider.
+    // Every answer reports its cost (docs/configuration.md, MAX_QUERY_COST); the data is exactly the one provider.
     const ok = messages.find((m) => m.id === 'ok' && m.type === 'next')?.payload;
     expect(ok).toEqual({ data: { providers: [{ id: 'bt' }] }, extensions: { cost: expect.objectContaining({ actual: expect.any(Number) }) } });
     expect(closed).toBeNull();

@@ -2,12 +2,12 @@
 // answers utilization series with points on the first, cold query, each series' node set: the
 // PAI-DLC quota and Lingjun jobs (CloudMonitor) and the ModelArts Ascend job included. Nothing has
 // asked for Job.nodes before (the README's RunningEverywhere example hit exactly that).
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProviderConfig } from '../../src/config/index.js';
-import { startRuntime, type Runtime } from '../../src/server/runtime.js';
+import type { Runtime } from '../../src/server/runtime.js';
 import { startDemoProviders, type DemoProvider } from '../../src/simulators/demo.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { startRuntimeOn } from '../support/runtime.js';
 
 const CLOUDS = ['BASETEN', 'MODELARTS', 'PAI_DLC'];
 
@@ -28,11 +28,7 @@ describe('demo: running jobs with accelerators', () => {
     // Generous: a busy shared machine must not turn this into a time-out test.
     const providers = demo.map((d) => ({ ...d.config, timeoutSeconds: 30 }) as ProviderConfig);
     db = await createTestDatabase();
-    rt = await startRuntime({
-      config: { port: 0, host: '127.0.0.1', databaseUrl: db.databaseUrl, dataDir: db.dataDir, redisUrl: null, logLevel: 'silent', providers },
-      env: Object.assign({}, ...demo.map((d) => d.secrets)),
-      logger: pino({ level: 'silent' }),
-    });
+    rt = await startRuntimeOn(db, providers, { env: Object.assign({}, ...demo.map((d) => d.secrets)) });
   });
   afterAll(async () => {
     await rt?.close();

@@ -3,6 +3,7 @@
 import { pino } from 'pino';
 import { loadSecurityConfig } from '../../src/config/security.js';
 import { startBasetenSimulator, type BasetenSimulator, type BasetenSimulatorOptions } from '../../src/simulators/baseten/server.js';
+import type { PaiDlcSimulator } from '../../src/simulators/pai-dlc/index.js';
 import { startRuntime, type Runtime, type RuntimeOptions } from '../../src/server/runtime.js';
 import type { ProviderConfig } from '../../src/config/index.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
@@ -61,8 +62,8 @@ export async function postGraphql(baseUrl: string, query: string, variables?: Re
 }
 
 /**
- * A runtime on a test database with the given providers (null: the embedded demo), silent, on a
- * free loopback port; `config` overrides any other server setting (security, Redis...). The
+ * A runtime on a test database with the given providers (null: the embedded demo), silent unless
+ * given a `logDestination`, on a free loopback port; `config` overrides any other server setting (security, Redis...). The
  * collector is off unless `config.collect` turns it on: its sweeps on the wall clock would add
  * upstream calls the tests of other things count (test/collect/ drives it on the test's clock).
  */
@@ -84,9 +85,19 @@ export function startRuntimeOn(
       collect: { enabled: false },
       ...config,
     },
-    logger: pino({ level: 'silent' }),
+    // A test that reads the log lines gives their destination (and a logLevel in `config`).
+    logger: rest.logDestination ? undefined : pino({ level: 'silent' }),
     ...rest,
   });
+}
+
+/** A runtime on `db` over one PAI-DLC simulator (provider id `dlc`), with its credentials. */
+export function startPaiDlcRuntimeOn(db: Pick<TestDatabase, 'databaseUrl' | 'dataDir'>, sim: PaiDlcSimulator): Promise<Runtime> {
+  return startRuntimeOn(
+    db,
+    [{ id: 'dlc', kind: 'PAI_DLC', baseUrl: sim.url, regionId: sim.regionId, accessKeyIdEnv: 'AK', secretAccessKeyEnv: 'SK', timeoutSeconds: 10 }],
+    { env: { AK: sim.accessKeyId, SK: sim.accessKeySecret } },
+  );
 }
 
 export async function startTestServer(opts: TestServerOptions = {}): Promise<TestServer> {

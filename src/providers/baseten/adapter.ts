@@ -1,5 +1,6 @@
-// Baseten training API adapter (fact sheet: shared/providers/baseten.md).
-import type { BasetenConfig, SecretSource } from '../../config/index.js';
+// Baseten training API adapter (fact sheet: docs/platforms/baseten.md).
+import type { SecretSource } from '../../config/provider-kit.js';
+import type { BasetenConfig } from './config.js';
 import { DomainError, UpstreamError } from '../../domain/errors.js';
 import type { JobPage, JobRef, LogPage, LogRequest, MetricFetchRequest, ProjectRecord } from '../../domain/types.js';
 import { epochNanosStringToDate, isoToDate } from '../../domain/units.js';

@@ -1,7 +1,8 @@
 // HTTP to Baseten's management API: the API key header, JSON bodies validated against the wire
 // schemas through the shared requestJson, and Baseten's loosely documented error bodies.
 import type { z } from 'zod';
-import { DEFAULT_PROVIDER_TIMEOUT_SECONDS, requireSecret, type BasetenConfig, type SecretSource } from '../../config/index.js';
+import { DEFAULT_PROVIDER_TIMEOUT_SECONDS, requireSecret, type SecretSource } from '../../config/provider-kit.js';
+import type { BasetenConfig } from './config.js';
 import { requestJson, type ErrorClassifier, type HttpResponse } from '../http-client.js';
 
 /**

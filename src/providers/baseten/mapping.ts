@@ -13,7 +13,7 @@ import {
 import { isoToDate, isoToMillis, mibToBytes } from '../../domain/units.js';
 import type { WireMetrics, WireNodeMetrics, WirePoint, WireQueueContext, WireTrainingJob } from './wire.js';
 
-const STATUS: Record<string, JobStatus> = {
+export const STATUS: Readonly<Record<string, JobStatus>> = {
   TRAINING_JOB_PENDING: 'PENDING',
   TRAINING_JOB_QUEUED: 'PENDING', // in the CLI source, not in the docs table
   TRAINING_JOB_CREATED: 'PENDING',

@@ -1,6 +1,7 @@
 // The Huawei Cloud ModelArts adapter: training jobs (API v2) of one IAM project, grouped by
 // ModelArts workspace, with per-task running metrics and log previews.
-import { DEFAULT_PROVIDER_TIMEOUT_SECONDS, requireSecret, type ModelArtsConfig, type SecretSource } from '../../config/index.js';
+import { DEFAULT_PROVIDER_TIMEOUT_SECONDS, requireSecret, type SecretSource } from '../../config/provider-kit.js';
+import type { ModelArtsConfig } from './config.js';
 import { DomainError, UpstreamError } from '../../domain/errors.js';
 import type { JobPage, JobRef, LogLineRecord, LogPage, LogRequest, MetricFetchRequest, ProjectRecord, SeriesData, SystemMetric } from '../../domain/types.js';
 import { TERMINAL_STATUSES } from '../../domain/types.js';
@@ -117,7 +118,8 @@ function regionOf(config: ModelArtsConfig): string | null {
   return config.projectName ?? null;
 }
 
-export function createModelArtsAdapter(config: ModelArtsConfig, secrets: SecretSource, options: ModelArtsAdapterOptions = {}): ProviderAdapter {
+/** The signed client, the region and workspace, and job lookups (search pages, one job, its tasks). */
+function modelartsParts(config: ModelArtsConfig, secrets: SecretSource, options: ModelArtsAdapterOptions) {
   const providerId = config.id;
   const now = options.now ?? Date.now;
   const client = new ModelArtsClient({
@@ -128,7 +130,7 @@ export function createModelArtsAdapter(config: ModelArtsConfig, secrets: SecretS
     auth: authFromConfig(config, secrets),
     now,
   });
-  const ctx = { region: regionOf(config) };
+  const mapCtx = { region: regionOf(config) };
   // The search lists one workspace: the configured one, or the default ("0") the API itself
   // defaults to. Jobs of other workspaces are only visible with their workspace configured.
   const workspaceId = config.workspaceId || DEFAULT_WORKSPACE_ID;
@@ -199,13 +201,139 @@ export function createModelArtsAdapter(config: ModelArtsConfig, secrets: SecretS
     // One-minute averages (mapping.ts): a point a minute at most.
     sampleSeconds: 60,
   };
+  return {
+    config,
+    secrets,
+    options,
+    providerId,
+    now,
+    client,
+    mapCtx,
+    workspaceId,
+    knownTasks,
+    remember,
+    jobPath,
+    searchPage,
+    fetchJob,
+    tasksOf,
+    serverTime,
+    capabilities,
+  };
+}
 
+type ModelArtsParts = ReturnType<typeof modelartsParts>;
+
+async function fetchSystemMetrics(ctx: ModelArtsParts, job: JobRef, request: MetricFetchRequest, signal: AbortSignal): Promise<SystemMetricsResult> {
+  const { providerId, now, client, mapCtx, jobPath, fetchJob, serverTime } = ctx;
+  const wanted = new Set(request.metrics.filter((m) => SYSTEM_METRICS.includes(m)));
+  const covered = [...wanted];
+  // The job first: its tasks are the nodes the series belong to, returned with them so the
+  // topology and the series agree in every answer (a cold cache included).
+  const detail = await fetchJob(job.externalId, signal);
+  if (!detail) throw new UpstreamError('UPSTREAM_NOT_FOUND', providerId, `ModelArts job ${job.externalId} does not exist`);
+  const tasks = wanted.size === 0 ? [] : (detail.status.tasks ?? []);
+  const nodes = mapNodes(detail);
+  const current = mapJob(detail, mapCtx);
+  const finishedAt = TERMINAL_STATUSES.has(current.status) ? current.finishedAt : null;
+
+  const answers = await Promise.all(
+    tasks.map(async (task) => {
+      const res = await client.send('GET', jobPath(job.externalId, `/metrics/${encodeURIComponent(task)}`), undefined, signal);
+      const clock = serverTime(res);
+      // 204 is ModelArts.2777 NotReadyToFetchMetric: the job started under a minute ago.
+      if (res.status === 204 || res.text.trim() === '') return { result: null, clock };
+      const body = client.parse(res, metricsResponseSchema, `metrics of ${task}`);
+      const result = mapTaskMetrics(body, task, wanted, {
+        referenceMs: clock.ms,
+        referenceSource: clock.source,
+        startedAt: current.startedAt ?? job.startedAt,
+        finishedAt,
+      });
+      for (const c of result?.contradictions ?? []) reportShapeMismatch({ providerId, ...c, detail: `job ${job.externalId}, ${c.detail}` });
+      return { result, clock };
+    }),
+  );
+
+  const series: SeriesData[] = [];
+  let from: number | null = null;
+  let to: number | null = null;
+  for (const { result } of answers) {
+    if (!result) continue;
+    series.push(...result.series);
+    // Complete for the range every task's window covers.
+    from = Math.max(from ?? -Infinity, result.windowFrom.getTime());
+    to = Math.min(to ?? Infinity, result.windowTo.getTime());
+  }
+  if (from === null || to === null || from > to) {
+    // Nothing to report yet: an empty range, complete in the vacuous sense.
+    const at = answers[0]?.clock.ms ?? now();
+    // A running job with nothing to report yet is not "no data": nothing is recorded complete.
+    return { series, covered: TERMINAL_STATUSES.has(current.status) ? covered : [], from: new Date(at), to: new Date(at), nodes };
+  }
+  return { series, covered, from: new Date(from), to: new Date(to), nodes };
+}
+
+async function fetchLogs(ctx: ModelArtsParts, job: JobRef, request: LogRequest, signal: AbortSignal): Promise<LogPage> {
+  const { providerId, client, jobPath, tasksOf, serverTime } = ctx;
+  const offsets = decodeLogCursor(request.after);
+  const tasks = await tasksOf(job.externalId, signal);
+  const lines: LogLineRecord[] = [];
+  let full = false;
+  for (const task of tasks) {
+    if (full) break;
+    const res = await client.send('GET', jobPath(job.externalId, `/tasks/${encodeURIComponent(task)}/logs/preview`), undefined, signal);
+    // 204 is ModelArts.2776: the log is not ready yet.
+    if (res.status === 204 || res.text.trim() === '') continue;
+    const body = client.parse(res, logPreviewSchema, `log preview of ${task}`);
+    const content = Buffer.from(body.content ?? body.context ?? '', 'utf8');
+    const serverNow = serverTime(res).ms;
+    let outside = 0;
+    const fullSize = body.full_size ?? content.length;
+    // The preview is the tail of the full log: its first byte sits at fullSize - content.length.
+    const contentStart = Math.max(0, fullSize - content.length);
+    let offset = offsets[task] ?? 0;
+    if (offset > fullSize) offset = 0; // the log was replaced (a rescheduled task): read it again
+    let pos = Math.max(offset, contentStart) - contentStart;
+    while (pos < content.length) {
+      const nl = content.indexOf(0x0a, pos);
+      if (nl === -1) break; // an unfinished last line waits for the next read
+      const text = content.subarray(pos, nl).toString('utf8').replace(/\r$/, '');
+      pos = nl + 1;
+      offsets[task] = contentStart + pos;
+      const { timestamp, level, assumedUtc } = parseLogLine(text);
+      // A stamp read as UTC that lies after the server's now, or before the job began, says the
+      // containers do not write UTC: counted, and reported once per read below.
+      if (assumedUtc && timestamp) {
+        const t = timestamp.getTime();
+        if (t > serverNow + LOG_CLOCK_SLACK_MS || (job.startedAt && t < job.startedAt.getTime() - LOG_CLOCK_SLACK_MS)) outside += 1;
+      }
+      if (request.since && timestamp && timestamp < request.since) continue;
+      lines.push({ timestamp, message: text, node: task, level, cursor: encodeLogCursor(offsets) });
+      if (lines.length >= request.limit) {
+        full = true;
+        break;
+      }
+    }
+    if (outside > 0) {
+      reportShapeMismatch({
+        providerId,
+        assumption: 'modelarts.log-timestamps-utc',
+        detail: `job ${job.externalId}, task ${task}: ${outside} log stamps without an offset fall outside the job's time when read as UTC`,
+      });
+    }
+  }
+  return { lines, nextCursor: tasks.length === 0 && request.after === null ? null : encodeLogCursor(offsets) };
+}
+
+export function createModelArtsAdapter(config: ModelArtsConfig, secrets: SecretSource, options: ModelArtsAdapterOptions = {}): ProviderAdapter {
+  const ctx: ModelArtsParts = modelartsParts(config, secrets, options);
+  const { providerId, mapCtx, workspaceId, searchPage, fetchJob, capabilities } = ctx;
   return {
     id: providerId,
     kind: 'MODELARTS',
     capabilities,
 
-    // One workspace per provider: the one the search lists (see workspaceId above).
+    // One workspace per provider: the one the search lists (see workspaceId in modelartsParts).
     async listProjects(_signal): Promise<ProjectRecord[]> {
       return [{ externalId: workspaceId, name: workspaceName(workspaceId) }];
     },
@@ -214,13 +342,13 @@ export function createModelArtsAdapter(config: ModelArtsConfig, secrets: SecretS
       const page = cursor === null ? 0 : Number(cursor);
       if (!Number.isInteger(page) || page < 0) throw new DomainError('BAD_INPUT', `not a ModelArts page cursor: ${cursor}`);
       const result = await searchPage(page, signal);
-      return { jobs: result.items.map((j) => mapJob(j, ctx)), nextCursor: result.nextPage === null ? null : String(result.nextPage) };
+      return { jobs: result.items.map((j) => mapJob(j, mapCtx)), nextCursor: result.nextPage === null ? null : String(result.nextPage) };
     },
 
     async getJob(ref, signal): Promise<JobDetailResult | null> {
       const job = await fetchJob(ref.externalId, signal);
       if (!job) return null;
-      const mapped = mapJob(job, ctx);
+      const mapped = mapJob(job, mapCtx);
       // Failed, yet no field we read (status.reason is unconfirmed) says why: the reason lives elsewhere.
       if (mapped.status === 'FAILED' && !mapped.failureReason) {
         reportShapeMismatch({
@@ -232,104 +360,8 @@ export function createModelArtsAdapter(config: ModelArtsConfig, secrets: SecretS
       return { ...mapped, nodes: mapNodes(job) };
     },
 
-    async fetchSystemMetrics(job: JobRef, request: MetricFetchRequest, signal): Promise<SystemMetricsResult> {
-      const wanted = new Set(request.metrics.filter((m) => SYSTEM_METRICS.includes(m)));
-      const covered = [...wanted];
-      // The job first: its tasks are the nodes the series belong to, returned with them so the
-      // topology and the series agree in every answer (a cold cache included).
-      const detail = await fetchJob(job.externalId, signal);
-      if (!detail) throw new UpstreamError('UPSTREAM_NOT_FOUND', providerId, `ModelArts job ${job.externalId} does not exist`);
-      const tasks = wanted.size === 0 ? [] : (detail.status.tasks ?? []);
-      const nodes = mapNodes(detail);
-      const current = mapJob(detail, ctx);
-      const finishedAt = TERMINAL_STATUSES.has(current.status) ? current.finishedAt : null;
+    fetchSystemMetrics: (job, request, signal) => fetchSystemMetrics(ctx, job, request, signal),
 
-      const answers = await Promise.all(
-        tasks.map(async (task) => {
-          const res = await client.send('GET', jobPath(job.externalId, `/metrics/${encodeURIComponent(task)}`), undefined, signal);
-          const clock = serverTime(res);
-          // 204 is ModelArts.2777 NotReadyToFetchMetric: the job started under a minute ago.
-          if (res.status === 204 || res.text.trim() === '') return { result: null, clock };
-          const body = client.parse(res, metricsResponseSchema, `metrics of ${task}`);
-          const result = mapTaskMetrics(body, task, wanted, {
-            referenceMs: clock.ms,
-            referenceSource: clock.source,
-            startedAt: current.startedAt ?? job.startedAt,
-            finishedAt,
-          });
-          for (const c of result?.contradictions ?? []) reportShapeMismatch({ providerId, ...c, detail: `job ${job.externalId}, ${c.detail}` });
-          return { result, clock };
-        }),
-      );
-
-      const series: SeriesData[] = [];
-      let from: number | null = null;
-      let to: number | null = null;
-      for (const { result } of answers) {
-        if (!result) continue;
-        series.push(...result.series);
-        // Complete for the range every task's window covers.
-        from = Math.max(from ?? -Infinity, result.windowFrom.getTime());
-        to = Math.min(to ?? Infinity, result.windowTo.getTime());
-      }
-      if (from === null || to === null || from > to) {
-        // Nothing to report yet: an empty range, complete in the vacuous sense.
-        const at = answers[0]?.clock.ms ?? now();
-        // A running job with nothing to report yet is not "no data": nothing is recorded complete.
-        return { series, covered: TERMINAL_STATUSES.has(current.status) ? covered : [], from: new Date(at), to: new Date(at), nodes };
-      }
-      return { series, covered, from: new Date(from), to: new Date(to), nodes };
-    },
-
-    async fetchLogs(job: JobRef, request: LogRequest, signal): Promise<LogPage> {
-      const offsets = decodeLogCursor(request.after);
-      const tasks = await tasksOf(job.externalId, signal);
-      const lines: LogLineRecord[] = [];
-      let full = false;
-      for (const task of tasks) {
-        if (full) break;
-        const res = await client.send('GET', jobPath(job.externalId, `/tasks/${encodeURIComponent(task)}/logs/preview`), undefined, signal);
-        // 204 is ModelArts.2776: the log is not ready yet.
-        if (res.status === 204 || res.text.trim() === '') continue;
-        const body = client.parse(res, logPreviewSchema, `log preview of ${task}`);
-        const content = Buffer.from(body.content ?? body.context ?? '', 'utf8');
-        const serverNow = serverTime(res).ms;
-        let outside = 0;
-        const fullSize = body.full_size ?? content.length;
-        // The preview is the tail of the full log: its first byte sits at fullSize - content.length.
-        const contentStart = Math.max(0, fullSize - content.length);
-        let offset = offsets[task] ?? 0;
-        if (offset > fullSize) offset = 0; // the log was replaced (a rescheduled task): read it again
-        let pos = Math.max(offset, contentStart) - contentStart;
-        while (pos < content.length) {
-          const nl = content.indexOf(0x0a, pos);
-          if (nl === -1) break; // an unfinished last line waits for the next read
-          const text = content.subarray(pos, nl).toString('utf8').replace(/\r$/, '');
-          pos = nl + 1;
-          offsets[task] = contentStart + pos;
-          const { timestamp, level, assumedUtc } = parseLogLine(text);
-          // A stamp read as UTC that lies after the server's now, or before the job began, says the
-          // containers do not write UTC: counted, and reported once per read below.
-          if (assumedUtc && timestamp) {
-            const t = timestamp.getTime();
-            if (t > serverNow + LOG_CLOCK_SLACK_MS || (job.startedAt && t < job.startedAt.getTime() - LOG_CLOCK_SLACK_MS)) outside += 1;
-          }
-          if (request.since && timestamp && timestamp < request.since) continue;
-          lines.push({ timestamp, message: text, node: task, level, cursor: encodeLogCursor(offsets) });
-          if (lines.length >= request.limit) {
-            full = true;
-            break;
-          }
-        }
-        if (outside > 0) {
-          reportShapeMismatch({
-            providerId,
-            assumption: 'modelarts.log-timestamps-utc',
-            detail: `job ${job.externalId}, task ${task}: ${outside} log stamps without an offset fall outside the job's time when read as UTC`,
-          });
-        }
-      }
-      return { lines, nextCursor: tasks.length === 0 && request.after === null ? null : encodeLogCursor(offsets) };
-    },
+    fetchLogs: (job, request, signal) => fetchLogs(ctx, job, request, signal),
   };
 }

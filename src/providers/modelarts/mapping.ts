@@ -8,7 +8,7 @@ export { jobSchema, logPreviewSchema, metricsResponseSchema, searchResponseSchem
 import { fractionScaleProblem } from '../shape-watch.js';
 import { epochMillisToDate, finiteOrNull, parseSizeToBytes, percentToRatio } from '../../domain/units.js';
 
-const STATUS_BY_PHASE: Record<string, JobStatus> = {
+export const STATUS_BY_PHASE: Readonly<Record<string, JobStatus>> = {
   Creating: 'PENDING',
   Pending: 'PENDING',
   Running: 'RUNNING',

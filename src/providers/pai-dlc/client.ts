@@ -1,7 +1,8 @@
 // HTTP to PAI-DLC: V3-signed ROA requests (signer.ts), Alibaba's error bodies read into typed
 // UpstreamErrors, throttling hints, and JSON validated against the wire schemas.
 import type { z } from 'zod';
-import { DEFAULT_PROVIDER_TIMEOUT_SECONDS, requireSecret, type PaiDlcConfig, type SecretSource } from '../../config/index.js';
+import { DEFAULT_PROVIDER_TIMEOUT_SECONDS, requireSecret, type SecretSource } from '../../config/provider-kit.js';
+import type { PaiDlcConfig } from './config.js';
 import { requestJson, type ErrorClassifier } from '../http-client.js';
 import { canonicalQueryString, signedHeadersFor, type Acs3Credentials } from './signer.js';
 import { errorBody } from './wire.js';

@@ -123,7 +123,7 @@ export const METRIC_TYPES: ReadonlyMap<SystemMetric, { metricType: string; perce
   [...GETJOBMETRICS_METRICS].map(([metric, unit]) => [metric, { metricType: rawName(metric, 'PAI_DLC', 'GetJobMetrics'), percent: unit === 'percent', unit }]),
 );
 
-const STATUS_MAP: Record<string, JobStatus> = {
+export const STATUS_MAP: Readonly<Record<string, JobStatus>> = {
   Creating: 'PENDING',
   Queuing: 'PENDING',
   Bidding: 'PENDING',

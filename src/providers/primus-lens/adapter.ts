@@ -2,7 +2,8 @@
 // tenancy unit its UI filters by, so Project = namespace (within the configured cluster, or
 // Lens' default cluster when none is set). Job = top-level workload (uid); Node = a node its pods
 // ran on; training metrics and progress come from the four seed-003 routes.
-import { DEFAULT_PROVIDER_TIMEOUT_SECONDS, requireSecret, type PrimusLensConfig, type SecretSource } from '../../config/index.js';
+import { DEFAULT_PROVIDER_TIMEOUT_SECONDS, requireSecret, type SecretSource } from '../../config/provider-kit.js';
+import type { PrimusLensConfig } from './config.js';
 import { DomainError, UpstreamError } from '../../domain/errors.js';
 import { metricDefinition, rawName } from '../../domain/metric-catalog.js';
 import type {
@@ -18,7 +19,7 @@ import type {
   SystemMetric,
   TrainingFetchRequest,
 } from '../../domain/types.js';
-import { epochMillisToDate, epochSecondsToDate, finiteOrNull, percentToRatio } from '../../domain/units.js';
+import { epochMillisToDate, epochSecondsToDate, finiteOrNull } from '../../domain/units.js';
 import { trainingSeries, type JobDetailResult, type ProviderAdapter, type SystemMetricsResult } from '../provider.js';
 import { reportShapeMismatch } from '../shape-watch.js';
 import { LensClient, isLensNotFound } from './client.js';
@@ -51,7 +52,8 @@ import {
   gpusPerNode,
   jobFromDetail,
   jobFromListItem,
-  graphPoints,
+  deviceUtilizationPoints,
+  workloadGraphPoints,
   unifiedToSeries,
   SOURCE,
 } from './mapping.js';
@@ -68,7 +70,8 @@ const RATE_WINDOW_MS = 10 * 60_000;
 /** Lens' iteration-times route reports these; the metrics routes never list them. */
 const PROGRESS_METRICS = new Set(['iteration', 'target_iteration']);
 
-export function createPrimusLensAdapter(config: PrimusLensConfig, secrets: SecretSource): ProviderAdapter {
+/** The client with its auth headers, and the lookups of a workload (detail, list row, deleted status, GPU models). */
+function lensClientParts(config: PrimusLensConfig, secrets: SecretSource) {
   const providerId = config.id;
   const headers: Record<string, string> = {};
   // The SaFE proxy takes `Authorization: Bearer ak-…`; Lens' own middleware wants a Cookie header.
@@ -122,7 +125,12 @@ export function createPrimusLensAdapter(config: PrimusLensConfig, secrets: Secre
     }
     return new Map(nodes.map((n) => [n, seen.get(n)?.size === 1 ? [...seen.get(n)!][0]! : null]));
   }
+  return { config, secrets, providerId, headers, client, deletedStatuses, deletedStatus, getDetail, findListItem, modelsPerNode };
+}
 
+/** A workload's nodes, and the unified, node-wide and iteration-time series it reads. */
+function lensSeriesParts(ctx: ReturnType<typeof lensClientParts>) {
+  const { client, modelsPerNode } = ctx;
   /**
    * The workload's nodes and GPUs. GPUs are numbered by the node's gpu_id wherever the unified
    * route names the devices (`devices`; undefined = look them up over the workload's last ten
@@ -206,7 +214,7 @@ export function createPrimusLensAdapter(config: PrimusLensConfig, secrets: Secre
               nodeWide: true,
               note: "node-wide: the device as the node reports it, whichever workload held it; this Lens has no workload-scoped per-device data (/training-metrics/data), so none of these is credited to the workload. gpuIndex is the node's gpu_id; points outside the workload's lifetime are dropped",
             },
-            points: graphPoints(device, percentToRatio, from, to),
+            points: deviceUtilizationPoints(device, from, to),
           }),
         ),
     );
@@ -217,6 +225,187 @@ export function createPrimusLensAdapter(config: PrimusLensConfig, secrets: Secre
     const answer = await client.get(`/workloads/${encodeURIComponent(uid)}/metrics/iteration-times`, query, metricsDataSchema, signal);
     return answer.data;
   }
+  return { nodesOf, unifiedData, nodeWideGpuSeries, iterationTimes };
+}
+
+type LensAdapter = ReturnType<typeof lensClientParts> & ReturnType<typeof lensSeriesParts>;
+
+async function fetchSystemMetrics(ctx: LensAdapter, job: JobRef, request: MetricFetchRequest, signal: AbortSignal): Promise<SystemMetricsResult> {
+  const { providerId, client, getDetail, nodesOf, unifiedData, nodeWideGpuSeries } = ctx;
+  const wanted = request.metrics.filter((m) => SYSTEM_METRICS.includes(m));
+  if (wanted.length === 0) return { series: [], covered: [], from: request.from, to: request.to };
+  const start = Math.floor(request.from.getTime() / 1000);
+  const end = Math.ceil(request.to.getTime() / 1000);
+  // Prometheus refuses more than 11,000 points per series; widen the step rather than fail.
+  const step = Math.max(1, Math.round(request.stepSeconds), Math.ceil((end - start) / PROMETHEUS_MAX_POINTS));
+  const range = { start, end, step };
+  const uid = encodeURIComponent(job.externalId);
+
+  const wantedUnified = wanted.flatMap((m) => UNIFIED[m]?.names ?? []);
+  // The device list comes along whenever the route is asked at all, so GPUs keep one numbering.
+  const unifiedNames = wantedUnified.length > 0 ? [...new Set([...wantedUnified, DEVICE_IDS_METRIC])] : [];
+  const [graphs, detail, unified] = await Promise.all([
+    wanted.some((m) => NODE_GRAPHS.has(m) || m === 'MODEL_FLOPS_PER_GPU')
+      ? client.get(`/workloads/${uid}/metrics`, range, workloadMetricsSchema, signal)
+      : Promise.resolve({} as Record<string, unknown>),
+    getDetail(job.externalId, signal),
+    unifiedNames.length > 0 ? unifiedData(job.externalId, unifiedNames, range, signal) : Promise.resolve(null),
+  ]);
+
+  const series: SeriesData[] = [];
+  const covered: SystemMetric[] = [];
+  for (const metric of wanted.filter((m) => NODE_GRAPHS.has(m))) {
+    const rawName = lensRawName(metric);
+    if (!(rawName in graphs)) continue;
+    const parsed = metricsGraphSchema.safeParse(graphs[rawName]);
+    if (!parsed.success) {
+      throw new UpstreamError('UPSTREAM_BAD_RESPONSE', providerId, `unexpected shape of "${rawName}" from workloads/{uid}/metrics`);
+    }
+    covered.push(metric);
+    const unit = metricDefinition(metric).unit;
+    for (const s of parsed.data.series) {
+      const node = s.labels.primus_lens_node_name;
+      if (!node) continue;
+      series.push({
+        kind: 'system',
+        name: metric,
+        rawName,
+        unit,
+        scope: 'NODE',
+        nodeExternalId: node,
+        gpuIndex: null,
+        source: SOURCE,
+        stage: null,
+        keyedBy: 'time',
+        meta: {
+          rawUnit: parsed.data.config?.y_axis_unit ?? (unit === 'WATTS' ? 'W' : '%'),
+          aggregation: "per node, mean over the workload's GPUs on it",
+          stepSeconds: step,
+        },
+        points: workloadGraphPoints(s, unit),
+      });
+    }
+  }
+
+  if (wanted.includes('MODEL_FLOPS_PER_GPU')) {
+    const flops = trainingFlops(graphs, providerId, job.externalId, step);
+    // Lens returns the TrainingPerformance graph even when it holds no point: an empty graph
+    // says nothing yet (the framework may not have reported), so it does not cover the metric.
+    if (flops && flops.points.length > 0) {
+      covered.push('MODEL_FLOPS_PER_GPU');
+      series.push(flops);
+    }
+  }
+
+  const podNode = new Map<string, string | null>(latestPods(detail.pods).map((p) => [p.podName, p.nodeName ?? null]));
+  const devices = new Map<string, Set<number>>();
+  if (unified) {
+    const results = new Map(unified.results.map((r) => [r.name, r]));
+    for (const metric of wanted) {
+      const spec = UNIFIED[metric];
+      if (!spec) continue;
+      const found = spec.names.map((n) => results.get(n)).filter((r) => r !== undefined);
+      // Lens answers a failed query with empty series: data is claimed only where some came back.
+      if (found.some((r) => r.series.length > 0) && !covered.includes(metric)) covered.push(metric);
+      for (const r of found) series.push(...unifiedToSeries(providerId, metric, spec, r, job.externalId, podNode, devices, step));
+    }
+    if (!wanted.includes('GPU_UTILIZATION')) {
+      const ids = results.get(DEVICE_IDS_METRIC);
+      if (ids) unifiedToSeries(providerId, 'GPU_UTILIZATION', UNIFIED.GPU_UTILIZATION!, ids, job.externalId, podNode, devices, step);
+    }
+  } else if (wanted.includes('GPU_UTILIZATION')) {
+    series.push(...(await nodeWideGpuSeries(job, detail, range, signal)));
+  }
+  // The nodes' GPUs in the series' numbering; a Lens without the unified route only has counts.
+  const nodes = devices.size > 0 ? await nodesOf(detail, signal, devices) : unified === null ? await nodesOf(detail, signal, null) : undefined;
+  return { series, covered, from: request.from, to: request.to, ...(nodes ? { nodes } : {}) };
+}
+
+async function fetchTrainingMetrics(ctx: LensAdapter, job: JobRef, request: TrainingFetchRequest, signal: AbortSignal): Promise<SeriesData[]> {
+  const { client } = ctx;
+  const uid = encodeURIComponent(job.externalId);
+  const sources = await client.get(`/workloads/${uid}/metrics/sources`, {}, dataSourcesSchema, signal);
+  if (sources.data_sources.length === 0) return [];
+  const available = await client.get(`/workloads/${uid}/metrics/available`, {}, availableMetricsSchema, signal);
+  const requested = request.names ? new Set(request.names) : null;
+  const names = available.metrics.map((m) => m.name).filter((n) => !PROGRESS_METRICS.has(n) && (!requested || requested.has(n)));
+  if (names.length === 0) return [];
+
+  const from = request.from?.getTime();
+  const to = request.to?.getTime();
+  // Lens applies a range only when both ends are given; a one-sided range is applied here.
+  const bothEnds = from !== undefined && to !== undefined;
+  const answer = await client.get(
+    `/workloads/${uid}/metrics/data`,
+    { metrics: [...new Set(names)].join(','), ...(bothEnds ? { start: from, end: to } : {}) },
+    metricsDataSchema,
+    signal,
+  );
+
+  const groups = new Map<string, { name: string; source: string; points: TrainingPoint[] }>();
+  for (const p of answer.data) {
+    if ((from !== undefined && p.timestamp < from) || (to !== undefined && p.timestamp > to)) continue;
+    if (requested && !requested.has(p.metric_name)) continue;
+    const source = p.data_source ?? answer.data_source ?? 'unknown';
+    const key = `${p.metric_name}\u0000${source}`;
+    const group = groups.get(key) ?? { name: p.metric_name, source, points: [] };
+    group.points.push(p);
+    groups.set(key, group);
+  }
+
+  return [...groups.values()].map(({ name, source, points }): SeriesData => {
+    // Lens builds the answer from Go maps: order by iteration; a step logged twice (a resumed
+    // run) keeps its latest value.
+    const byIteration = new Map<number, TrainingPoint>();
+    for (const p of [...points].sort((a, b) => a.iteration - b.iteration || a.timestamp - b.timestamp)) byIteration.set(p.iteration, p);
+    const dropped = points.length - byIteration.size;
+    return trainingSeries(
+      name,
+      source,
+      null,
+      dropped > 0 ? { duplicateIterationsDropped: dropped } : {},
+      [...byIteration.values()].map((p) => ({ timestamp: epochMillisToDate(p.timestamp), step: p.iteration, value: finiteOrNull(p.value) })),
+    );
+  });
+}
+
+async function fetchProgress(ctx: LensAdapter, job: JobRef, signal: AbortSignal): Promise<ProgressRecord | null> {
+  const { iterationTimes } = ctx;
+  const end = job.finishedAt?.getTime() ?? Date.now();
+  // Lens applies a range only with both ends; the far end is generous so that a server clock
+  // ahead of ours cannot hide the latest iterations.
+  let points = await iterationTimes(job.externalId, { start: end - PROGRESS_WINDOW_MS, end: end + CLOCK_SKEW_MARGIN_MS }, signal);
+  // Nothing logged lately (a stalled or long-finished run): read the whole history once.
+  if (!points.some((p) => p.metric_name === 'iteration')) points = await iterationTimes(job.externalId, null, signal);
+
+  // One timeline over all sources: Lens already keeps one point per iteration (the earliest).
+  const byIteration = new Map<number, number>();
+  for (const p of points) {
+    if (p.metric_name !== 'iteration') continue;
+    const seen = byIteration.get(p.iteration);
+    if (seen === undefined || p.timestamp < seen) byIteration.set(p.iteration, p.timestamp);
+  }
+  const timeline = [...byIteration].sort((a, b) => a[0] - b[0]);
+  const latest = timeline.at(-1);
+  if (!latest) return null;
+
+  const targets = points.filter((p) => p.metric_name === 'target_iteration').sort((a, b) => a.timestamp - b.timestamp);
+  const recent = timeline.filter(([, ts]) => ts >= latest[1] - RATE_WINDOW_MS);
+  const window = recent.length >= 2 ? recent : timeline.slice(-2);
+  const first = window[0]!;
+  const seconds = (latest[1] - first[1]) / 1000;
+  return {
+    iteration: latest[0],
+    targetIteration: finiteOrNull(targets.at(-1)?.value),
+    rate: window.length >= 2 && seconds > 0 ? (latest[0] - first[0]) / seconds : null,
+    updatedAt: epochMillisToDate(latest[1]),
+  };
+}
+
+export function createPrimusLensAdapter(config: PrimusLensConfig, secrets: SecretSource): ProviderAdapter {
+  const lensClient = lensClientParts(config, secrets);
+  const ctx: LensAdapter = { ...lensClient, ...lensSeriesParts(lensClient) };
+  const { providerId, client, deletedStatus, getDetail, findListItem, nodesOf } = ctx;
 
   return {
     id: providerId,
@@ -288,173 +477,10 @@ export function createPrimusLensAdapter(config: PrimusLensConfig, secrets: Secre
       return jobFromDetail(detail, item, nodes);
     },
 
-    async fetchSystemMetrics(job, request: MetricFetchRequest, signal): Promise<SystemMetricsResult> {
-      const wanted = request.metrics.filter((m) => SYSTEM_METRICS.includes(m));
-      if (wanted.length === 0) return { series: [], covered: [], from: request.from, to: request.to };
-      const start = Math.floor(request.from.getTime() / 1000);
-      const end = Math.ceil(request.to.getTime() / 1000);
-      // Prometheus refuses more than 11,000 points per series; widen the step rather than fail.
-      const step = Math.max(1, Math.round(request.stepSeconds), Math.ceil((end - start) / PROMETHEUS_MAX_POINTS));
-      const range = { start, end, step };
-      const uid = encodeURIComponent(job.externalId);
+    fetchSystemMetrics: (job, request, signal) => fetchSystemMetrics(ctx, job, request, signal),
 
-      const wantedUnified = wanted.flatMap((m) => UNIFIED[m]?.names ?? []);
-      // The device list comes along whenever the route is asked at all, so GPUs keep one numbering.
-      const unifiedNames = wantedUnified.length > 0 ? [...new Set([...wantedUnified, DEVICE_IDS_METRIC])] : [];
-      const [graphs, detail, unified] = await Promise.all([
-        wanted.some((m) => NODE_GRAPHS.has(m) || m === 'MODEL_FLOPS_PER_GPU')
-          ? client.get(`/workloads/${uid}/metrics`, range, workloadMetricsSchema, signal)
-          : Promise.resolve({} as Record<string, unknown>),
-        getDetail(job.externalId, signal),
-        unifiedNames.length > 0 ? unifiedData(job.externalId, unifiedNames, range, signal) : Promise.resolve(null),
-      ]);
+    fetchTrainingMetrics: (job, request, signal) => fetchTrainingMetrics(ctx, job, request, signal),
 
-      const series: SeriesData[] = [];
-      const covered: SystemMetric[] = [];
-      for (const metric of wanted.filter((m) => NODE_GRAPHS.has(m))) {
-        const rawName = lensRawName(metric);
-        if (!(rawName in graphs)) continue;
-        const parsed = metricsGraphSchema.safeParse(graphs[rawName]);
-        if (!parsed.success) {
-          throw new UpstreamError('UPSTREAM_BAD_RESPONSE', providerId, `unexpected shape of "${rawName}" from workloads/{uid}/metrics`);
-        }
-        covered.push(metric);
-        const unit = metricDefinition(metric).unit;
-        for (const s of parsed.data.series) {
-          const node = s.labels.primus_lens_node_name;
-          if (!node) continue;
-          series.push({
-            kind: 'system',
-            name: metric,
-            rawName,
-            unit,
-            scope: 'NODE',
-            nodeExternalId: node,
-            gpuIndex: null,
-            source: SOURCE,
-            stage: null,
-            keyedBy: 'time',
-            meta: {
-              rawUnit: parsed.data.config?.y_axis_unit ?? (unit === 'WATTS' ? 'W' : '%'),
-              aggregation: "per node, mean over the workload's GPUs on it",
-              stepSeconds: step,
-            },
-            points: graphPoints(s, unit === 'RATIO' ? percentToRatio : finiteOrNull),
-          });
-        }
-      }
-
-      if (wanted.includes('MODEL_FLOPS_PER_GPU')) {
-        const flops = trainingFlops(graphs, providerId, job.externalId, step);
-        // Lens returns the TrainingPerformance graph even when it holds no point: an empty graph
-        // says nothing yet (the framework may not have reported), so it does not cover the metric.
-        if (flops && flops.points.length > 0) {
-          covered.push('MODEL_FLOPS_PER_GPU');
-          series.push(flops);
-        }
-      }
-
-      const podNode = new Map<string, string | null>(latestPods(detail.pods).map((p) => [p.podName, p.nodeName ?? null]));
-      const devices = new Map<string, Set<number>>();
-      if (unified) {
-        const results = new Map(unified.results.map((r) => [r.name, r]));
-        for (const metric of wanted) {
-          const spec = UNIFIED[metric];
-          if (!spec) continue;
-          const found = spec.names.map((n) => results.get(n)).filter((r) => r !== undefined);
-          // Lens answers a failed query with empty series: data is claimed only where some came back.
-          if (found.some((r) => r.series.length > 0) && !covered.includes(metric)) covered.push(metric);
-          for (const r of found) series.push(...unifiedToSeries(providerId, metric, spec, r, job.externalId, podNode, devices, step));
-        }
-        if (!wanted.includes('GPU_UTILIZATION')) {
-          const ids = results.get(DEVICE_IDS_METRIC);
-          if (ids) unifiedToSeries(providerId, 'GPU_UTILIZATION', UNIFIED.GPU_UTILIZATION!, ids, job.externalId, podNode, devices, step);
-        }
-      } else if (wanted.includes('GPU_UTILIZATION')) {
-        series.push(...(await nodeWideGpuSeries(job, detail, range, signal)));
-      }
-      // The nodes' GPUs in the series' numbering; a Lens without the unified route only has counts.
-      const nodes = devices.size > 0 ? await nodesOf(detail, signal, devices) : unified === null ? await nodesOf(detail, signal, null) : undefined;
-      return { series, covered, from: request.from, to: request.to, ...(nodes ? { nodes } : {}) };
-    },
-
-    async fetchTrainingMetrics(job, request: TrainingFetchRequest, signal): Promise<SeriesData[]> {
-      const uid = encodeURIComponent(job.externalId);
-      const sources = await client.get(`/workloads/${uid}/metrics/sources`, {}, dataSourcesSchema, signal);
-      if (sources.data_sources.length === 0) return [];
-      const available = await client.get(`/workloads/${uid}/metrics/available`, {}, availableMetricsSchema, signal);
-      const requested = request.names ? new Set(request.names) : null;
-      const names = available.metrics.map((m) => m.name).filter((n) => !PROGRESS_METRICS.has(n) && (!requested || requested.has(n)));
-      if (names.length === 0) return [];
-
-      const from = request.from?.getTime();
-      const to = request.to?.getTime();
-      // Lens applies a range only when both ends are given; a one-sided range is applied here.
-      const bothEnds = from !== undefined && to !== undefined;
-      const answer = await client.get(
-        `/workloads/${uid}/metrics/data`,
-        { metrics: [...new Set(names)].join(','), ...(bothEnds ? { start: from, end: to } : {}) },
-        metricsDataSchema,
-        signal,
-      );
-
-      const groups = new Map<string, { name: string; source: string; points: TrainingPoint[] }>();
-      for (const p of answer.data) {
-        if ((from !== undefined && p.timestamp < from) || (to !== undefined && p.timestamp > to)) continue;
-        if (requested && !requested.has(p.metric_name)) continue;
-        const source = p.data_source ?? answer.data_source ?? 'unknown';
-        const key = `${p.metric_name}\u0000${source}`;
-        const group = groups.get(key) ?? { name: p.metric_name, source, points: [] };
-        group.points.push(p);
-        groups.set(key, group);
-      }
-
-      return [...groups.values()].map(({ name, source, points }): SeriesData => {
-        // Lens builds the answer from Go maps: order by iteration; a step logged twice (a resumed
-        // run) keeps its latest value.
-        const byIteration = new Map<number, TrainingPoint>();
-        for (const p of [...points].sort((a, b) => a.iteration - b.iteration || a.timestamp - b.timestamp)) byIteration.set(p.iteration, p);
-        const dropped = points.length - byIteration.size;
-        return trainingSeries(
-          name,
-          source,
-          null,
-          dropped > 0 ? { duplicateIterationsDropped: dropped } : {},
-          [...byIteration.values()].map((p) => ({ timestamp: epochMillisToDate(p.timestamp), step: p.iteration, value: finiteOrNull(p.value) })),
-        );
-      });
-    },
-
-    async fetchProgress(job, signal): Promise<ProgressRecord | null> {
-      const end = job.finishedAt?.getTime() ?? Date.now();
-      // Lens applies a range only with both ends; the far end is generous so that a server clock
-      // ahead of ours cannot hide the latest iterations.
-      let points = await iterationTimes(job.externalId, { start: end - PROGRESS_WINDOW_MS, end: end + CLOCK_SKEW_MARGIN_MS }, signal);
-      // Nothing logged lately (a stalled or long-finished run): read the whole history once.
-      if (!points.some((p) => p.metric_name === 'iteration')) points = await iterationTimes(job.externalId, null, signal);
-
-      // One timeline over all sources: Lens already keeps one point per iteration (the earliest).
-      const byIteration = new Map<number, number>();
-      for (const p of points) {
-        if (p.metric_name !== 'iteration') continue;
-        const seen = byIteration.get(p.iteration);
-        if (seen === undefined || p.timestamp < seen) byIteration.set(p.iteration, p.timestamp);
-      }
-      const timeline = [...byIteration].sort((a, b) => a[0] - b[0]);
-      const latest = timeline.at(-1);
-      if (!latest) return null;
-
-      const targets = points.filter((p) => p.metric_name === 'target_iteration').sort((a, b) => a.timestamp - b.timestamp);
-      const recent = timeline.filter(([, ts]) => ts >= latest[1] - RATE_WINDOW_MS);
-      const window = recent.length >= 2 ? recent : timeline.slice(-2);
-      const first = window[0]!;
-      const seconds = (latest[1] - first[1]) / 1000;
-      return {
-        iteration: latest[0],
-        targetIteration: finiteOrNull(targets.at(-1)?.value),
-        rate: window.length >= 2 && seconds > 0 ? (latest[0] - first[0]) / seconds : null,
-        updatedAt: epochMillisToDate(latest[1]),
-      };
-    },
+    fetchProgress: (job, signal) => fetchProgress(ctx, job, signal),
   };
 }

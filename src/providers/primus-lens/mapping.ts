@@ -1,7 +1,7 @@
 import { UpstreamError } from '../../domain/errors.js';
 import { metricDefinition, rawName } from '../../domain/metric-catalog.js';
-import type { JobRecord, JobStatus, NodeRecord, SeriesData, SeriesPoint, SystemMetric } from '../../domain/types.js';
-import { epochSecondsToDate, finiteOrNull, percentToRatio } from '../../domain/units.js';
+import type { JobRecord, JobStatus, MetricUnit, NodeRecord, SeriesData, SeriesPoint, SystemMetric } from '../../domain/types.js';
+import { epochSecondsToDate, finiteOrNull, percentToRatio, teraToBase } from '../../domain/units.js';
 import { reportShapeMismatch } from '../shape-watch.js';
 import type { JobDetailResult } from '../provider.js';
 import { metricsGraphSchema, type UnifiedData, type LensPod, type MetricsGraph, type WorkloadDetail, type WorkloadListItem } from './wire.js';
@@ -9,7 +9,7 @@ import { metricsGraphSchema, type UnifiedData, type LensPod, type MetricsGraph, 
 /** The `source` of every series this adapter writes. */
 export const SOURCE = 'primus-lens';
 
-const STATUS: Record<string, JobStatus> = {
+export const STATUS: Readonly<Record<string, JobStatus>> = {
   Running: 'RUNNING',
   Pending: 'PENDING',
   Done: 'SUCCEEDED',
@@ -61,7 +61,7 @@ export function trainingFlops(graphs: Record<string, unknown>, providerId: strin
   const parsed = metricsGraphSchema.safeParse(graphs[rawName]);
   if (!parsed.success) throw new UpstreamError('UPSTREAM_BAD_RESPONSE', providerId, `unexpected shape of "${rawName}" from workloads/{uid}/metrics`);
   const tflops = parsed.data.series.find((s) => s.labels.primus_lens_node_name === 'tflops');
-  const points = tflops ? graphPoints(tflops, (v) => (typeof v === 'number' && Number.isFinite(v) ? v * 1e12 : null)) : [];
+  const points = tflops ? graphPoints(tflops, teraToBase) : [];
   const over = points.filter((p) => p.value !== null && p.value > MAX_TFLOPS_PER_GPU * 1e12).length;
   if (over > 0) {
     reportShapeMismatch({
@@ -192,6 +192,16 @@ export function jobFromDetail(detail: WorkloadDetail, item: WorkloadListItem | n
     gpuCount: item?.gpu_allocated ?? nodes.reduce((n, node) => n + node.gpus.length, 0),
     nodes,
   };
+}
+
+/** A node's per-device GPU utilization graph (percent) as ratio points, from..to when given. */
+export function deviceUtilizationPoints(device: MetricsGraph['series'][number], from?: number, to?: number): SeriesPoint[] {
+  return graphPoints(device, percentToRatio, from, to);
+}
+
+/** A workload metrics graph's points in the canonical unit: a percent graph as ratios, anything else as given. */
+export function workloadGraphPoints(graph: MetricsGraph['series'][number], unit: MetricUnit): SeriesPoint[] {
+  return graphPoints(graph, unit === 'RATIO' ? percentToRatio : finiteOrNull);
 }
 
 export function graphPoints(graph: MetricsGraph['series'][number], convert: (v: unknown) => number | null, from?: number, to?: number): SeriesPoint[] {

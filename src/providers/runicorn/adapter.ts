@@ -1,8 +1,8 @@
 // The Runicorn adapter, in two modes over the same mapping: the viewer's HTTP API (baseUrl) or the
 // storage folder read directly (storageDir). Project = the run's experiment path, Job = a run.
-import { DEFAULT_PROVIDER_TIMEOUT_SECONDS, type RunicornConfig, type SecretSource } from '../../config/index.js';
+import { DEFAULT_PROVIDER_TIMEOUT_SECONDS, type SecretSource } from '../../config/provider-kit.js';
+import type { RunicornConfig } from './config.js';
 import { DomainError, UpstreamError } from '../../domain/errors.js';
-import { rawName } from '../../domain/metric-catalog.js';
 import {
   TERMINAL_STATUSES,
   type JobRecord,
@@ -14,15 +14,13 @@ import {
   type MetricFetchRequest,
   type ProjectRecord,
   type TrainingFetchRequest,
-  type MetricUnit,
   type SeriesData,
   type SystemMetric,
 } from '../../domain/types.js';
 import { LogClock } from './log-clock.js';
-import { GPU_TELEMETRY_READINGS, type GpuTelemetryReading } from './wire.js';
 import { epochSecondsToDate } from '../../domain/units.js';
 import type { JobDetailResult, ProviderAdapter, ProviderCapabilities, SystemMetricsResult } from '../provider.js';
-import { mapStatus, progressFromTable, reportedBest, tableToSeries, targetIterationFrom } from './mapping.js';
+import { mapStatus, progressFromTable, reportedBest, tableToSeries, targetIterationFrom, TELEMETRY } from './mapping.js';
 import type { RunicornSource, RunSnapshot } from './client.js';
 import { StorageSource } from './storage-source.js';
 import { ViewerSource } from './viewer-source.js';
@@ -57,30 +55,11 @@ const CAPABILITIES: ProviderCapabilities = {
   logs: true,
 };
 
-/** The catalog's Runicorn name of a metric, which must be one of the telemetry answer's readings. */
-function telemetryReading(metric: SystemMetric): GpuTelemetryReading {
-  const name = rawName(metric, 'RUNICORN', 'gpu telemetry');
-  const reading = GPU_TELEMETRY_READINGS.find((r) => r === name);
-  if (!reading) throw new Error(`the metric catalog names "${name}" for ${metric}, which /api/gpu/telemetry does not give`);
-  return reading;
-}
-
-/**
- * What /api/gpu/telemetry gives (a viewer only): nvidia-smi on the viewer's host, now, tied to no
- * run. Read while a run is running and written as host-wide series of that run (source
- * `runicorn:host`, `meta.hostWide`), never as the run's own GPUs; each poll's reading is a point,
- * so the cache keeps the history the endpoint does not.
- */
-const TELEMETRY: Partial<Record<SystemMetric, { field: GpuTelemetryReading; unit: MetricUnit; convert: (v: number) => number }>> = {
-  GPU_UTILIZATION: { field: telemetryReading('GPU_UTILIZATION'), unit: 'RATIO', convert: (v) => v / 100 },
-  GPU_MEMORY_USED: { field: telemetryReading('GPU_MEMORY_USED'), unit: 'BYTES', convert: (v) => v * 1024 * 1024 },
-  GPU_POWER: { field: telemetryReading('GPU_POWER'), unit: 'WATTS', convert: (v) => v },
-  GPU_TEMPERATURE: { field: telemetryReading('GPU_TEMPERATURE'), unit: 'CELSIUS', convert: (v) => v },
-};
 const TELEMETRY_METRICS = Object.keys(TELEMETRY) as SystemMetric[];
 const HOST_SOURCE = 'runicorn:host';
 
-export function createRunicornAdapter(config: RunicornConfig, _secrets: SecretSource): RunicornAdapter {
+/** The source (a viewer or a storage folder), runs as job records, and the log clocks. */
+function runicornParts(config: RunicornConfig) {
   const timeoutMs = (config.timeoutSeconds ?? DEFAULT_PROVIDER_TIMEOUT_SECONDS) * 1000;
   let source: RunicornSource;
   let storage: StorageSource | null = null;
@@ -146,7 +125,83 @@ export function createRunicornAdapter(config: RunicornConfig, _secrets: SecretSo
     if (!table) throw new UpstreamError('UPSTREAM_NOT_FOUND', config.id, `run ${job.externalId} not found`, { status: 404 });
     return table;
   };
+  return { config, timeoutMs, source, storage, viewer, projectIdOf, toJob, clocks, clockFor, requireRun };
+}
 
+type RunicornParts = ReturnType<typeof runicornParts>;
+
+async function fetchSystemMetrics(ctx: RunicornParts, job: JobRef, request: MetricFetchRequest, signal: AbortSignal): Promise<SystemMetricsResult> {
+  const { viewer } = ctx;
+  const complete = { series: [], covered: [...request.metrics], from: request.from, to: request.to };
+  // Storage mode has no system metrics at all; a finished run's host readings are what was
+  // cached while it ran (the endpoint has no history): either way the empty answer is complete.
+  if (!viewer || job.status !== 'RUNNING') return complete;
+  const wanted = request.metrics.filter((m) => TELEMETRY[m]);
+  if (wanted.length === 0) return complete;
+  const telemetry = await viewer.gpuTelemetry(signal);
+  // No nvidia-smi on the viewer's host: nothing to claim.
+  if (!telemetry) return { series: [], covered: [], from: request.from, to: request.to };
+  const at = new Date(Math.round((telemetry.ts ?? Date.now() / 1000) * 1000));
+  const series: SeriesData[] = [];
+  for (const metric of wanted) {
+    const spec = TELEMETRY[metric]!;
+    for (const gpu of telemetry.gpus) {
+      const raw = gpu[spec.field];
+      series.push({
+        kind: 'system',
+        name: metric,
+        rawName: spec.field,
+        unit: spec.unit,
+        scope: 'GPU',
+        nodeExternalId: HOST_NODE_ID,
+        gpuIndex: gpu.index,
+        source: HOST_SOURCE,
+        stage: null,
+        keyedBy: 'time',
+        meta: {
+          hostWide: true,
+          gpuName: gpu.name ?? null,
+          note: "the viewer host's GPU as nvidia-smi reports it, whichever process uses it: not the run's own",
+        },
+        points: [{ timestamp: at, step: null, value: typeof raw === 'number' ? spec.convert(raw) : null }],
+      });
+    }
+  }
+  return { series, covered: wanted, from: request.from, to: request.to };
+}
+
+async function fetchLogs(ctx: RunicornParts, job: JobRef, request: LogRequest, signal: AbortSignal): Promise<LogPage> {
+  const { config, source, clockFor } = ctx;
+  const start = request.after === null ? 0 : Number(request.after);
+  if (!Number.isInteger(start) || start < 0) throw new DomainError('BAD_INPUT', `not a Runicorn log cursor: ${request.after}`);
+  const end = start + request.limit;
+  const follow = !TERMINAL_STATUSES.has(job.status);
+  // With `since`, lines before it are skipped, not counted: the page holds `limit` lines at or
+  // after it, so every line so far is read (the instants are known only by reading the lines).
+  const since = request.since;
+  const slice = await source.logLines(job.externalId, since ? Number.MAX_SAFE_INTEGER : end, follow, signal);
+  if (!slice) throw new UpstreamError('UPSTREAM_NOT_FOUND', config.id, `run ${job.externalId} not found`, { status: 404 });
+  const clock = clockFor(job, slice.lines);
+  const out: LogLineRecord[] = [];
+  const gaps: LogGap[] = [];
+  let cursor = start;
+  for (let i = start; i < slice.lines.length && (since ? out.length < request.limit : i < end); i++) {
+    cursor = i + 1;
+    const message = slice.lines[i];
+    if (message === null || message === undefined) {
+      gaps.push({ after: i === 0 ? null : String(i), lines: 1, reason: VIEWER_CAP_GAP });
+      continue;
+    }
+    const timestamp = clock.at(i);
+    if (since && timestamp && timestamp < since) continue;
+    out.push({ timestamp, message, node: null, level: null, cursor: String(i + 1) });
+  }
+  return { lines: out, nextCursor: cursor > 0 ? String(cursor) : request.after, ...(gaps.length > 0 ? { gaps } : {}) };
+}
+
+export function createRunicornAdapter(config: RunicornConfig, _secrets: SecretSource): RunicornAdapter {
+  const ctx: RunicornParts = runicornParts(config);
+  const { source, storage, viewer, projectIdOf, toJob, requireRun } = ctx;
   return {
     id: config.id,
     kind: 'RUNICORN',
@@ -179,44 +234,7 @@ export function createRunicornAdapter(config: RunicornConfig, _secrets: SecretSo
       return { ...toJob(run), nodes: [{ externalId: HOST_NODE_ID, name: run.hostname ?? HOST_NODE_ID, gpus: [] }] };
     },
 
-    async fetchSystemMetrics(job, request: MetricFetchRequest, signal): Promise<SystemMetricsResult> {
-      const complete = { series: [], covered: [...request.metrics], from: request.from, to: request.to };
-      // Storage mode has no system metrics at all; a finished run's host readings are what was
-      // cached while it ran (the endpoint has no history): either way the empty answer is complete.
-      if (!viewer || job.status !== 'RUNNING') return complete;
-      const wanted = request.metrics.filter((m) => TELEMETRY[m]);
-      if (wanted.length === 0) return complete;
-      const telemetry = await viewer.gpuTelemetry(signal);
-      // No nvidia-smi on the viewer's host: nothing to claim.
-      if (!telemetry) return { series: [], covered: [], from: request.from, to: request.to };
-      const at = new Date(Math.round((telemetry.ts ?? Date.now() / 1000) * 1000));
-      const series: SeriesData[] = [];
-      for (const metric of wanted) {
-        const spec = TELEMETRY[metric]!;
-        for (const gpu of telemetry.gpus) {
-          const raw = gpu[spec.field];
-          series.push({
-            kind: 'system',
-            name: metric,
-            rawName: spec.field,
-            unit: spec.unit,
-            scope: 'GPU',
-            nodeExternalId: HOST_NODE_ID,
-            gpuIndex: gpu.index,
-            source: HOST_SOURCE,
-            stage: null,
-            keyedBy: 'time',
-            meta: {
-              hostWide: true,
-              gpuName: gpu.name ?? null,
-              note: "the viewer host's GPU as nvidia-smi reports it, whichever process uses it: not the run's own",
-            },
-            points: [{ timestamp: at, step: null, value: typeof raw === 'number' && Number.isFinite(raw) ? spec.convert(raw) : null }],
-          });
-        }
-      }
-      return { series, covered: wanted, from: request.from, to: request.to };
-    },
+    fetchSystemMetrics: (job, request, signal) => fetchSystemMetrics(ctx, job, request, signal),
 
     async fetchTrainingMetrics(job, request: TrainingFetchRequest, signal) {
       return tableToSeries(await requireRun(job, signal), request);
@@ -230,33 +248,7 @@ export function createRunicornAdapter(config: RunicornConfig, _secrets: SecretSo
       return progressFromTable(table, targetIterationFrom(run?.summary, run?.meta, run?.config));
     },
 
-    async fetchLogs(job, request: LogRequest, signal): Promise<LogPage> {
-      const start = request.after === null ? 0 : Number(request.after);
-      if (!Number.isInteger(start) || start < 0) throw new DomainError('BAD_INPUT', `not a Runicorn log cursor: ${request.after}`);
-      const end = start + request.limit;
-      const follow = !TERMINAL_STATUSES.has(job.status);
-      // With `since`, lines before it are skipped, not counted: the page holds `limit` lines at or
-      // after it, so every line so far is read (the instants are known only by reading the lines).
-      const since = request.since;
-      const slice = await source.logLines(job.externalId, since ? Number.MAX_SAFE_INTEGER : end, follow, signal);
-      if (!slice) throw new UpstreamError('UPSTREAM_NOT_FOUND', config.id, `run ${job.externalId} not found`, { status: 404 });
-      const clock = clockFor(job, slice.lines);
-      const out: LogLineRecord[] = [];
-      const gaps: LogGap[] = [];
-      let cursor = start;
-      for (let i = start; i < slice.lines.length && (since ? out.length < request.limit : i < end); i++) {
-        cursor = i + 1;
-        const message = slice.lines[i];
-        if (message === null || message === undefined) {
-          gaps.push({ after: i === 0 ? null : String(i), lines: 1, reason: VIEWER_CAP_GAP });
-          continue;
-        }
-        const timestamp = clock.at(i);
-        if (since && timestamp && timestamp < since) continue;
-        out.push({ timestamp, message, node: null, level: null, cursor: String(i + 1) });
-      }
-      return { lines: out, nextCursor: cursor > 0 ? String(cursor) : request.after, ...(gaps.length > 0 ? { gaps } : {}) };
-    },
+    fetchLogs: (job, request, signal) => fetchLogs(ctx, job, request, signal),
 
     async close() {
       await source.close?.();

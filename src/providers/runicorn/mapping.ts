@@ -1,25 +1,53 @@
 // Runicorn records -> domain records: status, training series from the step table, progress,
 // and log-line timestamps. Used by both modes, so both give identical answers.
-import type { JobStatus, ProgressRecord, ReportedSummary, SeriesData, SeriesPoint, TrainingFetchRequest } from '../../domain/types.js';
-import { epochSecondsToDate } from '../../domain/units.js';
+import { rawName } from '../../domain/metric-catalog.js';
+import type {
+  JobStatus,
+  MetricUnit,
+  ProgressRecord,
+  ReportedSummary,
+  SeriesData,
+  SeriesPoint,
+  SystemMetric,
+  TrainingFetchRequest,
+} from '../../domain/types.js';
+import { epochSecondsToDate, finiteOrNull, mibToBytes, percentToRatio } from '../../domain/units.js';
 import { trainingSeries } from '../provider.js';
 import type { MetricTable } from './events.js';
+import { GPU_TELEMETRY_READINGS, type GpuTelemetryReading } from './wire.js';
+
+export const STATUS: Readonly<Record<string, JobStatus>> = {
+  running: 'RUNNING',
+  finished: 'SUCCEEDED',
+  // Also what the viewer writes for a crashed run (exit_reason process_not_found).
+  failed: 'FAILED',
+  interrupted: 'STOPPED',
+};
 
 export function mapStatus(raw: string): JobStatus {
-  switch (raw) {
-    case 'running':
-      return 'RUNNING';
-    case 'finished':
-      return 'SUCCEEDED';
-    // Also what the viewer writes for a crashed run (exit_reason process_not_found).
-    case 'failed':
-      return 'FAILED';
-    case 'interrupted':
-      return 'STOPPED';
-    default:
-      return 'UNKNOWN';
-  }
+  return Object.hasOwn(STATUS, raw) ? STATUS[raw]! : 'UNKNOWN';
 }
+
+/** The catalog's Runicorn name of a metric, which must be one of the telemetry answer's readings. */
+function telemetryReading(metric: SystemMetric): GpuTelemetryReading {
+  const name = rawName(metric, 'RUNICORN', 'gpu telemetry');
+  const reading = GPU_TELEMETRY_READINGS.find((r) => r === name);
+  if (!reading) throw new Error(`the metric catalog names "${name}" for ${metric}, which /api/gpu/telemetry does not give`);
+  return reading;
+}
+
+/**
+ * What /api/gpu/telemetry gives (a viewer only): nvidia-smi on the viewer's host, now, tied to no
+ * run. Read while a run is running and written as host-wide series of that run (source
+ * `runicorn:host`, `meta.hostWide`), never as the run's own GPUs; each poll's reading is a point,
+ * so the cache keeps the history the endpoint does not.
+ */
+export const TELEMETRY: Partial<Record<SystemMetric, { field: GpuTelemetryReading; unit: MetricUnit; convert: (v: unknown) => number | null }>> = {
+  GPU_UTILIZATION: { field: telemetryReading('GPU_UTILIZATION'), unit: 'RATIO', convert: percentToRatio },
+  GPU_MEMORY_USED: { field: telemetryReading('GPU_MEMORY_USED'), unit: 'BYTES', convert: mibToBytes },
+  GPU_POWER: { field: telemetryReading('GPU_POWER'), unit: 'WATTS', convert: finiteOrNull },
+  GPU_TEMPERATURE: { field: telemetryReading('GPU_TEMPERATURE'), unit: 'CELSIUS', convert: finiteOrNull },
+};
 
 /** Columns that are the row's coordinates, not metrics. */
 const COORDINATE_COLUMNS = new Set(['global_step', 'time', 'stage']);

@@ -4,7 +4,7 @@ import { GraphQLError } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { Logger } from 'pino';
 import { DomainError } from '../../domain/errors.js';
-import { clientFacingError } from '../../store/unavailable.js';
+import { clientFacingError } from '../../store/index.js';
 
 /** While Postgres is away every cache-backed field fails; one warning per this many ms says so. */
 const UNAVAILABLE_LOG_EVERY_MS = 5_000;

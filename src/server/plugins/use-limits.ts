@@ -31,7 +31,7 @@ import {
   type ValidationRule,
 } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import type { RequestLimits } from '../../config/security.js';
+import type { RequestLimits } from '../../config/index.js';
 import { withCode } from './use-error-codes.js';
 import { queryCost, type CostDefaults, type KnownShapes, type QueryCost } from './query-cost.js';
 import { OperationScope, type RequestScope } from '../../domain/request-scope.js';

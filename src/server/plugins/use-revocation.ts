@@ -4,7 +4,7 @@
 // valid tokens are untouched).
 import { GraphQLError } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import type { TokenStore } from '../../config/security.js';
+import type { TokenStore } from '../../config/index.js';
 import { presentedToken } from '../access.js';
 import { isAsyncIterable } from './operation.js';
 

@@ -2,7 +2,7 @@
 // errors[]. A subscription's stream reports failures as its own error events instead.
 import type { GraphQLError } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import type { Context } from '../../schema/context.js';
+import type { Context } from '../../schema/index.js';
 
 // One hook object for every operation: the context comes with the hook's own arguments.
 const appendStaleErrors = {

@@ -1,7 +1,7 @@
 // The Baseten simulator's synthetic fleet: projects and training jobs derived from a seed, with
 // every job time placed relative to an anchor so tests can pin the clock. This is the ground
 // truth the simulator serves and that tests compare adapters against; written from the fact
-// sheet (shared/providers/baseten.md) only, never from the adapter.
+// sheet (docs/platforms/baseten.md) only, never from the adapter.
 import { startOfUtcDay, hashSeed, seededRandom, wave } from '../kit.js';
 
 export const JOB_STATUSES = [
@@ -72,6 +72,39 @@ export interface FleetJob {
   ephemeralCapacityBytes: number;
   /** Size of the job's read-write cache, or null when the job has none (`cache: null`). */
   cacheCapacityBytes: number | null;
+  /** Trouble the job's GPU utilization shows in a span (stall, straggler, idle); none by default. */
+  anomalies?: JobAnomaly[];
+}
+
+/**
+ * What a findings demo or test makes a running job's GPUs do for a while: `stall` drops every GPU
+ * below 3%; `straggler` drops one rank (node, rank) to 5-12%; `idle` leaves one node's GPUs below 2%.
+ */
+export interface JobAnomaly {
+  kind: 'stall' | 'straggler' | 'idle';
+  fromMs: number;
+  toMs: number;
+  node?: number;
+  rank?: number;
+}
+
+/** An anomaly for the `runningJob`-th running job of the fleet (in fleet order). */
+export interface AnomalySpec extends JobAnomaly {
+  runningJob: number;
+}
+
+/**
+ * The demo's three anomalies around the simulator's start `t0`, each already under way (so the
+ * findings evaluator sees them at its first evaluations) and over within the hour: a stall of the
+ * second running job, a straggler rank (node 1, rank 5) of the first, and an idle node (node 1)
+ * of the third. With the default fleet: 1 GPU, 2x8 GPUs, 2x4 GPUs.
+ */
+export function demoAnomalies(t0: number): AnomalySpec[] {
+  return [
+    { runningJob: 1, kind: 'stall', fromMs: t0 - 20 * MINUTE, toMs: t0 + 40 * MINUTE },
+    { runningJob: 0, kind: 'straggler', node: 1, rank: 5, fromMs: t0 - 15 * MINUTE, toMs: t0 + 45 * MINUTE },
+    { runningJob: 2, kind: 'idle', node: 1, fromMs: t0 - 35 * MINUTE, toMs: t0 + 60 * MINUTE },
+  ];
 }
 
 export interface FleetShape {
@@ -93,6 +126,8 @@ export interface FleetOptions {
   anchorMs?: number;
   now?: () => number;
   fleet?: FleetShape;
+  /** Anomalies of running jobs' GPU utilization (findings demos and tests); none by default. */
+  anomalies?: AnomalySpec[];
 }
 
 export interface BasetenFleet {
@@ -301,6 +336,12 @@ export function createBasetenFleet(options: FleetOptions = {}): BasetenFleet {
     const own = jobs.filter((job) => job.projectId === project.id);
     project.createdAtMs = own.length > 0 ? Math.min(...own.map((job) => job.createdAtMs)) - 7 * DAY : anchorMs - 30 * DAY;
   }
+  const running = jobs.filter((j) => j.status === 'TRAINING_JOB_RUNNING');
+  for (const { runningJob, ...anomaly } of options.anomalies ?? []) {
+    const job = running[runningJob];
+    if (!job) throw new Error(`anomaly for running job ${runningJob}: the fleet has ${running.length} running jobs`);
+    (job.anomalies ??= []).push(anomaly);
+  }
   return { seed, anchorMs, now, projects, jobs };
 }
 
@@ -344,8 +385,16 @@ export function metricValue(job: FleetJob, nodeIndex: number, metric: BasetenMet
   const it = job.instanceType;
   const hoursRunning = Math.max(0, timestampMs - (job.startedAtMs ?? timestampMs)) / HOUR;
   switch (metric) {
-    case 'gpu_utilization':
+    case 'gpu_utilization': {
+      const a = job.anomalies?.find(
+        (x) => timestampMs >= x.fromMs && timestampMs < x.toMs && (x.node === undefined || x.node === nodeIndex) && (x.rank === undefined || x.rank === rank),
+      );
+      if (a) {
+        const [lo, hi] = a.kind === 'stall' ? [0, 0.03] : a.kind === 'idle' ? [0, 0.02] : [0.05, 0.12];
+        return round(wave(seedFor(metric), timestampMs, lo, hi), 4);
+      }
       return round(wave(seedFor(metric), timestampMs, 0.35, 0.99), 4);
+    }
     case 'gpu_memory_usage_bytes':
       return Math.floor((it.gpu_memory_limit_mib ?? 0) * MIB * wave(seedFor(metric), timestampMs, 0.45, 0.93));
     case 'cpu_usage':

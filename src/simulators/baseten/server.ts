@@ -1,4 +1,4 @@
-// The Baseten training API simulator: every route of shared/providers/baseten.md over real HTTP,
+// The Baseten training API simulator: every route of docs/platforms/baseten.md over real HTTP,
 // with Baseten's auth header forms, its 429 body, a real per-key per-endpoint rate limit, and
 // the kit's fault injection rendered in Baseten's own error shapes.
 import { hashSeed, seededRandom, startSimulator, type Fault, type SimRequest, type SimResponse, type SimulatorHandle } from '../kit.js';
@@ -10,6 +10,7 @@ import {
   rankKeys,
   reportingSpan,
   TERMINAL_JOB_STATUSES,
+  type AnomalySpec,
   type BasetenFleet,
   type FleetJob,
   type FleetProject,
@@ -29,6 +30,8 @@ export interface BasetenSimulatorOptions {
   /** The data clock: running jobs' metrics and logs reach up to now(). Default Date.now. */
   now?: () => number;
   fleet?: FleetShape;
+  /** Anomalies of running jobs' GPU utilization (fleet.ts demoAnomalies); none by default. */
+  anomalies?: AnomalySpec[];
   /** The key the simulator accepts; default one derived from the seed. */
   apiKey?: string;
   /** false switches the rate limit off. */
@@ -74,9 +77,10 @@ function isoSeconds(ms: number): string {
   return new Date(ms).toISOString().replace('.000Z', 'Z');
 }
 
-export async function startBasetenSimulator(options: BasetenSimulatorOptions = {}): Promise<BasetenSimulator> {
+/** The options read once, the fleet, the rate limiter, and how projects and jobs render. */
+function basetenState(options: BasetenSimulatorOptions) {
   const now = options.now ?? Date.now;
-  const fleet = createBasetenFleet({ seed: options.seed, anchorMs: options.anchorMs, now, fleet: options.fleet });
+  const fleet = createBasetenFleet({ seed: options.seed, anchorMs: options.anchorMs, now, fleet: options.fleet, anomalies: options.anomalies });
   const apiKey = options.apiKey ?? defaultApiKey(fleet.seed);
   const limiter = options.rateLimit === false ? null : rateLimiter(options.rateLimit ?? {}, options.rateLimitClock ?? Date.now);
 
@@ -136,7 +140,12 @@ export async function startBasetenSimulator(options: BasetenSimulatorOptions = {
         throw err;
       }
     };
+  return { options, now, fleet, apiKey, limiter, projectById, jobIn, projectResource, jobResource, byCreated, guarded };
+}
 
+/** Job search, stop, queue context, logs and metrics. */
+function basetenHandlers(ctx: ReturnType<typeof basetenState>) {
+  const { now, fleet, jobIn, jobResource, byCreated } = ctx;
   const searchJobs = (req: SimRequest): SimResponse => {
     const body = objectBody(req);
     const projectId = optionalString(body, 'project_id');
@@ -275,6 +284,30 @@ export async function startBasetenSimulator(options: BasetenSimulatorOptions = {
     }
     return { status: 200, body: metricsBody(job, startMs, endMs, stepSeconds * 1000, nowMs, jobResource(job)) };
   };
+  return { searchJobs, stopJob, queueContext, getLogs, getMetrics };
+}
+
+type BasetenSim = ReturnType<typeof basetenState> & ReturnType<typeof basetenHandlers>;
+
+export async function startBasetenSimulator(options: BasetenSimulatorOptions = {}): Promise<BasetenSimulator> {
+  const state = basetenState(options);
+  const ctx: BasetenSim = { ...state, ...basetenHandlers(state) };
+  const {
+    fleet,
+    apiKey,
+    limiter,
+    projectById,
+    jobIn,
+    projectResource,
+    jobResource,
+    byCreated,
+    guarded,
+    searchJobs,
+    stopJob,
+    queueContext,
+    getLogs,
+    getMetrics,
+  } = ctx;
 
   const sim = await startSimulator(
     {

@@ -2,7 +2,7 @@
 import type { DemoStarter } from '../demo-starter.js';
 import { startModelArtsSimulator } from './server.js';
 
-export const startModelArtsDemo: DemoStarter = async (opts) => {
+export const startModelArtsDemo: DemoStarter<'MODELARTS'> = async (opts) => {
   const sim = await startModelArtsSimulator({ ...(opts.now ? { now: opts.now } : {}), anchorMs: opts.anchorMs });
   return {
     config: {

@@ -1,5 +1,5 @@
 // A ModelArts training-job API (v2) plus the IAM token endpoint on one loopback server, written
-// from ../shared/providers/modelarts.md: both auth modes really checked, page-index paging,
+// from docs/platforms/modelarts.md: both auth modes really checked, page-index paging,
 // ModelArts' error bodies ({error_code, error_msg}), 204 for metrics that are not ready yet.
 import { randomBytes } from 'node:crypto';
 import { startOfUtcDay, startSimulator, type Fault, type RouteDef, type SimRequest, type SimResponse, type SimulatorHandle } from '../kit.js';
@@ -101,7 +101,8 @@ function parseFilters(raw: unknown): Filter[] | string {
   return out;
 }
 
-export async function startModelArtsSimulator(opts: ModelArtsSimulatorOptions = {}): Promise<ModelArtsSimulator> {
+/** The fleet as of now (terminations applied), issued tokens, and how a job renders. */
+function modelartsState(opts: ModelArtsSimulatorOptions) {
   const now = opts.now ?? Date.now;
   const anchorMs = opts.anchorMs ?? startOfUtcDay(now());
   const projectId = opts.projectId ?? '0f3c5b2a9e8d47c1b6a2d4e5f7a8b9c0';
@@ -223,8 +224,30 @@ export async function startModelArtsSimulator(opts: ModelArtsSimulatorOptions = 
   };
 
   const findJob = (req: SimRequest): SimJob | null => byId.get(req.params.jobId ?? '') ?? null;
+  return {
+    opts,
+    now,
+    anchorMs,
+    projectId,
+    region,
+    credentials,
+    tokenLifetimeMs,
+    previewLimit,
+    fleet,
+    byId,
+    terminatedAt,
+    tokens,
+    live,
+    runningRecords,
+    render,
+    findJob,
+  };
+}
 
-  const routes: RouteDef[] = [
+/** The IAM token route and the job search. */
+function jobRoutes(ctx: ModelArtsSim): RouteDef[] {
+  const { now, projectId, region, credentials, tokenLifetimeMs, fleet, tokens, live, render } = ctx;
+  return [
     {
       method: 'POST',
       path: '/v3/auth/tokens',
@@ -318,6 +341,13 @@ export async function startModelArtsSimulator(opts: ModelArtsSimulatorOptions = 
         };
       },
     },
+  ];
+}
+
+/** A job's detail, a task's running metrics and log preview, and the terminate action. */
+function metricAndLogRoutes(ctx: ModelArtsSim): RouteDef[] {
+  const { now, previewLimit, terminatedAt, live, render, findJob } = ctx;
+  return [
     {
       method: 'GET',
       path: '/v2/:projectId/training-jobs/:jobId',
@@ -382,6 +412,14 @@ export async function startModelArtsSimulator(opts: ModelArtsSimulatorOptions = 
       },
     },
   ];
+}
+
+type ModelArtsSim = ReturnType<typeof modelartsState>;
+
+export async function startModelArtsSimulator(opts: ModelArtsSimulatorOptions = {}): Promise<ModelArtsSimulator> {
+  const ctx: ModelArtsSim = modelartsState(opts);
+  const routes = [...jobRoutes(ctx), ...metricAndLogRoutes(ctx)];
+  const { now, projectId, region, credentials, fleet, byId, tokens, render } = ctx;
 
   const authenticate = (req: SimRequest): SimResponse | null => {
     if (req.route === 'iamToken') return null;

@@ -2,7 +2,7 @@
 import type { DemoStarter } from '../demo-starter.js';
 import { startPaiDlcSimulator } from './server.js';
 
-export const startPaiDlcDemo: DemoStarter = async (opts) => {
+export const startPaiDlcDemo: DemoStarter<'PAI_DLC'> = async (opts) => {
   const sim = await startPaiDlcSimulator({ ...(opts.now ? { now: opts.now } : {}), anchorMs: opts.anchorMs });
   return {
     config: {

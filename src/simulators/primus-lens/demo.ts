@@ -6,7 +6,7 @@ import { startPrimusLensSimulator } from './server.js';
 const TOKEN_ENV = 'PRIMUS_LENS_DEMO_TOKEN';
 const DEMO_TOKEN = 'ak-primus-lens-demo-0001';
 
-export const startPrimusLensDemo: DemoStarter = async (opts) => {
+export const startPrimusLensDemo: DemoStarter<'PRIMUS_LENS'> = async (opts) => {
   const sim = await startPrimusLensSimulator({
     prefix: '/lens/v1',
     auth: { mode: 'bearer', token: DEMO_TOKEN },

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { DemoStarter } from '../demo-starter.js';
 import { writeDemoFleet } from './fleet.js';
 
-export const startRunicornDemo: DemoStarter = async (opts) => {
+export const startRunicornDemo: DemoStarter<'RUNICORN'> = async (opts) => {
   const now = opts.now ?? Date.now;
   const ownsDir = !opts.workDir;
   const base = opts.workDir ?? mkdtempSync(join(tmpdir(), 'runicorn-demo-'));

@@ -34,7 +34,8 @@ const VERSION = '0.6.0';
 const NO_LOGS = '[info] No logs available yet. Waiting for logs to be created...';
 const MAX_INITIAL_LINES = 10000;
 
-export async function startRunicornViewer(opts: RunicornViewerOptions): Promise<RunicornViewerHandle> {
+/** The options read once, the per-path rate limiter, and run lookup. */
+function viewerLimits(opts: RunicornViewerOptions) {
   const root = opts.storageDir;
   const now = opts.now ?? Date.now;
   const crashCheck = {
@@ -117,7 +118,29 @@ export async function startRunicornViewer(opts: RunicornViewerOptions): Promise<
       assets_count: countAssets(readJsonLenient(join(run.dir, 'assets.json'))),
     };
   };
+  return {
+    opts,
+    root,
+    now,
+    crashCheck,
+    windowSeconds,
+    limiterFor,
+    requestTimes,
+    cacheSizes,
+    cacheStats,
+    rateHeaders,
+    admit,
+    rateLimited,
+    withApiHeaders,
+    findRun,
+    runNotFound,
+    listItem,
+  };
+}
 
+/** The metrics route's handler, the incremental cache's statistics, and the path tree. */
+function viewerReads(ctx: ReturnType<typeof viewerLimits>) {
+  const { root, cacheSizes, cacheStats, findRun, runNotFound, listItem } = ctx;
   const metricsHandler: SimHandler = (req) => {
     const raw = req.query.get('downsample');
     let downsample: number | null = null;
@@ -177,8 +200,178 @@ export async function startRunicornViewer(opts: RunicornViewerOptions): Promise<
           .filter((p): p is string => Boolean(p)),
       ),
     ].sort();
+  return { metricsHandler, noteCacheAccess, cacheStatsBody, pathTree, allPaths };
+}
 
-  const plainRoutes: RouteDef[] = [
+/** The health and GPU telemetry answers, and faults in this API's shapes. */
+function viewerProbes(ctx: ReturnType<typeof viewerLimits> & ReturnType<typeof viewerReads>) {
+  const { opts, root, now, limiterFor, rateHeaders, rateLimited, cacheStatsBody } = ctx;
+
+  const healthBody = () => {
+    const s = cacheStatsBody();
+    return {
+      status: 'ok',
+      storage: root,
+      version: VERSION,
+      cache: {
+        enabled: true,
+        type: 'incremental',
+        hit_rate: `${(s.hit_rate * 100).toFixed(1)}%`,
+        hits: s.hits,
+        misses: s.misses,
+        incremental_updates: s.incremental_updates,
+        size: s.size,
+        max_size: s.max_size,
+      },
+    };
+  };
+
+  const gpuTelemetry = () => {
+    if (!opts.gpus || opts.gpus.length === 0) return { available: false, reason: 'nvidia-smi not found in PATH' };
+    const t = now();
+    return {
+      available: true,
+      ts: t / 1000,
+      gpus: opts.gpus.map((g, index) => {
+        const seed = hashSeed(`runicorn-gpu-${index}`);
+        const used = Math.round(g.memTotalMib * wave(seed ^ 7, t, 0.05, 0.9));
+        return {
+          index,
+          name: g.name,
+          util_gpu: Math.round(100 * wave(seed, t)),
+          util_mem: Math.round(100 * wave(seed ^ 3, t, 0, 0.6)),
+          mem_total_mib: g.memTotalMib,
+          mem_used_mib: used,
+          temp_c: Math.round(30 + 40 * wave(seed ^ 5, t)),
+          power_w: Math.round(70000 + 600000 * wave(seed ^ 11, t)) / 1000,
+          power_limit_w: 700.0,
+          clock_sm_mhz: 1980.0,
+          clock_mem_mhz: 2619.0,
+          pstate: 'P0',
+          fan_speed_pct: null,
+          mem_used_pct: (used / g.memTotalMib) * 100,
+        };
+      }),
+    };
+  };
+
+  const renderFault = (fault: Fault, req: SimRequest): SimResponse => {
+    const headers = rateHeaders(req.url.pathname);
+    switch (fault.kind) {
+      case 'rate_limit':
+        return rateLimited(fault.retryAfterSeconds ?? 1, limiterFor(req.url.pathname).limit);
+      case 'malformed':
+        return { status: 200, rawText: '{"columns": ["global_step", ', headers: { ...headers, 'content-type': 'application/json' } };
+      case 'empty':
+        return { status: 200, rawText: '', headers: { ...headers, 'content-type': 'application/json' } };
+      case 'auth':
+        // The viewer has no authentication; a proxy in front of it would answer like this.
+        return { status: 403, body: { detail: 'Forbidden' }, headers };
+      default:
+        return { status: fault.status ?? 503, body: { detail: 'Service Unavailable' }, headers };
+    }
+  };
+  return { healthBody, gpuTelemetry, renderFault };
+}
+
+/** The log WebSocket: streaming a run's logs.txt as the viewer does, and how sockets close. */
+function logSockets(ctx: ReturnType<typeof viewerLimits> & ReturnType<typeof viewerReads> & ReturnType<typeof viewerProbes>) {
+  const { findRun } = ctx;
+  const wss = new WebSocketServer({ noServer: true });
+  const openSockets = new Set<WebSocket>();
+  const closes = { withCloseFrame: 0, withoutCloseFrame: 0, byServer: 0 };
+  const closedByServer = new WeakSet<WebSocket>();
+  const serverClose = (ws: WebSocket) => {
+    closedByServer.add(ws);
+    ws.close(1000);
+  };
+  const wsPath = /^\/api\/runs\/([^/]+)\/logs\/ws$/;
+
+  const streamLogs = (ws: WebSocket, runId: string) => {
+    const run = findRun(runId);
+    if (!run) {
+      ws.send('[error] run not found');
+      serverClose(ws);
+      return;
+    }
+    const logFile = join(run.dir, 'logs.txt');
+    if (existsSync(logFile)) {
+      tail(ws, logFile);
+      return;
+    }
+    ws.send(NO_LOGS);
+    // Upstream then waits 2 s and calls websocket.ping(), which Starlette lacks: the handler
+    // raises and the connection closes (1000) unless the file appeared in those 2 s.
+    const timer = setTimeout(() => {
+      if (ws.readyState !== ws.OPEN) return;
+      if (!existsSync(logFile)) {
+        serverClose(ws);
+        return;
+      }
+      ws.send('[info] Logs are now available, streaming...');
+      tail(ws, logFile);
+    }, 2000);
+    ws.on('close', () => clearTimeout(timer));
+  };
+
+  /** Replays complete lines (blank ones skipped), then polls every 0.2-2 s for appended lines. */
+  const tail = (ws: WebSocket, file: string) => {
+    let offset = 0;
+    let sent = 0;
+    let replaying = true;
+    let lastActivity = Date.now();
+    let timer: NodeJS.Timeout | undefined;
+    ws.on('close', () => clearTimeout(timer));
+    const readNew = (): string[] => {
+      const size = statSync(file).size;
+      if (size <= offset) return [];
+      const fd = openSync(file, 'r');
+      try {
+        const buf = Buffer.alloc(size - offset);
+        readSync(fd, buf, 0, buf.length, offset);
+        const end = buf.lastIndexOf(0x0a);
+        if (end < 0) return [];
+        offset += end + 1;
+        return buf.subarray(0, end).toString('utf8').split('\n');
+      } finally {
+        closeSync(fd);
+      }
+    };
+    const poll = () => {
+      if (ws.readyState !== ws.OPEN) return;
+      const lines = readNew();
+      for (const raw of lines) {
+        const line = raw.replace(/\r$/, '');
+        if (replaying && sent >= MAX_INITIAL_LINES) {
+          // Upstream drops the line it read when the cap hit, then keeps tailing.
+          ws.send(`[info] Showing last ${MAX_INITIAL_LINES} lines. Full log file: logs.txt`);
+          replaying = false;
+          continue;
+        }
+        if (line.trim()) {
+          ws.send(line);
+          if (replaying) sent++;
+        }
+      }
+      replaying = false;
+      if (lines.length > 0) lastActivity = Date.now();
+      const idle = (Date.now() - lastActivity) / 1000;
+      if (idle > 3600) {
+        ws.send('[info] Connection timeout after 1 hour of inactivity');
+        serverClose(ws);
+        return;
+      }
+      timer = setTimeout(poll, idle < 10 ? 200 : idle < 60 ? 500 : idle < 300 ? 1000 : 2000);
+    };
+    poll();
+  };
+  return { wss, openSockets, closes, closedByServer, serverClose, wsPath, streamLogs, tail };
+}
+
+/** The HTTP routes (before the API headers every answer gets). */
+function viewerRoutes(ctx: ViewerSim): RouteDef[] {
+  const { root, crashCheck, findRun, runNotFound, listItem, metricsHandler, cacheStatsBody, pathTree, allPaths, healthBody, gpuTelemetry } = ctx;
+  return [
     { method: 'GET', path: '/api/health', name: 'health', handler: () => ({ status: 200, body: healthBody() }) },
     {
       method: 'GET',
@@ -299,72 +492,18 @@ export async function startRunicornViewer(opts: RunicornViewerOptions): Promise<
       handler: () => ({ status: 501, body: { detail: 'Experiment management not available' } }),
     },
   ];
+}
+
+type ViewerSim = ReturnType<typeof viewerLimits> & ReturnType<typeof viewerReads> & ReturnType<typeof viewerProbes> & ReturnType<typeof logSockets>;
+
+export async function startRunicornViewer(opts: RunicornViewerOptions): Promise<RunicornViewerHandle> {
+  const limits = viewerLimits(opts);
+  const reads = { ...limits, ...viewerReads(limits) };
+  const probes = { ...reads, ...viewerProbes(reads) };
+  const ctx: ViewerSim = { ...probes, ...logSockets(probes) };
+  const plainRoutes = viewerRoutes(ctx);
+  const { root, crashCheck, rateHeaders, withApiHeaders, renderFault, wss, openSockets, closes, closedByServer, wsPath, streamLogs } = ctx;
   const routes = plainRoutes.map((r) => ({ ...r, handler: withApiHeaders(r.handler) }));
-
-  const healthBody = () => {
-    const s = cacheStatsBody();
-    return {
-      status: 'ok',
-      storage: root,
-      version: VERSION,
-      cache: {
-        enabled: true,
-        type: 'incremental',
-        hit_rate: `${(s.hit_rate * 100).toFixed(1)}%`,
-        hits: s.hits,
-        misses: s.misses,
-        incremental_updates: s.incremental_updates,
-        size: s.size,
-        max_size: s.max_size,
-      },
-    };
-  };
-
-  const gpuTelemetry = () => {
-    if (!opts.gpus || opts.gpus.length === 0) return { available: false, reason: 'nvidia-smi not found in PATH' };
-    const t = now();
-    return {
-      available: true,
-      ts: t / 1000,
-      gpus: opts.gpus.map((g, index) => {
-        const seed = hashSeed(`runicorn-gpu-${index}`);
-        const used = Math.round(g.memTotalMib * wave(seed ^ 7, t, 0.05, 0.9));
-        return {
-          index,
-          name: g.name,
-          util_gpu: Math.round(100 * wave(seed, t)),
-          util_mem: Math.round(100 * wave(seed ^ 3, t, 0, 0.6)),
-          mem_total_mib: g.memTotalMib,
-          mem_used_mib: used,
-          temp_c: Math.round(30 + 40 * wave(seed ^ 5, t)),
-          power_w: Math.round(70000 + 600000 * wave(seed ^ 11, t)) / 1000,
-          power_limit_w: 700.0,
-          clock_sm_mhz: 1980.0,
-          clock_mem_mhz: 2619.0,
-          pstate: 'P0',
-          fan_speed_pct: null,
-          mem_used_pct: (used / g.memTotalMib) * 100,
-        };
-      }),
-    };
-  };
-
-  const renderFault = (fault: Fault, req: SimRequest): SimResponse => {
-    const headers = rateHeaders(req.url.pathname);
-    switch (fault.kind) {
-      case 'rate_limit':
-        return rateLimited(fault.retryAfterSeconds ?? 1, limiterFor(req.url.pathname).limit);
-      case 'malformed':
-        return { status: 200, rawText: '{"columns": ["global_step", ', headers: { ...headers, 'content-type': 'application/json' } };
-      case 'empty':
-        return { status: 200, rawText: '', headers: { ...headers, 'content-type': 'application/json' } };
-      case 'auth':
-        // The viewer has no authentication; a proxy in front of it would answer like this.
-        return { status: 403, body: { detail: 'Forbidden' }, headers };
-      default:
-        return { status: fault.status ?? 503, body: { detail: 'Service Unavailable' }, headers };
-    }
-  };
 
   const sim = await startSimulator(
     {
@@ -376,15 +515,6 @@ export async function startRunicornViewer(opts: RunicornViewerOptions): Promise<
     opts.port ?? 0,
   );
 
-  const wss = new WebSocketServer({ noServer: true });
-  const openSockets = new Set<WebSocket>();
-  const closes = { withCloseFrame: 0, withoutCloseFrame: 0, byServer: 0 };
-  const closedByServer = new WeakSet<WebSocket>();
-  const serverClose = (ws: WebSocket) => {
-    closedByServer.add(ws);
-    ws.close(1000);
-  };
-  const wsPath = /^\/api\/runs\/([^/]+)\/logs\/ws$/;
   sim.server.on('upgrade', (req, socket, head) => {
     const m = wsPath.exec(new URL(req.url ?? '/', 'http://sim.local').pathname);
     if (!m) {
@@ -403,85 +533,6 @@ export async function startRunicornViewer(opts: RunicornViewerOptions): Promise<
       streamLogs(ws, decodeURIComponent(m[1]!));
     });
   });
-
-  const streamLogs = (ws: WebSocket, runId: string) => {
-    const run = findRun(runId);
-    if (!run) {
-      ws.send('[error] run not found');
-      serverClose(ws);
-      return;
-    }
-    const logFile = join(run.dir, 'logs.txt');
-    if (existsSync(logFile)) {
-      tail(ws, logFile);
-      return;
-    }
-    ws.send(NO_LOGS);
-    // Upstream then waits 2 s and calls websocket.ping(), which Starlette lacks: the handler
-    // raises and the connection closes (1000) unless the file appeared in those 2 s.
-    const timer = setTimeout(() => {
-      if (ws.readyState !== ws.OPEN) return;
-      if (!existsSync(logFile)) {
-        serverClose(ws);
-        return;
-      }
-      ws.send('[info] Logs are now available, streaming...');
-      tail(ws, logFile);
-    }, 2000);
-    ws.on('close', () => clearTimeout(timer));
-  };
-
-  /** Replays complete lines (blank ones skipped), then polls every 0.2-2 s for appended lines. */
-  const tail = (ws: WebSocket, file: string) => {
-    let offset = 0;
-    let sent = 0;
-    let replaying = true;
-    let lastActivity = Date.now();
-    let timer: NodeJS.Timeout | undefined;
-    ws.on('close', () => clearTimeout(timer));
-    const readNew = (): string[] => {
-      const size = statSync(file).size;
-      if (size <= offset) return [];
-      const fd = openSync(file, 'r');
-      try {
-        const buf = Buffer.alloc(size - offset);
-        readSync(fd, buf, 0, buf.length, offset);
-        const end = buf.lastIndexOf(0x0a);
-        if (end < 0) return [];
-        offset += end + 1;
-        return buf.subarray(0, end).toString('utf8').split('\n');
-      } finally {
-        closeSync(fd);
-      }
-    };
-    const poll = () => {
-      if (ws.readyState !== ws.OPEN) return;
-      const lines = readNew();
-      for (const raw of lines) {
-        const line = raw.replace(/\r$/, '');
-        if (replaying && sent >= MAX_INITIAL_LINES) {
-          // Upstream drops the line it read when the cap hit, then keeps tailing.
-          ws.send(`[info] Showing last ${MAX_INITIAL_LINES} lines. Full log file: logs.txt`);
-          replaying = false;
-          continue;
-        }
-        if (line.trim()) {
-          ws.send(line);
-          if (replaying) sent++;
-        }
-      }
-      replaying = false;
-      if (lines.length > 0) lastActivity = Date.now();
-      const idle = (Date.now() - lastActivity) / 1000;
-      if (idle > 3600) {
-        ws.send('[info] Connection timeout after 1 hour of inactivity');
-        serverClose(ws);
-        return;
-      }
-      timer = setTimeout(poll, idle < 10 ? 200 : idle < 60 ? 500 : idle < 300 ? 1000 : 2000);
-    };
-    poll();
-  };
 
   const statusTimer = setInterval(() => {
     for (const run of scanRuns(root)) markCrashedIfDead(run.dir, crashCheck);

@@ -2,7 +2,7 @@
 // mapping, metrics with derived timestamps, 204, logs, and every failure mode.
 import { once } from 'node:events';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { modelartsConfig, type ModelArtsConfig } from '../../../src/config/index.js';
+import { modelartsConfig, type ModelArtsConfig } from '../../../src/providers/modelarts/index.js';
 import { UpstreamError } from '../../../src/domain/errors.js';
 import { GIB } from '../../../src/domain/units.js';
 import type { JobRef, SystemMetric } from '../../../src/domain/types.js';

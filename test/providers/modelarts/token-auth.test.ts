@@ -1,7 +1,7 @@
 // IAM token mode: the token comes from the X-Subject-Token header of a 201, is fetched once and
 // cached, refreshed shortly before expires_at and once after a 401.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { modelartsConfig } from '../../../src/config/index.js';
+import { modelartsConfig } from '../../../src/providers/modelarts/index.js';
 import { UpstreamError } from '../../../src/domain/errors.js';
 import { createModelArtsAdapter } from '../../../src/providers/modelarts/adapter.js';
 import { startModelArtsSimulator, type ModelArtsSimulator } from '../../../src/simulators/modelarts/index.js';

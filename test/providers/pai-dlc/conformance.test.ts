@@ -25,7 +25,7 @@ const SEED_002_BODY = `{
   "RequestId": "473469C7-AA6F-4DC5-B3DB-A3DC0DE3C83E"
 }`;
 
-// The fact sheet's GetJob example (shared/providers/pai-dlc.md).
+// The fact sheet's GetJob example (docs/platforms/pai-dlc.md).
 const FACT_SHEET_GET_JOB = `{"RequestId": "5E0F7C2A-1B3D-4C5E-9F60-7A8B9C0D1E2F", "JobId": "dlc1a2b3c4d5e6f",
  "DisplayName": "resnet-ddp", "JobType": "PyTorchJob", "Status": "Running",
  "WorkspaceId": "12345", "WorkspaceName": "vision", "ResourceType": "ECS",

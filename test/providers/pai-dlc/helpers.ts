@@ -1,7 +1,7 @@
 // Shared set-up for the PAI-DLC tests: an adapter pointed at a running simulator, and a raw
 // V3-signed request for the cases the adapter never produces (stale dates, replays, tampering).
 import { createHash, createHmac, randomUUID } from 'node:crypto';
-import type { PaiDlcConfig } from '../../../src/config/index.js';
+import type { PaiDlcConfig } from '../../../src/providers/pai-dlc/index.js';
 import { createPaiDlcAdapter } from '../../../src/providers/pai-dlc/adapter.js';
 import type { PaiDlcSimulator } from '../../../src/simulators/pai-dlc/index.js';
 

@@ -1,7 +1,7 @@
 // The Primus-Lens adapter against the Primus-Lens simulator over real HTTP on loopback.
 import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { primusLensConfig, type PrimusLensConfig } from '../../../src/config/index.js';
+import { primusLensConfig, type PrimusLensConfig } from '../../../src/providers/primus-lens/index.js';
 import type { JobRef } from '../../../src/domain/types.js';
 import { createPrimusLensAdapter } from '../../../src/providers/primus-lens/adapter.js';
 import type { ProviderAdapter } from '../../../src/providers/provider.js';

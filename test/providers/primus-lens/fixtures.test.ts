@@ -5,7 +5,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { primusLensConfig } from '../../../src/config/index.js';
+import { primusLensConfig } from '../../../src/providers/primus-lens/index.js';
 import type { JobRef } from '../../../src/domain/types.js';
 import { createPrimusLensAdapter } from '../../../src/providers/primus-lens/adapter.js';
 import type { ProviderAdapter } from '../../../src/providers/provider.js';

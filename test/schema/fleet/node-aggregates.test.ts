@@ -2,13 +2,13 @@
 // per pod). The aggregate is marked as such and counts for its node's 8 GPUs; gaps, holes and
 // null points follow the documented rules. Expected figures are computed independently in the
 // test from the cached points (fetched through the normal read-through path).
-import { pino } from 'pino';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRuntime, type Runtime } from '../../../src/server/runtime.js';
+import type { Runtime } from '../../../src/server/runtime.js';
 import { startPaiDlcSimulator, type PaiDlcSimulator } from '../../../src/simulators/pai-dlc/index.js';
 import { rowsOf } from '../../../src/store/sql-util.js';
 import { createTestDatabase, type TestDatabase } from '../../support/database.js';
+import { startPaiDlcRuntimeOn } from '../../support/runtime.js';
 import { IDLE_QUERY, USAGE_QUERY } from './queries.js';
 import { coveredAndUsedMs, holdIntervals, idleRuns, type RefPoint } from './reference.js';
 
@@ -28,21 +28,7 @@ describe('fleet over node aggregates (PAI-DLC)', () => {
   beforeAll(async () => {
     sim = await startPaiDlcSimulator({});
     db = await createTestDatabase();
-    rt = await startRuntime({
-      config: {
-        port: 0,
-        host: '127.0.0.1',
-        databaseUrl: db.databaseUrl,
-        dataDir: db.dataDir,
-        redisUrl: null,
-        logLevel: 'silent',
-        providers: [
-          { id: 'dlc', kind: 'PAI_DLC', baseUrl: sim.url, regionId: sim.regionId, accessKeyIdEnv: 'AK', secretAccessKeyEnv: 'SK', timeoutSeconds: 10 },
-        ],
-      },
-      env: { AK: sim.accessKeyId, SK: sim.accessKeySecret },
-      logger: pino({ level: 'silent' }),
-    });
+    rt = await startPaiDlcRuntimeOn(db, sim);
     const anchor = Math.floor(Date.now() / 86_400_000) * 86_400_000;
     from = anchor - 4 * H;
     to = anchor - 2 * H;

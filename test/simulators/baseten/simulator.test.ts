@@ -1,5 +1,5 @@
 // Black-box tests of the Baseten simulator over real HTTP: it must behave as the fact sheet
-// (shared/providers/baseten.md) describes, since it is what keeps the Baseten adapter honest.
+// (docs/platforms/baseten.md) describes, since it is what keeps the Baseten adapter honest.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JOB_STATUSES, metricValue, type FleetJob } from '../../../src/simulators/baseten/fleet.js';
 import { startBasetenSimulator, type BasetenSimulator } from '../../../src/simulators/baseten/server.js';

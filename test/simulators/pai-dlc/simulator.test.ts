@@ -1,5 +1,5 @@
 // Black-box tests of the PAI-DLC simulator over real HTTP, with requests signed by the fact sheet's
-// recipe (shared/providers/pai-dlc.md): it must behave as the real ROA API does, since it is what
+// recipe (docs/platforms/pai-dlc.md): it must behave as the real ROA API does, since it is what
 // keeps the PAI-DLC adapter honest. Success, paging, auth failure, 429 with its retry hint, 5xx,
 // a malformed body and a held (timed-out) request, each in Alibaba's shapes.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 // Black-box tests of the Primus-Lens simulator over real HTTP: it must behave as the fact sheet
-// (shared/providers/primus-lens.md) describes Lens, since it is what keeps the Lens adapter honest.
+// (docs/platforms/primus-lens.md) describes Lens, since it is what keeps the Lens adapter honest.
 // The {meta, data} envelope with handler errors as HTTP 200 + meta.code, paging, the unified
 // training-metrics route, the auth setups, and the failures a deployment produces (a gateway's
 // 429 with Retry-After, an Envoy 503, a truncated body, a held request).

@@ -1,0 +1,694 @@
+// `npm run bench:history` (issue 41): what history costs at fleet scale, today's `points` layout
+// against a prototype of chunked storage, on PostgreSQL (in a schema of its own, dropped at the
+// end) and on PGlite (a fresh folder). For each size (1,000 series; --quick 1M and 10M points,
+// default 1M and 50M, or --sizes a,b) it builds the points server-side, then reports, each against
+// a baseline measured in the same run (the ratio style of bench/run.ts):
+// - bytes per point on disk: pg_total_relation_size (table + indexes + TOAST) / points;
+// - ingest of --ingest new points through the layout's write path against COPY of the same rows
+//   into the same layout;
+// - a 30-day read of one series at 1,000 points against reading its 1-hour rollup rows alone;
+// - a fleet read over the 1,000 series and 24 hours at 24 points each against the same rollup rows;
+// - the same two reads at the large size against the small one (goal: flat);
+// - retention of the oldest day (today: a row delete; chunked: dropping its day partition) at the
+//   large size against the small one (goal: flat).
+// Every build spans --span-days (default 35) of samples, in time order, so a large build is a
+// denser one (50M points of 1,000 series: one a minute) and the windows read are full at both.
+// The 1-hour rollup (avg, min, max, count, last) is built from the points as the floor.
+// Written to bench/results/history-latest.json (`databases.<db>.rows[]`, `bytesPerPoint`).
+// Flags: --postgres / --pglite (one database), --db <url> (default TEST_DATABASE_URL, DATABASE_URL
+// or postgres://postgres@127.0.0.1:5432/test), --layouts today,chunked, --series (default 1000),
+// --span-days <d>, --interval <s> (fixed spacing instead), --ingest <points>, --rounds <n>,
+// --compression pglz|lz4 (the prototype's TOAST).
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import type { Writable } from 'node:stream';
+import { Repository, type PointWriteRow } from '../src/store/repository.js';
+import * as tables from '../src/store/tables.js';
+import type { Db } from '../src/store/db.js';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const { values: flags } = parseArgs({
+  options: {
+    pglite: { type: 'boolean', default: false },
+    postgres: { type: 'boolean', default: false },
+    db: { type: 'string', default: process.env.TEST_DATABASE_URL ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test' },
+    quick: { type: 'boolean', default: false },
+    /** Total points of the small and the large build, comma-separated (overrides --quick). */
+    sizes: { type: 'string' },
+    series: { type: 'string', default: '1000' },
+    /** Days every build spans (default 35: 50M points of 1,000 series are one sample a minute). */
+    'span-days': { type: 'string', default: '35' },
+    /** Fixed sample spacing, seconds, instead of --span-days. */
+    interval: { type: 'string' },
+    ingest: { type: 'string', default: '100000' },
+    layouts: { type: 'string', default: 'today,chunked' },
+    rounds: { type: 'string', default: '3' },
+    /** TOAST compression of the prototype's arrays: pglz (PostgreSQL's default) or lz4. */
+    compression: { type: 'string', default: 'pglz' },
+  },
+});
+const SIZES = (flags.sizes ?? (flags.quick ? '1000000,10000000' : '1000000,50000000')).split(',').map(Number);
+const SERIES = Number(flags.series);
+const SPAN_MS = Number(flags['span-days']) * 24 * 3_600_000;
+/**
+ * Sample spacing of a build of `perSeries` points a series: every build spans --span-days (the
+ * windows read are then full at every size, and the large size differs only in density, as more
+ * GPUs' samples or a faster scrape would make it), unless --interval fixes it.
+ */
+const intervalOf = (perSeries: number) => (flags.interval ? Number(flags.interval) * 1000 : Math.floor(SPAN_MS / perSeries));
+const INGEST = Number(flags.ingest);
+const ROUNDS = Number(flags.rounds);
+const LAYOUTS = flags.layouts!.split(',') as LayoutName[];
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+/** The chunk a prototype row holds: one series, one UTC day. */
+const CHUNK_MS = DAY;
+// The newest sample of every series, on a whole hour.
+const END = Date.UTC(2026, 10, 20, 0, 0, 0);
+
+type LayoutName = 'today' | 'chunked';
+
+const started = performance.now();
+const log = (...a: unknown[]) => console.error(`[${((performance.now() - started) / 1000).toFixed(1)}s]`, ...a);
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
+const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
+const fmt = (n: number) => Math.round(n).toLocaleString('en');
+
+async function timed(fn: () => Promise<unknown>): Promise<number> {
+  const t0 = performance.now();
+  await fn();
+  return performance.now() - t0;
+}
+
+// ---- one SQL surface over both databases ----------------------------------------------------------
+
+interface Sql {
+  query<T = Record<string, unknown>>(text: string, params?: unknown[]): Promise<T[]>;
+  /** COPY ... FROM of text-format lines into `table` (columns as listed). */
+  copyText(table: string, columns: string, text: string): Promise<void>;
+  /** A drizzle handle on the same connection, for the store's own Repository. */
+  db: Db;
+  close(): Promise<void>;
+}
+
+async function openPostgres(url: string, schema: string): Promise<Sql> {
+  const { default: postgres } = await import('postgres');
+  const { drizzle } = await import('drizzle-orm/postgres-js');
+  const admin = postgres(url, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`drop schema if exists ${schema} cascade`);
+  await admin.unsafe(`create schema ${schema}`);
+  await admin.end();
+  // jit off as the store's own pool has it (src/store/db.ts).
+  const client = postgres(url, { max: 4, onnotice: () => {}, prepare: true, connection: { search_path: schema, jit: 'off' } });
+  return {
+    query: async (text, params = []) => (await client.unsafe(text, params as never[])) as never,
+    async copyText(table, columns, text) {
+      const stream = (await client.unsafe(`copy ${table} (${columns}) from stdin`).writable()) as Writable;
+      await pipeline(Readable.from([Buffer.from(text)]), stream);
+    },
+    db: drizzle(client, { schema: tables }) as unknown as Db,
+    async close() {
+      await client.unsafe(`drop schema if exists ${schema} cascade`);
+      await client.end();
+    },
+  };
+}
+
+async function openEmbedded(dir: string): Promise<Sql> {
+  const { openPglite } = await import('../src/store/pglite.js');
+  const { drizzle } = await import('drizzle-orm/pglite');
+  const client = await openPglite(dir);
+  return {
+    query: async (text, params = []) => (await client.query(text, params)).rows as never,
+    async copyText(table, columns, text) {
+      await client.query(`copy ${table} (${columns}) from '/dev/blob'`, [], { blob: new Blob([text]) });
+    },
+    db: drizzle(client, { schema: tables }) as unknown as Db,
+    close: () => client.close(),
+  };
+}
+
+// ---- the data -------------------------------------------------------------------------------------
+
+/**
+ * Sample i of series s (i = 0 the oldest: rows arrive in time order, as a scrape writes them): a GPU utilisation-like percentage with two decimals, a
+ * slow wave per series plus a deterministic jitter, as a DCGM gauge read every few minutes looks.
+ * The same expression in SQL (build) and here (ingest).
+ */
+const VALUE_SQL = (s: string, i: string) =>
+  `round((50 + 40 * sin((${i} + ${s} * 17) / 60.0) + ((${i} * 7919 + ${s} * 104729) % 97) / 10.0)::numeric, 2)::float8`;
+function sampleValue(s: number, i: number): number {
+  return Math.round((50 + 40 * Math.sin((i + s * 17) / 60) + ((i * 7919 + s * 104729) % 97) / 10) * 100) / 100;
+}
+
+// ---- layouts --------------------------------------------------------------------------------------
+
+interface Layout {
+  name: LayoutName;
+  /** The tables whose pg_total_relation_size is the layout's size on disk. */
+  tables: string[];
+  /** Creates the layout's tables for samples from `oldest` (ms) to END. */
+  create(db: Sql, oldest: number): Promise<void>;
+  /** Fills the layout with `perSeries` samples of each series 1..SERIES ending at END. */
+  build(db: Sql, perSeries: number): Promise<void>;
+  /** The layout's own write path for new points (series above the built ones). */
+  write(db: Sql, repo: Repository, rows: PointWriteRow[]): Promise<void>;
+  /** COPY of the same rows, in the layout's own row shape, into the same table. */
+  copy(db: Sql, rows: PointWriteRow[]): Promise<void>;
+  clearIngest(db: Sql): Promise<void>;
+  /** One series' window at maxPoints, as the store's read answers it. */
+  readSeries(db: Sql, repo: Repository, seriesIds: number[], from: number, to: number, maxPoints: number): Promise<number>;
+  /** Drops everything older than `before` (ms); returns points removed where the layout can tell. */
+  retain(db: Sql, before: number): Promise<void>;
+}
+
+const todayLayout: Layout = {
+  name: 'today',
+  tables: ['points'],
+  async create(db) {
+    // migrations/0000_init.sql, verbatim: the layout the store runs on today.
+    await db.query(`CREATE TABLE "points" (
+      "series_id" bigint NOT NULL, "key" bigint NOT NULL, "ts" timestamp with time zone, "step" integer, "value" double precision,
+      CONSTRAINT "points_series_id_key_pk" PRIMARY KEY("series_id","key"))`);
+  },
+  async build(db, perSeries) {
+    // One series per statement keeps PGlite's memory per statement small.
+    const step = Math.max(1, Math.floor(200_000 / perSeries));
+    for (let s0 = 1; s0 <= SERIES; s0 += step) {
+      await db.query(
+        `insert into points (series_id, key, ts, step, value)
+         select s, k, to_timestamp(k / 1000.0), null, ${VALUE_SQL('s', 'i')}
+         from generate_series($1::int, $2::int) s, generate_series(0, $3::int - 1) i, lateral (select $4::bigint - ($3::bigint - 1 - i) * $5::bigint as k) kk`,
+        [s0, Math.min(SERIES, s0 + step - 1), perSeries, END, intervalOf(perSeries)],
+      );
+    }
+  },
+  async write(_db, repo, rows) {
+    // The store's path for a series never fetched before: binary COPY under a savepoint.
+    await repo.writePoints(rows, { expectNew: true });
+  },
+  async copy(db, rows) {
+    await db.copyText(
+      'points',
+      'series_id, key, ts, step, value',
+      rows.map((r) => `${r[0]}\t${r[1]}\t${new Date(r[2]!).toISOString()}\t\\N\t${r[4]}\n`).join(''),
+    );
+  },
+  async clearIngest(db) {
+    await db.query(`delete from points where series_id > ${SERIES}`);
+    await db.query('vacuum points');
+  },
+  async readSeries(_db, repo, seriesIds, from, to, maxPoints) {
+    const out = await repo.pointsOf(
+      seriesIds.map((seriesId) => ({ seriesId, from: new Date(from), to: new Date(to), keyedBy: 'time' as const })),
+      maxPoints,
+      'AVG',
+    );
+    return out.length;
+  },
+  async retain(db, before) {
+    await db.query('delete from points where key < $1', [before]);
+  },
+};
+
+/**
+ * The prototype: one row per series per UTC day; the day's sample times as int4 milliseconds after
+ * the chunk's start (first absolute, then deltas: a regular scrape repeats one small number) and
+ * its values as float8[]; PostgreSQL compresses the arrays out of line (TOAST) once a row passes
+ * ~2 KB. Time-keyed series only (a step-keyed series would keep steps the same way).
+ */
+const chunkedLayout: Layout = {
+  name: 'chunked',
+  tables: ['point_chunks'],
+  async create(db, oldest) {
+    // Partitioned by day (a production layout would take a month a partition): retention drops
+    // whole partitions.
+    await db.query(`create table point_chunks (
+      series_id bigint not null, chunk_start bigint not null, n int not null,
+      dts int4[] not null, vals float8[] not null,
+      primary key (series_id, chunk_start)) partition by range (chunk_start)`);
+    // TOAST compresses the arrays: pglz by default, lz4 with --compression lz4 (PostgreSQL 14+ built with lz4).
+    const method = flags.compression === 'lz4' ? 'lz4' : 'pglz';
+    for (let d = Math.floor(oldest / DAY); d <= Math.floor(END / DAY); d++) {
+      await db.query(`create table point_chunks_${d} partition of point_chunks for values from (${d * DAY}) to (${(d + 1) * DAY})`);
+      await db.query(`alter table point_chunks_${d} alter column dts set compression ${method}, alter column vals set compression ${method}`);
+    }
+  },
+  async build(db, perSeries) {
+    const step = Math.max(1, Math.floor(200_000 / perSeries));
+    for (let s0 = 1; s0 <= SERIES; s0 += step) {
+      await db.query(
+        `insert into point_chunks (series_id, chunk_start, n, dts, vals)
+         select s, c, count(*), array_agg(d order by k), array_agg(v order by k) from (
+           select s, k, c, (k - coalesce(lag(k) over (partition by s, c order by k), c))::int4 as d, v from (
+             select s, k, (k / ${CHUNK_MS}) * ${CHUNK_MS} as c, ${VALUE_SQL('s', 'i')} as v
+             from generate_series($1::int, $2::int) s, generate_series(0, $3::int - 1) i, lateral (select $4::bigint - ($3::bigint - 1 - i) * $5::bigint as k) kk
+           ) p
+         ) q group by s, c`,
+        [s0, Math.min(SERIES, s0 + step - 1), perSeries, END, intervalOf(perSeries)],
+      );
+    }
+  },
+  async write(db, _repo, rows) {
+    // Encoded here, COPY to a staging table, one merge: a chunk already stored is replaced by the
+    // union of its points and the new ones, the new value winning on the same instant (idempotent).
+    await db.query(`create temp table if not exists chunk_stage (series_id bigint, chunk_start bigint, n int, dts int4[], vals float8[])`);
+    await db.query('truncate chunk_stage');
+    await db.copyText('chunk_stage', 'series_id, chunk_start, n, dts, vals', encodeChunks(rows));
+    // The days that already hold points (their rollup is recomputed below); a partitioned table
+    // cannot return xmax to tell an update from an insert.
+    const merged = await db.query<{ series_id: string; chunk_start: string }>(
+      'select series_id, chunk_start from chunk_stage join point_chunks using (series_id, chunk_start)',
+    );
+    await db.query(`insert into point_chunks (series_id, chunk_start, n, dts, vals)
+      select series_id, chunk_start, n, dts, vals from chunk_stage
+      on conflict (series_id, chunk_start) do update set (n, dts, vals) = (
+        select count(*)::int, array_agg(d order by k), array_agg(v order by k) from (
+          select k, v, (k - coalesce(lag(k) over (order by k), excluded.chunk_start))::int4 as d from (
+            select distinct on (k) k, v from (
+              select 0 as pri, excluded.chunk_start + sum(x.d) over (order by x.o) as k, x.v from unnest(excluded.dts, excluded.vals) with ordinality as x(d, v, o)
+              union all
+              select 1, point_chunks.chunk_start + sum(y.d) over (order by y.o), y.v from unnest(point_chunks.dts, point_chunks.vals) with ordinality as y(d, v, o)
+            ) u order by k, pri
+          ) m
+        ) z)
+`);
+    // The 1-hour rollup, maintained as points are written: computed here from the batch for the
+    // days that were new (each average summed in key order, as PostgreSQL's avg and pointsOf sum),
+    // recomputed from the chunks for days that already held points (a merge).
+    await db.query(
+      `create temp table if not exists rollup_stage (series_id bigint, bucket bigint, avg float8, min float8, max float8, count int, last float8)`,
+    );
+    await db.query('truncate rollup_stage');
+    await db.copyText('rollup_stage', 'series_id, bucket, avg, min, max, count, last', encodeRollups(rows));
+    await db.query(`insert into rollup_1h select * from rollup_stage
+      on conflict (series_id, bucket) do update set (avg, min, max, count, last) = (excluded.avg, excluded.min, excluded.max, excluded.count, excluded.last)`);
+    if (merged.length > 0) {
+      const days = `select * from unnest($1::bigint[], $2::bigint[]) as t(series_id, chunk_start)`;
+      const args = [merged.map((w) => w.series_id), merged.map((w) => w.chunk_start)];
+      await db.query(
+        `delete from rollup_1h r using (${days}) t where r.series_id = t.series_id and r.bucket >= t.chunk_start and r.bucket < t.chunk_start + ${CHUNK_MS}`,
+        args,
+      );
+      await db.query(
+        `insert into rollup_1h ${rollupOf(`select c.series_id, c.chunk_start + sum(x.d) over (partition by c.series_id, c.chunk_start order by x.o) as k, x.v
+          from point_chunks c join (${days}) t using (series_id, chunk_start), unnest(c.dts, c.vals) with ordinality as x(d, v, o)`)}`,
+        args,
+      );
+    }
+  },
+  async copy(db, rows) {
+    await db.copyText('point_chunks', 'series_id, chunk_start, n, dts, vals', encodeChunks(rows));
+  },
+  async clearIngest(db) {
+    await db.query(`delete from rollup_1h where series_id > ${SERIES}`);
+    await db.query(`delete from point_chunks where series_id > ${SERIES}`);
+    await db.query('vacuum point_chunks');
+  },
+  async readSeries(db, _repo, seriesIds, from, to, maxPoints) {
+    // Equal-width buckets over the window, as pointsOf; the chunks overlapping it are decoded.
+    const width = Math.max(1, Math.ceil((to - from + 1) / maxPoints));
+    const rows = await db.query<{ series_id: string; bs: unknown; vs: unknown }>(
+      `select r.series_id, array_agg(r.b order by r.b) as bs, array_agg(r.a order by r.b) as vs from (
+         select p.series_id, (p.k - $2::bigint) / $4::bigint as b, avg(p.v) as a from (
+           select c.series_id, c.chunk_start + sum(x.d) over (partition by c.series_id, c.chunk_start order by x.o) as k, x.v
+           from point_chunks c, unnest(c.dts, c.vals) with ordinality as x(d, v, o)
+           where c.series_id = any($1::bigint[]) and c.chunk_start > $2::bigint - ${CHUNK_MS} and c.chunk_start <= $3::bigint
+         ) p where p.k between $2::bigint and $3::bigint group by 1, 2
+       ) r group by r.series_id`,
+      [seriesIds, from, to, width],
+    );
+    return rows.length;
+  },
+  async retain(db, before) {
+    // Whole partitions only: every day wholly older than `before`.
+    const days = await db.query<{ name: string }>(
+      `select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid
+       where i.inhparent = 'point_chunks'::regclass and substr(c.relname, 14)::bigint * ${DAY} + ${DAY} <= $1::bigint`,
+      [before],
+    );
+    for (const d of days) await db.query(`drop table ${d.name}`);
+  },
+};
+
+/** Text-format COPY lines of chunk rows for `rows` (sorted by series and key here). */
+function encodeChunks(rows: PointWriteRow[]): string {
+  const sorted = [...rows].sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  const out: string[] = [];
+  let i = 0;
+  while (i < sorted.length) {
+    const s = sorted[i]![0];
+    const c = Math.floor(sorted[i]![1] / CHUNK_MS) * CHUNK_MS;
+    const dts: number[] = [];
+    const vals: number[] = [];
+    let prev = c;
+    while (i < sorted.length && sorted[i]![0] === s && Math.floor(sorted[i]![1] / CHUNK_MS) * CHUNK_MS === c) {
+      dts.push(sorted[i]![1] - prev);
+      prev = sorted[i]![1];
+      vals.push(sorted[i]![4] ?? Number.NaN);
+      i++;
+    }
+    out.push(`${s}\t${c}\t${dts.length}\t{${dts.join(',')}}\t{${vals.map((v) => (Number.isNaN(v) ? 'NULL' : String(v))).join(',')}}\n`);
+  }
+  return out.join('');
+}
+
+/** Text-format COPY lines of 1-hour rollup rows of `rows` (one series' points in key order per bucket). */
+function encodeRollups(rows: PointWriteRow[]): string {
+  const sorted = [...rows].sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  const out: string[] = [];
+  let i = 0;
+  while (i < sorted.length) {
+    const s = sorted[i]![0];
+    const bucket = Math.floor(sorted[i]![1] / HOUR) * HOUR;
+    let sum = 0;
+    let count = 0;
+    let min = Infinity;
+    let max = -Infinity;
+    let last = 0;
+    while (i < sorted.length && sorted[i]![0] === s && Math.floor(sorted[i]![1] / HOUR) * HOUR === bucket) {
+      const v = sorted[i]![4];
+      if (v !== null) {
+        sum += v;
+        count++;
+        min = Math.min(min, v);
+        max = Math.max(max, v);
+        last = v;
+      }
+      i++;
+    }
+    if (count > 0) out.push(`${s}\t${bucket}\t${sum / count}\t${min}\t${max}\t${count}\t${last}\n`);
+  }
+  return out.join('');
+}
+
+const LAYOUT_OF: Record<LayoutName, Layout> = { today: todayLayout, chunked: chunkedLayout };
+
+// ---- the run ---------------------------------------------------------------------------------------
+
+interface Row {
+  scenario: string;
+  measured: string;
+  baseline: string;
+  ratio: number | null;
+  goal: string;
+  met: boolean | null;
+}
+
+interface SizeResult {
+  points: number;
+  bytes: number;
+  bytesPerPoint: number;
+  /** The 1-hour rollup as rows (rollup_1h), per raw point: what the rollups would add as stored here. */
+  rollupBytesPerPoint: number;
+  buildMs: number;
+  seriesReadMs: number;
+  seriesRollupMs: number;
+  fleetReadMs: number;
+  fleetRollupMs: number;
+  retentionMs: number;
+  ingest?: { writeMs: number[]; copyMs: number[] };
+}
+
+/** 1-hour buckets of (series_id, k, v) rows: avg (summed in key order), min, max, count, last. */
+const rollupOf = (source: string) =>
+  `select series_id, (k / ${HOUR}) * ${HOUR}, avg(v order by k), min(v), max(v), count(*), (array_agg(v order by k desc))[1]
+   from (${source}) p group by 1, 2`;
+
+/** Every stored point of the layout as (series_id, k, v) rows. */
+const pointsSource = (layout: Layout) =>
+  layout.name === 'today'
+    ? 'select series_id, key as k, value as v from points'
+    : `select c.series_id, c.chunk_start + sum(x.d) over (partition by c.series_id, c.chunk_start order by x.o) as k, x.v
+       from point_chunks c, unnest(c.dts, c.vals) with ordinality as x(d, v, o)`;
+
+async function buildRollup(db: Sql, layout: Layout) {
+  // The floor: 1-hour buckets (avg, min, max, count, last) of every series, built from the points.
+  await db.query('drop table if exists rollup_1h');
+  await db.query(`create table rollup_1h (series_id bigint not null, bucket bigint not null, avg float8, min float8, max float8,
+    count int not null, last float8, primary key (series_id, bucket))`);
+  await db.query(`insert into rollup_1h ${rollupOf(pointsSource(layout))}`);
+  await db.query('vacuum analyze rollup_1h');
+}
+
+async function measureSize(db: Sql, layout: Layout, total: number, withIngest: boolean): Promise<SizeResult> {
+  const perSeries = Math.floor(total / SERIES);
+  const points = perSeries * SERIES;
+  for (const t of [...layout.tables, 'rollup_1h']) await db.query(`drop table if exists ${t}`);
+  await layout.create(db, END - (perSeries - 1) * intervalOf(perSeries));
+  log(`${layout.name}: building ${fmt(points)} points (${SERIES} series x ${fmt(perSeries)}, one per ${intervalOf(perSeries) / 1000} s)`);
+  const buildMs = await timed(() => layout.build(db, perSeries));
+  await db.query(`vacuum analyze ${layout.tables.join(', ')}`);
+  const [size] = await db.query<{ bytes: string }>(
+    `select (${layout.tables.map((t) => `pg_total_relation_size('${t}') + coalesce((select sum(pg_total_relation_size(inhrelid)) from pg_inherits where inhparent = '${t}'::regclass), 0)`).join(' + ')})::text as bytes`,
+  );
+  const bytes = Number(size!.bytes);
+  log(`${layout.name}: built in ${round(buildMs / 1000, 1)} s; ${fmt(bytes)} bytes, ${round(bytes / points)} bytes/point`);
+  await buildRollup(db, layout);
+  const [rollupSize] = await db.query<{ bytes: string }>(`select pg_total_relation_size('rollup_1h')::text as bytes`);
+  const rollupBytes = Number(rollupSize!.bytes);
+  const repo = Repository.of({ db: db.db, shortReads: db.db });
+
+  let ingest: SizeResult['ingest'];
+  if (withIngest) {
+    const rows: PointWriteRow[] = [];
+    const per = Math.min(perSeries, 1000);
+    for (let j = 0; j < INGEST; j++) {
+      const s = SERIES + 1 + Math.floor(j / per);
+      const i = j % per;
+      const k = END - i * intervalOf(perSeries);
+      rows.push([s, k, k, null, sampleValue(s, i)]);
+    }
+    const writeMs: number[] = [];
+    const copyMs: number[] = [];
+    for (let r = 0; r < 2; r++) {
+      await layout.clearIngest(db);
+      writeMs.push(await timed(() => layout.write(db, repo, rows)));
+      await layout.clearIngest(db);
+      copyMs.push(await timed(() => layout.copy(db, rows)));
+    }
+    // Idempotence: the same rows written again change nothing.
+    const count = async () => Number((await db.query<{ n: string }>(`select count(*)::text as n from ${layout.tables[0]} where series_id > ${SERIES}`))[0]!.n);
+    const checkRollup = async () => {
+      if (layout.name !== 'chunked') return;
+      // The rollup kept on write equals, to the last digit, the one computed from the stored points.
+      const [diff] = await db.query<{ n: number }>(
+        `select count(*)::int as n from ((select * from rollup_1h where series_id > ${SERIES}
+           except select * from (${rollupOf(`select * from (${pointsSource(layout)}) a where series_id > ${SERIES}`)}) b)
+         union all (select * from (${rollupOf(`select * from (${pointsSource(layout)}) a where series_id > ${SERIES}`)}) b
+           except select * from rollup_1h where series_id > ${SERIES})) d`,
+      );
+      if (diff!.n !== 0) throw new Error(`chunked: ${diff!.n} rollup rows kept on write differ from the points'`);
+    };
+    await layout.clearIngest(db);
+    await layout.write(db, repo, rows);
+    const once = await count();
+    await checkRollup();
+    await layout.write(db, repo, rows);
+    if ((await count()) !== once) throw new Error(`${layout.name}: a re-write changed the stored rows`);
+    await checkRollup();
+    await layout.clearIngest(db);
+    ingest = { writeMs, copyMs };
+  }
+
+  // Reads: alternate ours and the floor, median of ROUNDS after one warm-up each.
+  const oneSeries = [1 + Math.floor(SERIES / 2)];
+  const allSeries = Array.from({ length: SERIES }, (_, i) => i + 1);
+  const rollupRead = (ids: number[], from: number, to: number) =>
+    // One index range read per series (a plain `series_id = any(...)` was planned as a scan of
+    // the whole rollup: a weaker floor).
+    db.query(
+      `select r.* from unnest($1::bigint[]) as s(id) cross join lateral (select series_id, bucket, avg, min, max, count, last
+         from rollup_1h where series_id = s.id and bucket >= $2 and bucket <= $3 order by bucket) r`,
+      [ids, from, to],
+    );
+  const pair = async (ours: () => Promise<unknown>, floor: () => Promise<unknown>) => {
+    await ours();
+    await floor();
+    const a: number[] = [];
+    const b: number[] = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      if (r % 2 === 0) {
+        a.push(await timed(ours));
+        b.push(await timed(floor));
+      } else {
+        b.push(await timed(floor));
+        a.push(await timed(ours));
+      }
+    }
+    return [median(a), median(b)] as const;
+  };
+  const from30 = END - 30 * DAY;
+  const [seriesReadMs, seriesRollupMs] = await pair(
+    () => layout.readSeries(db, repo, oneSeries, from30, END, 1000),
+    () => rollupRead(oneSeries, from30, END),
+  );
+  const from24 = END - DAY;
+  const [fleetReadMs, fleetRollupMs] = await pair(
+    () => layout.readSeries(db, repo, allSeries, from24, END, 24),
+    () => rollupRead(allSeries, from24, END),
+  );
+  log(
+    `${layout.name}: 30-day read ${round(seriesReadMs)} ms (rollup ${round(seriesRollupMs)}), fleet ${round(fleetReadMs)} ms (rollup ${round(fleetRollupMs)})`,
+  );
+
+  // Retention of the oldest day, last (it removes it).
+  const oldest = END - (perSeries - 1) * intervalOf(perSeries);
+  const retentionMs = await timed(() => layout.retain(db, Math.ceil((oldest + 1) / DAY) * DAY));
+  log(`${layout.name}: retention of the oldest day ${round(retentionMs)} ms`);
+  for (const t of [...layout.tables, 'rollup_1h']) await db.query(`drop table if exists ${t}`);
+  return {
+    points,
+    bytes,
+    bytesPerPoint: bytes / points,
+    rollupBytesPerPoint: rollupBytes / points,
+    buildMs,
+    seriesReadMs,
+    seriesRollupMs,
+    fleetReadMs,
+    fleetRollupMs,
+    retentionMs,
+    ingest,
+  };
+}
+
+function rowsOf(layout: LayoutName, small: SizeResult, large: SizeResult): Row[] {
+  const m = (n: number) => `${fmt(n / 1e6 >= 1 ? n / 1e6 : n / 1e3)}${n >= 1e6 ? 'M' : 'k'}`;
+  const rows: Row[] = [];
+  rows.push({
+    scenario: `[${layout}] bytes per point on disk at ${m(large.points)} (table + indexes + TOAST)`,
+    measured: `${round(large.bytesPerPoint)} B (${fmt(large.bytes / 2 ** 20)} MiB)`,
+    baseline: `an 8-byte value; at ${m(small.points)}: ${round(small.bytesPerPoint)} B; the 1-hour rollup as rows adds ${round(large.rollupBytesPerPoint)} B`,
+    ratio: large.bytesPerPoint / 8,
+    goal: '<= 16 B',
+    met: large.bytesPerPoint <= 16,
+  });
+  if (small.ingest) {
+    const rate = (ms: number[]) => INGEST / (Math.min(...ms) / 1000);
+    rows.push({
+      scenario: `[${layout}] ingest, ${fmt(INGEST)} new points ${layout === 'today' ? '(Repository.writePoints)' : '(encode, COPY to staging, merge, 1-hour rollup of the days written)'}`,
+      measured: `${fmt(rate(small.ingest.writeMs))} points/s`,
+      baseline: `COPY of the same rows into the same layout: ${fmt(rate(small.ingest.copyMs))} points/s`,
+      ratio: rate(small.ingest.writeMs) / rate(small.ingest.copyMs),
+      goal: '>= 0.8x',
+      met: rate(small.ingest.writeMs) / rate(small.ingest.copyMs) >= 0.8,
+    });
+  }
+  for (const [what, read, floor] of [
+    ['a 30-day series read at 1,000 points', 'seriesReadMs', 'seriesRollupMs'],
+    [`a fleet read, ${fmt(SERIES)} series x 24 h at 24 points`, 'fleetReadMs', 'fleetRollupMs'],
+  ] as const) {
+    for (const r of [small, large]) {
+      rows.push({
+        scenario: `[${layout}] ${what}, ${m(r.points)} stored`,
+        measured: `${round(r[read])} ms`,
+        baseline: `the 1-hour rollup rows alone: ${round(r[floor])} ms`,
+        ratio: r[read] / r[floor],
+        goal: '<= 1.5x',
+        met: r[read] / r[floor] <= 1.5,
+      });
+    }
+    rows.push({
+      scenario: `[${layout}] ${what}: ${m(large.points)} against ${m(small.points)} stored`,
+      measured: `${round(large[read])} ms`,
+      baseline: `${round(small[read])} ms`,
+      ratio: large[read] / small[read],
+      goal: '<= 1.2x (flat)',
+      met: large[read] / small[read] <= 1.2,
+    });
+  }
+  rows.push({
+    scenario: `[${layout}] retention of the oldest day: ${m(large.points)} against ${m(small.points)} stored`,
+    measured: `${round(large.retentionMs)} ms`,
+    baseline: `${round(small.retentionMs)} ms`,
+    ratio: large.retentionMs / small.retentionMs,
+    goal: '<= 1.2x (flat)',
+    met: large.retentionMs / small.retentionMs <= 1.2,
+  });
+  return rows;
+}
+
+function tableOf(rows: Row[]): string {
+  return [
+    '| scenario | measured | baseline (same run, same data) | ratio | goal | met |',
+    '| --- | --- | --- | --- | --- | --- |',
+    ...rows.map(
+      (r) =>
+        `| ${r.scenario} | ${r.measured} | ${r.baseline} | ${r.ratio === null ? '—' : `${round(r.ratio)}x`} | ${r.goal} | ${r.met === null ? '—' : r.met ? 'yes' : 'no'} |`,
+    ),
+  ].join('\n');
+}
+
+async function benchDatabase(pglite: boolean) {
+  const dir = pglite ? mkdtempSync(path.join(tmpdir(), 'bench-history-')) : '';
+  const db = pglite ? await openEmbedded(dir) : await openPostgres(flags.db!, `bench_history_${process.pid}`);
+  const rows: Row[] = [];
+  const bytesPerPoint: Record<string, number> = {};
+  const details: Record<string, unknown> = {};
+  try {
+    if (!pglite) details.server = (await db.query<{ v: string }>('select version() as v'))[0]!.v;
+    for (const name of LAYOUTS) {
+      const layout = LAYOUT_OF[name];
+      const small = await measureSize(db, layout, SIZES[0]!, true);
+      const large = await measureSize(db, layout, SIZES[1]!, false);
+      rows.push(...rowsOf(name, small, large));
+      bytesPerPoint[name] = round(large.bytesPerPoint);
+      details[name] = { small, large };
+    }
+  } finally {
+    await db.close().catch(() => {});
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  }
+  return { rows, bytesPerPoint, details };
+}
+
+function readResults(file: string): { databases?: Record<string, unknown> } {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8'));
+  } catch {
+    return {}; // no earlier results
+  }
+}
+
+async function main() {
+  const databases = flags.pglite && !flags.postgres ? [true] : flags.postgres && !flags.pglite ? [false] : [false, true];
+  const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memGiB: round(totalmem() / 2 ** 30, 1), node: process.version };
+  const shape = {
+    series: SERIES,
+    compression: flags.compression,
+    sizes: SIZES,
+    spanDays: Number(flags['span-days']),
+    intervalSeconds: flags.interval ? Number(flags.interval) : SIZES.map((n) => intervalOf(Math.floor(n / SERIES)) / 1000),
+    ingest: INGEST,
+    rounds: ROUNDS,
+    chunkMs: CHUNK_MS,
+  };
+  const file = path.join(HERE, 'results', 'history-latest.json');
+  mkdirSync(path.dirname(file), { recursive: true });
+  // Each database's entry is written as soon as it is measured, with its own time and shape; a run
+  // of one database keeps the other's entry from the file (a 50M build takes long on PGlite).
+  const out = { at: new Date().toISOString(), machine, shape, databases: {} as Record<string, unknown> };
+  const tables: string[] = [];
+  for (const pglite of databases) {
+    const name = pglite ? 'pglite' : 'postgres';
+    log(`${pglite ? 'PGlite' : 'PostgreSQL'}: sizes ${SIZES.map(fmt).join(' and ')}, layouts ${LAYOUTS.join(', ')}`);
+    const r = await benchDatabase(pglite);
+    // Read again just before writing: a run of the other database may have written meanwhile.
+    out.databases = { ...(readResults(file).databases ?? {}), ...out.databases, [name]: { at: new Date().toISOString(), shape, ...r } };
+    writeFileSync(file, JSON.stringify(out, null, 2));
+    const table = `\n${pglite ? 'PGlite' : 'PostgreSQL'} (bytes per point: ${JSON.stringify(r.bytesPerPoint)}):\n\n${tableOf(r.rows)}`;
+    log(`${name}: written to ${file}`);
+    tables.push(table);
+  }
+  console.log(`${out.at}, ${machine.cpus} cores (${machine.cpuModel}), Node ${machine.node}; wall time ${((performance.now() - started) / 1000).toFixed(0)} s`);
+  for (const t of tables) console.log(t);
+}
+
+await main();
+process.exit(0);

@@ -1,0 +1,37 @@
+// Longest files first, from the durations measured on this machine (test/support/durations.json,
+// refreshed by `node scripts/test-durations.mjs <vitest JSON report>...`): a 4-minute file that
+// starts last keeps the run going minutes after every other worker is idle. vitest's own cache
+// orders by the last run's durations too, but a fresh clone (CI) has none and falls back to file
+// size, which says little here (test/collect/demo-collection.test.ts is one of the smallest).
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
+
+const DURATIONS = path.join(import.meta.dirname, 'durations.json');
+
+/** Milliseconds a file took, per project (`pglite`, `postgres`). */
+type Durations = Record<string, Record<string, number>>;
+
+function measured(): Durations {
+  try {
+    return JSON.parse(readFileSync(DURATIONS, 'utf8')) as Durations;
+  } catch {
+    return {};
+  }
+}
+
+export default class LongestFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const known = measured();
+    // vitest's order (its cache, else size) decides among files not measured.
+    const base = await super.sort(files);
+    const rank = new Map(base.map((f, i) => [f, i]));
+    const root = this.ctx.config.root;
+    const ms = (f: TestSpecification) => {
+      const file = path.relative(root, f.moduleId).split(path.sep).join('/');
+      // A file not yet measured on Postgres: its PGlite time is the better guess than none.
+      return known[f.project.name]?.[file] ?? known.pglite?.[file] ?? -1;
+    };
+    return [...files].sort((a, b) => ms(b) - ms(a) || rank.get(a)! - rank.get(b)!);
+  }
+}
