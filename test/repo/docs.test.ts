@@ -5,6 +5,8 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_MAX_CONCURRENT } from '../../src/collect/settings.js';
+import { PLATFORMS } from '../../src/providers/platforms.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const read = (rel: string) => readFileSync(path.join(ROOT, rel), 'utf8');
@@ -73,5 +75,18 @@ describe('the README and docs/', () => {
       }
     }
     expect(broken).toEqual([]);
+  });
+
+  it("states each platform's collection interval and budget as the code has them", () => {
+    const names: Record<string, string> = { BASETEN: 'Baseten', MODELARTS: 'ModelArts', PAI_DLC: 'PAI-DLC', PRIMUS_LENS: 'Primus-Lens', RUNICORN: 'Runicorn' };
+    const section = readme.slice(readme.indexOf('## What it collects'), readme.indexOf('## Test'));
+    expect(section.length).toBeGreaterThan(0);
+    for (const p of PLATFORMS) {
+      const name = names[p.kind];
+      expect(name, p.kind).toBeDefined();
+      expect(section, p.kind).toContain(`${name} ${p.defaultPollSeconds} s`);
+      expect(section, p.kind).toContain(`${p.collect.callsPerMinute.toLocaleString('en-US')}/min`);
+    }
+    expect(section).toContain(`${DEFAULT_MAX_CONCURRENT} at once`);
   });
 });
