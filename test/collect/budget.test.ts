@@ -3,10 +3,11 @@
 // job's feed is never late, and what could not be collected is reported as backlog.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../src/server/runtime.js';
-import { startBasetenSimulator, type BasetenSimulator } from '../../src/simulators/baseten/server.js';
+import type { BasetenSimulator } from '../../src/simulators/baseten/server.js';
 import { client, POLL_FIELDS, subscribeUtilization } from '../live/helpers.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { ManualTimers, nextStep } from '../support/manual-timers.js';
+import { startClockedBaseten } from '../support/clocked-baseten.js';
 import { startRuntimeOn } from '../support/runtime.js';
 import { eventually } from '../support/wait.js';
 import { gql, sweepsSettled } from './helpers.js';
@@ -24,13 +25,7 @@ describe('a per-minute call budget', () => {
 
   beforeAll(async () => {
     timers = new ManualTimers(START);
-    sim = await startBasetenSimulator({
-      seed: 'collect-budget',
-      anchorMs: START,
-      now: () => timers.now(),
-      rateLimit: false,
-      fleet: { projects: 1, jobsPerProject: 200, emptyProjects: 0, nodesPerJob: 1, gpusPerNode: 1, statuses: ['TRAINING_JOB_RUNNING'] },
-    });
+    sim = await startClockedBaseten('collect-budget', timers, { jobsPerProject: 200 });
     sim.events.on('request', () => {
       const minute = Math.floor(timers.now() / 60_000);
       perMinute.set(minute, (perMinute.get(minute) ?? 0) + 1);

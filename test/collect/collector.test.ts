@@ -4,9 +4,10 @@
 // polling at its next renewal (a third of an interval), aborting the calls it has under way.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../src/server/runtime.js';
-import { startBasetenSimulator, type BasetenSimulator } from '../../src/simulators/baseten/server.js';
+import type { BasetenSimulator } from '../../src/simulators/baseten/server.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { ManualTimers } from '../support/manual-timers.js';
+import { startClockedBaseten } from '../support/clocked-baseten.js';
 import { startRuntimeOn } from '../support/runtime.js';
 import { gql, runFor, sweepsSettled } from './helpers.js';
 
@@ -33,13 +34,7 @@ describe("a provider's collection as a monitor sees it", () => {
 
   beforeAll(async () => {
     timers = new ManualTimers(START);
-    sim = await startBasetenSimulator({
-      seed: 'collect-collector',
-      anchorMs: START,
-      now: () => timers.now(),
-      rateLimit: false,
-      fleet: { projects: 1, jobsPerProject: 1, emptyProjects: 0, nodesPerJob: 1, gpusPerNode: 2, statuses: ['TRAINING_JOB_RUNNING'] },
-    });
+    sim = await startClockedBaseten('collect-collector', timers, { jobsPerProject: 1, gpusPerNode: 2 });
     db = await createTestDatabase();
     rt = await startRuntimeOn(db, [{ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', pollIntervalSeconds: INTERVAL_MS / 1000 }], {
       env: { BT_KEY: sim.apiKey },

@@ -4,10 +4,11 @@
 // data, the cache, the feeds' and the collector's timers), so calls are counted per interval.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../src/server/runtime.js';
-import { startBasetenSimulator, type BasetenSimulator } from '../../src/simulators/baseten/server.js';
+import type { BasetenSimulator } from '../../src/simulators/baseten/server.js';
 import { client, POLL_FIELDS, subscribeUtilization } from '../live/helpers.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { ManualTimers, nextStep } from '../support/manual-timers.js';
+import { startClockedBaseten } from '../support/clocked-baseten.js';
 import { startRuntimeOn } from '../support/runtime.js';
 import { eventually } from '../support/wait.js';
 import { gql, runFor, sweepsSettled } from './helpers.js';
@@ -26,12 +27,10 @@ describe('one poll per job and interval, whoever asks', () => {
 
   beforeAll(async () => {
     timers = new ManualTimers(START);
-    sim = await startBasetenSimulator({
-      seed: 'collect-one-poll',
-      anchorMs: START,
-      now: () => timers.now(),
-      rateLimit: false,
-      fleet: { projects: 1, jobsPerProject: 2, emptyProjects: 0, nodesPerJob: 1, gpusPerNode: 2, statuses: ['TRAINING_JOB_RUNNING', 'TRAINING_JOB_COMPLETED'] },
+    sim = await startClockedBaseten('collect-one-poll', timers, {
+      jobsPerProject: 2,
+      gpusPerNode: 2,
+      statuses: ['TRAINING_JOB_RUNNING', 'TRAINING_JOB_COMPLETED'],
     });
     db = await createTestDatabase();
     rt = await startRuntimeOn(db, [{ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', pollIntervalSeconds: INTERVAL_MS / 1000 }], {

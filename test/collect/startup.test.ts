@@ -4,9 +4,10 @@
 // metrics calls, so "under way" is a fact here, not a race.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../src/server/runtime.js';
-import { startBasetenSimulator, type BasetenSimulator } from '../../src/simulators/baseten/server.js';
+import type { BasetenSimulator } from '../../src/simulators/baseten/server.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { ManualTimers } from '../support/manual-timers.js';
+import { startClockedBaseten } from '../support/clocked-baseten.js';
 import { startRuntimeOn } from '../support/runtime.js';
 import { eventually } from '../support/wait.js';
 import { gql, sweepsSettled } from './helpers.js';
@@ -22,13 +23,7 @@ describe("the server's start with the collector on", () => {
 
   beforeAll(async () => {
     timers = new ManualTimers(START);
-    sim = await startBasetenSimulator({
-      seed: 'collect-startup',
-      anchorMs: START,
-      now: () => timers.now(),
-      rateLimit: false,
-      fleet: { projects: 1, jobsPerProject: 8, emptyProjects: 0, nodesPerJob: 1, gpusPerNode: 1, statuses: ['TRAINING_JOB_RUNNING'] },
-    });
+    sim = await startClockedBaseten('collect-startup', timers, { jobsPerProject: 8 });
     // Every metrics call is held until released: the first sweep cannot end.
     sim.inject({ kind: 'timeout', route: 'getMetrics' });
     db = await createTestDatabase();

@@ -4,9 +4,10 @@
 // jobs raise nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../src/server/runtime.js';
-import { startBasetenSimulator, type BasetenSimulator } from '../../src/simulators/baseten/server.js';
+import type { BasetenSimulator } from '../../src/simulators/baseten/server.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { ManualTimers } from '../support/manual-timers.js';
+import { startClockedBaseten } from '../support/clocked-baseten.js';
 import { startRuntimeOn } from '../support/runtime.js';
 import { gql } from '../collect/helpers.js';
 import { client } from '../live/helpers.js';
@@ -30,18 +31,18 @@ describe('findings on the simulated clock', () => {
 
   beforeAll(async () => {
     timers = new ManualTimers(START);
-    sim = await startBasetenSimulator({
-      seed: 'findings-engine',
-      anchorMs: START,
-      now: () => timers.now(),
-      rateLimit: false,
-      fleet: { projects: 1, jobsPerProject: 4, emptyProjects: 0, nodesPerJob: 2, gpusPerNode: 4, statuses: ['TRAINING_JOB_RUNNING'] },
-      anomalies: [
-        { runningJob: 0, kind: 'stall', fromMs: START + 10 * MINUTE, toMs: START + 30 * MINUTE },
-        { runningJob: 1, kind: 'straggler', node: 1, rank: 2, fromMs: START + 10 * MINUTE, toMs: START + 35 * MINUTE },
-        { runningJob: 2, kind: 'idle', node: 1, fromMs: START + 10 * MINUTE, toMs: START + 55 * MINUTE },
-      ],
-    });
+    sim = await startClockedBaseten(
+      'findings-engine',
+      timers,
+      { jobsPerProject: 4, nodesPerJob: 2, gpusPerNode: 4 },
+      {
+        anomalies: [
+          { runningJob: 0, kind: 'stall', fromMs: START + 10 * MINUTE, toMs: START + 30 * MINUTE },
+          { runningJob: 1, kind: 'straggler', node: 1, rank: 2, fromMs: START + 10 * MINUTE, toMs: START + 35 * MINUTE },
+          { runningJob: 2, kind: 'idle', node: 1, fromMs: START + 10 * MINUTE, toMs: START + 55 * MINUTE },
+        ],
+      },
+    );
     const [a, b, c, d] = sim.fleet.jobs.map((j) => `bt:job:${j.id}`);
     jobs = { stalled: a!, straggler: b!, idle: c!, healthy: d!, stragglerGpu: `bt:gpu:${sim.fleet.jobs[1]!.id}#node-1#2` };
     db = await createTestDatabase();
