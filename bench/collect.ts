@@ -146,7 +146,34 @@ function answer(handlers: Record<string, () => Promise<unknown>>) {
   });
 }
 
-async function serveCollector(opts: { sims: SimsReady; databaseUrl: string }) {
+/**
+ * BENCH_COLLECT_PROFILE=<file>: a V8 CPU profile of the collector's server over the measured window,
+ * written to <file>-<jobs>.cpuprofile (bench/cpu-profile-summary.ts reads it). The profiler costs
+ * CPU itself: a profiled run's CPU figures are not comparable with an unprofiled one's.
+ */
+const PROFILE_FILE = process.env.BENCH_COLLECT_PROFILE ?? null;
+const profiling = (() => {
+  let session: import('node:inspector/promises').Session | null = null;
+  return {
+    async start() {
+      const { Session } = await import('node:inspector/promises');
+      session = new Session();
+      session.connect();
+      await session.post('Profiler.enable');
+      await session.post('Profiler.start');
+    },
+    async stop(file: string) {
+      if (!session) return;
+      const { profile } = await session.post('Profiler.stop');
+      writeFileSync(file, JSON.stringify(profile));
+      session.disconnect();
+      session = null;
+      console.error(`bench:collect: CPU profile of the collector's server written to ${file}`);
+    },
+  };
+})();
+
+async function serveCollector(opts: { sims: SimsReady; databaseUrl: string; jobs: number }) {
   const { pino } = await import('pino');
   const { startRuntime } = await import('../src/server/runtime.js');
   const rt = await startRuntime({
@@ -190,6 +217,7 @@ async function serveCollector(opts: { sims: SimsReady; databaseUrl: string }) {
       return {};
     },
     mark: async () => {
+      if (PROFILE_FILE) await profiling.start();
       measuring = true;
       lags = [];
       sweeps = 0;
@@ -199,6 +227,7 @@ async function serveCollector(opts: { sims: SimsReady; databaseUrl: string }) {
     report: async () => {
       const cpu = cpuMs() - cpu0;
       measuring = false;
+      if (PROFILE_FILE) await profiling.stop(PROFILE_FILE.replace(/(\.cpuprofile)?$/, `-${opts.jobs}.cpuprofile`));
       const statuses = [...collector.statuses().values()];
       const running = statuses.reduce((n, s) => n + s.runningJobs, 0);
       const jobIntervals = statuses.reduce((n, s) => n + (s.runningJobs * WINDOW_MS) / (s.intervalSeconds * 1000), 0);
@@ -419,7 +448,7 @@ async function main() {
       const every = INTERVAL_S ? `every ${INTERVAL_S} s` : "each provider's interval";
       try {
         console.error(`bench:collect: ${jobs} jobs, the collector (${every}, ${WINDOW_MS / 1000} s measured)`);
-        collector = await measure('collector', sims, { databaseUrl: db.url });
+        collector = await measure('collector', sims, { databaseUrl: db.url, jobs });
       } finally {
         await db.drop();
       }
