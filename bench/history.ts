@@ -31,6 +31,7 @@ import type { Writable } from 'node:stream';
 import { Repository, type PointWriteRow } from '../src/store/repository.js';
 import * as tables from '../src/store/tables.js';
 import type { Db } from '../src/store/db.js';
+import { round, type Row, tableOf } from './rows.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const { values: flags } = parseArgs({
@@ -77,7 +78,6 @@ type LayoutName = 'today' | 'chunked';
 const started = performance.now();
 const log = (...a: unknown[]) => console.error(`[${((performance.now() - started) / 1000).toFixed(1)}s]`, ...a);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
-const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
 const fmt = (n: number) => Math.round(n).toLocaleString('en');
 
 async function timed(fn: () => Promise<unknown>): Promise<number> {
@@ -392,15 +392,6 @@ const LAYOUT_OF: Record<LayoutName, Layout> = { today: todayLayout, chunked: chu
 
 // ---- the run ---------------------------------------------------------------------------------------
 
-interface Row {
-  scenario: string;
-  measured: string;
-  baseline: string;
-  ratio: number | null;
-  goal: string;
-  met: boolean | null;
-}
-
 interface SizeResult {
   points: number;
   bytes: number;
@@ -612,17 +603,6 @@ function rowsOf(layout: LayoutName, small: SizeResult, large: SizeResult): Row[]
     met: large.retentionMs / small.retentionMs <= 1.2,
   });
   return rows;
-}
-
-function tableOf(rows: Row[]): string {
-  return [
-    '| scenario | measured | baseline (same run, same data) | ratio | goal | met |',
-    '| --- | --- | --- | --- | --- | --- |',
-    ...rows.map(
-      (r) =>
-        `| ${r.scenario} | ${r.measured} | ${r.baseline} | ${r.ratio === null ? '—' : `${round(r.ratio)}x`} | ${r.goal} | ${r.met === null ? '—' : r.met ? 'yes' : 'no'} |`,
-    ),
-  ].join('\n');
 }
 
 async function benchDatabase(pglite: boolean) {

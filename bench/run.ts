@@ -27,6 +27,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import { pino } from 'pino';
 import { startRuntime, type Runtime } from '../src/server/runtime.js';
 import type { Repository } from '../src/store/repository.js';
+import { round, type Row, tableOf } from './rows.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const { values: flags } = parseArgs({
@@ -105,7 +106,6 @@ function quantile(xs: number[], q: number): number {
   return s[Math.min(s.length - 1, Math.ceil(q * s.length) - 1)]!;
 }
 const median = (xs: number[]) => quantile(xs, 0.5);
-const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
 
 async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
   const t0 = performance.now();
@@ -446,15 +446,6 @@ async function explainPointsOf(s: Scenario, call: () => Promise<unknown>): Promi
 }
 
 // ---- scenarios ---------------------------------------------------------------------------------
-
-interface Row {
-  scenario: string;
-  measured: string;
-  baseline: string;
-  ratio: number | null;
-  goal: string;
-  met: boolean | null;
-}
 
 interface DbResult {
   rows: Row[];
@@ -890,17 +881,6 @@ function benchFindingsRow(pglite: boolean): Row {
     };
   }
   return JSON.parse(line.slice('FINDINGS_RESULT '.length)).row as Row;
-}
-
-function tableOf(rows: Row[]): string {
-  return [
-    '| scenario | measured | baseline (same run, same data) | ratio | goal | met |',
-    '| --- | --- | --- | --- | --- | --- |',
-    ...rows.map(
-      (r) =>
-        `| ${r.scenario} | ${r.measured} | ${r.baseline} | ${r.ratio === null ? '—' : `${round(r.ratio)}x`} | ${r.goal} | ${r.met === null ? '—' : r.met ? 'yes' : 'no'} |`,
-    ),
-  ].join('\n');
 }
 
 async function main() {
