@@ -1,12 +1,12 @@
 // CSV formula injection (issue 44, item 8): a metric named like a formula is written so a
 // spreadsheet shows it as text (OWASP: a leading single quote, the cell quoted), while negative
 // numbers in the value and step columns stay numbers.
-import { parse as parseCsv } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../src/server/runtime.js';
 import { createRun } from '../../src/simulators/runicorn/storage-writer.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { startRuntimeOn } from '../support/runtime.js';
+import { readSeriesCsv } from './series-csv.js';
 
 const HOSTILE = ['=1+2', "+cmd|' /C calc'!A0", '@SUM(1,1)', '-2+3', '\tTAB'];
 
@@ -51,16 +51,8 @@ describe('CSV exports neutralise formulas', () => {
           .filter((cell) => /^[=+@\t\r]/.test(cell)),
       ).toEqual([]);
     // The metric names live in the series table (comment lines, CSV after "# "); the points name their series.
-    const table = parseCsv(
-      text
-        .split('\n')
-        .filter((l) => l.startsWith('# '))
-        .map((l) => l.slice(2))
-        .join('\n'),
-      { columns: true },
-    ) as Record<string, string>[];
+    const { table, rows } = readSeriesCsv(text);
     expect(new Set(table.map((t) => t.metric))).toEqual(new Set(HOSTILE.map((n) => `'${n}`)));
-    const rows = parseCsv(text, { columns: true, comment: '#', skip_empty_lines: true }) as Record<string, string>[];
     expect(new Set(rows.map((r) => r.series))).toEqual(new Set(table.map((t) => t.series)));
     for (const r of rows) {
       expect(Number(r.value)).toBeLessThan(0);

@@ -1,12 +1,12 @@
 // Series exports for notebooks, read back as pandas would: CSV through a real CSV parser and JSON
 // Lines, equal to the GraphQL field with the same arguments; gzip; the field's checks and codes;
 // the token's scope; a client that goes away mid-stream.
-import { parse as parseCsv } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadSecurityConfig } from '../../src/config/security.js';
 import type { Runtime } from '../../src/server/runtime.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { startRuntimeOn } from '../support/runtime.js';
+import { readSeriesCsv } from './series-csv.js';
 
 const ADMIN = 'admin-token-0123456789abcdef';
 const LENS_ONLY = 'lens-token-0123456789abcdef';
@@ -58,15 +58,7 @@ describe('series exports', () => {
     expect(res.headers.get('content-type')).toContain('text/csv');
     const text = await res.text();
     // The series table (comment lines, CSV after "# "), then one short row per point naming its series.
-    const table = parseCsv(
-      text
-        .split('\n')
-        .filter((l) => l.startsWith('# '))
-        .map((l) => l.slice(2))
-        .join('\n'),
-      { columns: true },
-    ) as Record<string, string>[];
-    const rows = parseCsv(text, { columns: true, comment: '#', skip_empty_lines: true }) as Record<string, string>[];
+    const { table, rows } = readSeriesCsv(text);
     expect(Object.keys(rows[0]!)).toEqual(['series', 'timestamp', 'step', 'value']);
     const graph = (
       await gql(
