@@ -58,6 +58,9 @@ describe('a running run deleted while watched live', () => {
     const off = hub.bus.on('live:status:rc', (p: any) => {
       if (p.type === 'status' && p.job.id === jobId) onHub.push({ previousStatus: p.previousStatus, status: p.job.status, rawStatus: p.job.rawStatus });
     });
+    // The feed's first poll runs at once (not on the test's clock); its next poll is queued on the
+    // clock only when that step ends, so the clock is moved after it, never while it runs.
+    const firstStep = nextStep(hub, topic);
     const c = client(rt.url);
     const watched = subscribeUtilization(c, jobId, POLL_FIELDS);
     const heard: { status: string; rawStatus: string | null }[] = [];
@@ -74,7 +77,8 @@ describe('a running run deleted while watched live', () => {
     );
     try {
       await eventually(() => hub.stats().feeds === 2 || undefined, 30_000, 'the utilization and status feeds');
-      // The watcher's first poll reads the job while the run is still there.
+      await firstStep;
+      // The watcher's next poll reads the job while the run is still there.
       let stepped = nextStep(hub, topic);
       timers.advance(2000);
       await stepped;
