@@ -9,7 +9,7 @@ import { type WebSocket, WebSocketServer } from 'ws';
 import type { App } from './yoga.js';
 import type { TokenStore } from '../config/index.js';
 import { presentedToken } from './access.js';
-import { recoded } from './plugins/use-limits.js';
+import { recoded } from './plugins/edge-input.js';
 import type { OutgoingGuard } from './outgoing-guard.js';
 import { isSharedResult } from './shared-subscriptions.js';
 import type { ByteBoundedApqStore } from './apq-store.js';

@@ -3,7 +3,7 @@
 // upper bound of JSON.stringify's bytes for any answer. An answer over MAX_RESPONSE_BYTES is refused.
 import { GraphQLError } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { answerBytes, jsonBytesAtMost } from '../../src/server/plugins/use-limits.js';
+import { answerBytes, jsonBytesAtMost } from '../../src/server/plugins/answer-size.js';
 import { postGraphql, startTestServer, type TestServer } from '../support/runtime.js';
 
 const bytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v));
