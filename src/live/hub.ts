@@ -160,6 +160,11 @@ class Feed {
     return this.done;
   }
 
+  /** Between steps: its next step is scheduled and none runs (a test moves its clock only then). */
+  get isWaiting(): boolean {
+    return !this.done && !this.stopped && this.running === null && this.timer !== null;
+  }
+
   get intervalMs(): number {
     return pollIntervalMs(this.provider);
   }
@@ -386,6 +391,14 @@ export class LiveHub {
     if (feed.sinks.size > 0) return;
     if (this.feeds.get(feed.topic) === feed) this.feeds.delete(feed.topic);
     void feed.stop();
+  }
+
+  /**
+   * Whether the feed on `topic` is between two steps, its next one scheduled: a test on a clock
+   * it moves itself advances the clock only then, never while a step is still under way.
+   */
+  feedWaiting(topic: string): boolean {
+    return this.feeds.get(topic)?.isWaiting ?? false;
   }
 
   /** What runs now on this replica: tests and /metrics-style probes read it to prove there are no leaks. */

@@ -6,7 +6,7 @@ import type { Runtime } from '../../src/server/runtime.js';
 import type { BasetenSimulator } from '../../src/simulators/baseten/server.js';
 import { client, POLL_FIELDS, subscribeUtilization } from '../live/helpers.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { ManualTimers, nextStep } from '../support/manual-timers.js';
+import { ManualTimers, stepFeeds } from '../support/manual-timers.js';
 import { startClockedBaseten } from '../support/clocked-baseten.js';
 import { startRuntimeOn } from '../support/runtime.js';
 import { eventually } from '../support/wait.js';
@@ -62,9 +62,7 @@ describe('a per-minute call budget', () => {
     const topic = `live:utilization:${watched}`;
     for (let k = 1; k <= 10; k++) {
       const before = sub.samples.length;
-      const stepped = nextStep(rt.live.hub, topic);
-      timers.advance(INTERVAL_MS);
-      await stepped;
+      await stepFeeds(rt.live.hub, topic, timers, INTERVAL_MS);
       await sweepsSettled(rt);
       // Never late: a sample each interval, from a poll of this interval.
       await eventually(() => sub.samples.length > before, 30_000, `the watched job's sample ${k}`);

@@ -7,7 +7,7 @@ import type { Runtime } from '../../src/server/runtime.js';
 import type { BasetenSimulator } from '../../src/simulators/baseten/server.js';
 import { client, POLL_FIELDS, subscribeUtilization } from '../live/helpers.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { ManualTimers, nextStep } from '../support/manual-timers.js';
+import { ManualTimers, stepFeeds } from '../support/manual-timers.js';
 import { startClockedBaseten } from '../support/clocked-baseten.js';
 import { startRuntimeOn } from '../support/runtime.js';
 import { eventually } from '../support/wait.js';
@@ -73,9 +73,7 @@ describe('one poll per job and interval, whoever asks', () => {
     for (let k = 1; k <= 4; k++) {
       const metrics0 = sim.count('getMetrics');
       const detail0 = sim.count('getJob');
-      const stepped = nextStep(rt.live.hub, topic);
-      timers.advance(INTERVAL_MS);
-      await stepped;
+      await stepFeeds(rt.live.hub, topic, timers, INTERVAL_MS);
       await sweepsSettled(rt);
       const answer = await gql(rt, query, { id: running });
       expect(answer.errors).toBeUndefined();

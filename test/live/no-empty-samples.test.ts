@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../src/server/runtime.js';
 import { createRun } from '../../src/simulators/runicorn/storage-writer.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { ManualTimers, nextStep } from '../support/manual-timers.js';
+import { ManualTimers, stepFeeds } from '../support/manual-timers.js';
 import { startRuntimeOn } from '../support/runtime.js';
 import { eventually } from '../support/wait.js';
 import { client, POLL_FIELDS, subscribeUtilization } from './helpers.js';
@@ -44,9 +44,7 @@ describe('jobUtilization of a run without system metrics', () => {
       await eventually(() => hub.stats().feeds === 1, 30_000, 'the feed');
       // Five polls of a running run: each one is a finished step, and none published a sample.
       for (let k = 0; k < 5; k++) {
-        const stepped = nextStep(hub, topic);
-        timers.advance(2000);
-        await stepped;
+        await stepFeeds(hub, topic, timers, 2000);
       }
       expect(hub.stats().polls[topic]).toBeGreaterThanOrEqual(5);
       expect(published.filter((p) => p.type === 'sample')).toEqual([]);
@@ -55,9 +53,7 @@ describe('jobUtilization of a run without system metrics', () => {
       run.finish(Date.now() / 1000);
       // Polls until one reads the new status (the run's status file is read through the cache).
       for (let k = 0; k < 20 && !published.some((p) => p.type === 'end'); k++) {
-        const stepped = nextStep(hub, topic);
-        timers.advance(2000);
-        await stepped;
+        await stepFeeds(hub, topic, timers, 2000);
       }
       await eventually(() => sub.completed, 30_000, 'the stream to complete');
       expect(sub.samples.map((s) => s.final)).toEqual([true]);

@@ -8,7 +8,7 @@ import WebSocket from 'ws';
 import { registerSecret } from '../../src/domain/secrets.js';
 import type { Runtime } from '../../src/server/runtime.js';
 import type { BasetenSimulator } from '../../src/simulators/baseten/server.js';
-import { ManualTimers, nextStep } from '../support/manual-timers.js';
+import { ManualTimers, stepFeeds } from '../support/manual-timers.js';
 import { ANCHOR } from '../support/runtime.js';
 import { runningJobId, startSim, startTestRuntime, utilizationQuery, waitFor, wsUrl } from './helpers.js';
 
@@ -89,9 +89,7 @@ async function counters(): Promise<{ shared: number; own: number; payloads: numb
 
 /** One poll of the feed on the test's clock. */
 async function poll(): Promise<void> {
-  const stepped = nextStep(rt.live.hub, topic);
-  timers.advance(INTERVAL_S * 1000);
-  await stepped;
+  await stepFeeds(rt.live.hub, topic, timers, INTERVAL_S * 1000);
 }
 
 beforeAll(async () => {

@@ -18,7 +18,7 @@ import {
   type Sample,
   type Subscriber,
 } from './helpers.js';
-import { ManualTimers, nextStep } from '../support/manual-timers.js';
+import { ManualTimers, nextStep, stepFeeds } from '../support/manual-timers.js';
 import { ANCHOR } from '../support/runtime.js';
 import { eventuallyProgressing, HANG_MS, hangBound } from '../support/wait.js';
 
@@ -90,9 +90,7 @@ describe('jobUtilization', () => {
       const c0 = sim.count('getMetrics');
       const i0 = ref.samples.length;
       for (let k = 1; k <= 6; k++) {
-        const stepped = nextStep(hub, topic);
-        timers.advance(INTERVAL_MS);
-        await stepped;
+        await stepFeeds(hub, topic, timers, INTERVAL_MS);
         await waitFor(() => ref.samples.length >= i0 + k, 30_000, `sample ${k}`);
       }
       const delivered = () => subs.reduce((n, s) => n + s.samples.length, 0);
@@ -237,9 +235,7 @@ describe('jobLogs', () => {
       // Up to a minute of data time, a poll per interval: one empty slot in four, so a line is
       // all but certain within a few; the bound only turns a feed that stopped into a failure.
       for (let k = 0; k < 120 && lines.length === before; k++) {
-        const stepped = nextStep(logRt.live.hub, topic);
-        logTimers.advance(INTERVAL_MS);
-        await stepped;
+        await stepFeeds(logRt.live.hub, topic, logTimers, INTERVAL_MS);
         // The lines of a step reach the socket after the step: wait for them to drain.
         await new Promise((r) => setImmediate(r));
       }
@@ -295,9 +291,7 @@ describe('jobStatusChanged', () => {
     expect(stopRes.status).toBe(200);
     // The next poll sees it stopped; three more see nothing new.
     for (let k = 0; k < 4; k++) {
-      const stepped = nextStep(hub, topic);
-      timers.advance(INTERVAL_MS);
-      await stepped;
+      await stepFeeds(hub, topic, timers, INTERVAL_MS);
       if (k === 0) await waitFor(() => got.length >= 1, 10_000, 'the status event');
     }
     expect(got).toEqual([{ id: `bt:job:${running.id}`, status: 'STOPPED' }]);

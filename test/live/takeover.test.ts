@@ -9,7 +9,7 @@ import { LiveHub } from '../../src/live/hub.js';
 import { createLocalLock } from '../../src/live/lock.js';
 import type { Runtime } from '../../src/server/runtime.js';
 import type { BasetenSimulator } from '../../src/simulators/baseten/server.js';
-import { ManualTimers, nextStep } from '../support/manual-timers.js';
+import { ManualTimers, nextStep, stepFeeds } from '../support/manual-timers.js';
 import { eventually } from '../support/wait.js';
 import { runningJobId, startSim, startTestRuntime, waitFor } from './helpers.js';
 
@@ -55,9 +55,7 @@ describe('poll takeover between replicas', () => {
     // B found the lock taken: it follows, hearing A's samples.
     expect(b.stats().leading).toEqual([]);
     for (let k = 0; k < 3; k++) {
-      const steps = Promise.all([nextStep(a, topic), nextStep(b, topic)]);
-      timers.advance(INTERVAL_MS);
-      await steps;
+      await stepFeeds([a, b], topic, timers, INTERVAL_MS);
     }
     expect(a.stats().polls[topic]).toBe(4);
     expect(b.stats().polls[topic]).toBe(0);
@@ -70,9 +68,7 @@ describe('poll takeover between replicas', () => {
     await drainingA.channel.return();
     await drainingA.done;
     await eventually(async () => !(await lock.holds(topic)), 10_000, 'A to release the poll lock');
-    const bTakes = nextStep(b, topic);
-    timers.advance(INTERVAL_MS);
-    await bTakes;
+    await stepFeeds(b, topic, timers, INTERVAL_MS);
     expect(b.stats().leading).toEqual([topic]);
     expect(b.stats().polls[topic]).toBe(1);
     await waitFor(() => received.b.length >= 4, 10_000, "B's own first sample");

@@ -2,6 +2,7 @@
 // their time, so "one poll per interval" is counted in intervals the test advanced, whatever the
 // machine's speed. A timer due at once (0 ms) runs on the next turn of the event loop, as Node's would.
 import type { LiveHub, LiveTimers } from '../../src/live/hub.js';
+import { eventually } from './wait.js';
 
 interface Timer {
   at: number;
@@ -72,4 +73,18 @@ export function nextStep(hub: LiveHub, topic: string): Promise<void> {
     };
     hub.events.on('step', on);
   });
+}
+
+/**
+ * One step of each hub's feed on `topic`, on the test's clock: waits until every feed is between
+ * steps with its next one scheduled (a step under way would schedule its successor after the clock
+ * moved, so the move would be lost and the wait would hang), then moves the clock by `ms` and
+ * resolves when each feed has finished the step that fell due. A feed that ended fails it by name.
+ */
+export async function stepFeeds(hubs: LiveHub | readonly LiveHub[], topic: string, timers: ManualTimers, ms: number): Promise<void> {
+  const all = Array.isArray(hubs) ? (hubs as readonly LiveHub[]) : [hubs as LiveHub];
+  await eventually(() => all.every((hub) => hub.feedWaiting(topic)) || undefined, 30_000, `the feed ${topic} to wait for its next step`);
+  const stepped = Promise.all(all.map((hub) => nextStep(hub, topic)));
+  timers.advance(ms);
+  await stepped;
 }

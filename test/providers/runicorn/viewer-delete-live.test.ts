@@ -14,7 +14,7 @@ import { startRunicornViewer, type RunicornViewerHandle } from '../../../src/sim
 import { rowsOf } from '../../../src/store/sql-util.js';
 import { client, POLL_FIELDS, subscribeUtilization } from '../../live/helpers.js';
 import { createTestDatabase, type TestDatabase } from '../../support/database.js';
-import { ManualTimers, nextStep } from '../../support/manual-timers.js';
+import { ManualTimers, stepFeeds } from '../../support/manual-timers.js';
 import { postGraphql, startRuntimeOn } from '../../support/runtime.js';
 import { eventually } from '../../support/wait.js';
 
@@ -58,9 +58,6 @@ describe('a running run deleted while watched live', () => {
     const off = hub.bus.on('live:status:rc', (p: any) => {
       if (p.type === 'status' && p.job.id === jobId) onHub.push({ previousStatus: p.previousStatus, status: p.job.status, rawStatus: p.job.rawStatus });
     });
-    // The feed's first poll runs at once (not on the test's clock); its next poll is queued on the
-    // clock only when that step ends, so the clock is moved after it, never while it runs.
-    const firstStep = nextStep(hub, topic);
     const c = client(rt.url);
     const watched = subscribeUtilization(c, jobId, POLL_FIELDS);
     const heard: { status: string; rawStatus: string | null }[] = [];
@@ -77,11 +74,8 @@ describe('a running run deleted while watched live', () => {
     );
     try {
       await eventually(() => hub.stats().feeds === 2 || undefined, 30_000, 'the utilization and status feeds');
-      await firstStep;
       // The watcher's next poll reads the job while the run is still there.
-      let stepped = nextStep(hub, topic);
-      timers.advance(2000);
-      await stepped;
+      await stepFeeds(hub, topic, timers, 2000);
 
       run.markDeleted(NOW);
       // A list sync: the run is no longer listed nor found by id, so it is gone.
@@ -89,9 +83,7 @@ describe('a running run deleted while watched live', () => {
       expect(after.errors, JSON.stringify(after.errors)).toBeUndefined();
       await eventually(() => onHub.length >= 1 || undefined, 30_000, 'the gone announcement');
       // The watcher's next poll reads the gone job again.
-      stepped = nextStep(hub, topic);
-      timers.advance(2000);
-      await stepped;
+      await stepFeeds(hub, topic, timers, 2000);
       await rt.readThrough.writesSettled();
       // One more list sync: nothing more to say (the watcher's feed ended: its job is gone).
       await postGraphql(rt.url, LIST);
