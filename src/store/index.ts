@@ -12,7 +12,7 @@ import type { JobFilter } from './job-filter.js';
 import { createLoaders, type Loaders, type SharedReads } from './loaders.js';
 import { LedgerReads } from './ledger-reads.js';
 import { FindingsStore } from './findings.js';
-import { isTerminal, type Freshness, type ReadThrough, type StatusListener } from './read-through.js';
+import { isTerminal, type Freshness, type ReadThrough, type StatusListener, type StepRule } from './read-through.js';
 import type { JobCursor, JobOrder } from './job-filter.js';
 import type {
   AccelSeriesQuery,
@@ -32,10 +32,11 @@ import type {
 
 export { cacheOnlyConditions, DEFAULT_JOB_ORDER, jobMatches, type JobCursor, type JobFilter, type JobOrder, type JobOrderKey } from './job-filter.js';
 export { MAX_GAP_STEPS, type GpuHoursRow, type IdleRunRow, type PreparedFleet } from './fleet.js';
-export { isTerminal, jobWindow, type Freshness, type StatusListener, type TopologyHint, type Window } from './read-through.js';
+export { isTerminal, jobWindow, type Freshness, type StatusListener, type StepRule, type TopologyHint, type Window } from './read-through.js';
 export type { Loaders } from './loaders.js';
 export type { LedgerReads } from './ledger-reads.js';
 export type { LedgerWindow } from './ledger.js';
+export type { WasteStep } from './ledger-order.js';
 import type { JobShapes } from './job-shapes.js';
 export { UNKNOWN_JOB_SHAPE, type JobShape, type JobShapes, type ShapeMeasure } from './job-shapes.js';
 export type { CollectionStatus, CollectionStore, CollectOutcome, CollectRunningOptions } from './collection.js';
@@ -245,6 +246,11 @@ export class RequestStore {
 
   now(): Date {
     return this.rt.now();
+  }
+
+  /** The step a default question of `maxPoints` asks of a window (ReadThrough.stepRule): the WASTE order uses it as Job.cost does. */
+  stepRule(maxPoints: number): StepRule {
+    return this.rt.stepRule(maxPoints);
   }
 
   /** The same request narrowed to a token's scope: fewer providers, loaders (made by `narrow` over this store's) that hide what is outside it. */
