@@ -69,7 +69,12 @@ export interface GpuHoursRow {
   allocatedGpuHours: number;
   coveredGpuHours: number;
   usedGpuHours: number;
+  /** A job row's nodes in the cached topology (what a CPU-only job is billed by); 0 on group rows. */
+  nodes?: number;
 }
+
+/** Providers whose CPU-only jobs count in the groups (billed per node-hour: nodeBilledProviders); none when absent. */
+export type NodeBilled = readonly string[] | '*';
 
 const MS_PER_HOUR = 3_600_000;
 
@@ -87,7 +92,8 @@ export interface PreparedFleet {
  * Makes sure the GPU utilization of every matching job is cached for its part of [from, to],
  * through the normal read-through path (one batched ensureMetrics, at the resolution a default
  * chart of the same window asks for, so the two share fetches), plus the topology of jobs whose
- * nodes are still unknown (node aggregates count for their node's GPUs).
+ * nodes are still unknown (node aggregates count for their node's GPUs; CPU-only jobs of
+ * `nodeBilled` providers are billed by their nodes).
  */
 export async function prepareFleet(
   readThrough: ReadThrough,
@@ -96,6 +102,7 @@ export async function prepareFleet(
   to: Date,
   maxPoints: number,
   scope?: RequestScope,
+  nodeBilled: NodeBilled = [],
 ): Promise<PreparedFleet> {
   const now = readThrough.now();
   const end = to < now ? to : now;
@@ -115,7 +122,9 @@ export async function prepareFleet(
   const withoutTopology = jobs.filter((j) => !j.topologyFetchedAt);
   if (withoutTopology.length) {
     const needed = new Set(await store.jobsWithNodeAggregates(withoutTopology.map((j) => j.id)));
-    const due = withoutTopology.filter((j) => needed.has(j.id));
+    // A CPU-only job billed per node-hour is billed by its nodes: it needs them too (as Job.cost does).
+    const billedCpu = (j: JobRow) => !j.gpuCount && (nodeBilled === '*' || nodeBilled.includes(j.providerId));
+    const due = withoutTopology.filter((j) => needed.has(j.id) || billedCpu(j));
     if (due.length) await readThrough.ensureTopology(due, { scope });
   }
   const problems: PreparedFleet['problems'] = unknownEnd.map((job) => ({
@@ -238,8 +247,10 @@ export class FleetStore {
    * GPU-hours allocated, covered by data and used, per job (the `firstJobs` with the most waste,
    * allocated minus used) and rolled up by provider, project, GPU model, owner and in total.
    */
-  async gpuHours(windows: readonly FleetJobWindow[], firstJobs: number): Promise<GpuHoursRow[]> {
+  async gpuHours(windows: readonly FleetJobWindow[], firstJobs: number, nodeBilled: NodeBilled = []): Promise<GpuHoursRow[]> {
     if (windows.length === 0) return [];
+    // A CPU-only job (nothing held: no GPU count, no GPU series) counts where it is billed per node-hour.
+    const billed = nodeBilled === '*' ? sql`true` : nodeBilled.length ? sql`pj.provider_id = any(${textArray(nodeBilled)})` : sql`false`;
     const rows = await this.rows<Record<string, unknown>>(
       sql`
       with ${selectedSeriesSql(windows)},
@@ -263,9 +274,11 @@ export class FleetStore {
           left join per_series ps on ps.job_id = jw.job_id
         group by jw.job_id, j.provider_id, j.project_id, j.gpu_type, j.owner, j.gpu_count, jw.w_from, jw.w_to
       ), gpu_jobs as (
-        select * from per_job where alloc_ms > 0
+        -- jobs that held accelerators, and the CPU-only jobs billed per node-hour (0 GPU-hours, their nodes for the ledger)
+        select pj.*, case when pj.alloc_ms > 0 then 0 else (select count(*) from nodes n where n.job_id = pj.job_id) end as nodes
+        from per_job pj where pj.alloc_ms > 0 or (${billed})
       ), top_jobs as (
-        select 'job' as kind, job_id as key, 1 as jobs, alloc_ms, covered_ms, used_ms
+        select 'job' as kind, job_id as key, 1 as jobs, alloc_ms, covered_ms, used_ms, nodes
         from gpu_jobs order by alloc_ms - used_ms desc, job_id limit ${firstJobs}
       ), rollups as (
         select case when grouping(provider_id) = 0 then 'provider' when grouping(project_id) = 0 then 'project'
@@ -274,9 +287,9 @@ export class FleetStore {
           sum(alloc_ms) as alloc_ms, sum(covered_ms) as covered_ms, sum(used_ms) as used_ms
         from gpu_jobs group by grouping sets ((provider_id), (project_id), (model), (owner), ())
       )
-      select kind, key, jobs::int as jobs, alloc_ms::float8 as alloc_ms, covered_ms::float8 as covered_ms, used_ms::float8 as used_ms from top_jobs
+      select kind, key, jobs::int as jobs, alloc_ms::float8 as alloc_ms, covered_ms::float8 as covered_ms, used_ms::float8 as used_ms, nodes::int as nodes from top_jobs
       union all
-      select kind, key, jobs::int, alloc_ms::float8, covered_ms::float8, used_ms::float8 from rollups`,
+      select kind, key, jobs::int, alloc_ms::float8, covered_ms::float8, used_ms::float8, 0 from rollups`,
     );
     return rows.map((r) => ({
       kind: r.kind as GpuHoursRow['kind'],
@@ -285,6 +298,7 @@ export class FleetStore {
       allocatedGpuHours: Number(r.alloc_ms) / MS_PER_HOUR,
       coveredGpuHours: Number(r.covered_ms) / MS_PER_HOUR,
       usedGpuHours: Number(r.used_ms) / MS_PER_HOUR,
+      nodes: Number(r.nodes),
     }));
   }
 }

@@ -7,7 +7,7 @@ import type { RequestScope } from '../domain/request-scope.js';
 import type { LogPage, LogRequest, ProviderKind, SystemMetric } from '../domain/types.js';
 import type { ProviderHealth, ProviderSet } from '../providers/provider-set.js';
 import { CollectionStore, type CollectionStatus } from './collection.js';
-import { FleetStore, prepareFleet, type FleetJobWindow, type GpuHoursRow, type IdleRunRow, type PreparedFleet } from './fleet.js';
+import { FleetStore, prepareFleet, type FleetJobWindow, type GpuHoursRow, type IdleRunRow, type NodeBilled, type PreparedFleet } from './fleet.js';
 import type { JobFilter } from './job-filter.js';
 import { createLoaders, type Loaders, type SharedReads } from './loaders.js';
 import { LedgerReads } from './ledger-reads.js';
@@ -31,7 +31,7 @@ import type {
 } from './repository.js';
 
 export { cacheOnlyConditions, DEFAULT_JOB_ORDER, jobMatches, type JobCursor, type JobFilter, type JobOrder, type JobOrderKey } from './job-filter.js';
-export { MAX_GAP_STEPS, type GpuHoursRow, type IdleRunRow, type PreparedFleet } from './fleet.js';
+export { MAX_GAP_STEPS, type GpuHoursRow, type IdleRunRow, type NodeBilled, type PreparedFleet } from './fleet.js';
 export { isTerminal, jobWindow, type Freshness, type StatusListener, type StepRule, type TopologyHint, type Window } from './read-through.js';
 export type { Loaders } from './loaders.js';
 export type { LedgerReads } from './ledger-reads.js';
@@ -343,16 +343,16 @@ export class FleetReads {
   ) {}
 
   /** Makes sure the GPU utilization of every matching job is cached for [from, to] (src/store/fleet.ts). */
-  prepare(filter: JobFilter, from: Date, to: Date, maxPoints: number): Promise<PreparedFleet> {
-    return prepareFleet(this.rt, filter, from, to, maxPoints, this.scope);
+  prepare(filter: JobFilter, from: Date, to: Date, maxPoints: number, nodeBilled: NodeBilled = []): Promise<PreparedFleet> {
+    return prepareFleet(this.rt, filter, from, to, maxPoints, this.scope, nodeBilled);
   }
 
   idleRuns(windows: readonly FleetJobWindow[], threshold: number, forAtLeastSeconds: number, first: number): Promise<IdleRunRow[]> {
     return new FleetStore(this.rt.repo.db, this.scope).idleRuns(windows, threshold, forAtLeastSeconds, first);
   }
 
-  gpuHours(windows: readonly FleetJobWindow[], topJobs: number): Promise<GpuHoursRow[]> {
-    return new FleetStore(this.rt.repo.db, this.scope).gpuHours(windows, topJobs);
+  gpuHours(windows: readonly FleetJobWindow[], topJobs: number, nodeBilled: NodeBilled = []): Promise<GpuHoursRow[]> {
+    return new FleetStore(this.rt.repo.db, this.scope).gpuHours(windows, topJobs, nodeBilled);
   }
 }
 
