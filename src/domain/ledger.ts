@@ -203,6 +203,17 @@ export function priceFor(prices: readonly PriceEntry[], providerId: string, gpuT
   return best;
 }
 
+/**
+ * The providers whose CPU-only jobs the price table bills per node-hour (an entry priceFor would
+ * pick for them): `'*'` when an entry of any provider does. The fleet's groups count those jobs, so
+ * their cost is in the groups' sums; other CPU-only jobs stay out of the groups, as before.
+ */
+export function nodeBilledProviders(prices: readonly PriceEntry[]): readonly string[] | '*' {
+  const billing = prices.filter((p) => p.perNodeHour !== undefined && (p.accelerator === undefined || p.accelerator === '*'));
+  if (billing.some((p) => p.provider === '*')) return '*';
+  return [...new Set(billing.map((p) => p.provider))];
+}
+
 const money = (ms: number, perHour: number) => Math.round(((ms / MS_PER_HOUR) * perHour * MICROS) as number);
 
 /** A job's cost in the window: accelerator-hours held x price; idle = (held - used) x price. */

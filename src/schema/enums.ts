@@ -172,6 +172,10 @@ export const JobOrderFieldEnum = builder.enumType('JobOrderField', {
       description:
         "What the job cost over its life (to now while it runs): the platform's accelerator count (a CPU-only job: its known nodes) x hours x the price table's price (docs/ledger.md); jobs without a price, not started or finished without a known end come last. BAD_INPUT when the price table mixes currencies",
     },
+    WASTE: {
+      description:
+        "Accelerator-hours held but not used over the job's life (to now while it runs): held minus utilization-weighted used hours, the fleet's wasteGpuHours arithmetic (Fleet.ranked(by: WASTE)) over the cached utilization readings, none fetched (docs/ledger.md); jobs without a reading in their life, not started or finished without a known end come last, ties by job id",
+    },
   },
 });
 

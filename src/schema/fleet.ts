@@ -2,6 +2,7 @@
 // jobs ranked by waste), answered in SQL over the cached GPU utilization (src/store/fleet.ts)
 // after the read-through store has fetched what the window needs.
 import { DomainError } from '../domain/errors.js';
+import { nodeBilledProviders } from '../domain/ledger.js';
 import { MAX_GAP_STEPS, type GpuHoursRow, type IdleRunRow, type JobRow, type PreparedFleet } from '../store/index.js';
 import { checkPageSize, checkSeriesArgs } from './args.js';
 import { builder } from './builder.js';
@@ -213,7 +214,7 @@ export interface FleetUtilizationShape {
 
 export const FleetUtilizationRef = builder.objectRef<FleetUtilizationShape>('FleetUtilization');
 FleetUtilizationRef.implement({
-  description: `GPU-hours allocated vs used, rolled up. Jobs with no known GPUs and no GPU series are left out. ${SEMANTICS}`,
+  description: `GPU-hours allocated vs used, rolled up. Jobs with no known GPUs and no GPU series are left out, except CPU-only jobs the price table bills per node-hour (ledger.prices perNodeHour): they count with 0 GPU-hours, so the groups' cost includes them. ${SEMANTICS}`,
   interfaces: [NodeInterfaceRef],
   fields: (t) => ({
     id: t.id({ description: ID_DOCS.FleetUtilization, resolve: (v) => v.id ?? fleetUtilizationId(idOfFleet(v.fleet)) }),
@@ -352,7 +353,7 @@ export function askFleet(ctx: Context, args: FleetArgs): FleetShape {
   const prepared = (async () => {
     await ctx.store.syncJobLists(filter.providerIds);
     if (filter.providerIds.length === 0) return { from: args.from, to: args.to, jobs: [], windows: [], problems: [] };
-    return ctx.store.fleet.prepare(filter.jobs, args.from, args.to, ctx.limits.defaultMaxPoints);
+    return ctx.store.fleet.prepare(filter.jobs, args.from, args.to, ctx.limits.defaultMaxPoints, nodeBilledProviders(ctx.ledger?.prices ?? []));
   })();
   // Fields that never await it must not leave a rejection unhandled.
   prepared.catch(() => {});
@@ -394,6 +395,8 @@ function providerOf(ctx: Context, job: { providerId: string }) {
 // every job's row (most waste first), asked once per answer and kept on it.
 export function gpuHoursOf(f: FleetShape, ctx: Context): Promise<GpuHoursRow[]> {
   // Every job's row (not only a page's): the ledger's figures of the groups are sums over them.
-  f.gpuHours ??= f.prepared.then((p) => ctx.store.fleet.gpuHours(p.windows, Math.max(ctx.limits.maxPageSize, p.windows.length)));
+  f.gpuHours ??= f.prepared.then((p) =>
+    ctx.store.fleet.gpuHours(p.windows, Math.max(ctx.limits.maxPageSize, p.windows.length), nodeBilledProviders(ctx.ledger?.prices ?? [])),
+  );
   return f.gpuHours;
 }

@@ -174,12 +174,12 @@ export async function resolveJobConnection(ctx: Context, args: ConnectionArgs, i
   const size = backward
     ? checkPageSize(args.last, ctx.limits.defaultPageSize, ctx.limits.maxPageSize, 'last')
     : checkPageSize(args.first, ctx.limits.defaultPageSize, ctx.limits.maxPageSize, 'first');
-  const asked = resolveJobOrder(args.orderBy, ctx.store.now(), ctx.ledger?.prices);
+  const asked = resolveJobOrder(args.orderBy, ctx.store.now(), ctx.ledger?.prices, ctx.store.stepRule(ctx.limits.defaultMaxPoints));
   const after = decodeJobCursor(args.after, asked, 'after');
   const before = decodeJobCursor(args.before, asked, 'before');
   // Durations are measured to the instant the first page used, so later pages continue the same order.
   const from = backward ? before : after;
-  const order = (asked.by === 'DURATION' || asked.by === 'COST') && from?.now ? { ...asked, now: from.now } : asked;
+  const order = (asked.by === 'DURATION' || asked.by === 'COST' || asked.by === 'WASTE') && from?.now ? { ...asked, now: from.now } : asked;
   const filter = resolveJobFilter(ctx, args.filter, projectId);
   const cursor = from?.cursor ?? null;
   const dir = backward ? 'backward' : 'forward';

@@ -3,7 +3,7 @@ import { DomainError } from '../domain/errors.js';
 import { parseGlobalId } from '../domain/ids.js';
 import type { JobStatus, ProviderKind } from '../domain/types.js';
 import type { PriceEntry } from '../domain/ledger.js';
-import { DEFAULT_JOB_ORDER, type JobFilter, type JobOrder, type JobOrderKey } from '../store/index.js';
+import { DEFAULT_JOB_ORDER, type JobFilter, type JobOrder, type JobOrderKey, type WasteStep } from '../store/index.js';
 import { builder } from './builder.js';
 import type { Context } from './context.js';
 import { JobOrderFieldEnum, JobStatusFilterEnum, ProviderKindEnum, SortDirectionEnum, SummaryValueEnum } from './enums.js';
@@ -208,7 +208,7 @@ function checkName(name: string, argument: string) {
 }
 
 /** The ordering a list asked for; `now` is when durations are measured to (a cursor's, else this request's). */
-export function resolveJobOrder(input: JobOrderInput | null | undefined, now: Date, prices: readonly PriceEntry[] = []): JobOrder {
+export function resolveJobOrder(input: JobOrderInput | null | undefined, now: Date, prices: readonly PriceEntry[] = [], wasteStep?: WasteStep): JobOrder {
   if (!input) return DEFAULT_JOB_ORDER;
   const direction = input.direction ?? 'DESC';
   if (input.field === 'SUMMARY') {
@@ -230,5 +230,6 @@ export function resolveJobOrder(input: JobOrderInput | null | undefined, now: Da
     }
     return { by: 'COST', direction, now, prices };
   }
+  if (input.field === 'WASTE') return { by: 'WASTE', direction, now, ...(wasteStep ? { wasteStep } : {}) };
   return { by: input.field, direction, ...(input.field === 'DURATION' ? { now } : {}) };
 }

@@ -452,9 +452,10 @@ export function fleetLedgerOf(f: FleetShape, ctx: Context, full = false): Promis
   return (entry.usage ??= entry.full ?? measure(false));
 }
 
-/** The jobs of a fleet group, as GpuHours counts them (jobs that held accelerators). */
+/** The jobs of a fleet group, as GpuHours counts them (jobs that held accelerators, CPU-only jobs billed per node-hour). */
 export function groupMembers(g: GpuHoursShape, usages: readonly JobUsage[]): JobUsage[] {
-  const held = usages.filter((u) => u.allocMs > 0);
+  // fleetLedgerOf measures exactly the jobs with a row in the fleet's statement: the groups' members.
+  const held = [...usages];
   const key = g.row.key;
   switch (g.row.kind) {
     case 'provider':
@@ -548,7 +549,8 @@ builder.objectFields(FleetRef, (t) => ({
       }
       const prepared = await f.prepared;
       const jobs = new Map(prepared.jobs.map((j) => [j.id, j]));
-      const usages = (await fleetLedgerOf(f, ctx, args.by === 'ENERGY')).filter((u) => u.allocMs > 0);
+      // The jobs Fleet.jobs lists (CPU-only ones billed per node-hour among them, with no waste).
+      const usages = await fleetLedgerOf(f, ctx, args.by === 'ENERGY');
       const key = (u: JobUsage): number | null => {
         switch (args.by) {
           case 'COST':

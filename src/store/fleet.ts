@@ -28,15 +28,15 @@ import { jobFilterConditions, type JobFilter } from './job-filter.js';
 import type { JobRow } from './repository.js';
 import { readRowsFor, textArray } from './sql-util.js';
 import * as t from './tables.js';
+import { seriesIntervalsSql, seriesOfWindowsSql } from './utilization-sql.js';
+
+export { MAX_GAP_STEPS, seriesIntervalsSql } from './utilization-sql.js';
 
 /**
  * The utilization the fleet questions read: an accelerator is an accelerator, so Ascend NPUs
  * (ModelArts' npuUtil) count beside GPUs; a job's acceleratorKind tells which it holds.
  */
 export const ACCELERATOR_UTILIZATION = ['GPU_UTILIZATION', 'NPU_UTILIZATION'] as const;
-
-/** A gap of up to this many steps is bridged by the earlier point; a longer one is a hole. */
-export const MAX_GAP_STEPS = 2;
 
 export interface FleetJobWindow {
   jobId: string;
@@ -69,7 +69,12 @@ export interface GpuHoursRow {
   allocatedGpuHours: number;
   coveredGpuHours: number;
   usedGpuHours: number;
+  /** A job row's nodes in the cached topology (what a CPU-only job is billed by); 0 on group rows. */
+  nodes?: number;
 }
+
+/** Providers whose CPU-only jobs count in the groups (billed per node-hour: nodeBilledProviders); none when absent. */
+export type NodeBilled = readonly string[] | '*';
 
 const MS_PER_HOUR = 3_600_000;
 
@@ -87,7 +92,8 @@ export interface PreparedFleet {
  * Makes sure the GPU utilization of every matching job is cached for its part of [from, to],
  * through the normal read-through path (one batched ensureMetrics, at the resolution a default
  * chart of the same window asks for, so the two share fetches), plus the topology of jobs whose
- * nodes are still unknown (node aggregates count for their node's GPUs).
+ * nodes are still unknown (node aggregates count for their node's GPUs; CPU-only jobs of
+ * `nodeBilled` providers are billed by their nodes).
  */
 export async function prepareFleet(
   readThrough: ReadThrough,
@@ -96,6 +102,7 @@ export async function prepareFleet(
   to: Date,
   maxPoints: number,
   scope?: RequestScope,
+  nodeBilled: NodeBilled = [],
 ): Promise<PreparedFleet> {
   const now = readThrough.now();
   const end = to < now ? to : now;
@@ -115,7 +122,9 @@ export async function prepareFleet(
   const withoutTopology = jobs.filter((j) => !j.topologyFetchedAt);
   if (withoutTopology.length) {
     const needed = new Set(await store.jobsWithNodeAggregates(withoutTopology.map((j) => j.id)));
-    const due = withoutTopology.filter((j) => needed.has(j.id));
+    // A CPU-only job billed per node-hour is billed by its nodes: it needs them too (as Job.cost does).
+    const billedCpu = (j: JobRow) => !j.gpuCount && (nodeBilled === '*' || nodeBilled.includes(j.providerId));
+    const due = withoutTopology.filter((j) => needed.has(j.id) || billedCpu(j));
     if (due.length) await readThrough.ensureTopology(due, { scope });
   }
   const problems: PreparedFleet['problems'] = unknownEnd.map((job) => ({
@@ -238,8 +247,10 @@ export class FleetStore {
    * GPU-hours allocated, covered by data and used, per job (the `firstJobs` with the most waste,
    * allocated minus used) and rolled up by provider, project, GPU model, owner and in total.
    */
-  async gpuHours(windows: readonly FleetJobWindow[], firstJobs: number): Promise<GpuHoursRow[]> {
+  async gpuHours(windows: readonly FleetJobWindow[], firstJobs: number, nodeBilled: NodeBilled = []): Promise<GpuHoursRow[]> {
     if (windows.length === 0) return [];
+    // A CPU-only job (nothing held: no GPU count, no GPU series) counts where it is billed per node-hour.
+    const billed = nodeBilled === '*' ? sql`true` : nodeBilled.length ? sql`pj.provider_id = any(${textArray(nodeBilled)})` : sql`false`;
     const rows = await this.rows<Record<string, unknown>>(
       sql`
       with ${selectedSeriesSql(windows)},
@@ -263,9 +274,11 @@ export class FleetStore {
           left join per_series ps on ps.job_id = jw.job_id
         group by jw.job_id, j.provider_id, j.project_id, j.gpu_type, j.owner, j.gpu_count, jw.w_from, jw.w_to
       ), gpu_jobs as (
-        select * from per_job where alloc_ms > 0
+        -- jobs that held accelerators, and the CPU-only jobs billed per node-hour (0 GPU-hours, their nodes for the ledger)
+        select pj.*, case when pj.alloc_ms > 0 then 0 else (select count(*) from nodes n where n.job_id = pj.job_id) end as nodes
+        from per_job pj where pj.alloc_ms > 0 or (${billed})
       ), top_jobs as (
-        select 'job' as kind, job_id as key, 1 as jobs, alloc_ms, covered_ms, used_ms
+        select 'job' as kind, job_id as key, 1 as jobs, alloc_ms, covered_ms, used_ms, nodes
         from gpu_jobs order by alloc_ms - used_ms desc, job_id limit ${firstJobs}
       ), rollups as (
         select case when grouping(provider_id) = 0 then 'provider' when grouping(project_id) = 0 then 'project'
@@ -274,9 +287,9 @@ export class FleetStore {
           sum(alloc_ms) as alloc_ms, sum(covered_ms) as covered_ms, sum(used_ms) as used_ms
         from gpu_jobs group by grouping sets ((provider_id), (project_id), (model), (owner), ())
       )
-      select kind, key, jobs::int as jobs, alloc_ms::float8 as alloc_ms, covered_ms::float8 as covered_ms, used_ms::float8 as used_ms from top_jobs
+      select kind, key, jobs::int as jobs, alloc_ms::float8 as alloc_ms, covered_ms::float8 as covered_ms, used_ms::float8 as used_ms, nodes::int as nodes from top_jobs
       union all
-      select kind, key, jobs::int, alloc_ms::float8, covered_ms::float8, used_ms::float8 from rollups`,
+      select kind, key, jobs::int, alloc_ms::float8, covered_ms::float8, used_ms::float8, 0 from rollups`,
     );
     return rows.map((r) => ({
       kind: r.kind as GpuHoursRow['kind'],
@@ -285,6 +298,7 @@ export class FleetStore {
       allocatedGpuHours: Number(r.alloc_ms) / MS_PER_HOUR,
       coveredGpuHours: Number(r.covered_ms) / MS_PER_HOUR,
       usedGpuHours: Number(r.used_ms) / MS_PER_HOUR,
+      nodes: Number(r.nodes),
     }));
   }
 }
@@ -295,7 +309,6 @@ export class FleetStore {
  */
 export function selectedSeriesSql(windows: readonly FleetJobWindow[]): SQL {
   const json = JSON.stringify(windows.map((w) => [w.jobId, w.from.getTime(), w.to.getTime(), w.stepSeconds * 1000]));
-  const jobIds = windows.map((w) => w.jobId);
   // Written so that no plan depends on row estimates: jw comes from a json array (always guessed at
   // 100 rows) and the CTEs over it at a row or two, so PGlite, once ANALYZE had run, nested-loop
   // joined 3,200 series against every job window and every node's GPU count.
@@ -303,62 +316,5 @@ export function selectedSeriesSql(windows: readonly FleetJobWindow[]): SQL {
   jw as (
     select r->>0 as job_id, (r->>1)::float8 as w_from, (r->>2)::float8 as w_to, (r->>3)::float8 as asked_step
     from jsonb_array_elements(${json}::jsonb) as r
-  ), gpu_series as (
-    -- one series per (job, node, GPU, scope), however many sources report it; never the devices of
-    -- a node or host that are not the job's own (Lens' node-wide fallback, Runicorn's viewer host);
-    -- reached from each job's window, one index probe per job
-    select distinct on (s.job_id, s.node_id, s.gpu_id, s.scope) s.id, s.job_id, s.node_id, s.gpu_id, s.scope,
-      jw.w_from, jw.w_to, jw.asked_step, j.gpu_count
-    from jw join jobs j on j.id = jw.job_id join series s on s.job_id = jw.job_id
-    where s.job_id = any(${textArray(jobIds)}) and s.kind = 'system' and s.name in ('GPU_UTILIZATION', 'NPU_UTILIZATION')
-      and not coalesce((s.meta->>'nodeWide')::boolean, false) and not coalesce((s.meta->>'hostWide')::boolean, false)
-    order by s.job_id, s.node_id, s.gpu_id, s.scope, s.id
-  ), scoped as (
-    -- what else the job (and the node) reports, by window rather than a lookup per series
-    select g.*,
-      bool_or(g.scope = 'GPU') over (partition by g.job_id, g.node_id) as node_has_gpus,
-      bool_or(g.scope in ('GPU', 'NODE')) over (partition by g.job_id) as job_has_finer
-    from gpu_series g
-  ), chosen as (
-    select * from scoped c
-    where c.scope = 'GPU' or (c.scope = 'NODE' and not c.node_has_gpus) or (c.scope = 'JOB' and not c.job_has_finer)
-  ), sel as materialized (
-    select c.id as series_id, c.job_id, c.node_id, c.gpu_id, c.scope,
-      (case c.scope
-        when 'GPU' then 1
-        -- a node's GPUs in the cached topology (the fleet's jobs'), asked only for node aggregates
-        when 'NODE' then coalesce(
-          nullif((select count(*) from gpus where gpus.job_id = any(${textArray(jobIds)}) and gpus.node_id = c.node_id), 0),
-          coalesce(c.gpu_count, 0)::float8 / count(*) filter (where c.scope = 'NODE') over (partition by c.job_id))
-        else coalesce(c.gpu_count, 0) end)::float8 as gpus,
-      c.w_from, c.w_to, c.asked_step,
-      -- the window as keys, for the points index (keys are integers: key >= w_from iff key >= ceil(w_from))
-      ceil(c.w_from)::bigint as k_from, floor(c.w_to)::bigint as k_to
-    from chosen c
-  )`;
-}
-
-/**
- * For use inside a lateral subquery over sel (one series): pts (its points in the window, in key
- * order, each with the next one's time), st (its step) and iv (the interval each non-null point
- * holds, [t0, t1) in epoch ms).
- */
-export function seriesIntervalsSql(): SQL {
-  return sql`
-  pts as materialized (
-    select p.key::float8 as ts, p.value, lead(p.key::float8) over (order by p.key) as next_ts
-    from points p where p.series_id = sel.series_id and p.key >= sel.k_from and p.key <= sel.k_to
-  ), st as materialized (
-    -- one row, read back from its store: taken for the inner side of the join with pts (when pts
-    -- is guessed at a row), the aggregate itself was re-run for every point
-    select percentile_cont(0.5) within group (order by next_ts - ts) as step from pts where next_ts is not null
-  ), iv as (
-    select x.t0, x.t1, x.value from (
-      select pts.ts as t0, pts.value,
-        least(sel.w_to, case when pts.next_ts - pts.ts <= ${MAX_GAP_STEPS} * coalesce(st.step, sel.asked_step) then pts.next_ts
-                             else pts.ts + coalesce(st.step, sel.asked_step) end) as t1
-      from pts cross join st
-      where pts.value is not null
-    ) x where x.t1 > x.t0
-  )`;
+  ), ${seriesOfWindowsSql(textArray(windows.map((w) => w.jobId)))}`;
 }

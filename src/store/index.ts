@@ -7,12 +7,12 @@ import type { RequestScope } from '../domain/request-scope.js';
 import type { LogPage, LogRequest, ProviderKind, SystemMetric } from '../domain/types.js';
 import type { ProviderHealth, ProviderSet } from '../providers/provider-set.js';
 import { CollectionStore, type CollectionStatus } from './collection.js';
-import { FleetStore, prepareFleet, type FleetJobWindow, type GpuHoursRow, type IdleRunRow, type PreparedFleet } from './fleet.js';
+import { FleetStore, prepareFleet, type FleetJobWindow, type GpuHoursRow, type IdleRunRow, type NodeBilled, type PreparedFleet } from './fleet.js';
 import type { JobFilter } from './job-filter.js';
 import { createLoaders, type Loaders, type SharedReads } from './loaders.js';
 import { LedgerReads } from './ledger-reads.js';
 import { FindingsStore } from './findings.js';
-import { isTerminal, type Freshness, type ReadThrough, type StatusListener } from './read-through.js';
+import { isTerminal, type Freshness, type ReadThrough, type StatusListener, type StepRule } from './read-through.js';
 import type { JobCursor, JobOrder } from './job-filter.js';
 import type {
   AccelSeriesQuery,
@@ -31,11 +31,12 @@ import type {
 } from './repository.js';
 
 export { cacheOnlyConditions, DEFAULT_JOB_ORDER, jobMatches, type JobCursor, type JobFilter, type JobOrder, type JobOrderKey } from './job-filter.js';
-export { MAX_GAP_STEPS, type GpuHoursRow, type IdleRunRow, type PreparedFleet } from './fleet.js';
-export { isTerminal, jobWindow, type Freshness, type StatusListener, type TopologyHint, type Window } from './read-through.js';
+export { MAX_GAP_STEPS, type GpuHoursRow, type IdleRunRow, type NodeBilled, type PreparedFleet } from './fleet.js';
+export { isTerminal, jobWindow, type Freshness, type StatusListener, type StepRule, type TopologyHint, type Window } from './read-through.js';
 export type { Loaders } from './loaders.js';
 export type { LedgerReads } from './ledger-reads.js';
 export type { LedgerWindow } from './ledger.js';
+export type { WasteStep } from './ledger-order.js';
 import type { JobShapes } from './job-shapes.js';
 export { UNKNOWN_JOB_SHAPE, type JobShape, type JobShapes, type ShapeMeasure } from './job-shapes.js';
 export type { CollectionStatus, CollectionStore, CollectOutcome, CollectRunningOptions } from './collection.js';
@@ -247,6 +248,11 @@ export class RequestStore {
     return this.rt.now();
   }
 
+  /** The step a default question of `maxPoints` asks of a window (ReadThrough.stepRule): the WASTE order uses it as Job.cost does. */
+  stepRule(maxPoints: number): StepRule {
+    return this.rt.stepRule(maxPoints);
+  }
+
   /** The same request narrowed to a token's scope: fewer providers, loaders (made by `narrow` over this store's) that hide what is outside it. */
   narrowed(providers: ProviderDirectory, narrow: (inner: Loaders) => Loaders): RequestStore {
     return new RequestStore(this.rt, providers, () => narrow(this.loaders), this.shared, this);
@@ -337,16 +343,16 @@ export class FleetReads {
   ) {}
 
   /** Makes sure the GPU utilization of every matching job is cached for [from, to] (src/store/fleet.ts). */
-  prepare(filter: JobFilter, from: Date, to: Date, maxPoints: number): Promise<PreparedFleet> {
-    return prepareFleet(this.rt, filter, from, to, maxPoints, this.scope);
+  prepare(filter: JobFilter, from: Date, to: Date, maxPoints: number, nodeBilled: NodeBilled = []): Promise<PreparedFleet> {
+    return prepareFleet(this.rt, filter, from, to, maxPoints, this.scope, nodeBilled);
   }
 
   idleRuns(windows: readonly FleetJobWindow[], threshold: number, forAtLeastSeconds: number, first: number): Promise<IdleRunRow[]> {
     return new FleetStore(this.rt.repo.db, this.scope).idleRuns(windows, threshold, forAtLeastSeconds, first);
   }
 
-  gpuHours(windows: readonly FleetJobWindow[], topJobs: number): Promise<GpuHoursRow[]> {
-    return new FleetStore(this.rt.repo.db, this.scope).gpuHours(windows, topJobs);
+  gpuHours(windows: readonly FleetJobWindow[], topJobs: number, nodeBilled: NodeBilled = []): Promise<GpuHoursRow[]> {
+    return new FleetStore(this.rt.repo.db, this.scope).gpuHours(windows, topJobs, nodeBilled);
   }
 }
 

@@ -4,7 +4,7 @@
 // checks they agree).
 import { inArray, sql, type SQL } from 'drizzle-orm';
 import type { PriceEntry } from '../domain/ledger.js';
-import { costOrderSql } from './ledger-order.js';
+import { costOrderSql, type WasteStep, wasteOrderSql } from './ledger-order.js';
 import { textArray } from './sql-util.js';
 import * as t from './tables.js';
 import { TERMINAL_STATUSES } from '../domain/types.js';
@@ -223,7 +223,7 @@ export function jobMatches(filter: JobFilter, job: MatchableJob): boolean {
   return true;
 }
 
-export type JobOrderKey = 'CREATED' | 'STARTED' | 'DURATION' | 'NAME' | 'ACCELERATOR_COUNT' | 'SUMMARY' | 'COST';
+export type JobOrderKey = 'CREATED' | 'STARTED' | 'DURATION' | 'NAME' | 'ACCELERATOR_COUNT' | 'SUMMARY' | 'COST' | 'WASTE';
 
 /** How a job list is ordered; ties are broken by job id in the same direction, so cursors are stable. */
 export interface JobOrder {
@@ -231,10 +231,12 @@ export interface JobOrder {
   direction: 'ASC' | 'DESC';
   /** For SUMMARY: which metric's summary value. */
   summary?: { metric: string; value: 'LATEST' | 'BEST' } | null;
-  /** For DURATION and COST: the instant a running job's duration is measured to (a cursor keeps the first page's). */
+  /** For DURATION, COST and WASTE: the instant a running job's duration is measured to (a cursor keeps the first page's). */
   now?: Date | null;
   /** For COST: the price table (the ledger's; src/store/ledger-order.ts). */
   prices?: readonly PriceEntry[];
+  /** For WASTE: how a job's life is stepped (the step a series with too few readings to tell its own holds for). */
+  wasteStep?: WasteStep;
 }
 
 /** Newest first: creation time (else start, else first seen), the list's order when none is asked. */
@@ -273,6 +275,8 @@ export function orderKeySql(order: JobOrder): SQL {
     }
     case 'COST':
       return sql`coalesce(${costOrderSql(order.prices ?? [], order.now ?? new Date())}, ${missing})`;
+    case 'WASTE':
+      return sql`coalesce(${wasteOrderSql(order.now ?? new Date(), order.wasteStep ?? { minStepSeconds: 15, points: 120 })}, ${missing})`;
     case 'SUMMARY': {
       const s = order.summary!;
       return sql`coalesce((select ${summaryColumn(s.value)} from job_summaries js where js.job_id = ${t.jobs.id}

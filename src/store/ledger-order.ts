@@ -1,10 +1,14 @@
-// The run search's COST ordering: each job's cost over its life as SQL, from the price table
-// (the same entry src/domain/ledger.ts priceFor picks: most specific first) and the platform's
-// accelerator count, or node count for a CPU-only job. Jobs without a price, not started, or
-// finished without a known end have no key (they come last).
+// The run search's COST and WASTE orderings as SQL. COST: each job's cost over its life, from the
+// price table (the same entry src/domain/ledger.ts priceFor picks: most specific first) and the
+// platform's accelerator count, or node count for a CPU-only job. WASTE: held minus used
+// accelerator-hours over its life, the fleet's arithmetic over the cached readings. Jobs without
+// the figure (no price, no readings, not started, finished without a known end) have no key (they
+// come last).
 import { sql, type SQL } from 'drizzle-orm';
 import { MODEL_PATTERNS, type PriceEntry, priceRank } from '../domain/ledger.js';
+import { TERMINAL_STATUSES } from '../domain/types.js';
 import * as t from './tables.js';
+import { seriesIntervalsSql, seriesOfWindowsSql } from './utilization-sql.js';
 
 /** The ledger's model name of the job's accelerator type, in SQL (MODEL_PATTERNS as Postgres regexes, case-insensitive). */
 function modelSql(): SQL {
@@ -51,4 +55,43 @@ export function costOrderSql(prices: readonly PriceEntry[], now: Date): SQL {
   const nodes = sql`(select count(*)::float8 from nodes n where n.job_id = ${t.jobs.id})`;
   return sql`(case when coalesce(${t.jobs.gpuCount}, 0) > 0 then ${t.jobs.gpuCount}::float8 * ${hours} * ${priceSql(prices, false)}
     else nullif(${nodes}, 0) * ${hours} * ${priceSql(prices, true)} end)`;
+}
+
+/** How the WASTE order steps a job's life: a default question's rule (ReadThrough.stepRule), so its key is Job.cost's idle hours. */
+export interface WasteStep {
+  minStepSeconds: number;
+  points: number;
+}
+
+/**
+ * The job's waste over its life (to `now` while it runs), in accelerator-hours: held minus used, by
+ * the fleet's own definition (seriesOfWindowsSql / seriesIntervalsSql over the cached readings, as
+ * Fleet.ranked(by: WASTE) and the fleet's groups count it). Null, so last, when the job holds
+ * nothing yet, ended without a known end, or has no utilization reading in its life: the run search
+ * reads the cache and fetches nothing, so no readings there means the waste is not known (the
+ * fleet, which fetches first, counts such a job's held hours as idle).
+ */
+export function wasteOrderSql(now: Date, step: WasteStep): SQL {
+  const nowAt = sql`${now.toISOString()}::timestamptz`;
+  const ended = sql.raw(`(${[...TERMINAL_STATUSES].map((s) => `'${s}'`).join(', ')})`);
+  // jobWindow's life: a start learned from the first metric yields to the creation time.
+  const start = sql`coalesce(case when ${t.jobs.startedAtSource} = 'FIRST_METRIC' then ${t.jobs.createdAt} end, ${t.jobs.startedAt}, ${t.jobs.createdAt})`;
+  const end = sql`coalesce(${t.jobs.finishedAt}, ${nowAt})`;
+  const ms = (x: SQL) => sql`(extract(epoch from ${x}) * 1000)::float8`;
+  return sql`(with jw as (
+      select ${t.jobs.id} as job_id, w.w_from, w.w_to,
+        greatest(${step.minStepSeconds}::float8, ceil((w.w_to - w.w_from) / 1000 / ${step.points}::float8)) * 1000 as asked_step
+      from (select ${ms(start)} as w_from, ${ms(end)} as w_to) w
+      where ${t.jobs.status} <> 'PENDING' and not (${t.jobs.finishedAt} is null and ${t.jobs.status} in ${ended}) and w.w_to > w.w_from
+    ), ${seriesOfWindowsSql(sql`array[${t.jobs.id}]`)},
+    per_series as (
+      select sel.gpus, sel.w_from, sel.w_to, x.covered_ms, x.used_ms
+      from sel cross join lateral (
+        with ${seriesIntervalsSql()}
+        select sum(t1 - t0) as covered_ms, sum((t1 - t0) * value) as used_ms from iv
+      ) x
+    )
+    select case when coalesce(sum(covered_ms * gpus), 0) > 0
+      then (greatest(coalesce(${t.jobs.gpuCount}, 0), sum(gpus)) * max(w_to - w_from) - coalesce(sum(used_ms * gpus), 0)) / 3600000 end
+    from per_series)`;
 }

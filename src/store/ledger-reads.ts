@@ -37,7 +37,8 @@ export class LedgerReads {
 
   /**
    * Every job of a prepared fleet over its window, from the fleet's own per-job GPU-hours rows (all
-   * of them: gpuHours asked for every job); `integrals` adds power, tensor/SM active and TFLOP/s.
+   * of them: gpuHours asked for every job; the jobs its groups count, CPU-only ones billed per
+   * node-hour among them); `integrals` adds power, tensor/SM active and TFLOP/s.
    */
   fleet(prepared: PreparedFleet, jobRows: readonly GpuHoursRow[], integrals: boolean, maxPoints: number): Promise<JobUsage[]> {
     const windows = new Map(prepared.windows.map((w) => [w.jobId, w]));
@@ -51,7 +52,7 @@ export class LedgerReads {
           allocMs: r.allocatedGpuHours * MS_PER_HOUR,
           coveredMs: r.coveredGpuHours * MS_PER_HOUR,
           usedMs: r.usedGpuHours * MS_PER_HOUR,
-          nodeCount: 0,
+          nodeCount: r.nodes ?? 0,
         };
       });
     return measureFleet(this.rt, prepared.jobs, prepared.windows, usage, integrals, maxPoints, this.scope());

@@ -261,9 +261,12 @@ export async function measureFleet(
   scope?: RequestScope,
 ): Promise<JobUsage[]> {
   const byId = new Map(jobs.map((j) => [j.id, j]));
-  const inWindow = windows.map((w) => byId.get(w.jobId)).filter((j): j is JobRow => j !== undefined);
+  // The jobs the fleet's groups count (a row each): CPU-only jobs not billed per node-hour have none.
+  const counted = new Set(usage.map((u) => u.jobId));
+  const kept = windows.filter((w) => byId.has(w.jobId) && counted.has(w.jobId));
+  const inWindow = kept.map((w) => byId.get(w.jobId)!);
   if (!integrals) return combine(inWindow, usage, [], new Map());
-  const requests = inWindow.map((job, i) => ({ job, from: windows[i]!.from, to: windows[i]!.to, metrics: LEDGER_EXTRA_METRICS, maxPoints }));
+  const requests = kept.map((w, i) => ({ job: inWindow[i]!, from: w.from, to: w.to, metrics: LEDGER_EXTRA_METRICS, maxPoints }));
   if (requests.length) await rt.ensureMetrics(requests, { scope });
-  return combine(inWindow, usage, await new LedgerStore(rt.repo.db, scope).integrals(windows), new Map());
+  return combine(inWindow, usage, await new LedgerStore(rt.repo.db, scope).integrals(kept), new Map());
 }

@@ -111,6 +111,13 @@ export function jobRef(job: JobRow, projectExternalId: string): JobRef {
 }
 
 /** The job's life, the default window of every series question; [from, to] is clipped to it. */
+/** How the upstream step of a window is chosen (ReadThrough.stepRule). */
+export interface StepRule {
+  minStepSeconds: number;
+  /** Points asked per series: the window is divided by this many. */
+  points: number;
+}
+
 export function jobWindow(job: JobRow, now: Date, from?: Date | null, to?: Date | null): Window {
   // A start learned from the job's own first point would shrink the window the first fetch asked
   // (from the creation) and, with it, the resolution a default question asks: refetched for nothing.
@@ -689,8 +696,14 @@ export class ReadThrough {
   /** The upstream step for a window: fine enough for the points asked, never finer than the platform's floor. */
   stepFor(window: Window, maxPoints = this.policy.minUpstreamPointsPerSeries): number {
     const seconds = (window.to.getTime() - window.from.getTime()) / 1000;
+    const rule = this.stepRule(maxPoints);
+    return Math.max(rule.minStepSeconds, Math.ceil(seconds / rule.points));
+  }
+
+  /** stepFor's rule for any window: step = max(minStepSeconds, ceil(window seconds / points)); for SQL that works it out per job. */
+  stepRule(maxPoints = this.policy.minUpstreamPointsPerSeries): StepRule {
     const points = Math.min(this.policy.maxUpstreamPointsPerSeries, Math.max(this.policy.minUpstreamPointsPerSeries, maxPoints));
-    return Math.max(this.policy.minStepSeconds, Math.ceil(seconds / points));
+    return { minStepSeconds: this.policy.minStepSeconds, points };
   }
 
   private covers(row: FetchRow, window: Window, step: number, now: Date, maxAgeMs = this.policy.metricsTtlMs): boolean {

@@ -501,7 +501,7 @@ const FLEET_WASTE = `query LiveViewFleetWaste($filter: JobFilter, $from: DateTim
   fleet(filter: $filter, from: $from, to: $to) {
     idleGpus(threshold: $threshold, forAtLeast: $forAtLeast) { job { id } scope gpuCount node { id } gpu { id } idleDuration }
     jobs { job { id } allocatedGpuHours usedGpuHours wasteGpuHours utilization efficiency coverage cost { amount idleAmount currency unpricedJobCount reason } }
-    utilization { total { cost { amount idleAmount currency unpricedJobCount reason } } }
+    utilization { total { jobCount allocatedGpuHours usedGpuHours wasteGpuHours cost { amount idleAmount currency unpricedJobCount reason } } }
     problems { job { id name } stale message }
   }
 }`;
@@ -531,7 +531,7 @@ interface FleetWasteWire {
   fleet: {
     idleGpus: { job: { id: string }; scope: string; gpuCount: number; node: { id: string } | null; gpu: { id: string } | null; idleDuration: string }[];
     jobs: ({ job: { id: string } } & Omit<JobWaste, 'jobId'>)[];
-    utilization: { total: { cost: LedgerCost } } | null;
+    utilization: { total: FleetTotal & { cost: LedgerCost } } | null;
     problems: { job: { id: string; name: string }; stale: boolean; message: string }[];
   } | null;
 }
@@ -576,9 +576,19 @@ export async function fleetJobs(opts: FleetOptions, now = Date.now()): Promise<F
   return { jobs, totalCount: answer.data.jobs.totalCount, problems, at: new Date(now).toISOString() };
 }
 
+/** The window's GPU-hours of every running job together (Fleet.utilization.total). */
+export interface FleetTotal {
+  jobCount: number;
+  allocatedGpuHours: number;
+  usedGpuHours: number;
+  wasteGpuHours: number;
+}
+
 export interface FleetWaste {
   idle: IdleMark[];
   waste: Map<string, JobWaste>;
+  /** Every running job's GPU-hours in the window together; null when the server answered without it. */
+  total: FleetTotal | null;
   /** Every running job's cost in the window together (the fleet's total); null when the server answered without it. */
   cost: LedgerCost | null;
   problems: string[];
@@ -623,6 +633,14 @@ export async function fleetWaste(opts: FleetOptions, now = Date.now()): Promise<
         },
       ]),
     ),
+    total: f.utilization
+      ? {
+          jobCount: f.utilization.total.jobCount,
+          allocatedGpuHours: f.utilization.total.allocatedGpuHours,
+          usedGpuHours: f.utilization.total.usedGpuHours,
+          wasteGpuHours: f.utilization.total.wasteGpuHours,
+        }
+      : null,
     cost: f.utilization?.total.cost ?? null,
     problems: f.problems.map((p) => `${p.job.name}: ${p.message}${p.stale ? ' (counted from older cached data)' : ' (no data)'}`),
     from,

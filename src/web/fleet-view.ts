@@ -1,8 +1,8 @@
 /// <reference lib="dom" />
 // The fleet view: every running job of every platform, one row per job with a strip of its
 // accelerators' latest utilization (idle ones marked from the fleet query's idleGpus), its waste
-// and cost (the ledger's, with the idle share) over the last hour and their totals, sortable and
-// filterable by platform and project. Refreshed on a timer and
+// and cost (the ledger's, with the idle share) over the last hour, and a total row (the fleet's
+// own total) under them, sortable and filterable by platform and project. Refreshed on a timer and
 // at once when a job changes status (the jobStatusChanged subscription).
 import {
   catalog,
@@ -16,6 +16,7 @@ import {
   type FleetJobs,
   type FleetOptions,
   type FleetWaste,
+  type JobWaste,
   type LedgerCost,
 } from './api.js';
 import { ago, clock, duration, percent, providerLabel } from './format.js';
@@ -213,13 +214,15 @@ export class FleetView {
     ];
     if (w) {
       const idleGpus = w.idle.reduce((n, g) => n + g.gpuCount, 0);
-      const waste = [...w.waste.values()].reduce((n, x) => n + x.wasteGpuHours, 0);
-      const used = [...w.waste.values()].reduce((n, x) => n + x.usedGpuHours, 0);
-      const allocated = [...w.waste.values()].reduce((n, x) => n + x.allocatedGpuHours, 0);
+      // The fleet's own total (every running job in the window), else the rows' sum.
+      const rowsSum = (f: (x: JobWaste) => number) => [...w.waste.values()].reduce((n, x) => n + f(x), 0);
+      const waste = w.total?.wasteGpuHours ?? rowsSum((x) => x.wasteGpuHours);
+      const used = w.total?.usedGpuHours ?? rowsSum((x) => x.usedGpuHours);
+      const allocated = w.total?.allocatedGpuHours ?? rowsSum((x) => x.allocatedGpuHours);
       facts.push(
         fact('Used / held, last hour', allocated > 0 ? `${used.toFixed(1)} / ${allocated.toFixed(1)} GPU-h (${percent(used / allocated)})` : '–'),
         fact('Waste, last hour', `${waste.toFixed(1)} GPU-h`),
-        fact('Cost, last hour', costFact(w.cost)),
+        fact('Cost, last hour', costFact(w.cost, knownIdle(w))),
         fact(
           'Idle accelerators',
           `${idleGpus % 1 === 0 ? idleGpus : idleGpus.toFixed(1)} (under ${percent(IDLE_THRESHOLD)} for ${IDLE_FOR_AT_LEAST.slice(2).toLowerCase()}+)`,
@@ -238,6 +241,34 @@ export class FleetView {
         ? rows.map((j) => this.row(j, w))
         : [emptyRow(route.provider || route.project ? 'No running jobs match these filters.' : 'No running jobs on any platform.')]),
     );
+    $('fleet-total').replaceChildren(...(rows.length ? [this.totalRow(w)] : []));
+  }
+
+  /** The table's last line: waste and cost of every running job in the window together (the fleet's total). */
+  private totalRow(w: FleetWaste | null): HTMLTableRowElement {
+    const tr = document.createElement('tr');
+    tr.className = 'total';
+    const pending = [text('–'), small(this.wasteError ? 'unavailable' : 'computing…')];
+    const t = w?.total ?? null;
+    tr.append(
+      cell([text('Total, last hour'), small(t ? `${t.jobCount} running job${t.jobCount === 1 ? '' : 's'} in the window` : '')]),
+      cell([]),
+      cell([]),
+      cell([]),
+      cell([]),
+      cell(
+        t
+          ? [
+              text(`${t.wasteGpuHours.toFixed(1)} GPU-h`),
+              small(t.allocatedGpuHours > 0 ? `${percent(t.usedGpuHours / t.allocatedGpuHours)} of ${t.allocatedGpuHours.toFixed(1)} held GPU-h used` : ''),
+            ]
+          : pending,
+        'num',
+      ),
+      cell(w ? costCell(w.cost, w, this.wasteError, null, knownIdle(w)) : pending, 'num'),
+      cell([]),
+    );
+    return tr;
   }
 
   private renderLags() {
@@ -328,7 +359,7 @@ export class FleetView {
       cell([this.strip(j, d)]),
       cell([text(mean === null ? '–' : percent(mean))], 'num'),
       cell(
-        w
+        w && w.allocatedGpuHours > 0
           ? [
               text(`${w.wasteGpuHours.toFixed(1)} GPU-h`),
               small(
@@ -337,7 +368,10 @@ export class FleetView {
                   : `${percent(w.efficiency)} of held GPU time used${w.coverage !== null && w.coverage < 0.95 ? `, data for ${percent(w.coverage)}` : ''}`,
               ),
             ]
-          : [text('–'), small(!d ? (this.wasteError ? 'unavailable' : 'computing…') : j.gpuCount ? 'no GPU data in the window' : 'holds no GPUs')],
+          : [
+              text('–'),
+              small(!d ? (this.wasteError ? 'unavailable' : 'computing…') : j.gpuCount ? 'no GPU data in the window' : 'holds no GPUs: no GPU waste'),
+            ],
         'num',
       ),
       cell(costCell(w?.cost ?? null, d, this.wasteError, j), 'num'),
@@ -409,28 +443,49 @@ export class FleetView {
   }
 }
 
+/** What stands for an idle share that cannot be known: a CPU-only job's (and so any total that holds one). */
+const IDLE_UNKNOWN = 'idle share not known: CPU-only';
+
 function money(amount: number, currency: string | null): string {
   return `${amount.toFixed(2)} ${currency ?? ''}`.trim();
 }
 
-/** The summary's total: the window's cost, or why there is none (a price missing, currencies mixed). */
-function costFact(c: LedgerCost | null): string {
-  if (!c) return '–';
-  if (c.amount === null) return c.reason ? `not known: ${c.reason.replace(/^amount: /, '')}` : '–';
-  return `${money(c.amount, c.currency)}${c.idleAmount !== null ? ` (${money(c.idleAmount, c.currency)} idle)` : ''}`;
+/**
+ * A total's idle share when it is not known (CPU-only jobs have none to count): what the rows that
+ * have one add up to, said to be theirs alone; null when no row has one.
+ */
+function knownIdle(w: FleetWaste): number | null {
+  const idle = [...w.waste.values()].map((x) => x.cost?.idleAmount ?? null).filter((x): x is number => x !== null);
+  return idle.length ? idle.reduce((a, b) => a + b, 0) : null;
 }
 
-/** A row's cost: amount and its idle share, or what stands in its way (shown in the cell's title too). */
-function costCell(c: LedgerCost | null, d: FleetWaste | null, wasteError: string | null, j: FleetJob): Node[] {
+/** A total's idle part: its idle share, or, without one, the accelerator jobs' (never as the whole). */
+function idleText(c: LedgerCost, partial: number | null): string {
+  if (c.idleAmount !== null) return `${money(c.idleAmount, c.currency)} idle`;
+  return partial === null ? IDLE_UNKNOWN : `${money(partial, c.currency)} idle on GPU jobs; CPU-only not known`;
+}
+
+/** The summary's total: the window's cost, or why there is none (a price missing, currencies mixed). */
+function costFact(c: LedgerCost | null, partialIdle: number | null): string {
+  if (!c) return '–';
+  if (c.amount === null) return c.reason ? `not known: ${c.reason.replace(/^amount: /, '')}` : '–';
+  return `${money(c.amount, c.currency)} (${idleText(c, partialIdle)})`;
+}
+
+/** A row's (or, without a job, the total's) cost: amount and its idle share, or what stands in its way (shown in the cell's title too). */
+function costCell(c: LedgerCost | null, d: FleetWaste | null, wasteError: string | null, j: FleetJob | null, partialIdle: number | null = null): Node[] {
   if (!d) return [text('–'), small(wasteError ? 'unavailable' : 'computing…')];
-  if (!c) return [text('–'), small(j.gpuCount ? 'no GPU data in the window' : 'holds no GPUs')];
+  if (!c) return [text('–'), small(!j ? '' : j.gpuCount ? 'no GPU data in the window' : 'holds no GPUs, no node-hour price')];
   if (c.amount === null) {
     const why = c.reason?.split(';')[0]?.replace(/^amount: /, '') ?? 'not known';
     const s = small(/no price/.test(why) ? 'no price configured' : why);
     s.title = c.reason ?? '';
     return [text('–'), s];
   }
-  return [text(money(c.amount, c.currency)), small(c.idleAmount === null ? '' : `${money(c.idleAmount, c.currency)} idle`)];
+  return [
+    text(money(c.amount, c.currency)),
+    small(j ? (c.idleAmount === null ? IDLE_UNKNOWN : `${money(c.idleAmount, c.currency)} idle`) : idleText(c, partialIdle)),
+  ];
 }
 
 function meanNow(j: FleetJob): number | null {

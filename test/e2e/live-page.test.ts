@@ -276,7 +276,7 @@ describe('live view page (Chromium)', () => {
   );
 
   it(
-    "shows each row's cost and idle share and the total from the demo's example price table, sortable by cost",
+    "shows each row's waste, cost and idle share and a total row from the demo's example price table, sortable by cost",
     async () => {
       const { page, pageErrors } = await openPage();
       onTestFailed(async () => {
@@ -289,14 +289,39 @@ describe('live view page (Chromium)', () => {
       const costs = await page.locator('#fleet-rows tr[data-job] td:nth-child(7)').allTextContents();
       const priced = costs.filter((c) => /^\d+\.\d\d USD/.test(c));
       expect(priced.length, JSON.stringify(costs)).toBeGreaterThan(0);
-      expect(priced.every((c) => /USD idle$/.test(c))).toBe(true);
+      // An accelerator job's idle share; a CPU-only job (the demo bills ModelArts' and PAI-DLC's per node-hour) has none to show, and says so.
+      expect(
+        priced.every((c) => /USD idle$|idle share not known: CPU-only$/.test(c)),
+        JSON.stringify(priced),
+      ).toBe(true);
+      expect(priced.some((c) => /USD idle$/.test(c))).toBe(true);
       // Most expensive first.
       const amounts = costs.map((c) => (/^(\d+\.\d\d) USD/.exec(c)?.[1] ? Number(/^(\d+\.\d\d) USD/.exec(c)![1]) : -1));
       expect(amounts).toEqual([...amounts].sort((a, b) => b - a));
-      // The total: the summary's fact says the window's cost (or why it is not known).
+      // Waste per row: GPU-hours of the jobs that hold GPUs.
+      const wastes = (await page.locator('#fleet-rows tr[data-job] td:nth-child(6)').allTextContents()).map((c) => /^(\d+\.\d) GPU-h/.exec(c)?.[1]);
+      expect(wastes.filter((w) => w !== undefined).length, JSON.stringify(wastes)).toBeGreaterThan(0);
+      // The total row under them: the window's waste and cost of every running job, the rows' sums
+      // (each row is shown rounded: 0.05 GPU-h and 0.005 USD at most off each).
+      const totalRow = page.locator('#fleet-total tr.total');
+      expect(await totalRow.locator('td').first().textContent()).toMatch(/^Total, last hour\d+ running jobs? in the window$/);
+      const totalWaste = /^(\d+\.\d) GPU-h/.exec((await totalRow.locator('td:nth-child(6)').textContent()) ?? '');
+      expect(totalWaste, 'total waste').not.toBeNull();
+      const rowWaste = wastes.reduce((a, w) => a + Number(w ?? 0), 0);
+      expect(Math.abs(Number(totalWaste![1]) - rowWaste)).toBeLessThanOrEqual(0.05 * (wastes.length + 1));
+      const totalCost = /^(\d+\.\d\d) USD/.exec((await totalRow.locator('td:nth-child(7)').textContent()) ?? '');
+      expect(totalCost, 'total cost').not.toBeNull();
+      const rowCost = amounts.filter((a) => a >= 0).reduce((a, b) => a + b, 0);
+      expect(Math.abs(Number(totalCost![1]) - rowCost)).toBeLessThanOrEqual(0.005 * (amounts.length + 1));
+      // The summary's fact says the same total cost (or why it is not known).
       const total = page.locator('#fleet-summary .fact', { hasText: 'Cost, last hour' });
-      expect(await total.locator('b').textContent()).toMatch(/^\d+\.\d\d USD \(\d+\.\d\d USD idle\)$|^not known: /);
+      expect(await total.locator('b').textContent()).toMatch(
+        /^\d+\.\d\d USD \((\d+\.\d\d USD idle|\d+\.\d\d USD idle on GPU jobs; CPU-only not known|idle share not known: CPU-only)\)$|^not known: /,
+      );
+      expect(await total.locator('b').textContent()).toContain(/^(\d+\.\d\d) USD/.exec((await totalRow.locator('td:nth-child(7)').textContent()) ?? '')![1]);
       await shot(page, 'fleet-cost.png');
+      await totalRow.scrollIntoViewIfNeeded();
+      await page.screenshot({ path: path.join(artifactsDir(), 'fleet-cost-total.png') });
       expect(pageErrors).toEqual([]);
     },
     TEST_TIMEOUT,

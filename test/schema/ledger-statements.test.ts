@@ -68,6 +68,23 @@ describe('ledger query cost', () => {
     console.log(`ledger statements on a job page (beyond the page's own): cold ${largeCold.sql}, warm ${largeWarm.sql} (1 and 9 jobs alike)`);
   }, 120_000);
 
+  it('orders the run search by WASTE in its page statement: as many statements as COST, for 1 job or 9', async () => {
+    const ordered = (field: string) => `query($filter: JobFilter) { jobs(first: 20, filter: $filter, orderBy: { field: ${field} }) { edges { node { id } } } }`;
+    const count = async (field: string, filter: unknown, jobs: number) => {
+      const { res, statements } = await statementsOf(ordered(field), { filter });
+      expect(res.errors, JSON.stringify(res.errors)).toBeUndefined();
+      expect(res.data.jobs.edges).toHaveLength(jobs);
+      return statements;
+    };
+    // Warm the lists (and every job's readings, which the key reads from the cache) first.
+    await run(PAGE, { filter: null }, 9);
+    const small = await count('WASTE', { nameContains: 'run-1' }, 1);
+    const large = await count('WASTE', null, 9);
+    expect(large).toBe(small);
+    expect(large).toBe(await count('COST', null, 9));
+    console.log(`run search ordered by WASTE: ${large} statements (1 and 9 jobs alike, as COST)`);
+  }, 120_000);
+
   it('fits the cost limit: a full page of jobs with every ledger field', async () => {
     const res = await s.gql(PAGE.replace('first: 20', 'first: 500'), { filter: null });
     expect(res.errors, JSON.stringify(res.errors)).toBeUndefined();

@@ -185,6 +185,35 @@ describe('the ledger over Primus-Lens', () => {
     expect(idle).toEqual([...idle].sort((a: number, b: number) => b - a));
   }, 120_000);
 
+  it("orders the run search by waste, Job.efficiency's held minus used over the life, and pages it", async () => {
+    // The order reads the cache only: every job's life was measured (and cached) by the tests above.
+    const q = `query($after: String, $first: Int) { jobs(first: $first, after: $after, orderBy: { field: WASTE, direction: DESC }) {
+      edges { node { id status cost { reasonCodes } efficiency { heldAcceleratorHours usedAcceleratorHours } } } pageInfo { endCursor hasNextPage } } }`;
+    const all = (await gql(q, { first: 50 })).jobs.edges.map((e: { node: any }) => e.node);
+    // Known where the job held accelerators and had readings (NO_UTILIZATION says it had none).
+    const waste = all.map((n: any) =>
+      n.efficiency.heldAcceleratorHours > 0 && !n.cost.reasonCodes.includes('NO_UTILIZATION')
+        ? n.efficiency.heldAcceleratorHours - n.efficiency.usedAcceleratorHours
+        : null,
+    );
+    const known = waste.filter((w: number | null) => w !== null) as number[];
+    expect(known.length).toBeGreaterThan(1);
+    // Most waste first (the same readings, so the same figures up to float rounding), then the jobs without readings.
+    for (let i = 1; i < known.length; i++) expect(known[i]!).toBeLessThanOrEqual(known[i - 1]! + 1e-9);
+    expect(waste.slice(0, known.length).every((w: number | null) => w !== null)).toBe(true);
+    expect(waste.slice(known.length).every((w: number | null) => w === null)).toBe(true);
+    // Pages of 2 continue the same order to the end.
+    const paged: string[] = [];
+    let after: string | null = null;
+    for (;;) {
+      const page: any = (await gql(q, { first: 2, after })).jobs;
+      paged.push(...page.edges.map((e: any) => e.node.id));
+      if (!page.pageInfo.hasNextPage) break;
+      after = page.pageInfo.endCursor;
+    }
+    expect(paged).toEqual(all.map((n: any) => n.id));
+  }, 120_000);
+
   it('says a figure was counted from the cache when the platform failed to refresh it', async () => {
     const listed = await gql(`{ jobs(first: 50, filter: { statuses: [RUNNING] }) { nodes { id } } }`);
     const id = listed.jobs.nodes[0].id;

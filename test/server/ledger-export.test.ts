@@ -50,11 +50,18 @@ describe('the ledger export', () => {
     }
     const graph = await postGraphql(
       rt.url,
-      `query($from: DateTime!, $to: DateTime!) { fleet(from: $from, to: $to, filter: { providerIds: ["primus-lens-demo"] }) { utilization { total { cost { amount currency } } } } }`,
+      `query($from: DateTime!, $to: DateTime!) { fleet(from: $from, to: $to, filter: { providerIds: ["primus-lens-demo"] }) {
+        utilization { total { wasteGpuHours cost { amount currency } } } jobs(first: 500) { job { id } wasteGpuHours } } }`,
       window,
     );
     expect(graph.errors).toBeUndefined();
     expect(total.cost === '' ? null : Number(total.cost)).toBe(graph.data.fleet.utilization.total.cost.amount);
+    // Waste per job: held minus used, the graph's figure, most waste first (Fleet.jobs' order); and in total.
+    for (const r of jobs) expect(Number(r.waste_gpu_hours)).toBeCloseTo(Number(r.held_gpu_hours) - Number(r.used_gpu_hours), 9);
+    const listed = graph.data.fleet.jobs as { job: { id: string }; wasteGpuHours: number }[];
+    expect(jobs.map((r) => r.job_id)).toEqual(listed.map((j) => j.job.id));
+    for (const [i, r] of jobs.entries()) expect(Number(r.waste_gpu_hours)).toBeCloseTo(listed[i]!.wasteGpuHours, 9);
+    expect(Number(total.waste_gpu_hours)).toBeCloseTo(graph.data.fleet.utilization.total.wasteGpuHours, 9);
     // The hostile name is text to a spreadsheet: quoted, after a single quote.
     expect(text).toContain(`"'${HOSTILE.replace(/"/g, '""')}"`);
     expect(jobs.find((j) => j.job_name === `'${HOSTILE}`)).toBeDefined();
