@@ -363,9 +363,20 @@ class ProviderCollector {
               current.push(job);
             }
           }
-          // Logs behind (or failed) leave the job in the backlog though its metrics are current.
+          // Logs behind (or failed) leave the job in the backlog though its metrics are current. Read
+          // page by page for each job at once, each job a collection of its own (its pages' reads
+          // hold a connection), as before groups: the group's slot is let go first.
+          release();
           if (this.wantsLogs) {
-            for (const logsError of await Promise.all(current.map((job) => this.collectLogs(job, interval, signal)))) {
+            const logs = current.map(async (job) => {
+              const releaseLogs = await this.owner.slot();
+              try {
+                return await this.collectLogs(job, interval, signal);
+              } finally {
+                releaseLogs();
+              }
+            });
+            for (const logsError of await Promise.all(logs)) {
               if (!logsError) continue;
               notDone++;
               noteError(logsError);
@@ -378,7 +389,7 @@ class ProviderCollector {
           noteError({ code: known?.code ?? 'INTERNAL', message: known?.message ?? 'unexpected failure while collecting' });
           if (!known) this.owner.logger.error({ err, jobs: group.map((j) => j.id) }, 'collect: a group of jobs failed');
         } finally {
-          release();
+          release(); // once: a no-op when let go before the logs
           // Not learnt from the calls counted meanwhile: with several jobs (and feeds) under way at
           // once they are not this group's alone, and an inflated estimate leaves the budget unused.
           this.budget.give(cost * taken, taken);
