@@ -38,7 +38,10 @@ const WINDOW_MS = SWEEPS * (INTERVAL_S ?? 30) * 1000;
 const SIZES = (flags.jobs ?? (flags.quick ? '100,300' : '100,1000')).split(',').map(Number);
 /** Sweeps before measuring: the first (each job's recent history) everywhere, and one steady sweep of Baseten's. */
 const warmupSweeps = (providerId: string) => (providerId === 'baseten' ? 2 : 1);
-/** Jobs collected at once across every provider, in the collector (half its pool of 32) and in the bare loop alike. */
+/**
+ * Jobs at once per provider in the collector; collections at once across providers in the collector
+ * (half its pool of 32; a collection is a group of up to this many jobs) and calls at once in the bare loop.
+ */
 const CONCURRENT = 16;
 /** The first collection of a running job reaches back this far (the default is its whole life, a week at most). */
 const FIRST_LOOKBACK_S = 300;

@@ -1,7 +1,7 @@
 // A provider's call budget: at most `perMinute` upstream calls in any 60 s (every call to the
 // platform counts, whoever made it: a query's and a live feed's share the platform's quota with
-// the collector's) and at most `concurrent` collections at once. Calls are counted as they start
-// (ProviderSet's observer, retries included); the collector reserves a job's expected calls before
+// the collector's) and at most `concurrent` jobs collected at once. Calls are counted as they start
+// (ProviderSet's observer, retries included); the collector reserves a group's expected calls before
 // starting it and gives the reservation back once its calls have been counted.
 
 const WINDOW_MS = 60_000;
@@ -31,17 +31,25 @@ export class CallBudget {
 
   /** Room for `calls` more within the minute (beside `keep` held back) and a free slot: taken, or false. */
   tryTake(calls: number, keep = 0): boolean {
-    if (this.inFlight >= this.concurrent) return false;
-    if (this.used() + this.reserved + calls + keep > this.perMinute) return false;
-    this.reserved += calls;
-    this.inFlight++;
-    return true;
+    return this.takeUpTo(calls, 1, keep) === 1;
   }
 
-  /** The collection that took `calls` is over: its real calls are counted by record() by now. */
-  give(calls: number): void {
+  /**
+   * As many as fit of `most` jobs costing `callsPerJob` each (a group collected together): within
+   * the minute's calls (beside `keep`) and the free slots, one slot per job. Taken; 0 when none fits.
+   */
+  takeUpTo(callsPerJob: number, most: number, keep = 0): number {
+    const byCalls = callsPerJob > 0 ? Math.floor((this.perMinute - this.used() - this.reserved - keep) / callsPerJob) : most;
+    const jobs = Math.max(0, Math.min(most, this.concurrent - this.inFlight, byCalls));
+    this.reserved += jobs * callsPerJob;
+    this.inFlight += jobs;
+    return jobs;
+  }
+
+  /** The collection of `jobs` that took `calls` is over: its real calls are counted by record() by now. */
+  give(calls: number, jobs = 1): void {
     this.reserved -= calls;
-    this.inFlight--;
+    this.inFlight -= jobs;
   }
 
   get slotsFree(): boolean {

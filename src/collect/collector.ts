@@ -49,9 +49,10 @@ export interface CollectorDeps {
   /** Distinguishes this replica's leases from another's; default a random id. */
   holder?: string;
   /**
-   * Jobs collected (and job lists synced) at once across every provider, at most: each holds
-   * database connections while it reads and writes, so the collector takes a bounded share of the pool and requests keep the
-   * rest (src/server/runtime.ts gives half the pool). Default unbounded (each provider's maxConcurrent).
+   * Collections (a group of jobs, or a job list sync) under way at once across every provider, at
+   * most: each holds a database connection while it reads and writes (its statements run one after
+   * another), so the collector takes a bounded share of the pool and requests keep the rest
+   * (src/server/runtime.ts gives half the pool). Default unbounded (each provider's maxConcurrent).
    */
   maxConcurrentTotal?: number;
 }
@@ -313,20 +314,31 @@ class ProviderCollector {
     for (const j of running) if (watched.has(j.id)) this.current.set(j.id, nowMs());
     const plan: SweepPlan[] = [...others.map((job) => ({ job, kind: 'running' as const })), ...finished.map((job) => ({ job, kind: 'finished' as const }))];
 
+    // Jobs are collected in groups, each group through one batched call of the store per dataset:
+    // its statements are those of one job (the profile at 300 jobs: about 20 statements per job and
+    // sweep were most of the collector's CPU), its upstream calls still one set per job. A group is
+    // as many of the next jobs of one kind as the budget and the jobs at once (maxConcurrent) allow.
+    // A group is one collection of the slots every provider shares (the collector's share of the
+    // database pool): its statements run one after another, on one connection at a time.
+    const groupMost = Math.max(1, this.settings.maxConcurrent);
     let next = 0;
     let notDone = 0;
     const worker = async () => {
       while (next < plan.length && !signal.aborted) {
-        const item = plan[next]!;
+        const kind = plan[next]!.kind;
+        let most = 0;
+        while (most < groupMost && next + most < plan.length && plan[next + most]!.kind === kind) most++;
         const cost = this.callsPerJob;
         // Room stays for the watched jobs' feeds and the next sweep's job list.
-        if (!this.budget.tryTake(cost, keep() + this.listCalls)) return;
-        next++;
+        const taken = this.budget.takeUpTo(cost, most, keep() + this.listCalls);
+        if (taken === 0) return;
+        const group = plan.slice(next, next + taken).map((item) => item.job);
+        next += taken;
         const release = await this.owner.slot();
         try {
-          const outcome =
-            item.kind === 'running'
-              ? await collection.collectRunning(item.job, {
+          const outcomes =
+            kind === 'running'
+              ? await collection.collectRunning(group, {
                   metrics: this.metrics,
                   // This interval's: fetched (by anyone) since a little before this sweep began. An age
                   // of 0.9 interval skipped a job whenever this sweep reached it sooner than the last
@@ -338,27 +350,49 @@ class ProviderCollector {
                   progress: this.wantsProgress,
                   signal,
                 })
-              : await collection.collectFinished(item.job, { metrics: this.metrics, training: this.wantsTraining, progress: this.wantsProgress, signal });
-          if (outcome.error) {
-            notDone++;
-            noteError(outcome.error);
-          } else if (item.kind === 'running') this.current.set(item.job.id, nowMs());
-          // Logs behind (or failed) leave the job in the backlog though its metrics are current.
-          const logsError = !outcome.error && item.kind === 'running' && this.wantsLogs ? await this.collectLogs(item.job, interval, signal) : null;
-          if (logsError) {
-            notDone++;
-            noteError(logsError);
+              : await collection.collectFinished(group, { metrics: this.metrics, training: this.wantsTraining, progress: this.wantsProgress, signal });
+          // Each job's outcome is its own: a job whose call failed is in the backlog, the group's others are collected.
+          const current: JobRow[] = [];
+          for (const job of group) {
+            const outcome = outcomes.get(job.id)!;
+            if (outcome.error) {
+              notDone++;
+              noteError(outcome.error);
+            } else if (kind === 'running') {
+              this.current.set(job.id, nowMs());
+              current.push(job);
+            }
+          }
+          // Logs behind (or failed) leave the job in the backlog though its metrics are current. Read
+          // page by page for each job at once, each job a collection of its own (its pages' reads
+          // hold a connection), as before groups: the group's slot is let go first.
+          release();
+          if (this.wantsLogs) {
+            const logs = current.map(async (job) => {
+              const releaseLogs = await this.owner.slot();
+              try {
+                return await this.collectLogs(job, interval, signal);
+              } finally {
+                releaseLogs();
+              }
+            });
+            for (const logsError of await Promise.all(logs)) {
+              if (!logsError) continue;
+              notDone++;
+              noteError(logsError);
+            }
           }
         } catch (err) {
-          notDone++;
+          // What fails a whole group is the store's (a statement, an abort), not one job's platform.
+          notDone += group.length;
           const known = clientFacingError(err);
           noteError({ code: known?.code ?? 'INTERNAL', message: known?.message ?? 'unexpected failure while collecting' });
-          if (!known) this.owner.logger.error({ err, job: item.job.id }, 'collect: a job failed');
+          if (!known) this.owner.logger.error({ err, jobs: group.map((j) => j.id) }, 'collect: a group of jobs failed');
         } finally {
-          release();
+          release(); // once: a no-op when let go before the logs
           // Not learnt from the calls counted meanwhile: with several jobs (and feeds) under way at
-          // once they are not this job's alone, and an inflated estimate leaves the budget unused.
-          this.budget.give(cost);
+          // once they are not this group's alone, and an inflated estimate leaves the budget unused.
+          this.budget.give(cost * taken, taken);
         }
       }
     };

@@ -4,8 +4,8 @@
 // join the fetch under way, so one poll serves all of them.
 import type { LogPage, SystemMetric } from '../domain/types.js';
 import type { RequestScope } from '../domain/request-scope.js';
-import type { ReadThrough, Freshness } from './read-through.js';
-import { isTerminal, jobWindow } from './read-through.js';
+import type { ReadThrough, Freshness, MetricsRequest } from './read-through.js';
+import { groupBy, isTerminal, jobWindow } from './read-through.js';
 import type { JobRow } from './repository.js';
 
 /** How one job's collection went: whether it cost upstream calls, and the first failure. */
@@ -99,55 +99,83 @@ export class CollectionStore {
   }
 
   /**
-   * A running job's system metrics up to now (from its last reach, or firstLookbackMs back the
-   * first time), its training metrics and progress where the platform has them.
+   * A group of running jobs' system metrics up to now (each from its last reach, or firstLookbackMs
+   * back the first time), their training metrics and progress where the platform has them: one
+   * batched read-through call per dataset for the whole group, so the group's statements are those
+   * of one job (the read-through stores a batch in a fixed number of statements) and the upstream
+   * calls those of each job. Each job's outcome is its own: one job's upstream failure does not
+   * fail the others (a database failure fails the group, thrown).
    */
-  async collectRunning(job: JobRow, opts: CollectRunningOptions): Promise<CollectOutcome> {
+  async collectRunning(jobs: readonly JobRow[], opts: CollectRunningOptions): Promise<Map<string, CollectOutcome>> {
     const now = this.rt.now();
     const scope = scopeOf(opts.signal);
     const datasets = opts.metrics.map((m) => `metric:${m}`);
-    const rows = await this.rt.repo.within(scope).fetchesOf([job.id], datasets);
-    const life = jobWindow(job, now);
-    // The reach every metric has: the least of each metric's furthest fetched point in time.
-    let reach: number | null = null;
-    for (const d of datasets) {
-      const ends = rows.filter((r) => r.dataset === d).map((r) => r.rangeTo.getTime());
-      const end = ends.length ? Math.max(...ends) : null;
-      if (end === null) {
-        reach = null;
-        break;
+    const rowsByJob = groupBy(
+      await this.rt.repo.within(scope).fetchesOf(
+        jobs.map((j) => j.id),
+        datasets,
+      ),
+      (r) => r.jobId,
+    );
+    const requests = jobs.map((job) => {
+      const rows = rowsByJob.get(job.id) ?? [];
+      const life = jobWindow(job, now);
+      // The reach every metric has: the least of each metric's furthest fetched point in time.
+      let reach: number | null = null;
+      for (const d of datasets) {
+        const ends = rows.filter((r) => r.dataset === d).map((r) => r.rangeTo.getTime());
+        const end = ends.length ? Math.max(...ends) : null;
+        if (end === null) {
+          reach = null;
+          break;
+        }
+        reach = reach === null ? end : Math.min(reach, end);
       }
-      reach = reach === null ? end : Math.min(reach, end);
-    }
-    const fromMs = Math.max(life.from.getTime(), reach === null ? now.getTime() - opts.firstLookbackMs : reach - opts.overlapMs);
-    const from = new Date(Math.min(fromMs, now.getTime()));
-    // Fine enough that the finest step is asked (a query at any resolution then finds it covered).
-    const maxPoints = Math.ceil((now.getTime() - from.getTime()) / (this.rt.policy.minStepSeconds * 1000)) + 1;
-    const results: (Freshness | Error | undefined)[] = [];
-    if (opts.metrics.length > 0) {
-      results.push(...(await this.rt.ensureMetrics([{ job, from, to: now, metrics: opts.metrics, maxPoints }], { maxAgeMs: opts.maxAgeMs, scope })));
-    }
-    if (opts.training) results.push((await this.rt.ensureTraining([job], scope)).get(job.id));
-    if (opts.progress) results.push((await this.rt.ensureProgress([job], scope)).get(job.id));
-    return outcomeOf(results, now);
+      const fromMs = Math.max(life.from.getTime(), reach === null ? now.getTime() - opts.firstLookbackMs : reach - opts.overlapMs);
+      const from = new Date(Math.min(fromMs, now.getTime()));
+      // Fine enough that the finest step is asked (a query at any resolution then finds it covered).
+      const maxPoints = Math.ceil((now.getTime() - from.getTime()) / (this.rt.policy.minStepSeconds * 1000)) + 1;
+      return { job, from, to: now, metrics: opts.metrics, maxPoints };
+    });
+    const results = await this.wholeGroup(jobs, opts, scope, requests.length > 0 && opts.metrics.length > 0 ? { requests, maxAgeMs: opts.maxAgeMs } : null);
+    return new Map(jobs.map((j) => [j.id, outcomeOf(results.get(j.id)!, now)]));
   }
 
   /**
-   * A finished job fetched to its end, then marked complete (never again, across restarts) when
-   * every part of it came back without error.
+   * A group of finished jobs fetched to their end, each marked complete (never again, across
+   * restarts) when every part of it came back without error; one job's failure leaves only it to
+   * fetch again.
    */
-  async collectFinished(job: JobRow, opts: Omit<CollectRunningOptions, 'maxAgeMs' | 'firstLookbackMs' | 'overlapMs'>): Promise<CollectOutcome> {
+  async collectFinished(
+    jobs: readonly JobRow[],
+    opts: Omit<CollectRunningOptions, 'maxAgeMs' | 'firstLookbackMs' | 'overlapMs'>,
+  ): Promise<Map<string, CollectOutcome>> {
     const now = this.rt.now();
     const scope = scopeOf(opts.signal);
-    const results: (Freshness | Error | undefined)[] = [];
-    if (isTerminal(job.status) && opts.metrics.length > 0) {
-      results.push(...(await this.rt.ensureMetrics([{ job, ...jobWindow(job, now), metrics: opts.metrics }], { scope })));
+    const requests =
+      opts.metrics.length > 0 ? jobs.filter((j) => isTerminal(j.status)).map((job) => ({ job, ...jobWindow(job, now), metrics: opts.metrics })) : [];
+    const results = await this.wholeGroup(jobs, opts, scope, requests.length > 0 ? { requests, maxAgeMs: undefined } : null);
+    const outcomes = new Map(jobs.map((j) => [j.id, outcomeOf(results.get(j.id)!, now)]));
+    const complete = jobs.filter((j) => !outcomes.get(j.id)!.error).map((j) => j.id);
+    if (complete.length > 0) await this.rt.repo.markCollected(complete, now);
+    return outcomes;
+  }
+
+  /** Each job's answers of one batched call per dataset: its metrics requests, then training metrics and progress when asked. */
+  private async wholeGroup(
+    jobs: readonly JobRow[],
+    opts: { training: boolean; progress: boolean },
+    scope: RequestScope | undefined,
+    metrics: { requests: MetricsRequest[]; maxAgeMs: number | undefined } | null,
+  ): Promise<Map<string, (Freshness | Error | undefined)[]>> {
+    const results = new Map<string, (Freshness | Error | undefined)[]>(jobs.map((j) => [j.id, []]));
+    if (metrics) {
+      const answers = await this.rt.ensureMetrics(metrics.requests, { maxAgeMs: metrics.maxAgeMs, scope });
+      for (const [i, a] of answers.entries()) results.get(metrics.requests[i]!.job.id)!.push(a);
     }
-    if (opts.training) results.push((await this.rt.ensureTraining([job], scope)).get(job.id));
-    if (opts.progress) results.push((await this.rt.ensureProgress([job], scope)).get(job.id));
-    const outcome = outcomeOf(results, now);
-    if (!outcome.error) await this.rt.repo.markCollected([job.id], now);
-    return outcome;
+    if (opts.training) for (const [id, a] of await this.rt.ensureTraining(jobs, scope)) results.get(id)?.push(a);
+    if (opts.progress) for (const [id, a] of await this.rt.ensureProgress(jobs, scope)) results.get(id)?.push(a);
+    return results;
   }
 
   /**
