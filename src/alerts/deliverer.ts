@@ -16,7 +16,7 @@ import type { ReceiverSettings } from '../config/index.js';
 import { silences } from '../domain/alert-match.js';
 import { scrubSecrets } from '../domain/secrets.js';
 import type { LiveTimers } from '../live/index.js';
-import type { DueNotification, NotificationState, NotificationUpdate, SilenceRow, Store } from '../store/index.js';
+import type { AlertsStore, CollectionStore, DueNotification, NotificationState, NotificationUpdate, SilenceRow } from '../store/index.js';
 import { slackPayload, webhookPayload } from './payload.js';
 import { matchedOf, route, type Route } from './routing.js';
 
@@ -58,7 +58,8 @@ export interface AlertDelivererEvents {
 }
 
 export interface AlertDelivererDeps {
-  store: Store;
+  /** The store's door gives both (Store); a test may lease on its own clock. */
+  store: { alerts: AlertsStore; collection: Pick<CollectionStore, 'tryLease' | 'releaseLease'> };
   logger: Logger;
   timers: LiveTimers;
   receivers: readonly ReceiverSettings[];
