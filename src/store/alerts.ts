@@ -66,13 +66,13 @@ export interface DueNotification extends NotificationRow {
 
 /** What a silence matches: every list given must hold one of its values, every label must equal the job's. */
 export interface SilenceMatchers {
-  kinds?: string[] | null;
-  severities?: string[] | null;
-  providerIds?: string[] | null;
-  projectIds?: string[] | null;
-  jobIds?: string[] | null;
-  owners?: string[] | null;
-  labels?: { name: string; value: string }[] | null;
+  kinds?: readonly string[] | null;
+  severities?: readonly string[] | null;
+  providerIds?: readonly string[] | null;
+  projectIds?: readonly string[] | null;
+  jobIds?: readonly string[] | null;
+  owners?: readonly string[] | null;
+  labels?: readonly { name: string; value: string }[] | null;
 }
 
 export interface SilenceRow {
