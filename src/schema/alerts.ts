@@ -6,11 +6,12 @@
 import DataLoader from 'dataloader';
 import { silences, type FindingMatchers } from '../domain/alert-match.js';
 import { DomainError } from '../domain/errors.js';
-import { parseValueId } from '../domain/value-ids.js';
+import { parseValueId, silenceValueId, valueId } from '../domain/value-ids.js';
 import type { AckRow, Loaders, NotificationRow, SilenceRow } from '../store/index.js';
 import { builder } from './builder.js';
 import type { Context } from './context.js';
-import { FindingKindEnum, FindingRef, FindingSeverityEnum, FindingStateEnum, findingOfJob, type FindingView } from './finding.js';
+import { FindingKindEnum, FindingRef, FindingSeverityEnum, FindingStateEnum, findingId, findingOfJob, type FindingView } from './finding.js';
+import { NodeInterfaceRef } from './refs.js';
 
 /** The longest a silence may last, in days (a longer one is a route to change, not a silence). */
 const MAX_SILENCE_DAYS = 90;
@@ -38,121 +39,165 @@ export const NotificationStateEnum = builder.enumType('AlertNotificationState', 
   },
 });
 
-const NotificationRef = builder.objectRef<NotificationRow>('AlertNotification');
+interface LabelPair {
+  name: string;
+  value: string;
+}
+
+/** A notification as the graph holds it (every answer type is a Node: its id names its finding). */
+export interface NotificationView {
+  row: NotificationRow;
+  finding: FindingView;
+  id?: string;
+}
+export interface AckView {
+  ack: AckRow;
+  finding: FindingView;
+  id?: string;
+}
+export interface SilenceView {
+  s: SilenceRow;
+  id?: string;
+}
+export interface MatchersView {
+  silence: SilenceView;
+  id?: string;
+}
+export interface SilenceLabelView {
+  matchers: MatchersView;
+  index: number;
+  name: string;
+  value: string;
+  id?: string;
+}
+
+const notificationId = (v: NotificationView) => v.id ?? valueId('notification', findingId(v.finding), String(v.row.id));
+const ackId = (v: AckView) => v.id ?? valueId('acknowledgement', findingId(v.finding));
+const silenceId = (v: SilenceView) => v.id ?? silenceValueId(v.s.id);
+const matchersId = (v: MatchersView) => v.id ?? valueId('silencematchers', silenceId(v.silence));
+const labelId = (v: SilenceLabelView) => v.id ?? valueId('silencelabel', matchersId(v.matchers), String(v.index));
+
+const NotificationRef = builder.objectRef<NotificationView>('AlertNotification');
 NotificationRef.implement({
+  interfaces: [NodeInterfaceRef],
   description: "One notification of a finding's firing or resolution to one receiver of the providers file's `alerts:`, and how its delivery goes",
   fields: (t) => ({
-    receiver: t.string({ description: 'The receiver (its name in `alerts.receivers`)', resolve: (n) => n.receiver }),
+    id: t.id({ description: 'Global id (a Node id): `<provider>:notification:<number>:<finding id>`; stable', resolve: notificationId }),
+    receiver: t.string({ description: 'The receiver (its name in `alerts.receivers`)', resolve: (v) => v.row.receiver }),
     event: t.field({
       type: FindingStateEnum,
       description: 'Which transition it tells: FIRING (the finding began) or RESOLVED (it ended)',
-      resolve: (n) => n.event,
+      resolve: (v) => v.row.event,
     }),
-    state: t.field({ type: NotificationStateEnum, description: 'Where its delivery stands', resolve: (n) => n.state }),
+    state: t.field({ type: NotificationStateEnum, description: 'Where its delivery stands', resolve: (v) => v.row.state }),
     idempotencyKey: t.string({
       description: 'Sent as the Idempotency-Key header and in the body, the same on every attempt: a receiver dedupes by it',
-      resolve: (n) => n.idempotencyKey,
+      resolve: (v) => v.row.idempotencyKey,
     }),
-    attempts: t.int({ description: 'HTTP attempts made so far (a count; 0 before the first)', resolve: (n) => n.attempts }),
-    createdAt: t.field({ type: 'DateTime', description: 'When the transition was routed to this receiver', resolve: (n) => n.createdAt }),
+    attempts: t.int({ description: 'HTTP attempts made so far (a count; 0 before the first)', resolve: (v) => v.row.attempts }),
+    createdAt: t.field({ type: 'DateTime', description: 'When the transition was routed to this receiver', resolve: (v) => v.row.createdAt }),
     lastAttemptAt: t.field({
       type: 'DateTime',
       nullable: true,
       description: 'When the last attempt began; null before the first',
-      resolve: (n) => n.lastAttemptAt,
+      resolve: (v) => v.row.lastAttemptAt,
     }),
     nextAttemptAt: t.field({
       type: 'DateTime',
       nullable: true,
       description: 'PENDING: when the next attempt is due; SILENCED: when the silence ends; null otherwise',
-      resolve: (n) => (n.state === 'PENDING' || n.state === 'SILENCED' ? n.nextAttemptAt : null),
+      resolve: (v) => (v.row.state === 'PENDING' || v.row.state === 'SILENCED' ? v.row.nextAttemptAt : null),
     }),
     lastStatus: t.int({
       nullable: true,
       description: "The receiver's HTTP status at the last attempt; null before one, or when it could not be reached",
-      resolve: (n) => n.lastStatus,
+      resolve: (v) => v.row.lastStatus,
     }),
     lastError: t.string({
       nullable: true,
       description: 'Why the last attempt failed, or why it is not sent (at most 300 characters of the answer); null after a delivery',
-      resolve: (n) => n.lastError,
+      resolve: (v) => v.row.lastError,
     }),
-    deliveredAt: t.field({ type: 'DateTime', nullable: true, description: 'When the receiver took it; null until then', resolve: (n) => n.deliveredAt }),
+    deliveredAt: t.field({ type: 'DateTime', nullable: true, description: 'When the receiver took it; null until then', resolve: (v) => v.row.deliveredAt }),
   }),
 });
 
-const AckRef = builder.objectRef<AckRow>('FindingAcknowledgement');
+const AckRef = builder.objectRef<AckView>('FindingAcknowledgement');
 AckRef.implement({
+  interfaces: [NodeInterfaceRef],
   description: 'Someone took a finding on (Mutation.acknowledgeFinding): who, when and why; its firing notification is then not sent if not sent yet',
   fields: (t) => ({
-    by: t.string({ description: "Who: the API token's name (`anonymous` with no tokens configured)", resolve: (a) => a.by }),
-    at: t.field({ type: 'DateTime', description: 'When', resolve: (a) => a.at }),
-    comment: t.string({ description: 'Why, as written (1..1000 characters)', resolve: (a) => a.comment }),
+    id: t.id({ description: 'Global id (a Node id): `<provider>:acknowledgement:<finding id>`; stable', resolve: ackId }),
+    by: t.string({ description: "Who: the API token's name (`anonymous` with no tokens configured)", resolve: (v) => v.ack.by }),
+    at: t.field({ type: 'DateTime', description: 'When', resolve: (v) => v.ack.at }),
+    comment: t.string({ description: 'Why, as written (1..1000 characters)', resolve: (v) => v.ack.comment }),
   }),
 });
 
-interface LabelPair {
-  name: string;
-  value: string;
-}
-const SilenceLabelRef = builder.objectRef<LabelPair>('SilenceLabel');
+const SilenceLabelRef = builder.objectRef<SilenceLabelView>('SilenceLabel');
 SilenceLabelRef.implement({
+  interfaces: [NodeInterfaceRef],
   description: "A label a silenced finding's job must have, with this value",
   fields: (t) => ({
+    id: t.id({ description: 'Global id (a Node id): `*:silencelabel:<position>:<matchers id>`; stable', resolve: labelId }),
     name: t.string({ description: 'The label key', resolve: (l) => l.name }),
     value: t.string({ description: 'Its exact value', resolve: (l) => l.value }),
   }),
 });
 
-const SilenceMatchersRef = builder.objectRef<FindingMatchers>('SilenceMatchers');
+const matchersOfView = (v: MatchersView): FindingMatchers => v.silence.s.matchers;
+const labelsOf = (v: MatchersView): SilenceLabelView[] =>
+  (matchersOfView(v).labels ?? []).map((l, index) => ({ matchers: v, index, name: l.name, value: l.value }));
+
+const SilenceMatchersRef = builder.objectRef<MatchersView>('SilenceMatchers');
 SilenceMatchersRef.implement({
+  interfaces: [NodeInterfaceRef],
   description: 'What a silence matches: every condition given must hold; an absent one holds for any finding',
   fields: (t) => ({
+    id: t.id({ description: 'Global id (a Node id): `*:silencematchers:<silence id>`; stable', resolve: matchersId }),
     kinds: t.field({
       type: [FindingKindEnum],
       nullable: true,
       description: 'Finding kinds; null: any',
-      resolve: (m) => (m.kinds?.length ? (m.kinds as never) : null),
+      resolve: (v) => (matchersOfView(v).kinds?.length ? (matchersOfView(v).kinds as never) : null),
     }),
     severities: t.field({
       type: [FindingSeverityEnum],
       nullable: true,
       description: 'Severities; null: any',
-      resolve: (m) => (m.severities?.length ? (m.severities as never) : null),
+      resolve: (v) => (matchersOfView(v).severities?.length ? (matchersOfView(v).severities as never) : null),
     }),
-    providerIds: t.idList({ nullable: true, description: 'Providers; null: any', resolve: (m) => (m.providerIds?.length ? [...m.providerIds] : null) }),
-    projectIds: t.idList({
-      nullable: true,
-      description: 'Projects (Project.id); null: any',
-      resolve: (m) => (m.projectIds?.length ? [...m.projectIds] : null),
-    }),
-    jobIds: t.idList({ nullable: true, description: 'Jobs (Job.id); null: any', resolve: (m) => (m.jobIds?.length ? [...m.jobIds] : null) }),
-    owners: t.stringList({ nullable: true, description: "Jobs' owners (Job.owner); null: any", resolve: (m) => (m.owners?.length ? [...m.owners] : null) }),
-    labels: t.field({ type: [SilenceLabelRef], description: 'Labels the job must have; empty: any', resolve: (m) => [...(m.labels ?? [])] }),
+    providerIds: t.idList({ nullable: true, description: 'Providers; null: any', resolve: (v) => listOrNull(matchersOfView(v).providerIds) }),
+    projectIds: t.idList({ nullable: true, description: 'Projects (Project.id); null: any', resolve: (v) => listOrNull(matchersOfView(v).projectIds) }),
+    jobIds: t.idList({ nullable: true, description: 'Jobs (Job.id); null: any', resolve: (v) => listOrNull(matchersOfView(v).jobIds) }),
+    owners: t.stringList({ nullable: true, description: "Jobs' owners (Job.owner); null: any", resolve: (v) => listOrNull(matchersOfView(v).owners) }),
+    labels: t.field({ type: [SilenceLabelRef], description: 'Labels the job must have; empty: any', resolve: labelsOf }),
   }),
 });
+const listOrNull = (l: readonly string[] | null | undefined) => (l?.length ? [...l] : null);
 
-const SilenceRef = builder.objectRef<SilenceRow>('Silence');
+const SilenceRef = builder.objectRef<SilenceView>('Silence');
 SilenceRef.implement({
+  interfaces: [NodeInterfaceRef],
   description:
     'While it lasts, notifications of the findings it matches are held (SILENCED), the findings still shown (Finding.silencedBy); held ones go out when it ends if still due',
   fields: (t) => ({
-    id: t.id({ description: 'Its id (`silence:<number>`), for expireSilence', resolve: (s) => `silence:${s.id}` }),
-    matchers: t.field({ type: SilenceMatchersRef, description: 'What it matches', resolve: (s) => s.matchers }),
-    startsAt: t.field({ type: 'DateTime', description: 'When it begins', resolve: (s) => s.startsAt }),
+    id: t.id({ description: 'Global id (a Node id): `*:silence:<number>`; stable; what expireSilence takes', resolve: silenceId }),
+    matchers: t.field({ type: SilenceMatchersRef, description: 'What it matches', resolve: (v) => ({ silence: v }) }),
+    startsAt: t.field({ type: 'DateTime', description: 'When it begins', resolve: (v) => v.s.startsAt }),
     endsAt: t.field({
       type: 'DateTime',
       description: 'When it ends (or ended: expired early, the instant expireSilence was called)',
-      resolve: (s) => s.endsAt,
+      resolve: (v) => v.s.endsAt,
     }),
-    active: t.boolean({ description: 'In force now', resolve: (s, _a, ctx) => isActive(s, ctx.store.now()) }),
-    comment: t.string({ description: 'Why, as written (1..1000 characters)', resolve: (s) => s.comment }),
-    createdBy: t.string({ description: "Who made it: the API token's name (`anonymous` with no tokens configured)", resolve: (s) => s.createdBy }),
-    createdAt: t.field({ type: 'DateTime', description: 'When it was made', resolve: (s) => s.createdAt }),
+    active: t.boolean({ description: 'In force now', resolve: (v, _a, ctx) => isActive(v.s, ctx.store.now()) }),
+    comment: t.string({ description: 'Why, as written (1..1000 characters)', resolve: (v) => v.s.comment }),
+    createdBy: t.string({ description: "Who made it: the API token's name (`anonymous` with no tokens configured)", resolve: (v) => v.s.createdBy }),
+    createdAt: t.field({ type: 'DateTime', description: 'When it was made', resolve: (v) => v.s.createdAt }),
     expiredBy: t.string({
       nullable: true,
       description: 'Who ended it early with expireSilence; null when it ran (or runs) its course',
-      resolve: (s) => s.expiredBy,
+      resolve: (v) => v.s.expiredBy,
     }),
   }),
 });
@@ -217,13 +262,16 @@ builder.objectFields(FindingRef, (t) => ({
     directives: { cost: { weight: 2 }, listSize: { assumedSize: 4 } },
     description:
       "Its notifications to the receivers the providers file's `alerts:` routes it to, oldest first (one per transition and receiver); empty when none matched",
-    resolve: (f, _a, ctx) => alertReads(ctx).notifications.load(f.n),
+    resolve: async (f, _a, ctx) => (await alertReads(ctx).notifications.load(f.n)).map((row) => ({ row, finding: f })),
   }),
   acknowledgement: t.field({
     type: AckRef,
     nullable: true,
     description: 'Who acknowledged it, when and why (Mutation.acknowledgeFinding); null when no one has',
-    resolve: (f, _a, ctx) => alertReads(ctx).acks.load(f.n),
+    resolve: async (f, _a, ctx) => {
+      const ack = await alertReads(ctx).acks.load(f.n);
+      return ack ? { ack, finding: f } : null;
+    },
   }),
   silencedBy: t.field({
     type: [SilenceRef],
@@ -232,7 +280,7 @@ builder.objectFields(FindingRef, (t) => ({
       const [all, job] = await Promise.all([activeSilences(ctx), ctx.store.loaders.jobById.load(f.jobId).catch(() => null)]);
       const matched = { ...f, owner: job?.owner ?? null, labels: job?.labels ?? null };
       const now = ctx.store.now();
-      return all.filter((s) => visible(ctx, s) && silences(s, matched, now));
+      return all.filter((s) => visible(ctx, s) && silences(s, matched, now)).map((s) => ({ s }));
     },
   }),
 }));
@@ -246,7 +294,8 @@ builder.queryFields((t) => ({
     args: {
       active: t.arg.boolean({ required: false, description: 'true (default): only silences in force now; false: also ended (last 7 days) and future ones' }),
     },
-    resolve: async (_r, args, ctx) => (await ctx.store.alerts.silences(ctx.store.now(), args.active !== false)).filter((s) => visible(ctx, s)),
+    resolve: async (_r, args, ctx) =>
+      (await ctx.store.alerts.silences(ctx.store.now(), args.active !== false)).filter((s) => visible(ctx, s)).map((s) => ({ s })),
   }),
 }));
 
@@ -327,13 +376,36 @@ function matchersOf(m: MatchersInput): FindingMatchers {
   return JSON.parse(JSON.stringify(out)) as FindingMatchers;
 }
 
-async function silenceById(ctx: Context, id: string): Promise<SilenceRow> {
-  const m = /^silence:(\d{1,15})$/.exec(id);
-  if (!m) throw new DomainError('BAD_ID', `"${id.slice(0, 80)}" is not a silence id (silence:<number>)`);
+/** A silence by its id, if the caller may see it; null otherwise (or for an id that is not a silence's). */
+async function silenceById(ctx: Context, id: string): Promise<SilenceRow | null> {
+  const m = /^\*:silence:(\d{1,15})$/.exec(id);
+  if (!m) return null;
   const [row] = await ctx.store.alerts.silencesByIds([Number(m[1])]);
-  if (!row || !visible(ctx, row)) throw new DomainError('NOT_FOUND', `no silence ${id}`);
-  return row;
+  return row && visible(ctx, row) ? row : null;
 }
+
+/** Query.node: a silence (`*:silence:<n>`). */
+export async function silenceNode(ctx: Context, n: string): Promise<SilenceView | null> {
+  const s = await silenceById(ctx, silenceValueId(Number(n)));
+  return s ? { s } : null;
+}
+
+/** Query.node: one of a finding's notifications, by its number. */
+export async function notificationNode(ctx: Context, finding: FindingView, n: string): Promise<NotificationView | null> {
+  const row = (await alertReads(ctx).notifications.load(finding.n)).find((r) => String(r.id) === n);
+  return row ? { row, finding } : null;
+}
+
+/** Query.node: a finding's acknowledgement. */
+export async function ackNode(ctx: Context, finding: FindingView): Promise<AckView | null> {
+  const ack = await alertReads(ctx).acks.load(finding.n);
+  return ack ? { ack, finding } : null;
+}
+
+/** Query.node: a silence's matchers, and one of their labels. */
+export const matchersNode = (silence: SilenceView): MatchersView => ({ silence });
+export const silenceLabelNode = (matchers: MatchersView, part: string): SilenceLabelView | null =>
+  labelsOf(matchers).find((l) => String(l.index) === part) ?? null;
 
 builder.mutationType({ description: 'What can be changed: silences and acknowledgements of findings (each records who and when)' });
 
@@ -358,7 +430,7 @@ builder.mutationFields((t) => ({
         throw new DomainError('BAD_INPUT', `"until" is at most ${MAX_SILENCE_DAYS} days from now`, { argument: 'until' });
       }
       const a = ctx.access;
-      return ctx.store.alerts.createSilence({
+      const s = await ctx.store.alerts.createSilence({
         matchers: matchersOf(args.matchers as MatchersInput),
         scope: a ? { providers: a.providerIds(), projects: a.projectIds() } : null,
         startsAt,
@@ -367,6 +439,7 @@ builder.mutationFields((t) => ({
         createdBy: by,
         createdAt: now,
       });
+      return { s };
     },
   }),
   expireSilence: t.field({
@@ -377,7 +450,8 @@ builder.mutationFields((t) => ({
     resolve: async (_r, args, ctx) => {
       const by = writer(ctx);
       const s = await silenceById(ctx, String(args.id));
-      return (await ctx.store.alerts.expireSilence(s.id, by, ctx.store.now())) ?? s;
+      if (!s) throw new DomainError('NOT_FOUND', `no silence ${String(args.id).slice(0, 80)}`);
+      return { s: (await ctx.store.alerts.expireSilence(s.id, by, ctx.store.now())) ?? s };
     },
   }),
   acknowledgeFinding: t.field({
