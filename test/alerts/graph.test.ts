@@ -21,6 +21,7 @@ const START = Date.UTC(2026, 10, 20, 12, 0, 0);
 const INTERVAL = 10_000;
 const WRITER = 'writer-token-0123456789';
 const READER = 'reader-token-0123456789';
+const SCOPED = 'scoped-token-0123456789';
 
 describe('alerts in the graph', () => {
   const timers = new ManualTimers(START);
@@ -46,6 +47,7 @@ describe('alerts in the graph', () => {
           API_TOKENS: JSON.stringify([
             { name: 'writer', token: WRITER, write: true },
             { name: 'reader', token: READER },
+            { name: 'scoped', token: SCOPED, providers: ['elsewhere'], write: true },
           ]),
         }),
       },
@@ -174,12 +176,44 @@ describe('alerts in the graph', () => {
     expect(idle.notifications[0]).toMatchObject({ state: 'SILENCED', attempts: 0, nextAttemptAt: until });
     expect((await gql(READER, '{ silences { id } }')).data.silences).toEqual([{ id: silence.id }]);
 
+    // A token scoped to other providers neither sees nor expires a silence that reaches beyond them.
+    expect((await gql(SCOPED, '{ silences { id } }')).data.silences).toEqual([]);
+    const notYours = await gql(SCOPED, 'mutation($id: ID!) { expireSilence(id: $id) { id } }', { id: silence.id });
+    expect(notYours.errors[0].extensions.code).toBe('NOT_FOUND');
+
     const expired = await gql(WRITER, 'mutation($id: ID!) { expireSilence(id: $id) { active expiredBy endsAt } }', { id: silence.id });
     expect(expired.data.expireSilence).toEqual({ active: false, expiredBy: 'writer', endsAt: new Date(timers.now()).toISOString() });
     await steps(1);
     expect(hook.requests.map((r) => r.body.finding.kind)).toEqual(['STALLED', 'IDLE_ALLOCATION']);
     expect((await byKind('IDLE_ALLOCATION')).silencedBy).toEqual([]);
     expect((await gql(READER, '{ silences { id } }')).data.silences).toEqual([]);
+
+    // Every new type is a Relay Node: Query.node answers each by its id, the same object.
+    const other = await gql(
+      WRITER,
+      'mutation($u: DateTime!) { silenceFindings(matchers: { labels: [{ name: "team", value: "llm" }] }, until: $u, comment: "x") { id matchers { id labels { id name value } } } }',
+      { u: until },
+    );
+    const made2 = other.data.silenceFindings;
+    const idle2 = (
+      (await gql(READER, '{ findings { edges { node { kind notifications { id receiver } acknowledgement { id by } } } } }')).data.findings.edges as any[]
+    )
+      .map((e) => e.node)
+      .find((n) => n.kind === 'STALLED');
+    const nodes = await gql(
+      READER,
+      `query($ids: [ID!]!) { nodes(ids: $ids) { id __typename ... on AlertNotification { receiver } ... on FindingAcknowledgement { by }
+        ... on Silence { comment } ... on SilenceMatchers { labels { name } } ... on SilenceLabel { value } } }`,
+      { ids: [idle2.notifications[0].id, idle2.acknowledgement.id, made2.id, made2.matchers.id, made2.matchers.labels[0].id] },
+    );
+    expect(nodes.data.nodes).toEqual([
+      { id: idle2.notifications[0].id, __typename: 'AlertNotification', receiver: 'ops' },
+      { id: idle2.acknowledgement.id, __typename: 'FindingAcknowledgement', by: 'writer' },
+      { id: made2.id, __typename: 'Silence', comment: 'x' },
+      { id: made2.matchers.id, __typename: 'SilenceMatchers', labels: [{ name: 'team' }] },
+      { id: made2.matchers.labels[0].id, __typename: 'SilenceLabel', value: 'llm' },
+    ]);
+    await gql(WRITER, 'mutation($id: ID!) { expireSilence(id: $id) { id } }', { id: made2.id });
 
     const metrics = await fetch(`${rt.url}/metrics`, { headers: { authorization: `Bearer ${WRITER}` } }).then((r) => r.text());
     expect(metrics).toContain('training_graph_alert_notifications{receiver="ops",state="DELIVERED"} 2');
