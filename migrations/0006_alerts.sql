@@ -8,6 +8,7 @@ CREATE TABLE "alert_notifications" (
 	"attempts" integer DEFAULT 0 NOT NULL,
 	"created_at" timestamp with time zone NOT NULL,
 	"next_attempt_at" timestamp with time zone NOT NULL,
+	"first_attempt_at" timestamp with time zone,
 	"last_attempt_at" timestamp with time zone,
 	"last_status" integer,
 	"last_error" text,

@@ -7,7 +7,7 @@
 // Retries: exponential backoff with decorrelated jitter (cockatiel's), from initialBackoff up to
 // maxBackoff; a receiver's Retry-After on 429 or 503 is honoured up to maxBackoff. Network errors,
 // time-outs, 408, 429 and 5xx are retried; any other 4xx is a refusal that no retry would change
-// (FAILED at once). A notification not delivered within giveUpAfter of its routing is FAILED.
+// (FAILED at once). A notification not delivered within giveUpAfter of its first attempt is FAILED.
 import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import { ExponentialBackoff, type IBackoff } from 'cockatiel';
@@ -194,7 +194,7 @@ export class AlertDeliverer {
       return outcome;
     };
     if (!receiver) return decide({ state: 'FAILED', nextAttemptAt: now, lastError: `receiver "${n.receiver}" is no longer configured` }, 'failed');
-    if (now.getTime() - n.createdAt.getTime() > this.settings.giveUpAfterMs) {
+    if (n.state === 'PENDING' && n.firstAttemptAt && now.getTime() - n.firstAttemptAt.getTime() > this.settings.giveUpAfterMs) {
       return decide(
         { state: 'FAILED', nextAttemptAt: now, lastError: `${n.lastError ?? 'not delivered'} (given up after ${this.settings.giveUpAfterMs / 3_600_000} h)` },
         'failed',

@@ -74,7 +74,7 @@ export const alertDelivery = z
     initialBackoffSeconds: z.number().positive().max(3600).optional(),
     /** No wait between attempts is longer, a receiver's Retry-After included. */
     maxBackoffSeconds: z.number().positive().max(86_400).optional(),
-    /** A notification not delivered this long after its transition is given up (FAILED). */
+    /** A notification not delivered this long after its first attempt is given up (FAILED). */
     giveUpAfterHours: z.number().positive().max(720).optional(),
     /** How often the delivering replica looks for due notifications. */
     intervalSeconds: z.number().positive().max(3600).optional(),

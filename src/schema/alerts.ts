@@ -34,7 +34,7 @@ export const NotificationStateEnum = builder.enumType('AlertNotificationState', 
     FAILED: {
       value: 'FAILED',
       description:
-        'Given up: the receiver refused it (a 4xx other than 408 and 429), it was not delivered within giveUpAfterHours (default 24), or the receiver is no longer configured',
+        'Given up: the receiver refused it (a 4xx other than 408 and 429), it was not delivered within giveUpAfterHours (default 24) of its first attempt, or the receiver is no longer configured',
     },
   },
 });

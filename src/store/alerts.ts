@@ -47,6 +47,7 @@ export interface NotificationRow {
   attempts: number;
   createdAt: Date;
   nextAttemptAt: Date;
+  firstAttemptAt: Date | null;
   lastAttemptAt: Date | null;
   lastStatus: number | null;
   lastError: string | null;
@@ -130,6 +131,7 @@ function notificationOf(r: Record<string, unknown>): NotificationRow {
     attempts: Number(r.attempts),
     createdAt: toDate(r.created_at)!,
     nextAttemptAt: toDate(r.next_attempt_at)!,
+    firstAttemptAt: toDate(r.first_attempt_at),
     lastAttemptAt: toDate(r.last_attempt_at),
     lastStatus: r.last_status === null || r.last_status === undefined ? null : Number(r.last_status),
     lastError: (r.last_error as string | null) ?? null,
@@ -229,7 +231,7 @@ export class AlertsStore {
    */
   async claim(n: NotificationRow, now: Date, holdMs: number): Promise<boolean> {
     const rows = await this.rows<{ id: number }>(
-      sql`update alert_notifications set attempts = attempts + 1, last_attempt_at = ${at(now)},
+      sql`update alert_notifications set attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, ${at(now)}), last_attempt_at = ${at(now)},
           next_attempt_at = ${at(new Date(now.getTime() + holdMs))}
         where id = ${n.id} and attempts = ${n.attempts} and state in ('PENDING', 'SILENCED') and next_attempt_at <= ${at(now)}
         returning id`,

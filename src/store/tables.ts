@@ -307,6 +307,8 @@ export const alertNotifications = pgTable(
     attempts: integer('attempts').notNull().default(0),
     createdAt: tstz('created_at').notNull(),
     nextAttemptAt: tstz('next_attempt_at').notNull(),
+    /** The first attempt: giving up is counted from it (not from routing: a silence may hold a notification for days). */
+    firstAttemptAt: tstz('first_attempt_at'),
     lastAttemptAt: tstz('last_attempt_at'),
     lastStatus: integer('last_status'),
     lastError: text('last_error'),

@@ -52,7 +52,7 @@ describe('alert delivery', () => {
   });
 
   /** A deliverer as the server makes one, leasing on the test's clock. */
-  function deliverer(config: unknown, holder: string, env: Record<string, string> = {}): AlertDeliverer {
+  function deliverer(config: unknown, holder: string, env: Record<string, string> = {}, settings: Partial<DeliverySettings> = {}): AlertDeliverer {
     const c = alertsConfig.parse(config);
     const repo = t.repo;
     const d = new AlertDeliverer({
@@ -67,7 +67,7 @@ describe('alert delivery', () => {
       timers,
       receivers: receiverSettings(c, { HOOK_URL: hook.url, SLACK_URL: slack.url, ...env }),
       routes: routesOf(c),
-      settings: SETTINGS,
+      settings: { ...SETTINGS, ...settings },
       holder,
     });
     running.push(d);
@@ -305,7 +305,28 @@ describe('alert delivery', () => {
     expect([row!.state, row!.attempts]).toEqual(['DELIVERED', 3]);
   });
 
-  it('a 4xx other than 408 and 429 fails at once; exponential backoff between refused connections', async () => {
+  it('backs off exponentially between refused connections, up to the cap', async () => {
+    await hook.down();
+    const d = deliverer(webhookOnly(), 'a', { HOOK_TOKEN: 'hook-token-0123456789' });
+    const [f] = await fire(candidate('STALLED', 'bt:job:run-1'));
+    await settled(d);
+    const attempts: number[] = [];
+    for (let i = 0; i < 60; i++) {
+      await runFor(INTERVAL, d);
+      const [row] = await notifications(f!);
+      if (row!.lastAttemptAt && attempts.at(-1) !== row!.lastAttemptAt.getTime()) attempts.push(row!.lastAttemptAt.getTime());
+    }
+    // 10 minutes of steps every 10 s: without backoff 60 attempts; with it (10 s doubling, jittered, capped at 2 min) far fewer.
+    const gaps = attempts.slice(1).map((t, i) => t - attempts[i]!);
+    expect(attempts.length).toBeGreaterThanOrEqual(5);
+    expect(attempts.length).toBeLessThanOrEqual(20);
+    expect(Math.max(...gaps)).toBeLessThanOrEqual(2 * MINUTE + INTERVAL);
+    // The waits grow: the first (after one failure) is one or two steps, the longest far more.
+    expect(gaps[0]).toBeLessThanOrEqual(2 * INTERVAL);
+    expect(Math.max(...gaps)).toBeGreaterThanOrEqual(5 * INTERVAL);
+  });
+
+  it('a 4xx other than 408 and 429 fails at once', async () => {
     hook.answer = () => ({ status: 400, body: 'bad payload' });
     const d = deliverer(webhookOnly(), 'a', { HOOK_TOKEN: 'hook-token-0123456789' });
     const [f] = await fire(candidate('STALLED', 'bt:job:run-1'));
@@ -313,6 +334,35 @@ describe('alert delivery', () => {
     expect(hook.requests).toHaveLength(1);
     const [row] = await notifications(f!);
     expect([row!.state, row!.lastStatus, row!.lastError]).toEqual(['FAILED', 400, 'HTTP 400: bad payload']);
+  });
+
+  it('gives up giveUpAfter after the first attempt, not counting the time a silence held it', async () => {
+    await hook.down();
+    const d = deliverer(webhookOnly(), 'a', { HOOK_TOKEN: 'hook-token-0123456789' }, { giveUpAfterMs: 5 * MINUTE });
+    const now = () => new Date(timers.now());
+    await alerts().createSilence({
+      matchers: { jobIds: ['bt:job:run-2'] },
+      scope: null,
+      startsAt: now(),
+      endsAt: new Date(timers.now() + 10 * MINUTE),
+      comment: 'held longer than the give-up time',
+      createdBy: 'alice',
+      createdAt: now(),
+    });
+    const [f, held] = await fire(candidate('STALLED', 'bt:job:run-1'), candidate('IDLE_ALLOCATION', 'bt:job:run-2'));
+    await runFor(7 * MINUTE, d);
+    const [row] = await notifications(f!);
+    expect(row!.state).toBe('FAILED');
+    expect(row!.lastError).toMatch(/ECONNREFUSED \(given up after 0\.0833\d* h\)/);
+    expect((await notifications(held!))[0]!.state).toBe('SILENCED');
+    // Released at 10 minutes, it is tried (and retried) afresh.
+    await runFor(4 * MINUTE, d);
+    const [released] = await notifications(held!);
+    expect(released!.state).toBe('PENDING');
+    expect(released!.attempts).toBeGreaterThanOrEqual(1);
+    await hook.up();
+    await runFor(3 * MINUTE, d);
+    expect(hook.requests.map((r) => r.key)).toEqual([idempotencyKey(held!.id, 'FIRING', 'ops')]);
   });
 
   it('a silence holds matching notifications (shown SILENCED) until it is expired; one that runs out releases them too', async () => {
