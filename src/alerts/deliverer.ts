@@ -6,8 +6,8 @@
 //
 // Retries: exponential backoff with decorrelated jitter (cockatiel's), from initialBackoff up to
 // maxBackoff; a receiver's Retry-After on 429 or 503 is honoured up to maxBackoff. Network errors,
-// time-outs, 408, 429 and 5xx are retried; any other 4xx is a refusal that no retry would change
-// (FAILED at once). A notification not delivered within giveUpAfter of its first attempt is FAILED.
+// time-outs, 408, 429 and 5xx are retried; any other 4xx, or a redirect, is a refusal that no
+// retry would change (FAILED at once). A notification not delivered within giveUpAfter of its first attempt is FAILED.
 import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import { ExponentialBackoff, type IBackoff } from 'cockatiel';
@@ -253,7 +253,8 @@ export class AlertDeliverer {
       }
       error = `HTTP ${status}${text ? `: ${text.slice(0, ERROR_CHARS)}` : ''}`;
       if (status === 429 || status === 503) retryAfterMs = retryAfter(res.headers.get('retry-after'), now.getTime());
-      if (status >= 400 && status < 500 && status !== 408 && status !== 429) {
+      // A refusal no retry changes: any 4xx but 408 and 429, and a redirect (not followed: a receiver's URL is configured, not discovered).
+      if ((status >= 300 && status < 400) || (status >= 400 && status < 500 && status !== 408 && status !== 429)) {
         await store.update(n.id, { state: 'FAILED', nextAttemptAt: now, lastStatus: status, lastError: scrubSecrets(error) });
         this.deps.logger.warn({ receiver: receiver.name, status, key: n.idempotencyKey }, 'alerts: the receiver refused a notification');
         return 'failed';
