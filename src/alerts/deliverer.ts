@@ -220,7 +220,10 @@ export class AlertDeliverer {
       }
       if (state !== 'DELIVERED') return decide({ state: 'SUPPRESSED', nextAttemptAt: now, lastError: 'the receiver was not told it fired' }, 'suppressed');
     }
-    return this.send(n, receiver, now);
+    const outcome = await this.send(n, receiver, now);
+    // A resolution later in this step goes out right after its firing did.
+    if (n.event === 'FIRING') firing.set(n.findingId, outcome === 'delivered' ? 'DELIVERED' : outcome === 'failed' ? 'FAILED' : 'PENDING');
+    return outcome;
   }
 
   private async send(n: DueNotification, receiver: ReceiverSettings, now: Date): Promise<Outcome> {
