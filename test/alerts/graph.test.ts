@@ -63,7 +63,7 @@ describe('alerts in the graph', () => {
 
   afterAll(async () => {
     await rt?.close();
-    await hook?.down();
+    await hook?.close();
     await sim?.close();
     await db?.drop();
     rmSync(dir, { recursive: true, force: true });

@@ -1,6 +1,8 @@
 // Real HTTP receivers on loopback for the alert delivery tests: each records every request it gets
-// (headers and JSON body) and answers as the test says (up, refusing with a status, or down: the
-// port closed, so a send meets a refused connection, as with a receiver that is not running).
+// (headers and JSON body) and answers as the test says (up, refusing with a status, or down: every
+// connection cut as it opens, as with a receiver that is not running). Down keeps the port: a
+// closed port could be taken meanwhile by another process on this shared machine, whose answers
+// would then count as the receiver's.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -27,7 +29,11 @@ export class TestReceiver {
     return `http://127.0.0.1:${this.port}/hook`;
   }
 
+  private refusing = false;
+
   async up(): Promise<this> {
+    this.refusing = false;
+    if (this.server) return this;
     const server = http.createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
@@ -42,17 +48,26 @@ export class TestReceiver {
         res.writeHead(a.status, { 'content-type': 'text/plain', ...a.headers }).end(a.body ?? '');
       });
     });
+    server.on('connection', (socket) => {
+      if (this.refusing) socket.destroy();
+    });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(this.port, '127.0.0.1', () => resolve());
+      server.listen(0, '127.0.0.1', () => resolve());
     });
     this.port = (server.address() as AddressInfo).port;
     this.server = server;
     return this;
   }
 
-  /** Closes the port: sends meet a refused connection until up() listens on it again. */
+  /** Cuts every connection, open or new, until up(): a send fails as with a receiver that is not running. */
   async down(): Promise<void> {
+    this.refusing = true;
+    this.server?.closeAllConnections();
+  }
+
+  /** Frees the port (after the test). */
+  async close(): Promise<void> {
     const s = this.server;
     this.server = null;
     if (!s) return;
