@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { parseSubgraphTypeNames } from '../domain/subgraph-type-names.js';
 import { providersFile, type ProviderConfig } from './providers-config.js';
 import type { LedgerConfig } from './ledger-config.js';
+import type { AlertsConfig } from './alerts-config.js';
 import { loadSecurityConfig, type SecurityConfig } from './security.js';
 
 export * from './providers-config.js';
@@ -19,6 +20,7 @@ export {
   type TokenStore,
 } from './security.js';
 export { ledgerConfig, ledgerSettings, type LedgerConfig } from './ledger-config.js';
+export { alertsConfig, receiverSettings, type AlertMatchers, type AlertsConfig, type ReceiverSettings } from './alerts-config.js';
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -98,6 +100,8 @@ export interface AppConfig {
   subgraphTypeNames?: ReadonlyMap<string, string>;
   /** The providers file's `ledger` entry: prices, average power, MFU peaks (docs/ledger.md); absent = no prices (the demo brings its example table). */
   ledger?: LedgerConfig;
+  /** The providers file's `alerts` entry: receivers and routes of finding notifications (docs/findings.md, "Alerts"); absent = none sent. */
+  alerts?: AlertsConfig;
 }
 
 function describeIssues(prefix: string, error: z.ZodError): string {
@@ -114,7 +118,7 @@ export function parseProvidersFile(text: string, fileName: string): ProviderConf
 }
 
 /** The providers file whole: its providers and its optional ledger entry. */
-export function parseConfigFile(text: string, fileName: string): { providers: ProviderConfig[]; ledger?: LedgerConfig } {
+export function parseConfigFile(text: string, fileName: string): { providers: ProviderConfig[]; ledger?: LedgerConfig; alerts?: AlertsConfig } {
   let raw: unknown;
   try {
     raw = fileName.endsWith('.json') ? JSON.parse(text) : parseYaml(text);
@@ -123,7 +127,11 @@ export function parseConfigFile(text: string, fileName: string): { providers: Pr
   }
   const parsed = providersFile.safeParse(raw);
   if (!parsed.success) throw new ConfigError(describeIssues(fileName, parsed.error));
-  return parsed.data.ledger ? { providers: parsed.data.providers, ledger: parsed.data.ledger } : { providers: parsed.data.providers };
+  return {
+    providers: parsed.data.providers,
+    ...(parsed.data.ledger ? { ledger: parsed.data.ledger } : {}),
+    ...(parsed.data.alerts ? { alerts: parsed.data.alerts } : {}),
+  };
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
@@ -132,6 +140,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const e = parsed.data;
   let providers: ProviderConfig[] | null = null;
   let ledger: LedgerConfig | undefined;
+  let alerts: AlertsConfig | undefined;
   if (e.PROVIDERS_CONFIG) {
     let text: string;
     try {
@@ -139,7 +148,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     } catch (err) {
       throw new ConfigError(`PROVIDERS_CONFIG: cannot read ${e.PROVIDERS_CONFIG}: ${(err as Error).message}`);
     }
-    ({ providers, ledger } = parseConfigFile(text, e.PROVIDERS_CONFIG));
+    ({ providers, ledger, alerts } = parseConfigFile(text, e.PROVIDERS_CONFIG));
   }
   let subgraphTypeNames: Map<string, string>;
   try {
@@ -164,6 +173,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     logLevel: e.LOG_LEVEL,
     providers,
     ...(ledger ? { ledger } : {}),
+    ...(alerts ? { alerts } : {}),
     executor: e.GRAPHQL_EXECUTOR,
     collect: {
       enabled: !['off', 'false', '0'].includes(e.COLLECT),

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { PLATFORMS, type PlatformConfig } from '../providers/platforms.js';
 import { configUnionOf } from '../providers/platform.js';
+import { alertsConfig } from './alerts-config.js';
 import { ledgerConfig } from './ledger-config.js';
 
 export {
@@ -20,7 +21,7 @@ export {
 export const providerConfig = configUnionOf(PLATFORMS);
 
 export const providersFile = z
-  .object({ providers: z.array(providerConfig).min(1), ledger: ledgerConfig.optional() })
+  .object({ providers: z.array(providerConfig).min(1), ledger: ledgerConfig.optional(), alerts: alertsConfig.optional() })
   .strict()
   .superRefine((file, ctx) => {
     const seen = new Set<string>();

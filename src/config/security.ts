@@ -67,6 +67,8 @@ export interface TokenScope {
   name: string;
   providers: readonly string[] | null;
   projects: readonly string[] | null;
+  /** May silence and acknowledge findings (the mutations), within what it sees; false unless the entry says `write: true`. */
+  write?: boolean;
 }
 
 interface TokenEntry extends TokenScope {
@@ -83,6 +85,7 @@ const tokenEntry = z
       .optional(),
     providers: z.array(z.string().min(1)).optional(),
     projects: z.array(z.string().min(1)).optional(),
+    write: z.boolean().optional(),
   })
   .refine((e) => (e.token === undefined) !== (e.sha256 === undefined), 'give exactly one of "token" or "sha256"');
 const tokenList = z.array(tokenEntry);
@@ -103,6 +106,7 @@ function toEntries(raw: unknown, where: string): TokenEntry[] {
     sha256: (e.sha256 ?? sha256Hex(e.token!)).toLowerCase(),
     providers: e.providers ?? null,
     projects: e.projects ?? null,
+    write: e.write ?? false,
   }));
 }
 
@@ -183,7 +187,7 @@ export class TokenStore {
     }
     const hash = sha256Hex(token);
     const entry = this.inline.find((e) => e.sha256 === hash) ?? this.fileEntries.find((e) => e.sha256 === hash);
-    return entry ? { name: entry.name, providers: entry.providers, projects: entry.projects } : null;
+    return entry ? { name: entry.name, providers: entry.providers, projects: entry.projects, write: entry.write ?? false } : null;
   }
 }
 

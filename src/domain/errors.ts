@@ -18,6 +18,8 @@ export const ERROR_CODES = [
   'RATE_LIMITED',
   /** A finished job whose platform reports no end time: what depends on its end (its GPU-hours in a fleet) cannot be counted. */
   'UNKNOWN_END',
+  /** The API token may not do this (a mutation without the token's `write: true`). */
+  'FORBIDDEN',
   'INTERNAL',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];

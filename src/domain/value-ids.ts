@@ -46,6 +46,11 @@ export const VALUE_KINDS = {
   finding: { part: true, type: 'Finding' },
   findingevidence: { part: false, type: 'FindingEvidence' },
   findingseries: { part: true, type: 'FindingSeriesEvidence' },
+  notification: { part: true, type: 'AlertNotification' },
+  acknowledgement: { part: false, type: 'FindingAcknowledgement' },
+  silence: { part: true, type: 'Silence' },
+  silencematchers: { part: false, type: 'SilenceMatchers' },
+  silencelabel: { part: true, type: 'SilenceLabel' },
 } as const;
 export type ValueKind = keyof typeof VALUE_KINDS;
 
@@ -72,16 +77,21 @@ function prefixOf(ownerId: string): string {
 }
 
 /** The id of a value its owner holds one of (`part` omitted) or several of (`part` names which). */
-export function valueId(kind: Exclude<ValueKind, 'fleet' | 'comparison'>, ownerId: string, part?: string): string {
+export function valueId(kind: Exclude<ValueKind, 'fleet' | 'comparison' | 'silence'>, ownerId: string, part?: string): string {
   return part === undefined ? `${prefixOf(ownerId)}:${kind}:${ownerId}` : `${prefixOf(ownerId)}:${kind}:${part}:${ownerId}`;
 }
 
 /** Kinds that are questions owned by nothing (their arguments are their part), under the `*` prefix. */
-const QUESTION_KINDS = new Set<ValueKind>(['fleet', 'comparison']);
+const QUESTION_KINDS = new Set<ValueKind>(['fleet', 'comparison', 'silence']);
 
 /** The fleet's id: its question's arguments as a part. */
 export function fleetValueId(part: string): string {
   return `${FLEET_PREFIX}:fleet:${part}`;
+}
+
+/** A silence's id: its number as a part (a silence spans providers). */
+export function silenceValueId(n: number): string {
+  return `${FLEET_PREFIX}:silence:${n}`;
 }
 
 /** A run comparison's id: its arguments as a part. */

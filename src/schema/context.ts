@@ -37,6 +37,10 @@ export interface Access {
   allowsJob(job: { providerId: string; projectId: string }): boolean;
   /** The project ids a job list is confined to, or null when projects are not restricted. */
   projectIds(): string[] | null;
+  /** The providers it may see, or null when not restricted. */
+  providerIds(): string[] | null;
+  /** May silence and acknowledge findings (the token's `write: true`). */
+  readonly mayWrite: boolean;
 }
 
 export interface Context {

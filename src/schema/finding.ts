@@ -121,7 +121,7 @@ export async function findingOfJob(ctx: Context, jobId: string, n: number): Prom
   return row && row.jobId === jobId ? findingView(row) : null;
 }
 
-const FindingRef = builder.objectRef<FindingView>('Finding');
+export const FindingRef = builder.objectRef<FindingView>('Finding');
 const FindingEvidenceRef = builder.objectRef<EvidenceShape>('FindingEvidence');
 const FindingSeriesRef = builder.objectRef<FindingSeriesView>('FindingSeriesEvidence');
 

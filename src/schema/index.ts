@@ -26,6 +26,7 @@ import './ledger.js';
 import './entities.js';
 import './relay.js';
 import './finding.js';
+import './alerts.js';
 
 /** The plain schema (schema/schema.graphql), as a client that knows nothing of federation sees it. */
 export const plainSchema = builder.toSchema({ sortSchema: false });

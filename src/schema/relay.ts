@@ -72,7 +72,7 @@ builder.queryFields((t) => ({
     nullable: true,
     shareable: true,
     description:
-      'Any object of this graph by its global id: the entities (Provider, Project, Job, ComputeNode, Gpu, MetricSeries) and the values that belong to one (MetricPoint, MetricSummary, Freshness, SourceError, ProviderHealth, ProviderCollection, JobProgress, LogPage, LogLine, LogGap, UtilizationSample) or to a Fleet question (Fleet, FleetUtilization, GpuHours, IdleGpu, IdleInterval), and findings (Finding, FindingEvidence, FindingSeriesEvidence), read again through their owner; null for an id this graph did not issue or whose object is gone',
+      'Any object of this graph by its global id: the entities (Provider, Project, Job, ComputeNode, Gpu, MetricSeries) and the values that belong to one (MetricPoint, MetricSummary, Freshness, SourceError, ProviderHealth, ProviderCollection, JobProgress, LogPage, LogLine, LogGap, UtilizationSample) or to a Fleet question (Fleet, FleetUtilization, GpuHours, IdleGpu, IdleInterval), findings (Finding, FindingEvidence, FindingSeriesEvidence, AlertNotification, FindingAcknowledgement) and silences (Silence, SilenceMatchers, SilenceLabel), read again through their owner; null for an id this graph did not issue or whose object is gone',
     args: {
       id: t.arg.id({
         required: true,

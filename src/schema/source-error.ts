@@ -22,6 +22,7 @@ const ERROR_CODE_DOCS: Record<ErrorCode, string> = {
     'This API token spent its budget of upstream lookups of ids the cache has never seen (default 20 at once, refilled by 20 a minute; UNKNOWN_ID_LOOKUP_BURST, UNKNOWN_ID_LOOKUPS_PER_MINUTE); retryable after extensions.retryAfterSeconds',
   UNKNOWN_END:
     'A finished job whose platform does not report when it ended (Baseten gives no finish time): what needs its end, such as its GPU-hours in a fleet, is left out rather than counted until now',
+  FORBIDDEN: 'The API token may see this but not change it: silencing and acknowledging findings need a token whose entry says `write: true`',
   INTERNAL: 'An unexpected failure on our side (details are in the server log, never in the answer)',
 };
 

@@ -54,6 +54,18 @@ import {
 import { type JobLabelView, summariesOf, type TrainingSummaryView } from './run-metadata.js';
 import { type FigureShape, figureById, labelGroupById } from './ledger.js';
 import { type EvidenceShape, evidenceOf, findingOfJob, type FindingSeriesView, type FindingView, seriesOfEvidence } from './finding.js';
+import {
+  ackNode,
+  type AckView,
+  matchersNode,
+  type MatchersView,
+  notificationNode,
+  type NotificationView,
+  silenceLabelNode,
+  type SilenceLabelView,
+  silenceNode,
+  type SilenceView,
+} from './alerts.js';
 
 type Value =
   | HealthView
@@ -80,7 +92,12 @@ type Value =
   | FigureShape
   | FindingView
   | EvidenceShape
-  | FindingSeriesView;
+  | FindingSeriesView
+  | NotificationView
+  | AckView
+  | SilenceView
+  | MatchersView
+  | SilenceLabelView;
 
 /** The value a value id names, carrying that id; null when it is not one this graph issued or it is gone. */
 export async function valueById(ctx: Context, id: string): Promise<(Value & { id: string }) | null> {
@@ -252,6 +269,24 @@ async function resolveValue(ctx: Context, p: ParsedValueId): Promise<Value | nul
     case 'findingseries': {
       const evidence = await owner<EvidenceShape>(ctx, p, 'findingevidence');
       return evidence ? (seriesOfEvidence(evidence).find((x) => String(x.seriesId) === part) ?? null) : null;
+    }
+    case 'notification': {
+      const finding = await owner<FindingView>(ctx, p, 'finding');
+      return finding ? notificationNode(ctx, finding, part) : null;
+    }
+    case 'acknowledgement': {
+      const finding = await owner<FindingView>(ctx, p, 'finding');
+      return finding ? ackNode(ctx, finding) : null;
+    }
+    case 'silence':
+      return /^\d{1,15}$/.test(part) ? silenceNode(ctx, part) : null;
+    case 'silencematchers': {
+      const silence = await owner<SilenceView>(ctx, p, 'silence');
+      return silence ? matchersNode(silence) : null;
+    }
+    case 'silencelabel': {
+      const matchers = await owner<MatchersView>(ctx, p, 'silencematchers');
+      return matchers ? silenceLabelNode(matchers, part) : null;
     }
     case 'idleinterval': {
       const from = parseIdleIntervalPart(part);

@@ -41,6 +41,14 @@ export class AccessScope implements Access {
     return this.allowsProvider(job.providerId) && (this.projects === null || this.projects.has(job.projectId));
   }
 
+  get mayWrite(): boolean {
+    return this.scope.write === true;
+  }
+
+  providerIds(): string[] | null {
+    return this.providers ? [...this.providers] : null;
+  }
+
   /** The project ids a job list is confined to, or null when projects are not restricted. */
   projectIds(): string[] | null {
     return this.projects ? [...this.projects].filter((p) => this.allowsProject(p)) : null;

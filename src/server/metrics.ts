@@ -7,7 +7,7 @@ import { DomainError } from '../domain/errors.js';
 import type { LiveHub } from '../live/index.js';
 import type { ProviderSet } from '../providers/provider-set.js';
 import { onShapeMismatch } from '../providers/shape-watch.js';
-import type { CacheObserver, CollectionStatus, PoolHealth } from '../store/index.js';
+import type { AlertsStore, CacheObserver, CollectionStatus, PoolHealth } from '../store/index.js';
 import type { Collector } from '../collect/index.js';
 
 export const METRIC_PREFIX = 'training_graph_';
@@ -133,6 +133,8 @@ export interface MetricsSources {
   pool?: () => PoolHealth;
   /** The continuous collector; null or absent with COLLECT=off. */
   collector?: Collector | null;
+  /** Alert delivery's notifications (read at each scrape: one statement) and whether this replica delivers. */
+  alerts?: { store: AlertsStore; leading: () => boolean } | null;
 }
 
 export class Metrics {
@@ -371,7 +373,41 @@ export class Metrics {
     perProvider('budget_calls_per_minute', 'The most upstream calls per minute the collector lets the provider see', (s) => s.budgetPerMinute);
     perProvider('backlog_jobs', 'Jobs due in the last sweep that were not collected (budget, time or failures)', (s) => s.backlog);
     perProvider('expired_jobs', 'Finished jobs the platform dropped before they were fetched whole', (s) => s.expired);
+
+    // Alert delivery: notifications per receiver and state as stored (every replica sees the same), and the lease.
+    const alerts = sources.alerts ?? null;
+    if (alerts) {
+      new Gauge({
+        name: `${METRIC_PREFIX}alert_notifications`,
+        help: 'Finding notifications per receiver and delivery state (PENDING, DELIVERED, SILENCED, SUPPRESSED, FAILED), as stored',
+        labelNames: ['receiver', 'state'] as const,
+        registers: [this.registry],
+        async collect() {
+          // A scrape while the database is away keeps the last numbers rather than failing whole.
+          const rows = await alerts.store.stateCounts().catch(() => null);
+          if (!rows) return;
+          this.reset();
+          for (const r of rows) this.set({ receiver: r.receiver, state: r.state }, r.n);
+        },
+      });
+      new Gauge({
+        name: `${METRIC_PREFIX}alert_delivery_leading`,
+        help: '1 when this replica holds the alert delivery lease and sends notifications',
+        registers: [this.registry],
+        collect() {
+          this.set(alerts.leading() ? 1 : 0);
+        },
+      });
+    }
   }
+
+  /** Attempts and decisions of alert delivery on this replica, by receiver and outcome (delivered, retry, failed, silenced, suppressed). */
+  readonly alertOutcomes = new Counter({
+    name: `${METRIC_PREFIX}alert_notification_outcomes_total`,
+    help: 'Alert delivery on this replica: attempts and decisions by receiver and outcome (delivered, retry, failed, silenced, suppressed)',
+    labelNames: ['receiver', 'outcome'] as const,
+    registers: [this.registry],
+  });
 
   /**
    * The series of one operation name and type, found once: a request only adds 1 to a number

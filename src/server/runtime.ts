@@ -16,6 +16,7 @@ import {
   DEFAULT_REQUEST_LIMITS,
   isLoopbackHost,
   ledgerSettings,
+  receiverSettings,
   type TokenStore,
 } from '../config/index.js';
 import { ProviderSet, type ProviderInstance, type ResilienceOptions } from '../providers/provider-set.js';
@@ -44,6 +45,7 @@ import { useTracing } from './plugins/use-tracing.js';
 import { serveWebPage } from './web.js';
 import { Collector, defaultSettings, type CollectSettings } from '../collect/index.js';
 import { FindingsEngine, type ThresholdOverride } from '../findings/index.js';
+import { AlertDeliverer, routesOf } from '../alerts/index.js';
 import { projectGlobalId } from '../domain/ids.js';
 import { routeListener } from './routes.js';
 import { type ByteBoundedApqStore, createByteBoundedApqStore } from './apq-store.js';
@@ -67,6 +69,8 @@ export interface RuntimeOptions {
   collectTimers?: LiveTimers;
   /** The findings evaluator's clock and timers; default collectTimers, then liveTimers, else the real ones. */
   findingsTimers?: LiveTimers;
+  /** Alert delivery's clock and timers; default findingsTimers, then collectTimers, then liveTimers, else the real ones. */
+  alertTimers?: LiveTimers;
   ws?: Partial<WsLimits>;
   /** Envelop plugins after the server's own (tests use one to change results per subscriber). */
   plugins?: Plugin[];
@@ -95,6 +99,8 @@ export interface Runtime {
   collector: Collector | null;
   /** The findings evaluator (src/findings/); null when off (FINDINGS=off, or no collector). */
   findings: FindingsEngine | null;
+  /** Alert delivery (src/alerts/): on wherever the evaluator is, whether or not `alerts:` names receivers (it empties the outbox). */
+  alerts: AlertDeliverer | null;
   metrics: Metrics;
   /** The persisted queries (APQ) this replica knows, bounded by requestLimits.apqStoreMaxBytes. */
   apqStore: ByteBoundedApqStore;
@@ -139,6 +145,13 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       if (err instanceof SubgraphNamesError) throw new ConfigError(err.message);
       throw err;
     }
+  }
+  // Alert receivers' URLs and tokens from the environment, checked before anything starts.
+  let receivers: ReturnType<typeof receiverSettings> = [];
+  try {
+    receivers = config.alerts ? receiverSettings(config.alerts, opts.env ?? process.env) : [];
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
   }
   // Every log line is scrubbed of every provider secret (registered as adapters read them), in any spelling.
   const loggerOptions = {
@@ -200,7 +213,36 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
         overrides: thresholdOverrides(configs),
       }).start()
     : null;
-  const metrics = new Metrics({ providers, readThrough, live: live.hub, collector, pool: () => database.poolHealth() });
+  const delivery = config.alerts?.delivery;
+  let alerts: AlertDeliverer | null = null;
+  const metrics: Metrics = new Metrics({
+    providers,
+    readThrough,
+    live: live.hub,
+    collector,
+    pool: () => database.poolHealth(),
+    alerts: findings ? { store: store.alerts, leading: () => alerts?.leading ?? false } : null,
+  });
+  alerts = findings
+    ? new AlertDeliverer({
+        store,
+        logger,
+        timers: opts.alertTimers ?? opts.findingsTimers ?? opts.collectTimers ?? opts.liveTimers ?? REAL_TIMERS,
+        receivers,
+        routes: routesOf(config.alerts),
+        settings: {
+          ...(delivery?.intervalSeconds ? { intervalMs: delivery.intervalSeconds * 1000 } : {}),
+          ...(delivery?.initialBackoffSeconds ? { initialBackoffMs: delivery.initialBackoffSeconds * 1000 } : {}),
+          ...(delivery?.maxBackoffSeconds ? { maxBackoffMs: delivery.maxBackoffSeconds * 1000 } : {}),
+          ...(delivery?.giveUpAfterHours ? { giveUpAfterMs: delivery.giveUpAfterHours * 3_600_000 } : {}),
+        },
+        onOutcome: (receiver, outcome) => metrics.alertOutcomes.inc({ receiver, outcome }),
+      }).start()
+    : null;
+  // New transitions are in the outbox: route and send them now rather than at the next interval.
+  findings?.events.on('evaluated', (e) => {
+    if (e && (e.fired.length > 0 || e.resolved.length > 0)) alerts?.kick();
+  });
   const stopShapeWarnings = warnOnShapeMismatches(
     providers.all().map((p) => p.id),
     logger,
@@ -332,6 +374,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     live,
     collector,
     findings,
+    alerts,
     metrics,
     apqStore,
     async close() {
@@ -343,6 +386,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       server.closeAllConnections();
       await closed;
       await findings?.stop();
+      await alerts?.stop();
       await collector?.close();
       await live.close();
       await readThrough.settle(graceMs);

@@ -134,7 +134,7 @@ const ACCEL = sql.raw(`('GPU_UTILIZATION', 'NPU_UTILIZATION')`);
 /** How many of a training series' newest points tell its step time (read backwards on the key index). */
 const STEP_POINTS = 64;
 
-function findingOf(r: Record<string, unknown>): FindingRow {
+export function findingOf(r: Record<string, unknown>): FindingRow {
   return {
     id: Number(r.id),
     fingerprint: String(r.fingerprint),
@@ -153,6 +153,12 @@ function findingOf(r: Record<string, unknown>): FindingRow {
     evidence: (typeof r.evidence === 'string' ? JSON.parse(r.evidence) : r.evidence) as Record<string, unknown>,
   };
 }
+
+/**
+ * The alert outbox's rows for the transitions just recorded (a CTE of finding_id, event, at): in
+ * the same statement, so a transition is delivered (src/alerts/) if and only if it was recorded.
+ */
+const outboxOf = (events: SQL) => sql`insert into alert_outbox (finding_id, event, at) select finding_id, event, at from ${events} on conflict do nothing`;
 
 const ms = (d: Date) => sql`${d.getTime()}::bigint`;
 const at = (d: Date) => sql`${d.toISOString()}::timestamptz`;
@@ -440,7 +446,8 @@ export class FindingsStore {
         on conflict (fingerprint) where ended_at is null do nothing
         returning *
       ),
-      events as (insert into finding_events (finding_id, event, at) select id, 'FIRING', ${at(now)} from opened on conflict do nothing)
+      events as (insert into finding_events (finding_id, event, at) select id, 'FIRING', ${at(now)} from opened on conflict do nothing returning finding_id, event, at),
+      outbox as (${outboxOf(sql`events`)})
       select * from opened`);
     return rows.map(findingOf);
   }
@@ -453,7 +460,8 @@ export class FindingsStore {
         where f.ended_at is null and (not (f.fingerprint = any(${textArray(seen)})) or f.hold_until <= ${at(now)})
         returning f.*
       ),
-      events as (insert into finding_events (finding_id, event, at) select id, 'RESOLVED', ${at(now)} from closed on conflict do nothing)
+      events as (insert into finding_events (finding_id, event, at) select id, 'RESOLVED', ${at(now)} from closed on conflict do nothing returning finding_id, event, at),
+      outbox as (${outboxOf(sql`events`)})
       select * from closed`);
     return rows.map(findingOf);
   }

@@ -12,6 +12,7 @@ import type { JobFilter } from './job-filter.js';
 import { createLoaders, type Loaders, type SharedReads } from './loaders.js';
 import { LedgerReads } from './ledger-reads.js';
 import { FindingsStore } from './findings.js';
+import { AlertsStore } from './alerts.js';
 import { isTerminal, type Freshness, type ReadThrough, type StatusListener, type StepRule } from './read-through.js';
 import type { JobCursor, JobOrder } from './job-filter.js';
 import type {
@@ -79,6 +80,20 @@ export {
   type FindingThresholds,
   type ThresholdRule,
 } from './findings.js';
+export {
+  AlertsStore,
+  NOTIFICATION_STATES,
+  type AckRow,
+  type AlertJob,
+  type DueNotification,
+  type NotificationRow,
+  type NotificationState,
+  type NotificationUpdate,
+  type OutboxItem,
+  type SilenceMatchers,
+  type SilenceRow,
+  type Transition,
+} from './alerts.js';
 /** The reconnect backoff the live poll lock shares with the cache's own connections. */
 export { reconnectBackoffSeconds } from './db.js';
 export type { PoolHealth } from './pool-watch.js';
@@ -330,6 +345,11 @@ export class RequestStore {
     return new FindingsStore(this.rt.repo.db);
   }
 
+  /** Alert delivery's notifications, silences and acknowledgements (src/store/alerts.ts). */
+  get alerts(): AlertsStore {
+    return new AlertsStore(this.rt.repo.db);
+  }
+
   /** Fleet questions (src/store/fleet.ts); made when asked, as few requests ask them. */
   get fleet(): FleetReads {
     return new FleetReads(this.rt, this.scope);
@@ -368,10 +388,13 @@ export class Store {
   readonly collection: CollectionStore;
   /** What the findings evaluator reads and writes (src/store/findings.ts). */
   readonly findings: FindingsStore;
+  /** What alert delivery reads and writes (src/store/alerts.ts). */
+  readonly alerts: AlertsStore;
 
   constructor(private readonly rt: ReadThrough) {
     const collection = (this.collection = new CollectionStore(rt));
     this.findings = new FindingsStore(rt.repo.db);
+    this.alerts = new AlertsStore(rt.repo.db);
     this.providers = new ProviderDirectory(new Map(rt.providers.all().map((p) => [p.id, providerView(rt.providers, p.id, collection)])));
   }
 

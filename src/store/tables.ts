@@ -274,3 +274,72 @@ export const findingEvents = pgTable(
   },
   (t) => [uniqueIndex('finding_events_once_idx').on(t.findingId, t.event)],
 );
+
+/**
+ * Alert delivery's outbox (src/alerts/): each finding transition, written by the same statement
+ * that records it (finding_events), so a transition is never lost between the two. The delivering
+ * replica routes each row to its receivers (alert_notifications) and deletes it, in one transaction.
+ */
+export const alertOutbox = pgTable(
+  'alert_outbox',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    findingId: bigint('finding_id', { mode: 'number' }).notNull(),
+    /** FIRING or RESOLVED. */
+    event: text('event').notNull(),
+    at: tstz('at').notNull(),
+  },
+  (t) => [uniqueIndex('alert_outbox_once_idx').on(t.findingId, t.event)],
+);
+
+/** One notification of one transition to one receiver: its delivery state and attempts. */
+export const alertNotifications = pgTable(
+  'alert_notifications',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    findingId: bigint('finding_id', { mode: 'number' }).notNull(),
+    event: text('event').notNull(),
+    receiver: text('receiver').notNull(),
+    /** Sent as the Idempotency-Key header and in the body: the same for every attempt. */
+    idempotencyKey: text('idempotency_key').notNull(),
+    /** PENDING, DELIVERED, SILENCED, SUPPRESSED or FAILED (src/alerts/deliverer.ts). */
+    state: text('state').notNull(),
+    attempts: integer('attempts').notNull().default(0),
+    createdAt: tstz('created_at').notNull(),
+    nextAttemptAt: tstz('next_attempt_at').notNull(),
+    /** The first attempt: giving up is counted from it (not from routing: a silence may hold a notification for days). */
+    firstAttemptAt: tstz('first_attempt_at'),
+    lastAttemptAt: tstz('last_attempt_at'),
+    lastStatus: integer('last_status'),
+    lastError: text('last_error'),
+    deliveredAt: tstz('delivered_at'),
+  },
+  (t) => [
+    uniqueIndex('alert_notifications_key_idx').on(t.idempotencyKey),
+    index('alert_notifications_due_idx').on(t.nextAttemptAt).where(sql`state in ('PENDING', 'SILENCED')`),
+    index('alert_notifications_finding_idx').on(t.findingId),
+  ],
+);
+
+/** Silences (Mutation.silenceFindings): findings they match are not delivered while they last. */
+export const alertSilences = pgTable('alert_silences', {
+  id: bigserial('id', { mode: 'number' }).primaryKey(),
+  /** { kinds, severities, providerIds, projectIds, jobIds, owners, labels }: every one given must hold. */
+  matchers: jsonb('matchers').notNull().$type<Record<string, unknown>>(),
+  /** The creator's token scope ({ providers, projects }, null = all): a silence never reaches past what its creator sees. */
+  scope: jsonb('scope').$type<{ providers: string[] | null; projects: string[] | null }>(),
+  startsAt: tstz('starts_at').notNull(),
+  endsAt: tstz('ends_at').notNull(),
+  comment: text('comment').notNull(),
+  createdBy: text('created_by').notNull(),
+  createdAt: tstz('created_at').notNull(),
+  expiredBy: text('expired_by'),
+});
+
+/** Acknowledgements (Mutation.acknowledgeFinding): who took a finding on, when, why; one per finding. */
+export const findingAcks = pgTable('finding_acks', {
+  findingId: bigint('finding_id', { mode: 'number' }).primaryKey(),
+  by: text('by').notNull(),
+  at: tstz('at').notNull(),
+  comment: text('comment').notNull(),
+});

@@ -41,6 +41,7 @@ const PROBES: Probe[] = [
   { file: 'src/server/probe-web.ts', from: '../web/build.js', refused: 'server/ serves the live page through its door' },
   { file: 'src/server/probe-platform.ts', from: '../providers/baseten/adapter.js', refused: "a platform's own files stay private" },
   { file: 'src/server/probe-simulator.ts', from: '../simulators/demo.js', refused: 'server/ starts the demo' },
+  { file: 'src/server/probe-alerts.ts', from: '../alerts/deliverer.js', refused: 'server/ starts alert delivery through its door' },
   { file: 'src/server/plugins/probe-store.ts', from: '../../store/unavailable.js', refused: 'server/ reaches the store through its door' },
   { file: 'src/server/probe-doors.ts', from: '../store/index.js', refused: null },
   { file: 'src/server/probe-live-door.ts', from: '../live/index.js', refused: null },
@@ -60,6 +61,12 @@ const PROBES: Probe[] = [
   { file: 'src/findings/probe-live.ts', from: '../live/hub.js', refused: 'findings/ reaches the live feeds only through' },
   { file: 'src/findings/probe-schema.ts', from: '../schema/index.js', refused: 'findings/ imports only' },
   { file: 'src/findings/probe-right.ts', from: '../store/index.js', refused: null },
+  // alerts/: the store, the live timers and the settings through their doors.
+  { file: 'src/alerts/probe-store.ts', from: '../store/alerts.js', refused: 'alerts/ reaches the store only through' },
+  { file: 'src/alerts/probe-config.ts', from: '../config/alerts-config.js', refused: 'alerts/ reaches the store only through' },
+  { file: 'src/alerts/probe-findings.ts', from: '../findings/index.js', refused: 'alerts/ imports only' },
+  { file: 'src/alerts/probe-schema.ts', from: '../schema/index.js', refused: 'alerts/ imports only' },
+  { file: 'src/alerts/probe-right.ts', from: '../store/index.js', refused: null },
   // config/: domain/ only.
   { file: 'src/config/probe-store.ts', from: '../store/lookup-budget.js', refused: 'config/ reads settings' },
   { file: 'src/config/probe-schema.ts', from: '../schema/index.js', refused: 'config/ reads settings' },

@@ -45,7 +45,7 @@ describe('printed schemas', () => {
       if (!type.getFields().id) withoutId.push(type.name);
       else if (!type.getInterfaces().some((i) => i.name === 'Node')) notNodes.push(type.name);
     }
-    expect(withoutId.sort()).toEqual(['FindingConnection', 'FindingEdge', 'JobConnection', 'JobEdge', 'PageInfo', 'Query', 'Subscription']);
+    expect(withoutId.sort()).toEqual(['FindingConnection', 'FindingEdge', 'JobConnection', 'JobEdge', 'Mutation', 'PageInfo', 'Query', 'Subscription']);
     expect(notNodes).toEqual([]);
   });
 
