@@ -175,6 +175,18 @@ export type JobPageRow<C extends JobPageColumns> = C extends 'list' ? OrderedJob
 
 /** Rows per bulk point statement: statements grow with data volume only, by this divisor. */
 export const POINTS_PER_STATEMENT = 50_000;
+export const MINUTE_MS = 60_000;
+export const HOUR_MS = 3_600_000;
+
+/** The start of the bucket of `width` ms holding `key` (epoch ms), on UTC boundaries, before 1970 too. */
+export function bucketOf(key: number, width: number): number {
+  return key - (((key % width) + width) % width);
+}
+
+/** A rollup row's columns from the points `p` of its bucket (key, value): migrations/0007 backfills with the same. */
+const ROLLUP_AGGREGATES = sql.raw(`count(p.value)::int, min(p.value), max(p.value), sum(p.value order by p.key),
+  (array_agg(p.value order by p.key desc) filter (where p.value is not null))[1]`);
+
 /** The fewest points written since the last ANALYZE that make PGlite refresh its statistics (maintainStatistics). */
 export const ANALYZE_AFTER_POINTS = 10_000;
 
@@ -1254,12 +1266,14 @@ export class Repository {
     const copier = copierOf(this.db);
     if (!copier) {
       for (const part of chunks(withPoints.flatMap(rowsOfBatch), POINTS_PER_STATEMENT)) await this.upsertPointsJson(part);
+      await this.rollUp(withPoints);
       return;
     }
     if (!this.inTransaction) return this.transaction((repo) => repo.writePointBatches(withPoints, opts));
     if (opts.expectNew) {
       try {
         await this.db.transaction((tx) => copierOf(tx as unknown as Db)!('points', withPoints));
+        await this.rollUp(withPoints);
         return;
       } catch (err) {
         if (!isUniqueViolation(err)) throw err;
@@ -1272,6 +1286,48 @@ export class Repository {
       select series_id, key, ts, step, value from points_stage
       on conflict (series_id, key) do update set ts = excluded.ts, step = excluded.step, value = excluded.value`);
     await this.db.execute(sql`truncate points_stage`);
+    await this.rollUp(withPoints);
+  }
+
+  /**
+   * Keeps the 1-minute and 1-hour rollups of the hours a write touched, in the write's transaction
+   * and one statement whatever the batch: each touched hour of a time-keyed series is read back
+   * from `points` once (one index range) and both rollups' rows of it are recomputed and upserted.
+   * Recomputing instead of adding the batch's sums makes a re-write of the same points change
+   * nothing, a changed value replace its old one, and each sum the raw points' own, in key order
+   * (sum / n is their avg to the last digit). Its price is reading back the rest of each touched
+   * hour: a collector's write of the last minute re-reads up to an hour of that series
+   * (docs/history.md has the measured cost). Step-keyed series (training metrics) have no time
+   * buckets: the join on `series` leaves them out.
+   */
+  private async rollUp(batches: readonly PointBatch[]): Promise<void> {
+    const touched: number[][] = [];
+    for (const b of batches) {
+      for (const run of b.runs) {
+        let last = Number.NaN;
+        for (let i = run.start; i < run.end; i++) {
+          const hour = bucketOf(b.key[i]!, HOUR_MS);
+          if (hour !== last) touched.push([run.seriesId, (last = hour)]);
+        }
+      }
+    }
+    await this.db.execute(sql`
+      with h as materialized (
+        select distinct (r->>0)::bigint as series_id, (r->>1)::bigint as hour
+        from jsonb_array_elements(${JSON.stringify(touched)}::jsonb) as r
+      ), p as materialized (
+        select h.series_id, h.hour, x.key - ((x.key % 60000) + 60000) % 60000 as minute, x.key, x.value
+        from h join series s on s.id = h.series_id and s.keyed_by = 'time'
+        cross join lateral (select pt.key, pt.value from points pt
+          where pt.series_id = h.series_id and pt.key >= h.hour and pt.key < h.hour + 3600000 order by pt.key) x
+      ), m as (
+        insert into points_1m (series_id, bucket, n, min, max, sum, last)
+        select series_id, minute, ${ROLLUP_AGGREGATES} from p group by series_id, minute
+        on conflict (series_id, bucket) do update set n = excluded.n, min = excluded.min, max = excluded.max, sum = excluded.sum, last = excluded.last
+      )
+      insert into points_1h (series_id, bucket, n, min, max, sum, last)
+      select series_id, hour, ${ROLLUP_AGGREGATES} from p group by series_id, hour
+      on conflict (series_id, bucket) do update set n = excluded.n, min = excluded.min, max = excluded.max, sum = excluded.sum, last = excluded.last`);
   }
 
   /**
