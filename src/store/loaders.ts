@@ -6,7 +6,7 @@ import { parseGlobalId } from '../domain/ids.js';
 import type { RequestScope } from '../domain/request-scope.js';
 import type { Aggregation, SystemMetric } from '../domain/types.js';
 import type { Freshness, ReadThrough, TopologyHint, Window } from './read-through.js';
-import { downsampleHeld, summarizeHeld, type HeldPoints } from './shaping.js';
+import { shapeHeld, summarizeHeld, type HeldPoints } from './shaping.js';
 import {
   SERIES_PER_STATEMENT,
   type GpuRow,
@@ -248,9 +248,7 @@ export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { 
       const out = new Map<string, ShapedPoints>();
       // The series of an answer share their instants: one Date per instant, as the SQL read makes.
       const dates = new Map<number, Date>();
-      const fromSql = await heldOrPending(keys, (k, held) =>
-        out.set(pointsKey(k), { points: downsampleHeld(k.seriesId, held, k, k.maxPoints, k.aggregation, dates), resolution: null }),
-      );
+      const fromSql = await heldOrPending(keys, (k, held) => out.set(pointsKey(k), shapeHeld(k.seriesId, held, k, k.maxPoints, k.aggregation, dates)));
       for (const group of byKey(fromSql, (k) => `${k.maxPoints}|${k.aggregation}`).values()) {
         const { points: rows, resolutions } = await repo.pointsAt(group, group[0]!.maxPoints, group[0]!.aggregation);
         // Two keys of one group may share a series with different windows: split by window.

@@ -6,6 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import type { Aggregation } from '../../src/domain/types.js';
 import type { PointWriteRow } from '../../src/store/repository.js';
+import { heldOf, shapeHeld } from '../../src/store/shaping.js';
+import { pointBatchOfRows } from '../../src/store/sql-util.js';
 import { useTestRepository } from '../support/database.js';
 import { handRollup, insertSeries, type RollupRow, wave } from './rollup-fixtures.js';
 
@@ -95,5 +97,25 @@ describe('reads pick the resolution', () => {
     const many = await read(START, START + 2 * DAY - 1, 4000, 'MAX');
     expect(many.resolution).toBeNull();
     expect(many.rows).toHaveLength(4000);
+  });
+
+  it("answers the same from points held in memory (a fetch's answer before its write commits)", async () => {
+    const batch = pointBatchOfRows(points);
+    const held = heldOf(batch, batch.runs[0]!);
+    const cases: [number, number, number, Aggregation][] = [
+      [START, START + 2 * DAY - 1, 48, 'AVG'],
+      [START + 1_234_567, START + 2 * DAY - 7_654_321, 48, 'LAST'],
+      [START, START + 2 * DAY - 1, 2880, 'MIN'],
+      [START + 90_000, START + 2 * DAY - 1, 2000, 'AVG'],
+      [START, START + 2 * DAY - 1, 4000, 'MAX'],
+      [START, START + 3_600_000 - 1, 100, 'AVG'],
+    ];
+    for (const [from, to, maxPoints, aggregation] of cases) {
+      const window = { seriesId: id, keyedBy: 'time' as const, from: new Date(from), to: new Date(to) };
+      const fromSql = await suite.repo.pointsAt([window], maxPoints, aggregation);
+      const fromMemory = shapeHeld(id, held, window, maxPoints, aggregation);
+      expect(fromMemory.resolution).toBe(fromSql.resolutions.get(id) ?? null);
+      expect(fromMemory.points).toEqual(fromSql.points);
+    }
   });
 });
