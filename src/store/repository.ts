@@ -1350,8 +1350,8 @@ export class Repository {
   }
 
   /**
-   * Retention of raw points, one batch: the points before `before` (epoch ms) of up to `batch`
-   * time-keyed series of a provider (ids above `after`, in id order) are deleted, and those series
+   * Retention of raw points, one batch: the points before `before` (epoch ms) of the next `batch`
+   * time-keyed series of a provider that have any (ids above `after`, in id order) are deleted, and those series
    * that lost any remember the cut (`raw_before`, never moved back). One statement, its own
    * transaction: each batch is a few index ranges of the primary key (series, key < before), so
    * no statement scans the table or holds its row locks for long, and vacuum can reclaim a batch's
@@ -1363,8 +1363,12 @@ export class Repository {
       this.db,
       sql`
       with s as materialized (
+        -- Series with raw points before the cut: one index probe each for the rest (a finished
+        -- job's series, dropped long ago, costs that and no statement of its own).
         select s.id from series s join jobs j on j.id = s.job_id
-        where j.provider_id = ${providerId} and s.keyed_by = 'time' and s.id > ${after} order by s.id limit ${batch}
+        where j.provider_id = ${providerId} and s.keyed_by = 'time' and s.id > ${after}
+          and exists (select 1 from points x where x.series_id = s.id and x.key < ${before})
+        order by s.id limit ${batch}
       ), d as (
         delete from points p using s where p.series_id = s.id and p.key < ${before} returning p.series_id
       ), u as (
