@@ -1,4 +1,4 @@
-// `npm run bench:history` (issue 41): what history costs at fleet scale, today's `points` layout
+// `npm run bench:history` (issue 41): what history costs at fleet scale, the store's layout (`points` and its 1-minute and 1-hour rollups)
 // against a prototype of chunked storage, on PostgreSQL (in a schema of its own, dropped at the
 // end) and on PGlite (a fresh folder). For each size (1,000 series; --quick 1M and 10M points,
 // default 1M and 50M, or --sizes a,b) it builds the points server-side, then reports, each against

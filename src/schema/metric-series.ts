@@ -260,7 +260,7 @@ MetricSeriesRef.implement({
     resolution: t.int({
       nullable: true,
       description:
-        "Seconds each point summarizes when the store answered from a rollup instead of raw points: 60 (the 1-minute rollup), 3600 (the 1-hour one) or a multiple of either (that many rollup buckets merged to stay within maxPoints; each point is then stamped with its bucket's start, and AVG is the merged buckets' sum over their count). A rollup answers a time-keyed series whose window holds more than max(10000, 10 x maxPoints) raw points and whose raw equal-width bucket would be at least 30 s, or a window reaching before `rawSince`. Null (the default): raw points, as stored or in equal-width buckets. Chosen by the store; no argument",
+        "Seconds each point summarizes when the store answered from a rollup instead of raw points: 60 (the 1-minute rollup), 3600 (the 1-hour one) or a multiple of either (that many rollup buckets merged to stay within maxPoints; each point is then stamped with its bucket's start, and AVG is the merged buckets' sum over their count). A rollup answers a time-keyed series whose window holds more than max(1000, 10 x maxPoints) raw points and whose raw equal-width bucket would be at least 30 s, or a window reaching before `rawSince`. Null (the default): raw points, as stored or in equal-width buckets. Chosen by the store; no argument",
       resolve: async (s, _a, ctx) => (await shapedPointsOf(s, ctx)).resolution,
     }),
     rawSince: t.field({

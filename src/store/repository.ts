@@ -184,11 +184,13 @@ export function bucketOf(key: number, width: number): number {
 }
 
 /**
- * A window reads a rollup only when its raw points are many (store/repository.ts pointsAt): below
- * this many in the window (and 10 x maxPoints), raw points answer as they always did, equal-width
- * buckets and all; reading them costs a few milliseconds, and short windows keep their detail.
+ * A window reads a rollup only when its raw points are many (pointsAt): up to this many in the
+ * window (and 10 x maxPoints), raw points answer as they always did, equal-width buckets and all;
+ * a series' thousand points cost about a millisecond, and short windows keep their detail. Above
+ * it the raw read grows with the samples (bench:history, 15-s samples: a fleet read of 1,000
+ * series x 2,000 points took 18x its 1-hour rollup rows).
  */
-export const ROLLUP_ABOVE_POINTS = 10_000;
+export const ROLLUP_ABOVE_POINTS = 1_000;
 /**
  * A rolled window whose raw equal-width bucket would be at least this wide (ms) reads the 1-hour
  * rollup, else the 1-minute one. With the rollup read only where that bucket is at least half a

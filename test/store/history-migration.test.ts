@@ -87,7 +87,7 @@ describe('migration 0007 on a database with points', () => {
     const [held] = await rowsOf<{ n: number | string }>(db.db, sql`select count(*) as n from points`);
     expect(Number(held!.n)).toBe(points.length + 2);
 
-    // Two days at 48 points: 17,280 raw points, past max(10,000, 480), read from the backfilled hours.
+    // Two days at 48 points: 17,280 raw points, past max(1,000, 480), read from the backfilled hours.
     const repo = Repository.of(db);
     const read = await repo.pointsAt([{ seriesId: 1, keyedBy: 'time', from: new Date(START), to: new Date(START + 2 * DAY - 1) }], 48, 'AVG');
     expect(read.resolutions.get(1)).toBe(3600);
