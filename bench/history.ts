@@ -1,4 +1,4 @@
-// `npm run bench:history` (issue 41): what history costs at fleet scale, today's `points` layout
+// `npm run bench:history` (issue 41): what history costs at fleet scale, the store's layout (`points` and its 1-minute and 1-hour rollups)
 // against a prototype of chunked storage, on PostgreSQL (in a schema of its own, dropped at the
 // end) and on PGlite (a fresh folder). For each size (1,000 series; --quick 1M and 10M points,
 // default 1M and 50M, or --sizes a,b) it builds the points server-side, then reports, each against
@@ -168,14 +168,33 @@ interface Layout {
   retain(db: Sql, before: number): Promise<void>;
 }
 
+/** The store's rollups as migrations/0007 backfills them: what `build` adds after the points. */
+const ROLLUP_BACKFILL = (table: string, width: number) => `insert into ${table} (series_id, bucket, n, min, max, sum, last)
+  select p.series_id, p.key - ((p.key % ${width}) + ${width}) % ${width}, count(p.value)::int, min(p.value), max(p.value),
+    sum(p.value order by p.key), (array_agg(p.value order by p.key desc) filter (where p.value is not null))[1]
+  from points p group by 1, 2`;
+
 const todayLayout: Layout = {
   name: 'today',
-  tables: ['points'],
+  // The store's layout: one row per point, and its 1-minute and 1-hour rollups (migrations/0007).
+  tables: ['points', 'points_1m', 'points_1h'],
   async create(db) {
     // migrations/0000_init.sql, verbatim: the layout the store runs on today.
     await db.query(`CREATE TABLE "points" (
       "series_id" bigint NOT NULL, "key" bigint NOT NULL, "ts" timestamp with time zone, "step" integer, "value" double precision,
       CONSTRAINT "points_series_id_key_pk" PRIMARY KEY("series_id","key"))`);
+    // migrations/0007_history_rollups.sql's tables, and the columns of series and jobs the write
+    // door and retention read (every series of the run, the ingest's too, time-keyed, of one job).
+    for (const t of ['points_1m', 'points_1h']) {
+      await db.query(`create table ${t} (series_id bigint not null, bucket bigint not null, n integer not null,
+        min double precision, max double precision, sum double precision, last double precision, primary key (series_id, bucket))`);
+    }
+    await db.query('drop table if exists series');
+    await db.query('drop table if exists jobs');
+    await db.query(`create table series (id bigint primary key, job_id text not null, keyed_by text not null, raw_before bigint)`);
+    await db.query(`create table jobs (id text primary key, provider_id text not null)`);
+    await db.query(`insert into jobs values ('bench:job', 'bench')`);
+    await db.query(`insert into series select s, 'bench:job', 'time', null from generate_series(1, $1::int) s`, [SERIES]);
   },
   async build(db, perSeries) {
     // One series per statement keeps PGlite's memory per statement small.
@@ -188,6 +207,12 @@ const todayLayout: Layout = {
         [s0, Math.min(SERIES, s0 + step - 1), perSeries, END, intervalOf(perSeries)],
       );
     }
+    // The rollups of the built points, as migration 0007 backfills an existing database.
+    const backfillMs = await timed(async () => {
+      await db.query(ROLLUP_BACKFILL('points_1m', 60_000));
+      await db.query(ROLLUP_BACKFILL('points_1h', HOUR));
+    });
+    log(`today: rollups backfilled in ${round(backfillMs / 1000, 1)} s`);
   },
   async write(_db, repo, rows) {
     // The store's path for a series never fetched before: binary COPY under a savepoint.
@@ -201,8 +226,10 @@ const todayLayout: Layout = {
     );
   },
   async clearIngest(db) {
-    await db.query(`delete from points where series_id > ${SERIES}`);
-    await db.query('vacuum points');
+    for (const t of ['points', 'points_1m', 'points_1h']) {
+      await db.query(`delete from ${t} where series_id > ${SERIES}`);
+      await db.query(`vacuum ${t}`);
+    }
   },
   async readSeries(_db, repo, seriesIds, from, to, maxPoints) {
     const out = await repo.pointsOf(
@@ -213,7 +240,13 @@ const todayLayout: Layout = {
     return out.length;
   },
   async retain(db, before) {
-    await db.query('delete from points where key < $1', [before]);
+    // The store's retention (CollectionStore.dropRawPoints): batches of 200 series, rollups kept.
+    const repo = Repository.of({ db: db.db, shortReads: db.db });
+    for (let after = 0; ; ) {
+      const step = await repo.dropRawPointsBatch('bench', before, after, 200);
+      if (step.last === null) break;
+      after = step.last;
+    }
   },
 };
 
@@ -441,6 +474,10 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
   );
   const bytes = Number(size!.bytes);
   log(`${layout.name}: built in ${round(buildMs / 1000, 1)} s; ${fmt(bytes)} bytes, ${round(bytes / points)} bytes/point`);
+  for (const t of layout.tables) {
+    const [one] = await db.query<{ bytes: string }>(`select pg_total_relation_size('${t}')::text as bytes`);
+    log(`${layout.name}: ${t} ${round(Number(one!.bytes) / points)} bytes/point`);
+  }
   await buildRollup(db, layout);
   const [rollupSize] = await db.query<{ bytes: string }>(`select pg_total_relation_size('rollup_1h')::text as bytes`);
   const rollupBytes = Number(rollupSize!.bytes);
@@ -455,6 +492,13 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
       const i = j % per;
       const k = END - i * intervalOf(perSeries);
       rows.push([s, k, k, null, sampleValue(s, i)]);
+    }
+    // The ingest's series are time-keyed series of the store (its write door rolls them up).
+    if (layout.name === 'today') {
+      await db.query(`insert into series select s, 'bench:job', 'time', null from generate_series($1::int, $2::int) s on conflict do nothing`, [
+        SERIES + 1,
+        rows[rows.length - 1]![0],
+      ]);
     }
     const writeMs: number[] = [];
     const copyMs: number[] = [];

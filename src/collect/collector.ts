@@ -22,6 +22,8 @@ import type { CollectSettings } from './settings.js';
  * asks two), with two renewals that may be late before a live holder loses it.
  */
 const LEASE_INTERVALS = 1;
+/** How often the lease holder drops raw points past their retention (rawRetentionDays). */
+const RETENTION_EVERY_MS = 3_600_000;
 const RENEWALS_PER_LEASE = 3;
 const FOLLOWER_TRY_INTERVALS = 0.25;
 /** A list sync this much younger than an interval counts as this interval's; a job's fetch counts as a sweep's when made since (1 - this) of an interval before the sweep began (a sweep's own start drifts a little). */
@@ -74,6 +76,8 @@ class ProviderCollector {
   /** When the lease this replica last renewed runs out (its own clock). */
   private leaseUntil = -Infinity;
   private lastListAt = -Infinity;
+  /** When this replica last dropped the provider's raw points past their retention (rawRetentionDays). */
+  private lastRetentionAt = -Infinity;
   /** When each running job was last made current (by this collector or found fresh). */
   private readonly current = new Map<string, number>();
   /** Where each running job's collected logs reached (the last line's cursor; null = none yet). */
@@ -404,6 +408,21 @@ class ProviderCollector {
         { provider: this.provider.id, backlog: skipped, budgetPerMinute: this.budget.perMinute },
         'collect: the call budget ran out before every due job was collected',
       );
+    }
+    if (this.settings.rawRetentionDays !== null && !signal.aborted && nowMs() - this.lastRetentionAt >= RETENTION_EVERY_MS) {
+      // The lease holder's chore, after the sweep's collections: at most hourly, raw points past
+      // their age go (the rollups stay). A failure is the sweep's error and is tried next sweep.
+      const release = await this.owner.slot();
+      try {
+        await collection.dropRawPoints(this.provider.id, new Date(store.now().getTime() - this.settings.rawRetentionDays * 86_400_000), signal);
+        this.lastRetentionAt = nowMs();
+      } catch (err) {
+        const known = clientFacingError(err);
+        noteError({ code: known?.code ?? 'INTERNAL', message: known?.message ?? 'raw points past their retention could not be dropped' });
+        if (!known) this.owner.logger.error({ err, provider: this.provider.id }, 'collect: retention failed');
+      } finally {
+        release();
+      }
     }
     const now = nowMs();
     const oldest = running.reduce((min, j) => Math.min(min, this.current.get(j.id) ?? -Infinity), Infinity);

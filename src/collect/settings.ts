@@ -16,6 +16,11 @@ export interface CollectSettings {
   maxConcurrent: number;
   /** How long the platform keeps a finished job's metrics, in days; null = for ever (nothing expires). */
   retentionDays: number | null;
+  /**
+   * Days this store keeps the provider's raw metric points; older ones are dropped by the lease
+   * holder (hourly), the 1-minute and 1-hour rollups staying (docs/history.md). null = kept for ever.
+   */
+  rawRetentionDays: number | null;
   /** How far back (seconds) the first collection of a running job reaches. */
   firstLookbackSeconds: number;
   /** Training metrics and progress too, where the platform has them. */
@@ -42,6 +47,7 @@ export function defaultSettings(kind: ProviderKind, enabled = true): CollectSett
     callsPerMinute: DEFAULT_CALLS_PER_MINUTE[kind],
     maxConcurrent: DEFAULT_MAX_CONCURRENT,
     retentionDays: DEFAULT_RETENTION_DAYS[kind],
+    rawRetentionDays: null,
     firstLookbackSeconds: DEFAULT_FIRST_LOOKBACK_SECONDS,
     training: true,
     logs: false,

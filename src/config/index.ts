@@ -57,6 +57,7 @@ const envSchema = z.object({
   COLLECT_MAX_CONCURRENT: z.coerce.number().int().min(1).max(256).optional(),
   SUBGRAPH_TYPE_NAMES: z.string().default(''),
   COLLECT_LOGS: z.enum(['on', 'off', 'true', 'false', '1', '0']).default('off'),
+  RAW_POINTS_RETENTION_DAYS: z.coerce.number().positive().max(36_500).optional(),
   FINDINGS: z.enum(['on', 'off', 'true', 'false', '1', '0']).default('on'),
   FINDINGS_INTERVAL_SECONDS: z.coerce.number().min(1).max(3600).optional(),
 });
@@ -84,9 +85,9 @@ export interface AppConfig {
   /**
    * The continuous collector (src/collect/). loadConfig turns it on unless COLLECT=off; a config
    * built by hand without it (tests, benches) runs read-through only. `callsPerMinute` and
-   * `maxConcurrent` override every provider's default, and `logs` (COLLECT_LOGS=on) collects every provider's logs (a provider's own `collect` entry wins).
+   * `maxConcurrent` override every provider's default, and `logs` (COLLECT_LOGS=on) collects every provider's logs, and `rawRetentionDays` (RAW_POINTS_RETENTION_DAYS) drops every provider's raw points older than that (a provider's own `collect` entry wins).
    */
-  collect?: { enabled: boolean; callsPerMinute?: number; maxConcurrent?: number; logs?: boolean };
+  collect?: { enabled: boolean; callsPerMinute?: number; maxConcurrent?: number; logs?: boolean; rawRetentionDays?: number };
   /**
    * The findings evaluator (src/findings/): on where the collector is (FINDINGS=off turns it off),
    * every `intervalSeconds` (FINDINGS_INTERVAL_SECONDS, default 60).
@@ -180,6 +181,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       ...(e.COLLECT_CALLS_PER_MINUTE ? { callsPerMinute: e.COLLECT_CALLS_PER_MINUTE } : {}),
       ...(e.COLLECT_MAX_CONCURRENT ? { maxConcurrent: e.COLLECT_MAX_CONCURRENT } : {}),
       ...(['on', 'true', '1'].includes(e.COLLECT_LOGS) ? { logs: true } : {}),
+      ...(e.RAW_POINTS_RETENTION_DAYS ? { rawRetentionDays: e.RAW_POINTS_RETENTION_DAYS } : {}),
     },
     findings: {
       enabled: !['off', 'false', '0'].includes(e.COLLECT) && !['off', 'false', '0'].includes(e.FINDINGS),

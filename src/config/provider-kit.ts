@@ -22,6 +22,7 @@ export const collectConfig = z
     callsPerMinute: z.number().int().min(1).max(100_000).optional(),
     maxConcurrent: z.number().int().min(1).max(256).optional(),
     retentionDays: z.number().positive().max(3650).nullable().optional(),
+    rawRetentionDays: z.number().positive().max(36_500).nullable().optional(),
     firstLookbackSeconds: z
       .number()
       .int()

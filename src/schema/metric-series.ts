@@ -257,6 +257,19 @@ MetricSeriesRef.implement({
       description: 'The value of each point of `points`, in the series `unit`, in the same order; null is a gap the platform reported',
       resolve: async (s, _a, ctx) => (await pointsOf(s, ctx)).map((p) => p.value),
     }),
+    resolution: t.int({
+      nullable: true,
+      description:
+        "Seconds each point summarizes when the store answered from a rollup instead of raw points: 60 (the 1-minute rollup), 3600 (the 1-hour one) or a multiple of either (that many rollup buckets merged to stay within maxPoints; each point is then stamped with its bucket's start, and AVG is the merged buckets' sum over their count). A rollup answers a time-keyed series whose window holds more than max(1000, 10 x maxPoints) raw points and whose raw equal-width bucket would be at least 30 s, or a window reaching before `rawSince`. Null (the default): raw points, as stored or in equal-width buckets. Chosen by the store; no argument",
+      resolve: async (s, _a, ctx) => (await shapedPointsOf(s, ctx)).resolution,
+    }),
+    rawSince: t.field({
+      type: 'DateTime',
+      nullable: true,
+      description:
+        "Raw points before this instant were dropped by retention (the provider's collect.rawRetentionDays; docs/configuration.md); the 1-minute and 1-hour rollups of that time remain, and a window reaching before it is answered from them (see resolution). Null: no raw point of this series was dropped",
+      resolve: (s) => (s.row.rawBefore == null ? null : new Date(s.row.rawBefore)),
+    }),
     summary: t.field({
       type: MetricSummaryRef,
       description: 'Statistics over the raw points in the window',
@@ -278,7 +291,12 @@ export async function summaryOf(s: SeriesView, ctx: Context): Promise<SummaryVie
 }
 
 /** The series' points as asked (window, maxPoints, aggregation): one load shared by `points` and the columns. */
-export function pointsOf(s: SeriesView, ctx: Context) {
+export async function pointsOf(s: SeriesView, ctx: Context): Promise<PointView[]> {
+  return (await shapedPointsOf(s, ctx)).points;
+}
+
+/** The series' points as asked, with the resolution the store read them at. */
+export function shapedPointsOf(s: SeriesView, ctx: Context) {
   return ctx.store.loaders.points.load({
     seriesId: s.row.id,
     keyedBy: s.row.keyedBy as 'time' | 'step',

@@ -420,6 +420,7 @@ function collectSettings(kind: ProviderConfig['kind'], server: NonNullable<AppCo
     ...(server.callsPerMinute ? { callsPerMinute: server.callsPerMinute } : {}),
     ...(server.maxConcurrent ? { maxConcurrent: server.maxConcurrent } : {}),
     ...(server.logs ? { logs: true } : {}),
+    ...(server.rawRetentionDays ? { rawRetentionDays: server.rawRetentionDays } : {}),
     ...Object.fromEntries(Object.entries(own ?? {}).filter(([, v]) => v !== undefined)),
   };
 }

@@ -8,6 +8,9 @@ import type { ReadThrough, Freshness, MetricsRequest } from './read-through.js';
 import { groupBy, isTerminal, jobWindow } from './read-through.js';
 import type { JobRow } from './repository.js';
 
+/** Series per retention statement: a batch's delete stays a few milliseconds of index ranges per series. */
+const RETENTION_BATCH = 200;
+
 /** How one job's collection went: whether it cost upstream calls, and the first failure. */
 export interface CollectOutcome {
   fetched: boolean;
@@ -90,6 +93,22 @@ export class CollectionStore {
   }
 
   /** The provider's job list, fetched unless a sync (anyone's) is younger than maxAgeMs. */
+  /**
+   * Drops the provider's raw metric points older than `before`, in batches of RETENTION_BATCH
+   * series (Repository.dropRawPointsBatch); the rollups stay. Returns the points deleted.
+   */
+  async dropRawPoints(providerId: string, before: Date, signal?: AbortSignal): Promise<number> {
+    let after = 0;
+    let deleted = 0;
+    while (!signal?.aborted) {
+      const step = await this.rt.repo.dropRawPointsBatch(providerId, before.getTime(), after, RETENTION_BATCH);
+      deleted += step.deleted;
+      if (step.last === null) break;
+      after = step.last;
+    }
+    return deleted;
+  }
+
   async syncList(providerId: string, maxAgeMs: number, signal?: AbortSignal): Promise<boolean> {
     const [sync] = await this.rt.repo.providerSyncs([providerId], 'jobs');
     const now = this.rt.now();

@@ -34,7 +34,7 @@ import type {
 export { cacheOnlyConditions, DEFAULT_JOB_ORDER, jobMatches, type JobCursor, type JobFilter, type JobOrder, type JobOrderKey } from './job-filter.js';
 export { MAX_GAP_STEPS, type GpuHoursRow, type IdleRunRow, type NodeBilled, type PreparedFleet } from './fleet.js';
 export { isTerminal, jobWindow, type Freshness, type StatusListener, type StepRule, type TopologyHint, type Window } from './read-through.js';
-export type { Loaders } from './loaders.js';
+export type { Loaders, ShapedPoints } from './loaders.js';
 export type { LedgerReads } from './ledger-reads.js';
 export type { LedgerWindow } from './ledger.js';
 export type { WasteStep } from './ledger-order.js';

@@ -6,7 +6,7 @@ import { parseGlobalId } from '../domain/ids.js';
 import type { RequestScope } from '../domain/request-scope.js';
 import type { Aggregation, SystemMetric } from '../domain/types.js';
 import type { Freshness, ReadThrough, TopologyHint, Window } from './read-through.js';
-import { downsampleHeld, summarizeHeld, type HeldPoints } from './shaping.js';
+import { shapeHeld, summarizeHeld, type HeldPoints } from './shaping.js';
 import {
   SERIES_PER_STATEMENT,
   type GpuRow,
@@ -29,6 +29,12 @@ export interface PointsKey {
   to: Date | null;
   maxPoints: number;
   aggregation: Aggregation;
+}
+
+/** A series' points as one read answered them, and the rollup's bucket width (seconds) when a rollup answered (null: raw points). */
+export interface ShapedPoints {
+  points: PointRow[];
+  resolution: number | null;
 }
 
 export interface MetricsKey {
@@ -237,25 +243,27 @@ export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { 
   // A pair of (maxPoints, aggregation) is one statement; each series keeps its own window.
   // Series fetched a moment ago are shaped from the points still held in memory while their
   // write commits (the same answer: store/shaping.ts mirrors the SQL).
-  const points = new DataLoader<PointsKey, PointRow[], string>(
+  const points = new DataLoader<PointsKey, ShapedPoints, string>(
     async (keys) => {
-      const out = new Map<string, PointRow[]>();
+      const out = new Map<string, ShapedPoints>();
       // The series of an answer share their instants: one Date per instant, as the SQL read makes.
       const dates = new Map<number, Date>();
-      const fromSql = await heldOrPending(keys, (k, held) => out.set(pointsKey(k), downsampleHeld(k.seriesId, held, k, k.maxPoints, k.aggregation, dates)));
+      const fromSql = await heldOrPending(keys, (k, held) => out.set(pointsKey(k), shapeHeld(k.seriesId, held, k, k.maxPoints, k.aggregation, dates)));
       for (const group of byKey(fromSql, (k) => `${k.maxPoints}|${k.aggregation}`).values()) {
-        const rows = await repo.pointsOf(group, group[0]!.maxPoints, group[0]!.aggregation);
+        const { points: rows, resolutions } = await repo.pointsAt(group, group[0]!.maxPoints, group[0]!.aggregation);
         // Two keys of one group may share a series with different windows: split by window.
         const bySeries = byKey(rows, (p) => p.seriesId);
         const sameSeries = byKey(group, (k) => k.seriesId);
         for (const k of group) {
-          if (sameSeries.get(k.seriesId)!.length === 1) out.set(pointsKey(k), bySeries.get(k.seriesId) ?? []);
+          if (sameSeries.get(k.seriesId)!.length === 1)
+            out.set(pointsKey(k), { points: bySeries.get(k.seriesId) ?? [], resolution: resolutions.get(k.seriesId) ?? null });
         }
         for (const k of group.filter((k) => sameSeries.get(k.seriesId)!.length > 1)) {
-          out.set(pointsKey(k), await repo.pointsOf([k], k.maxPoints, k.aggregation));
+          const one = await repo.pointsAt([k], k.maxPoints, k.aggregation);
+          out.set(pointsKey(k), { points: one.points, resolution: one.resolutions.get(k.seriesId) ?? null });
         }
       }
-      return keys.map((k) => out.get(pointsKey(k)) ?? []);
+      return keys.map((k) => out.get(pointsKey(k)) ?? { points: [], resolution: null });
     },
     { cacheKeyFn: pointsKey, maxBatchSize: SERIES_PER_STATEMENT },
   );

@@ -175,6 +175,39 @@ export type JobPageRow<C extends JobPageColumns> = C extends 'list' ? OrderedJob
 
 /** Rows per bulk point statement: statements grow with data volume only, by this divisor. */
 export const POINTS_PER_STATEMENT = 50_000;
+export const MINUTE_MS = 60_000;
+export const HOUR_MS = 3_600_000;
+
+/** The start of the bucket of `width` ms holding `key` (epoch ms), on UTC boundaries, before 1970 too. */
+export function bucketOf(key: number, width: number): number {
+  return key - (((key % width) + width) % width);
+}
+
+/**
+ * A window reads a rollup only when its raw points are many (pointsAt): up to this many in the
+ * window (and 10 x maxPoints), raw points answer as they always did, equal-width buckets and all;
+ * a series' thousand points cost about a millisecond, and short windows keep their detail. Above
+ * it the raw read grows with the samples (bench:history, 15-s samples: a fleet read of 1,000
+ * series x 2,000 points took 18x its 1-hour rollup rows).
+ */
+export const ROLLUP_ABOVE_POINTS = 1_000;
+/**
+ * A rolled window whose raw equal-width bucket would be at least this wide (ms) reads the 1-hour
+ * rollup, else the 1-minute one. With the rollup read only where that bucket is at least half a
+ * minute, the answer's buckets (merged k at a time to stay within maxPoints) are never fewer than
+ * half of maxPoints: the detail asked for, from fewer than 30 x maxPoints 1-minute rows.
+ */
+export const HOURLY_FROM_MS = 30 * MINUTE_MS;
+
+/** SQL: the start of the `width`-ms bucket of `expr` (a bigint column; null stays the lowest key). */
+function bucketSql(expr: string, width: number | string): SQL {
+  return sql.raw(`case when ${expr} is null then (-9223372036854775807)::bigint else ${expr} - ((${expr} % ${width}) + ${width}) % ${width} end`);
+}
+
+/** A rollup row's columns from the points `p` of its bucket (key, value): migrations/0007 backfills with the same. */
+const ROLLUP_AGGREGATES = sql.raw(`count(p.value)::int, min(p.value), max(p.value), sum(p.value order by p.key),
+  (array_agg(p.value order by p.key desc) filter (where p.value is not null))[1]`);
+
 /** The fewest points written since the last ANALYZE that make PGlite refresh its statistics (maintainStatistics). */
 export const ANALYZE_AFTER_POINTS = 10_000;
 
@@ -189,12 +222,12 @@ function windowsSql(windows: readonly SeriesWindow[]): SQL {
       const from = w.from?.getTime() ?? null;
       const to = w.to?.getTime() ?? null;
       return w.keyedBy === 'time'
-        ? [idx, w.seriesId, from, to, null, null]
-        : [idx, w.seriesId, null, null, w.from?.toISOString() ?? null, w.to?.toISOString() ?? null];
+        ? [idx, w.seriesId, from, to, null, null, true]
+        : [idx, w.seriesId, null, null, w.from?.toISOString() ?? null, w.to?.toISOString() ?? null, false];
     }),
   );
   return sql`select (r->>0)::int as idx, (r->>1)::bigint as series_id, (r->>2)::bigint as k_from, (r->>3)::bigint as k_to,
-    (r->>4)::timestamptz as t_from, (r->>5)::timestamptz as t_to
+    (r->>4)::timestamptz as t_from, (r->>5)::timestamptz as t_to, (r->>6)::boolean as timed
     from jsonb_array_elements(${json}::jsonb) as r`;
 }
 
@@ -1254,12 +1287,14 @@ export class Repository {
     const copier = copierOf(this.db);
     if (!copier) {
       for (const part of chunks(withPoints.flatMap(rowsOfBatch), POINTS_PER_STATEMENT)) await this.upsertPointsJson(part);
+      await this.rollUp(withPoints);
       return;
     }
     if (!this.inTransaction) return this.transaction((repo) => repo.writePointBatches(withPoints, opts));
     if (opts.expectNew) {
       try {
         await this.db.transaction((tx) => copierOf(tx as unknown as Db)!('points', withPoints));
+        await this.rollUp(withPoints);
         return;
       } catch (err) {
         if (!isUniqueViolation(err)) throw err;
@@ -1272,6 +1307,79 @@ export class Repository {
       select series_id, key, ts, step, value from points_stage
       on conflict (series_id, key) do update set ts = excluded.ts, step = excluded.step, value = excluded.value`);
     await this.db.execute(sql`truncate points_stage`);
+    await this.rollUp(withPoints);
+  }
+
+  /**
+   * Keeps the 1-minute and 1-hour rollups of the hours a write touched, in the write's transaction
+   * and one statement whatever the batch: each touched hour of a time-keyed series is read back
+   * from `points` once (one index range) and both rollups' rows of it are recomputed and upserted.
+   * Recomputing instead of adding the batch's sums makes a re-write of the same points change
+   * nothing, a changed value replace its old one, and each sum the raw points' own, in key order
+   * (sum / n is their avg to the last digit). Its price is reading back the rest of each touched
+   * hour: a collector's write of the last minute re-reads up to an hour of that series
+   * (docs/history.md has the measured cost). Step-keyed series (training metrics) have no time
+   * buckets: the join on `series` leaves them out.
+   */
+  private async rollUp(batches: readonly PointBatch[]): Promise<void> {
+    const touched: number[][] = [];
+    for (const b of batches) {
+      for (const run of b.runs) {
+        let last = Number.NaN;
+        for (let i = run.start; i < run.end; i++) {
+          const hour = bucketOf(b.key[i]!, HOUR_MS);
+          if (hour !== last) touched.push([run.seriesId, (last = hour)]);
+        }
+      }
+    }
+    await this.db.execute(sql`
+      with h as materialized (
+        select distinct (r->>0)::bigint as series_id, (r->>1)::bigint as hour
+        from jsonb_array_elements(${JSON.stringify(touched)}::jsonb) as r
+      ), p as materialized (
+        select h.series_id, h.hour, x.key - ((x.key % 60000) + 60000) % 60000 as minute, x.key, x.value
+        from h join series s on s.id = h.series_id and s.keyed_by = 'time'
+        cross join lateral (select pt.key, pt.value from points pt
+          where pt.series_id = h.series_id and pt.key >= h.hour and pt.key < h.hour + 3600000 order by pt.key) x
+      ), m as (
+        insert into points_1m (series_id, bucket, n, min, max, sum, last)
+        select series_id, minute, ${ROLLUP_AGGREGATES} from p group by series_id, minute
+        on conflict (series_id, bucket) do update set n = excluded.n, min = excluded.min, max = excluded.max, sum = excluded.sum, last = excluded.last
+      )
+      insert into points_1h (series_id, bucket, n, min, max, sum, last)
+      select series_id, hour, ${ROLLUP_AGGREGATES} from p group by series_id, hour
+      on conflict (series_id, bucket) do update set n = excluded.n, min = excluded.min, max = excluded.max, sum = excluded.sum, last = excluded.last`);
+  }
+
+  /**
+   * Retention of raw points, one batch: the points before `before` (epoch ms) of the next `batch`
+   * time-keyed series of a provider that have any (ids above `after`, in id order) are deleted, and those series
+   * that lost any remember the cut (`raw_before`, never moved back). One statement, its own
+   * transaction: each batch is a few index ranges of the primary key (series, key < before), so
+   * no statement scans the table or holds its row locks for long, and vacuum can reclaim a batch's
+   * rows while the next runs. The rollups are kept (they were kept on write). Returns the last
+   * series id of the batch (null: no series left) and the points deleted.
+   */
+  async dropRawPointsBatch(providerId: string, before: number, after: number, batch: number): Promise<{ last: number | null; deleted: number }> {
+    const [row] = await rowsOf<{ last: number | string | null; deleted: number | string }>(
+      this.db,
+      sql`
+      with s as materialized (
+        -- Series with raw points before the cut: one index probe each for the rest (a finished
+        -- job's series, dropped long ago, costs that and no statement of its own).
+        select s.id from series s join jobs j on j.id = s.job_id
+        where j.provider_id = ${providerId} and s.keyed_by = 'time' and s.id > ${after}
+          and exists (select 1 from points x where x.series_id = s.id and x.key < ${before})
+        order by s.id limit ${batch}
+      ), d as (
+        delete from points p using s where p.series_id = s.id and p.key < ${before} returning p.series_id
+      ), u as (
+        update series set raw_before = greatest(coalesce(raw_before, ${before}), ${before})
+        where id in (select distinct series_id from d) returning 1
+      )
+      select (select max(id) from s)::float8 as last, (select count(*) from d)::float8 as deleted, (select count(*) from u) as marked`,
+    );
+    return { last: row?.last == null ? null : Number(row.last), deleted: Number(row?.deleted ?? 0) };
   }
 
   /**
@@ -1317,7 +1425,27 @@ export class Repository {
    * stamped with its first point.
    */
   async pointsOf(windows: readonly SeriesWindow[], maxPoints: number, aggregation: Aggregation): Promise<PointRow[]> {
-    if (windows.length === 0) return [];
+    return (await this.pointsAt(windows, maxPoints, aggregation)).points;
+  }
+
+  /**
+   * pointsOf, and the resolution each series was answered at: a long window of a time-keyed series
+   * whose raw points are many (more than ROLLUP_ABOVE_POINTS and 10 x maxPoints, counted from the
+   * 1-hour rollup) is read from a rollup instead of its raw points, as is a window reaching before
+   * the series' raw points were dropped by retention, when the raw equal-width bucket would be half
+   * a minute or more. The rollup is the 1-hour one when that bucket would be 30 minutes or more,
+   * else the 1-minute one (HOURLY_FROM_MS); its buckets are answered
+   * as stored when they number at most maxPoints (min, max, count, last and avg = sum / count equal
+   * the raw points' to the last digit), else merged k at a time (avg = the sum of their sums / their
+   * count). `resolutions` holds the bucket width in seconds of each series read from a rollup;
+   * series read from raw points are absent. One statement, as before.
+   */
+  async pointsAt(
+    windows: readonly SeriesWindow[],
+    maxPoints: number,
+    aggregation: Aggregation,
+  ): Promise<{ points: PointRow[]; resolutions: Map<number, number> }> {
+    if (windows.length === 0) return { points: [], resolutions: new Map() };
     const agg =
       aggregation === 'MIN'
         ? sql`min(pt.value)`
@@ -1343,20 +1471,36 @@ export class Repository {
     // a million points, and a row per point cost the drivers a row's parsing each (PGlite, whose
     // protocol is parsed in JavaScript, took 3.3x the hand-written floor over rows; postgres.js parses
     // each column of each row).
-    const rows = await this.rows<{ series_id: number | string; ts: NumberArray; steps: NumberArray; vals: NumberArray }>(
+    const ragg =
+      aggregation === 'MIN'
+        ? sql`min(u.min)`
+        : aggregation === 'MAX'
+          ? sql`max(u.max)`
+          : aggregation === 'LAST'
+            ? sql`(array_agg(u.last order by u.bucket desc) filter (where u.n > 0))[1]`
+            : sql`sum(u.sum order by u.bucket) / sum(u.n)`;
+    const rollUpAbove = Math.max(ROLLUP_ABOVE_POINTS, 10 * maxPoints);
+    const rows = await this.rows<{ series_id: number | string; ts: NumberArray; steps: NumberArray; vals: NumberArray; res: number | string | null }>(
       sql`
       with w as materialized (${windowsSql(windows)}),
-      b as materialized (
-        select w.*, e.lo, e.hi from w cross join lateral (
+      e as materialized (
+        select w.*, e.lo, e.hi, e.rn, s.raw_before from w left join series s on s.id = w.series_id cross join lateral (
           select
             case when w.t_from is null and w.t_to is null
               then (select x.key from points x where x.series_id = w.series_id and x.key >= coalesce(w.k_from, ${MIN_KEY}) order by x.key limit 1)
               else (select min(x.key) from points x where x.series_id = w.series_id and ${inWindow('x')}) end as lo,
             case when w.t_from is null and w.t_to is null
               then (select x.key from points x where x.series_id = w.series_id and x.key <= coalesce(w.k_to, ${MAX_KEY}) order by x.key desc limit 1)
-              else (select max(x.key) from points x where x.series_id = w.series_id and ${inWindow('x')}) end as hi
+              else (select max(x.key) from points x where x.series_id = w.series_id and ${inWindow('x')}) end as hi,
+            -- The samples of the window's hours, from the 1-hour rollup (what decides a rollup read).
+            case when w.timed then (select coalesce(sum(h.n), 0) from points_1h h where h.series_id = w.series_id
+              and h.bucket >= ${bucketSql('w.k_from', HOUR_MS)} and h.bucket <= coalesce(w.k_to, ${MAX_KEY})) else 0 end as rn
         ) e
-        where e.lo is not null
+        where e.lo is not null or e.rn > 0
+      ), b as materialized (
+        select e.*, coalesce(e.timed and e.rn > 0 and (e.raw_before > coalesce(e.k_from, ${MIN_KEY})
+          or (e.rn > ${rollUpAbove} and (e.hi - e.lo + 1)::float8 / ${maxPoints} >= ${MINUTE_MS / 2})), false) as rolled
+        from e
       ), firsts as materialized (
         select w.*, greatest(1, ceil((w.hi - w.lo + 1)::float8 / ${maxPoints}))::bigint as width, f.n, f.ts, f.steps, f.vals
         from b as w cross join lateral (
@@ -1365,6 +1509,7 @@ export class Repository {
             where pt.series_id = w.series_id and pt.key between w.lo and w.hi and ${inWindow('pt')}
             order by pt.key limit ${maxPoints + 1}) r
         ) f
+        where not w.rolled
       ), bucketed as (
         select w.series_id, w.lo + g * w.width as k, x.ts, x.step, x.value
         from firsts as w
@@ -1377,19 +1522,56 @@ export class Repository {
           ) pt
         ) x
         where w.n > ${maxPoints} and x.c > 0
+      ), ends as materialized (
+        -- A rolled window's extent: its raw points', or where raw points were dropped before the
+        -- window's start, from its first 1-minute bucket; the rollup (r, ms) by the raw bucket width.
+        select v.series_id, v.lo, v.hi, case when (v.hi - v.lo + 1)::float8 / ${maxPoints} >= ${HOURLY_FROM_MS} then ${HOUR_MS} else ${MINUTE_MS} end::bigint as r
+        from (
+          select b.series_id,
+            case when b.lo is null or b.raw_before > coalesce(b.k_from, ${MIN_KEY})
+              then (select m.bucket from points_1m m where m.series_id = b.series_id and m.bucket >= ${bucketSql('b.k_from', MINUTE_MS)} order by m.bucket limit 1)
+              else b.lo end as lo,
+            coalesce(b.hi, (select m.bucket from points_1m m where m.series_id = b.series_id and m.bucket <= coalesce(b.k_to, ${MAX_KEY}) order by m.bucket desc limit 1)) as hi
+          from b where b.rolled
+        ) v
+        where v.lo is not null
+      ), rw as materialized (
+        -- Buckets of width r x k from the window's first r-bucket: k the fewest that give at most maxPoints.
+        select x.*, x.r * greatest(1, ceil((x.hi_r - x.base + x.r)::float8 / (x.r * ${maxPoints})))::bigint as width
+        from (select ends.series_id, ends.r, ${bucketSql('ends.lo', 'ends.r')} as base, ${bucketSql('ends.hi', 'ends.r')} as hi_r from ends) x
+      ), rolled as (
+        select rw.series_id, rw.width, rw.base + v.i * rw.width as k, v.value
+        from rw cross join lateral (
+          select (u.bucket - rw.base) / rw.width as i, ${ragg}::float8 as value
+          from (
+            select m.bucket, m.n, m.min, m.max, m.sum, m.last from points_1m m
+              where rw.r = ${MINUTE_MS} and m.series_id = rw.series_id and m.bucket between rw.base and rw.hi_r
+            union all
+            select h.bucket, h.n, h.min, h.max, h.sum, h.last from points_1h h
+              where rw.r = ${HOUR_MS} and h.series_id = rw.series_id and h.bucket between rw.base and rw.hi_r
+          ) u
+          group by 1
+          having sum(u.n) > 0
+        ) v
       )
-      select series_id::float8 as series_id, ts, steps, vals from firsts where n between 1 and ${maxPoints}
+      select series_id::float8 as series_id, ts, steps, vals, null::float8 as res from firsts where n between 1 and ${maxPoints}
       union all
-      select series_id::float8, ${pointArrays('bucketed', 'k')}
+      select series_id::float8, ${pointArrays('bucketed', 'k')}, null::float8
       from bucketed
+      group by series_id
+      union all
+      select series_id::float8, array_agg(k::float8 order by k), array_agg(null::int order by k), array_agg(value order by k), max(width) / 1000.0::float8
+      from rolled
       group by series_id
       order by series_id`,
     );
     // The series of a job share their instants: one Date per instant in an answer.
     const dates = new Map<number, Date>();
     const out: PointRow[] = [];
+    const resolutions = new Map<number, number>();
     for (const r of rows) {
       const seriesId = Number(r.series_id);
+      if (r.res !== null) resolutions.set(seriesId, Number(r.res));
       const ts = numbersOf(r.ts);
       const steps = numbersOf(r.steps);
       const vals = numbersOf(r.vals);
@@ -1403,7 +1585,7 @@ export class Repository {
         out.push({ seriesId, timestamp: d, step: steps[i]!, value: vals[i]! });
       }
     }
-    return out;
+    return { points: out, resolutions };
   }
 
   /**

@@ -4,7 +4,7 @@
 // the cache gives once it has. Any change to the SQL must be mirrored here (the read-through test
 // compares the two answers point for point).
 import type { Aggregation } from '../domain/types.js';
-import type { PointRow, SeriesWindow, SummaryRow } from './repository.js';
+import { bucketOf, HOUR_MS, HOURLY_FROM_MS, MINUTE_MS, ROLLUP_ABOVE_POINTS, type PointRow, type SeriesWindow, type SummaryRow } from './repository.js';
 import type { PointBatch, PointRun } from './sql-util.js';
 
 /**
@@ -75,6 +75,76 @@ function dateOf(ms: number, dates: Map<number, Date>): Date | null {
   let d = dates.get(ms);
   if (d === undefined) dates.set(ms, (d = new Date(ms)));
   return d;
+}
+
+/**
+ * downsampleHeld, or where Repository.pointsAt would read a rollup (a long window of a time-keyed
+ * series with many points), the same rollup computed from the held points, which are all the
+ * series has: the same choice, buckets, sums and their order. `resolution`: as pointsAt's.
+ */
+export function shapeHeld(
+  seriesId: number,
+  points: HeldPoints,
+  w: SeriesWindow,
+  maxPoints: number,
+  aggregation: Aggregation,
+  dates: Map<number, Date> = new Map(),
+): { points: PointRow[]; resolution: number | null } {
+  const sel = inWindow(points, w);
+  const count = countOf(sel);
+  if (w.keyedBy !== 'time' || count === 0) return { points: downsampleHeld(seriesId, points, w, maxPoints, aggregation, dates), resolution: null };
+  const lo = points.key[firstOf(sel)]!;
+  const hi = points.key[lastOf(sel)]!;
+  // The samples of the window's hours, as the 1-hour rollup counts them.
+  const hoursFrom = w.from ? bucketOf(w.from.getTime(), HOUR_MS) : -Infinity;
+  const hoursTo = w.to ? bucketOf(w.to.getTime(), HOUR_MS) + HOUR_MS : Infinity;
+  let rn = 0;
+  for (let i = lowerBound(points.key, hoursFrom); i < points.length && points.key[i]! < hoursTo; i++) if (!Number.isNaN(points.value[i]!)) rn++;
+  if (!(rn > Math.max(ROLLUP_ABOVE_POINTS, 10 * maxPoints) && (hi - lo + 1) / maxPoints >= MINUTE_MS / 2)) {
+    return { points: downsampleHeld(seriesId, points, w, maxPoints, aggregation, dates), resolution: null };
+  }
+  const r = (hi - lo + 1) / maxPoints >= HOURLY_FROM_MS ? HOUR_MS : MINUTE_MS;
+  const base = bucketOf(lo, r);
+  const hiR = bucketOf(hi, r);
+  const width = r * Math.max(1, Math.ceil((hiR - base + r) / (r * maxPoints)));
+  // The rollup's buckets of [base, hiR]: whole buckets, points outside the window's ends too.
+  const buckets: { bucket: number; n: number; min: number; max: number; sum: number; last: number }[] = [];
+  for (let i = lowerBound(points.key, base); i < points.length && points.key[i]! < hiR + r; i++) {
+    const bucket = bucketOf(points.key[i]!, r);
+    let b = buckets[buckets.length - 1];
+    if (b?.bucket !== bucket) buckets.push((b = { bucket, n: 0, min: Number.NaN, max: Number.NaN, sum: Number.NaN, last: Number.NaN }));
+    const v = points.value[i]!;
+    if (Number.isNaN(v)) continue;
+    b.n++;
+    b.min = Number.isNaN(b.min) || v < b.min ? v : b.min;
+    b.max = Number.isNaN(b.max) || v > b.max ? v : b.max;
+    b.sum = Number.isNaN(b.sum) ? v : b.sum + v;
+    b.last = v;
+  }
+  // Merged `width / r` at a time, as pointsAt's SQL: sums in bucket order, min, max, the last non-empty bucket's last.
+  const out: PointRow[] = [];
+  let j = 0;
+  while (j < buckets.length) {
+    const g = Math.floor((buckets[j]!.bucket - base) / width);
+    let n = 0;
+    let sum = Number.NaN;
+    let min = Number.NaN;
+    let max = Number.NaN;
+    let last = Number.NaN;
+    for (; j < buckets.length && Math.floor((buckets[j]!.bucket - base) / width) === g; j++) {
+      const b = buckets[j]!;
+      if (b.n === 0) continue;
+      n += b.n;
+      sum = Number.isNaN(sum) ? b.sum : sum + b.sum;
+      min = Number.isNaN(min) || b.min < min ? b.min : min;
+      max = Number.isNaN(max) || b.max > max ? b.max : max;
+      last = b.last;
+    }
+    if (n === 0) continue;
+    const value = aggregation === 'MIN' ? min : aggregation === 'MAX' ? max : aggregation === 'LAST' ? last : sum / n;
+    out.push({ seriesId, timestamp: dateOf(base + g * width, dates), step: null, value });
+  }
+  return { points: out, resolution: width / 1000 };
 }
 
 /**

@@ -153,6 +153,8 @@ export const series = pgTable(
     stage: text('stage'),
     keyedBy: text('keyed_by').notNull(),
     meta: jsonb('meta').notNull().default(sql`'{}'::jsonb`),
+    /** Epoch ms: raw points before it were dropped by retention (the rollups keep them); null = none dropped. */
+    rawBefore: bigint('raw_before', { mode: 'number' }),
   },
   (t) => [uniqueIndex('series_key_idx').on(t.seriesKey), index('series_job_idx').on(t.jobId, t.kind, t.name)],
 );
@@ -169,6 +171,24 @@ export const points = pgTable(
   },
   (t) => [primaryKey({ columns: [t.seriesId, t.key] })],
 );
+
+/**
+ * Rollups of time-keyed series (`bucket` the epoch ms its minute or hour starts, UTC): non-null
+ * values counted, their min, max, sum (in key order, so sum / n is the raw points' avg to the last
+ * digit) and the last one. Recomputed from `points` for every hour a write touches, so a re-write
+ * of the same points leaves them as they were; they outlive the raw points' retention.
+ */
+const rollupColumns = {
+  seriesId: bigint('series_id', { mode: 'number' }).notNull(),
+  bucket: bigint('bucket', { mode: 'number' }).notNull(),
+  n: integer('n').notNull(),
+  min: doublePrecision('min'),
+  max: doublePrecision('max'),
+  sum: doublePrecision('sum'),
+  last: doublePrecision('last'),
+};
+export const points1m = pgTable('points_1m', rollupColumns, (t) => [primaryKey({ columns: [t.seriesId, t.bucket] })]);
+export const points1h = pgTable('points_1h', rollupColumns, (t) => [primaryKey({ columns: [t.seriesId, t.bucket] })]);
 
 /** What was fetched from upstream, for which range and when: the read-through cache's memory. */
 export const fetches = pgTable(

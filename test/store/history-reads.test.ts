@@ -1,0 +1,121 @@
+// A long window of a time-keyed series with many raw points is read from a rollup (pointsAt says
+// which, as a bucket width in seconds), and its answer equals what the raw points give computed by
+// hand: min, max, last and avg (the sum in key order over the count) to the last digit where the
+// rollup's buckets are answered as stored; where k of them are merged to stay within maxPoints,
+// min, max and last are still exact and avg is the sum of the stored sums over their count.
+import { describe, expect, it } from 'vitest';
+import type { Aggregation } from '../../src/domain/types.js';
+import type { PointWriteRow } from '../../src/store/repository.js';
+import { heldOf, shapeHeld } from '../../src/store/shaping.js';
+import { pointBatchOfRows } from '../../src/store/sql-util.js';
+import { useTestRepository } from '../support/database.js';
+import { handRollup, insertSeries, type RollupRow, wave } from './rollup-fixtures.js';
+
+const suite = useTestRepository();
+const START = Date.UTC(2026, 10, 18, 0, 0, 0);
+const DAY = 86_400_000;
+
+/** The hand rollup's buckets merged k at a time from the first, as [bucket, min, max, avg, last]. */
+function merged(rows: RollupRow[], width: number, k: number) {
+  const base = rows[0]!.bucket;
+  const out = new Map<number, { n: number; sum: number; min: number; max: number; last: number }>();
+  for (const r of rows) {
+    if (r.n === 0) continue;
+    const b = base + Math.floor((r.bucket - base) / (width * k)) * width * k;
+    const m = out.get(b);
+    if (!m) out.set(b, { n: r.n, sum: r.sum!, min: r.min!, max: r.max!, last: r.last! });
+    else Object.assign(m, { n: m.n + r.n, sum: m.sum + r.sum!, min: Math.min(m.min, r.min!), max: Math.max(m.max, r.max!), last: r.last! });
+  }
+  return [...out.entries()].map(([b, m]) => ({ bucket: b, min: m.min, max: m.max, avg: m.sum / m.n, last: m.last }));
+}
+
+describe('reads pick the resolution', () => {
+  let id = 0;
+  let points: PointWriteRow[] = [];
+
+  async function read(from: number, to: number, maxPoints: number, aggregation: Aggregation) {
+    const { points: rows, resolutions } = await suite.repo.pointsAt(
+      [{ seriesId: id, keyedBy: 'time', from: new Date(from), to: new Date(to) }],
+      maxPoints,
+      aggregation,
+    );
+    return { rows: rows.map((r) => [r.timestamp!.getTime(), r.value]), resolution: resolutions.get(id) ?? null };
+  }
+
+  it('writes two days of samples 5 s apart', async () => {
+    id = (await insertSeries(suite.db.db, ['history-reads', 'time']))[0]!;
+    points = wave(id!, START, 5_000, (2 * DAY) / 5_000);
+    await suite.repo.writePoints(points, { expectNew: true });
+  });
+
+  it('two days at 48 points: the 1-hour rollup as stored, exact against the raw points', async () => {
+    const hours = handRollup(points, 3_600_000);
+    expect(hours).toHaveLength(48);
+    for (const [aggregation, pick] of [
+      ['MIN', (r: RollupRow) => r.min],
+      ['MAX', (r: RollupRow) => r.max],
+      ['AVG', (r: RollupRow) => r.sum! / r.n],
+      ['LAST', (r: RollupRow) => r.last],
+    ] as const) {
+      const answer = await read(START, START + 2 * DAY - 1, 48, aggregation);
+      expect(answer.resolution).toBe(3600);
+      expect(answer.rows).toEqual(hours.map((r) => [r.bucket, pick(r)]));
+    }
+    // The hand avg of the first hour, from the raw points themselves (720 of them, summed in key order).
+    const first = points.filter((p) => p[1] < START + 3_600_000).map((p) => p[4]!);
+    const avg = first.reduce((a, b) => a + b, 0) / first.length;
+    expect((await read(START, START + 2 * DAY - 1, 48, 'AVG')).rows[0]).toEqual([START, avg]);
+  });
+
+  it('two days at 2,880 points: the 1-minute rollup as stored', async () => {
+    const minutes = handRollup(points, 60_000);
+    const answer = await read(START, START + 2 * DAY - 1, 2880, 'AVG');
+    expect(answer.resolution).toBe(60);
+    expect(answer.rows).toEqual(minutes.map((r) => [r.bucket, r.sum! / r.n]));
+  });
+
+  it('two days at 2,000 points: 1-minute buckets merged two at a time, within maxPoints', async () => {
+    const two = merged(handRollup(points, 60_000), 60_000, 2);
+    expect(two).toHaveLength(1440);
+    for (const aggregation of ['MIN', 'MAX', 'AVG', 'LAST'] as const) {
+      const answer = await read(START, START + 2 * DAY - 1, 2000, aggregation);
+      expect(answer.resolution).toBe(120);
+      const key = aggregation === 'MIN' ? 'min' : aggregation === 'MAX' ? 'max' : aggregation === 'AVG' ? 'avg' : 'last';
+      expect(answer.rows).toEqual(two.map((r) => [r.bucket, r[key]]));
+    }
+    // The merged avg is the raw avg up to the order of the additions.
+    const answer = await read(START, START + 2 * DAY - 1, 2000, 'AVG');
+    const raw = points.slice(0, 24).map((p) => p[4]!);
+    expect(answer.rows[0]![1]).toBeCloseTo(raw.reduce((a, b) => a + b, 0) / raw.length, 12);
+  });
+
+  it('a short window, or few raw points, reads raw points as before', async () => {
+    const hour = await read(START, START + 3_600_000 - 1, 100, 'AVG');
+    expect(hour.resolution).toBeNull();
+    expect(hour.rows).toHaveLength(100);
+    // Two days at 4,000 points: 34,560 raw points are fewer than 10 x maxPoints.
+    const many = await read(START, START + 2 * DAY - 1, 4000, 'MAX');
+    expect(many.resolution).toBeNull();
+    expect(many.rows).toHaveLength(4000);
+  });
+
+  it("answers the same from points held in memory (a fetch's answer before its write commits)", async () => {
+    const batch = pointBatchOfRows(points);
+    const held = heldOf(batch, batch.runs[0]!);
+    const cases: [number, number, number, Aggregation][] = [
+      [START, START + 2 * DAY - 1, 48, 'AVG'],
+      [START + 1_234_567, START + 2 * DAY - 7_654_321, 48, 'LAST'],
+      [START, START + 2 * DAY - 1, 2880, 'MIN'],
+      [START + 90_000, START + 2 * DAY - 1, 2000, 'AVG'],
+      [START, START + 2 * DAY - 1, 4000, 'MAX'],
+      [START, START + 3_600_000 - 1, 100, 'AVG'],
+    ];
+    for (const [from, to, maxPoints, aggregation] of cases) {
+      const window = { seriesId: id, keyedBy: 'time' as const, from: new Date(from), to: new Date(to) };
+      const fromSql = await suite.repo.pointsAt([window], maxPoints, aggregation);
+      const fromMemory = shapeHeld(id, held, window, maxPoints, aggregation);
+      expect(fromMemory.resolution).toBe(fromSql.resolutions.get(id) ?? null);
+      expect(fromMemory.points).toEqual(fromSql.points);
+    }
+  });
+});
