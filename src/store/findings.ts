@@ -154,6 +154,9 @@ function findingOf(r: Record<string, unknown>): FindingRow {
   };
 }
 
+/** How detect's statement runs (see detect): set for its transaction only. */
+const DETECT_SETTINGS = sql`select set_config('enable_nestloop', 'off', true), set_config('work_mem', '32MB', true)`;
+
 const ms = (d: Date) => sql`${d.getTime()}::bigint`;
 const at = (d: Date) => sql`${d.toISOString()}::timestamptz`;
 
@@ -170,6 +173,35 @@ export class FindingsStore {
    * takes the most specific rule that names it (project over provider over default).
    */
   async detect(now: Date, rules: readonly ThresholdRule[]): Promise<FindingCandidate[]> {
+    // The planner cannot know how many rows each CTE holds and joins them in nested loops, each a
+    // scan of the other side: quadratic in the fleet (24 s at 1,000 jobs on PostgreSQL). Hash joins
+    // it must then take; the per-series index reads (lateral) stay nested loops, their only plan.
+    // The sorts of a large fleet's rows (tens of thousands) spilled to disk under the default 4 MB
+    // of work_mem; in memory they take a third of the time. One statement sets both, for this
+    // transaction only.
+    const rows = await this.db.transaction(async (tx) => {
+      await tx.execute(DETECT_SETTINGS);
+      return rowsOf<Record<string, unknown>>(tx as unknown as Db, this.detectStatement(now, rules));
+    });
+    return this.candidatesOf(rows, now);
+  }
+
+  /**
+   * The plan of detect's statement as detect runs it, with EXPLAIN ANALYZE (and BUFFERS where the
+   * database has them): where an evaluation's time goes (bench/findings.ts --explain).
+   */
+  async explainDetect(now: Date, rules: readonly ThresholdRule[], buffers = true): Promise<string[]> {
+    const plan = await this.db.transaction(async (tx) => {
+      await tx.execute(DETECT_SETTINGS);
+      return rowsOf<Record<string, string>>(
+        tx as unknown as Db,
+        sql.join([buffers ? sql`explain (analyze, buffers) ` : sql`explain (analyze) `, this.detectStatement(now, rules)]),
+      );
+    });
+    return plan.map((r) => String(Object.values(r)[0]));
+  }
+
+  private detectStatement(now: Date, rules: readonly ThresholdRule[]): SQL {
     const rulesJson = JSON.stringify(
       rules.map((r, ord) => ({
         ord,
@@ -189,15 +221,7 @@ export class FindingsStore {
         restart_hold_ms: r.restartHoldMinutes * 60_000,
       })),
     );
-    const nowMs = ms(now);
-    // The planner cannot know how many rows each CTE holds and joins them in nested loops, each a
-    // scan of the other side: quadratic in the fleet (24 s at 1,000 jobs on PostgreSQL). Hash joins
-    // it must then take; the per-series index reads (lateral) stay nested loops, their only plan.
-    const rows = await this.db.transaction(async (tx) => {
-      await tx.execute(sql`set local enable_nestloop = off`);
-      return rowsOf<Record<string, unknown>>(tx as unknown as Db, this.detectSql(now, nowMs, rulesJson));
-    });
-    return this.candidatesOf(rows, now);
+    return this.detectSql(now, ms(now), rulesJson);
   }
 
   private detectSql(now: Date, nowMs: SQL, rulesJson: string): SQL {
@@ -237,31 +261,59 @@ export class FindingsStore {
       acc as materialized (
         select a.* from acc_all a join finest f on f.job_id = a.job_id and f.name = a.name and f.scope = a.scope
       ),
-      -- Per series and window: the summary Job.metrics answers, and whether the series covers the window
-      -- (a point at or before its start, and a point in its last third: a hole is not a reading).
-      win as materialized (
-        select a.*, w.kind as win, w.k_from, r.reach_ms as k_to, st.n, st.avg, st.max, st.last_key,
-          exists (select 1 from points p where p.series_id = a.series_id and p.key <= w.k_from and p.value is not null) as covered_start
+      -- Per series, one read of its points over the widest of the three windows (stall, idle,
+      -- straggler: each ends at the job's reach) gives each window's summary as Job.metrics answers it
+      -- (count, average summed in key order, maximum, over keys in [from, to]); and its first reading
+      -- tells whether it covers each window's start (a point at or before it: a hole is not a reading).
+      -- The points reach the aggregates in key order (the subquery's ORDER BY, read off the key
+      -- index): the averages are summed in Job.metrics' order without a sort per window.
+      stats as materialized (
+        select a.*, r.reach_ms as k_to, r.reach_ms - r.stall_ms as k_stall, r.reach_ms - r.idle_ms as k_idle, r.reach_ms - r.strag_ms as k_strag,
+          (select p.key from points p where p.series_id = a.series_id and p.value is not null order by p.key limit 1) as first_key, st.*
         from acc a join running r on r.job_id = a.job_id
-        cross join lateral (values ('stall', r.reach_ms - r.stall_ms), ('idle', r.reach_ms - r.idle_ms), ('straggler', r.reach_ms - r.strag_ms)) as w(kind, k_from)
         cross join lateral (
-          select count(p.value)::int as n, avg(p.value order by p.key)::float8 as avg, max(p.value) as max, max(p.key) as last_key
-          from points p where p.series_id = a.series_id and p.key >= w.k_from and p.key <= r.reach_ms
+          select count(p.value) filter (where p.key >= r.reach_ms - r.stall_ms)::int as n_stall,
+            avg(p.value) filter (where p.key >= r.reach_ms - r.stall_ms)::float8 as avg_stall,
+            max(p.value) filter (where p.key >= r.reach_ms - r.stall_ms) as max_stall,
+            max(p.key) filter (where p.key >= r.reach_ms - r.stall_ms) as last_stall,
+            count(p.value) filter (where p.key >= r.reach_ms - r.idle_ms)::int as n_idle,
+            avg(p.value) filter (where p.key >= r.reach_ms - r.idle_ms)::float8 as avg_idle,
+            max(p.value) filter (where p.key >= r.reach_ms - r.idle_ms) as max_idle,
+            max(p.key) filter (where p.key >= r.reach_ms - r.idle_ms) as last_idle,
+            count(p.value) filter (where p.key >= r.reach_ms - r.strag_ms)::int as n_strag,
+            avg(p.value) filter (where p.key >= r.reach_ms - r.strag_ms)::float8 as avg_strag,
+            max(p.value) filter (where p.key >= r.reach_ms - r.strag_ms) as max_strag,
+            max(p.key) filter (where p.key >= r.reach_ms - r.strag_ms) as last_strag
+          from (
+            select p.key, p.value from points p
+            where p.series_id = a.series_id and p.key >= least(r.reach_ms - r.stall_ms, r.reach_ms - r.idle_ms, r.reach_ms - r.strag_ms) and p.key <= r.reach_ms
+            order by p.key
+          ) p
         ) st
       ),
+      -- Each series' three windows as rows; a series covers a window when it has a reading at or
+      -- before its start and one in its last third.
       cov as materialized (
-        select *, (covered_start and n > 0 and last_key >= k_to - (k_to - k_from) / 3) as covered from win
+        select x.series_id, x.job_id, x.node_id, x.gpu_id, x.scope, x.name, w.win, w.k_from, x.k_to, w.n, w.avg, w.max,
+          (coalesce(x.first_key <= w.k_from, false) and w.n > 0 and w.last_key >= x.k_to - (x.k_to - w.k_from) / 3) as covered
+        from stats x cross join lateral (values ('stall', x.k_stall, x.n_stall, x.avg_stall, x.max_stall, x.last_stall),
+          ('idle', x.k_idle, x.n_idle, x.avg_idle, x.max_idle, x.last_idle),
+          ('straggler', x.k_strag, x.n_strag, x.avg_strag, x.max_strag, x.last_strag)) as w(win, k_from, n, avg, max, last_key)
       ),
-      series_ev as materialized (
-        select c.job_id, c.win, jsonb_agg(jsonb_build_object('seriesId', c.series_id, 'metric', c.name, 'scope', c.scope, 'nodeId', c.node_id,
-          'gpuId', c.gpu_id, 'count', c.n, 'avg', c.avg, 'max', c.max) order by c.node_id, c.gpu_id, c.series_id) as series,
-          bool_and(c.covered) as all_covered, max(c.max) as max_all, count(*) as n_series, min(c.k_from) as k_from, max(c.k_to) as k_to
-        from cov c group by c.job_id, c.win
+      -- The stall window of each job: every series covers it and its highest reading; the series'
+      -- evidence is built only for the jobs that stall.
+      stall_win as materialized (
+        select c.job_id, bool_and(c.covered) as all_covered, max(c.max) as max_all, min(c.k_from) as k_from, max(c.k_to) as k_to
+        from cov c where c.win = 'stall' group by c.job_id
+      ),
+      stall_jobs as materialized (
+        select e.* from running r join stall_win e on e.job_id = r.job_id where e.all_covered and e.max_all < r.stall_util
       ),
       stalled_acc as materialized (
-        select r.*, e.series, e.max_all, e.k_from, e.k_to
-        from running r join series_ev e on e.job_id = r.job_id and e.win = 'stall'
-        where e.all_covered and e.max_all < r.stall_util
+        select r.job_id, r.provider_id, r.project_id, r.stall_util, s.max_all, s.k_from, s.k_to, jsonb_agg(jsonb_build_object('seriesId', c.series_id, 'metric', c.name, 'scope', c.scope,
+          'nodeId', c.node_id, 'gpuId', c.gpu_id, 'count', c.n, 'avg', c.avg, 'max', c.max) order by c.node_id, c.gpu_id, c.series_id) as series
+        from stall_jobs s join running r on r.job_id = s.job_id join cov c on c.job_id = s.job_id and c.win = 'stall'
+        group by r.job_id, r.provider_id, r.project_id, r.stall_util, s.max_all, s.k_from, s.k_to
       ),
       idle as materialized (
         select r.job_id, jsonb_agg(jsonb_build_object('seriesId', c.series_id, 'metric', c.name, 'scope', c.scope, 'nodeId', c.node_id,
@@ -303,23 +355,28 @@ export class FindingsStore {
           and coalesce(r.started_at, ${at(now)}) <= ${at(now)} - make_interval(secs => r.nodata_ms / 1000.0)
           and coalesce(n.last_key, 0) < ${nowMs} - r.nodata_ms
       ),
-      -- STALLED by progress: the newest step's time, against the median time per step of the last points.
-      steps as materialized (
-        select s.job_id, lp.step, lp.ts from series s join running r on r.job_id = s.job_id
-        cross join lateral (select p.key as step, p.ts from points p where p.series_id = s.id and p.ts is not null and p.ts <= ${at(now)}
-          order by p.key desc limit ${STEP_POINTS}) lp
-        where s.kind = 'training' and s.keyed_by = 'step'
-      ),
-      first_seen as materialized (select job_id, step, min(ts) as ts from steps group by job_id, step),
-      gaps as materialized (
-        select job_id, step, ts, max(step) over (partition by job_id) as max_step,
-          extract(epoch from ts - lag(ts) over w) * 1000 / nullif(step - lag(step) over w, 0) as ms_per_step
-        from first_seen window w as (partition by job_id order by step)
-      ),
+      -- STALLED by progress: the newest step's time, against the median time per step of the last
+      -- points. Judged job by job (a few series of 64 points each, sorted in memory), never as one
+      -- sort of every job's steps together.
       progress_stats as materialized (
-        select job_id, max(step) as last_step, max(ts) filter (where step = max_step) as last_step_at,
-          percentile_cont(0.5) within group (order by ms_per_step) filter (where ms_per_step > 0) as median_ms_per_step
-        from gaps group by job_id
+        select r.job_id, ps.last_step, ps.last_step_at, ps.median_ms_per_step from running r cross join lateral (
+          select max(g.step) as last_step, max(g.ts) filter (where g.step = g.max_step) as last_step_at,
+            percentile_cont(0.5) within group (order by g.ms_per_step) filter (where g.ms_per_step > 0) as median_ms_per_step
+          from (
+            select f.step, f.ts, max(f.step) over () as max_step,
+              extract(epoch from f.ts - lag(f.ts) over w) * 1000 / nullif(f.step - lag(f.step) over w, 0) as ms_per_step
+            from (
+              -- A step reported by several series (loss, accuracy) was first seen at the earliest of their times.
+              select lp.step, min(lp.ts) as ts from series s
+              cross join lateral (select p.key as step, p.ts from points p where p.series_id = s.id and p.ts is not null and p.ts <= ${at(now)}
+                order by p.key desc limit ${STEP_POINTS}) lp
+              where s.job_id = r.job_id and s.kind = 'training' and s.keyed_by = 'step'
+              group by lp.step
+            ) f
+            window w as (order by f.step)
+          ) g
+        ) ps
+        where ps.last_step is not null
       ),
       asked_training as materialized (
         select f.job_id, max(f.fetched_at) as fetched_at from fetches f join running r on r.job_id = f.job_id
