@@ -275,15 +275,14 @@ export class FindingsStore {
           select count(p.value) filter (where p.key >= r.reach_ms - r.stall_ms)::int as n_stall,
             avg(p.value) filter (where p.key >= r.reach_ms - r.stall_ms)::float8 as avg_stall,
             max(p.value) filter (where p.key >= r.reach_ms - r.stall_ms) as max_stall,
-            max(p.key) filter (where p.key >= r.reach_ms - r.stall_ms) as last_stall,
             count(p.value) filter (where p.key >= r.reach_ms - r.idle_ms)::int as n_idle,
             avg(p.value) filter (where p.key >= r.reach_ms - r.idle_ms)::float8 as avg_idle,
             max(p.value) filter (where p.key >= r.reach_ms - r.idle_ms) as max_idle,
-            max(p.key) filter (where p.key >= r.reach_ms - r.idle_ms) as last_idle,
             count(p.value) filter (where p.key >= r.reach_ms - r.strag_ms)::int as n_strag,
             avg(p.value) filter (where p.key >= r.reach_ms - r.strag_ms)::float8 as avg_strag,
             max(p.value) filter (where p.key >= r.reach_ms - r.strag_ms) as max_strag,
-            max(p.key) filter (where p.key >= r.reach_ms - r.strag_ms) as last_strag
+            -- The windows share their end: the newest point read is each window's newest, if it lies in it.
+            max(p.key) as last_key
           from (
             select p.key, p.value from points p
             where p.series_id = a.series_id and p.key >= least(r.reach_ms - r.stall_ms, r.reach_ms - r.idle_ms, r.reach_ms - r.strag_ms) and p.key <= r.reach_ms
@@ -295,10 +294,10 @@ export class FindingsStore {
       -- before its start and one in its last third.
       cov as materialized (
         select x.series_id, x.job_id, x.node_id, x.gpu_id, x.scope, x.name, w.win, w.k_from, x.k_to, w.n, w.avg, w.max,
-          (coalesce(x.first_key <= w.k_from, false) and w.n > 0 and w.last_key >= x.k_to - (x.k_to - w.k_from) / 3) as covered
-        from stats x cross join lateral (values ('stall', x.k_stall, x.n_stall, x.avg_stall, x.max_stall, x.last_stall),
-          ('idle', x.k_idle, x.n_idle, x.avg_idle, x.max_idle, x.last_idle),
-          ('straggler', x.k_strag, x.n_strag, x.avg_strag, x.max_strag, x.last_strag)) as w(win, k_from, n, avg, max, last_key)
+          (coalesce(x.first_key <= w.k_from, false) and w.n > 0 and x.last_key >= x.k_to - (x.k_to - w.k_from) / 3) as covered
+        from stats x cross join lateral (values ('stall', x.k_stall, x.n_stall, x.avg_stall, x.max_stall),
+          ('idle', x.k_idle, x.n_idle, x.avg_idle, x.max_idle),
+          ('straggler', x.k_strag, x.n_strag, x.avg_strag, x.max_strag)) as w(win, k_from, n, avg, max)
       ),
       -- The stall window of each job: every series covers it and its highest reading; the series'
       -- evidence is built only for the jobs that stall.
@@ -356,10 +355,24 @@ export class FindingsStore {
           and coalesce(n.last_key, 0) < ${nowMs} - r.nodata_ms
       ),
       -- STALLED by progress: the newest step's time, against the median time per step of the last
-      -- points. Judged job by job (a few series of 64 points each, sorted in memory), never as one
-      -- sort of every job's steps together.
+      -- points. A job whose newest step is younger than stallStepMinutes cannot be stalled whatever
+      -- its median (the limit is at least that): only the others' last points are read, job by job
+      -- (a few series of 64 points each, sorted in memory), never as one sort of every job's steps.
+      newest_step as materialized (
+        select s.job_id, lp.step, lp.ts from series s join running r on r.job_id = s.job_id
+        cross join lateral (select p.key as step, p.ts from points p where p.series_id = s.id and p.ts is not null and p.ts <= ${at(now)}
+          order by p.key desc limit 1) lp
+        where s.kind = 'training' and s.keyed_by = 'step'
+      ),
+      progress_late as materialized (
+        select n.job_id from (select job_id, step, ts, max(step) over (partition by job_id) as max_step from newest_step) n
+        join running r on r.job_id = n.job_id
+        where n.step = n.max_step
+        group by n.job_id, r.step_ms
+        having extract(epoch from ${at(now)} - min(n.ts)) * 1000 > r.step_ms
+      ),
       progress_stats as materialized (
-        select r.job_id, ps.last_step, ps.last_step_at, ps.median_ms_per_step from running r cross join lateral (
+        select r.job_id, ps.last_step, ps.last_step_at, ps.median_ms_per_step from running r join progress_late l on l.job_id = r.job_id cross join lateral (
           select max(g.step) as last_step, max(g.ts) filter (where g.step = g.max_step) as last_step_at,
             percentile_cont(0.5) within group (order by g.ms_per_step) filter (where g.ms_per_step > 0) as median_ms_per_step
           from (
