@@ -263,13 +263,17 @@ export class FindingsStore {
       ),
       -- Per series, one read of its points over the widest of the three windows (stall, idle,
       -- straggler: each ends at the job's reach) gives each window's summary as Job.metrics answers it
-      -- (count, average summed in key order, maximum, over keys in [from, to]); and its first reading
-      -- tells whether it covers each window's start (a point at or before it: a hole is not a reading).
-      -- The points reach the aggregates in key order (the subquery's ORDER BY, read off the key
-      -- index): the averages are summed in Job.metrics' order without a sort per window.
+      -- (count, average summed in key order, maximum, over keys in [from, to]), and whether the series
+      -- covers it: a reading at or before its start (its first reading tells) and one in its last
+      -- third (a hole is not a reading). The points reach the aggregates in key order (the
+      -- subquery's ORDER BY, read off the key index): the averages are summed in Job.metrics' order
+      -- without a sort per window.
       stats as materialized (
         select a.*, r.reach_ms as k_to, r.reach_ms - r.stall_ms as k_stall, r.reach_ms - r.idle_ms as k_idle, r.reach_ms - r.strag_ms as k_strag,
-          (select p.key from points p where p.series_id = a.series_id and p.value is not null order by p.key limit 1) as first_key, st.*
+          st.*, fk.first_key,
+          (coalesce(fk.first_key <= r.reach_ms - r.stall_ms, false) and st.n_stall > 0 and st.last_key >= r.reach_ms - r.stall_ms / 3) as cov_stall,
+          (coalesce(fk.first_key <= r.reach_ms - r.idle_ms, false) and st.n_idle > 0 and st.last_key >= r.reach_ms - r.idle_ms / 3) as cov_idle,
+          (coalesce(fk.first_key <= r.reach_ms - r.strag_ms, false) and st.n_strag > 0 and st.last_key >= r.reach_ms - r.strag_ms / 3) as cov_strag
         from acc a join running r on r.job_id = a.job_id
         cross join lateral (
           select count(p.value) filter (where p.key >= r.reach_ms - r.stall_ms)::int as n_stall,
@@ -289,48 +293,41 @@ export class FindingsStore {
             order by p.key
           ) p
         ) st
-      ),
-      -- Each series' three windows as rows; a series covers a window when it has a reading at or
-      -- before its start and one in its last third.
-      cov as materialized (
-        select x.series_id, x.job_id, x.node_id, x.gpu_id, x.scope, x.name, w.win, w.k_from, x.k_to, w.n, w.avg, w.max,
-          (coalesce(x.first_key <= w.k_from, false) and w.n > 0 and x.last_key >= x.k_to - (x.k_to - w.k_from) / 3) as covered
-        from stats x cross join lateral (values ('stall', x.k_stall, x.n_stall, x.avg_stall, x.max_stall),
-          ('idle', x.k_idle, x.n_idle, x.avg_idle, x.max_idle),
-          ('straggler', x.k_strag, x.n_strag, x.avg_strag, x.max_strag)) as w(win, k_from, n, avg, max)
+        left join lateral (select p.key as first_key from points p where p.series_id = a.series_id and p.value is not null order by p.key limit 1) fk on true
       ),
       -- The stall window of each job: every series covers it and its highest reading; the series'
       -- evidence is built only for the jobs that stall.
       stall_win as materialized (
-        select c.job_id, bool_and(c.covered) as all_covered, max(c.max) as max_all, min(c.k_from) as k_from, max(c.k_to) as k_to
-        from cov c where c.win = 'stall' group by c.job_id
+        select x.job_id, bool_and(x.cov_stall) as all_covered, max(x.max_stall) as max_all, min(x.k_stall) as k_from, max(x.k_to) as k_to
+        from stats x group by x.job_id
       ),
       stall_jobs as materialized (
         select e.* from running r join stall_win e on e.job_id = r.job_id where e.all_covered and e.max_all < r.stall_util
       ),
       stalled_acc as materialized (
-        select r.job_id, r.provider_id, r.project_id, r.stall_util, s.max_all, s.k_from, s.k_to, jsonb_agg(jsonb_build_object('seriesId', c.series_id, 'metric', c.name, 'scope', c.scope,
-          'nodeId', c.node_id, 'gpuId', c.gpu_id, 'count', c.n, 'avg', c.avg, 'max', c.max) order by c.node_id, c.gpu_id, c.series_id) as series
-        from stall_jobs s join running r on r.job_id = s.job_id join cov c on c.job_id = s.job_id and c.win = 'stall'
+        select r.job_id, r.provider_id, r.project_id, r.stall_util, s.max_all, s.k_from, s.k_to, jsonb_agg(jsonb_build_object('seriesId', x.series_id, 'metric', x.name, 'scope', x.scope,
+          'nodeId', x.node_id, 'gpuId', x.gpu_id, 'count', x.n_stall, 'avg', x.avg_stall, 'max', x.max_stall) order by x.node_id, x.gpu_id, x.series_id) as series
+        from stall_jobs s join running r on r.job_id = s.job_id join stats x on x.job_id = s.job_id
         group by r.job_id, r.provider_id, r.project_id, r.stall_util, s.max_all, s.k_from, s.k_to
       ),
       idle as materialized (
-        select r.job_id, jsonb_agg(jsonb_build_object('seriesId', c.series_id, 'metric', c.name, 'scope', c.scope, 'nodeId', c.node_id,
-          'gpuId', c.gpu_id, 'count', c.n, 'avg', c.avg, 'max', c.max) order by c.node_id, c.gpu_id, c.series_id) as series,
-          count(*) as n_idle, min(c.k_from) as k_from, max(c.k_to) as k_to, max(c.max) as max_idle
-        from running r join cov c on c.job_id = r.job_id and c.win = 'idle'
-        where c.covered and c.max < r.idle_util
+        select r.job_id, jsonb_agg(jsonb_build_object('seriesId', x.series_id, 'metric', x.name, 'scope', x.scope, 'nodeId', x.node_id,
+          'gpuId', x.gpu_id, 'count', x.n_idle, 'avg', x.avg_idle, 'max', x.max_idle) order by x.node_id, x.gpu_id, x.series_id) as series,
+          count(*) as n_idle, min(x.k_idle) as k_from, max(x.k_to) as k_to, max(x.max_idle) as max_idle
+        from running r join stats x on x.job_id = r.job_id
+        where x.cov_idle and x.max_idle < r.idle_util
         group by r.job_id
       ),
       strag_med as materialized (
-        select c.job_id, percentile_cont(0.5) within group (order by c.avg) as median, count(*) as n
-        from cov c where c.win = 'straggler' and c.covered group by c.job_id
+        select x.job_id, percentile_cont(0.5) within group (order by x.avg_strag) as median, count(*) as n
+        from stats x where x.cov_strag group by x.job_id
       ),
       strag_low as materialized (
-        select count(*) over (partition by r.job_id) as n_low, r.job_id, r.provider_id, r.project_id, r.strag_frac, r.strag_busy, c.series_id, c.name, c.scope, c.node_id, c.gpu_id, c.n, c.avg, c.max, c.k_from, c.k_to, m.median, m.n as n_series
+        select count(*) over (partition by r.job_id) as n_low, r.job_id, r.provider_id, r.project_id, r.strag_frac, r.strag_busy, x.series_id, x.name,
+          x.scope, x.node_id, x.gpu_id, x.n_strag as n, x.avg_strag as avg, x.max_strag as max, x.k_strag as k_from, x.k_to, m.median, m.n as n_series
         from running r join strag_med m on m.job_id = r.job_id
-        join cov c on c.job_id = r.job_id and c.win = 'straggler' and c.covered
-        where m.n >= 2 and m.median >= r.strag_busy and c.max < r.strag_frac * m.median
+        join stats x on x.job_id = r.job_id and x.cov_strag
+        where m.n >= 2 and m.median >= r.strag_busy and x.max_strag < r.strag_frac * m.median
       ),
       -- A straggler lags the others: the few below the limit, not half a job (that is an idle allocation).
       straggler as materialized (
@@ -338,19 +335,24 @@ export class FindingsStore {
         where l.n_low * 2 < l.n_series or l.n_series = 2
       ),
       -- NO_DATA: the platform was asked for metrics within the window and its newest point is older.
+      -- A job with an accelerator reading that recent has data: only the others' series are looked up.
       asked as materialized (
         select f.job_id, max(f.fetched_at) as fetched_at from fetches f join running r on r.job_id = f.job_id
         where f.dataset like 'metric:%' group by f.job_id
       ),
+      fresh as materialized (
+        select distinct x.job_id from stats x join running r on r.job_id = x.job_id where x.last_key >= ${nowMs} - r.nodata_ms
+      ),
       newest as materialized (
-        select s.job_id, max(lp.key) as last_key, count(*) as n_series
-        from series s join running r on r.job_id = s.job_id
+        select s.job_id, max(lp.key) as last_key
+        from series s join running r on r.job_id = s.job_id left join fresh f on f.job_id = r.job_id
         cross join lateral (select p.key from points p where p.series_id = s.id and p.key <= ${nowMs} order by p.key desc limit 1) lp
-        where s.kind = 'system' group by s.job_id
+        where s.kind = 'system' and f.job_id is null group by s.job_id
       ),
       no_data as materialized (
         select r.*, a.fetched_at, n.last_key from running r join asked a on a.job_id = r.job_id left join newest n on n.job_id = r.job_id
-        where a.fetched_at >= ${at(now)} - make_interval(secs => r.nodata_ms / 1000.0)
+          left join fresh f on f.job_id = r.job_id
+        where f.job_id is null and a.fetched_at >= ${at(now)} - make_interval(secs => r.nodata_ms / 1000.0)
           and coalesce(r.started_at, ${at(now)}) <= ${at(now)} - make_interval(secs => r.nodata_ms / 1000.0)
           and coalesce(n.last_key, 0) < ${nowMs} - r.nodata_ms
       ),
