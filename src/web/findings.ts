@@ -13,6 +13,7 @@ export class FindingsFeed {
   /** Events heard while a read is out, applied again over its answer. */
   private heard: FindingItem[] | null = null;
   private closed = false;
+  private loaded = false;
   /** Why the findings could not be read, or null. */
   error: string | null = null;
 
@@ -42,6 +43,9 @@ export class FindingsFeed {
   /** Reads the findings again (on open, and on each refresh of the view in case an event was missed). */
   async reload(): Promise<void> {
     if (this.closed) return;
+    // The first answer is always drawn (it replaces "reading…").
+    const before = this.loaded ? this.signature() : null;
+    this.loaded = true;
     const heard: FindingItem[] = [];
     this.heard = heard;
     try {
@@ -57,7 +61,12 @@ export class FindingsFeed {
     } finally {
       if (this.heard === heard) this.heard = null;
     }
-    if (!this.closed) this.onChange();
+    // Drawn again only when something changed: a view redrawn for nothing loses the reader's focus.
+    if (!this.closed && this.signature() !== before) this.onChange();
+  }
+
+  private signature(): string {
+    return `${this.error ?? ''}|${[...this.byId.values()].map((f) => `${f.id}:${f.state}:${f.summary}`).join(',')}`;
   }
 
   private apply(f: FindingItem) {
