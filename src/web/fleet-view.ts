@@ -256,11 +256,14 @@ export class FleetView {
     const problems = [...d.problems, ...(w?.problems ?? [])];
     $('fleet-problems').replaceChildren(...problems.map((p) => Object.assign(document.createElement('li'), { textContent: p })));
     this.renderLags();
+    // The rows are drawn anew on every refresh and finding: a reader's focus on a row's link stays on it.
+    const focused = (document.activeElement as HTMLElement | null)?.closest<HTMLElement>('#fleet-rows tr[data-job]')?.dataset.job;
     body.replaceChildren(
       ...(rows.length
         ? rows.map((j) => this.row(j, w, open.get(j.id) ?? []))
         : [emptyRow(route.provider || route.project ? 'No running jobs match these filters.' : 'No running jobs on any platform.')]),
     );
+    if (focused) body.querySelector<HTMLElement>(`tr[data-job="${CSS.escape(focused)}"] a`)?.focus();
   }
 
   private renderLags() {
