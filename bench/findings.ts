@@ -3,7 +3,9 @@
 // every 30 s, a training series of 64 steps, one job in ten stalled, one in ten with a slow rank.
 // Measured: wall time and SQL statements per evaluation at 100 and at N jobs (statements must not
 // grow), against the floor of reading every job's windows once (one aggregate over the same points).
-// Flags: --jobs (default 1000), --pglite (PGlite in memory instead of PostgreSQL), --db <admin url>.
+// Flags: --jobs (default 1000), --pglite (PGlite in memory instead of PostgreSQL), --db <admin url>,
+// --keep (PostgreSQL: leave the database and print its URL), --explain (print the plan of the detect
+// statement with EXPLAIN (ANALYZE, BUFFERS) at N jobs: where an evaluation's time goes).
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { sql } from 'drizzle-orm';
@@ -16,6 +18,8 @@ const { values: flags } = parseArgs({
   options: {
     jobs: { type: 'string', default: '1000' },
     pglite: { type: 'boolean', default: false },
+    keep: { type: 'boolean', default: false },
+    explain: { type: 'boolean', default: false },
     db: { type: 'string', default: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/' },
   },
 });
@@ -89,6 +93,11 @@ async function evaluation(db: Database, store: FindingsStore, at: Date): Promise
   return { ms: performance.now() - t0, statements: db.statementCount() - before, fired: fired.length, seen: candidates.length };
 }
 
+/** The plan of detect's statement at the bench's instant, as the evaluation runs it. */
+async function explain(store: FindingsStore): Promise<void> {
+  console.log((await store.explainDetect(new Date(NOW + 10), thresholdRules([]), !flags.pglite)).join('\n'));
+}
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function main() {
@@ -124,6 +133,7 @@ async function main() {
         floorMs: median(floor),
       });
     }
+    if (flags.explain) await explain(store);
     const small = out[0]!;
     const large = out.at(-1)!;
     const row = {
@@ -144,7 +154,8 @@ async function main() {
     );
   } finally {
     await db.close();
-    await pg?.drop();
+    if (flags.keep && pg) console.log(`kept the database: ${pg.url}`);
+    else await pg?.drop();
   }
 }
 

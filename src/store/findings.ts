@@ -160,6 +160,9 @@ export function findingOf(r: Record<string, unknown>): FindingRow {
  */
 const outboxOf = (events: SQL) => sql`insert into alert_outbox (finding_id, event, at) select finding_id, event, at from ${events} on conflict do nothing`;
 
+/** How detect's statement runs (see detect): set for its transaction only. */
+const DETECT_SETTINGS = sql`select set_config('enable_nestloop', 'off', true), set_config('work_mem', '32MB', true)`;
+
 const ms = (d: Date) => sql`${d.getTime()}::bigint`;
 const at = (d: Date) => sql`${d.toISOString()}::timestamptz`;
 
@@ -176,6 +179,35 @@ export class FindingsStore {
    * takes the most specific rule that names it (project over provider over default).
    */
   async detect(now: Date, rules: readonly ThresholdRule[]): Promise<FindingCandidate[]> {
+    // The planner cannot know how many rows each CTE holds and joins them in nested loops, each a
+    // scan of the other side: quadratic in the fleet (24 s at 1,000 jobs on PostgreSQL). Hash joins
+    // it must then take; the per-series index reads (lateral) stay nested loops, their only plan.
+    // The sorts of a large fleet's rows (tens of thousands) spilled to disk under the default 4 MB
+    // of work_mem; in memory they take a third of the time. One statement sets both, for this
+    // transaction only.
+    const rows = await this.db.transaction(async (tx) => {
+      await tx.execute(DETECT_SETTINGS);
+      return rowsOf<Record<string, unknown>>(tx as unknown as Db, this.detectStatement(now, rules));
+    });
+    return this.candidatesOf(rows, now);
+  }
+
+  /**
+   * The plan of detect's statement as detect runs it, with EXPLAIN ANALYZE (and BUFFERS where the
+   * database has them): where an evaluation's time goes (bench/findings.ts --explain).
+   */
+  async explainDetect(now: Date, rules: readonly ThresholdRule[], buffers = true): Promise<string[]> {
+    const plan = await this.db.transaction(async (tx) => {
+      await tx.execute(DETECT_SETTINGS);
+      return rowsOf<Record<string, string>>(
+        tx as unknown as Db,
+        sql.join([buffers ? sql`explain (analyze, buffers) ` : sql`explain (analyze) `, this.detectStatement(now, rules)]),
+      );
+    });
+    return plan.map((r) => String(Object.values(r)[0]));
+  }
+
+  private detectStatement(now: Date, rules: readonly ThresholdRule[]): SQL {
     const rulesJson = JSON.stringify(
       rules.map((r, ord) => ({
         ord,
@@ -195,15 +227,7 @@ export class FindingsStore {
         restart_hold_ms: r.restartHoldMinutes * 60_000,
       })),
     );
-    const nowMs = ms(now);
-    // The planner cannot know how many rows each CTE holds and joins them in nested loops, each a
-    // scan of the other side: quadratic in the fleet (24 s at 1,000 jobs on PostgreSQL). Hash joins
-    // it must then take; the per-series index reads (lateral) stay nested loops, their only plan.
-    const rows = await this.db.transaction(async (tx) => {
-      await tx.execute(sql`set local enable_nestloop = off`);
-      return rowsOf<Record<string, unknown>>(tx as unknown as Db, this.detectSql(now, nowMs, rulesJson));
-    });
-    return this.candidatesOf(rows, now);
+    return this.detectSql(now, ms(now), rulesJson);
   }
 
   private detectSql(now: Date, nowMs: SQL, rulesJson: string): SQL {
@@ -243,49 +267,73 @@ export class FindingsStore {
       acc as materialized (
         select a.* from acc_all a join finest f on f.job_id = a.job_id and f.name = a.name and f.scope = a.scope
       ),
-      -- Per series and window: the summary Job.metrics answers, and whether the series covers the window
-      -- (a point at or before its start, and a point in its last third: a hole is not a reading).
-      win as materialized (
-        select a.*, w.kind as win, w.k_from, r.reach_ms as k_to, st.n, st.avg, st.max, st.last_key,
-          exists (select 1 from points p where p.series_id = a.series_id and p.key <= w.k_from and p.value is not null) as covered_start
+      -- Per series, one read of its points over the widest of the three windows (stall, idle,
+      -- straggler: each ends at the job's reach) gives each window's summary as Job.metrics answers it
+      -- (count, average summed in key order, maximum, over keys in [from, to]), and whether the series
+      -- covers it: a reading at or before its start (its first reading tells) and one in its last
+      -- third (a hole is not a reading). The points reach the aggregates in key order (the
+      -- subquery's ORDER BY, read off the key index): the averages are summed in Job.metrics' order
+      -- without a sort per window.
+      stats as materialized (
+        select a.*, r.reach_ms as k_to, r.reach_ms - r.stall_ms as k_stall, r.reach_ms - r.idle_ms as k_idle, r.reach_ms - r.strag_ms as k_strag,
+          st.*, fk.first_key,
+          (coalesce(fk.first_key <= r.reach_ms - r.stall_ms, false) and st.n_stall > 0 and st.last_key >= r.reach_ms - r.stall_ms / 3) as cov_stall,
+          (coalesce(fk.first_key <= r.reach_ms - r.idle_ms, false) and st.n_idle > 0 and st.last_key >= r.reach_ms - r.idle_ms / 3) as cov_idle,
+          (coalesce(fk.first_key <= r.reach_ms - r.strag_ms, false) and st.n_strag > 0 and st.last_key >= r.reach_ms - r.strag_ms / 3) as cov_strag
         from acc a join running r on r.job_id = a.job_id
-        cross join lateral (values ('stall', r.reach_ms - r.stall_ms), ('idle', r.reach_ms - r.idle_ms), ('straggler', r.reach_ms - r.strag_ms)) as w(kind, k_from)
         cross join lateral (
-          select count(p.value)::int as n, avg(p.value order by p.key)::float8 as avg, max(p.value) as max, max(p.key) as last_key
-          from points p where p.series_id = a.series_id and p.key >= w.k_from and p.key <= r.reach_ms
+          select count(p.value) filter (where p.key >= r.reach_ms - r.stall_ms)::int as n_stall,
+            avg(p.value) filter (where p.key >= r.reach_ms - r.stall_ms)::float8 as avg_stall,
+            max(p.value) filter (where p.key >= r.reach_ms - r.stall_ms) as max_stall,
+            count(p.value) filter (where p.key >= r.reach_ms - r.idle_ms)::int as n_idle,
+            avg(p.value) filter (where p.key >= r.reach_ms - r.idle_ms)::float8 as avg_idle,
+            max(p.value) filter (where p.key >= r.reach_ms - r.idle_ms) as max_idle,
+            count(p.value) filter (where p.key >= r.reach_ms - r.strag_ms)::int as n_strag,
+            avg(p.value) filter (where p.key >= r.reach_ms - r.strag_ms)::float8 as avg_strag,
+            max(p.value) filter (where p.key >= r.reach_ms - r.strag_ms) as max_strag,
+            -- The windows share their end: the newest point read is each window's newest, if it lies in it.
+            max(p.key) as last_key
+          from (
+            select p.key, p.value from points p
+            where p.series_id = a.series_id and p.key >= least(r.reach_ms - r.stall_ms, r.reach_ms - r.idle_ms, r.reach_ms - r.strag_ms) and p.key <= r.reach_ms
+            order by p.key
+          ) p
         ) st
+        left join lateral (select p.key as first_key from points p where p.series_id = a.series_id and p.value is not null order by p.key limit 1) fk on true
       ),
-      cov as materialized (
-        select *, (covered_start and n > 0 and last_key >= k_to - (k_to - k_from) / 3) as covered from win
+      -- The stall window of each job: every series covers it and its highest reading; the series'
+      -- evidence is built only for the jobs that stall.
+      stall_win as materialized (
+        select x.job_id, bool_and(x.cov_stall) as all_covered, max(x.max_stall) as max_all, min(x.k_stall) as k_from, max(x.k_to) as k_to
+        from stats x group by x.job_id
       ),
-      series_ev as materialized (
-        select c.job_id, c.win, jsonb_agg(jsonb_build_object('seriesId', c.series_id, 'metric', c.name, 'scope', c.scope, 'nodeId', c.node_id,
-          'gpuId', c.gpu_id, 'count', c.n, 'avg', c.avg, 'max', c.max) order by c.node_id, c.gpu_id, c.series_id) as series,
-          bool_and(c.covered) as all_covered, max(c.max) as max_all, count(*) as n_series, min(c.k_from) as k_from, max(c.k_to) as k_to
-        from cov c group by c.job_id, c.win
+      stall_jobs as materialized (
+        select e.* from running r join stall_win e on e.job_id = r.job_id where e.all_covered and e.max_all < r.stall_util
       ),
       stalled_acc as materialized (
-        select r.*, e.series, e.max_all, e.k_from, e.k_to
-        from running r join series_ev e on e.job_id = r.job_id and e.win = 'stall'
-        where e.all_covered and e.max_all < r.stall_util
+        select r.job_id, r.provider_id, r.project_id, r.stall_util, s.max_all, s.k_from, s.k_to, jsonb_agg(jsonb_build_object('seriesId', x.series_id, 'metric', x.name, 'scope', x.scope,
+          'nodeId', x.node_id, 'gpuId', x.gpu_id, 'count', x.n_stall, 'avg', x.avg_stall, 'max', x.max_stall) order by x.node_id, x.gpu_id, x.series_id) as series
+        from stall_jobs s join running r on r.job_id = s.job_id join stats x on x.job_id = s.job_id
+        group by r.job_id, r.provider_id, r.project_id, r.stall_util, s.max_all, s.k_from, s.k_to
       ),
       idle as materialized (
-        select r.job_id, jsonb_agg(jsonb_build_object('seriesId', c.series_id, 'metric', c.name, 'scope', c.scope, 'nodeId', c.node_id,
-          'gpuId', c.gpu_id, 'count', c.n, 'avg', c.avg, 'max', c.max) order by c.node_id, c.gpu_id, c.series_id) as series,
-          count(*) as n_idle, min(c.k_from) as k_from, max(c.k_to) as k_to, max(c.max) as max_idle
-        from running r join cov c on c.job_id = r.job_id and c.win = 'idle'
-        where c.covered and c.max < r.idle_util
+        select r.job_id, jsonb_agg(jsonb_build_object('seriesId', x.series_id, 'metric', x.name, 'scope', x.scope, 'nodeId', x.node_id,
+          'gpuId', x.gpu_id, 'count', x.n_idle, 'avg', x.avg_idle, 'max', x.max_idle) order by x.node_id, x.gpu_id, x.series_id) as series,
+          count(*) as n_idle, min(x.k_idle) as k_from, max(x.k_to) as k_to, max(x.max_idle) as max_idle
+        from running r join stats x on x.job_id = r.job_id
+        where x.cov_idle and x.max_idle < r.idle_util
         group by r.job_id
       ),
       strag_med as materialized (
-        select c.job_id, percentile_cont(0.5) within group (order by c.avg) as median, count(*) as n
-        from cov c where c.win = 'straggler' and c.covered group by c.job_id
+        select x.job_id, percentile_cont(0.5) within group (order by x.avg_strag) as median, count(*) as n
+        from stats x where x.cov_strag group by x.job_id
       ),
       strag_low as materialized (
-        select count(*) over (partition by r.job_id) as n_low, r.job_id, r.provider_id, r.project_id, r.strag_frac, r.strag_busy, c.series_id, c.name, c.scope, c.node_id, c.gpu_id, c.n, c.avg, c.max, c.k_from, c.k_to, m.median, m.n as n_series
+        select count(*) over (partition by r.job_id) as n_low, r.job_id, r.provider_id, r.project_id, r.strag_frac, r.strag_busy, x.series_id, x.name,
+          x.scope, x.node_id, x.gpu_id, x.n_strag as n, x.avg_strag as avg, x.max_strag as max, x.k_strag as k_from, x.k_to, m.median, m.n as n_series
         from running r join strag_med m on m.job_id = r.job_id
-        join cov c on c.job_id = r.job_id and c.win = 'straggler' and c.covered
-        where m.n >= 2 and m.median >= r.strag_busy and c.max < r.strag_frac * m.median
+        join stats x on x.job_id = r.job_id and x.cov_strag
+        where m.n >= 2 and m.median >= r.strag_busy and x.max_strag < r.strag_frac * m.median
       ),
       -- A straggler lags the others: the few below the limit, not half a job (that is an idle allocation).
       straggler as materialized (
@@ -293,39 +341,63 @@ export class FindingsStore {
         where l.n_low * 2 < l.n_series or l.n_series = 2
       ),
       -- NO_DATA: the platform was asked for metrics within the window and its newest point is older.
+      -- A job with an accelerator reading that recent has data: only the others' series are looked up.
       asked as materialized (
         select f.job_id, max(f.fetched_at) as fetched_at from fetches f join running r on r.job_id = f.job_id
         where f.dataset like 'metric:%' group by f.job_id
       ),
+      fresh as materialized (
+        select distinct x.job_id from stats x join running r on r.job_id = x.job_id where x.last_key >= ${nowMs} - r.nodata_ms
+      ),
       newest as materialized (
-        select s.job_id, max(lp.key) as last_key, count(*) as n_series
-        from series s join running r on r.job_id = s.job_id
+        select s.job_id, max(lp.key) as last_key
+        from series s join running r on r.job_id = s.job_id left join fresh f on f.job_id = r.job_id
         cross join lateral (select p.key from points p where p.series_id = s.id and p.key <= ${nowMs} order by p.key desc limit 1) lp
-        where s.kind = 'system' group by s.job_id
+        where s.kind = 'system' and f.job_id is null group by s.job_id
       ),
       no_data as materialized (
         select r.*, a.fetched_at, n.last_key from running r join asked a on a.job_id = r.job_id left join newest n on n.job_id = r.job_id
-        where a.fetched_at >= ${at(now)} - make_interval(secs => r.nodata_ms / 1000.0)
+          left join fresh f on f.job_id = r.job_id
+        where f.job_id is null and a.fetched_at >= ${at(now)} - make_interval(secs => r.nodata_ms / 1000.0)
           and coalesce(r.started_at, ${at(now)}) <= ${at(now)} - make_interval(secs => r.nodata_ms / 1000.0)
           and coalesce(n.last_key, 0) < ${nowMs} - r.nodata_ms
       ),
-      -- STALLED by progress: the newest step's time, against the median time per step of the last points.
-      steps as materialized (
+      -- STALLED by progress: the newest step's time, against the median time per step of the last
+      -- points. A job whose newest step is younger than stallStepMinutes cannot be stalled whatever
+      -- its median (the limit is at least that): only the others' last points are read, job by job
+      -- (a few series of 64 points each, sorted in memory), never as one sort of every job's steps.
+      newest_step as materialized (
         select s.job_id, lp.step, lp.ts from series s join running r on r.job_id = s.job_id
         cross join lateral (select p.key as step, p.ts from points p where p.series_id = s.id and p.ts is not null and p.ts <= ${at(now)}
-          order by p.key desc limit ${STEP_POINTS}) lp
+          order by p.key desc limit 1) lp
         where s.kind = 'training' and s.keyed_by = 'step'
       ),
-      first_seen as materialized (select job_id, step, min(ts) as ts from steps group by job_id, step),
-      gaps as materialized (
-        select job_id, step, ts, max(step) over (partition by job_id) as max_step,
-          extract(epoch from ts - lag(ts) over w) * 1000 / nullif(step - lag(step) over w, 0) as ms_per_step
-        from first_seen window w as (partition by job_id order by step)
+      progress_late as materialized (
+        select n.job_id from (select job_id, step, ts, max(step) over (partition by job_id) as max_step from newest_step) n
+        join running r on r.job_id = n.job_id
+        where n.step = n.max_step
+        group by n.job_id, r.step_ms
+        having extract(epoch from ${at(now)} - min(n.ts)) * 1000 > r.step_ms
       ),
       progress_stats as materialized (
-        select job_id, max(step) as last_step, max(ts) filter (where step = max_step) as last_step_at,
-          percentile_cont(0.5) within group (order by ms_per_step) filter (where ms_per_step > 0) as median_ms_per_step
-        from gaps group by job_id
+        select r.job_id, ps.last_step, ps.last_step_at, ps.median_ms_per_step from running r join progress_late l on l.job_id = r.job_id cross join lateral (
+          select max(g.step) as last_step, max(g.ts) filter (where g.step = g.max_step) as last_step_at,
+            percentile_cont(0.5) within group (order by g.ms_per_step) filter (where g.ms_per_step > 0) as median_ms_per_step
+          from (
+            select f.step, f.ts, max(f.step) over () as max_step,
+              extract(epoch from f.ts - lag(f.ts) over w) * 1000 / nullif(f.step - lag(f.step) over w, 0) as ms_per_step
+            from (
+              -- A step reported by several series (loss, accuracy) was first seen at the earliest of their times.
+              select lp.step, min(lp.ts) as ts from series s
+              cross join lateral (select p.key as step, p.ts from points p where p.series_id = s.id and p.ts is not null and p.ts <= ${at(now)}
+                order by p.key desc limit ${STEP_POINTS}) lp
+              where s.job_id = r.job_id and s.kind = 'training' and s.keyed_by = 'step'
+              group by lp.step
+            ) f
+            window w as (order by f.step)
+          ) g
+        ) ps
+        where ps.last_step is not null
       ),
       asked_training as materialized (
         select f.job_id, max(f.fetched_at) as fetched_at from fetches f join running r on r.job_id = f.job_id

@@ -3,7 +3,8 @@
 // accelerators' latest utilization (idle ones marked from the fleet query's idleGpus), its waste
 // and cost (the ledger's, with the idle share) over the last hour, and a total row (the fleet's
 // own total) under them, sortable and filterable by platform and project. Refreshed on a timer and
-// at once when a job changes status (the jobStatusChanged subscription).
+// at once when a job changes status (the jobStatusChanged subscription). A job with open findings
+// is marked in its row (a badge per finding), live: the findings subscription adds and removes them.
 import {
   catalog,
   collectionLags,
@@ -17,8 +18,10 @@ import {
   type FleetOptions,
   type FleetWaste,
   type JobWaste,
+  type FindingItem,
   type LedgerCost,
 } from './api.js';
+import { FindingsFeed, findingBadge } from './findings.js';
 import { ago, clock, duration, percent, providerLabel } from './format.js';
 import { utilizationColour } from './palette.js';
 import type { FleetSort, Route } from './route.js';
@@ -54,6 +57,7 @@ export class FleetView {
   private lags: CollectionLag[] | null = null;
   private timer: ReturnType<typeof setTimeout> | null = null;
   private unsubscribe: (() => void) | null = null;
+  private findings: FindingsFeed | null = null;
   private generation = 0;
   private refreshes = 0;
   private inFlight = false;
@@ -90,6 +94,10 @@ export class FleetView {
       error: () => {},
       complete: () => {},
     });
+    const feed = new FindingsFeed({ providerIds: route.provider ? [route.provider] : null, projectId: route.project, states: ['FIRING'] }, () => {
+      if (generation === this.generation) this.render();
+    });
+    this.findings = feed;
     void this.refresh(generation);
   }
 
@@ -99,6 +107,8 @@ export class FleetView {
     this.timer = null;
     this.unsubscribe?.();
     this.unsubscribe = null;
+    this.findings?.close();
+    this.findings = null;
     this.inFlight = false;
   }
 
@@ -139,6 +149,9 @@ export class FleetView {
         if (current()) $('fleet-error').textContent = `The running jobs could not be read: ${err instanceof Error ? err.message : String(err)} (retrying)`;
       },
     );
+    if (!current()) return;
+    // Read again each refresh: the subscription keeps the marks current, this catches a missed event.
+    await this.findings?.reload();
     if (!current()) return;
     // Small and independent of the rows: a failure leaves the last lines as they were.
     await collectionLags().then(
@@ -212,6 +225,16 @@ export class FleetView {
       fact('Platforms', String(platforms)),
       fact('GPUs held', String(gpus)),
     ];
+    const open = this.findings?.openByJob() ?? new Map();
+    const openCount = d.jobs.reduce((n, j) => n + (open.get(j.id)?.length ?? 0), 0);
+    facts.push(
+      fact(
+        'Open findings',
+        this.findings?.error
+          ? `unavailable: ${this.findings.error}`
+          : `${openCount}${openCount ? ` in ${d.jobs.filter((j) => open.has(j.id)).length} jobs` : ''}`,
+      ),
+    );
     if (w) {
       const idleGpus = w.idle.reduce((n, g) => n + g.gpuCount, 0);
       // The fleet's own total (every running job in the window), else the rows' sum.
@@ -236,11 +259,14 @@ export class FleetView {
     const problems = [...d.problems, ...(w?.problems ?? [])];
     $('fleet-problems').replaceChildren(...problems.map((p) => Object.assign(document.createElement('li'), { textContent: p })));
     this.renderLags();
+    // The rows are drawn anew on every refresh and finding: a reader's focus on a row's link stays on it.
+    const focused = (document.activeElement as HTMLElement | null)?.closest<HTMLElement>('#fleet-rows tr[data-job]')?.dataset.job;
     body.replaceChildren(
       ...(rows.length
-        ? rows.map((j) => this.row(j, w))
+        ? rows.map((j) => this.row(j, w, open.get(j.id) ?? []))
         : [emptyRow(route.provider || route.project ? 'No running jobs match these filters.' : 'No running jobs on any platform.')]),
     );
+    if (focused) body.querySelector<HTMLElement>(`tr[data-job="${CSS.escape(focused)}"] a`)?.focus();
     $('fleet-total').replaceChildren(...(rows.length ? [this.totalRow(w)] : []));
   }
 
@@ -342,10 +368,12 @@ export class FleetView {
     });
   }
 
-  private row(j: FleetJob, d: FleetWaste | null): HTMLTableRowElement {
+  private row(j: FleetJob, d: FleetWaste | null, findings: FindingItem[]): HTMLTableRowElement {
     const tr = document.createElement('tr');
     tr.dataset.job = j.id;
     tr.dataset.provider = j.provider.kind;
+    tr.dataset.findings = findings.map((f) => f.kind).join(' ');
+    if (findings.length) tr.classList.add('has-findings');
     const name = document.createElement('a');
     name.href = `#job=${encodeURIComponent(j.id)}`;
     name.textContent = j.name;
@@ -353,7 +381,7 @@ export class FleetView {
     const w = d?.waste.get(j.id);
     const mean = meanNow(j);
     tr.append(
-      cell([name, small(started)]),
+      cell([name, small(started), ...(findings.length ? [badges(findings)] : [])]),
       cell([text(providerLabel(j.provider)), small(j.project.name)]),
       cell([text(j.gpuCount === null ? '–' : String(j.gpuCount)), small(j.gpuType ?? '')], 'num'),
       cell([this.strip(j, d)]),
@@ -445,6 +473,14 @@ export class FleetView {
 
 /** What stands for an idle share that cannot be known: a CPU-only job's (and so any total that holds one). */
 const IDLE_UNKNOWN = 'idle share not known: CPU-only';
+
+function badges(findings: FindingItem[]): HTMLElement {
+  const div = document.createElement('div');
+  div.className = 'finding-badges';
+  div.setAttribute('aria-label', `open findings: ${findings.map((f) => f.kind).join(', ')}`);
+  div.append(...findings.map(findingBadge));
+  return div;
+}
 
 function money(amount: number, currency: string | null): string {
   return `${amount.toFixed(2)} ${currency ?? ''}`.trim();

@@ -2,7 +2,8 @@
 // The job view: one job's accelerators (per GPU, or per node where that is all the platform has)
 // live or from history, its training metrics by step, status, progress and logs. Everything one
 // opened job starts (subscriptions, timers, fetches) belongs to its Session; opening another job
-// closes the session first, and a closed session's late callbacks draw nothing.
+// closes the session first, and a closed session's late callbacks draw nothing. Its findings (open
+// ones, then the latest resolved) follow the findings subscription.
 import {
   jobDetail,
   jobHistory,
@@ -18,6 +19,7 @@ import {
   type TrainingSeries,
 } from './api.js';
 import { SeriesChart, type ChartSpec } from './chart.js';
+import { FindingsFeed, findingItem } from './findings.js';
 import { GIB, ago, clock, duration, gib, metricValue, percent, providerLabel } from './format.js';
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
@@ -28,6 +30,8 @@ const HISTORY_SECONDS = 30 * 60;
 const LOG_LINES_KEPT = 500;
 const MIN_REFRESH_MS = 5000;
 const SCOPE_RANK = { GPU: 0, NODE: 1, JOB: 2 } as const;
+/** Resolved findings listed under the open ones. */
+const RESOLVED_SHOWN = 5;
 
 const UTILIZATION: ChartSpec = { title: 'Accelerator utilization', format: percent, x: 'time', aggregate: true, yRange: [0, 1] };
 const MEMORY_BYTES: ChartSpec = { title: 'Accelerator memory used', format: gib, x: 'time', aggregate: true };
@@ -66,6 +70,7 @@ export class JobView {
   private intervalSeconds: number | null = null;
   private updates = 0;
   private trainingCharts = new Map<string, SeriesChart>();
+  private findings: FindingsFeed | null = null;
   private readonly ticker = setInterval(() => this.showLastSample(), 1000);
 
   constructor(private readonly onJobKnown: (job: JobDetail) => void) {
@@ -109,6 +114,7 @@ export class JobView {
     this.memory.root.hidden = false;
     this.resetTraining('Loading…');
     this.resetLogs('Loading…');
+    this.followFindings(session);
     void this.load(session).catch((err) => session.active && this.notice(message(err), true));
   }
 
@@ -255,7 +261,7 @@ export class JobView {
   private scheduleRefresh(session: Session) {
     const ms = Math.max(MIN_REFRESH_MS, (this.intervalSeconds ?? 0) * 1000);
     session.timer(() => {
-      void Promise.all([this.refreshDetail(session), this.job ? this.loadTraining(session, this.job) : null]).finally(() => {
+      void Promise.all([this.refreshDetail(session), this.job ? this.loadTraining(session, this.job) : null, this.findings?.reload()]).finally(() => {
         if (session.active && this.job && !FINISHED.has(this.job.status)) this.scheduleRefresh(session);
       });
     }, ms);
@@ -333,6 +339,33 @@ export class JobView {
       return;
     }
     setText('last-sample', `${clock(this.lastSampleAt)} (${ago(this.lastSampleAt)})`);
+  }
+
+  // ---- findings
+
+  private followFindings(session: Session) {
+    const feed = new FindingsFeed({ jobIds: [session.jobId] }, () => session.active && this.renderFindings(feed));
+    this.findings = feed;
+    session.own(() => feed.close());
+    $('findings-list').replaceChildren();
+    setText('findings-state', 'Reading findings…');
+    void feed.reload();
+  }
+
+  private renderFindings(feed: FindingsFeed) {
+    const all = feed.all();
+    const open = all.filter((f) => f.state === 'FIRING');
+    const resolved = all.filter((f) => f.state === 'RESOLVED').slice(0, RESOLVED_SHOWN);
+    $('findings-list').replaceChildren(...[...open, ...resolved].map(findingItem));
+    $('findings').dataset.open = String(open.length);
+    const state = feed.error
+      ? `Findings unavailable: ${feed.error}`
+      : open.length
+        ? `${open.length} open, live`
+        : resolved.length
+          ? 'None open now (live); the latest resolved:'
+          : 'None: nothing stalled, straggling or idle was found in this job (live).';
+    setText('findings-state', state);
   }
 
   // ---- training metrics
