@@ -23,6 +23,8 @@ export interface Database {
   driver: 'pglite' | 'postgres';
   /** Statements sent since open; tests and the benchmark read it to prove batching. */
   statementCount(): number;
+  /** Calls `fn` with each statement's text until the returned function is called (tests tell statements apart by it). */
+  watchStatements(fn: (text: string) => void): () => void;
   /**
    * Answers when the database does, without queueing behind data work: on Postgres on a
    * connection of its own, on PGlite first in the statement gate (behind only the statement under
@@ -174,10 +176,16 @@ export const SHORT_READ_CONNECTIONS = 2;
 
 export async function openDatabase(opts: OpenOptions): Promise<Database> {
   let statements = 0;
+  const watchers = new Set<(text: string) => void>();
   const logger = {
-    logQuery: () => {
+    logQuery: (text: string) => {
       statements++;
+      for (const fn of watchers) fn(text);
     },
+  };
+  const watchStatements = (fn: (text: string) => void) => {
+    watchers.add(fn);
+    return () => void watchers.delete(fn);
   };
   if (opts.databaseUrl) {
     const { default: postgres } = await import('postgres');
@@ -241,6 +249,7 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
       shortReads: drizzle(shortClient, { schema: tables, logger }) as unknown as Db,
       driver: 'postgres',
       statementCount: () => statements,
+      watchStatements,
       probe: async () => {
         await probeClient`select 1`;
       },
@@ -289,6 +298,7 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
     shortReads: db as unknown as Db,
     driver: 'pglite',
     statementCount: () => statements,
+    watchStatements,
     probe: async () => {
       await gate.run(() => query('select 1'), { priority: true });
     },
