@@ -5,16 +5,34 @@ import type { Runtime } from '../../src/server/runtime.js';
 import type { ManualTimers } from '../support/manual-timers.js';
 import { HANG_MS } from '../support/wait.js';
 
-/** Waits until no sweep is under way or due at once, nor any cache write (on the collector's events, not by polling). */
+/**
+ * Waits until no sweep is under way or due at once, nor any cache write (on the collector's events,
+ * not by polling). A sweep is called hung only after HANG_MS in which it sent the database nothing:
+ * a first sweep that fills hours of history into PGlite took more than HANG_MS on a loaded machine
+ * while working all along.
+ */
 export async function sweepsSettled(rt: Runtime): Promise<void> {
   const collector = rt.collector!;
   while (collector.busy()) {
     await new Promise<void>((resolve, reject) => {
-      const hang = setTimeout(() => reject(new Error('timed out waiting for a collector sweep to finish')), HANG_MS);
-      collector.events.once('sweep', () => {
-        clearTimeout(hang);
+      let statements = rt.database.statementCount();
+      let movedAt = Date.now();
+      const watch = setInterval(() => {
+        const now = rt.database.statementCount();
+        if (now !== statements) {
+          statements = now;
+          movedAt = Date.now();
+        } else if (Date.now() - movedAt > HANG_MS) {
+          clearInterval(watch);
+          collector.events.off('sweep', ended);
+          reject(new Error(`timed out waiting for a collector sweep to finish (no statement for ${HANG_MS} ms)`));
+        }
+      }, 1000);
+      const ended = () => {
+        clearInterval(watch);
         resolve();
-      });
+      };
+      collector.events.once('sweep', ended);
     });
   }
   await rt.readThrough.settle();

@@ -102,7 +102,8 @@ describe('the image root (scripts/build-image-root.sh)', () => {
     let cwd = imageRoot;
     const settings: Record<string, string> = {};
     if (REAL_POSTGRES_URL) {
-      db = await createTestDatabase();
+      // Empty: the built server runs its own migrations, from the image's migrations folder.
+      db = await createTestDatabase(undefined, { empty: true });
       settings.DATABASE_URL = db.databaseUrl!;
     } else {
       // The same dist/ beside the full install, which has PGlite: the embedded default, built.
