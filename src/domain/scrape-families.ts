@@ -11,6 +11,14 @@ export const SCRAPE_FAMILIES: Readonly<Record<string, { family: string; help: st
   GPU_MEMORY_UTILIZATION: { family: 'training_graph_accelerator_memory_utilization_ratio', help: 'Accelerator memory in use over its total, 0..1' },
   NPU_MEMORY_UTILIZATION: { family: 'training_graph_accelerator_memory_utilization_ratio', help: 'Accelerator memory in use over its total, 0..1' },
   GPU_POWER: { family: 'training_graph_accelerator_power_watts', help: 'Accelerator power draw, watts' },
+  // The profiling counters the ledger's efficiency reads (PAI-DLC's card metrics): DCGM's SM active
+  // and tensor pipe active, and the tensor pipes' measured throughput.
+  GPU_SM_ACTIVE: { family: 'training_graph_accelerator_sm_active_ratio', help: 'Fraction of time the streaming multiprocessors had work resident, 0..1' },
+  GPU_TENSOR_ACTIVE: { family: 'training_graph_accelerator_tensor_active_ratio', help: 'Fraction of time the tensor (matrix) pipes were active, 0..1' },
+  GPU_TENSOR_FLOPS: {
+    family: 'training_graph_accelerator_tensor_flops',
+    help: "Floating-point operations per second the accelerator's tensor pipes performed (hardware counters), FLOP/s",
+  },
 };
 
 /** What a series' labels are made of (a store row of an accelerator series). */

@@ -57,7 +57,7 @@ describe('the Prometheus query API', () => {
       headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN}` },
       body: JSON.stringify({
         query: `{ jobs(first: 500, filter: { statuses: [RUNNING] }) { edges { node { id
-          metrics(names: [GPU_UTILIZATION, GPU_MEMORY_USED, GPU_POWER, NPU_UTILIZATION, NPU_MEMORY_UTILIZATION], from: "${new Date(clock.now() - 30 * 60_000).toISOString()}", maxPoints: 50) { name } } } } }`,
+          metrics(names: [GPU_UTILIZATION, GPU_MEMORY_USED, GPU_POWER, NPU_UTILIZATION, NPU_MEMORY_UTILIZATION, GPU_SM_ACTIVE, GPU_TENSOR_ACTIVE, GPU_TENSOR_FLOPS], from: "${new Date(clock.now() - 30 * 60_000).toISOString()}", maxPoints: 50) { name } } } } }`,
       }),
     });
     expect(((await res.json()) as any).errors).toBeUndefined();
@@ -144,6 +144,36 @@ describe('the Prometheus query API', () => {
     const metadata = await api('metadata', {});
     expect(metadata.body.data[UTIL]).toEqual([{ type: 'gauge', help: 'Accelerator (GPU or NPU) utilization, 0..1', unit: '' }]);
     expect((await api('status/buildinfo', {})).body.data.version).toMatch(/^2\./);
+  });
+
+  it('answers the profiling families the ledger reads (SM active, tensor active, tensor FLOP/s) as the scrape target names them', async () => {
+    const names = await api('label/__name__/values', {});
+    const families = [
+      'training_graph_accelerator_sm_active_ratio',
+      'training_graph_accelerator_tensor_active_ratio',
+      'training_graph_accelerator_tensor_flops',
+    ];
+    expect(names.body.data).toEqual(expect.arrayContaining(families));
+    for (const family of families) {
+      const answer = await api('query', { query: `max by (provider) (${family})`, time: nowS() });
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      const providers = answer.body.data.result.map((r: any) => r.metric.provider);
+      expect(providers).toContain('pai-dlc-demo');
+      for (const r of answer.body.data.result) {
+        expect(Number(r.value[1])).toBeGreaterThanOrEqual(0);
+        if (family.endsWith('_ratio')) expect(Number(r.value[1])).toBeLessThanOrEqual(1);
+      }
+    }
+    // The same number the scrape target shows for one card: the latest reading within the lookback.
+    const scrape = await (await fetch(`${rt.url}/metrics/jobs`, { headers: { authorization: `Bearer ${ADMIN}` } })).text();
+    const line = scrape.split('\n').find((l) => l.startsWith('training_graph_accelerator_tensor_active_ratio{'))!;
+    const [, labelText, value] = /^[a-z_]+\{(.*)\} (\S+)/.exec(line)!;
+    const jobId = /job_id="([^"]+)"/.exec(labelText!)![1];
+    const gpu = /gpu="([^"]*)"/.exec(labelText!)![1];
+    const node = /node="([^"]*)"/.exec(labelText!)![1];
+    const one = await api('query', { query: `training_graph_accelerator_tensor_active_ratio{job_id="${jobId}",node="${node}",gpu="${gpu}"}`, time: nowS() });
+    expect(one.body.data.result).toHaveLength(1);
+    expect(Number(one.body.data.result[0].value[1])).toBe(Number(value));
   });
 
   it('refuses what the subset leaves out with bad_data naming it', async () => {

@@ -58,7 +58,7 @@ describe('GET /metrics/jobs', () => {
     // newest falls within the scrape's 300 s depended on the hour the test ran.)
     const recent = new Date(clock.now() - 10 * 60_000).toISOString();
     await gql(`{ jobs(first: 500, filter: { statuses: [RUNNING] }) { edges { node { id
-      metrics(names: [GPU_UTILIZATION, GPU_MEMORY_USED, GPU_POWER, NPU_UTILIZATION, NPU_MEMORY_UTILIZATION], from: "${recent}", maxPoints: 20) { name } } } } }`);
+      metrics(names: [GPU_UTILIZATION, GPU_MEMORY_USED, GPU_POWER, NPU_UTILIZATION, NPU_MEMORY_UTILIZATION, GPU_SM_ACTIVE, GPU_TENSOR_ACTIVE, GPU_TENSOR_FLOPS], from: "${recent}", maxPoints: 20) { name } } } } }`);
     await rt.readThrough.writesSettled();
   }, 120_000);
   afterAll(async () => {
@@ -99,6 +99,34 @@ describe('GET /metrics/jobs', () => {
       .at(-1)!;
     expect(Number(sample.value)).toBe(latest.value);
     expect(Number(sample.timestamp_ms)).toBe(latest.timestamp!.getTime());
+  });
+
+  it('exposes the profiling counters the ledger reads (SM active, tensor active, tensor FLOP/s), equal to the graph', async () => {
+    const families = await parse(await scrape(ADMIN));
+    for (const [family, name] of [
+      ['training_graph_accelerator_sm_active_ratio', 'GPU_SM_ACTIVE'],
+      ['training_graph_accelerator_tensor_active_ratio', 'GPU_TENSOR_ACTIVE'],
+      ['training_graph_accelerator_tensor_flops', 'GPU_TENSOR_FLOPS'],
+    ] as const) {
+      const f = families.get(family);
+      expect(f, family).toBeDefined();
+      expect(f!.type).toBe('GAUGE');
+      expect(new Set(f!.metrics.map((m) => m.labels.provider))).toContain('pai-dlc-demo');
+      for (const m of f!.metrics) {
+        expect(Number(m.value)).toBeGreaterThanOrEqual(0);
+        if (family.endsWith('_ratio')) expect(Number(m.value)).toBeLessThanOrEqual(1);
+      }
+      // One card's value is the latest point the graph answers for that card's series.
+      const sample = f!.metrics.find((m) => m.labels.scope === 'GPU')!;
+      const data = await gql(
+        `{ job(id: "${sample.labels.job_id}") { metrics(names: [${name}], scope: GPU, maxPoints: 10000) { node { name } gpu { index } points { timestamp value } } } }`,
+      );
+      const series = data.job.metrics.find((x: any) => x.node?.name === sample.labels.node && String(x.gpu?.index) === sample.labels.gpu);
+      const points = series.points.filter((p: any) => p.value !== null);
+      const latest = points.at(-1);
+      expect(Number(sample.value)).toBe(latest.value);
+      expect(Number(sample.timestamp_ms)).toBe(Date.parse(latest.timestamp));
+    }
   });
 
   it("says what each node holds: sum of training_graph_node_accelerators by job is the graph's gpuCount, for every job shown", async () => {
