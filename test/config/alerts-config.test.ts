@@ -11,6 +11,22 @@ const yamlBlocks = [...doc.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1]!
 const base = 'providers:\n  - { id: b, kind: BASETEN, apiKeyEnv: K }\n';
 
 describe('the alerts entry of the providers file', () => {
+  it("reads the README's short example as written (with a provider beside it)", () => {
+    const readme = readFileSync(path.resolve(import.meta.dirname, '../../README.md'), 'utf8');
+    const example = [...readme.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.includes('alerts:'));
+    expect(example).toBeDefined();
+    const { alerts } = parseConfigFile(base + example!, 'providers.yaml');
+    expect(alerts!.receivers.map((r) => [r.name, r.type])).toEqual([
+      ['oncall', 'webhook'],
+      ['llm-team', 'slack'],
+    ]);
+    const routes = routesOf(alerts);
+    expect(routes[1]!.matchers).toMatchObject({ kinds: ['STRAGGLER', 'IDLE_ALLOCATION'], owners: ['alice'] });
+    expect(
+      receiverSettings(alerts!, { ONCALL_HOOK_URL: 'https://hooks.example.com/a', SLACK_LLM_WEBHOOK_URL: 'https://hooks.slack.com/services/T/B/x' }),
+    ).toHaveLength(2);
+  });
+
   it("reads docs/findings.md's example as written", () => {
     const example = yamlBlocks.find((b) => b.includes('alerts:'));
     expect(example).toBeDefined();
