@@ -23,6 +23,7 @@ import './duration.js';
 import './fleet.js';
 import './compare.js';
 import './ledger.js';
+import './ledger-fleet.js';
 import './entities.js';
 import './relay.js';
 import './finding.js';

@@ -52,7 +52,8 @@ import {
   parseTrainingSummaryPart,
 } from './value-ids.js';
 import { type JobLabelView, summariesOf, type TrainingSummaryView } from './run-metadata.js';
-import { type FigureShape, figureById, labelGroupById } from './ledger.js';
+import type { FigureShape } from './ledger.js';
+import { figureById, labelGroupById } from './ledger-fleet.js';
 import { type EvidenceShape, evidenceOf, findingOfJob, type FindingSeriesView, type FindingView, seriesOfEvidence } from './finding.js';
 import {
   ackNode,
