@@ -57,7 +57,7 @@ describe('migration 0007 on a database with points', () => {
     points[50] = [1, points[50]![1], points[50]![2], null, null];
     const statements = fill([...points, [2, 1, null, 1, 2.5], [2, 2, null, 2, 2.25]]);
 
-    const tdb = await createTestDatabase();
+    const tdb = await createTestDatabase(undefined, { empty: true });
     cleanup.push(() => tdb.drop());
     let dataDir = tdb.dataDir;
     if (tdb.databaseUrl) {
