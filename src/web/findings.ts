@@ -4,7 +4,7 @@
 // without a reload. The query and the subscription can cross (an event may arrive while the query
 // is out): events heard meanwhile are applied again over the query's answer, so a resolution is
 // never undone by an older answer.
-import { findings, subscribeFindings, type FindingFilterInput, type FindingItem } from './api.js';
+import { findings, subscribeFindings, type FindingFilterInput, type FindingItem } from './findings-api.js';
 import { ago, clock, percent } from './format.js';
 
 export class FindingsFeed {

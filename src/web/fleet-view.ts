@@ -5,12 +5,13 @@
 // own total) under them, sortable and filterable by platform and project. Refreshed on a timer and
 // at once when a job changes status (the jobStatusChanged subscription). A job with open findings
 // is marked in its row (a badge per finding), live: the findings subscription adds and removes them.
+import { subscribeStatusChanges } from './api.js';
+import type { FindingItem } from './findings-api.js';
 import {
   catalog,
   collectionLags,
   fleetJobs,
   fleetWaste,
-  subscribeStatusChanges,
   type Catalog,
   type CollectionLag,
   type FleetJob,
@@ -18,9 +19,8 @@ import {
   type FleetOptions,
   type FleetWaste,
   type JobWaste,
-  type FindingItem,
   type LedgerCost,
-} from './api.js';
+} from './fleet-api.js';
 import { FindingsFeed, findingBadge } from './findings.js';
 import { ago, clock, duration, percent, providerLabel } from './format.js';
 import { utilizationColour } from './palette.js';
