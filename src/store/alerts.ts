@@ -3,6 +3,7 @@
 // routed into (one per transition and receiver, each with its idempotency key and delivery state),
 // silences and acknowledgements. Each step is a bounded number of statements whatever the backlog.
 import { sql, type SQL } from 'drizzle-orm';
+import type { FindingMatchers } from '../domain/alert-match.js';
 import type { Db } from './db.js';
 import { findingOf, type FindingRow } from './findings.js';
 import { rowsOf, textArray, toDate } from './sql-util.js';
@@ -65,16 +66,8 @@ export interface DueNotification extends NotificationRow {
   firingState: NotificationState | null;
 }
 
-/** What a silence matches: every list given must hold one of its values, every label must equal the job's. */
-export interface SilenceMatchers {
-  kinds?: readonly string[] | null;
-  severities?: readonly string[] | null;
-  providerIds?: readonly string[] | null;
-  projectIds?: readonly string[] | null;
-  jobIds?: readonly string[] | null;
-  owners?: readonly string[] | null;
-  labels?: readonly { name: string; value: string }[] | null;
-}
+/** What a silence matches: the findings' matchers (every list given must hold one of its values, every label must equal the job's). */
+export type SilenceMatchers = FindingMatchers;
 
 export interface SilenceRow {
   id: number;

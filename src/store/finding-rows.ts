@@ -121,10 +121,9 @@ export function findingFromJson(f: FindingJson): FindingRow {
   };
 }
 
-export function findingOf(r: Record<string, unknown>): FindingRow {
+/** A finding's kind, severity and place (provider, project, job, node, GPU) as a row of SQL gives them. */
+export function placeOf(r: Record<string, unknown>): Pick<FindingRow, 'kind' | 'severity' | 'providerId' | 'projectId' | 'jobId' | 'nodeId' | 'gpuId'> {
   return {
-    id: Number(r.id),
-    fingerprint: String(r.fingerprint),
     kind: r.kind as FindingKind,
     severity: r.severity as FindingSeverity,
     providerId: String(r.provider_id),
@@ -132,6 +131,14 @@ export function findingOf(r: Record<string, unknown>): FindingRow {
     jobId: String(r.job_id),
     nodeId: (r.node_id as string | null) ?? null,
     gpuId: (r.gpu_id as string | null) ?? null,
+  };
+}
+
+export function findingOf(r: Record<string, unknown>): FindingRow {
+  return {
+    id: Number(r.id),
+    fingerprint: String(r.fingerprint),
+    ...placeOf(r),
     summary: String(r.summary),
     startedAt: toDate(r.started_at)!,
     endedAt: toDate(r.ended_at),

@@ -13,12 +13,12 @@ import { readRowsFor, rowsOf, textArray, toDate } from './sql-util.js';
 
 import {
   findingOf,
+  placeOf,
   type FindingCandidate,
   type FindingCursor,
   type FindingKind,
   type FindingQuery,
   type FindingRow,
-  type FindingSeverity,
   type ThresholdRule,
 } from './finding-rows.js';
 
@@ -332,13 +332,7 @@ export class FindingsStore {
       const evidence = (typeof r.evidence === 'string' ? JSON.parse(r.evidence) : r.evidence) as Record<string, unknown>;
       const c: FindingCandidate = {
         fingerprint: [kind, r.job_id, r.node_id ?? '', r.gpu_id ?? '', r.variant ?? ''].join('|'),
-        kind,
-        severity: r.severity as FindingSeverity,
-        providerId: String(r.provider_id),
-        projectId: String(r.project_id),
-        jobId: String(r.job_id),
-        nodeId: (r.node_id as string | null) ?? null,
-        gpuId: (r.gpu_id as string | null) ?? null,
+        ...placeOf(r),
         summary: '',
         startedAt: toDate(r.started_at) ?? now,
         holdUntil: toDate(r.hold_until),
