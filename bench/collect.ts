@@ -117,6 +117,8 @@ async function serveSims(opts: { jobs: number; workDir: string }) {
 interface Report {
   cpuMs: number;
   rssMiB: number;
+  /** The JS heap in use after the same GC (what objects hold, apart from buffers and the allocator's free pages). */
+  heapMiB?: number;
   /** Each measured sweep's lag as a share of its provider's interval. */
   lags: number[];
   sweeps: number;
@@ -155,6 +157,8 @@ function answer(handlers: Record<string, () => Promise<unknown>>) {
  * CPU itself: a profiled run's CPU figures are not comparable with an unprofiled one's.
  */
 const PROFILE_FILE = process.env.BENCH_COLLECT_PROFILE ?? null;
+/** BENCH_COLLECT_HEAP=<folder>: a heap snapshot of the collector's server at each size's report (where its memory is). */
+const HEAP_DIR = process.env.BENCH_COLLECT_HEAP ?? null;
 const profiling = (() => {
   let session: import('node:inspector/promises').Session | null = null;
   return {
@@ -234,7 +238,19 @@ async function serveCollector(opts: { sims: SimsReady; databaseUrl: string; jobs
       const statuses = [...collector.statuses().values()];
       const running = statuses.reduce((n, s) => n + s.runningJobs, 0);
       const jobIntervals = statuses.reduce((n, s) => n + (s.runningJobs * WINDOW_MS) / (s.intervalSeconds * 1000), 0);
-      return { report: { cpuMs: cpu, rssMiB: await rssMiB(), lags, sweeps, jobIntervals, runningJobs: running } satisfies Report };
+      const rss = await rssMiB();
+      if (HEAP_DIR) (await import('node:v8')).writeHeapSnapshot(path.join(HEAP_DIR, `collector-${opts.jobs}.heapsnapshot`));
+      return {
+        report: {
+          cpuMs: cpu,
+          rssMiB: rss,
+          heapMiB: process.memoryUsage().heapUsed / 2 ** 20,
+          lags,
+          sweeps,
+          jobIntervals,
+          runningJobs: running,
+        } satisfies Report,
+      };
     },
     close: async () => {
       await rt.close();
@@ -336,7 +352,18 @@ async function serveBare(opts: { sims: SimsReady }) {
       measuring = false;
       const running = [...lastRunning.values()].reduce((a, b) => a + b, 0);
       const jobIntervals = [...lastRunning].reduce((n, [id, jobs]) => n + (jobs * WINDOW_MS) / intervals.get(id)!, 0);
-      return { report: { cpuMs: cpu, rssMiB: await rssMiB(), lags, sweeps, jobIntervals, runningJobs: running } satisfies Report };
+      const rss = await rssMiB();
+      return {
+        report: {
+          cpuMs: cpu,
+          rssMiB: rss,
+          heapMiB: process.memoryUsage().heapUsed / 2 ** 20,
+          lags,
+          sweeps,
+          jobIntervals,
+          runningJobs: running,
+        } satisfies Report,
+      };
     },
     close: async () => {
       stopped = true;
@@ -406,6 +433,7 @@ interface SideResult {
   /** CPU per 30 s (Baseten's interval) of the measured window. */
   cpuMsPerInterval: number;
   rssMiB: number;
+  heapMiB: number | null;
   calls: number;
   callsPerJobInterval: number;
   runningJobs: number;
@@ -428,6 +456,7 @@ async function measure(role: 'collector' | 'bare', sims: Child, options: Record<
       lagP99: pct(report.lags, 99),
       cpuMsPerInterval: report.cpuMs / (WINDOW_MS / 30_000),
       rssMiB: report.rssMiB,
+      heapMiB: report.heapMiB ?? null,
       calls,
       callsPerJobInterval: calls / Math.max(1, report.jobIntervals),
       runningJobs: report.runningJobs,
@@ -499,15 +528,15 @@ async function main() {
   };
   mkdirSync(path.join(HERE, 'results'), { recursive: true });
   writeFileSync(path.join(HERE, 'results', 'collect.json'), JSON.stringify(out, null, 2));
-  console.log('| jobs | side | lag p50 / p99 (intervals) | calls per job and interval | CPU per 30 s (ms) | RSS (MiB) |');
-  console.log('| --- | --- | --- | --- | --- | --- |');
+  console.log('| jobs | side | lag p50 / p99 (intervals) | calls per job and interval | CPU per 30 s (ms) | RSS (MiB) | JS heap (MiB) |');
+  console.log('| --- | --- | --- | --- | --- | --- | --- |');
   for (const r of results) {
     for (const [name, s] of [
       ['collector', r.collector],
       ['bare loop', r.bare],
     ] as const) {
       console.log(
-        `| ${s.runningJobs} | ${name} | ${r2(s.lagP50)} / ${r2(s.lagP99)} | ${r2(s.callsPerJobInterval)} | ${Math.round(s.cpuMsPerInterval)} | ${Math.round(s.rssMiB)} |`,
+        `| ${s.runningJobs} | ${name} | ${r2(s.lagP50)} / ${r2(s.lagP99)} | ${r2(s.callsPerJobInterval)} | ${Math.round(s.cpuMsPerInterval)} | ${Math.round(s.rssMiB)} | ${s.heapMiB === null ? '' : Math.round(s.heapMiB)} |`,
       );
     }
   }
