@@ -26,13 +26,12 @@ export default defineConfig({
     // `--maxWorkers=1` still ran two files at once, one per project).
     maxWorkers: process.argv.some((a) => a.startsWith('--maxWorkers')) ? undefined : 2,
     pool: 'forks',
-    // A worker keeps its modules from one file to the next (each project has its own workers, so
-    // the PGlite pass never sees the Postgres pass's TEST_DATABASE_URL): with a fresh module graph
-    // per file, every file paid the server's imports again (Pothos schema, yoga, PGlite), about half
-    // of a run's time (15 Postgres-pass files, two workers, A/B: import 89.8 s -> 15.6 s, wall
-    // 99 s -> 46 s). Files clean up what they start (servers, runtimes, databases, spies); the whole
-    // suite passed this way on both databases (docs/testing.md).
-    isolate: false,
+    // Each file gets a fresh module graph (isolate, vitest's default). Sharing modules between files
+    // (isolate: false) cut a run's import time by half (docs/testing.md), but module state then
+    // lived across files (caches, registries, the simulators' seeded state), and a fresh-clone
+    // rehearsal failed a read-through test that never failed isolated: kept off until each
+    // module-level state is shown reset between files.
+    isolate: true,
     // Longest files first (test/support/durations.json), so no long file starts last.
     sequence: { sequencer: LongestFirst },
     // The PGlite pass: every file, on an in-memory PGlite whatever the shell sets. The PostgreSQL
