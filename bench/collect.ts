@@ -135,12 +135,14 @@ const cpuMs = () => {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;
 };
-const rssMiB = async () => {
+/** RSS and the JS heap in use, after a GC (MiB). */
+const memoryAfterGc = async (): Promise<{ rssMiB: number; heapMiB: number }> => {
   const gc = (globalThis as { gc?: () => void }).gc;
   gc?.();
   await new Promise((r) => setTimeout(r, 100));
   gc?.();
-  return process.memoryUsage().rss / 2 ** 20;
+  const m = process.memoryUsage();
+  return { rssMiB: m.rss / 2 ** 20, heapMiB: m.heapUsed / 2 ** 20 };
 };
 
 function answer(handlers: Record<string, () => Promise<unknown>>) {
@@ -238,13 +240,12 @@ async function serveCollector(opts: { sims: SimsReady; databaseUrl: string; jobs
       const statuses = [...collector.statuses().values()];
       const running = statuses.reduce((n, s) => n + s.runningJobs, 0);
       const jobIntervals = statuses.reduce((n, s) => n + (s.runningJobs * WINDOW_MS) / (s.intervalSeconds * 1000), 0);
-      const rss = await rssMiB();
+      const memory = await memoryAfterGc();
       if (HEAP_DIR) (await import('node:v8')).writeHeapSnapshot(path.join(HEAP_DIR, `collector-${opts.jobs}.heapsnapshot`));
       return {
         report: {
           cpuMs: cpu,
-          rssMiB: rss,
-          heapMiB: process.memoryUsage().heapUsed / 2 ** 20,
+          ...memory,
           lags,
           sweeps,
           jobIntervals,
@@ -352,12 +353,11 @@ async function serveBare(opts: { sims: SimsReady }) {
       measuring = false;
       const running = [...lastRunning.values()].reduce((a, b) => a + b, 0);
       const jobIntervals = [...lastRunning].reduce((n, [id, jobs]) => n + (jobs * WINDOW_MS) / intervals.get(id)!, 0);
-      const rss = await rssMiB();
+      const memory = await memoryAfterGc();
       return {
         report: {
           cpuMs: cpu,
-          rssMiB: rss,
-          heapMiB: process.memoryUsage().heapUsed / 2 ** 20,
+          ...memory,
           lags,
           sweeps,
           jobIntervals,
