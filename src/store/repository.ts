@@ -12,6 +12,7 @@ import {
   chunks,
   copierOf,
   embeddedClientOf,
+  isTransactionConflict,
   isUniqueViolation,
   pointBatchOfRows,
   readRowsFor,
@@ -175,6 +176,8 @@ export type JobPageRow<C extends JobPageColumns> = C extends 'list' ? OrderedJob
 
 /** Rows per bulk point statement: statements grow with data volume only, by this divisor. */
 export const POINTS_PER_STATEMENT = 50_000;
+/** Runs of a write transaction Postgres ends as a deadlock victim before its error is the caller's. */
+const TRANSACTION_ATTEMPTS = 3;
 export const MINUTE_MS = 60_000;
 export const HOUR_MS = 3_600_000;
 
@@ -441,7 +444,18 @@ export class Repository {
    * never leaves a range marked as fetched with its points missing.
    */
   async transaction<T>(work: (repo: Repository) => Promise<T>): Promise<T> {
-    return this.db.transaction((tx) => work(new Repository(tx as unknown as Db, true, new HandleState(this.state.shapes))));
+    const run = () => this.db.transaction((tx) => work(new Repository(tx as unknown as Db, true, new HandleState(this.state.shapes))));
+    if (this.inTransaction) return run();
+    // Concurrent writers of the same jobs (a query's fill, a live feed's, the collector's) upsert
+    // shared rows; Postgres may end one as a deadlock victim. The writes are idempotent upserts:
+    // the victim runs again instead of failing its request with INTERNAL.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await run();
+      } catch (err) {
+        if (attempt >= TRANSACTION_ATTEMPTS || !isTransactionConflict(err)) throw err;
+      }
+    }
   }
 
   // ---- providers ----------------------------------------------------------------------------
@@ -1101,6 +1115,8 @@ export class Repository {
   /** Replaces the nodes and GPUs of the given jobs (three statements for any number of jobs). */
   async writeTopology(providerId: string, entries: { job: JobRow; nodes: NodeRecord[] }[], at: Date) {
     if (entries.length === 0) return;
+    // In job order: two writers of overlapping jobs lock their rows in the same order.
+    entries = [...entries].sort((a, b) => (a.job.id < b.job.id ? -1 : a.job.id > b.job.id ? 1 : 0));
     const nodeRows: { id: string; job_id: string; external_id: string; name: string; ord: number }[] = [];
     const gpuRows: { id: string; job_id: string; node_id: string; idx: number; model: string | null; mem: number | null }[] = [];
     const totals: { id: string; gpu_count: number }[] = [];
@@ -1233,7 +1249,9 @@ export class Repository {
       }
     }
     const ids = new Map<string, number>();
-    for (const part of chunks([...seriesRows.values()], SERIES_PER_STATEMENT)) {
+    // In key order: two writers of overlapping series lock their rows in the same order.
+    const ordered = [...seriesRows.values()].sort((a, b) => ((a.series_key as string) < (b.series_key as string) ? -1 : 1));
+    for (const part of chunks(ordered, SERIES_PER_STATEMENT)) {
       const rows = await rowsOf<{ id: number; series_key: string }>(
         this.db,
         sql`

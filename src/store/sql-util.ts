@@ -207,6 +207,15 @@ export function embeddedClientOf(db: Db): { query(statement: string): Promise<un
     : null;
 }
 
+/**
+ * Postgres' deadlock_detected (40P01) or serialization_failure (40001): two transactions met over
+ * the same rows and Postgres ended one of them; run again, it finds the other's rows committed.
+ */
+export function isTransactionConflict(err: unknown): boolean {
+  for (let e: any = err; e; e = e.cause) if (e.code === '40P01' || e.code === '40001') return true;
+  return false;
+}
+
 /** Postgres' unique_violation (23505), as postgres.js and PGlite report it. */
 export function isUniqueViolation(err: unknown): boolean {
   for (let e: any = err; e; e = e.cause) if (e.code === '23505') return true;
