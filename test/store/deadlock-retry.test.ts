@@ -38,10 +38,7 @@ describe.runIf(REAL_POSTGRES_URL)('a write transaction chosen as deadlock victim
         await repo.upsertProviders([provider(second, `w${i}`)]);
         return i;
       })();
-    const results = await Promise.allSettled([
-      suite.repo.transaction(writer(0, 'dl-a', 'dl-b')),
-      suite.repo.transaction(writer(1, 'dl-b', 'dl-a')),
-    ]);
+    const results = await Promise.allSettled([suite.repo.transaction(writer(0, 'dl-a', 'dl-b')), suite.repo.transaction(writer(1, 'dl-b', 'dl-a'))]);
     expect(results).toEqual([
       { status: 'fulfilled', value: 0 },
       { status: 'fulfilled', value: 1 },
@@ -49,7 +46,10 @@ describe.runIf(REAL_POSTGRES_URL)('a write transaction chosen as deadlock victim
     // One ran once, the victim twice; the victim committed last, so it named both rows.
     expect([...runs].sort()).toEqual([1, 2]);
     const victim = runs.indexOf(2);
-    const rows = (await suite.db.db.execute(sql`select id, name from providers where id in ('dl-a', 'dl-b') order by id`)) as unknown as { id: string; name: string }[];
+    const rows = (await suite.db.db.execute(sql`select id, name from providers where id in ('dl-a', 'dl-b') order by id`)) as unknown as {
+      id: string;
+      name: string;
+    }[];
     expect([...rows]).toEqual([
       { id: 'dl-a', name: `w${victim}` },
       { id: 'dl-b', name: `w${victim}` },
