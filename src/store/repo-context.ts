@@ -1,0 +1,137 @@
+// What every dataset module of the repository (repo-*.ts) works through: one database handle's
+// view (db, the operation it reads for, whether it is inside a transaction), the statements
+// prepared once per handle, and the transaction that runs again when Postgres ends it as a
+// deadlock victim. Repository (repository.ts) is the facade over these modules.
+import { and, desc, eq, sql, type SQL } from 'drizzle-orm';
+import type { RequestScope } from '../domain/request-scope.js';
+import { issueReadFor, type Db } from './db.js';
+import { JobShapes } from './job-shapes.js';
+import { isTransactionConflict, readRowsFor } from './sql-util.js';
+import * as t from './tables.js';
+
+/** Runs of a write transaction Postgres ends as a deadlock victim before its error is the caller's. */
+const TRANSACTION_ATTEMPTS = 3;
+
+/** A placeholder for a text[] parameter: one parameter whatever the number of ids (both drivers bind a JS array). */
+export const ids = (name: string) => sql`${sql.placeholder(name)}::text[]`;
+
+/**
+ * The reads every warm request makes (a job list's sync check and page, a job page's topology,
+ * series and fetch records), built once per database handle and sent as prepared statements: the
+ * SQL is not rebuilt by drizzle's query builder per request, and on PostgreSQL the statement is
+ * parsed once per connection and answered in one round trip (an unprepared statement with
+ * parameters costs postgres.js a Describe round trip first). Id lists bind as one text[], so the
+ * statement is the same for any number of ids.
+ */
+function preparedReads(db: Db) {
+  return {
+    providerSyncs: db
+      .select()
+      .from(t.providerSyncs)
+      .where(and(sql`${t.providerSyncs.providerId} = any(${ids('ids')})`, eq(t.providerSyncs.dataset, sql.placeholder('dataset'))))
+      .prepare('provider_syncs'),
+    jobsByIds: db
+      .select()
+      .from(t.jobs)
+      .where(sql`${t.jobs.id} = any(${ids('ids')})`)
+      .prepare('jobs_by_ids'),
+    projectsByIds: db
+      .select()
+      .from(t.projects)
+      .where(sql`${t.projects.id} = any(${ids('ids')})`)
+      .prepare('projects_by_ids'),
+    nodesOfJobs: db
+      .select()
+      .from(t.nodes)
+      .where(sql`${t.nodes.jobId} = any(${ids('ids')})`)
+      .orderBy(t.nodes.jobId, t.nodes.ord)
+      .prepare('nodes_of_jobs'),
+    gpusOfJobs: db
+      .select()
+      .from(t.gpus)
+      .where(sql`${t.gpus.jobId} = any(${ids('ids')})`)
+      .orderBy(t.gpus.nodeId, t.gpus.idx)
+      .prepare('gpus_of_jobs'),
+    seriesOfJobs: db
+      .select()
+      .from(t.series)
+      .where(and(sql`${t.series.jobId} = any(${ids('ids')})`, eq(t.series.kind, sql.placeholder('kind'))))
+      .orderBy(t.series.jobId, t.series.name, t.series.nodeId, t.series.gpuId, t.series.id)
+      .prepare('series_of_jobs'),
+    fetchesOf: db
+      .select()
+      .from(t.fetches)
+      .where(and(sql`${t.fetches.jobId} = any(${ids('ids')})`, sql`${t.fetches.dataset} = any(${ids('datasets')})`))
+      .orderBy(desc(t.fetches.fetchedAt))
+      .prepare('fetches_of'),
+  };
+}
+
+export type PreparedJobQuery = { execute(values: Record<string, unknown>): Promise<Record<string, unknown>[]> };
+
+export type PreparedReads = ReturnType<typeof preparedReads>;
+
+/** What every view of one database handle shares (Repository.within): statements prepared once, PGlite's statistics bookkeeping. */
+export class HandleState {
+  /** The jobs' sizes the query-cost estimate reads (job-shapes.ts); a transaction's view shares them. */
+  constructor(readonly shapes = new JobShapes()) {}
+  prepared: PreparedReads | null = null;
+  /** Job pages and counts of the plain filter shapes (preparedFilterShape), prepared once per shape. */
+  readonly jobQueries = new Map<string, PreparedJobQuery>();
+  /** Points written since the planner's statistics were last refreshed, and the table's rows then (PGlite only). */
+  pointsSinceAnalyze = 0;
+  pointsAtAnalyze = 0;
+}
+
+/** A view of one database handle, for one operation (within) or inside one transaction. */
+export class RepoContext {
+  constructor(
+    readonly db: Db,
+    readonly inTransaction = false,
+    readonly state = new HandleState(),
+    /** The operation this view reads for (within): its reads are cancelled when it is abandoned. */
+    readonly scope?: RequestScope,
+    /** Where a job list's page is read (Database.shortReads); in a transaction, the transaction. */
+    readonly shortReads: Db = db,
+  ) {}
+
+  /** The same view reading for `scope` (undefined: the shared handle, background work). */
+  within(scope: RequestScope | undefined): RepoContext {
+    if (scope === this.scope) return this;
+    return new RepoContext(this.db, this.inTransaction, this.state, scope, this.shortReads);
+  }
+
+  /** Issues a read for this view's operation; `issue` must call `.execute()` (store/db.ts, issueReadFor). */
+  read<T>(issue: () => Promise<T>): Promise<T> {
+    return issueReadFor(this.scope, issue);
+  }
+
+  /** A raw read's rows, issued for this view's operation. */
+  rows<T>(query: SQL): Promise<T[]> {
+    return readRowsFor<T>(this.scope, this.db, query);
+  }
+
+  get reads(): PreparedReads {
+    return (this.state.prepared ??= preparedReads(this.db));
+  }
+
+  /**
+   * Runs writes that belong together in one transaction: a batch's points and the record that
+   * they were fetched commit together or not at all, so a crash or a lost connection mid-write
+   * never leaves a range marked as fetched with its points missing.
+   */
+  async transaction<T>(work: (ctx: RepoContext) => Promise<T>): Promise<T> {
+    const run = () => this.db.transaction((tx) => work(new RepoContext(tx as unknown as Db, true, new HandleState(this.state.shapes))));
+    if (this.inTransaction) return run();
+    // Concurrent writers of the same jobs (a query's fill, a live feed's, the collector's) upsert
+    // shared rows; Postgres may end one as a deadlock victim. The writes are idempotent upserts:
+    // the victim runs again instead of failing its request with INTERNAL.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await run();
+      } catch (err) {
+        if (attempt >= TRANSACTION_ATTEMPTS || !isTransactionConflict(err)) throw err;
+      }
+    }
+  }
+}

@@ -1,0 +1,285 @@
+// Projects, jobs and their summaries: bulk upserts through jsonb_to_recordset (one statement per
+// table per batch, whatever the fan-out), status claims, and set-based reads keyed by id lists.
+import { and, eq, inArray, sql } from 'drizzle-orm';
+import { jobGlobalId, projectGlobalId } from '../domain/ids.js';
+import { summaryModePattern } from '../domain/metric-catalog.js';
+import type { JobLabel, JobRecord, ProjectRecord } from '../domain/types.js';
+import type { RepoContext } from './repo-context.js';
+import type { JobRow, JobSummaryRow, ProjectRow } from './repo-types.js';
+import { chunks, rowsOf, textArray } from './sql-util.js';
+import * as t from './tables.js';
+
+/** Writes a provider's projects and jobs in two statements (plus chunks for huge fleets). */
+/** Upserts projects and jobs; returns the ids of the jobs this call inserted (not those it updated). */
+export async function upsertCatalog(ctx: RepoContext, providerId: string, projects: ProjectRecord[], jobs: JobRecord[], seenAt: Date): Promise<Set<string>> {
+  const projectRows = new Map<string, { id: string; external_id: string; name: string; created_at: string | null }>();
+  for (const p of projects) {
+    projectRows.set(p.externalId, {
+      id: projectGlobalId(providerId, p.externalId),
+      external_id: p.externalId,
+      name: p.name,
+      created_at: p.createdAt?.toISOString() ?? null,
+    });
+  }
+  // Platforms whose projects are only visible through jobs (workspaces, namespaces, paths).
+  for (const j of jobs) {
+    if (!projectRows.has(j.projectExternalId)) {
+      projectRows.set(j.projectExternalId, {
+        id: projectGlobalId(providerId, j.projectExternalId),
+        external_id: j.projectExternalId,
+        name: j.projectName ?? j.projectExternalId,
+        created_at: null,
+      });
+    }
+  }
+  await upsertProjects(ctx, providerId, [...projectRows.values()], seenAt);
+  return upsertJobs(ctx, providerId, jobs, seenAt);
+}
+
+async function upsertProjects(
+  ctx: RepoContext,
+  providerId: string,
+  rows: { id: string; external_id: string; name: string; created_at: string | null }[],
+  seenAt: Date,
+) {
+  for (const part of chunks(rows, 5000)) {
+    await ctx.db.execute(sql`
+      insert into projects (id, provider_id, external_id, name, created_at, seen_at)
+      select x.id, ${providerId}, x.external_id, x.name, x.created_at, ${seenAt.toISOString()}::timestamptz
+      from jsonb_to_recordset(${JSON.stringify(part)}::jsonb) as x(id text, external_id text, name text, created_at timestamptz)
+      on conflict (id) do update set name = excluded.name, created_at = coalesce(excluded.created_at, projects.created_at),
+        seen_at = excluded.seen_at`);
+  }
+}
+
+/**
+ * Upserts jobs; returns the ids of those this call inserted. Of two concurrent writers of a new
+ * job only one inserts it (the other's row conflicts and updates), so "new" is told once.
+ */
+export async function upsertJobs(ctx: RepoContext, providerId: string, jobs: readonly JobRecord[], seenAt: Date, detailFetched = false): Promise<Set<string>> {
+  const inserted = new Set<string>();
+  const rows = jobs.map((j) => ({
+    id: jobGlobalId(providerId, j.externalId),
+    project_id: projectGlobalId(providerId, j.projectExternalId),
+    external_id: j.externalId,
+    name: j.name,
+    status: j.status,
+    raw_status: j.rawStatus,
+    created_at: j.createdAt?.toISOString() ?? null,
+    started_at: j.startedAt?.toISOString() ?? null,
+    started_at_source: j.startedAt ? (j.startedAtSource ?? 'PLATFORM') : null,
+    finished_at: j.finishedAt?.toISOString() ?? null,
+    gpu_type: j.gpuType,
+    gpu_count: j.gpuCount,
+    accelerator_kind: j.acceleratorKind ?? null,
+    failure_reason: j.failureReason ?? null,
+    console_url: j.consoleUrl ?? null,
+    restart_count: j.restartCount ?? null,
+    owner: j.owner ?? null,
+    // undefined = this answer does not carry labels (a list without them keeps the detail's)
+    labels: j.labels === undefined ? null : labelObject(j.labels ?? []),
+    config: j.config ?? null,
+    image: j.image ?? null,
+    command: j.command ?? null,
+    sort_at: (j.createdAt ?? j.startedAt ?? seenAt).toISOString(),
+  }));
+  const detailAt = detailFetched ? seenAt.toISOString() : null;
+  for (const part of chunks(rows, 2000)) {
+    const written = await rowsOf<{ id: string; inserted: boolean }>(
+      ctx.db,
+      sql`
+      insert into jobs (id, provider_id, project_id, external_id, name, status, raw_status, created_at, started_at,
+                        started_at_source, finished_at, gpu_type, gpu_count, accelerator_kind, failure_reason, console_url, restart_count,
+                        owner, labels, config, image, command, sort_at, seen_at, detail_fetched_at)
+      select x.id, ${providerId}, x.project_id, x.external_id, x.name, x.status, x.raw_status, x.created_at, x.started_at,
+             x.started_at_source, x.finished_at, x.gpu_type, x.gpu_count, x.accelerator_kind, x.failure_reason, x.console_url, x.restart_count,
+             x.owner, x.labels, x.config, x.image, x.command, x.sort_at, ${seenAt.toISOString()}::timestamptz, ${detailAt}::timestamptz
+      from jsonb_to_recordset(${JSON.stringify(part)}::jsonb) as x(
+        id text, project_id text, external_id text, name text, status text, raw_status text, created_at timestamptz,
+        started_at timestamptz, started_at_source text, finished_at timestamptz, gpu_type text, gpu_count int, accelerator_kind text,
+        failure_reason text, console_url text, restart_count int, owner text, labels jsonb, config jsonb, image text,
+        command text, sort_at timestamptz)
+      on conflict (id) do update set
+        project_id = excluded.project_id, name = excluded.name, status = excluded.status, raw_status = excluded.raw_status,
+        created_at = excluded.created_at,
+        -- a creation standing in for a start never replaces the first metric point the cache found after it
+        started_at = case when excluded.started_at_source = 'CREATION' and jobs.started_at_source = 'FIRST_METRIC'
+                          then jobs.started_at else coalesce(excluded.started_at, jobs.started_at) end,
+        started_at_source = case when excluded.started_at is null or (excluded.started_at_source = 'CREATION' and jobs.started_at_source = 'FIRST_METRIC')
+                                 then jobs.started_at_source else excluded.started_at_source end,
+        -- a list that does not know a finished job's end (Runicorn's viewer) keeps the one the detail gave
+        finished_at = case when excluded.finished_at is null and excluded.status in ('SUCCEEDED', 'FAILED', 'STOPPED')
+                           then jobs.finished_at else excluded.finished_at end,
+        gpu_type = coalesce(excluded.gpu_type, jobs.gpu_type),
+        -- a list that does not know the GPU total must not erase one learned from the topology
+        gpu_count = coalesce(excluded.gpu_count, jobs.gpu_count),
+        accelerator_kind = coalesce(excluded.accelerator_kind, jobs.accelerator_kind),
+        -- the reason belongs to the current status: a job that runs again has none
+        failure_reason = excluded.failure_reason,
+        console_url = coalesce(excluded.console_url, jobs.console_url),
+        -- a list that does not carry restarts must not erase what the detail said
+        restart_count = coalesce(excluded.restart_count, jobs.restart_count),
+        -- a list that carries less than the detail (no labels, no config) keeps what the detail said
+        owner = coalesce(excluded.owner, jobs.owner), labels = coalesce(excluded.labels, jobs.labels),
+        config = coalesce(excluded.config, jobs.config), image = coalesce(excluded.image, jobs.image),
+        command = coalesce(excluded.command, jobs.command),
+        sort_at = excluded.sort_at, seen_at = excluded.seen_at,
+        detail_fetched_at = coalesce(excluded.detail_fetched_at, jobs.detail_fetched_at)
+      returning id, (xmax = 0) as inserted`,
+    );
+    for (const w of written) if (w.inserted === true || (w.inserted as unknown) === 't') inserted.add(w.id);
+  }
+  await writeReportedSummaries(ctx, providerId, jobs);
+  return inserted;
+}
+
+/** The best values a platform reports beside its jobs (Runicorn's best metric): one statement. */
+async function writeReportedSummaries(ctx: RepoContext, providerId: string, jobs: readonly JobRecord[]) {
+  const rows = jobs.flatMap((j) =>
+    (j.reportedSummary ?? []).map((r) => ({
+      job_id: jobGlobalId(providerId, j.externalId),
+      name: r.name,
+      best_value: r.bestValue,
+      best_step: r.bestStep,
+      mode: r.mode,
+    })),
+  );
+  if (rows.length === 0) return;
+  await ctx.db.execute(sql`
+    insert into job_summaries (job_id, name, best_value, best_step, mode, best_source)
+    select x.job_id, x.name, x.best_value, x.best_step, x.mode, 'platform'
+    from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as x(job_id text, name text, best_value float8, best_step bigint, mode text)
+    on conflict (job_id, name) do update set best_value = excluded.best_value, best_step = excluded.best_step,
+      mode = coalesce(excluded.mode, job_summaries.mode), best_source = 'platform'`);
+}
+
+/**
+ * Rebuilds the summaries of the given jobs' training metrics from their stored points, in one
+ * statement, per metric name across its stages (as W&B keys a summary): latest = the point with
+ * the highest step (then time), with its stage; best = the highest or lowest
+ * value by the metric's mode (the platform's where it named one, else the name's convention, else
+ * none: a best is never guessed). A best the platform reported is kept over a computed one.
+ */
+export async function refreshSummaries(ctx: RepoContext, jobIds: readonly string[]) {
+  if (jobIds.length === 0) return;
+  await ctx.db.execute(sql`
+    with pts as (
+      select s.job_id, s.name, s.stage, p.step, p.ts, p.value
+      from series s join points p on p.series_id = s.id
+      where s.job_id = any(${textArray(jobIds)}) and s.kind = 'training' and p.value is not null
+        and p.value <> 'NaN'::float8 and p.value not in ('Infinity'::float8, '-Infinity'::float8)
+    ),
+    latest as (
+      select distinct on (job_id, name) job_id, name, stage, value, step, ts
+      from pts order by job_id, name, step desc nulls last, ts desc nulls last
+    ),
+    modes as (
+      select l.job_id, l.name,
+        coalesce(js.mode, case when l.name ~* ${summaryModePattern('MIN')} then 'MIN'
+          when l.name ~* ${summaryModePattern('MAX')} then 'MAX' end) as mode, js.best_source
+      from latest l left join job_summaries js on js.job_id = l.job_id and js.name = l.name
+    ),
+    best as (
+      select distinct on (p.job_id, p.name) p.job_id, p.name, p.value, p.step
+      from pts p join modes m using (job_id, name)
+      where m.mode is not null
+      order by p.job_id, p.name,
+        case when m.mode = 'MAX' then -p.value else p.value end, p.step nulls last
+    )
+    insert into job_summaries (job_id, name, stage, latest_value, latest_step, latest_at, best_value, best_step, mode, best_source)
+    select l.job_id, l.name, l.stage, l.value, l.step, l.ts, b.value, b.step, m.mode, case when b.value is null then null else 'series' end
+    from latest l join modes m using (job_id, name) left join best b using (job_id, name)
+    on conflict (job_id, name) do update set stage = excluded.stage, latest_value = excluded.latest_value,
+      latest_step = excluded.latest_step, latest_at = excluded.latest_at, mode = coalesce(job_summaries.mode, excluded.mode),
+      best_value = case when job_summaries.best_source = 'platform' then job_summaries.best_value else excluded.best_value end,
+      best_step = case when job_summaries.best_source = 'platform' then job_summaries.best_step else excluded.best_step end,
+      best_source = case when job_summaries.best_source = 'platform' then 'platform' else excluded.best_source end`);
+}
+
+export async function summariesOfJobs(ctx: RepoContext, jobIds: readonly string[]): Promise<JobSummaryRow[]> {
+  if (jobIds.length === 0) return [];
+  return ctx.read(() =>
+    ctx.db
+      .select()
+      .from(t.jobSummaries)
+      .where(inArray(t.jobSummaries.jobId, [...jobIds]))
+      .orderBy(t.jobSummaries.jobId, t.jobSummaries.name)
+      .execute(),
+  );
+}
+
+/**
+ * Sets the status of known jobs and returns those whose status changed, with the previous one.
+ * The UPDATE's WHERE is re-checked on the latest row version, so of two concurrent writers of the
+ * same change (two pollers, two replicas) only one gets the row back.
+ */
+export async function claimStatusChanges(ctx: RepoContext, claims: readonly { id: string; status: string }[]): Promise<Map<string, string>> {
+  const changed = new Map<string, string>();
+  if (claims.length === 0) return changed;
+  const rows = await rowsOf<{ id: string; previous: string }>(
+    ctx.db,
+    sql`update jobs set status = x.status
+        from jsonb_to_recordset(${JSON.stringify(claims)}::jsonb) as x(id text, status text), jobs as old
+        where jobs.id = x.id and old.id = x.id and jobs.status is distinct from x.status
+        returning jobs.id, old.status as previous`,
+  );
+  for (const r of rows) changed.set(r.id, r.previous);
+  return changed;
+}
+
+/** A provider's jobs the cache holds as not finished (the ones a vanished upstream job would leave behind). */
+export async function unfinishedJobsOf(ctx: RepoContext, providerId: string): Promise<JobRow[]> {
+  return ctx.db
+    .select()
+    .from(t.jobs)
+    .where(and(eq(t.jobs.providerId, providerId), inArray(t.jobs.status, ['PENDING', 'RUNNING'])));
+}
+
+/**
+ * Jobs the platform no longer has: UNKNOWN, with the reason and the last status seen in
+ * raw_status. Claimed like a status change: returns the ids this writer changed, with their
+ * previous status.
+ */
+export async function markGone(ctx: RepoContext, jobs: readonly { id: string; status: string }[], at: Date): Promise<Map<string, string>> {
+  const changed = new Map<string, string>();
+  if (jobs.length === 0) return changed;
+  const claims = jobs.map((j) => ({ id: j.id, previous: j.status, raw: `gone: the platform no longer lists it nor finds it by id (last seen ${j.status})` }));
+  const rows = await rowsOf<{ id: string; previous: string }>(
+    ctx.db,
+    sql`update jobs set status = 'UNKNOWN', raw_status = x.raw, detail_fetched_at = ${at.toISOString()}::timestamptz
+        from jsonb_to_recordset(${JSON.stringify(claims)}::jsonb) as x(id text, previous text, raw text), jobs as old
+        where jobs.id = x.id and old.id = x.id and jobs.status = x.previous
+          -- a job already marked gone is not gone again (nor announced twice)
+          and coalesce(old.raw_status, '') not like 'gone:%'
+        returning jobs.id, old.status as previous`,
+  );
+  for (const r of rows) changed.set(r.id, r.previous);
+  return changed;
+}
+
+export async function jobsByIds(ctx: RepoContext, ids: readonly string[]): Promise<JobRow[]> {
+  if (ids.length === 0) return [];
+  return ctx.read(() => ctx.reads.jobsByIds.execute({ ids: [...ids] }));
+}
+
+export async function projectsByIds(ctx: RepoContext, ids: readonly string[]): Promise<ProjectRow[]> {
+  if (ids.length === 0) return [];
+  return ctx.read(() => ctx.reads.projectsByIds.execute({ ids: [...ids] }));
+}
+
+export async function projectsOf(ctx: RepoContext, providerIds: readonly string[]): Promise<ProjectRow[]> {
+  if (providerIds.length === 0) return [];
+  return ctx.read(() =>
+    ctx.db
+      .select()
+      .from(t.projects)
+      .where(inArray(t.projects.providerId, [...providerIds]))
+      .orderBy(t.projects.providerId, t.projects.name, t.projects.id)
+      .execute(),
+  );
+}
+
+/** Labels as the jobs table keeps them: one JSON object, key -> value (null for a bare tag). */
+export function labelObject(labels: readonly JobLabel[]): Record<string, string | null> {
+  return Object.fromEntries(labels.map((l) => [l.key, l.value]));
+}

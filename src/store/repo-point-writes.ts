@@ -1,0 +1,278 @@
+// Series and points writes: series upserts, the points' COPY and merge, the rollups kept on
+// write, raw-point retention and PGlite's statistics upkeep.
+import { sql } from 'drizzle-orm';
+import type { JobRow, PointWriteRow, SeriesIdentity } from './repo-types.js';
+import type { SeriesData } from '../domain/types.js';
+import type { Db } from './db.js';
+import { pointBatch, seriesIdentity } from './point-batch.js';
+import type { RepoContext } from './repo-context.js';
+import { chunks, copierOf, embeddedClientOf, isUniqueViolation, pointBatchOfRows, rowsOf, type PointBatch } from './sql-util.js';
+
+/** Rows per bulk point statement: statements grow with data volume only, by this divisor. */
+export const POINTS_PER_STATEMENT = 50_000;
+export const MINUTE_MS = 60_000;
+export const HOUR_MS = 3_600_000;
+
+/** The start of the bucket of `width` ms holding `key` (epoch ms), on UTC boundaries, before 1970 too. */
+export function bucketOf(key: number, width: number): number {
+  return key - (((key % width) + width) % width);
+}
+
+/** A rollup row's columns from the points `p` of its bucket (key, value): migrations/0007 backfills with the same. */
+const ROLLUP_AGGREGATES = sql.raw(`count(p.value)::int, min(p.value), max(p.value), sum(p.value order by p.key),
+  (array_agg(p.value order by p.key desc) filter (where p.value is not null))[1]`);
+
+/** The fewest points written since the last ANALYZE that make PGlite refresh its statistics (maintainStatistics). */
+export const ANALYZE_AFTER_POINTS = 10_000;
+
+/**
+ * Series per statement, reading or writing: the series rows one upsert writes (writeSeriesRows),
+ * and the series windows one points or summary read takes (store/loaders.ts batches them). Either
+ * travels as one JSON parameter, so no parameter limit applies; the bound only caps one
+ * statement's input (20,000 series rows: about 7 MB of JSON). DataLoader's batch of 1,000 keys
+ * made a dashboard of 500 jobs x 4 GPUs (2,000 series) a statement more per loader than one of 50
+ * jobs; upserts of 5,000 rows made a cold request for 500 jobs of 2 nodes x 2 GPUs (14,000 series)
+ * two statements more than one for 50 jobs.
+ */
+export const SERIES_PER_STATEMENT = 20_000;
+
+/**
+ * Upserts series and their points: one statement for the series, one merge for the points.
+ * Points are idempotent (keyed by series and time/step), so replaying a fetch changes nothing.
+ */
+export async function writeSeries(ctx: RepoContext, providerId: string, entries: { job: JobRow; series: SeriesData[] }[]) {
+  const ids = await writeSeriesRows(ctx, providerId, entries);
+  await writePoints(ctx, pointBatch(providerId, entries, ids).batch);
+}
+
+/**
+ * Upserts the series themselves (not their points), SERIES_PER_STATEMENT per statement; returns
+ * their ids by series key. An entry's `identities`, where given, are its series' seriesIdentity in
+ * their order (worked out already as the fetch arrived).
+ */
+export async function writeSeriesRows(
+  ctx: RepoContext,
+  providerId: string,
+  entries: { job: JobRow; series: SeriesData[]; identities?: readonly SeriesIdentity[] }[],
+): Promise<Map<string, number>> {
+  const seriesRows = new Map<string, Record<string, unknown>>();
+  for (const { job, series, identities } of entries) {
+    const system = series.filter((s) => s.kind === 'system').length;
+    if (system > 0) ctx.state.shapes.learnSeries(job.id, 'systemSeries', system);
+    if (system < series.length) ctx.state.shapes.learnSeries(job.id, 'trainingSeries', series.length - system);
+    for (let i = 0; i < series.length; i++) {
+      const s = series[i]!;
+      const { key, nodeId, gpuId } = identities?.[i] ?? seriesIdentity(providerId, job, s);
+      seriesRows.set(key, {
+        series_key: key,
+        job_id: job.id,
+        node_id: nodeId,
+        gpu_id: gpuId,
+        kind: s.kind,
+        name: s.name,
+        raw_name: s.rawName,
+        unit: s.unit,
+        scope: s.scope,
+        source: s.source,
+        stage: s.stage,
+        keyed_by: s.keyedBy,
+        meta: s.meta,
+      });
+    }
+  }
+  const ids = new Map<string, number>();
+  // In key order: two writers of overlapping series lock their rows in the same order.
+  const ordered = [...seriesRows.values()].sort((a, b) => ((a.series_key as string) < (b.series_key as string) ? -1 : 1));
+  for (const part of chunks(ordered, SERIES_PER_STATEMENT)) {
+    const rows = await rowsOf<{ id: number; series_key: string }>(
+      ctx.db,
+      sql`
+      insert into series (series_key, job_id, node_id, gpu_id, kind, name, raw_name, unit, scope, source, stage, keyed_by, meta)
+      select * from jsonb_to_recordset(${JSON.stringify(part)}::jsonb) as x(series_key text, job_id text, node_id text,
+        gpu_id text, kind text, name text, raw_name text, unit text, scope text, source text, stage text, keyed_by text, meta jsonb)
+      on conflict (series_key) do update set raw_name = excluded.raw_name, unit = excluded.unit, scope = excluded.scope,
+        meta = excluded.meta
+      returning id::float8 as id, series_key`,
+    );
+    for (const r of rows) ids.set(r.series_key, Number(r.id));
+  }
+  return ids;
+}
+
+/**
+ * Where a job's platform gives no start (its creation stands in), the first metric point the
+ * cache holds is a closer one: startedAt becomes the earliest stored point of the job at or after
+ * its creation (FIRST_METRIC), and moves earlier when an earlier point is stored. One statement.
+ */
+export async function startFromFirstPoints(ctx: RepoContext, jobIds: readonly string[]): Promise<void> {
+  if (jobIds.length === 0) return;
+  await ctx.db.execute(sql`
+    update jobs set started_at = f.first_at, started_at_source = 'FIRST_METRIC'
+    from (select s.job_id, min(fp.ts) as first_at
+          from series s
+          cross join lateral (select p.ts from points p where p.series_id = s.id and p.ts is not null order by p.key limit 1) fp
+          where s.job_id = any(array(select jsonb_array_elements_text(${JSON.stringify(jobIds)}::jsonb)))
+          group by s.job_id) f
+    where jobs.id = f.job_id
+      and (jobs.started_at_source = 'CREATION' or (jobs.started_at_source = 'FIRST_METRIC' and f.first_at < jobs.started_at))
+      and (jobs.created_at is null or f.first_at >= jobs.created_at)`);
+}
+
+/**
+ * Bulk point upsert: COPY into a per-connection staging table, then one merge into `points`
+ * (bench: the jsonb decode + upsert ran at 0.40x of COPY). Points the caller expects to be new
+ * (a series never fetched before) are copied straight into `points` under a savepoint, and fall
+ * back to the merge when one already exists (another replica got there first). Runs in the
+ * caller's transaction, or in its own. Drivers without COPY use the jsonb upsert.
+ */
+export async function writePoints(ctx: RepoContext, points: PointBatch | readonly PointWriteRow[], opts: { expectNew?: boolean } = {}): Promise<void> {
+  const rows = Array.isArray(points) ? pointBatchOfRows(points as readonly PointWriteRow[]) : (points as PointBatch);
+  await writePointBatches(ctx, [rows], opts);
+}
+
+/** writePoints of several batches (of distinct series) in one COPY: a fetch's batch is built as it arrives. */
+export async function writePointBatches(ctx: RepoContext, batches: readonly PointBatch[], opts: { expectNew?: boolean } = {}): Promise<void> {
+  const withPoints = batches.filter((b) => b.length > 0);
+  if (withPoints.length === 0) return;
+  const copier = copierOf(ctx.db);
+  if (!copier) {
+    for (const part of chunks(withPoints.flatMap(rowsOfBatch), POINTS_PER_STATEMENT)) await upsertPointsJson(ctx, part);
+    await rollUp(ctx, withPoints);
+    return;
+  }
+  if (!ctx.inTransaction) return ctx.transaction((tx) => writePointBatches(tx, withPoints, opts));
+  if (opts.expectNew) {
+    try {
+      await ctx.db.transaction((tx) => copierOf(tx as unknown as Db)!('points', withPoints));
+      await rollUp(ctx, withPoints);
+      return;
+    } catch (err) {
+      if (!isUniqueViolation(err)) throw err;
+    }
+  }
+  await ctx.db.execute(sql`create temp table if not exists points_stage
+    (series_id bigint, key bigint, ts timestamptz, step int, value float8) on commit delete rows`);
+  await copier('points_stage', withPoints);
+  await ctx.db.execute(sql`insert into points (series_id, key, ts, step, value)
+    select series_id, key, ts, step, value from points_stage
+    on conflict (series_id, key) do update set ts = excluded.ts, step = excluded.step, value = excluded.value`);
+  await ctx.db.execute(sql`truncate points_stage`);
+  await rollUp(ctx, withPoints);
+}
+
+/**
+ * Keeps the 1-minute and 1-hour rollups of the hours a write touched, in the write's transaction
+ * and one statement whatever the batch: each touched hour of a time-keyed series is read back
+ * from `points` once (one index range) and both rollups' rows of it are recomputed and upserted.
+ * Recomputing instead of adding the batch's sums makes a re-write of the same points change
+ * nothing, a changed value replace its old one, and each sum the raw points' own, in key order
+ * (sum / n is their avg to the last digit). Its price is reading back the rest of each touched
+ * hour: a collector's write of the last minute re-reads up to an hour of that series
+ * (docs/history.md has the measured cost). Step-keyed series (training metrics) have no time
+ * buckets: the join on `series` leaves them out.
+ */
+async function rollUp(ctx: RepoContext, batches: readonly PointBatch[]): Promise<void> {
+  const touched: number[][] = [];
+  for (const b of batches) {
+    for (const run of b.runs) {
+      let last = Number.NaN;
+      for (let i = run.start; i < run.end; i++) {
+        const hour = bucketOf(b.key[i]!, HOUR_MS);
+        if (hour !== last) touched.push([run.seriesId, (last = hour)]);
+      }
+    }
+  }
+  await ctx.db.execute(sql`
+    with h as materialized (
+      select distinct (r->>0)::bigint as series_id, (r->>1)::bigint as hour
+      from jsonb_array_elements(${JSON.stringify(touched)}::jsonb) as r
+    ), p as materialized (
+      select h.series_id, h.hour, x.key - ((x.key % 60000) + 60000) % 60000 as minute, x.key, x.value
+      from h join series s on s.id = h.series_id and s.keyed_by = 'time'
+      cross join lateral (select pt.key, pt.value from points pt
+        where pt.series_id = h.series_id and pt.key >= h.hour and pt.key < h.hour + 3600000 order by pt.key) x
+    ), m as (
+      insert into points_1m (series_id, bucket, n, min, max, sum, last)
+      select series_id, minute, ${ROLLUP_AGGREGATES} from p group by series_id, minute
+      on conflict (series_id, bucket) do update set n = excluded.n, min = excluded.min, max = excluded.max, sum = excluded.sum, last = excluded.last
+    )
+    insert into points_1h (series_id, bucket, n, min, max, sum, last)
+    select series_id, hour, ${ROLLUP_AGGREGATES} from p group by series_id, hour
+    on conflict (series_id, bucket) do update set n = excluded.n, min = excluded.min, max = excluded.max, sum = excluded.sum, last = excluded.last`);
+}
+
+/**
+ * Retention of raw points, one batch: the points before `before` (epoch ms) of the next `batch`
+ * time-keyed series of a provider that have any (ids above `after`, in id order) are deleted, and those series
+ * that lost any remember the cut (`raw_before`, never moved back). One statement, its own
+ * transaction: each batch is a few index ranges of the primary key (series, key < before), so
+ * no statement scans the table or holds its row locks for long, and vacuum can reclaim a batch's
+ * rows while the next runs. The rollups are kept (they were kept on write). Returns the last
+ * series id of the batch (null: no series left) and the points deleted.
+ */
+export async function dropRawPointsBatch(
+  ctx: RepoContext,
+  providerId: string,
+  before: number,
+  after: number,
+  batch: number,
+): Promise<{ last: number | null; deleted: number }> {
+  const [row] = await rowsOf<{ last: number | string | null; deleted: number | string }>(
+    ctx.db,
+    sql`
+    with s as materialized (
+      -- Series with raw points before the cut: one index probe each for the rest (a finished
+      -- job's series, dropped long ago, costs that and no statement of its own).
+      select s.id from series s join jobs j on j.id = s.job_id
+      where j.provider_id = ${providerId} and s.keyed_by = 'time' and s.id > ${after}
+        and exists (select 1 from points x where x.series_id = s.id and x.key < ${before})
+      order by s.id limit ${batch}
+    ), d as (
+      delete from points p using s where p.series_id = s.id and p.key < ${before} returning p.series_id
+    ), u as (
+      update series set raw_before = greatest(coalesce(raw_before, ${before}), ${before})
+      where id in (select distinct series_id from d) returning 1
+    )
+    select (select max(id) from s)::float8 as last, (select count(*) from d)::float8 as deleted, (select count(*) from u) as marked`,
+  );
+  return { last: row?.last == null ? null : Number(row.last), deleted: Number(row?.deleted ?? 0) };
+}
+
+/**
+ * Autoanalyze's part where nothing else plays it. PGlite has no autovacuum, so its planner never
+ * learns how many points and series there are and plans the warm reads for empty tables (the
+ * fleet statement re-ran a per-series aggregate 640 times). Called after a points write
+ * commits: once the points written since the last ANALYZE pass autovacuum's own rule (50 rows
+ * plus 10% of the table), with a floor of ANALYZE_AFTER_POINTS so that small writes never pay
+ * for it, `analyze points, series` runs. It is maintenance, as autovacuum is on PostgreSQL (where
+ * this does nothing): sent on PGlite's own client, outside drizzle, so it is not one of the
+ * statements a request's work is counted in (test/store/batching.test.ts).
+ */
+export async function maintainStatistics(ctx: RepoContext, pointsWritten: number): Promise<boolean> {
+  const client = embeddedClientOf(ctx.db);
+  if (!client || ctx.inTransaction) return false;
+  ctx.state.pointsSinceAnalyze += pointsWritten;
+  const due = Math.max(ANALYZE_AFTER_POINTS, 50 + 0.1 * ctx.state.pointsAtAnalyze);
+  if (ctx.state.pointsSinceAnalyze < due) return false;
+  ctx.state.pointsSinceAnalyze = 0;
+  await client.query('analyze points, series');
+  const counted = (await client.query(`select reltuples::float8 as n from pg_class where relname = 'points'`)) as { rows: { n: number }[] };
+  ctx.state.pointsAtAnalyze = Math.max(0, counted.rows[0]?.n ?? 0);
+  return true;
+}
+
+async function upsertPointsJson(ctx: RepoContext, part: readonly PointWriteRow[]) {
+  await ctx.db.execute(sql`
+    insert into points (series_id, key, ts, step, value)
+    select (r->>0)::bigint, (r->>1)::bigint, to_timestamp((r->>2)::float8 / 1000), (r->>3)::int, (r->>4)::float8
+    from jsonb_array_elements(${JSON.stringify(part)}::jsonb) as r
+    on conflict (series_id, key) do update set ts = excluded.ts, step = excluded.step, value = excluded.value`);
+}
+
+/** A batch's rows one by one (the jsonb upsert of drivers without COPY). */
+function rowsOfBatch(b: PointBatch): PointWriteRow[] {
+  const out: PointWriteRow[] = [];
+  const num = (x: number) => (Number.isNaN(x) ? null : x);
+  for (const run of b.runs) for (let i = run.start; i < run.end; i++) out.push([run.seriesId, b.key[i]!, num(b.ts[i]!), num(b.step[i]!), num(b.value[i]!)]);
+  return out;
+}

@@ -1,0 +1,99 @@
+// The nodes and GPUs of jobs: replaced per job in three statements, read by job or by id.
+import { inArray, sql } from 'drizzle-orm';
+import { gpuGlobalId, nodeGlobalId } from '../domain/ids.js';
+import type { NodeRecord } from '../domain/types.js';
+import type { RepoContext } from './repo-context.js';
+import type { GpuRow, JobRow, NodeRow } from './repo-types.js';
+import { chunks, textArray } from './sql-util.js';
+import * as t from './tables.js';
+
+/** Replaces the nodes and GPUs of the given jobs (three statements for any number of jobs). */
+export async function writeTopology(ctx: RepoContext, providerId: string, entries: { job: JobRow; nodes: NodeRecord[] }[], at: Date) {
+  if (entries.length === 0) return;
+  // In job order: two writers of overlapping jobs lock their rows in the same order.
+  entries = [...entries].sort((a, b) => (a.job.id < b.job.id ? -1 : a.job.id > b.job.id ? 1 : 0));
+  const nodeRows: { id: string; job_id: string; external_id: string; name: string; ord: number }[] = [];
+  const gpuRows: { id: string; job_id: string; node_id: string; idx: number; model: string | null; mem: number | null }[] = [];
+  const totals: { id: string; gpu_count: number }[] = [];
+  for (const { job, nodes } of entries) {
+    let total = 0;
+    nodes.forEach((n, ord) => {
+      const nodeId = nodeGlobalId(providerId, job.externalId, n.externalId);
+      nodeRows.push({ id: nodeId, job_id: job.id, external_id: n.externalId, name: n.name, ord });
+      for (const g of n.gpus) {
+        total++;
+        gpuRows.push({
+          id: gpuGlobalId(providerId, job.externalId, n.externalId, g.index),
+          job_id: job.id,
+          node_id: nodeId,
+          idx: g.index,
+          model: g.model,
+          mem: g.memoryTotalBytes,
+        });
+      }
+    });
+    totals.push({ id: job.id, gpu_count: total });
+    ctx.state.shapes.learnTopology(
+      job.id,
+      nodes.length,
+      total,
+      nodes.reduce((m, n) => Math.max(m, n.gpus.length), 0),
+    );
+  }
+  const jobIds = entries.map((e) => e.job.id);
+  // Nodes that vanished upstream (a rescheduled pod) are dropped; their series stay, keyed by job.
+  await ctx.db.execute(sql`delete from nodes where job_id = any(${textArray(jobIds)})
+    and not (id = any(${textArray(nodeRows.map((n) => n.id))}))`);
+  await ctx.db.execute(sql`delete from gpus where job_id = any(${textArray(jobIds)})
+    and not (id = any(${textArray(gpuRows.map((g) => g.id))}))`);
+  if (nodeRows.length) {
+    await ctx.db.execute(sql`
+      insert into nodes (id, job_id, external_id, name, ord)
+      select * from jsonb_to_recordset(${JSON.stringify(nodeRows)}::jsonb) as x(id text, job_id text, external_id text, name text, ord int)
+      on conflict (id) do update set name = excluded.name, ord = excluded.ord`);
+  }
+  for (const part of chunks(gpuRows, 10_000)) {
+    await ctx.db.execute(sql`
+      insert into gpus (id, job_id, node_id, idx, model, memory_total_bytes)
+      select * from jsonb_to_recordset(${JSON.stringify(part)}::jsonb)
+        as x(id text, job_id text, node_id text, idx int, model text, mem float8)
+      on conflict (id) do update set model = excluded.model, memory_total_bytes = excluded.memory_total_bytes`);
+  }
+  await ctx.db.execute(sql`
+    update jobs set topology_fetched_at = ${at.toISOString()}::timestamptz,
+      gpu_count = case when x.gpu_count > 0 then x.gpu_count else jobs.gpu_count end
+    from jsonb_to_recordset(${JSON.stringify(totals)}::jsonb) as x(id text, gpu_count int)
+    where jobs.id = x.id`);
+}
+
+export async function nodesOfJobs(ctx: RepoContext, jobIds: readonly string[]): Promise<NodeRow[]> {
+  if (jobIds.length === 0) return [];
+  return ctx.read(() => ctx.reads.nodesOfJobs.execute({ ids: [...jobIds] }));
+}
+
+export async function nodesByIds(ctx: RepoContext, ids: readonly string[]): Promise<NodeRow[]> {
+  if (ids.length === 0) return [];
+  return ctx.read(() =>
+    ctx.db
+      .select()
+      .from(t.nodes)
+      .where(inArray(t.nodes.id, [...ids]))
+      .execute(),
+  );
+}
+
+export async function gpusOfJobs(ctx: RepoContext, jobIds: readonly string[]): Promise<GpuRow[]> {
+  if (jobIds.length === 0) return [];
+  return ctx.read(() => ctx.reads.gpusOfJobs.execute({ ids: [...jobIds] }));
+}
+
+export async function gpusByIds(ctx: RepoContext, ids: readonly string[]): Promise<GpuRow[]> {
+  if (ids.length === 0) return [];
+  return ctx.read(() =>
+    ctx.db
+      .select()
+      .from(t.gpus)
+      .where(inArray(t.gpus.id, [...ids]))
+      .execute(),
+  );
+}
