@@ -2,7 +2,8 @@
 // view (db, the operation it reads for, whether it is inside a transaction), the statements
 // prepared once per handle, and the transaction that runs again when Postgres ends it as a
 // deadlock victim. Repository (repository.ts) is the facade over these modules.
-import { and, desc, eq, sql, type SQL } from 'drizzle-orm';
+import { and, desc, eq, inArray, sql, type SQL } from 'drizzle-orm';
+import type { PgColumn, PgTable } from 'drizzle-orm/pg-core';
 import type { RequestScope } from '../domain/request-scope.js';
 import { issueReadFor, type Db } from './db.js';
 import { JobShapes } from './job-shapes.js';
@@ -109,6 +110,18 @@ export class RepoContext {
   /** A raw read's rows, issued for this view's operation. */
   rows<T>(query: SQL): Promise<T[]> {
     return readRowsFor<T>(this.scope, this.db, query);
+  }
+
+  /** The rows of `table` whose `column` is one of `values` (none for no values), read for this view's operation. */
+  async whereIn<T extends PgTable>(table: T, column: PgColumn, values: readonly string[]): Promise<T['$inferSelect'][]> {
+    if (values.length === 0) return [];
+    return this.read(() =>
+      this.db
+        .select()
+        .from(table as PgTable)
+        .where(inArray(column, [...values]))
+        .execute(),
+    ) as Promise<T['$inferSelect'][]>;
   }
 
   get reads(): PreparedReads {

@@ -163,15 +163,8 @@ export async function releaseLease(ctx: RepoContext, name: string, holder: strin
   await ctx.db.execute(sql`delete from collect_leases where name = ${name} and holder = ${holder}`);
 }
 
-export async function progressOf(ctx: RepoContext, jobIds: readonly string[]): Promise<ProgressRow[]> {
-  if (jobIds.length === 0) return [];
-  return ctx.read(() =>
-    ctx.db
-      .select()
-      .from(t.progress)
-      .where(inArray(t.progress.jobId, [...jobIds]))
-      .execute(),
-  );
+export function progressOf(ctx: RepoContext, jobIds: readonly string[]): Promise<ProgressRow[]> {
+  return ctx.whereIn(t.progress, t.progress.jobId, jobIds);
 }
 
 export async function writeProgress(ctx: RepoContext, rows: ProgressRow[]) {

@@ -17,7 +17,15 @@ import {
   type JobOrder,
 } from './job-filter.js';
 import { ids, type PreparedJobQuery, type RepoContext } from './repo-context.js';
-import { JOB_LIST_FIELDS, type JobPageColumns, type JobPageRow, type OrderedJobListRow, type OrderedJobRow, type ProviderSyncRow } from './repo-types.js';
+import {
+  JOB_LIST_FIELDS,
+  type JobPageColumns,
+  type JobPageQuery,
+  type JobPageRow,
+  type OrderedJobListRow,
+  type OrderedJobRow,
+  type ProviderSyncRow,
+} from './repo-types.js';
 import { toDate } from './sql-util.js';
 import * as t from './tables.js';
 
@@ -132,25 +140,31 @@ export async function recordProviderSync(ctx: RepoContext, row: ProviderSyncRow)
     });
 }
 
-/**
- * Up to `limit + 1` jobs in `order` (ties by id) strictly after `cursor`, or, going backward,
- * the `limit + 1` strictly before it (nearest first), each with its order key (for its cursor).
- * Keyset-paged in one statement, so deep pages cost the same as the first, for any number of jobs.
- */
+/** A job page as read: its query with the defaults applied, its direction as the SQL order's. */
+interface PageRead<C extends JobPageColumns> {
+  filter: JobFilter;
+  limit: number;
+  cursor: JobCursor | null;
+  ascending: boolean;
+  order: JobOrder;
+  columns: C;
+}
+
+function pageRead<C extends JobPageColumns>(q: JobPageQuery<C>): PageRead<C> {
+  const order = q.order ?? DEFAULT_JOB_ORDER;
+  const ascending = (order.direction === 'ASC') !== ((q.direction ?? 'forward') === 'backward');
+  return { filter: q.filter, limit: q.limit, cursor: q.cursor, ascending, order, columns: q.columns ?? ('all' as C) };
+}
+
 /**
  * jobsPage of a plain filter (preparedFilterShape) in a statement prepared once per shape; with
  * `syncsOf`, these providers' job-list records come beside the page (read in the same
  * statement, so the page and the records are one snapshot). null for any other filter or order.
  */
-export async function preparedPage<C extends JobPageColumns>(
+async function preparedPage<C extends JobPageColumns>(
   ctx: RepoContext,
   syncsOf: readonly string[] | null,
-  filter: JobFilter,
-  limit: number,
-  cursor: JobCursor | null,
-  ascending: boolean,
-  order: JobOrder,
-  columns: C,
+  { filter, limit, cursor, ascending, order, columns }: PageRead<C>,
 ): Promise<{ rows: JobPageRow<C>[]; syncs: ProviderSyncRow[] | null } | null> {
   const shape = preparedFilterShape(filter);
   if (shape === null || !orderKeyIsConstant(order)) return null;
@@ -220,30 +234,17 @@ export async function preparedPage<C extends JobPageColumns>(
 export async function jobsPageWithListSyncs<C extends JobPageColumns = 'all'>(
   ctx: RepoContext,
   providerIds: readonly string[],
-  filter: JobFilter,
-  limit: number,
-  cursor: JobCursor | null,
-  direction: 'forward' | 'backward' = 'forward',
-  order: JobOrder = DEFAULT_JOB_ORDER,
-  columns: C = 'all' as C,
+  q: JobPageQuery<C>,
 ): Promise<{ rows: JobPageRow<C>[]; syncs: ProviderSyncRow[] | null } | null> {
-  const ascending = (order.direction === 'ASC') !== (direction === 'backward');
-  return preparedPage(ctx, providerIds, filter, limit, cursor, ascending, order, columns);
+  return preparedPage(ctx, providerIds, pageRead(q));
 }
 
 /** `columns: 'list'` reads JOB_LIST_FIELDS where a prepared statement can (whole rows otherwise). */
-export async function jobsPage<C extends JobPageColumns = 'all'>(
-  ctx: RepoContext,
-  filter: JobFilter,
-  limit: number,
-  cursor: JobCursor | null,
-  direction: 'forward' | 'backward' = 'forward',
-  order: JobOrder = DEFAULT_JOB_ORDER,
-  columns: C = 'all' as C,
-): Promise<JobPageRow<C>[]> {
-  const ascending = (order.direction === 'ASC') !== (direction === 'backward');
-  const prepared = await preparedPage(ctx, null, filter, limit, cursor, ascending, order, columns);
+export async function jobsPage<C extends JobPageColumns = 'all'>(ctx: RepoContext, q: JobPageQuery<C>): Promise<JobPageRow<C>[]> {
+  const read = pageRead(q);
+  const prepared = await preparedPage(ctx, null, read);
   if (prepared) return prepared.rows;
+  const { filter, limit, cursor, ascending, order } = read;
   const cond = jobFilterConditions(filter);
   const key = orderKeySql(order);
   if (cursor) {

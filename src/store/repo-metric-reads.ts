@@ -2,6 +2,7 @@
 // readings of running jobs and their series in a window (scrapes), and raw points for PromQL.
 import { sql } from 'drizzle-orm';
 import type { RepoContext } from './repo-context.js';
+import { aggregateSql } from './repo-point-reads.js';
 import type { AccelSeriesQuery, AccelSeriesRow, ComparisonQuery, ComparisonRow, LatestReadingRow, LatestReadingsQuery } from './repo-types.js';
 import { textArray, toDate } from './sql-util.js';
 
@@ -32,14 +33,7 @@ export async function comparePoints(ctx: RepoContext, q: ComparisonQuery): Promi
       : q.axis === 'TIME'
         ? sql`extract(epoch from p.ts)::float8 * 1000`
         : sql`extract(epoch from (p.ts - coalesce(j.started_at, j.created_at)))::float8`;
-  const agg =
-    q.aggregation === 'MIN'
-      ? sql`min(value)`
-      : q.aggregation === 'MAX'
-        ? sql`max(value)`
-        : q.aggregation === 'LAST'
-          ? sql`(array_agg(value order by x desc))[1]`
-          : sql`avg(value)`;
+  const agg = aggregateSql(q.aggregation, 'value', 'x');
   const rows = await ctx.rows<ComparisonRow>(
     sql`
     with sel as (

@@ -48,6 +48,19 @@ function bucketSql(expr: string, width: number | string): SQL {
   return sql.raw(`case when ${expr} is null then (-9223372036854775807)::bigint else ${expr} - ((${expr} % ${width}) + ${width}) % ${width} end`);
 }
 
+/** SQL: the `aggregation` of the column `value`; LAST is its value at the highest `key`. */
+export function aggregateSql(aggregation: Aggregation, value: string, key: string): SQL {
+  return sql.raw(
+    aggregation === 'MIN'
+      ? `min(${value})`
+      : aggregation === 'MAX'
+        ? `max(${value})`
+        : aggregation === 'LAST'
+          ? `(array_agg(${value} order by ${key} desc))[1]`
+          : `avg(${value})`,
+  );
+}
+
 /** The windows as a relation (idx, series_id, k_from, k_to, t_from, t_to), bound as one JSON parameter. */
 function windowsSql(windows: readonly SeriesWindow[]): SQL {
   const json = JSON.stringify(
@@ -105,14 +118,7 @@ export async function pointsAt(
   aggregation: Aggregation,
 ): Promise<{ points: PointRow[]; resolutions: Map<number, number> }> {
   if (windows.length === 0) return { points: [], resolutions: new Map() };
-  const agg =
-    aggregation === 'MIN'
-      ? sql`min(pt.value)`
-      : aggregation === 'MAX'
-        ? sql`max(pt.value)`
-        : aggregation === 'LAST'
-          ? sql`(array_agg(pt.value order by pt.key desc))[1]`
-          : sql`avg(pt.value)`;
+  const agg = aggregateSql(aggregation, 'pt.value', 'pt.key');
   // The key range of each window comes from the primary-key index ends. Each series' first
   // maxPoints + 1 points in the window are then read once, in key order, into arrays: a series
   // with no more than maxPoints is answered from them as is (no count first and a second read of

@@ -1,5 +1,5 @@
 // The nodes and GPUs of jobs: replaced per job in three statements, read by job or by id.
-import { inArray, sql } from 'drizzle-orm';
+import { sql } from 'drizzle-orm';
 import { gpuGlobalId, nodeGlobalId } from '../domain/ids.js';
 import type { NodeRecord } from '../domain/types.js';
 import type { RepoContext } from './repo-context.js';
@@ -71,15 +71,8 @@ export async function nodesOfJobs(ctx: RepoContext, jobIds: readonly string[]): 
   return ctx.read(() => ctx.reads.nodesOfJobs.execute({ ids: [...jobIds] }));
 }
 
-export async function nodesByIds(ctx: RepoContext, ids: readonly string[]): Promise<NodeRow[]> {
-  if (ids.length === 0) return [];
-  return ctx.read(() =>
-    ctx.db
-      .select()
-      .from(t.nodes)
-      .where(inArray(t.nodes.id, [...ids]))
-      .execute(),
-  );
+export function nodesByIds(ctx: RepoContext, ids: readonly string[]): Promise<NodeRow[]> {
+  return ctx.whereIn(t.nodes, t.nodes.id, ids);
 }
 
 export async function gpusOfJobs(ctx: RepoContext, jobIds: readonly string[]): Promise<GpuRow[]> {
@@ -87,13 +80,6 @@ export async function gpusOfJobs(ctx: RepoContext, jobIds: readonly string[]): P
   return ctx.read(() => ctx.reads.gpusOfJobs.execute({ ids: [...jobIds] }));
 }
 
-export async function gpusByIds(ctx: RepoContext, ids: readonly string[]): Promise<GpuRow[]> {
-  if (ids.length === 0) return [];
-  return ctx.read(() =>
-    ctx.db
-      .select()
-      .from(t.gpus)
-      .where(inArray(t.gpus.id, [...ids]))
-      .execute(),
-  );
+export function gpusByIds(ctx: RepoContext, ids: readonly string[]): Promise<GpuRow[]> {
+  return ctx.whereIn(t.gpus, t.gpus.id, ids);
 }

@@ -1,6 +1,7 @@
 // The rows and questions of the repository's datasets (its SQL is in the repo-*.ts modules).
 import type { ScrapeLabelSource } from '../domain/scrape-families.js';
 import type { Aggregation } from '../domain/types.js';
+import type { JobCursor, JobFilter, JobOrder } from './job-filter.js';
 import type * as t from './tables.js';
 
 export type JobRow = typeof t.jobs.$inferSelect;
@@ -114,6 +115,20 @@ export const JOB_LIST_FIELDS = ['id', 'providerId', 'externalId', 'name', 'statu
 export type OrderedJobListRow = Pick<JobRow, (typeof JOB_LIST_FIELDS)[number]> & { orderKey: number | string | null };
 /** Which columns a job page reads: whole rows, or JOB_LIST_FIELDS. */
 export type JobPageColumns = 'all' | 'list';
+/**
+ * A job page asked for: up to `limit + 1` jobs of `filter` in `order` (DEFAULT_JOB_ORDER; ties by
+ * id) strictly after `cursor`, or, going backward, the `limit + 1` strictly before it (nearest
+ * first), reading `columns` ('all'). Keyset-paged in one statement, so deep pages cost the same
+ * as the first, for any number of jobs.
+ */
+export interface JobPageQuery<C extends JobPageColumns = 'all'> {
+  filter: JobFilter;
+  limit: number;
+  cursor: JobCursor | null;
+  direction?: 'forward' | 'backward';
+  order?: JobOrder;
+  columns?: C;
+}
 /** A job page's row for the columns it read. */
 export type JobPageRow<C extends JobPageColumns> = C extends 'list' ? OrderedJobListRow : OrderedJobRow;
 

@@ -114,7 +114,7 @@ export class Repository {
     order: JobOrder = DEFAULT_JOB_ORDER,
     columns: C = 'all' as C,
   ): Promise<{ rows: JobPageRow<C>[]; syncs: ProviderSyncRow[] | null } | null> {
-    return jobPages.jobsPageWithListSyncs(this.ctx, providerIds, filter, limit, cursor, direction, order, columns);
+    return jobPages.jobsPageWithListSyncs(this.ctx, providerIds, { filter, limit, cursor, direction, order, columns });
   }
 
   jobsPage<C extends JobPageColumns = 'all'>(
@@ -125,7 +125,7 @@ export class Repository {
     order: JobOrder = DEFAULT_JOB_ORDER,
     columns: C = 'all' as C,
   ): Promise<JobPageRow<C>[]> {
-    return jobPages.jobsPage(this.ctx, filter, limit, cursor, direction, order, columns);
+    return jobPages.jobsPage(this.ctx, { filter, limit, cursor, direction, order, columns });
   }
 
   jobsCount(filter: JobFilter): Promise<number> {
