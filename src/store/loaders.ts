@@ -5,7 +5,7 @@ import DataLoader from 'dataloader';
 import { parseGlobalId } from '../domain/ids.js';
 import type { RequestScope } from '../domain/request-scope.js';
 import type { Aggregation, SystemMetric } from '../domain/types.js';
-import type { Freshness, ReadThrough, TopologyHint, Window } from './read-through.js';
+import { groupBy, type Freshness, type ReadThrough, type TopologyHint, type Window } from './read-through.js';
 import { shapeHeld, summarizeHeld, type HeldPoints } from './shaping.js';
 import {
   SERIES_PER_STATEMENT,
@@ -45,17 +45,6 @@ export interface MetricsKey {
 }
 
 const MAX_BATCH = 1000;
-
-function byKey<T, K>(rows: readonly T[], key: (r: T) => K): Map<K, T[]> {
-  const m = new Map<K, T[]>();
-  for (const r of rows) {
-    const k = key(r);
-    const list = m.get(k);
-    if (list) list.push(r);
-    else m.set(k, [r]);
-  }
-  return m;
-}
 
 /**
  * Reads shared by every subscriber that handles the same live event: the first one's cache reads
@@ -154,7 +143,7 @@ export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { 
 
   const nodesOfJob = new DataLoader<string, NodeRow[]>(
     async (jobIds) => {
-      const rows = byKey(await repo.nodesOfJobs(jobIds), (n) => n.jobId);
+      const rows = groupBy(await repo.nodesOfJobs(jobIds), (n) => n.jobId);
       return jobIds.map((id) => rows.get(id) ?? []);
     },
     { maxBatchSize: MAX_BATCH },
@@ -162,7 +151,7 @@ export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { 
 
   const gpusOfJob = new DataLoader<string, GpuRow[]>(
     async (jobIds) => {
-      const rows = byKey(await repo.gpusOfJobs(jobIds), (g) => g.jobId);
+      const rows = groupBy(await repo.gpusOfJobs(jobIds), (g) => g.jobId);
       return jobIds.map((id) => rows.get(id) ?? []);
     },
     { maxBatchSize: MAX_BATCH },
@@ -222,7 +211,7 @@ export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { 
 
   const summariesOfJob = new DataLoader<string, JobSummaryRow[]>(
     async (jobIds) => {
-      const rows = byKey(await repo.summariesOfJobs(jobIds), (r) => r.jobId);
+      const rows = groupBy(await repo.summariesOfJobs(jobIds), (r) => r.jobId);
       return jobIds.map((id) => rows.get(id) ?? []);
     },
     { maxBatchSize: MAX_BATCH },
@@ -231,8 +220,8 @@ export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { 
   const seriesOfJob = new DataLoader<{ jobId: string; kind: 'system' | 'training' }, SeriesRow[], string>(
     async (keys) => {
       const out = new Map<string, SeriesRow[]>();
-      for (const [kind, group] of byKey(keys, (k) => k.kind)) {
-        const rows = byKey(await repo.seriesOfJobs([...new Set(group.map((k) => k.jobId))], kind), (s) => s.jobId);
+      for (const [kind, group] of groupBy(keys, (k) => k.kind)) {
+        const rows = groupBy(await repo.seriesOfJobs([...new Set(group.map((k) => k.jobId))], kind), (s) => s.jobId);
         for (const k of group) out.set(`${k.kind}|${k.jobId}`, rows.get(k.jobId) ?? []);
       }
       return keys.map((k) => out.get(`${k.kind}|${k.jobId}`) ?? []);
@@ -249,11 +238,11 @@ export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { 
       // The series of an answer share their instants: one Date per instant, as the SQL read makes.
       const dates = new Map<number, Date>();
       const fromSql = await heldOrPending(keys, (k, held) => out.set(pointsKey(k), shapeHeld(k.seriesId, held, k, k.maxPoints, k.aggregation, dates)));
-      for (const group of byKey(fromSql, (k) => `${k.maxPoints}|${k.aggregation}`).values()) {
+      for (const group of groupBy(fromSql, (k) => `${k.maxPoints}|${k.aggregation}`).values()) {
         const { points: rows, resolutions } = await repo.pointsAt(group, group[0]!.maxPoints, group[0]!.aggregation);
         // Two keys of one group may share a series with different windows: split by window.
-        const bySeries = byKey(rows, (p) => p.seriesId);
-        const sameSeries = byKey(group, (k) => k.seriesId);
+        const bySeries = groupBy(rows, (p) => p.seriesId);
+        const sameSeries = groupBy(group, (k) => k.seriesId);
         for (const k of group) {
           if (sameSeries.get(k.seriesId)!.length === 1)
             out.set(pointsKey(k), { points: bySeries.get(k.seriesId) ?? [], resolution: resolutions.get(k.seriesId) ?? null });
