@@ -290,7 +290,7 @@ export class RequestStore {
     order?: JobOrder,
     columns?: C,
   ): Promise<JobPageRow<C>[]> {
-    return this.repo.jobsPage(filter, limit, cursor, direction, order, columns);
+    return this.repo.jobsPage({ filter, limit, cursor, direction, order, columns });
   }
 
   /**
@@ -306,7 +306,7 @@ export class RequestStore {
     order?: JobOrder,
     columns?: C,
   ): Promise<{ rows: JobPageRow<C>[]; freshness: Map<string, Freshness> } | null> {
-    return this.rt.jobsPageIfListsFresh(providerIds, () => this.repo.jobsPageWithListSyncs(providerIds, filter, limit, cursor, direction, order, columns));
+    return this.rt.jobsPageIfListsFresh(providerIds, () => this.repo.jobsPageWithListSyncs(providerIds, { filter, limit, cursor, direction, order, columns }));
   }
 
   jobsCount(filter: JobFilter): Promise<number> {

@@ -6,7 +6,7 @@
 import type { RequestScope } from '../domain/request-scope.js';
 import type { JobRecord, NodeRecord, ProjectRecord, SeriesData, Aggregation } from '../domain/types.js';
 import type { Database, Db } from './db.js';
-import { DEFAULT_JOB_ORDER, type JobCursor, type JobFilter, type JobOrder } from './job-filter.js';
+import type { JobFilter } from './job-filter.js';
 import type { JobShapes } from './job-shapes.js';
 import { HandleState, RepoContext } from './repo-context.js';
 import * as fetches from './repo-fetches.js';
@@ -22,6 +22,7 @@ import type {
   FetchErrorRow,
   FetchRow,
   JobPageColumns,
+  JobPageQuery,
   JobPageRow,
   JobRow,
   JobSummaryRow,
@@ -105,27 +106,16 @@ export class Repository {
     return jobPages.recordProviderSync(this.ctx, row);
   }
 
+  /** jobsPage with the job-list records of `providerIds` in the same statement, for a plain filter (null for others). */
   jobsPageWithListSyncs<C extends JobPageColumns = 'all'>(
     providerIds: readonly string[],
-    filter: JobFilter,
-    limit: number,
-    cursor: JobCursor | null,
-    direction: 'forward' | 'backward' = 'forward',
-    order: JobOrder = DEFAULT_JOB_ORDER,
-    columns: C = 'all' as C,
+    q: JobPageQuery<C>,
   ): Promise<{ rows: JobPageRow<C>[]; syncs: ProviderSyncRow[] | null } | null> {
-    return jobPages.jobsPageWithListSyncs(this.ctx, providerIds, { filter, limit, cursor, direction, order, columns });
+    return jobPages.jobsPageWithListSyncs(this.ctx, providerIds, q);
   }
 
-  jobsPage<C extends JobPageColumns = 'all'>(
-    filter: JobFilter,
-    limit: number,
-    cursor: JobCursor | null,
-    direction: 'forward' | 'backward' = 'forward',
-    order: JobOrder = DEFAULT_JOB_ORDER,
-    columns: C = 'all' as C,
-  ): Promise<JobPageRow<C>[]> {
-    return jobPages.jobsPage(this.ctx, { filter, limit, cursor, direction, order, columns });
+  jobsPage<C extends JobPageColumns = 'all'>(q: JobPageQuery<C>): Promise<JobPageRow<C>[]> {
+    return jobPages.jobsPage(this.ctx, q);
   }
 
   jobsCount(filter: JobFilter): Promise<number> {

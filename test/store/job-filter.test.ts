@@ -103,10 +103,10 @@ describe('job filter', () => {
   afterAll(() => store?.close());
 
   it('selects the same jobs in SQL and as a predicate', async () => {
-    const all = await repo.jobsPage({}, 100, null);
+    const all = await repo.jobsPage({ filter: {}, limit: 100, cursor: null });
     expect(all).toHaveLength(6);
     for (const filter of FILTERS) {
-      const inSql = (await repo.jobsPage(filter, 100, null)).map((j) => j.id).sort();
+      const inSql = (await repo.jobsPage({ filter, limit: 100, cursor: null })).map((j) => j.id).sort();
       const inJs = all
         .filter((j) => jobMatches(filter, j))
         .map((j) => j.id)
@@ -115,15 +115,19 @@ describe('job filter', () => {
       expect(await repo.jobsCount(filter)).toBe(inSql.length);
     }
     // The cases are not vacuous: some select a few, some none.
-    expect((await repo.jobsPage({ nameContains: '50%' }, 100, null)).map((j) => j.externalId)).toEqual(['j2']);
-    expect((await repo.jobsPage({ nameContains: 'a_b' }, 100, null)).map((j) => j.externalId)).toEqual(['j4']);
-    expect((await repo.jobsPage({ labels: [{ key: 'team', value: 'vision' }] }, 100, null)).map((j) => j.externalId).sort()).toEqual(['j1', 'j4']);
-    expect((await repo.jobsPage({ started: { from: D('2026-01-01T12:00:00Z') } }, 100, null)).map((j) => j.externalId).sort()).toEqual(['j2', 'j5']);
+    expect((await repo.jobsPage({ filter: { nameContains: '50%' }, limit: 100, cursor: null })).map((j) => j.externalId)).toEqual(['j2']);
+    expect((await repo.jobsPage({ filter: { nameContains: 'a_b' }, limit: 100, cursor: null })).map((j) => j.externalId)).toEqual(['j4']);
+    expect((await repo.jobsPage({ filter: { labels: [{ key: 'team', value: 'vision' }] }, limit: 100, cursor: null })).map((j) => j.externalId).sort()).toEqual(
+      ['j1', 'j4'],
+    );
+    expect(
+      (await repo.jobsPage({ filter: { started: { from: D('2026-01-01T12:00:00Z') } }, limit: 100, cursor: null })).map((j) => j.externalId).sort(),
+    ).toEqual(['j2', 'j5']);
   });
 
   it('matches an owner as people type it: any case, a name for an address', async () => {
     const owned = async (owners: string[]) => {
-      const page = (await repo.jobsPage({ owners }, 100, null)).map((j) => j.externalId).sort();
+      const page = (await repo.jobsPage({ filter: { owners }, limit: 100, cursor: null })).map((j) => j.externalId).sort();
       expect(await repo.jobsCount({ owners })).toBe(page.length);
       return page;
     };
@@ -150,8 +154,8 @@ describe('job filter', () => {
         for (const direction of ['forward', 'backward'] as const) {
           let cursor: JobCursor | null = null;
           for (let page = 0; page < 4; page++) {
-            const whole: OrderedJobRow[] = await repo.jobsPage(filter, 2, cursor, direction, order);
-            const list = await repo.jobsPage(filter, 2, cursor, direction, order, 'list');
+            const whole: OrderedJobRow[] = await repo.jobsPage({ filter, limit: 2, cursor, direction, order });
+            const list = await repo.jobsPage({ filter, limit: 2, cursor, direction, order, columns: 'list' });
             // Filters that no prepared statement covers read whole rows either way.
             const pick = (rows: typeof list) => rows.map((j) => ({ ...Object.fromEntries(JOB_LIST_FIELDS.map((f) => [f, j[f]])), orderKey: j.orderKey }));
             expect(pick(list), JSON.stringify({ filter, order, direction, page })).toEqual(pick(whole));
@@ -164,7 +168,7 @@ describe('job filter', () => {
     }
     expect(compared).toBeGreaterThan(50);
     // With the list records beside the page, as a warm list reads them.
-    const withSyncs = await repo.jobsPageWithListSyncs(['a', 'b'], {}, 3, null, 'forward', undefined, 'list');
+    const withSyncs = await repo.jobsPageWithListSyncs(['a', 'b'], { filter: {}, limit: 3, cursor: null, direction: 'forward', columns: 'list' });
     expect(Object.keys(withSyncs!.rows[0]!).sort()).toEqual([...JOB_LIST_FIELDS, 'orderKey'].sort());
   });
 

@@ -79,7 +79,7 @@ describe('orderBy WASTE in the run search', () => {
   };
 
   it('keys each job by its hand-computed waste, the fleet usage arithmetic to the bit', async () => {
-    const rows = await t.repo.jobsPage({}, 100, null, 'forward', order('DESC'));
+    const rows = await t.repo.jobsPage({ filter: {}, limit: 100, cursor: null, direction: 'forward', order: order('DESC') });
     const keys = new Map(rows.map((r) => [r.id, r.orderKey as number | null]));
     for (const [id, waste] of Object.entries(EXPECTED)) {
       if (waste === null) expect(keys.get(id), id).toBeNull();
@@ -104,27 +104,39 @@ describe('orderBy WASTE in the run search', () => {
   });
 
   it('puts the most waste first, ties by id in the same direction, unknown waste last (either direction)', async () => {
-    const desc = (await t.repo.jobsPage({}, 100, null, 'forward', order('DESC'))).map((r) => r.id.slice(7));
+    const desc = (await t.repo.jobsPage({ filter: {}, limit: 100, cursor: null, direction: 'forward', order: order('DESC') })).map((r) => r.id.slice(7));
     expect(desc).toEqual(['c', 'a', 'd', 'i', 'b', 'h', 'g', 'f', 'e']);
-    const asc = (await t.repo.jobsPage({}, 100, null, 'forward', order('ASC'))).map((r) => r.id.slice(7));
+    const asc = (await t.repo.jobsPage({ filter: {}, limit: 100, cursor: null, direction: 'forward', order: order('ASC') })).map((r) => r.id.slice(7));
     expect(asc).toEqual(['b', 'i', 'd', 'a', 'c', 'e', 'f', 'g', 'h']);
   });
 
   it('pages by cursor across the known and the unknown keys, forward and backward', async () => {
     for (const direction of ['DESC', 'ASC'] as const) {
-      const whole = (await t.repo.jobsPage({}, 100, null, 'forward', order(direction))).map((r) => r.id);
+      const whole = (await t.repo.jobsPage({ filter: {}, limit: 100, cursor: null, direction: 'forward', order: order(direction) })).map((r) => r.id);
       const seen: string[] = [];
       let cursor: JobCursor | null = null;
       for (;;) {
-        const page: { id: string; orderKey: unknown }[] = await t.repo.jobsPage({}, 2, cursor, 'forward', order(direction));
+        const page: { id: string; orderKey: unknown }[] = await t.repo.jobsPage({
+          filter: {},
+          limit: 2,
+          cursor,
+          direction: 'forward',
+          order: order(direction),
+        });
         seen.push(...page.slice(0, 2).map((r) => r.id));
         if (page.length <= 2) break;
         cursor = { key: page[1]!.orderKey as number | null, id: page[1]!.id };
       }
       expect(seen, direction).toEqual(whole);
       // Backward from the last row: the rows before it, nearest first.
-      const last = (await t.repo.jobsPage({}, 100, null, 'forward', order(direction))).at(-1)!;
-      const before = await t.repo.jobsPage({}, 3, { key: last.orderKey as number | null, id: last.id }, 'backward', order(direction));
+      const last = (await t.repo.jobsPage({ filter: {}, limit: 100, cursor: null, direction: 'forward', order: order(direction) })).at(-1)!;
+      const before = await t.repo.jobsPage({
+        filter: {},
+        limit: 3,
+        cursor: { key: last.orderKey as number | null, id: last.id },
+        direction: 'backward',
+        order: order(direction),
+      });
       expect(before.slice(0, 3).map((r) => r.id)).toEqual(whole.slice(-4, -1).reverse());
     }
   });

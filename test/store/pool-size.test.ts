@@ -64,7 +64,7 @@ describe.runIf(REAL_POSTGRES_URL)('the pool size on a real Postgres [needs TEST_
       await held;
       let otherRead = false;
       const other = repo.projectsOf(['bt']).then(() => (otherRead = true));
-      expect(await repo.jobsPage({}, 20, null)).toEqual([]);
+      expect(await repo.jobsPage({ filter: {}, limit: 20, cursor: null })).toEqual([]);
       // The page did not wait for the pool: a read of the pool is still queued behind the write.
       expect(otherRead).toBe(false);
       release();
