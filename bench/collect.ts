@@ -116,9 +116,7 @@ async function serveSims(opts: { jobs: number; workDir: string }) {
 
 interface Report {
   cpuMs: number;
-  rssMiB: number;
-  /** The JS heap in use after the same GC (what objects hold, apart from buffers and the allocator's free pages). */
-  heapMiB?: number;
+  memory: Memory;
   /** Each measured sweep's lag as a share of its provider's interval. */
   lags: number[];
   sweeps: number;
@@ -135,14 +133,52 @@ const cpuMs = () => {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;
 };
-/** RSS and the JS heap in use, after a GC (MiB). */
-const memoryAfterGc = async (): Promise<{ rssMiB: number; heapMiB: number }> => {
+/** Where a process's resident memory is, after a GC (MiB). */
+interface Memory {
+  rssMiB: number;
+  /** The JS heap in use (what objects hold, apart from buffers and the allocator's free pages). */
+  heapMiB: number;
+  /** V8's heap pages resident, by space: new (the young generation, sized by V8 to the allocation rate), old, code, large objects and the rest. */
+  v8Spaces: Record<string, number>;
+  /** Memory outside the JS heap that JS objects own (buffers, array buffers): allocated with malloc. */
+  externalMiB: number;
+  /** Resident pages mapped from files (the node binary, shared libraries) and anonymous ones (heaps, malloc, stacks), from /proc/self/status. */
+  fileMiB: number | null;
+  anonMiB: number | null;
+  /** The most RSS the process had at any time (VmHWM): the peak a sweep's work in flight reached. */
+  peakMiB: number | null;
+  /** Anonymous pages that are neither V8's heap nor external: the C allocator's arenas (kept after a peak) and stacks. */
+  nativeMiB: number | null;
+}
+
+const MiB = (bytes: number) => bytes / 2 ** 20;
+/** RSS, the JS heap in use and where the rest is, after a GC (MiB). */
+const memoryAfterGc = async (): Promise<Memory> => {
   const gc = (globalThis as { gc?: () => void }).gc;
   gc?.();
   await new Promise((r) => setTimeout(r, 100));
   gc?.();
   const m = process.memoryUsage();
-  return { rssMiB: m.rss / 2 ** 20, heapMiB: m.heapUsed / 2 ** 20 };
+  const v8 = await import('node:v8');
+  const v8Spaces: Record<string, number> = {};
+  for (const s of v8.getHeapSpaceStatistics()) v8Spaces[s.space_name.replace(/_space$/, '')] = MiB(s.physical_space_size);
+  const status = await import('node:fs').then((fs) => fs.readFileSync('/proc/self/status', 'utf8')).catch(() => '');
+  const kb = (field: string) => {
+    const hit = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
+    return hit ? Number(hit[1]) / 1024 : null;
+  };
+  const anonMiB = kb('RssAnon');
+  const v8Resident = Object.values(v8Spaces).reduce((a, b) => a + b, 0);
+  return {
+    rssMiB: MiB(m.rss),
+    heapMiB: MiB(m.heapUsed),
+    v8Spaces,
+    externalMiB: MiB(m.external),
+    fileMiB: kb('RssFile'),
+    anonMiB,
+    peakMiB: kb('VmHWM'),
+    nativeMiB: anonMiB === null ? null : anonMiB - v8Resident - MiB(m.external),
+  };
 };
 
 function answer(handlers: Record<string, () => Promise<unknown>>) {
@@ -245,7 +281,7 @@ async function serveCollector(opts: { sims: SimsReady; databaseUrl: string; jobs
       return {
         report: {
           cpuMs: cpu,
-          ...memory,
+          memory,
           lags,
           sweeps,
           jobIntervals,
@@ -357,7 +393,7 @@ async function serveBare(opts: { sims: SimsReady }) {
       return {
         report: {
           cpuMs: cpu,
-          ...memory,
+          memory,
           lags,
           sweeps,
           jobIntervals,
@@ -433,7 +469,8 @@ interface SideResult {
   /** CPU per 30 s (Baseten's interval) of the measured window. */
   cpuMsPerInterval: number;
   rssMiB: number;
-  heapMiB: number | null;
+  heapMiB: number;
+  memory: Memory;
   calls: number;
   callsPerJobInterval: number;
   runningJobs: number;
@@ -455,8 +492,9 @@ async function measure(role: 'collector' | 'bare', sims: Child, options: Record<
       lagP50: pct(report.lags, 50),
       lagP99: pct(report.lags, 99),
       cpuMsPerInterval: report.cpuMs / (WINDOW_MS / 30_000),
-      rssMiB: report.rssMiB,
-      heapMiB: report.heapMiB ?? null,
+      rssMiB: report.memory.rssMiB,
+      heapMiB: report.memory.heapMiB,
+      memory: report.memory,
       calls,
       callsPerJobInterval: calls / Math.max(1, report.jobIntervals),
       runningJobs: report.runningJobs,
@@ -536,8 +574,26 @@ async function main() {
       ['bare loop', r.bare],
     ] as const) {
       console.log(
-        `| ${s.runningJobs} | ${name} | ${r2(s.lagP50)} / ${r2(s.lagP99)} | ${r2(s.callsPerJobInterval)} | ${Math.round(s.cpuMsPerInterval)} | ${Math.round(s.rssMiB)} | ${s.heapMiB === null ? '' : Math.round(s.heapMiB)} |`,
+        `| ${s.runningJobs} | ${name} | ${r2(s.lagP50)} / ${r2(s.lagP99)} | ${r2(s.callsPerJobInterval)} | ${Math.round(s.cpuMsPerInterval)} | ${Math.round(s.rssMiB)} | ${Math.round(s.heapMiB)} |`,
       );
+    }
+  }
+  console.log('');
+  console.log('| jobs | side | RSS (peak) | file-backed | V8 heap resident (new / old / code / large objects / other) | external | native (malloc, stacks) |');
+  console.log('| --- | --- | --- | --- | --- | --- | --- |');
+  for (const r of results) {
+    for (const [name, s] of [
+      ['collector', r.collector],
+      ['bare loop', r.bare],
+    ] as const) {
+      const m = s.memory;
+      const sp = m.v8Spaces;
+      const other = Object.entries(sp)
+        .filter(([k]) => !['new', 'old', 'code', 'large_object'].includes(k))
+        .reduce((a, [, v]) => a + v, 0);
+      const v8 = [sp.new, sp.old, sp.code, sp.large_object, other].map((x) => Math.round(x ?? 0)).join(' / ');
+      const o = (x: number | null) => (x === null ? '' : Math.round(x));
+      console.log(`| ${s.runningJobs} | ${name} | ${Math.round(m.rssMiB)} (${o(m.peakMiB)}) | ${o(m.fileMiB)} | ${v8} | ${Math.round(m.externalMiB)} | ${o(m.nativeMiB)} |`);
     }
   }
   console.log(`COLLECT_RESULT ${JSON.stringify({ row, met, callsRatio, cpuRatio, rssGrowth })}`);
