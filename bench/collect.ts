@@ -593,7 +593,9 @@ async function main() {
         .reduce((a, [, v]) => a + v, 0);
       const v8 = [sp.new, sp.old, sp.code, sp.large_object, other].map((x) => Math.round(x ?? 0)).join(' / ');
       const o = (x: number | null) => (x === null ? '' : Math.round(x));
-      console.log(`| ${s.runningJobs} | ${name} | ${Math.round(m.rssMiB)} (${o(m.peakMiB)}) | ${o(m.fileMiB)} | ${v8} | ${Math.round(m.externalMiB)} | ${o(m.nativeMiB)} |`);
+      console.log(
+        `| ${s.runningJobs} | ${name} | ${Math.round(m.rssMiB)} (${o(m.peakMiB)}) | ${o(m.fileMiB)} | ${v8} | ${Math.round(m.externalMiB)} | ${o(m.nativeMiB)} |`,
+      );
     }
   }
   console.log(`COLLECT_RESULT ${JSON.stringify({ row, met, callsRatio, cpuRatio, rssGrowth })}`);
