@@ -589,39 +589,36 @@ async function main() {
   };
   mkdirSync(path.join(HERE, 'results'), { recursive: true });
   writeFileSync(path.join(HERE, 'results', 'collect.json'), JSON.stringify(out, null, 2));
+  const sides = results.flatMap(
+    (r) =>
+      [
+        ['collector', r.collector],
+        ['bare loop', r.bare],
+      ] as const,
+  );
   console.log('| jobs | side | lag p50 / p99 (intervals) | calls per job and interval | CPU per 30 s (ms) | RSS (MiB) | JS heap (MiB) |');
   console.log('| --- | --- | --- | --- | --- | --- | --- |');
-  for (const r of results) {
-    for (const [name, s] of [
-      ['collector', r.collector],
-      ['bare loop', r.bare],
-    ] as const) {
-      console.log(
-        `| ${s.runningJobs} | ${name} | ${r2(s.lagP50)} / ${r2(s.lagP99)} | ${r2(s.callsPerJobInterval)} | ${Math.round(s.cpuMsPerInterval)} | ${Math.round(s.rssMiB)} | ${Math.round(s.heapMiB)} |`,
-      );
-    }
+  for (const [name, s] of sides) {
+    console.log(
+      `| ${s.runningJobs} | ${name} | ${r2(s.lagP50)} / ${r2(s.lagP99)} | ${r2(s.callsPerJobInterval)} | ${Math.round(s.cpuMsPerInterval)} | ${Math.round(s.rssMiB)} | ${Math.round(s.heapMiB)} |`,
+    );
   }
   console.log('');
   console.log(
     '| jobs | side | RSS (at once after the GC; peak) | file-backed | V8 heap resident (new / old / code / large objects / other) | external | native (malloc, stacks) |',
   );
   console.log('| --- | --- | --- | --- | --- | --- | --- |');
-  for (const r of results) {
-    for (const [name, s] of [
-      ['collector', r.collector],
-      ['bare loop', r.bare],
-    ] as const) {
-      const m = s.memory;
-      const sp = m.v8Spaces;
-      const other = Object.entries(sp)
-        .filter(([k]) => !['new', 'old', 'code', 'large_object'].includes(k))
-        .reduce((a, [, v]) => a + v, 0);
-      const v8 = [sp.new, sp.old, sp.code, sp.large_object, other].map((x) => Math.round(x ?? 0)).join(' / ');
-      const o = (x: number | null) => (x === null ? '' : Math.round(x));
-      console.log(
-        `| ${s.runningJobs} | ${name} | ${Math.round(m.rssMiB)} (${Math.round(m.rssAtGcMiB)}; ${o(m.peakMiB)}) | ${o(m.fileMiB)} | ${v8} | ${Math.round(m.externalMiB)} | ${o(m.nativeMiB)} |`,
-      );
-    }
+  for (const [name, s] of sides) {
+    const m = s.memory;
+    const sp = m.v8Spaces;
+    const other = Object.entries(sp)
+      .filter(([k]) => !['new', 'old', 'code', 'large_object'].includes(k))
+      .reduce((a, [, v]) => a + v, 0);
+    const v8 = [sp.new, sp.old, sp.code, sp.large_object, other].map((x) => Math.round(x ?? 0)).join(' / ');
+    const o = (x: number | null) => (x === null ? '' : Math.round(x));
+    console.log(
+      `| ${s.runningJobs} | ${name} | ${Math.round(m.rssMiB)} (${Math.round(m.rssAtGcMiB)}; ${o(m.peakMiB)}) | ${o(m.fileMiB)} | ${v8} | ${Math.round(m.externalMiB)} | ${o(m.nativeMiB)} |`,
+    );
   }
   console.log(`COLLECT_RESULT ${JSON.stringify({ row, met, callsRatio, cpuRatio, rssGrowth })}`);
 }
