@@ -9,7 +9,9 @@
 // sweep lag (a sweep's end minus when it was due) p50/p99 as a share of its provider's interval,
 // upstream calls per running job and interval (the simulators count them) against the bare loop's,
 // CPU per Baseten interval (the process's user + system time; Postgres's own CPU is another
-// process and not in it) and RSS after a GC.
+// process and not in it) and RSS after a GC (once the GC's garbage is freed: memoryAfterGc), each
+// side's own (the simulators' fleets and HTTP buffers are in their process), split into V8's
+// spaces, external buffers and the rest (the C allocator's arenas).
 // Prints a table and `COLLECT_RESULT {json}` (bench/run.ts reads it); writes bench/results/collect.json.
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -116,9 +118,7 @@ async function serveSims(opts: { jobs: number; workDir: string }) {
 
 interface Report {
   cpuMs: number;
-  rssMiB: number;
-  /** The JS heap in use after the same GC (what objects hold, apart from buffers and the allocator's free pages). */
-  heapMiB?: number;
+  memory: Memory;
   /** Each measured sweep's lag as a share of its provider's interval. */
   lags: number[];
   sweeps: number;
@@ -135,14 +135,71 @@ const cpuMs = () => {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;
 };
-/** RSS and the JS heap in use, after a GC (MiB). */
-const memoryAfterGc = async (): Promise<{ rssMiB: number; heapMiB: number }> => {
+/** Where a process's resident memory is, after a GC (MiB). */
+interface Memory {
+  /** RSS once the GC's garbage is given back (see memoryAfterGc). */
+  rssMiB: number;
+  /** RSS read at once after the GC (what this bench reported before): it still holds what V8's background threads are about to free. */
+  rssAtGcMiB: number;
+  /** The JS heap in use right after the GC (what objects hold, apart from buffers and the allocator's free pages). */
+  heapMiB: number;
+  /** V8's heap pages resident, by space: new (the young generation, sized by V8 to the allocation rate), old, code, large objects and the rest. */
+  v8Spaces: Record<string, number>;
+  /** Memory outside the JS heap that JS objects own (buffers, array buffers): allocated with malloc. */
+  externalMiB: number;
+  /** Resident pages mapped from files (the node binary, shared libraries) and anonymous ones (heaps, malloc, stacks), from /proc/self/status. */
+  fileMiB: number | null;
+  anonMiB: number | null;
+  /** The most RSS the process had at any time (VmHWM): the peak a sweep's work in flight reached. */
+  peakMiB: number | null;
+  /** Anonymous pages that are neither V8's heap nor external: the C allocator's arenas (what it keeps after a peak) and stacks. */
+  nativeMiB: number | null;
+}
+
+const MiB = (bytes: number) => bytes / 2 ** 20;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/**
+ * RSS, the JS heap in use and where the rest is, after a GC (MiB). RSS is read once it stops
+ * falling: the buffers a GC finds dead are freed by V8's background threads over the next few
+ * hundred milliseconds (a bench run at 35 jobs: 247 MiB at once, 213 MiB 250 ms later and after),
+ * so a reading taken at once counts garbage the GC has already collected.
+ */
+const memoryAfterGc = async (): Promise<Memory> => {
   const gc = (globalThis as { gc?: () => void }).gc;
   gc?.();
-  await new Promise((r) => setTimeout(r, 100));
+  await sleep(100);
   gc?.();
+  const atGc = process.memoryUsage();
+  let rss = atGc.rss;
+  for (let i = 0; i < 8; i++) {
+    await sleep(250);
+    const next = process.memoryUsage().rss;
+    const fell = rss - next;
+    rss = Math.min(rss, next);
+    if (fell < 2 ** 20) break;
+  }
   const m = process.memoryUsage();
-  return { rssMiB: m.rss / 2 ** 20, heapMiB: m.heapUsed / 2 ** 20 };
+  const v8 = await import('node:v8');
+  const v8Spaces: Record<string, number> = {};
+  for (const s of v8.getHeapSpaceStatistics()) v8Spaces[s.space_name.replace(/_space$/, '')] = MiB(s.physical_space_size);
+  const status = await import('node:fs').then((fs) => fs.readFileSync('/proc/self/status', 'utf8')).catch(() => '');
+  const kb = (field: string) => {
+    const hit = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
+    return hit ? Number(hit[1]) / 1024 : null;
+  };
+  const anonMiB = kb('RssAnon');
+  const v8Resident = Object.values(v8Spaces).reduce((a, b) => a + b, 0);
+  return {
+    rssMiB: MiB(rss),
+    rssAtGcMiB: MiB(atGc.rss),
+    heapMiB: MiB(atGc.heapUsed),
+    v8Spaces,
+    externalMiB: MiB(m.external),
+    fileMiB: kb('RssFile'),
+    anonMiB,
+    peakMiB: kb('VmHWM'),
+    nativeMiB: anonMiB === null ? null : anonMiB - v8Resident - MiB(m.external),
+  };
 };
 
 function answer(handlers: Record<string, () => Promise<unknown>>) {
@@ -245,7 +302,7 @@ async function serveCollector(opts: { sims: SimsReady; databaseUrl: string; jobs
       return {
         report: {
           cpuMs: cpu,
-          ...memory,
+          memory,
           lags,
           sweeps,
           jobIntervals,
@@ -357,7 +414,7 @@ async function serveBare(opts: { sims: SimsReady }) {
       return {
         report: {
           cpuMs: cpu,
-          ...memory,
+          memory,
           lags,
           sweeps,
           jobIntervals,
@@ -433,7 +490,8 @@ interface SideResult {
   /** CPU per 30 s (Baseten's interval) of the measured window. */
   cpuMsPerInterval: number;
   rssMiB: number;
-  heapMiB: number | null;
+  heapMiB: number;
+  memory: Memory;
   calls: number;
   callsPerJobInterval: number;
   runningJobs: number;
@@ -455,8 +513,9 @@ async function measure(role: 'collector' | 'bare', sims: Child, options: Record<
       lagP50: pct(report.lags, 50),
       lagP99: pct(report.lags, 99),
       cpuMsPerInterval: report.cpuMs / (WINDOW_MS / 30_000),
-      rssMiB: report.rssMiB,
-      heapMiB: report.heapMiB ?? null,
+      rssMiB: report.memory.rssMiB,
+      heapMiB: report.memory.heapMiB,
+      memory: report.memory,
       calls,
       callsPerJobInterval: calls / Math.max(1, report.jobIntervals),
       runningJobs: report.runningJobs,
@@ -497,6 +556,7 @@ async function main() {
   const callsRatio = large.collector.callsPerJobInterval / Math.max(1e-9, large.bare.callsPerJobInterval);
   const cpuRatio = large.collector.cpuMsPerInterval / Math.max(1e-9, large.bare.cpuMsPerInterval);
   const rssGrowth = large.collector.rssMiB / Math.max(1e-9, small.collector.rssMiB);
+  const rssAtGcGrowth = large.collector.memory.rssAtGcMiB / Math.max(1e-9, small.collector.memory.rssAtGcMiB);
   const met = {
     lag: large.collector.lagP99 <= 1,
     // Counted over a window whose edges cut sweeps: within 5% is the same calls.
@@ -508,7 +568,7 @@ async function main() {
   const every = INTERVAL_S ? `every ${INTERVAL_S} s` : "each provider's interval";
   const row = {
     scenario: `collector, ${large.collector.runningJobs.toLocaleString('en')} running jobs over the five simulators, ${every}`,
-    measured: `lag p50 ${r2(large.collector.lagP50)}, p99 ${r2(large.collector.lagP99)} intervals; ${r2(large.collector.callsPerJobInterval)} calls per job and interval; CPU ${Math.round(large.collector.cpuMsPerInterval)} ms per 30 s; RSS ${Math.round(small.collector.rssMiB)} MiB at ${small.collector.runningJobs} jobs, ${Math.round(large.collector.rssMiB)} MiB at ${large.collector.runningJobs}`,
+    measured: `lag p50 ${r2(large.collector.lagP50)}, p99 ${r2(large.collector.lagP99)} intervals; ${r2(large.collector.callsPerJobInterval)} calls per job and interval; CPU ${Math.round(large.collector.cpuMsPerInterval)} ms per 30 s; RSS ${Math.round(small.collector.rssMiB)} MiB at ${small.collector.runningJobs} jobs, ${Math.round(large.collector.rssMiB)} MiB at ${large.collector.runningJobs} (read at once after the GC: ${Math.round(small.collector.memory.rssAtGcMiB)} and ${Math.round(large.collector.memory.rssAtGcMiB)})`,
     baseline: `bare loop, same calls: lag p99 ${r2(large.bare.lagP99)} intervals; ${r2(large.bare.callsPerJobInterval)} calls per job and interval; CPU ${Math.round(large.bare.cpuMsPerInterval)} ms per 30 s; RSS ${Math.round(large.bare.rssMiB)} MiB`,
     ratio: cpuRatio,
     goal: 'lag p99 <= 1 interval, calls = minimum (the bare loop), CPU <= 1.5x, RSS flat (<= 1.25x) from 100 to 1,000 jobs',
@@ -525,20 +585,40 @@ async function main() {
     callsRatio,
     cpuRatio,
     rssGrowth,
+    rssAtGcGrowth,
   };
   mkdirSync(path.join(HERE, 'results'), { recursive: true });
   writeFileSync(path.join(HERE, 'results', 'collect.json'), JSON.stringify(out, null, 2));
+  const sides = results.flatMap(
+    (r) =>
+      [
+        ['collector', r.collector],
+        ['bare loop', r.bare],
+      ] as const,
+  );
   console.log('| jobs | side | lag p50 / p99 (intervals) | calls per job and interval | CPU per 30 s (ms) | RSS (MiB) | JS heap (MiB) |');
   console.log('| --- | --- | --- | --- | --- | --- | --- |');
-  for (const r of results) {
-    for (const [name, s] of [
-      ['collector', r.collector],
-      ['bare loop', r.bare],
-    ] as const) {
-      console.log(
-        `| ${s.runningJobs} | ${name} | ${r2(s.lagP50)} / ${r2(s.lagP99)} | ${r2(s.callsPerJobInterval)} | ${Math.round(s.cpuMsPerInterval)} | ${Math.round(s.rssMiB)} | ${s.heapMiB === null ? '' : Math.round(s.heapMiB)} |`,
-      );
-    }
+  for (const [name, s] of sides) {
+    console.log(
+      `| ${s.runningJobs} | ${name} | ${r2(s.lagP50)} / ${r2(s.lagP99)} | ${r2(s.callsPerJobInterval)} | ${Math.round(s.cpuMsPerInterval)} | ${Math.round(s.rssMiB)} | ${Math.round(s.heapMiB)} |`,
+    );
+  }
+  console.log('');
+  console.log(
+    '| jobs | side | RSS (at once after the GC; peak) | file-backed | V8 heap resident (new / old / code / large objects / other) | external | native (malloc, stacks) |',
+  );
+  console.log('| --- | --- | --- | --- | --- | --- | --- |');
+  for (const [name, s] of sides) {
+    const m = s.memory;
+    const sp = m.v8Spaces;
+    const other = Object.entries(sp)
+      .filter(([k]) => !['new', 'old', 'code', 'large_object'].includes(k))
+      .reduce((a, [, v]) => a + v, 0);
+    const v8 = [sp.new, sp.old, sp.code, sp.large_object, other].map((x) => Math.round(x ?? 0)).join(' / ');
+    const o = (x: number | null) => (x === null ? '' : Math.round(x));
+    console.log(
+      `| ${s.runningJobs} | ${name} | ${Math.round(m.rssMiB)} (${Math.round(m.rssAtGcMiB)}; ${o(m.peakMiB)}) | ${o(m.fileMiB)} | ${v8} | ${Math.round(m.externalMiB)} | ${o(m.nativeMiB)} |`,
+    );
   }
   console.log(`COLLECT_RESULT ${JSON.stringify({ row, met, callsRatio, cpuRatio, rssGrowth })}`);
 }
