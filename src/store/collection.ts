@@ -92,7 +92,6 @@ export class CollectionStore {
     return this.rt.repo.collectionTargets(providerId, keptSince);
   }
 
-  /** The provider's job list, fetched unless a sync (anyone's) is younger than maxAgeMs. */
   /**
    * Drops the provider's raw metric points older than `before`, in batches of RETENTION_BATCH
    * series (Repository.dropRawPointsBatch); the rollups stay. Returns the points deleted.
@@ -109,6 +108,7 @@ export class CollectionStore {
     return deleted;
   }
 
+  /** The provider's job list, fetched unless a sync (anyone's) is younger than maxAgeMs. */
   async syncList(providerId: string, maxAgeMs: number, signal?: AbortSignal): Promise<boolean> {
     const [sync] = await this.rt.repo.providerSyncs([providerId], 'jobs');
     const now = this.rt.now();
