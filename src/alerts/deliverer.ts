@@ -15,7 +15,7 @@ import type { Logger } from 'pino';
 import type { ReceiverSettings } from '../config/index.js';
 import { silences } from '../domain/alert-match.js';
 import { scrubSecrets } from '../domain/secrets.js';
-import { LeasedLoop, type LeaseStore } from '../lease/index.js';
+import { LeasedWorker, type LeaseStore } from '../lease/index.js';
 import type { LiveTimers } from '../live/index.js';
 import type { AlertsStore, DueNotification, NotificationState, NotificationUpdate, SilenceRow } from '../store/index.js';
 import { slackPayload, webhookPayload } from './payload.js';
@@ -37,10 +37,6 @@ export const DEFAULT_DELIVERY: DeliverySettings = {
 };
 
 const LEASE_NAME = 'alerts:deliver';
-/** A lease outlives its holder by half an interval, as the evaluator's; renewed by each step. */
-const LEASE_INTERVALS = 1.5;
-/** A follower tries twice an interval: a dead holder's lease (1.5 intervals) is taken within two. */
-const FOLLOWER_TRY_INTERVALS = 0.5;
 /** Outbox rows routed, and notifications looked at, per step: a backlog drains over several steps. */
 const BATCH = 200;
 /** Characters of a receiver's answer kept as lastError. */
@@ -73,53 +69,34 @@ export interface AlertDelivererDeps {
   onOutcome?: (receiver: string, outcome: Outcome) => void;
 }
 
-export class AlertDeliverer {
+export class AlertDeliverer extends LeasedWorker<DeliveryStep> {
   readonly events = new EventEmitter<AlertDelivererEvents>();
-  readonly holder: string;
   readonly settings: DeliverySettings;
   private readonly backoff: ExponentialBackoff<unknown>;
-  private readonly loop: LeasedLoop<DeliveryStep>;
   /** Steps this replica ran as the deliverer (tests read it). */
   steps = 0;
 
   constructor(private readonly deps: AlertDelivererDeps) {
-    this.holder = deps.holder ?? randomUUID();
-    this.settings = { ...DEFAULT_DELIVERY, ...deps.settings };
-    this.backoff = new ExponentialBackoff({ initialDelay: this.settings.initialBackoffMs, maxDelay: this.settings.maxBackoffMs });
-    const intervalMs = this.settings.intervalMs;
-    this.loop = new LeasedLoop<DeliveryStep>({
+    const settings = { ...DEFAULT_DELIVERY, ...deps.settings };
+    super({
       name: LEASE_NAME,
-      holder: this.holder,
+      holder: deps.holder ?? randomUUID(),
       store: deps.store.collection,
       timers: deps.timers,
-      intervalMs,
-      leaseMs: intervalMs * LEASE_INTERVALS,
-      followerTryMs: intervalMs * FOLLOWER_TRY_INTERVALS,
-      work: () => this.deliver(),
-      onError: (err, during) => deps.logger.error({ err, during }, 'alerts: delivery step failed'),
-      onLost: (why) => deps.logger.warn({ why }, 'alerts: lost the delivery lease; another replica delivers now'),
-      onStep: (step) => this.events.emit('stepped', step.result),
+      intervalMs: settings.intervalMs,
+      logger: deps.logger,
+      doing: 'alerts: delivery step',
     });
+    this.settings = settings;
+    this.backoff = new ExponentialBackoff({ initialDelay: settings.initialBackoffMs, maxDelay: settings.maxBackoffMs });
   }
 
-  /** This replica holds the delivery lease. */
-  get leading(): boolean {
-    return this.loop.leading;
+  protected step(): Promise<DeliveryStep> {
+    return this.deliver();
   }
 
-  start(): this {
-    this.loop.start();
-    return this;
-  }
-
-  /** A step is under way or due at once. */
-  busy(): boolean {
-    return this.loop.busy();
-  }
-
-  /** Step now (new transitions were recorded): at once if idle, else right after the step under way. */
-  kick(): void {
-    this.loop.kick();
+  protected stepped(result: DeliveryStep | null): void {
+    this.events.emit('stepped', result);
   }
 
   /** One step: route the outbox, then decide and send each due notification. */
@@ -250,10 +227,6 @@ export class AlertDeliverer {
     let b: IBackoff<unknown> = this.backoff.next();
     for (let i = 1; i < attempts && b.duration < this.settings.maxBackoffMs; i++) b = b.next(undefined);
     return b.duration;
-  }
-
-  stop(): Promise<void> {
-    return this.loop.stop();
   }
 }
 

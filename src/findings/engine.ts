@@ -6,7 +6,7 @@
 import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { LeasedLoop } from '../lease/index.js';
+import { LeasedWorker } from '../lease/index.js';
 import type { EventBus, LiveTimers } from '../live/index.js';
 import { FINDINGS_TOPIC, findingToJson, type FindingEventJson, type FindingRow, type Store, type ThresholdRule } from '../store/index.js';
 import { thresholdRules, type ThresholdOverride } from './thresholds.js';
@@ -14,10 +14,6 @@ import { thresholdRules, type ThresholdOverride } from './thresholds.js';
 /** Seconds between evaluations by default: below every threshold's minutes, above every platform's poll interval. */
 export const DEFAULT_EVALUATE_SECONDS = 60;
 const LEASE_NAME = 'findings:evaluate';
-/** A lease outlives its holder by half an interval, as alert delivery's; renewed by each evaluation. */
-const LEASE_INTERVALS = 1.5;
-/** A follower tries twice an interval: a dead holder's lease (1.5 intervals) is taken within two. */
-const FOLLOWER_TRY_INTERVALS = 0.5;
 
 export interface Evaluation {
   at: Date;
@@ -43,47 +39,34 @@ export interface FindingsEngineDeps {
   holder?: string;
 }
 
-export class FindingsEngine {
+export class FindingsEngine extends LeasedWorker<Evaluation> {
   readonly events = new EventEmitter<FindingsEngineEvents>();
-  readonly holder: string;
   readonly intervalMs: number;
   readonly rules: ThresholdRule[];
-  private readonly loop: LeasedLoop<Evaluation>;
   /** Evaluations this replica ran (tests read it). */
   evaluations = 0;
 
   constructor(private readonly deps: FindingsEngineDeps) {
-    this.holder = deps.holder ?? randomUUID();
-    this.intervalMs = Math.round((deps.intervalSeconds ?? DEFAULT_EVALUATE_SECONDS) * 1000);
-    this.rules = thresholdRules(deps.overrides ?? []);
-    this.loop = new LeasedLoop<Evaluation>({
+    const intervalMs = Math.round((deps.intervalSeconds ?? DEFAULT_EVALUATE_SECONDS) * 1000);
+    super({
       name: LEASE_NAME,
-      holder: this.holder,
+      holder: deps.holder ?? randomUUID(),
       store: deps.store.collection,
       timers: deps.timers,
-      intervalMs: this.intervalMs,
-      leaseMs: this.intervalMs * LEASE_INTERVALS,
-      followerTryMs: this.intervalMs * FOLLOWER_TRY_INTERVALS,
-      work: () => this.evaluate(),
-      onError: (err, during) => deps.logger.error({ err, during }, 'findings: evaluation failed'),
-      onLost: (why) => deps.logger.warn({ why }, 'findings: lost the lease; another replica evaluates now'),
-      onStep: (step) => this.events.emit('evaluated', step.result),
+      intervalMs,
+      logger: deps.logger,
+      doing: 'findings: evaluation',
     });
+    this.intervalMs = intervalMs;
+    this.rules = thresholdRules(deps.overrides ?? []);
   }
 
-  /** This replica holds the evaluator's lease. */
-  get leading(): boolean {
-    return this.loop.leading;
+  protected step(): Promise<Evaluation> {
+    return this.evaluate();
   }
 
-  start(): this {
-    this.loop.start();
-    return this;
-  }
-
-  /** An evaluation is under way or due at once. */
-  busy(): boolean {
-    return this.loop.busy();
+  protected stepped(result: Evaluation | null): void {
+    this.events.emit('evaluated', result);
   }
 
   /**
@@ -107,9 +90,5 @@ export class FindingsEngine {
 
   private publish(event: 'FIRING' | 'RESOLVED', f: FindingRow) {
     this.deps.bus?.publish(FINDINGS_TOPIC, { type: 'finding', event, finding: findingToJson(f) } satisfies FindingEventJson);
-  }
-
-  stop(): Promise<void> {
-    return this.loop.stop();
   }
 }

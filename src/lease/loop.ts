@@ -9,6 +9,7 @@
 // other replicas can take it then). A holder whose work may outlast the lease renews it on its
 // own timer (renewEveryMs), and stops the work under way (its signal aborts) once it loses it.
 import { setMaxListeners } from 'node:events';
+import type { Logger } from 'pino';
 import type { LiveTimers } from '../live/index.js';
 import type { CollectionStore } from '../store/index.js';
 
@@ -208,5 +209,70 @@ export class LeasedLoop<R> {
     this.abort.abort();
     this.abort = this.newAbort();
     this.o.onLost?.(why);
+  }
+}
+
+export interface LeasedWorkerOptions {
+  name: string;
+  holder: string;
+  store: LeaseStore;
+  timers: LiveTimers;
+  intervalMs: number;
+  logger: Pick<Logger, 'warn' | 'error'>;
+  /** What a step does, for the log ('findings: evaluation'). */
+  doing: string;
+}
+
+/**
+ * Periodic work shorter than its interval (the findings evaluator, alert delivery): each step
+ * renews a lease of 1.5 intervals, and a follower tries twice an interval, so a dead holder's work
+ * is taken over within two intervals. A subclass gives the step and hears when each ends.
+ */
+export abstract class LeasedWorker<R> {
+  readonly holder: string;
+  private readonly loop: LeasedLoop<R>;
+
+  constructor(o: LeasedWorkerOptions) {
+    this.holder = o.holder;
+    this.loop = new LeasedLoop<R>({
+      ...o,
+      leaseMs: o.intervalMs * 1.5,
+      followerTryMs: o.intervalMs / 2,
+      work: () => this.step(),
+      onError: (err, during) => o.logger.error({ err, during }, `${o.doing} failed`),
+      onLost: (why) => o.logger.warn({ why }, `${o.doing}: lost the lease; another replica takes over`),
+      onStep: (step) => this.stepped(step.result),
+    });
+  }
+
+  /** One step's work, while this replica holds the lease. */
+  protected abstract step(): Promise<R>;
+
+  /** A step ended (null: this replica did not hold the lease, or the work failed). */
+  protected abstract stepped(result: R | null): void;
+
+  /** This replica holds the lease. */
+  get leading(): boolean {
+    return this.loop.leading;
+  }
+
+  start(): this {
+    this.loop.start();
+    return this;
+  }
+
+  /** A step is under way or due at once. */
+  busy(): boolean {
+    return this.loop.busy();
+  }
+
+  /** Step now: at once if idle, else right after the step under way. */
+  kick(): void {
+    this.loop.kick();
+  }
+
+  /** Stops stepping (awaiting the step under way) and gives up the lease. */
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 }
