@@ -2,7 +2,7 @@
 // send their first message, answering commands by id), a fresh PostgreSQL database per run, a free
 // port, a GraphQL POST that must succeed, and wrk runs that POST a JSON body.
 import { fork, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -75,6 +75,33 @@ export async function freshPostgresDatabase(adminUrl: string, prefix: string): P
       await admin.end();
     },
   };
+}
+
+/**
+ * Where a benchmark's server keeps its data: a fresh Postgres database on the server at `adminUrl`
+ * (named from `prefix`), or, with `pgliteDir`, PGlite in that folder on disk, as the embedded
+ * default keeps it (in memory, its file system grows a table's file by copying it). drop() removes
+ * either.
+ */
+export async function freshServerDatabase(choice: { postgres: string; prefix: string } | { pgliteDir: string }): Promise<ServerDatabase> {
+  if ('postgres' in choice) {
+    const fresh = await freshPostgresDatabase(choice.postgres, choice.prefix);
+    return serverDatabase(fresh.url, 'memory://bench', fresh.drop);
+  }
+  mkdirSync(choice.pgliteDir, { recursive: true });
+  return serverDatabase(null, choice.pgliteDir, async () => rmSync(choice.pgliteDir, { recursive: true, force: true }));
+}
+
+export interface ServerDatabase {
+  databaseUrl: string | null;
+  dataDir: string;
+  /** An in-process server's settings on it: loopback on any free port, no Redis, no log. */
+  config: { port: 0; host: '127.0.0.1'; databaseUrl: string | null; dataDir: string; redisUrl: null; logLevel: 'silent' };
+  drop(): Promise<void>;
+}
+
+function serverDatabase(databaseUrl: string | null, dataDir: string, drop: () => Promise<void>): ServerDatabase {
+  return { databaseUrl, dataDir, config: { port: 0, host: '127.0.0.1', databaseUrl, dataDir, redisUrl: null, logLevel: 'silent' }, drop };
 }
 
 /** A TCP port free on loopback now. */

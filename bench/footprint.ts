@@ -12,18 +12,13 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import postgres from 'postgres';
+import type { Row } from './rows.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const MB = 2 ** 20;
 
-export interface FootprintRow {
-  scenario: string;
-  measured: string;
-  baseline: string;
-  ratio: number | null;
-  goal: string;
-  met: boolean | null;
-}
+/** A footprint figure, as every benchmark's result row. */
+export type FootprintRow = Row;
 
 export interface Footprint {
   driver: 'pglite' | 'postgres';

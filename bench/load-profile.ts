@@ -10,7 +10,7 @@
 // NODE_OPTIONS); --heap-snapshot writes it; --alloc samples allocations instead of CPU
 // (<scenario>.heapprofile, bytes per request by package and frame); --floor profiles the
 // scenario's floor (bench/load-floor.ts) under the same load after ours, for a side-by-side.
-import { freePort, freshPostgresDatabase, post, startChild, wrkPostScript, type Child } from './children.js';
+import { freePort, freshServerDatabase, post, startChild, wrkPostScript, type Child } from './children.js';
 import { mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -50,17 +50,8 @@ const sim = await startChild('sim-child.ts', {
   anchorMs: ANCHOR,
   fleet: { projects: 5, jobsPerProject: 10, emptyProjects: 0, nodesPerJob: 2, gpusPerNode: 8, statuses: ['TRAINING_JOB_RUNNING'] },
 });
-let databaseUrl: string | null = null;
-let dataDir = 'memory://';
-let dropDatabase = async () => {};
-if (!flags.pglite) {
-  const fresh = await freshPostgresDatabase(flags.db!, 'tg_profile');
-  databaseUrl = fresh.url;
-  dropDatabase = fresh.drop;
-} else {
-  dataDir = path.join(WRK.dir, 'pglite');
-  mkdirSync(dataDir, { recursive: true });
-}
+const database = await freshServerDatabase(flags.pglite ? { pgliteDir: path.join(WRK.dir, 'pglite') } : { postgres: flags.db!, prefix: 'tg_profile' });
+const { databaseUrl, dataDir } = database;
 
 /** Profiles `server` (CPU, or allocations with --alloc) while wrk POSTs `body` to `url`, and prints the summary. */
 async function profileUnderLoad(server: Child, url: string, body: unknown, name: string): Promise<void> {
@@ -122,6 +113,6 @@ try {
   }
 } finally {
   await sim.close();
-  await dropDatabase();
+  await database.drop();
   rmSync(WRK.dir, { recursive: true, force: true });
 }

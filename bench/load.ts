@@ -11,7 +11,7 @@
 // measure), --wrk-threads (default 1), --pool-size (the replicas' DATABASE_POOL_SIZE; default the
 // server's), --pglite / --postgres (default both), --db <admin url>.
 import { createCpuCap, type CpuCap } from './cpu-cap.js';
-import { freePort, freshPostgresDatabase, post, startChild, wrkPostScript, type Child, type WrkPoster } from './children.js';
+import { freePort, freshServerDatabase, post, startChild, wrkPostScript, type Child, type WrkPoster } from './children.js';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -204,17 +204,10 @@ async function measureDatabase(database: 'postgres' | 'pglite'): Promise<LoadRow
     anchorMs: ANCHOR,
     fleet: { projects: 5, jobsPerProject: 10, emptyProjects: 0, nodesPerJob: 2, gpusPerNode: 8, statuses: ['TRAINING_JOB_RUNNING'] },
   });
-  let databaseUrl: string | null = null;
-  let dataDir = 'memory://';
-  let dropDatabase = async () => {};
-  if (database === 'postgres') {
-    const fresh = await freshPostgresDatabase(flags.db as string, 'tg_load');
-    databaseUrl = fresh.url;
-    dropDatabase = fresh.drop;
-  } else {
-    dataDir = path.join(wrkPoster().dir, 'pglite');
-    mkdirSync(dataDir, { recursive: true });
-  }
+  const store = await freshServerDatabase(
+    database === 'postgres' ? { postgres: flags.db as string, prefix: 'tg_load' } : { pgliteDir: path.join(wrkPoster().dir, 'pglite') },
+  );
+  const { databaseUrl, dataDir } = store;
   const replicaOptions = (workers: number, port: number, cpuCaps?: string[]) => ({
     port,
     workers,
@@ -329,7 +322,7 @@ async function measureDatabase(database: 'postgres' | 'pglite'): Promise<LoadRow
     if (database === 'postgres' && !flags['no-scale-out']) rows.push(...(await scaleOut(replicaOptions, bodies)));
   } finally {
     await sim.close();
-    await dropDatabase();
+    await store.drop();
   }
   return rows;
 }

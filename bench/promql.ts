@@ -26,7 +26,7 @@ import { jobGlobalId } from '../src/domain/ids.js';
 import type { JobRecord, NodeRecord, SeriesData } from '../src/domain/types.js';
 import { startRuntime, type Runtime } from '../src/server/runtime.js';
 import { seriesIdentity, type PointWriteRow } from '../src/store/repository.js';
-import { freePort, freshPostgresDatabase } from './children.js';
+import { freePort, freshServerDatabase } from './children.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const PROMETHEUS = '/usr/bin/prometheus';
@@ -132,22 +132,12 @@ interface Labelled {
 // ---- the store ----------------------------------------------------------------------------------
 
 async function openStore(pglite: boolean): Promise<{ runtime: Runtime; series: Labelled[]; close(): Promise<void> }> {
-  let databaseUrl: string | null = null;
-  const dataDir = pglite ? mkdtempSync(path.join(tmpdir(), 'tg-bench-promql-pglite-')) : 'memory://bench';
-  let drop = async () => rmSync(dataDir, { recursive: true, force: true });
-  if (!pglite) {
-    const fresh = await freshPostgresDatabase(flags.db!, 'tg_bench_promql');
-    databaseUrl = fresh.url;
-    drop = fresh.drop;
-  }
+  const database = await freshServerDatabase(
+    pglite ? { pgliteDir: mkdtempSync(path.join(tmpdir(), 'tg-bench-promql-pglite-')) } : { postgres: flags.db!, prefix: 'tg_bench_promql' },
+  );
   const runtime = await startRuntime({
     config: {
-      port: 0,
-      host: '127.0.0.1',
-      databaseUrl,
-      dataDir,
-      redisUrl: null,
-      logLevel: 'silent',
+      ...database.config,
       // Never called: the query API reads the store only, and no collector runs (no `collect`).
       providers: [{ id: PROVIDER, kind: 'BASETEN', baseUrl: 'http://127.0.0.1:9', apiKeyEnv: 'BT_KEY', timeoutSeconds: 5 }],
       // The default limits but the time-out: a slow answer is measured, not cut off at 2 minutes.
@@ -198,7 +188,7 @@ async function openStore(pglite: boolean): Promise<{ runtime: Runtime; series: L
     series: series.map((s) => s.labels),
     async close() {
       await runtime.close();
-      await drop();
+      await database.drop();
     },
   };
 }

@@ -11,11 +11,11 @@
 // --sim-priority <nice> (the simulator's scheduling priority, default -10: ahead of the server).
 import { loadSecurityConfig } from '../src/config/security.js';
 import { benchFleet } from './fleet.js';
-import { freshPostgresDatabase } from './children.js';
+import { freshServerDatabase } from './children.js';
 import { summarizeProfile } from './cpu-profile-summary.js';
 import { benchFootprint } from './footprint.js';
 import { fork, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, setPriority, tmpdir, totalmem } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -228,26 +228,13 @@ async function openScenario(fleet: { jobs: number; nodes: number; gpus: number }
     gpusPerNode: fleet.gpus,
     statuses: ['TRAINING_JOB_RUNNING'],
   });
-  let databaseUrl: string | null = null;
-  // PGlite in a folder on disk, as the embedded default keeps it (DATA_DIR): in memory, its file
-  // system grows a table's file by copying it (a third of the cold dashboard's time went there).
-  const dataDir = pglite ? mkdtempSync(path.join(tmpdir(), 'tg-bench-pglite-')) : 'memory://bench';
-  let dropDatabase = async () => {
-    if (pglite) rmSync(dataDir, { recursive: true, force: true });
-  };
-  if (!pglite) {
-    const fresh = await freshPostgresDatabase(flags.db!, 'tg_bench');
-    databaseUrl = fresh.url;
-    dropDatabase = fresh.drop;
-  }
+  // PGlite on disk: in memory, a third of the cold dashboard's time went to growing table files.
+  const database = await freshServerDatabase(
+    pglite ? { pgliteDir: mkdtempSync(path.join(tmpdir(), 'tg-bench-pglite-')) } : { postgres: flags.db!, prefix: 'tg_bench' },
+  );
   const runtime = await startRuntime({
     config: {
-      port: 0,
-      host: '127.0.0.1',
-      databaseUrl,
-      dataDir,
-      redisUrl: null,
-      logLevel: 'silent',
+      ...database.config,
       providers: [{ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', timeoutSeconds: 120 }],
       // The default query cost and answer size: the dashboard is what they were sized for
       // (docs/limits.md). Only the time-out is lifted: a cold growth fleet of 500 jobs on a busy
@@ -302,7 +289,7 @@ async function openScenario(fleet: { jobs: number; nodes: number; gpus: number }
     close: async () => {
       await runtime.close();
       await sim.close();
-      await dropDatabase();
+      await database.drop();
     },
   };
 }

@@ -1,4 +1,4 @@
-// Alert delivery: on an interval, one replica (a lease in the store, as the findings evaluator's)
+// Alert delivery: on an interval, one replica (a leased loop, src/lease/, as the findings evaluator's)
 // routes the outbox's transitions to their receivers' notifications and sends the notifications
 // that are due. Each attempt is claimed in the store first (one sender per attempt), and every
 // outcome is stored: a restart, or another replica taking over, goes on where it stopped, with the
@@ -15,8 +15,9 @@ import type { Logger } from 'pino';
 import type { ReceiverSettings } from '../config/index.js';
 import { silences } from '../domain/alert-match.js';
 import { scrubSecrets } from '../domain/secrets.js';
+import { LeasedWorker, type LeaseStore } from '../lease/index.js';
 import type { LiveTimers } from '../live/index.js';
-import type { AlertsStore, CollectionStore, DueNotification, NotificationState, NotificationUpdate, SilenceRow } from '../store/index.js';
+import type { AlertsStore, DueNotification, NotificationState, NotificationUpdate, SilenceRow } from '../store/index.js';
 import { slackPayload, webhookPayload } from './payload.js';
 import { matchedOf, route, type Route } from './routing.js';
 
@@ -36,8 +37,6 @@ export const DEFAULT_DELIVERY: DeliverySettings = {
 };
 
 const LEASE_NAME = 'alerts:deliver';
-/** A lease outlives its holder by half an interval, as the evaluator's. */
-const LEASE_INTERVALS = 1.5;
 /** Outbox rows routed, and notifications looked at, per step: a backlog drains over several steps. */
 const BATCH = 200;
 /** Characters of a receiver's answer kept as lastError. */
@@ -59,7 +58,7 @@ export interface AlertDelivererEvents {
 
 export interface AlertDelivererDeps {
   /** The store's door gives both (Store); a test may lease on its own clock. */
-  store: { alerts: AlertsStore; collection: Pick<CollectionStore, 'tryLease' | 'releaseLease'> };
+  store: { alerts: AlertsStore; collection: LeaseStore };
   logger: Logger;
   timers: LiveTimers;
   receivers: readonly ReceiverSettings[];
@@ -70,82 +69,34 @@ export interface AlertDelivererDeps {
   onOutcome?: (receiver: string, outcome: Outcome) => void;
 }
 
-export class AlertDeliverer {
+export class AlertDeliverer extends LeasedWorker<DeliveryStep> {
   readonly events = new EventEmitter<AlertDelivererEvents>();
-  readonly holder: string;
   readonly settings: DeliverySettings;
   private readonly backoff: ExponentialBackoff<unknown>;
-  private timer: unknown = null;
-  private running: Promise<unknown> | null = null;
-  private stopped = false;
-  private dueNow = false;
-  private again = false;
-  leading = false;
   /** Steps this replica ran as the deliverer (tests read it). */
   steps = 0;
 
   constructor(private readonly deps: AlertDelivererDeps) {
-    this.holder = deps.holder ?? randomUUID();
-    this.settings = { ...DEFAULT_DELIVERY, ...deps.settings };
-    this.backoff = new ExponentialBackoff({ initialDelay: this.settings.initialBackoffMs, maxDelay: this.settings.maxBackoffMs });
+    const settings = { ...DEFAULT_DELIVERY, ...deps.settings };
+    super({
+      name: LEASE_NAME,
+      holder: deps.holder ?? randomUUID(),
+      store: deps.store.collection,
+      timers: deps.timers,
+      intervalMs: settings.intervalMs,
+      logger: deps.logger,
+      doing: 'alerts: delivery step',
+    });
+    this.settings = settings;
+    this.backoff = new ExponentialBackoff({ initialDelay: settings.initialBackoffMs, maxDelay: settings.maxBackoffMs });
   }
 
-  start(): this {
-    this.schedule(0);
-    return this;
+  protected step(): Promise<DeliveryStep> {
+    return this.deliver();
   }
 
-  /** A step is under way or due at once. */
-  busy(): boolean {
-    return this.running !== null || this.dueNow;
-  }
-
-  /** Step now (new transitions were recorded): at once if idle, else right after the step under way. */
-  kick(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    if (this.timer !== null) this.deps.timers.clearTimeout(this.timer);
-    this.schedule(0);
-  }
-
-  private schedule(delayMs: number) {
-    if (this.stopped) return;
-    this.dueNow = delayMs <= 0;
-    this.timer = this.deps.timers.setTimeout(() => {
-      this.timer = null;
-      this.dueNow = false;
-      this.running = this.step().then((result) => {
-        this.running = null;
-        const again = this.again;
-        this.again = false;
-        if (again && !this.stopped) {
-          if (this.timer !== null) this.deps.timers.clearTimeout(this.timer);
-          this.schedule(0);
-        }
-        this.events.emit('stepped', result);
-      });
-    }, delayMs);
-  }
-
-  private async step(): Promise<DeliveryStep | null> {
-    const { timers, logger, store } = this.deps;
-    const started = timers.now();
-    let result: DeliveryStep | null = null;
-    try {
-      const holds = await store.collection.tryLease(LEASE_NAME, this.holder, this.settings.intervalMs * LEASE_INTERVALS);
-      if (this.leading && !holds) logger.warn('alerts: lost the delivery lease; another replica delivers now');
-      this.leading = holds;
-      if (holds && !this.stopped) result = await this.deliver();
-    } catch (err) {
-      logger.error({ err }, 'alerts: delivery step failed');
-    }
-    if (this.stopped) return result;
-    // A follower tries twice an interval: a dead holder's lease (1.5 intervals) is taken within two.
-    this.schedule(this.leading ? Math.max(0, started + this.settings.intervalMs - timers.now()) : this.settings.intervalMs / 2);
-    return result;
+  protected stepped(result: DeliveryStep | null): void {
+    this.events.emit('stepped', result);
   }
 
   /** One step: route the outbox, then decide and send each due notification. */
@@ -276,15 +227,6 @@ export class AlertDeliverer {
     let b: IBackoff<unknown> = this.backoff.next();
     for (let i = 1; i < attempts && b.duration < this.settings.maxBackoffMs; i++) b = b.next(undefined);
     return b.duration;
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer !== null) this.deps.timers.clearTimeout(this.timer);
-    this.timer = null;
-    await this.running?.catch(() => {});
-    if (this.leading) await this.deps.store.collection.releaseLease(LEASE_NAME, this.holder).catch(() => {});
-    this.leading = false;
   }
 }
 

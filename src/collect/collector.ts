@@ -5,10 +5,11 @@
 // One replica collects a provider (a lease in the store, renewed every third of an interval, on
 // its own timer, so a long sweep keeps it); a replica that finds it taken (or cannot renew it
 // before it runs out) aborts what it has under way at once, and another takes it once it expires.
-import { EventEmitter, setMaxListeners } from 'node:events';
+import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { clientFacingError, type CollectionStatus, type JobRow, type ProviderView, type Store } from '../store/index.js';
+import { LeasedLoop } from '../lease/index.js';
 import { LIVE_METRICS } from '../live/feeds.js';
 import { pollIntervalMs } from '../live/intervals.js';
 import type { LiveTimers } from '../live/hub.js';
@@ -66,15 +67,7 @@ interface SweepPlan {
 
 class ProviderCollector {
   readonly budget: CallBudget;
-  private timer: unknown = null;
-  private running: Promise<void> | null = null;
-  private abort: AbortController;
-  private stopped = false;
-  private leading = false;
-  private renewTimer: unknown = null;
-  private renewing: Promise<void> | null = null;
-  /** When the lease this replica last renewed runs out (its own clock). */
-  private leaseUntil = -Infinity;
+  private readonly loop: LeasedLoop<void>;
   private lastListAt = -Infinity;
   /** When this replica last dropped the provider's raw points past their retention (rawRetentionDays). */
   private lastRetentionAt = -Infinity;
@@ -96,7 +89,34 @@ class ProviderCollector {
     private readonly owner: Collector,
   ) {
     this.budget = new CallBudget(settings.callsPerMinute, settings.maxConcurrent, () => owner.timers.now());
-    this.abort = this.newAbort();
+    const intervalMs = this.intervalMs;
+    this.loop = new LeasedLoop<void>({
+      name: `collect:${provider.id}`,
+      holder: owner.holder,
+      store: owner.store.collection,
+      timers: owner.timers,
+      intervalMs,
+      leaseMs: intervalMs * LEASE_INTERVALS,
+      followerTryMs: intervalMs * FOLLOWER_TRY_INTERVALS,
+      renewEveryMs: (intervalMs * LEASE_INTERVALS) / RENEWALS_PER_LEASE,
+      // Every collection of a sweep (maxConcurrent at once) listens on it: its reads, its upstream calls.
+      signalListeners: 16 * settings.maxConcurrent,
+      work: (signal) => {
+        this.sweeps++;
+        return this.sweep(signal);
+      },
+      onError: (err, during) => this.publish({ lastError: this.failed(err, during === 'lease' ? 'lease' : 'sweep') }),
+      onLost: (why) => {
+        this.owner.logger.warn({ provider: this.provider.id, why }, 'collect: lost the lease; another replica collects now');
+        this.publish();
+      },
+      onStep: (step) => {
+        // lastError tells how the latest step went (a monitor alerts on it being set): a follower's
+        // clean lease try clears what an earlier one left (a sweep's own clears it when clean).
+        if (!step.worked && step.lease !== 'failed') this.publish({ lastError: null });
+        this.owner.events.emit('sweep', this.provider.id, { dueAt: step.dueAt, endedAt: step.endedAt, swept: step.worked });
+      },
+    });
     this.startedAt = owner.timers.now();
     // PAI-DLC answers one metric per call; the others all metrics of a job in one.
     this.callsPerJob =
@@ -119,16 +139,6 @@ class ProviderCollector {
     this.publish();
   }
 
-  /**
-   * The signal every collection of a sweep shares: each of the maxConcurrent under way listens on
-   * it (its reads, its upstream calls), so Node's default of 10 listeners is no leak warning here.
-   */
-  private newAbort(): AbortController {
-    const controller = new AbortController();
-    setMaxListeners(Math.max(10, 16 * this.settings.maxConcurrent), controller.signal);
-    return controller;
-  }
-
   get intervalMs(): number {
     return Math.round((this.settings.intervalSeconds ?? pollIntervalMs(this.provider) / 1000) * 1000);
   }
@@ -149,58 +159,12 @@ class ProviderCollector {
     return this.settings.logs && this.provider.capabilities.logs;
   }
 
-  private get leaseName() {
-    return `collect:${this.provider.id}`;
-  }
-
-  private get leaseMs() {
-    return this.intervalMs * LEASE_INTERVALS;
-  }
-
-  /** While leading: the lease renewed every third of its length, whether or not a sweep is under way. */
-  private keepRenewing() {
-    if (this.renewTimer !== null || this.stopped || !this.leading) return;
-    this.renewTimer = this.owner.timers.setTimeout(() => {
-      this.renewTimer = null;
-      this.renewing = this.renew().finally(() => {
-        this.renewing = null;
-      });
-    }, this.leaseMs / RENEWALS_PER_LEASE);
-  }
-
-  private async renew() {
-    if (this.stopped || !this.leading) return;
-    const at = this.owner.timers.now();
-    let holds: boolean | null = null;
-    try {
-      holds = await this.owner.store.collection.tryLease(this.leaseName, this.owner.holder, this.leaseMs);
-    } catch (err) {
-      this.publish({ lastError: this.failed(err, 'lease') });
-    }
-    if (this.stopped || !this.leading) return;
-    if (holds) this.leaseUntil = at + this.leaseMs;
-    // A failed renewal is tried again while the lease still runs; past its end another may hold it.
-    if (holds || (holds === null && this.owner.timers.now() < this.leaseUntil)) return this.keepRenewing();
-    this.lose(holds === false ? 'another replica holds the lease' : 'the lease ran out before it could be renewed');
-  }
-
-  /** Stops collecting at once: the sweep under way is aborted (its upstream calls too). */
-  private lose(why: string) {
-    this.owner.logger.warn({ provider: this.provider.id, why }, 'collect: lost the lease; another replica collects now');
-    this.leading = false;
-    if (this.renewTimer !== null) this.owner.timers.clearTimeout(this.renewTimer);
-    this.renewTimer = null;
-    this.abort.abort();
-    this.abort = this.newAbort();
-    this.publish();
-  }
-
   start() {
-    this.schedule(0);
+    this.loop.start();
   }
 
   private publish(patch: Partial<CollectionStatus> = {}) {
-    this.status = { ...this.status, ...patch, leading: this.leading, callsLastMinute: this.budget.used() };
+    this.status = { ...this.status, ...patch, leading: this.loop.leading, callsLastMinute: this.budget.used() };
     this.owner.store.collection.report(this.provider.id, this.status);
   }
 
@@ -211,66 +175,13 @@ class ProviderCollector {
 
   /** A sweep is under way or due at once. */
   get busy(): boolean {
-    return this.running !== null || this.dueNow;
-  }
-
-  private dueNow = false;
-
-  private schedule(delayMs: number) {
-    if (this.stopped) return;
-    const timers = this.owner.timers;
-    this.dueNow = delayMs <= 0;
-    const dueAt = timers.now() + Math.max(0, delayMs);
-    this.timer = timers.setTimeout(() => {
-      this.timer = null;
-      this.dueNow = false;
-      const sweeps = this.sweeps;
-      this.running = this.step().finally(() => {
-        this.running = null;
-        this.owner.events.emit('sweep', this.provider.id, { dueAt, endedAt: timers.now(), swept: this.sweeps > sweeps });
-      });
-    }, delayMs);
+    return this.loop.busy();
   }
 
   private failed(err: unknown, context: string): NonNullable<CollectionStatus['lastError']> {
     const known = clientFacingError(err);
     if (!known) this.owner.logger.error({ err, provider: this.provider.id }, `collect: ${context} failed`);
     return { code: known?.code ?? 'INTERNAL', message: known?.message ?? 'unexpected failure while collecting', at: this.owner.store.now() };
-  }
-
-  private async step() {
-    const timers = this.owner.timers;
-    const started = timers.now();
-    let holds = false;
-    // lastError tells how the latest step went (a monitor alerts on it being set): a clean lease
-    // try or sweep clears what an earlier one left.
-    let lastError: CollectionStatus['lastError'] = null;
-    try {
-      holds = await this.owner.store.collection.tryLease(this.leaseName, this.owner.holder, this.leaseMs);
-    } catch (err) {
-      lastError = this.failed(err, 'lease');
-    }
-    if (this.stopped) return;
-    if (!holds) {
-      // Lost (or never had) the lease: another replica collects.
-      if (this.leading) this.lose(lastError ? 'the lease could not be renewed' : 'another replica holds the lease');
-      this.publish({ lastError });
-      return this.schedule(this.intervalMs * FOLLOWER_TRY_INTERVALS);
-    }
-    this.leaseUntil = started + this.leaseMs;
-    this.leading = true;
-    this.keepRenewing();
-    try {
-      this.sweeps++;
-      await this.sweep(this.abort.signal);
-    } catch (err) {
-      this.publish({ lastError: this.failed(err, 'sweep') });
-    }
-    if (this.stopped) return;
-    // The lease was lost during the sweep (and the sweep aborted): from now on a follower's tries.
-    if (!this.leading) return this.schedule(this.intervalMs * FOLLOWER_TRY_INTERVALS);
-    // Fixed cadence: the next sweep is one interval after this one began.
-    this.schedule(Math.max(0, started + this.intervalMs - timers.now()));
   }
 
   private async sweep(signal: AbortSignal) {
@@ -463,16 +374,8 @@ class ProviderCollector {
   }
 
   /** Stops sweeping at once (the call under way is aborted) and gives up the lease. */
-  async stop() {
-    this.stopped = true;
-    if (this.timer !== null) this.owner.timers.clearTimeout(this.timer);
-    this.timer = null;
-    if (this.renewTimer !== null) this.owner.timers.clearTimeout(this.renewTimer);
-    this.renewTimer = null;
-    this.abort.abort();
-    await Promise.all([this.running?.catch(() => {}), this.renewing]);
-    if (this.leading) await this.owner.store.collection.releaseLease(this.leaseName, this.owner.holder).catch(() => {});
-    this.leading = false;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 }
 

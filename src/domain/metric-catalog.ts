@@ -24,277 +24,155 @@ export interface RawName {
   route?: string;
 }
 
-const defs: MetricDefinition[] = [
-  {
-    name: 'GPU_UTILIZATION',
-    unit: 'RATIO',
-    finestScope: 'GPU',
-    description: 'Fraction of time the GPU was busy, 0..1',
-    raw: {
-      BASETEN: [{ name: 'gpu_utilization', unit: 'fraction 0-1, per rank' }],
-      MODELARTS: [{ name: 'gpuUtil', unit: 'percent, task average' }],
-      PAI_DLC: [
-        { name: 'GpuCoreUsage', unit: 'percent, pod average', route: 'GetJobMetrics' },
-        // "DUTTY" (sic) is how real callers of GetMetrics spell it; the job-wide duty cycle.
-        { name: 'JOB_GPU_ACCELERATOR_DUTTY_UTIL', unit: 'percent, job average (unconfirmed scale)', route: 'CloudMonitor job' },
-        { name: 'CARD_GPU_DUTY_CYCLE', unit: 'percent, per card (unconfirmed scale)', route: 'CloudMonitor card' },
-      ],
-      PRIMUS_LENS: [
-        { name: 'GPU Utilization', unit: 'percent, per node', route: 'workload metrics' },
-        { name: 'gpu_utilization_by_device', unit: 'percent, per device', route: 'unified' },
-        { name: 'gpu_utilization', unit: 'percent, per device of the node (node-wide)', route: 'node gpuMetrics' },
-      ],
-      RUNICORN: [{ name: 'util_gpu', unit: 'percent, host snapshot', route: 'gpu telemetry' }],
-    },
-  },
-  {
-    name: 'GPU_MEMORY_USED',
-    unit: 'BYTES',
-    finestScope: 'GPU',
-    description: 'GPU memory in use',
-    raw: {
-      BASETEN: [{ name: 'gpu_memory_usage_bytes', unit: 'bytes, per rank' }],
-      RUNICORN: [{ name: 'mem_used_mib', unit: 'MiB, host snapshot', route: 'gpu telemetry' }],
-    },
-  },
-  {
-    name: 'GPU_MEMORY_UTILIZATION',
-    unit: 'RATIO',
-    finestScope: 'GPU',
-    description: 'GPU memory in use over GPU memory available, 0..1',
-    raw: {
-      // Derived: the rank's gpu_memory_usage_bytes over instance_type.gpu_memory_limit_mib.
-      BASETEN: [{ name: 'gpu_memory_usage_bytes', unit: 'bytes, per rank, over the instance type GPU memory limit' }],
-      MODELARTS: [{ name: 'gpuMemUsage', unit: 'percent, task average' }],
-      PAI_DLC: [{ name: 'GpuMemoryUsage', unit: 'percent, pod average', route: 'GetJobMetrics' }],
-      PRIMUS_LENS: [{ name: 'GPU Memory Utilization', unit: 'percent, per node', route: 'workload metrics' }],
-      RUNICORN: [{ name: 'mem_used_pct', unit: 'percent, host snapshot', route: 'gpu telemetry' }],
-    },
-  },
-  {
-    name: 'CPU_USAGE',
-    unit: 'CORES',
-    finestScope: 'NODE',
-    description: 'CPU cores in use',
-    raw: {
-      BASETEN: [{ name: 'cpu_usage', unit: 'cores' }],
-      PRIMUS_LENS: [{ name: 'pod_cpu_usage', unit: 'cores, per pod (summed per node)', route: 'unified' }],
-    },
-  },
-  {
-    name: 'CPU_UTILIZATION',
-    unit: 'RATIO',
-    finestScope: 'NODE',
-    description: 'CPU in use over CPU available, 0..1 (where a platform gives only a percentage)',
-    raw: {
-      MODELARTS: [{ name: 'cpuUsage', unit: 'percent' }],
-      PAI_DLC: [{ name: 'CpuCoreUsage', unit: 'percent', route: 'GetJobMetrics' }],
-    },
-  },
-  {
-    name: 'MEMORY_USED',
-    unit: 'BYTES',
-    finestScope: 'NODE',
-    description: 'Host memory in use',
-    raw: {
-      BASETEN: [{ name: 'cpu_memory_usage_bytes', unit: 'bytes' }],
-      PRIMUS_LENS: [{ name: 'pod_memory_usage', unit: 'bytes, per pod working set (summed per node)', route: 'unified' }],
-    },
-  },
-  {
-    name: 'MEMORY_UTILIZATION',
-    unit: 'RATIO',
-    finestScope: 'NODE',
-    description: 'Host memory in use over memory available, 0..1',
-    raw: {
-      MODELARTS: [{ name: 'memUsage', unit: 'percent' }],
-      PAI_DLC: [{ name: 'MemoryUsage', unit: 'percent', route: 'GetJobMetrics' }],
-    },
-  },
-  {
-    name: 'NETWORK_RECEIVE_RATE',
-    unit: 'BYTES_PER_SECOND',
-    finestScope: 'NODE',
-    description: 'Network bytes received per second',
-    raw: {
-      PAI_DLC: [{ name: 'NetworkInputRate', unit: 'MB/s (PAI-Studio documents it; unconfirmed for DLC)', route: 'GetJobMetrics' }],
-    },
-  },
-  {
-    name: 'NETWORK_TRANSMIT_RATE',
-    unit: 'BYTES_PER_SECOND',
-    finestScope: 'NODE',
-    description: 'Network bytes sent per second',
-    raw: {
-      PAI_DLC: [{ name: 'NetworkOutputRate', unit: 'MB/s (PAI-Studio documents it; unconfirmed for DLC)', route: 'GetJobMetrics' }],
-    },
-  },
-  {
-    name: 'DISK_READ_RATE',
-    unit: 'BYTES_PER_SECOND',
-    finestScope: 'NODE',
-    description: 'Disk bytes read per second',
-    raw: {
-      PAI_DLC: [{ name: 'DiskReadRate', unit: 'MB/s (PAI-Studio documents it; unconfirmed for DLC)', route: 'GetJobMetrics' }],
-      PRIMUS_LENS: [{ name: 'pod_read_bytes', unit: 'bytes/s, per pod and container filesystem reads (summed per node)', route: 'unified' }],
-    },
-  },
-  {
-    name: 'DISK_WRITE_RATE',
-    unit: 'BYTES_PER_SECOND',
-    finestScope: 'NODE',
-    description: 'Disk bytes written per second',
-    raw: {
-      PAI_DLC: [{ name: 'DiskWriteRate', unit: 'MB/s (PAI-Studio documents it; unconfirmed for DLC)', route: 'GetJobMetrics' }],
-      PRIMUS_LENS: [{ name: 'pod_write_bytes', unit: 'bytes/s, per pod and container filesystem writes (summed per node)', route: 'unified' }],
-    },
-  },
-  {
-    name: 'STORAGE_USED',
-    unit: 'BYTES',
-    finestScope: 'NODE',
-    description: 'Local (ephemeral) storage in use',
-    raw: {
-      BASETEN: [
-        { name: 'ephemeral_storage.usage_bytes', unit: 'bytes, per node', route: 'per node' },
-        { name: 'cache.usage_bytes', unit: 'bytes, the job read-write cache volume', route: 'cache' },
-      ],
-    },
-  },
-  {
-    name: 'STORAGE_UTILIZATION',
-    unit: 'RATIO',
-    finestScope: 'NODE',
-    description: 'Local (ephemeral) storage in use over its limit, 0..1',
-    raw: {
-      BASETEN: [
-        { name: 'ephemeral_storage.utilization', unit: 'fraction 0-1, per node', route: 'per node' },
-        { name: 'cache.utilization', unit: 'fraction 0-1, the job read-write cache volume', route: 'cache' },
-      ],
-    },
-  },
-  {
-    name: 'NPU_UTILIZATION',
-    unit: 'RATIO',
-    finestScope: 'NODE',
-    description: 'Fraction of time the NPU (Ascend) was busy, 0..1',
-    raw: { MODELARTS: [{ name: 'npuUtil', unit: 'percent' }] },
-  },
-  {
-    name: 'NPU_MEMORY_UTILIZATION',
-    unit: 'RATIO',
-    finestScope: 'NODE',
-    description: 'NPU memory in use over NPU memory available, 0..1',
-    raw: { MODELARTS: [{ name: 'npuMemUsage', unit: 'percent' }] },
-  },
-  {
-    name: 'GPU_POWER',
-    unit: 'WATTS',
-    finestScope: 'GPU',
-    description: 'GPU (socket) power draw, in watts',
-    raw: {
-      PRIMUS_LENS: [
-        { name: 'GPU Power', unit: 'W, per node', route: 'workload metrics' },
-        { name: 'gpu_power_by_device', unit: 'W, per device', route: 'unified' },
-      ],
-      RUNICORN: [{ name: 'power_w', unit: 'W, host snapshot', route: 'gpu telemetry' }],
-    },
-  },
-  {
-    name: 'GPU_TEMPERATURE',
-    unit: 'CELSIUS',
-    finestScope: 'GPU',
-    description: 'GPU (core) temperature, in degrees Celsius',
-    raw: { RUNICORN: [{ name: 'temp_c', unit: '°C, host snapshot', route: 'gpu telemetry' }] },
-  },
-  {
-    name: 'MODEL_FLOPS_PER_GPU',
+/** What a metric means, whichever platform reports it. */
+type Meaning = Omit<MetricDefinition, 'name' | 'raw'>;
+
+const MEANINGS: Record<SystemMetric, Meaning> = {
+  GPU_UTILIZATION: { unit: 'RATIO', finestScope: 'GPU', description: 'Fraction of time the GPU was busy, 0..1' },
+  GPU_MEMORY_USED: { unit: 'BYTES', finestScope: 'GPU', description: 'GPU memory in use' },
+  GPU_MEMORY_UTILIZATION: { unit: 'RATIO', finestScope: 'GPU', description: 'GPU memory in use over GPU memory available, 0..1' },
+  CPU_USAGE: { unit: 'CORES', finestScope: 'NODE', description: 'CPU cores in use' },
+  CPU_UTILIZATION: { unit: 'RATIO', finestScope: 'NODE', description: 'CPU in use over CPU available, 0..1 (where a platform gives only a percentage)' },
+  MEMORY_USED: { unit: 'BYTES', finestScope: 'NODE', description: 'Host memory in use' },
+  MEMORY_UTILIZATION: { unit: 'RATIO', finestScope: 'NODE', description: 'Host memory in use over memory available, 0..1' },
+  NETWORK_RECEIVE_RATE: { unit: 'BYTES_PER_SECOND', finestScope: 'NODE', description: 'Network bytes received per second' },
+  NETWORK_TRANSMIT_RATE: { unit: 'BYTES_PER_SECOND', finestScope: 'NODE', description: 'Network bytes sent per second' },
+  DISK_READ_RATE: { unit: 'BYTES_PER_SECOND', finestScope: 'NODE', description: 'Disk bytes read per second' },
+  DISK_WRITE_RATE: { unit: 'BYTES_PER_SECOND', finestScope: 'NODE', description: 'Disk bytes written per second' },
+  STORAGE_USED: { unit: 'BYTES', finestScope: 'NODE', description: 'Local (ephemeral) storage in use' },
+  STORAGE_UTILIZATION: { unit: 'RATIO', finestScope: 'NODE', description: 'Local (ephemeral) storage in use over its limit, 0..1' },
+  NPU_UTILIZATION: { unit: 'RATIO', finestScope: 'NODE', description: 'Fraction of time the NPU (Ascend) was busy, 0..1' },
+  NPU_MEMORY_UTILIZATION: { unit: 'RATIO', finestScope: 'NODE', description: 'NPU memory in use over NPU memory available, 0..1' },
+  GPU_POWER: { unit: 'WATTS', finestScope: 'GPU', description: 'GPU (socket) power draw, in watts' },
+  GPU_TEMPERATURE: { unit: 'CELSIUS', finestScope: 'GPU', description: 'GPU (core) temperature, in degrees Celsius' },
+  MODEL_FLOPS_PER_GPU: {
     unit: 'FLOPS',
     finestScope: 'JOB',
     description:
       "Floating-point operations per second the training loop achieves per GPU, as the framework reports it (model FLOPs, not the hardware's counters)",
-    // Lens' TrainingPerformance graph holds a series labelled "tflops" (and one labelled "iteration").
-    // Per GPU is our reading (unconfirmed): the values sit where one accelerator's achieved TFLOP/s
-    // do (hundreds), and the adapter reports a value above any accelerator's peak as a mismatch.
-    raw: { PRIMUS_LENS: [{ name: 'TrainingPerformance', unit: 'TFLOP/s per GPU, series labelled "tflops"', route: 'workload metrics' }] },
   },
-  {
-    name: 'RDMA_RECEIVE_RATE',
-    unit: 'BYTES_PER_SECOND',
-    finestScope: 'NODE',
-    description: 'RDMA (RoCE) bytes received per second',
-    raw: { PRIMUS_LENS: [{ name: 'rdma_rx_bandwidth_by_node', unit: 'bytes/s, per node', route: 'unified' }] },
-  },
-  {
-    name: 'RDMA_TRANSMIT_RATE',
-    unit: 'BYTES_PER_SECOND',
-    finestScope: 'NODE',
-    description: 'RDMA (RoCE) bytes sent per second',
-    raw: { PRIMUS_LENS: [{ name: 'rdma_tx_bandwidth_by_node', unit: 'bytes/s, per node', route: 'unified' }] },
-  },
-  // The GPU profiling family PAI-DLC reports per card through GetMetrics (CARD_GPU_*, exported to
-  // Alibaba's managed Prometheus as AliyunPaidlc_CARD_GPU_*). Only CARD_GPU_DRAM_ACTIVE_UTIL is seen
-  // through GetMetrics itself; the other GetMetrics names are the Prometheus names without their
-  // "AliyunPaidlc_" prefix (our reading, unconfirmed: a wrong name answers empty, which the adapter
-  // reports). Primus-Lens' API, as read for its fact sheet, offers none of these.
-  {
-    name: 'GPU_SM_ACTIVE',
+  RDMA_RECEIVE_RATE: { unit: 'BYTES_PER_SECOND', finestScope: 'NODE', description: 'RDMA (RoCE) bytes received per second' },
+  RDMA_TRANSMIT_RATE: { unit: 'BYTES_PER_SECOND', finestScope: 'NODE', description: 'RDMA (RoCE) bytes sent per second' },
+  GPU_SM_ACTIVE: {
     unit: 'RATIO',
     finestScope: 'GPU',
     description: 'Fraction of time the streaming multiprocessors had work resident, averaged over the GPU, 0..1 (DCGM SM active)',
-    raw: { PAI_DLC: [{ name: 'CARD_GPU_SM_UTIL', unit: 'percent, per card (unconfirmed scale)', route: 'CloudMonitor card' }] },
   },
-  {
-    name: 'GPU_TENSOR_ACTIVE',
+  GPU_TENSOR_ACTIVE: {
     unit: 'RATIO',
     finestScope: 'GPU',
     description: 'Fraction of time the tensor (matrix) pipes were active, 0..1 (DCGM tensor pipe active)',
-    raw: { PAI_DLC: [{ name: 'CARD_GPU_PIP_TENSOR_ACTIVE', unit: 'percent, per card (unconfirmed scale)', route: 'CloudMonitor card' }] },
   },
-  {
-    name: 'GPU_DRAM_ACTIVE',
+  GPU_DRAM_ACTIVE: {
     unit: 'RATIO',
     finestScope: 'GPU',
     description: 'Fraction of time the GPU memory interface was busy moving data, 0..1 (DCGM DRAM active; bandwidth, not capacity)',
-    raw: { PAI_DLC: [{ name: 'CARD_GPU_DRAM_ACTIVE_UTIL', unit: 'percent, per card (unconfirmed scale)', route: 'CloudMonitor card' }] },
   },
-  {
-    name: 'GPU_NVLINK_RECEIVE_RATE',
-    unit: 'BYTES_PER_SECOND',
-    finestScope: 'GPU',
-    description: 'Bytes per second the GPU received over NVLink',
-    raw: { PAI_DLC: [{ name: 'CARD_GPU_NVLINK_RECEIVE', unit: 'MiB/s, per card', route: 'CloudMonitor card' }] },
-  },
-  {
-    name: 'GPU_NVLINK_TRANSMIT_RATE',
-    unit: 'BYTES_PER_SECOND',
-    finestScope: 'GPU',
-    description: 'Bytes per second the GPU sent over NVLink',
-    raw: { PAI_DLC: [{ name: 'CARD_GPU_NVLINK_TRANSMIT', unit: 'MiB/s, per card', route: 'CloudMonitor card' }] },
-  },
-  {
-    name: 'GPU_PCIE_RECEIVE_RATE',
-    unit: 'BYTES_PER_SECOND',
-    finestScope: 'GPU',
-    description: 'Bytes per second the GPU received over PCIe',
-    raw: { PAI_DLC: [{ name: 'CARD_GPU_PCIE_RECEIVE', unit: 'MiB/s, per card', route: 'CloudMonitor card' }] },
-  },
-  {
-    name: 'GPU_PCIE_TRANSMIT_RATE',
-    unit: 'BYTES_PER_SECOND',
-    finestScope: 'GPU',
-    description: 'Bytes per second the GPU sent over PCIe',
-    raw: { PAI_DLC: [{ name: 'CARD_GPU_PCIE_TRANSMIT', unit: 'MiB/s, per card', route: 'CloudMonitor card' }] },
-  },
-  {
-    name: 'GPU_TENSOR_FLOPS',
+  GPU_NVLINK_RECEIVE_RATE: { unit: 'BYTES_PER_SECOND', finestScope: 'GPU', description: 'Bytes per second the GPU received over NVLink' },
+  GPU_NVLINK_TRANSMIT_RATE: { unit: 'BYTES_PER_SECOND', finestScope: 'GPU', description: 'Bytes per second the GPU sent over NVLink' },
+  GPU_PCIE_RECEIVE_RATE: { unit: 'BYTES_PER_SECOND', finestScope: 'GPU', description: 'Bytes per second the GPU received over PCIe' },
+  GPU_PCIE_TRANSMIT_RATE: { unit: 'BYTES_PER_SECOND', finestScope: 'GPU', description: 'Bytes per second the GPU sent over PCIe' },
+  GPU_TENSOR_FLOPS: {
     unit: 'FLOPS',
     finestScope: 'GPU',
     description:
       "Floating-point operations per second the GPU's tensor pipes performed, as the hardware counters measure them (not the model FLOPs a framework reports)",
-    raw: { PAI_DLC: [{ name: 'CARD_GPU_TENSORTFLOPS_USED', unit: 'TFLOP/s, per card (unit our reading of the name)', route: 'CloudMonitor card' }] },
   },
-];
+};
+/**
+ * Each platform's raw names by metric: a platform's names read together, as its adapter takes them.
+ * Where one raw name stands for two metrics (Baseten's gpu_memory_usage_bytes), a raw name's
+ * metric is the first of them in MEANINGS' order (canonicalMetricFor).
+ */
+const RAW_NAMES: Partial<Record<ProviderKind, Partial<Record<SystemMetric, readonly RawName[]>>>> = {
+  BASETEN: {
+    GPU_UTILIZATION: [{ name: 'gpu_utilization', unit: 'fraction 0-1, per rank' }],
+    GPU_MEMORY_USED: [{ name: 'gpu_memory_usage_bytes', unit: 'bytes, per rank' }],
+    // Derived: the rank's gpu_memory_usage_bytes over instance_type.gpu_memory_limit_mib.
+    GPU_MEMORY_UTILIZATION: [{ name: 'gpu_memory_usage_bytes', unit: 'bytes, per rank, over the instance type GPU memory limit' }],
+    CPU_USAGE: [{ name: 'cpu_usage', unit: 'cores' }],
+    MEMORY_USED: [{ name: 'cpu_memory_usage_bytes', unit: 'bytes' }],
+    STORAGE_USED: [
+      { name: 'ephemeral_storage.usage_bytes', unit: 'bytes, per node', route: 'per node' },
+      { name: 'cache.usage_bytes', unit: 'bytes, the job read-write cache volume', route: 'cache' },
+    ],
+    STORAGE_UTILIZATION: [
+      { name: 'ephemeral_storage.utilization', unit: 'fraction 0-1, per node', route: 'per node' },
+      { name: 'cache.utilization', unit: 'fraction 0-1, the job read-write cache volume', route: 'cache' },
+    ],
+  },
+  MODELARTS: {
+    GPU_UTILIZATION: [{ name: 'gpuUtil', unit: 'percent, task average' }],
+    GPU_MEMORY_UTILIZATION: [{ name: 'gpuMemUsage', unit: 'percent, task average' }],
+    CPU_UTILIZATION: [{ name: 'cpuUsage', unit: 'percent' }],
+    MEMORY_UTILIZATION: [{ name: 'memUsage', unit: 'percent' }],
+    NPU_UTILIZATION: [{ name: 'npuUtil', unit: 'percent' }],
+    NPU_MEMORY_UTILIZATION: [{ name: 'npuMemUsage', unit: 'percent' }],
+  },
+  PAI_DLC: {
+    // "DUTTY" (sic) is how real callers of GetMetrics spell it; the job-wide duty cycle.
+    GPU_UTILIZATION: [
+      { name: 'GpuCoreUsage', unit: 'percent, pod average', route: 'GetJobMetrics' },
+      { name: 'JOB_GPU_ACCELERATOR_DUTTY_UTIL', unit: 'percent, job average (unconfirmed scale)', route: 'CloudMonitor job' },
+      { name: 'CARD_GPU_DUTY_CYCLE', unit: 'percent, per card (unconfirmed scale)', route: 'CloudMonitor card' },
+    ],
+    GPU_MEMORY_UTILIZATION: [{ name: 'GpuMemoryUsage', unit: 'percent, pod average', route: 'GetJobMetrics' }],
+    CPU_UTILIZATION: [{ name: 'CpuCoreUsage', unit: 'percent', route: 'GetJobMetrics' }],
+    MEMORY_UTILIZATION: [{ name: 'MemoryUsage', unit: 'percent', route: 'GetJobMetrics' }],
+    NETWORK_RECEIVE_RATE: [{ name: 'NetworkInputRate', unit: 'MB/s (PAI-Studio documents it; unconfirmed for DLC)', route: 'GetJobMetrics' }],
+    NETWORK_TRANSMIT_RATE: [{ name: 'NetworkOutputRate', unit: 'MB/s (PAI-Studio documents it; unconfirmed for DLC)', route: 'GetJobMetrics' }],
+    DISK_READ_RATE: [{ name: 'DiskReadRate', unit: 'MB/s (PAI-Studio documents it; unconfirmed for DLC)', route: 'GetJobMetrics' }],
+    DISK_WRITE_RATE: [{ name: 'DiskWriteRate', unit: 'MB/s (PAI-Studio documents it; unconfirmed for DLC)', route: 'GetJobMetrics' }],
+    // The GPU profiling family PAI-DLC reports per card through GetMetrics (CARD_GPU_*, exported to
+    // Alibaba's managed Prometheus as AliyunPaidlc_CARD_GPU_*). Only CARD_GPU_DRAM_ACTIVE_UTIL is seen
+    // through GetMetrics itself; the other GetMetrics names are the Prometheus names without their
+    // "AliyunPaidlc_" prefix (our reading, unconfirmed: a wrong name answers empty, which the adapter
+    // reports). Primus-Lens' API, as read for its fact sheet, offers none of these.
+    GPU_SM_ACTIVE: [{ name: 'CARD_GPU_SM_UTIL', unit: 'percent, per card (unconfirmed scale)', route: 'CloudMonitor card' }],
+    GPU_TENSOR_ACTIVE: [{ name: 'CARD_GPU_PIP_TENSOR_ACTIVE', unit: 'percent, per card (unconfirmed scale)', route: 'CloudMonitor card' }],
+    GPU_DRAM_ACTIVE: [{ name: 'CARD_GPU_DRAM_ACTIVE_UTIL', unit: 'percent, per card (unconfirmed scale)', route: 'CloudMonitor card' }],
+    GPU_NVLINK_RECEIVE_RATE: [{ name: 'CARD_GPU_NVLINK_RECEIVE', unit: 'MiB/s, per card', route: 'CloudMonitor card' }],
+    GPU_NVLINK_TRANSMIT_RATE: [{ name: 'CARD_GPU_NVLINK_TRANSMIT', unit: 'MiB/s, per card', route: 'CloudMonitor card' }],
+    GPU_PCIE_RECEIVE_RATE: [{ name: 'CARD_GPU_PCIE_RECEIVE', unit: 'MiB/s, per card', route: 'CloudMonitor card' }],
+    GPU_PCIE_TRANSMIT_RATE: [{ name: 'CARD_GPU_PCIE_TRANSMIT', unit: 'MiB/s, per card', route: 'CloudMonitor card' }],
+    GPU_TENSOR_FLOPS: [{ name: 'CARD_GPU_TENSORTFLOPS_USED', unit: 'TFLOP/s, per card (unit our reading of the name)', route: 'CloudMonitor card' }],
+  },
+  PRIMUS_LENS: {
+    GPU_UTILIZATION: [
+      { name: 'GPU Utilization', unit: 'percent, per node', route: 'workload metrics' },
+      { name: 'gpu_utilization_by_device', unit: 'percent, per device', route: 'unified' },
+      { name: 'gpu_utilization', unit: 'percent, per device of the node (node-wide)', route: 'node gpuMetrics' },
+    ],
+    GPU_MEMORY_UTILIZATION: [{ name: 'GPU Memory Utilization', unit: 'percent, per node', route: 'workload metrics' }],
+    CPU_USAGE: [{ name: 'pod_cpu_usage', unit: 'cores, per pod (summed per node)', route: 'unified' }],
+    MEMORY_USED: [{ name: 'pod_memory_usage', unit: 'bytes, per pod working set (summed per node)', route: 'unified' }],
+    DISK_READ_RATE: [{ name: 'pod_read_bytes', unit: 'bytes/s, per pod and container filesystem reads (summed per node)', route: 'unified' }],
+    DISK_WRITE_RATE: [{ name: 'pod_write_bytes', unit: 'bytes/s, per pod and container filesystem writes (summed per node)', route: 'unified' }],
+    GPU_POWER: [
+      { name: 'GPU Power', unit: 'W, per node', route: 'workload metrics' },
+      { name: 'gpu_power_by_device', unit: 'W, per device', route: 'unified' },
+    ],
+    // Lens' TrainingPerformance graph holds a series labelled "tflops" (and one labelled "iteration").
+    // Per GPU is our reading (unconfirmed): the values sit where one accelerator's achieved TFLOP/s
+    // do (hundreds), and the adapter reports a value above any accelerator's peak as a mismatch.
+    MODEL_FLOPS_PER_GPU: [{ name: 'TrainingPerformance', unit: 'TFLOP/s per GPU, series labelled "tflops"', route: 'workload metrics' }],
+    RDMA_RECEIVE_RATE: [{ name: 'rdma_rx_bandwidth_by_node', unit: 'bytes/s, per node', route: 'unified' }],
+    RDMA_TRANSMIT_RATE: [{ name: 'rdma_tx_bandwidth_by_node', unit: 'bytes/s, per node', route: 'unified' }],
+  },
+  RUNICORN: {
+    GPU_UTILIZATION: [{ name: 'util_gpu', unit: 'percent, host snapshot', route: 'gpu telemetry' }],
+    GPU_MEMORY_USED: [{ name: 'mem_used_mib', unit: 'MiB, host snapshot', route: 'gpu telemetry' }],
+    GPU_MEMORY_UTILIZATION: [{ name: 'mem_used_pct', unit: 'percent, host snapshot', route: 'gpu telemetry' }],
+    GPU_POWER: [{ name: 'power_w', unit: 'W, host snapshot', route: 'gpu telemetry' }],
+    GPU_TEMPERATURE: [{ name: 'temp_c', unit: '°C, host snapshot', route: 'gpu telemetry' }],
+  },
+};
+
+const defs: MetricDefinition[] = (Object.keys(MEANINGS) as SystemMetric[]).map((name) => ({
+  name,
+  ...MEANINGS[name],
+  raw: Object.fromEntries(Object.entries(RAW_NAMES).flatMap(([kind, names]) => (names[name] ? [[kind, names[name]]] : []))),
+}));
 
 export const METRIC_CATALOG: ReadonlyMap<SystemMetric, MetricDefinition> = new Map(defs.map((d) => [d.name, d]));
 

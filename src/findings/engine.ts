@@ -1,4 +1,4 @@
-// The findings evaluator: on an interval, one replica (a lease in the store, as the collector's)
+// The findings evaluator: on an interval, one replica (a leased loop, src/lease/, as the collector's)
 // looks at every running job's stored series, progress and status through the store's door in a
 // constant number of statements (src/store/findings.ts), opens what it sees for the first time and
 // closes what it no longer sees. Each transition goes out once on the live bus (topic
@@ -6,6 +6,7 @@
 import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
+import { LeasedWorker } from '../lease/index.js';
 import type { EventBus, LiveTimers } from '../live/index.js';
 import { FINDINGS_TOPIC, findingToJson, type FindingEventJson, type FindingRow, type Store, type ThresholdRule } from '../store/index.js';
 import { thresholdRules, type ThresholdOverride } from './thresholds.js';
@@ -13,8 +14,6 @@ import { thresholdRules, type ThresholdOverride } from './thresholds.js';
 /** Seconds between evaluations by default: below every threshold's minutes, above every platform's poll interval. */
 export const DEFAULT_EVALUATE_SECONDS = 60;
 const LEASE_NAME = 'findings:evaluate';
-/** A lease outlives its holder by half an interval, as the collector's. */
-const LEASE_INTERVALS = 1.5;
 
 export interface Evaluation {
   at: Date;
@@ -40,65 +39,34 @@ export interface FindingsEngineDeps {
   holder?: string;
 }
 
-export class FindingsEngine {
+export class FindingsEngine extends LeasedWorker<Evaluation> {
   readonly events = new EventEmitter<FindingsEngineEvents>();
-  readonly holder: string;
   readonly intervalMs: number;
   readonly rules: ThresholdRule[];
-  private timer: unknown = null;
-  private running: Promise<unknown> | null = null;
-  private stopped = false;
-  private dueNow = false;
-  leading = false;
   /** Evaluations this replica ran (tests read it). */
   evaluations = 0;
 
   constructor(private readonly deps: FindingsEngineDeps) {
-    this.holder = deps.holder ?? randomUUID();
-    this.intervalMs = Math.round((deps.intervalSeconds ?? DEFAULT_EVALUATE_SECONDS) * 1000);
+    const intervalMs = Math.round((deps.intervalSeconds ?? DEFAULT_EVALUATE_SECONDS) * 1000);
+    super({
+      name: LEASE_NAME,
+      holder: deps.holder ?? randomUUID(),
+      store: deps.store.collection,
+      timers: deps.timers,
+      intervalMs,
+      logger: deps.logger,
+      doing: 'findings: evaluation',
+    });
+    this.intervalMs = intervalMs;
     this.rules = thresholdRules(deps.overrides ?? []);
   }
 
-  start(): this {
-    this.schedule(0);
-    return this;
+  protected step(): Promise<Evaluation> {
+    return this.evaluate();
   }
 
-  /** An evaluation is under way or due at once. */
-  busy(): boolean {
-    return this.running !== null || this.dueNow;
-  }
-
-  private schedule(delayMs: number) {
-    if (this.stopped) return;
-    this.dueNow = delayMs <= 0;
-    this.timer = this.deps.timers.setTimeout(() => {
-      this.timer = null;
-      this.dueNow = false;
-      // Told once nothing runs any more: a waiter that sees the event finds the evaluator idle.
-      this.running = this.step().then((result) => {
-        this.running = null;
-        this.events.emit('evaluated', result);
-      });
-    }, delayMs);
-  }
-
-  private async step(): Promise<Evaluation | null> {
-    const timers = this.deps.timers;
-    const started = timers.now();
-    let result: Evaluation | null = null;
-    try {
-      const holds = await this.deps.store.collection.tryLease(LEASE_NAME, this.holder, this.intervalMs * LEASE_INTERVALS);
-      if (this.leading && !holds) this.deps.logger.warn('findings: lost the lease; another replica evaluates now');
-      this.leading = holds;
-      if (holds && !this.stopped) result = await this.evaluate();
-    } catch (err) {
-      this.deps.logger.error({ err }, 'findings: evaluation failed');
-    }
-    if (this.stopped) return result;
-    // A follower tries twice an interval: a dead holder's lease (1.5 intervals) is taken within two.
-    this.schedule(this.leading ? Math.max(0, started + this.intervalMs - timers.now()) : this.intervalMs / 2);
-    return result;
+  protected stepped(result: Evaluation | null): void {
+    this.events.emit('evaluated', result);
   }
 
   /**
@@ -122,14 +90,5 @@ export class FindingsEngine {
 
   private publish(event: 'FIRING' | 'RESOLVED', f: FindingRow) {
     this.deps.bus?.publish(FINDINGS_TOPIC, { type: 'finding', event, finding: findingToJson(f) } satisfies FindingEventJson);
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer !== null) this.deps.timers.clearTimeout(this.timer);
-    this.timer = null;
-    await this.running?.catch(() => {});
-    if (this.leading) await this.deps.store.collection.releaseLease(LEASE_NAME, this.holder).catch(() => {});
-    this.leading = false;
   }
 }

@@ -5,13 +5,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../src/server/runtime.js';
 import type { BasetenSimulator } from '../../src/simulators/baseten/server.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { ManualTimers } from '../support/manual-timers.js';
-import { startClockedBaseten } from '../support/clocked-baseten.js';
-import { startRuntimeOn } from '../support/runtime.js';
-import { gql, runFor, sweepsSettled } from './helpers.js';
+import type { ManualTimers } from '../support/manual-timers.js';
+import { ANCHOR as START } from '../support/runtime.js';
+import { createTestDatabase } from '../support/database.js';
+import { type CollectedBaseten, gql, runFor, startCollectedBaseten, sweepsSettled } from './helpers.js';
 
-const START = Date.UTC(2026, 10, 20, 12, 0, 0);
 const INTERVAL_MS = 30_000;
 const COLLECTION = /* GraphQL */ `{ providers { id collection { leading backlog lastError { code message } lastErrorAt } } }`;
 
@@ -27,30 +25,23 @@ async function collection(rt: Runtime) {
 }
 
 describe("a provider's collection as a monitor sees it", () => {
+  let bt: CollectedBaseten;
   let sim: BasetenSimulator;
-  let db: TestDatabase;
   let rt: Runtime;
   let timers: ManualTimers;
 
   beforeAll(async () => {
-    timers = new ManualTimers(START);
-    sim = await startClockedBaseten('collect-collector', timers, { jobsPerProject: 1, gpusPerNode: 2 });
-    db = await createTestDatabase();
-    rt = await startRuntimeOn(db, [{ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', pollIntervalSeconds: INTERVAL_MS / 1000 }], {
-      env: { BT_KEY: sim.apiKey },
-      config: { collect: { enabled: true } },
-      clock: () => timers.now(),
-      liveTimers: timers,
+    bt = await startCollectedBaseten(
+      await createTestDatabase(),
+      'collect-collector',
+      { jobsPerProject: 1, gpusPerNode: 2 },
       // One try per call: the injected failure is the sweep's, not hidden by a retry.
-      resilience: { retries: 0 },
-    });
+      { intervalMs: INTERVAL_MS, runtime: { resilience: { retries: 0 } } },
+    );
+    ({ sim, rt, timers } = bt);
   }, 60_000);
 
-  afterAll(async () => {
-    await rt?.close();
-    await sim?.close();
-    await db?.drop();
-  });
+  afterAll(() => bt?.close());
 
   it('lastError is set by a sweep that failed, with when, and cleared by the next clean one', async () => {
     await sweepsSettled(rt);

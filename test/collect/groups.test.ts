@@ -7,57 +7,34 @@
 // of one interval is exactly one sweep.
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../src/server/runtime.js';
-import type { BasetenSimulator } from '../../src/simulators/baseten/server.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { ManualTimers } from '../support/manual-timers.js';
-import { startClockedBaseten } from '../support/clocked-baseten.js';
-import { startRuntimeOn } from '../support/runtime.js';
-import { gql, runFor, sweepsSettled } from './helpers.js';
+import { createTestDatabase } from '../support/database.js';
+import { type CollectedBaseten, gql, runFor, startCollectedBaseten, sweepsSettled } from './helpers.js';
 
-const START = Date.UTC(2026, 10, 20, 12, 0, 0);
 const INTERVAL_MS = 30_000;
 const AT_ONCE = 16;
 
-interface Setup {
-  sim: BasetenSimulator;
-  db: TestDatabase;
-  rt: Runtime;
-  timers: ManualTimers;
-}
+type Setup = CollectedBaseten;
 
 async function start(jobs: number): Promise<Setup> {
-  const timers = new ManualTimers(START);
-  const sim = await startClockedBaseten(`collect-groups-${jobs}`, timers, { jobsPerProject: jobs, gpusPerNode: 2 });
-  const db = await createTestDatabase();
-  const rt = await startRuntimeOn(
-    db,
-    [
-      {
-        id: 'bt',
-        kind: 'BASETEN',
-        baseUrl: sim.url,
-        apiKeyEnv: 'BT_KEY',
-        pollIntervalSeconds: INTERVAL_MS / 1000,
-        collect: { maxConcurrent: AT_ONCE },
-      },
-    ],
+  return startCollectedBaseten(
+    await createTestDatabase(),
+    `collect-groups-${jobs}`,
+    { jobsPerProject: jobs, gpusPerNode: 2 },
     {
-      env: { BT_KEY: sim.apiKey },
-      // A pool whose half holds a whole group.
-      config: { collect: { enabled: true }, databasePoolSize: 2 * AT_ONCE },
-      clock: () => timers.now(),
-      liveTimers: timers,
-      // One try per call: the injected failure is the job's, not hidden by a retry.
-      resilience: { retries: 0 },
+      intervalMs: INTERVAL_MS,
+      provider: { collect: { maxConcurrent: AT_ONCE } },
+      runtime: {
+        // A pool whose half holds a whole group.
+        config: { databasePoolSize: 2 * AT_ONCE },
+        // One try per call: the injected failure is the job's, not hidden by a retry.
+        resilience: { retries: 0 },
+      },
     },
   );
-  return { sim, db, rt, timers };
 }
 
 async function stop(s: Setup | null) {
-  await s?.rt.close();
-  await s?.sim.close();
-  await s?.db.drop();
+  await s?.close();
 }
 
 /** Statements and metrics calls of one steady sweep (after the first, which reaches back and learns the topology). */

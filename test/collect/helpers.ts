@@ -1,9 +1,59 @@
 // Driving a runtime's collector on a clock the test moves: time passes in steps, and each step
 // waits for the sweeps it made due to finish, so "one sweep per interval" holds whatever the
 // machine's speed.
+import type { ProviderConfig } from '../../src/config/index.js';
 import type { Runtime } from '../../src/server/runtime.js';
-import type { ManualTimers } from '../support/manual-timers.js';
+import type { BasetenSimulator } from '../../src/simulators/baseten/server.js';
+import { startClockedBaseten } from '../support/clocked-baseten.js';
+import type { TestDatabase } from '../support/database.js';
+import { ManualTimers } from '../support/manual-timers.js';
+import { ANCHOR, startRuntimeOn } from '../support/runtime.js';
 import { HANG_MS } from '../support/wait.js';
+
+export interface CollectedBaseten {
+  timers: ManualTimers;
+  sim: BasetenSimulator;
+  db: TestDatabase;
+  rt: Runtime;
+  close(): Promise<void>;
+}
+
+/**
+ * One Baseten platform (provider id `bt`) collected on the test's clock from ANCHOR, on `db` (the
+ * test file opens it: test/support/passes.ts finds the files of the Postgres pass by that call),
+ * dropped by close(). The simulator's data, the cache, the feeds' and the collector's timers all
+ * read `timers`. `provider` adds to the provider's entry (its collect settings), `runtime` to the server's options.
+ */
+export async function startCollectedBaseten(
+  db: TestDatabase,
+  seed: string,
+  fleet: Parameters<typeof startClockedBaseten>[2],
+  opts: { intervalMs: number; provider?: Partial<Extract<ProviderConfig, { kind: 'BASETEN' }>>; runtime?: Parameters<typeof startRuntimeOn>[2] },
+): Promise<CollectedBaseten> {
+  const timers = new ManualTimers(ANCHOR);
+  const sim = await startClockedBaseten(seed, timers, fleet);
+  const { config, ...runtime } = opts.runtime ?? {};
+  const rt = await startRuntimeOn(
+    db,
+    [{ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', pollIntervalSeconds: opts.intervalMs / 1000, ...opts.provider }],
+    { env: { BT_KEY: sim.apiKey }, config: { collect: { enabled: true }, ...config }, clock: () => timers.now(), liveTimers: timers, ...runtime },
+  ).catch(async (err) => {
+    await sim.close();
+    await db.drop();
+    throw err;
+  });
+  return {
+    timers,
+    sim,
+    db,
+    rt,
+    async close() {
+      await rt.close();
+      await sim.close();
+      await db.drop();
+    },
+  };
+}
 
 /**
  * Waits until no sweep is under way or due at once, nor any cache write (on the collector's events,

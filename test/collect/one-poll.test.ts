@@ -6,19 +6,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../src/server/runtime.js';
 import type { BasetenSimulator } from '../../src/simulators/baseten/server.js';
 import { client, POLL_FIELDS, subscribeUtilization } from '../live/helpers.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { ManualTimers, stepFeeds } from '../support/manual-timers.js';
-import { startClockedBaseten } from '../support/clocked-baseten.js';
-import { startRuntimeOn } from '../support/runtime.js';
+import { type ManualTimers, stepFeeds } from '../support/manual-timers.js';
 import { eventually } from '../support/wait.js';
-import { gql, runFor, sweepsSettled } from './helpers.js';
+import { createTestDatabase } from '../support/database.js';
+import { type CollectedBaseten, gql, runFor, startCollectedBaseten, sweepsSettled } from './helpers.js';
 
-const START = Date.UTC(2026, 10, 20, 12, 0, 0);
 const INTERVAL_MS = 30_000;
 
 describe('one poll per job and interval, whoever asks', () => {
+  let bt: CollectedBaseten;
   let sim: BasetenSimulator;
-  let db: TestDatabase;
   let rt: Runtime;
   let timers: ManualTimers;
   let running: string;
@@ -26,30 +23,20 @@ describe('one poll per job and interval, whoever asks', () => {
   let finished: string;
 
   beforeAll(async () => {
-    timers = new ManualTimers(START);
-    sim = await startClockedBaseten('collect-one-poll', timers, {
-      jobsPerProject: 2,
-      gpusPerNode: 2,
-      statuses: ['TRAINING_JOB_RUNNING', 'TRAINING_JOB_COMPLETED'],
-    });
-    db = await createTestDatabase();
-    rt = await startRuntimeOn(db, [{ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', pollIntervalSeconds: INTERVAL_MS / 1000 }], {
-      config: { collect: { enabled: true } },
-      env: { BT_KEY: sim.apiKey },
-      clock: () => timers.now(),
-      liveTimers: timers,
-    });
+    bt = await startCollectedBaseten(
+      await createTestDatabase(),
+      'collect-one-poll',
+      { jobsPerProject: 2, gpusPerNode: 2, statuses: ['TRAINING_JOB_RUNNING', 'TRAINING_JOB_COMPLETED'] },
+      { intervalMs: INTERVAL_MS },
+    );
+    ({ sim, rt, timers } = bt);
     const r = sim.fleet.jobs.find((j) => j.status === 'TRAINING_JOB_RUNNING')!;
     runningExternal = { id: r.id, projectId: r.projectId };
     running = `bt:job:${r.id}`;
     finished = `bt:job:${sim.fleet.jobs.find((j) => j.status === 'TRAINING_JOB_COMPLETED')!.id}`;
   }, 60_000);
 
-  afterAll(async () => {
-    await rt?.close();
-    await sim?.close();
-    await db?.drop();
-  });
+  afterAll(() => bt?.close());
 
   it('backfills a finished job never asked for, once, and marks it complete', async () => {
     await runFor(rt, timers, INTERVAL_MS, INTERVAL_MS);

@@ -5,7 +5,6 @@
 // has no hole. The interval is several seconds, so a loaded machine's scheduling delays (a query,
 // a timer firing late) stay small beside it: the margin is the design's (a lease of one interval,
 // tries every quarter: 1.25 intervals at worst), not the machine's speed.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -13,7 +12,7 @@ import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBasetenSimulator, type BasetenSimulator } from '../../src/simulators/baseten/server.js';
 import { eventually } from '../support/wait.js';
-import { freePort } from '../support/net.js';
+import { exited, gaugeOf, type Replica, ReplicaSet } from '../support/replicas.js';
 
 const ADMIN_URL = process.env.TEST_DATABASE_URL ?? 'postgres://127.0.0.1:5432/postgres';
 const INTERVAL_S = 5;
@@ -25,34 +24,17 @@ const run = process.env.TEST_DATABASE_URL ? describe : describe.skip;
 const dbName = `collect_replicas_${process.pid}_${Date.now().toString(36)}`;
 const providerId = `bt-${Date.now().toString(36)}`;
 let sim: BasetenSimulator;
-const children: ChildProcess[] = [];
+const replicas = new ReplicaSet();
 
-async function startReplica(configPath: string): Promise<{ url: string; child: ChildProcess }> {
-  const port = await freePort();
+function startReplica(configPath: string): Promise<Replica> {
   const dbUrl = new URL(ADMIN_URL);
   dbUrl.pathname = `/${dbName}`;
   const { REDIS_URL: _redis, ...env } = process.env;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: path.resolve(import.meta.dirname, '../..'),
-    env: { ...env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: dbUrl.toString(), PROVIDERS_CONFIG: configPath, BT_KEY: sim.apiKey, LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  children.push(child);
-  const url = `http://127.0.0.1:${port}`;
-  await eventually(async () => (await fetch(`${url}/readyz`).catch(() => null))?.status === 200, 30_000, 'a replica to become ready');
-  return { url, child };
+  return replicas.start({ ...env, DATABASE_URL: dbUrl.toString(), PROVIDERS_CONFIG: configPath, BT_KEY: sim.apiKey, LOG_LEVEL: 'warn' });
 }
 
 /** A replica's own word (its /metrics gauge): does it hold the provider's collector lease? */
-async function leading(url: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`training_graph_collection_leading{provider="${providerId}"}`));
-  if (!line) throw new Error('no training_graph_collection_leading in /metrics');
-  return Number(line.split(' ')[1]);
-}
-
-const exited = (child: ChildProcess) =>
-  child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => child.once('exit', () => r()));
+const leading = (url: string) => gaugeOf(url, `training_graph_collection_leading{provider="${providerId}"}`);
 
 run('the collector across two replicas [needs TEST_DATABASE_URL]', () => {
   let admin: postgres.Sql;
@@ -66,8 +48,7 @@ run('the collector across two replicas [needs TEST_DATABASE_URL]', () => {
     });
   });
   afterAll(async () => {
-    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-    await Promise.all(children.map(exited));
+    await replicas.close();
     await sim?.close();
     await admin?.unsafe(`drop database if exists ${dbName} with (force)`);
     await admin?.end();

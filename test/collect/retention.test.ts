@@ -4,41 +4,30 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../src/server/runtime.js';
-import type { BasetenSimulator } from '../../src/simulators/baseten/server.js';
 import { rowsOf } from '../../src/store/sql-util.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { ManualTimers } from '../support/manual-timers.js';
-import { startClockedBaseten } from '../support/clocked-baseten.js';
-import { startRuntimeOn } from '../support/runtime.js';
-import { gql, sweepsSettled } from './helpers.js';
+import { ANCHOR as START } from '../support/runtime.js';
+import { createTestDatabase } from '../support/database.js';
+import { type CollectedBaseten, gql, startCollectedBaseten, sweepsSettled } from './helpers.js';
 
-const START = Date.UTC(2026, 10, 20, 12, 0, 0);
 const INTERVAL_MS = 30_000;
 /** Two hours. */
 const KEEP_DAYS = 2 / 24;
 
 describe('raw points past their retention', () => {
-  let sim: BasetenSimulator;
-  let db: TestDatabase;
+  let bt: CollectedBaseten;
   let rt: Runtime;
-  let timers: ManualTimers;
 
   beforeAll(async () => {
-    timers = new ManualTimers(START);
-    sim = await startClockedBaseten('collect-retention', timers, { jobsPerProject: 1, gpusPerNode: 1 });
-    db = await createTestDatabase();
-    rt = await startRuntimeOn(
-      db,
-      [{ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', pollIntervalSeconds: INTERVAL_MS / 1000, collect: { rawRetentionDays: KEEP_DAYS } }],
-      { env: { BT_KEY: sim.apiKey }, config: { collect: { enabled: true } }, clock: () => timers.now(), liveTimers: timers },
+    bt = await startCollectedBaseten(
+      await createTestDatabase(),
+      'collect-retention',
+      { jobsPerProject: 1, gpusPerNode: 1 },
+      { intervalMs: INTERVAL_MS, provider: { collect: { rawRetentionDays: KEEP_DAYS } } },
     );
+    rt = bt.rt;
   }, 60_000);
 
-  afterAll(async () => {
-    await rt?.close();
-    await sim?.close();
-    await db?.drop();
-  });
+  afterAll(() => bt?.close());
 
   it("the lease holder's sweep drops them, keeps the rollups, and the series say since when", async () => {
     await sweepsSettled(rt);

@@ -2,7 +2,6 @@
 // through Redis, one replica polls a job at a time (advisory lock, seen in each replica's /metrics),
 // and killing the poller moves polling to the survivor at its next lock try, resuming exactly where
 // the dead one stopped. Waits on samples and gauges, never on durations.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -11,7 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BasetenSimulator } from '../../src/simulators/baseten/server.js';
 import { client, startSim, subscribeUtilization, waitFor, type Sample } from './helpers.js';
 import { eventually } from '../support/wait.js';
-import { freePort, reachable } from '../support/net.js';
+import { reachable } from '../support/net.js';
+import { exited, gaugeOf, type Replica, ReplicaSet } from '../support/replicas.js';
 
 const ADMIN_URL = process.env.TEST_DATABASE_URL || 'postgres://127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -24,18 +24,14 @@ const run = available || process.env.TEST_DATABASE_URL ? describe : describe.ski
 const dbName = `live_scaleout_${process.pid}_${Date.now().toString(36)}`;
 const providerId = `bt-${Date.now().toString(36)}`;
 let sim: BasetenSimulator;
-const children: ChildProcess[] = [];
+const replicas = new ReplicaSet();
 
-async function startReplica(name: string, configPath: string): Promise<{ url: string; child: ChildProcess }> {
-  const port = await freePort();
+function startReplica(name: string, configPath: string): Promise<Replica> {
   const dbUrl = new URL(ADMIN_URL);
   dbUrl.pathname = `/${dbName}`;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: path.resolve(import.meta.dirname, '../..'),
-    env: {
+  return replicas.start(
+    {
       ...process.env,
-      PORT: String(port),
-      HOST: '127.0.0.1',
       DATABASE_URL: dbUrl.toString(),
       REDIS_URL,
       PROVIDERS_CONFIG: configPath,
@@ -44,28 +40,12 @@ async function startReplica(name: string, configPath: string): Promise<{ url: st
       COLLECT: 'off',
       LOG_LEVEL: 'warn',
     },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  children.push(child);
-  const url = `http://127.0.0.1:${port}`;
-  await waitForReady(url, name);
-  return { url, child };
-}
-
-async function waitForReady(url: string, name: string) {
-  await eventually(async () => (await fetch(`${url}/readyz`).catch(() => null))?.status === 200, 30_000, `replica ${name} to become ready`);
+    `replica ${name}`,
+  );
 }
 
 /** A replica's own word (its /metrics gauge) on how many live feeds it polls upstream itself. */
-async function leadingOn(url: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith('training_graph_live_pollers_leading '));
-  if (!line) throw new Error('no training_graph_live_pollers_leading in /metrics');
-  return Number(line.split(' ')[1]);
-}
-
-const exited = (child: ChildProcess) =>
-  child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => child.once('exit', () => r()));
+const leadingOn = (url: string) => gaugeOf(url, 'training_graph_live_pollers_leading');
 
 const newestPoint = (samples: Sample[]): string | null => {
   let newest: string | null = null;
@@ -81,8 +61,7 @@ run('two replicas sharing Postgres and Redis', () => {
     sim = await startSim();
   });
   afterAll(async () => {
-    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-    await Promise.all(children.map(exited));
+    await replicas.close();
     await sim?.close();
     await admin?.unsafe(`drop database if exists ${dbName} with (force)`);
     await admin?.end();

@@ -7,14 +7,12 @@ import path from 'node:path';
 // @ts-expect-error the parser ships no types
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadSecurityConfig } from '../../src/config/security.js';
 import { PromApi } from '../../src/promql/index.js';
 import type { Runtime } from '../../src/server/runtime.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { manualClock, startRuntimeOn } from '../support/runtime.js';
+import { DEMO_TOKENS, graphqlData, manualClock, startScopedDemoOn } from '../support/runtime.js';
 
-const ADMIN = 'admin-token-0123456789abcdef';
-const LENS_ONLY = 'lens-token-0123456789abcdef';
+const { admin: ADMIN, lensOnly: LENS_ONLY } = DEMO_TOKENS;
 const UTIL = 'training_graph_accelerator_utilization_ratio';
 
 describe('the Prometheus query API', () => {
@@ -38,29 +36,14 @@ describe('the Prometheus query API', () => {
     return { status: res.status, body: (await res.json()) as any };
   };
 
+  const asAdmin = graphqlData(() => rt.url, ADMIN);
+
   beforeAll(async () => {
     db = await createTestDatabase();
-    rt = await startRuntimeOn(db, null, {
-      clock: clock.now,
-      config: {
-        security: loadSecurityConfig({
-          API_TOKENS: JSON.stringify([
-            { name: 'admin', token: ADMIN },
-            { name: 'lens', token: LENS_ONLY, providers: ['primus-lens-demo'] },
-          ]),
-        }),
-      },
-    });
+    rt = await startScopedDemoOn(db, clock);
     // What the collector would have stored: every running job's accelerator series over the last minutes.
-    const res = await fetch(`${rt.url}/graphql`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN}` },
-      body: JSON.stringify({
-        query: `{ jobs(first: 500, filter: { statuses: [RUNNING] }) { edges { node { id
-          metrics(names: [GPU_UTILIZATION, GPU_MEMORY_USED, GPU_POWER, NPU_UTILIZATION, NPU_MEMORY_UTILIZATION, GPU_SM_ACTIVE, GPU_TENSOR_ACTIVE, GPU_TENSOR_FLOPS], from: "${new Date(clock.now() - 30 * 60_000).toISOString()}", maxPoints: 50) { name } } } } }`,
-      }),
-    });
-    expect(((await res.json()) as any).errors).toBeUndefined();
+    await asAdmin(`{ jobs(first: 500, filter: { statuses: [RUNNING] }) { edges { node { id
+          metrics(names: [GPU_UTILIZATION, GPU_MEMORY_USED, GPU_POWER, NPU_UTILIZATION, NPU_MEMORY_UTILIZATION, GPU_SM_ACTIVE, GPU_TENSOR_ACTIVE, GPU_TENSOR_FLOPS], from: "${new Date(clock.now() - 30 * 60_000).toISOString()}", maxPoints: 50) { name } } } } }`);
     await rt.readThrough.writesSettled();
   }, 120_000);
   afterAll(async () => {

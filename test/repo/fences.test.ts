@@ -67,6 +67,16 @@ const PROBES: Probe[] = [
   { file: 'src/alerts/probe-findings.ts', from: '../findings/index.js', refused: 'alerts/ imports only' },
   { file: 'src/alerts/probe-schema.ts', from: '../schema/index.js', refused: 'alerts/ imports only' },
   { file: 'src/alerts/probe-right.ts', from: '../store/index.js', refused: null },
+  // lease/: the store's and the live timers' doors, none of the loop's users; they reach it through its door.
+  { file: 'src/lease/probe-store.ts', from: '../store/repository.js', refused: "lease/ reaches the lease statements only through the store's door" },
+  { file: 'src/lease/probe-collect.ts', from: '../collect/index.js', refused: 'lease/ is the loop its users run their work in' },
+  { file: 'src/lease/probe-right.ts', from: '../store/index.js', refused: null },
+  { file: 'src/lease/probe-live.ts', from: '../live/index.js', refused: null },
+  { file: 'src/findings/probe-lease.ts', from: '../lease/loop.js', refused: 'findings/ imports only' },
+  { file: 'src/alerts/probe-lease.ts', from: '../lease/loop.js', refused: 'alerts/ imports only' },
+  { file: 'src/collect/probe-lease.ts', from: '../lease/loop.js', refused: 'collect/ imports only' },
+  { file: 'src/collect/probe-lease-door.ts', from: '../lease/index.js', refused: null },
+  { file: 'src/store/probe-lease.ts', from: '../lease/index.js', refused: 'store/ sits below the graph' },
   // config/: domain/ only.
   { file: 'src/config/probe-store.ts', from: '../store/lookup-budget.js', refused: 'config/ reads settings' },
   { file: 'src/config/probe-schema.ts', from: '../schema/index.js', refused: 'config/ reads settings' },

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../src/server/runtime.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { type GqlResult, postGraphql, startRuntimeOn } from '../support/runtime.js';
+import { type GqlResult, graphqlData, postGraphql, startRuntimeOn } from '../support/runtime.js';
 
 const COMPARE = `query($ids: [ID!]!, $metrics: [CompareMetric!]!, $axis: CompareAxis, $max: Int) {
   compareRuns(jobIds: $ids, metrics: $metrics, xAxis: $axis, maxPoints: $max) {
@@ -17,11 +17,7 @@ describe('compareRuns (demo)', () => {
   let db: TestDatabase;
   let jobs: { id: string; name: string; status: string; provider: { kind: string } }[];
   const gql = (query: string, variables?: Record<string, unknown>): Promise<GqlResult> => postGraphql(rt.url, query, variables);
-  const ok = async (query: string, variables?: Record<string, unknown>) => {
-    const res = await gql(query, variables);
-    expect(res.errors, JSON.stringify(res.errors)).toBeUndefined();
-    return res.data;
-  };
+  const ok = graphqlData(() => rt.url);
   const running = (kind: string) => jobs.find((j) => j.provider.kind === kind && j.status === 'RUNNING')!;
 
   beforeAll(async () => {

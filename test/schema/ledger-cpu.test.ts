@@ -3,10 +3,11 @@
 // (nodes x hours x price, idle share null and why), it is a row of the fleet and a member of every
 // group, and the groups still add up to the total to the micro-unit.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NO_LEDGER_SETTINGS } from '../../src/domain/ledger.js';
 import type { Runtime } from '../../src/server/runtime.js';
 import { startModelArtsSimulator, type ModelArtsSimulator } from '../../src/simulators/modelarts/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { postGraphql, startRuntimeOn } from '../support/runtime.js';
+import { graphqlData, startRuntimeOn } from '../support/runtime.js';
 
 const H = 3_600_000;
 const ANCHOR = Date.UTC(2025, 2, 1);
@@ -31,13 +32,11 @@ describe('the ledger of CPU-only jobs', () => {
         resilience: { retries: 0 },
         config: {
           ledger: {
+            ...NO_LEDGER_SETTINGS,
             prices: [
               { provider: 'ma', accelerator: '*', perAcceleratorHour: 2, currency: 'USD' },
               { provider: 'ma', perNodeHour: NODE_HOUR, currency: 'USD' },
             ],
-            averagePowerWatts: {},
-            peakTflops: {},
-            precision: 'BF16',
           },
         },
       },
@@ -49,11 +48,7 @@ describe('the ledger of CPU-only jobs', () => {
     await db?.drop();
   });
 
-  const gql = async (query: string, variables?: Record<string, unknown>) => {
-    const res = await postGraphql(rt.url, query, variables);
-    expect(res.errors, JSON.stringify(res.errors)).toBeUndefined();
-    return res.data;
-  };
+  const gql = graphqlData(() => rt.url);
 
   it('bills a CPU-only job per node-hour: nodes x hours x price, the idle share unknown and said so', async () => {
     const data = await gql(`{ jobs(first: 100, filter: { nameContains: "cpu-feature-etl" }) { nodes { id gpuCount startedAt status

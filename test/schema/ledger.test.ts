@@ -5,11 +5,12 @@
 // (Prices missing or in mixed currencies: test/store/ledger.test.ts.)
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NO_LEDGER_SETTINGS } from '../../src/domain/ledger.js';
 import type { Runtime } from '../../src/server/runtime.js';
 import { rowsOf } from '../../src/store/sql-util.js';
 import { startPrimusLensSimulator, type PrimusLensSimulator } from '../../src/simulators/primus-lens/server.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { postGraphql, startRuntimeOn } from '../support/runtime.js';
+import { graphqlData, postGraphql, startRuntimeOn } from '../support/runtime.js';
 
 const H = 3600_000;
 const NOW = Date.now();
@@ -37,12 +38,7 @@ describe('the ledger over Primus-Lens', () => {
       clock: () => now,
       resilience: { retries: 0 },
       config: {
-        ledger: {
-          prices: [{ provider: 'lens', accelerator: 'MI300X', perAcceleratorHour: MI300X_PRICE, currency: 'USD' }],
-          averagePowerWatts: {},
-          peakTflops: {},
-          precision: 'BF16',
-        },
+        ledger: { ...NO_LEDGER_SETTINGS, prices: [{ provider: 'lens', accelerator: 'MI300X', perAcceleratorHour: MI300X_PRICE, currency: 'USD' }] },
       },
     });
   }, 60_000);
@@ -52,11 +48,7 @@ describe('the ledger over Primus-Lens', () => {
     await db?.drop();
   });
 
-  const gql = async (query: string, variables?: Record<string, unknown>) => {
-    const res = await postGraphql(rt.url, query, variables);
-    expect(res.errors, JSON.stringify(res.errors)).toBeUndefined();
-    return res.data;
-  };
+  const gql = graphqlData(() => rt.url);
 
   it('prices, measures and explains every job', async () => {
     const data = await gql(`{ jobs(first: 50) { edges { node { ${JOB_FIELDS} } } } }`);

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../src/server/runtime.js';
 import { parseDuration } from '../../src/schema/duration.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { type GqlResult, postGraphql, startRuntimeOn } from '../support/runtime.js';
+import { type GqlResult, graphqlData, postGraphql, startRuntimeOn } from '../support/runtime.js';
 
 interface JobMeta {
   id: string;
@@ -27,11 +27,7 @@ describe('run metadata and search (demo, five platforms)', () => {
   let db: TestDatabase;
   let jobs: JobMeta[];
   const gql = async (query: string, variables?: Record<string, unknown>): Promise<GqlResult> => postGraphql(rt.url, query, variables);
-  const ok = async (query: string, variables?: Record<string, unknown>) => {
-    const res = await gql(query, variables);
-    expect(res.errors, JSON.stringify(res.errors)).toBeUndefined();
-    return res.data;
-  };
+  const ok = graphqlData(() => rt.url);
 
   beforeAll(async () => {
     db = await createTestDatabase();

@@ -6,11 +6,10 @@ import type { AddressInfo } from 'node:net';
 // @ts-expect-error the parser ships no types
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadSecurityConfig } from '../../src/config/security.js';
 import { serveJobsScrape } from '../../src/server/jobs-scrape.js';
 import type { Runtime } from '../../src/server/runtime.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { manualClock, startRuntimeOn } from '../support/runtime.js';
+import { DEMO_TOKENS, graphqlData, manualClock, startScopedDemoOn } from '../support/runtime.js';
 
 interface Family {
   name: string;
@@ -18,8 +17,7 @@ interface Family {
   metrics: { value: string; labels: Record<string, string>; timestamp_ms?: string }[];
 }
 
-const ADMIN = 'admin-token-0123456789abcdef';
-const LENS_ONLY = 'lens-token-0123456789abcdef';
+const { admin: ADMIN, lensOnly: LENS_ONLY } = DEMO_TOKENS;
 
 describe('GET /metrics/jobs', () => {
   let rt: Runtime;
@@ -29,30 +27,11 @@ describe('GET /metrics/jobs', () => {
     fetch(`${rt.url}/metrics/jobs`, { headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(accept ? { accept } : {}) } });
   const parse = async (res: Response): Promise<Map<string, Family>> =>
     new Map((parsePrometheusTextFormat(await res.text()) as Family[]).map((f) => [f.name, f]));
-  const gql = async (query: string) => {
-    const res = await fetch(`${rt.url}/graphql`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN}` },
-      body: JSON.stringify({ query }),
-    });
-    const body = (await res.json()) as { data: any; errors?: unknown[] };
-    if (body.errors) throw new Error(JSON.stringify(body.errors));
-    return body.data;
-  };
+  const gql = graphqlData(() => rt.url, ADMIN);
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    rt = await startRuntimeOn(db, null, {
-      clock: clock.now,
-      config: {
-        security: loadSecurityConfig({
-          API_TOKENS: JSON.stringify([
-            { name: 'admin', token: ADMIN },
-            { name: 'lens', token: LENS_ONLY, providers: ['primus-lens-demo'] },
-          ]),
-        }),
-      },
-    });
+    rt = await startScopedDemoOn(db, clock);
     // What the live pollers would keep fresh: every running job's accelerator series over the last
     // minutes, read once. (Over the whole job life, 20 points are minutes apart, and whether the
     // newest falls within the scrape's 300 s depended on the hour the test ran.)

@@ -1,6 +1,7 @@
 // A real server for tests: the Baseten simulator on loopback with a controllable clock, our
 // runtime in front of it, and a GraphQL helper that goes through yoga's fetch like a client.
 import { pino } from 'pino';
+import { expect } from 'vitest';
 import { loadSecurityConfig } from '../../src/config/security.js';
 import { startBasetenSimulator, type BasetenSimulator, type BasetenSimulatorOptions } from '../../src/simulators/baseten/server.js';
 import type { PaiDlcSimulator } from '../../src/simulators/pai-dlc/index.js';
@@ -59,6 +60,41 @@ export async function postGraphql(baseUrl: string, query: string, variables?: Re
     signal,
   });
   return (await res.json()) as GqlResult;
+}
+
+/**
+ * A GraphQL client of the server at `baseUrl` (read at each call: a suite's runtime starts in its
+ * beforeAll), with `token` as its bearer when given, that fails the test on any error and answers the data.
+ */
+export function graphqlData(baseUrl: () => string, token?: string): (query: string, variables?: Record<string, unknown>) => Promise<any> {
+  return async (query, variables) => {
+    const res = await fetch(`${baseUrl()}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      body: JSON.stringify({ query, variables }),
+    });
+    const body = (await res.json()) as GqlResult;
+    expect(body.errors, JSON.stringify(body.errors)).toBeUndefined();
+    return body.data;
+  };
+}
+
+/** The API tokens of startScopedDemoOn: `admin` sees every platform, `lensOnly` the Primus-Lens demo's jobs only. */
+export const DEMO_TOKENS = { admin: 'admin-token-0123456789abcdef', lensOnly: 'lens-token-0123456789abcdef' } as const;
+
+/** The embedded demo on `db`, on `clock`, with DEMO_TOKENS as its API tokens (the token scope under test). */
+export function startScopedDemoOn(db: Pick<TestDatabase, 'databaseUrl' | 'dataDir'>, clock: Pick<Clock, 'now'>): Promise<Runtime> {
+  return startRuntimeOn(db, null, {
+    clock: clock.now,
+    config: {
+      security: loadSecurityConfig({
+        API_TOKENS: JSON.stringify([
+          { name: 'admin', token: DEMO_TOKENS.admin },
+          { name: 'lens', token: DEMO_TOKENS.lensOnly, providers: ['primus-lens-demo'] },
+        ]),
+      }),
+    },
+  });
 }
 
 /**

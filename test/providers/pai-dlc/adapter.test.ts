@@ -1,9 +1,9 @@
 // The PAI-DLC adapter against the simulator over real HTTP: paging and the 7-day window, job
 // details with pods and GPUs, metrics one call per MetricType, and every failure mode typed.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { JobRef, JobStatus, MetricFetchRequest } from '../../../src/domain/types.js';
+import type { JobStatus, MetricFetchRequest } from '../../../src/domain/types.js';
 import { startPaiDlcSimulator, type PaiDlcSimulator, type SimJob } from '../../../src/simulators/pai-dlc/index.js';
-import { adapterFor, rawSigned, signal } from './helpers.js';
+import { adapterFor, jobNamed, rawSigned, refOf, signal } from './helpers.js';
 
 let sim: PaiDlcSimulator;
 beforeAll(async () => {
@@ -15,15 +15,7 @@ beforeEach(() => {
   sim.resetStats();
 });
 
-const byName = (name: string): SimJob => sim.fleet.jobs.find((j) => j.DisplayName === name)!;
-const refOf = (job: SimJob): JobRef => ({
-  externalId: job.JobId,
-  projectExternalId: job.workspace.WorkspaceId,
-  status: 'RUNNING',
-  createdAt: new Date(job.createdMs),
-  startedAt: job.runningMs === null ? null : new Date(job.runningMs),
-  finishedAt: job.finishedMs === null ? null : new Date(job.finishedMs),
-});
+const byName = (name: string): SimJob => jobNamed(sim, name);
 const lastHour = (metrics: MetricFetchRequest['metrics']): MetricFetchRequest => ({
   from: new Date(Date.now() - 3600_000),
   to: new Date(),

@@ -4,10 +4,10 @@
 // while the job runs. Also: the job facts (restarts, failure reason, console link) and logs past
 // GetPodLogs' 2,000-line default.
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { JobRef, MetricFetchRequest } from '../../../src/domain/types.js';
+import type { MetricFetchRequest } from '../../../src/domain/types.js';
 import { onShapeMismatch, type ShapeMismatch } from '../../../src/providers/shape-watch.js';
 import { startPaiDlcSimulator, type PaiDlcSimulator, type SimJob } from '../../../src/simulators/pai-dlc/index.js';
-import { adapterFor, rawSigned, signal } from './helpers.js';
+import { adapterFor, jobNamed, rawSigned, refOf, signal } from './helpers.js';
 
 let sim: PaiDlcSimulator;
 const mismatches: ShapeMismatch[] = [];
@@ -27,15 +27,7 @@ beforeEach(() => {
 });
 afterEach(() => sim.clearFaults());
 
-const byName = (name: string): SimJob => sim.fleet.jobs.find((j) => j.DisplayName === name)!;
-const refOf = (job: SimJob): JobRef => ({
-  externalId: job.JobId,
-  projectExternalId: job.workspace.WorkspaceId,
-  status: 'RUNNING',
-  createdAt: new Date(job.createdMs),
-  startedAt: job.runningMs === null ? null : new Date(job.runningMs),
-  finishedAt: job.finishedMs === null ? null : new Date(job.finishedMs),
-});
+const byName = (name: string): SimJob => jobNamed(sim, name);
 const window = (hours: number, metrics: MetricFetchRequest['metrics'], stepSeconds = 60): MetricFetchRequest => ({
   from: new Date(Math.floor((Date.now() - hours * 3600_000) / 1000) * 1000),
   to: new Date(Math.floor(Date.now() / 1000) * 1000),

@@ -3,7 +3,8 @@
 import { createHash, createHmac, randomUUID } from 'node:crypto';
 import type { PaiDlcConfig } from '../../../src/providers/pai-dlc/index.js';
 import { createPaiDlcAdapter } from '../../../src/providers/pai-dlc/adapter.js';
-import type { PaiDlcSimulator } from '../../../src/simulators/pai-dlc/index.js';
+import type { JobRef } from '../../../src/domain/types.js';
+import type { PaiDlcSimulator, SimJob } from '../../../src/simulators/pai-dlc/index.js';
 
 export function adapterFor(sim: PaiDlcSimulator, overrides: Partial<PaiDlcConfig> = {}, secret = sim.accessKeySecret) {
   const config: PaiDlcConfig = {
@@ -21,6 +22,19 @@ export function adapterFor(sim: PaiDlcSimulator, overrides: Partial<PaiDlcConfig
 }
 
 export const signal = () => new AbortController().signal;
+
+/** The simulator's job of that display name (the fleet names each one). */
+export const jobNamed = (sim: PaiDlcSimulator, name: string): SimJob => sim.fleet.jobs.find((j) => j.DisplayName === name)!;
+
+/** What the store hands the adapter for a simulated job, as if it were running. */
+export const refOf = (job: SimJob): JobRef => ({
+  externalId: job.JobId,
+  projectExternalId: job.workspace.WorkspaceId,
+  status: 'RUNNING',
+  createdAt: new Date(job.createdMs),
+  startedAt: job.runningMs === null ? null : new Date(job.runningMs),
+  finishedAt: job.finishedMs === null ? null : new Date(job.finishedMs),
+});
 
 const enc = (v: string) => encodeURIComponent(v).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 

@@ -10,7 +10,7 @@ import type { Runtime } from '../../../src/server/runtime.js';
 import { createRun } from '../../../src/simulators/runicorn/storage-writer.js';
 import { startRunicornViewer, type RunicornViewerHandle } from '../../../src/simulators/runicorn/viewer.js';
 import { createTestDatabase, type TestDatabase } from '../../support/database.js';
-import { postGraphql, startRuntimeOn } from '../../support/runtime.js';
+import { graphqlData, postGraphql, startRuntimeOn } from '../../support/runtime.js';
 
 const NOW = Math.floor(Date.now() / 1000);
 let dir: string;
@@ -19,11 +19,7 @@ let db: TestDatabase;
 let rt: Runtime;
 const events: string[] = [];
 
-const gql = async (query: string, variables?: Record<string, unknown>) => {
-  const res = await postGraphql(rt.url, query, variables);
-  expect(res.errors, JSON.stringify(res.errors)).toBeUndefined();
-  return res.data;
-};
+const gql = graphqlData(() => rt.url);
 const JOB = 'query($id: ID!) { job(id: $id) { status rawStatus finishedAt nodes { name } } }';
 const idOf = (runId: string) => `rc:job:${runId}`;
 

@@ -3,7 +3,6 @@
 // served through Hive Gateway's runtime on loopback in front of a running server that reads the
 // Baseten simulator, and queried across both subgraphs.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { buildSubgraphSchema } from '@apollo/subgraph';
 import { createGatewayRuntime } from '@graphql-hive/gateway-runtime';
 import { composeServices } from '@theguild/federation-composition';
@@ -12,6 +11,7 @@ import { createYoga } from 'graphql-yoga';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeIds as nodeIdsOf, rankKeys } from '../../../src/simulators/baseten/fleet.js';
 import { startTestServer, type GqlResult, type TestServer } from '../../support/runtime.js';
+import { close, listen, post } from './helpers.js';
 
 interface Team {
   id: string;
@@ -53,27 +53,6 @@ function startTeamsSubgraph(teams: Team[]) {
     },
   ]);
   return listen(http.createServer(createYoga({ schema, logging: false })));
-}
-
-async function listen(server: http.Server): Promise<{ server: http.Server; url: string }> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/graphql` };
-}
-
-function close(server: http.Server | undefined): Promise<void> {
-  if (!server) return Promise.resolve();
-  server.closeAllConnections();
-  return new Promise((resolve) => server.close(() => resolve()));
-}
-
-async function post<T = any>(url: string, query: string, variables?: Record<string, unknown>): Promise<GqlResult<T>> {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ query, variables }),
-  });
-  expect(res.status).toBe(200);
-  return (await res.json()) as GqlResult<T>;
 }
 
 const JOB_ENTITIES = /* GraphQL */ `

@@ -3,14 +3,14 @@
 // owner on our Project) and a "ci" subgraph with a `JobStatus` enum of its own (and a pipeline on
 // our Job), then asked one query that crosses all three.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { buildSubgraphSchema } from '@apollo/subgraph';
 import { createGatewayRuntime } from '@graphql-hive/gateway-runtime';
 import { composeServices } from '@theguild/federation-composition';
 import { parse } from 'graphql';
 import { createYoga } from 'graphql-yoga';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type GqlResult, type TestServer } from '../../support/runtime.js';
+import { startTestServer, type TestServer } from '../../support/runtime.js';
+import { close, listen, post } from './helpers.js';
 
 const DIRECTORY_SDL = /* GraphQL */ `
   extend schema @link(url: "https://specs.apollo.dev/federation/v2.6", import: ["@key", "@shareable"])
@@ -81,23 +81,6 @@ const CI_SDL = /* GraphQL */ `
     pipelines: [Pipeline!]!
   }
 `;
-
-async function listen(server: http.Server): Promise<{ server: http.Server; url: string }> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/graphql` };
-}
-
-function close(server: http.Server | undefined): Promise<void> {
-  if (!server) return Promise.resolve();
-  server.closeAllConnections();
-  return new Promise((resolve) => server.close(() => resolve()));
-}
-
-async function post<T = any>(url: string, query: string, variables?: Record<string, unknown>): Promise<GqlResult<T>> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, variables }) });
-  expect(res.status).toBe(200);
-  return (await res.json()) as GqlResult<T>;
-}
 
 let s: TestServer;
 const servers: http.Server[] = [];
