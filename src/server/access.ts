@@ -83,6 +83,23 @@ export function authenticate(tokens: TokenStore | null, headers: Headers | null,
   return new AccessScope(scope);
 }
 
+/**
+ * authenticate() for a plain HTTP request (the scrape target, the query API): its scope, null when
+ * no tokens are configured, or the refusal the graph would give (UNAUTHENTICATED), never a throw.
+ */
+export function authenticateHttp(
+  tokens: TokenStore | null,
+  req: { headers: { authorization?: string } },
+): { scope: AccessScope | null } | { refusal: GraphQLError } {
+  try {
+    const headers = new Headers();
+    if (req.headers.authorization) headers.set('authorization', req.headers.authorization);
+    return { scope: authenticate(tokens, headers) };
+  } catch (err) {
+    return { refusal: err instanceof GraphQLError ? err : unauthenticated() };
+  }
+}
+
 /** Wraps a by-id loader so rows outside the scope come back as null, like unknown ids. */
 function filtered<T>(inner: DataLoader<string, T | null>, visible: (row: T) => Promise<boolean> | boolean): DataLoader<string, T | null> {
   return new DataLoader<string, T | null>(

@@ -7,9 +7,8 @@
 import type http from 'node:http';
 import type { TokenStore } from '../config/index.js';
 import type { Store } from '../store/index.js';
-import { GraphQLError } from 'graphql';
 import { SCRAPE_FAMILIES as FAMILIES, scrapeLabels } from '../domain/scrape-families.js';
-import { authenticate, unauthenticated } from './access.js';
+import { authenticateHttp } from './access.js';
 
 /** A reading older than this (seconds) is left out: Prometheus would otherwise repeat a dead value. */
 export const JOBS_SCRAPE_MAX_AGE_SECONDS = 300;
@@ -32,18 +31,15 @@ export interface JobsScrapeDeps {
 }
 
 export async function serveJobsScrape(req: http.IncomingMessage, res: http.ServerResponse, deps: JobsScrapeDeps): Promise<void> {
-  let scope: ReturnType<typeof authenticate>;
-  try {
-    const headers = new Headers();
-    if (req.headers.authorization) headers.set('authorization', req.headers.authorization);
-    scope = authenticate(deps.tokens, headers);
-  } catch (err) {
+  const auth = authenticateHttp(deps.tokens, req);
+  if ('refusal' in auth) {
     // authenticate()'s own refusal, so the scrape target and the graph say the same thing.
-    const refusal = err instanceof GraphQLError ? err : unauthenticated();
+    const { refusal } = auth;
     res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' });
     res.end(JSON.stringify({ errors: [{ message: refusal.message, extensions: { code: refusal.extensions.code ?? 'UNAUTHENTICATED' } }] }));
     return;
   }
+  const { scope } = auth;
   const providerIds = scope ? scope.visibleProviders(deps.store.providers.ids()) : deps.store.providers.ids();
   const cap = deps.maxSeries ?? JOBS_SCRAPE_MAX_SERIES;
   const now = deps.store.now();

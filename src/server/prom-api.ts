@@ -3,11 +3,10 @@
 // token: a request sees the providers and projects its token sees in the graph and the scrape
 // target, and is refused in Prometheus' error shape otherwise.
 import type http from 'node:http';
-import { GraphQLError } from 'graphql';
 import type { TokenStore } from '../config/index.js';
 import type { PromApi, PromAnswer } from '../promql/index.js';
 import type { Store } from '../store/index.js';
-import { authenticate, unauthenticated } from './access.js';
+import { authenticateHttp } from './access.js';
 
 export const PROM_API_PREFIX = '/api/v1/';
 
@@ -47,16 +46,12 @@ export async function servePromApi(req: http.IncomingMessage, res: http.ServerRe
     send(res, { status: 405, body: { status: 'error', errorType: 'bad_data', error: `method ${req.method} not allowed` } }, { allow: 'GET, POST' });
     return;
   }
-  let scope: ReturnType<typeof authenticate>;
-  try {
-    const headers = new Headers();
-    if (req.headers.authorization) headers.set('authorization', req.headers.authorization);
-    scope = authenticate(deps.tokens, headers);
-  } catch (err) {
-    const refusal = err instanceof GraphQLError ? err : unauthenticated();
-    send(res, { status: 401, body: { status: 'error', errorType: 'unauthorized', error: refusal.message } }, { 'www-authenticate': 'Bearer' });
+  const auth = authenticateHttp(deps.tokens, req);
+  if ('refusal' in auth) {
+    send(res, { status: 401, body: { status: 'error', errorType: 'unauthorized', error: auth.refusal.message } }, { 'www-authenticate': 'Bearer' });
     return;
   }
+  const { scope } = auth;
   const params = url.searchParams;
   if (req.method === 'POST') {
     const body = await readBody(req, deps.maxBodyBytes);

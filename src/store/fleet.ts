@@ -28,7 +28,7 @@ import { jobFilterConditions, type JobFilter } from './job-filter.js';
 import type { JobRow } from './repository.js';
 import { readRowsFor, textArray } from './sql-util.js';
 import * as t from './tables.js';
-import { seriesIntervalsSql, seriesOfWindowsSql } from './utilization-sql.js';
+import { seriesIntervalsSql, seriesOfWindowsSql, seriesUsageSql } from './utilization-sql.js';
 
 export { MAX_GAP_STEPS, seriesIntervalsSql } from './utilization-sql.js';
 
@@ -260,10 +260,7 @@ export class FleetStore {
       -- series' pass once per job window.
       per_series as materialized (
         select sel.series_id, sel.job_id, sel.gpus, x.covered_ms, x.used_ms
-        from sel cross join lateral (
-          with ${seriesIntervalsSql()}
-          select sum(t1 - t0) as covered_ms, sum((t1 - t0) * value) as used_ms from iv
-        ) x
+        from ${seriesUsageSql()}
       ), per_job as (
         select jw.job_id, j.provider_id, j.project_id, coalesce(j.gpu_type, 'unknown') as model, coalesce(j.owner, '') as owner,
           -- the platform's GPU count, or more where more GPUs report than it claims

@@ -8,7 +8,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import { MODEL_PATTERNS, type PriceEntry, priceRank } from '../domain/ledger.js';
 import { TERMINAL_STATUSES } from '../domain/types.js';
 import * as t from './tables.js';
-import { seriesIntervalsSql, seriesOfWindowsSql } from './utilization-sql.js';
+import { seriesOfWindowsSql, seriesUsageSql } from './utilization-sql.js';
 
 /** The ledger's model name of the job's accelerator type, in SQL (MODEL_PATTERNS as Postgres regexes, case-insensitive). */
 function modelSql(): SQL {
@@ -86,10 +86,7 @@ export function wasteOrderSql(now: Date, step: WasteStep): SQL {
     ), ${seriesOfWindowsSql(sql`array[${t.jobs.id}]`)},
     per_series as (
       select sel.gpus, sel.w_from, sel.w_to, x.covered_ms, x.used_ms
-      from sel cross join lateral (
-        with ${seriesIntervalsSql()}
-        select sum(t1 - t0) as covered_ms, sum((t1 - t0) * value) as used_ms from iv
-      ) x
+      from ${seriesUsageSql()}
     )
     select case when coalesce(sum(covered_ms * gpus), 0) > 0
       then (greatest(coalesce(${t.jobs.gpuCount}, 0), sum(gpus)) * max(w_to - w_from) - coalesce(sum(used_ms * gpus), 0)) / 3600000 end

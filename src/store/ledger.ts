@@ -9,7 +9,8 @@ import type { JobUsage, LedgerReasonCode } from '../domain/ledger.js';
 import type { RequestScope } from '../domain/request-scope.js';
 import type { SystemMetric } from '../domain/types.js';
 import type { Db } from './db.js';
-import { ACCELERATOR_UTILIZATION, type FleetJobWindow, FleetStore, MAX_GAP_STEPS, selectedSeriesSql, seriesIntervalsSql } from './fleet.js';
+import { ACCELERATOR_UTILIZATION, type FleetJobWindow, FleetStore, MAX_GAP_STEPS, selectedSeriesSql } from './fleet.js';
+import { seriesUsageSql } from './utilization-sql.js';
 import { isTerminal, jobWindow, type ReadThrough } from './read-through.js';
 import type { JobRow } from './repository.js';
 import { readRowsFor, textArray } from './sql-util.js';
@@ -58,10 +59,7 @@ export class LedgerStore {
       with ${selectedSeriesSql(windows)},
       per_series as materialized (
         select sel.series_id, sel.job_id, sel.gpus, x.covered_ms, x.used_ms
-        from sel cross join lateral (
-          with ${seriesIntervalsSql()}
-          select sum(t1 - t0) as covered_ms, sum((t1 - t0) * value) as used_ms from iv
-        ) x
+        from ${seriesUsageSql()}
       ), node_counts as (
         select job_id, count(*) as n from nodes where job_id = any(${textArray(windows.map((w) => w.jobId))}) group by job_id
       )

@@ -73,3 +73,15 @@ export function seriesIntervalsSql(): SQL {
     ) x where x.t1 > x.t0
   )`;
 }
+
+/**
+ * `sel cross join lateral (...) x`: each selected series' covered and used milliseconds in its
+ * window (x.covered_ms, x.used_ms; used = covered weighted by the reading), the one definition the
+ * fleet's GPU-hours, the ledger's idle cost and the run search's WASTE order share.
+ */
+export function seriesUsageSql(): SQL {
+  return sql`sel cross join lateral (
+          with ${seriesIntervalsSql()}
+          select sum(t1 - t0) as covered_ms, sum((t1 - t0) * value) as used_ms from iv
+        ) x`;
+}
