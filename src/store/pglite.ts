@@ -37,8 +37,10 @@ async function create(dir: string, loadDataDir?: Blob): Promise<PGlite> {
 /** Opens (creating when new) a PGlite database in `dir`, or an in-memory one for 'memory://'. */
 export async function openPglite(dir: string): Promise<PGlite> {
   if (dir.startsWith('memory://')) {
-    const template = await newDatabaseTemplate();
-    return create(dir, template ? new Blob([readFileSync(template.tar)]) : undefined);
+    // `memory:///path/to/dump.tar` starts from that dump (the tests' migrated template) instead of
+    // an empty cluster.
+    const dump = /^memory:\/\/(\/.+\.tar)$/.exec(dir)?.[1] ?? (await newDatabaseTemplate())?.tar;
+    return create(dir, dump ? new Blob([readFileSync(dump)]) : undefined);
   }
   if (!existsSync(path.join(dir, 'PG_VERSION'))) {
     const template = await newDatabaseTemplate();

@@ -22,6 +22,7 @@ import { startRunicornViewer, type RunicornViewerHandle } from '../../src/simula
 import { client as wsClient, providersFile, runningJobId, startSim, startTestRuntime, waitFor } from '../live/helpers.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { ManualTimers } from '../support/manual-timers.js';
+import { memoryDataDir } from '../support/pglite-template.js';
 import { postGraphql } from '../support/runtime.js';
 import { HANG_MS, hangBound } from '../support/wait.js';
 
@@ -210,7 +211,7 @@ describe('Apollo Client', () => {
         1,
         // The request deadline too: the dashboard's cold query passed the default 30 s at load 20
         // ("no answer before the request deadline"), and this test is about cache identity.
-        { databaseUrl: null, dataDir: 'memory://', providers: providers(), security: loadSecurityConfig({ EXECUTION_TIMEOUT_MS: String(HANG_MS) }) },
+        { databaseUrl: null, dataDir: memoryDataDir(), providers: providers(), security: loadSecurityConfig({ EXECUTION_TIMEOUT_MS: String(HANG_MS) }) },
         { liveTimers: timers, ws: { connectionInitWaitTimeoutMs: HANG_MS, keepAliveMs: HANG_MS } },
       );
       try {
@@ -509,7 +510,7 @@ describe('Relay node(id:)', () => {
     const rt2 = await startTestRuntime(
       sim,
       1,
-      { databaseUrl: null, dataDir: 'memory://' },
+      { databaseUrl: null, dataDir: memoryDataDir() },
       {
         cachePolicy: { listTtlMs: 0, detailTtlMs: 0, metricsTtlMs: 0 },
         resilience: { retries: 0, breakerThreshold: 1_000_000 },

@@ -8,6 +8,7 @@ import { chromium, type BrowserContext } from 'playwright-core';
 import type { AppConfig, ProviderConfig } from '../../src/config/index.js';
 import type { Runtime } from '../../src/server/runtime.js';
 import { DEMO_LEDGER, startDemoProviders, type DemoProvider } from '../../src/simulators/demo.js';
+import { memoryDataDir } from '../support/pglite-template.js';
 import { startRuntimeOn } from '../support/runtime.js';
 import { HANG_MS } from '../support/wait.js';
 import { resolveChromium } from './chromium.js';
@@ -78,7 +79,7 @@ export async function startDemoServer(opts: DemoServerOptions = {}): Promise<Dem
     const collect = opts.providerCollect?.(d.config);
     return { ...d.config, pollIntervalSeconds: 1, ...(collect ? { collect } : {}) };
   });
-  const runtime = await startRuntimeOn(opts.database ?? { databaseUrl: null, dataDir: 'memory://' }, providers, {
+  const runtime = await startRuntimeOn(opts.database ?? { databaseUrl: null, dataDir: memoryDataDir() }, providers, {
     // The demo's example price table, as the embedded demo serves it.
     config: { ledger: DEMO_LEDGER, ...(opts.collect ? { collect: opts.collect } : {}) },
     env: Object.assign({}, ...demo.map((d) => d.secrets)),

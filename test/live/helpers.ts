@@ -1,6 +1,7 @@
 // Shared setup for the live tests: a Baseten simulator, runtimes wired to it, graphql-ws clients.
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
+import { memoryDataDir } from '../support/pglite-template.js';
 import { startRuntimeOn } from '../support/runtime.js';
 import { eventually } from '../support/wait.js';
 import type { AppConfig } from '../../src/config/index.js';
@@ -36,7 +37,7 @@ export async function startTestRuntime(
   opts: Partial<Omit<RuntimeOptions, 'config'>> = {},
 ): Promise<Runtime> {
   // An in-memory PGlite unless `extra` names a database.
-  return startRuntimeOn({ databaseUrl: null, dataDir: 'memory://' }, providersFile(sim, pollIntervalSeconds).providers, {
+  return startRuntimeOn({ databaseUrl: null, dataDir: memoryDataDir() }, providersFile(sim, pollIntervalSeconds).providers, {
     env: { LIVE_TEST_BASETEN_KEY: sim.apiKey },
     ...opts,
     config: extra,

@@ -8,6 +8,7 @@ import { DomainError } from '../../src/domain/errors.js';
 import { openDatabase } from '../../src/store/db.js';
 import { clientFacingError, isDatabaseUnavailable } from '../../src/store/unavailable.js';
 import { freePort } from '../support/net.js';
+import { memoryDataDir } from '../support/pglite-template.js';
 
 async function failureOf(work: () => Promise<unknown>): Promise<unknown> {
   try {
@@ -35,7 +36,7 @@ describe('isDatabaseUnavailable', () => {
   });
 
   it('is false for a statement the database rejects, and for domain errors', async () => {
-    const database = await openDatabase({ dataDir: 'memory://' });
+    const database = await openDatabase({ dataDir: memoryDataDir() });
     try {
       const bad = await failureOf(() => database.db.execute(sql`select * from no_such_table`));
       expect(isDatabaseUnavailable(bad)).toBe(false);

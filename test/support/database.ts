@@ -1,13 +1,12 @@
 // Each test file gets its own database: in-memory PGlite by default, or a fresh database on the
 // real Postgres named by TEST_DATABASE_URL (created here, dropped afterwards), so the same suite
 // runs against both drivers and files never see each other's rows.
-import { createHash, randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
-import path from 'node:path';
+import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
 import { afterAll, beforeAll } from 'vitest';
-import { MIGRATIONS_DIR, openDatabase, type Database } from '../../src/store/db.js';
+import { openDatabase, type Database } from '../../src/store/db.js';
 import { Repository } from '../../src/store/repository.js';
+import { memoryDataDir, migrationsHash } from './pglite-template.js';
 
 export interface TestDatabase {
   databaseUrl: string | null;
@@ -24,11 +23,7 @@ export const REAL_POSTGRES_URL = process.env.TEST_DATABASE_URL || null;
  * an empty CREATE DATABASE takes; the server's own migrate at open then finds nothing to do.
  */
 function templateName(): string {
-  const hash = createHash('sha256');
-  for (const f of readdirSync(MIGRATIONS_DIR, { recursive: true, encoding: 'utf8' }).sort()) {
-    if (f.endsWith('.sql') || f.endsWith('.json')) hash.update(f).update(readFileSync(path.join(MIGRATIONS_DIR, f)));
-  }
-  return `tg_template_${hash.digest('hex').slice(0, 16)}`;
+  return `tg_template_${migrationsHash()}`;
 }
 
 let template: Promise<string> | undefined;
@@ -59,10 +54,11 @@ function migratedTemplate(admin: postgres.Sql): Promise<string> {
 
 /**
  * `empty`: a database with no tables (for a test of the migrations themselves); else a copy of the
- * migrated template.
+ * migrated template (on PGlite, in memory unless given a folder: the migrated dump,
+ * test/support/pglite-template.ts).
  */
-export async function createTestDatabase(dataDir = 'memory://', opts: { empty?: boolean } = {}): Promise<TestDatabase> {
-  if (!REAL_POSTGRES_URL) return { databaseUrl: null, dataDir, drop: async () => {} };
+export async function createTestDatabase(dataDir?: string, opts: { empty?: boolean } = {}): Promise<TestDatabase> {
+  if (!REAL_POSTGRES_URL) return { databaseUrl: null, dataDir: dataDir ?? (opts.empty ? 'memory://' : memoryDataDir()), drop: async () => {} };
   const name = `tg_test_${randomBytes(6).toString('hex')}`;
   // Two connections: the template's advisory lock holds one in a transaction, CREATE DATABASE cannot run in one.
   const admin = postgres(REAL_POSTGRES_URL, { max: 2, onnotice: () => {} });
@@ -75,7 +71,7 @@ export async function createTestDatabase(dataDir = 'memory://', opts: { empty?: 
   url.pathname = `/${name}`;
   return {
     databaseUrl: url.toString(),
-    dataDir,
+    dataDir: dataDir ?? 'memory://',
     async drop() {
       const a = postgres(REAL_POSTGRES_URL!, { max: 1, onnotice: () => {} });
       await a.unsafe(`drop database if exists ${name} with (force)`);
