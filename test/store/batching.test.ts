@@ -104,9 +104,12 @@ describe('fan-out cost', () => {
 
     const warm5 = await measure(5, null);
     const warm35 = await measure(35, cold5.endCursor);
-    expect(warm35.statements).toBe(warm5.statements);
+    // The same kinds of read, and the same bound for 5 jobs as for 35. Not the exact count: on a
+    // busy machine two of a warm request's reads can meet in one DataLoader batch, or not (8 against
+    // 7 seen under load, never at rest).
+    expect(Object.keys(warm35.reads).sort()).toEqual(Object.keys(warm5.reads).sort());
+    for (const m of [warm5, warm35]) expect(m.statements).toBeLessThanOrEqual(12);
     expect(warm5.metricsCalls + warm35.metricsCalls + warm5.jobCalls + warm35.jobCalls).toBe(0);
-    expect(warm35.statements).toBeLessThanOrEqual(12);
     console.log(
       `fan-out: cold ${cold5.statements} statements in ${cold5.waves} waves (5 jobs, ${cold5.written} points) vs ${cold35.statements} (35 jobs x 2 nodes x 8 GPUs, ${cold35.written} points); warm ${warm5.statements} vs ${warm35.statements}`,
     );
