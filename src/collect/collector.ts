@@ -199,21 +199,7 @@ class ProviderCollector {
     const noteError = (e: { code: string; message: string }) => (lastError = { ...e, at: store.now() });
 
     if (nowMs() - this.lastListAt >= listInterval * FRESH_FRACTION) {
-      if (this.budget.tryTake(this.listCalls, keep())) {
-        const before = this.budget.used();
-        const release = await this.owner.slot();
-        try {
-          await collection.syncList(this.provider.id, listInterval * FRESH_FRACTION, signal);
-          this.lastListAt = nowMs();
-        } catch (err) {
-          const known = clientFacingError(err);
-          noteError({ code: known?.code ?? 'INTERNAL', message: known?.message ?? 'the job list could not be read' });
-        } finally {
-          release();
-          this.listCalls = Math.max(1, this.listCalls, this.budget.used() - before);
-          this.budget.give(this.listCalls);
-        }
-      }
+      if (this.budget.tryTake(this.listCalls, keep())) await this.syncList({ signal, listInterval, noteError });
     }
     if (signal.aborted) return;
 
@@ -323,17 +309,7 @@ class ProviderCollector {
     if (this.settings.rawRetentionDays !== null && !signal.aborted && nowMs() - this.lastRetentionAt >= RETENTION_EVERY_MS) {
       // The lease holder's chore, after the sweep's collections: at most hourly, raw points past
       // their age go (the rollups stay). A failure is the sweep's error and is tried next sweep.
-      const release = await this.owner.slot();
-      try {
-        await collection.dropRawPoints(this.provider.id, new Date(store.now().getTime() - this.settings.rawRetentionDays * 86_400_000), signal);
-        this.lastRetentionAt = nowMs();
-      } catch (err) {
-        const known = clientFacingError(err);
-        noteError({ code: known?.code ?? 'INTERNAL', message: known?.message ?? 'raw points past their retention could not be dropped' });
-        if (!known) this.owner.logger.error({ err, provider: this.provider.id }, 'collect: retention failed');
-      } finally {
-        release();
-      }
+      await this.dropRawPoints({ signal, rawRetentionDays: this.settings.rawRetentionDays, noteError });
     }
     const now = nowMs();
     const oldest = running.reduce((min, j) => Math.min(min, this.current.get(j.id) ?? -Infinity), Infinity);
@@ -347,6 +323,45 @@ class ProviderCollector {
       expired,
       lastError,
     });
+  }
+
+  /** The sweep's job list read, its calls already taken from the budget (listCalls). */
+  private async syncList(ctx: { signal: AbortSignal; listInterval: number; noteError: (e: { code: string; message: string }) => void }) {
+    const { signal, listInterval, noteError } = ctx;
+    const collection = this.owner.store.collection;
+    const nowMs = () => this.owner.timers.now();
+    const before = this.budget.used();
+    const release = await this.owner.slot();
+    try {
+      await collection.syncList(this.provider.id, listInterval * FRESH_FRACTION, signal);
+      this.lastListAt = nowMs();
+    } catch (err) {
+      const known = clientFacingError(err);
+      noteError({ code: known?.code ?? 'INTERNAL', message: known?.message ?? 'the job list could not be read' });
+    } finally {
+      release();
+      this.listCalls = Math.max(1, this.listCalls, this.budget.used() - before);
+      this.budget.give(this.listCalls);
+    }
+  }
+
+  /** Raw points past their retention (settings.rawRetentionDays) dropped. */
+  private async dropRawPoints(ctx: { signal: AbortSignal; rawRetentionDays: number; noteError: (e: { code: string; message: string }) => void }) {
+    const { signal, rawRetentionDays, noteError } = ctx;
+    const store = this.owner.store;
+    const collection = store.collection;
+    const nowMs = () => this.owner.timers.now();
+    const release = await this.owner.slot();
+    try {
+      await collection.dropRawPoints(this.provider.id, new Date(store.now().getTime() - rawRetentionDays * 86_400_000), signal);
+      this.lastRetentionAt = nowMs();
+    } catch (err) {
+      const known = clientFacingError(err);
+      noteError({ code: known?.code ?? 'INTERNAL', message: known?.message ?? 'raw points past their retention could not be dropped' });
+      if (!known) this.owner.logger.error({ err, provider: this.provider.id }, 'collect: retention failed');
+    } finally {
+      release();
+    }
   }
 
   /**

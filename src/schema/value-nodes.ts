@@ -221,6 +221,36 @@ async function resolveValue(ctx: Context, p: ParsedValueId): Promise<Value | nul
       const run = await owner<ComparedRunShape>(ctx, p, 'comparedrun');
       return run?.series.find((x) => x.kind === kind && x.name === name) ?? null;
     }
+    case 'cost':
+    case 'energy':
+    case 'efficiency':
+      return figureById(
+        ctx,
+        part,
+        () => owner<JobRow>(ctx, p, 'job'),
+        () => owner<GpuHoursShape>(ctx, p, 'gpuhours'),
+      );
+    case 'fleetutilization':
+    case 'gpuhours':
+    case 'idlegpu':
+    case 'idleinterval':
+      return resolveGpuValue(ctx, p);
+    case 'finding':
+    case 'findingevidence':
+    case 'findingseries':
+    case 'notification':
+    case 'acknowledgement':
+    case 'silence':
+    case 'silencematchers':
+    case 'silencelabel':
+      return resolveFindingValue(ctx, p);
+  }
+}
+
+/** resolveValue's GPU-hour and idle-GPU values (a fleet's). */
+async function resolveGpuValue(ctx: Context, p: ParsedValueId): Promise<Value | null> {
+  const part = p.part ?? '';
+  switch (p.kind) {
     case 'fleetutilization': {
       const fleet = await owner<FleetShape>(ctx, p, 'fleet');
       return fleet ? { fleet, rows: await gpuHoursOf(fleet, ctx) } : null;
@@ -249,15 +279,21 @@ async function resolveValue(ctx: Context, p: ParsedValueId): Promise<Value | nul
       });
       return found ?? null;
     }
-    case 'cost':
-    case 'energy':
-    case 'efficiency':
-      return figureById(
-        ctx,
-        part,
-        () => owner<JobRow>(ctx, p, 'job'),
-        () => owner<GpuHoursShape>(ctx, p, 'gpuhours'),
-      );
+    case 'idleinterval': {
+      const from = parseIdleIntervalPart(part);
+      const gpu = await owner<IdleGpuShape>(ctx, p, 'idlegpu');
+      const run = gpu?.runs.find((r) => r.from.getTime() === from);
+      return gpu && run ? { gpu, run } : null;
+    }
+    default:
+      return null;
+  }
+}
+
+/** resolveValue's findings, their notifications, and silences. */
+async function resolveFindingValue(ctx: Context, p: ParsedValueId): Promise<Value | null> {
+  const part = p.part ?? '';
+  switch (p.kind) {
     case 'finding': {
       if (!/^\d{1,15}$/.test(part)) return null;
       const job = await owner<JobRow>(ctx, p, 'job');
@@ -289,12 +325,8 @@ async function resolveValue(ctx: Context, p: ParsedValueId): Promise<Value | nul
       const matchers = await owner<MatchersView>(ctx, p, 'silencematchers');
       return matchers ? silenceLabelNode(matchers, part) : null;
     }
-    case 'idleinterval': {
-      const from = parseIdleIntervalPart(part);
-      const gpu = await owner<IdleGpuShape>(ctx, p, 'idlegpu');
-      const run = gpu?.runs.find((r) => r.from.getTime() === from);
-      return gpu && run ? { gpu, run } : null;
-    }
+    default:
+      return null;
   }
 }
 

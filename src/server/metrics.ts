@@ -250,36 +250,7 @@ export class Metrics {
   readonly dispose: () => void;
 
   constructor(sources: MetricsSources) {
-    const pool = sources.pool;
-    if (pool) {
-      const gauge = (name: string, help: string, read: (h: PoolHealth) => number) =>
-        new Gauge({
-          name: `${METRIC_PREFIX}${name}`,
-          help,
-          registers: [this.registry],
-          collect() {
-            this.set(read(pool()));
-          },
-        });
-      gauge('db_pool_slots', "Connections the cache database's pool opens at most (PGlite: 1, its statement gate)", (h) => h.max);
-      gauge('db_pool_slots_in_use', 'Pool connections running a statement or held by a transaction', (h) => h.inUse);
-      gauge('db_pool_waiting', 'Statements waiting for a pool connection', (h) => h.waiting);
-      gauge(
-        'db_pool_oldest_wait_seconds',
-        'How long the statement waiting longest for a pool connection has waited (0 when none waits)',
-        (h) => h.oldestWaitMs / 1000,
-      );
-      gauge(
-        'db_pool_recoveries',
-        'Times the pool watchdog found the pool wedged (waiters, no reply, its backends idle) and replaced its stuck connections',
-        (h) => h.recoveries,
-      );
-      gauge(
-        'db_statements_dropped',
-        'Reads not run because their request had been abandoned (timed out, client gone) before their turn (PGlite)',
-        (h) => h.dropped,
-      );
-    }
+    registerPoolGauges({ registry: this.registry, pool: sources.pool });
     const ownProviders = new Set(sources.providers.all().map((p) => p.id));
     this.dispose = onShapeMismatch((m) => {
       if (ownProviders.has(m.providerId)) this.shapeMismatches.inc({ provider: m.providerId, assumption: m.assumption });
@@ -349,30 +320,7 @@ export class Metrics {
     });
 
     // The collector's state per provider, the same numbers Provider.collection answers in the graph.
-    const collector = sources.collector ?? null;
-    const perProvider = (name: string, help: string, read: (s: CollectionStatus) => number) =>
-      new Gauge({
-        name: `${METRIC_PREFIX}collection_${name}`,
-        help,
-        labelNames: ['provider'] as const,
-        registers: [this.registry],
-        collect() {
-          this.reset();
-          if (collector) for (const [provider, s] of collector.statuses()) this.set({ provider }, read(s));
-        },
-      });
-    perProvider('enabled', '1 when this replica runs a collector for the provider (COLLECT on)', (s) => (s.enabled ? 1 : 0));
-    perProvider('leading', '1 when this replica holds the provider collector lease and collects', (s) => (s.leading ? 1 : 0));
-    perProvider('tracked_jobs', 'Jobs the collector keeps: running ones and finished ones not yet fetched whole', (s) => s.trackedJobs);
-    perProvider('running_jobs', 'Running jobs of the provider, as of the last sweep', (s) => s.runningJobs);
-    perProvider('last_sweep_timestamp_seconds', 'When the last sweep ended, Unix seconds (0 = none yet)', (s) =>
-      s.lastSweepAt ? s.lastSweepAt.getTime() / 1000 : 0,
-    );
-    perProvider('lag_seconds', 'How far the least recently collected running job is behind its poll interval, seconds', (s) => s.lagSeconds);
-    perProvider('calls_last_minute', 'Upstream calls to the provider in the last 60 s (every caller)', (s) => s.callsLastMinute);
-    perProvider('budget_calls_per_minute', 'The most upstream calls per minute the collector lets the provider see', (s) => s.budgetPerMinute);
-    perProvider('backlog_jobs', 'Jobs due in the last sweep that were not collected (budget, time or failures)', (s) => s.backlog);
-    perProvider('expired_jobs', 'Finished jobs the platform dropped before they were fetched whole', (s) => s.expired);
+    registerCollectorGauges({ registry: this.registry, collector: sources.collector });
 
     // Alert delivery: notifications per receiver and state as stored (every replica sees the same), and the lease.
     const alerts = sources.alerts ?? null;
@@ -484,4 +432,67 @@ export class Metrics {
   async scrape(): Promise<string> {
     return Registry.merge([processMetrics(), this.registry]).metrics();
   }
+}
+
+/** The cache database pool's gauges, read at each scrape (none without a pool). */
+function registerPoolGauges(ctx: { registry: Registry; pool: (() => PoolHealth) | undefined }): void {
+  const { registry, pool } = ctx;
+  if (pool) {
+    const gauge = (name: string, help: string, read: (h: PoolHealth) => number) =>
+      new Gauge({
+        name: `${METRIC_PREFIX}${name}`,
+        help,
+        registers: [registry],
+        collect() {
+          this.set(read(pool()));
+        },
+      });
+    gauge('db_pool_slots', "Connections the cache database's pool opens at most (PGlite: 1, its statement gate)", (h) => h.max);
+    gauge('db_pool_slots_in_use', 'Pool connections running a statement or held by a transaction', (h) => h.inUse);
+    gauge('db_pool_waiting', 'Statements waiting for a pool connection', (h) => h.waiting);
+    gauge(
+      'db_pool_oldest_wait_seconds',
+      'How long the statement waiting longest for a pool connection has waited (0 when none waits)',
+      (h) => h.oldestWaitMs / 1000,
+    );
+    gauge(
+      'db_pool_recoveries',
+      'Times the pool watchdog found the pool wedged (waiters, no reply, its backends idle) and replaced its stuck connections',
+      (h) => h.recoveries,
+    );
+    gauge(
+      'db_statements_dropped',
+      'Reads not run because their request had been abandoned (timed out, client gone) before their turn (PGlite)',
+      (h) => h.dropped,
+    );
+  }
+}
+
+/** The collector's gauges per provider (no series with COLLECT=off). */
+function registerCollectorGauges(ctx: { registry: Registry; collector: Collector | null | undefined }): void {
+  const { registry } = ctx;
+  const collector = ctx.collector ?? null;
+  const perProvider = (name: string, help: string, read: (s: CollectionStatus) => number) =>
+    new Gauge({
+      name: `${METRIC_PREFIX}collection_${name}`,
+      help,
+      labelNames: ['provider'] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        if (collector) for (const [provider, s] of collector.statuses()) this.set({ provider }, read(s));
+      },
+    });
+  perProvider('enabled', '1 when this replica runs a collector for the provider (COLLECT on)', (s) => (s.enabled ? 1 : 0));
+  perProvider('leading', '1 when this replica holds the provider collector lease and collects', (s) => (s.leading ? 1 : 0));
+  perProvider('tracked_jobs', 'Jobs the collector keeps: running ones and finished ones not yet fetched whole', (s) => s.trackedJobs);
+  perProvider('running_jobs', 'Running jobs of the provider, as of the last sweep', (s) => s.runningJobs);
+  perProvider('last_sweep_timestamp_seconds', 'When the last sweep ended, Unix seconds (0 = none yet)', (s) =>
+    s.lastSweepAt ? s.lastSweepAt.getTime() / 1000 : 0,
+  );
+  perProvider('lag_seconds', 'How far the least recently collected running job is behind its poll interval, seconds', (s) => s.lagSeconds);
+  perProvider('calls_last_minute', 'Upstream calls to the provider in the last 60 s (every caller)', (s) => s.callsLastMinute);
+  perProvider('budget_calls_per_minute', 'The most upstream calls per minute the collector lets the provider see', (s) => s.budgetPerMinute);
+  perProvider('backlog_jobs', 'Jobs due in the last sweep that were not collected (budget, time or failures)', (s) => s.backlog);
+  perProvider('expired_jobs', 'Finished jobs the platform dropped before they were fetched whole', (s) => s.expired);
 }

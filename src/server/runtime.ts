@@ -1,11 +1,8 @@
 // Wires one running server: database, providers (configured or the demo simulators), the
 // read-through store, the yoga app, and one HTTP server with the probes.
 import { tuneGarbageCollector } from './gc-tuning.js';
-import { serveExport } from './export.js';
-import { serveJobsScrape } from './jobs-scrape.js';
-import { PROM_API_PREFIX, servePromApi } from './prom-api.js';
 import { PromApi } from '../promql/index.js';
-import http from 'node:http';
+import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { destination, pino, type DestinationStream, type Logger } from 'pino';
 import {
@@ -27,28 +24,25 @@ import { openDatabase, type Database } from '../store/db.js';
 import { DEFAULT_CACHE_POLICY, ReadThrough, type CachePolicy } from '../store/read-through.js';
 import { Repository } from '../store/repository.js';
 import { Store } from '../store/index.js';
-import { DEFAULT_LIMITS, type Limits, printedSubgraph, SubgraphNamesError } from '../schema/index.js';
+import { type Limits, printedSubgraph, SubgraphNamesError } from '../schema/index.js';
 import { createApp, type App } from './yoga.js';
 import type { Plugin } from 'graphql-yoga';
 import { startLive, type LiveRuntime } from './live.js';
 import { type LiveOptions, type LiveTimers, REAL_TIMERS } from '../live/index.js';
 import { attachGraphqlWs, DEFAULT_WS_LIMITS, type WsLimits } from './ws.js';
-import { serveLedgerExport } from './ledger-export.js';
-import { presentedToken } from './access.js';
-import { timingSafeEqual } from 'node:crypto';
 import { scrubSecrets } from '../domain/secrets.js';
 import { OutgoingGuard } from './outgoing-guard.js';
 import { Metrics } from './metrics.js';
-import { createHttpFront, FrontResponse, pathOf } from './http-front.js';
+import { createHttpFront, type HttpFront } from './http-front.js';
 import { useMetrics } from './plugins/use-metrics.js';
 import { useTracing } from './plugins/use-tracing.js';
-import { serveWebPage } from './web.js';
 import { Collector, defaultSettings, type CollectSettings } from '../collect/index.js';
 import { FindingsEngine, type ThresholdOverride } from '../findings/index.js';
 import { AlertDeliverer, routesOf } from '../alerts/index.js';
 import { projectGlobalId } from '../domain/ids.js';
-import { routeListener } from './routes.js';
 import { type ByteBoundedApqStore, createByteBoundedApqStore } from './apq-store.js';
+import { createRuntimeServer } from './runtime-http.js';
+import type { Tracing } from './tracing.js';
 
 export interface RuntimeOptions {
   config: AppConfig;
@@ -128,6 +122,134 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   tuneGarbageCollector();
   const { config } = opts;
   const tokens = config.security?.tokens ?? null;
+  const { subgraphSdl, receivers } = checkStartupConfig({ config, tokens, env: opts.env });
+  const logger = createRuntimeLogger(opts);
+  const { demo, ledger, configs, providers } = await buildProviderSet(opts);
+  const { database, readThrough, store } = await openStore({ opts, providers, demo });
+  // With the collector on, a live poll is served by a fetch anyone made in the interval (one call per job and interval).
+  const live = await startLive({ config, store, logger, options: { shareFetches: Boolean(config.collect?.enabled), ...opts.live }, timers: opts.liveTimers });
+  const { collector, findings, alerts, metrics } = buildCollectorFindingsAlerts({
+    opts,
+    configs,
+    receivers,
+    database,
+    store,
+    readThrough,
+    providers,
+    live,
+    logger,
+  });
+  const stopShapeWarnings = warnOnShapeMismatches(
+    providers.all().map((p) => p.id),
+    logger,
+  );
+  const tracingModule = config.tracing ? await import('./tracing.js') : null;
+  const tracing = config.tracing && tracingModule ? tracingModule.startTracing(config.tracing) : null;
+  if (tracing) tracingModule!.traceUpstreamCalls(providers, tracing.tracer);
+  const front = createHttpFront(logger, metrics);
+  const requestLimits = config.security?.requestLimits ?? DEFAULT_REQUEST_LIMITS;
+  // One persisted-query store for HTTP and graphql-ws: a hash registered over one is known to the other.
+  const apqStore = createByteBoundedApqStore(requestLimits.apqStoreMaxBytes);
+  const app = createApp({
+    apqStore,
+    store,
+    logger,
+    limits: opts.limits,
+    live: live.hub,
+    requestLimits: config.security?.requestLimits,
+    tokens,
+    corsOrigins: config.security?.corsOrigins,
+    executor: config.executor,
+    subgraphSdl,
+    ledger,
+    plugins: [useMetrics(metrics, logger), ...(tracing ? [useTracing(tracing.tracer)] : []), ...(opts.plugins ?? [])],
+  });
+  const graceMs = opts.shutdownGraceMs ?? 10_000;
+
+  const limits = config.security?.requestLimits ?? DEFAULT_REQUEST_LIMITS;
+  // The query API's time limit is the graph's execution timeout: one limit for every read.
+  const promApi = new PromApi({ store, timeoutMs: limits.executionTimeoutMs });
+  const guard = new OutgoingGuard(logger, (transport) => metrics.secretFindings.inc({ transport }));
+  let ready = true;
+  const server = createRuntimeServer({
+    app,
+    store,
+    tokens,
+    metricsToken: config.security?.metricsToken ?? null,
+    logger,
+    metrics,
+    front,
+    guard,
+    promApi,
+    maxBodyBytes: limits.maxBodyBytes,
+    limits: opts.limits,
+    readiness: () => readiness(database, ready),
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const ws = attachGraphqlWs(server, app, { ...DEFAULT_WS_LIMITS, ...opts.ws }, tokens, guard, apqStore, {
+    next: (payload) => metrics.wsNextMessages.inc({ payload }),
+    sharedPayload: () => metrics.wsSharedPayloads.inc(),
+  });
+  // Started once the server answers: readiness and the first requests never wait on the first sweep.
+  collector?.start();
+  const addr = server.address() as AddressInfo;
+  const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+  const url = `http://${host}:${addr.port}`;
+  logger.info(
+    { url: `${url}/graphql`, database: database.driver, providers: providers.all().map((p) => `${p.id} (${p.kind}${p.simulated ? ', simulated' : ''})`) },
+    'serving',
+  );
+
+  return {
+    url,
+    app,
+    server,
+    database,
+    store,
+    tokens,
+    readThrough,
+    providers,
+    demo,
+    logger,
+    live,
+    collector,
+    findings,
+    alerts,
+    metrics,
+    apqStore,
+    async close() {
+      ready = false;
+      await closeRuntime({
+        server,
+        ws,
+        front,
+        graceMs,
+        logger,
+        findings,
+        alerts,
+        collector,
+        live,
+        readThrough,
+        tracing,
+        providers,
+        stopShapeWarnings,
+        metrics,
+        demo,
+        database,
+      });
+    },
+  };
+}
+
+/** The configuration's checks made before anything starts, and what they yield. */
+function checkStartupConfig(ctx: { config: AppConfig; tokens: TokenStore | null; env: SecretSource | undefined }): {
+  subgraphSdl: string | undefined;
+  receivers: ReturnType<typeof receiverSettings>;
+} {
+  const { config, tokens } = ctx;
   // The demo (no providers file: simulators in process) has nothing to protect, so `docker compose
   // up` serves it with nothing to prepare; a providers file needs tokens or ALLOW_OPEN.
   if (!tokens?.configured && !config.security?.allowOpen && !isLoopbackHost(config.host) && config.providers !== null) {
@@ -149,19 +271,34 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   // Alert receivers' URLs and tokens from the environment, checked before anything starts.
   let receivers: ReturnType<typeof receiverSettings> = [];
   try {
-    receivers = config.alerts ? receiverSettings(config.alerts, opts.env ?? process.env) : [];
+    receivers = config.alerts ? receiverSettings(config.alerts, ctx.env ?? process.env) : [];
   } catch (err) {
     throw new ConfigError((err as Error).message);
   }
+  return { subgraphSdl, receivers };
+}
+
+/** RuntimeOptions.logger, else the runtime's own. */
+function createRuntimeLogger(opts: RuntimeOptions): Logger {
   // Every log line is scrubbed of every provider secret (registered as adapters read them), in any spelling.
   const loggerOptions = {
-    level: config.logLevel,
+    level: opts.config.logLevel,
     redact: { paths: ['*.password', '*.secret', '*.apiKey', '*.token', '*.authorization', '*.headers.authorization'], censor: '[redacted]' },
     hooks: { streamWrite: (line: string) => scrubSecrets(line) },
   };
   // stdout is written synchronously: pino's default async stream, flushed by process.exit(), can
   // reorder or drop the last lines when a write is still in the thread pool (seen on SIGTERM).
-  const logger = opts.logger ?? pino(loggerOptions, opts.logDestination ?? destination({ dest: 1, sync: true }));
+  return opts.logger ?? pino(loggerOptions, opts.logDestination ?? destination({ dest: 1, sync: true }));
+}
+
+/** The providers: the providers file's, or the demo simulators started in process. */
+async function buildProviderSet(opts: RuntimeOptions): Promise<{
+  demo: DemoProvider[];
+  ledger: ReturnType<typeof ledgerSettings>;
+  configs: ProviderConfig[];
+  providers: ProviderSet;
+}> {
+  const { config } = opts;
   // The simulators (and the OpenTelemetry SDK below) are loaded only when used: a deployment with a
   // providers file never has them in memory.
   const demoModule = config.providers ? null : await import('../simulators/demo.js');
@@ -171,7 +308,17 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const configs = config.providers ?? demo.map((d) => d.config);
   const env: SecretSource = config.providers ? (opts.env ?? process.env) : Object.assign({}, ...demo.map((d) => d.secrets));
   const providers = new ProviderSet(buildProviders(configs, env, !config.providers, opts.clock), opts.resilience);
+  return { demo, ledger, configs, providers };
+}
 
+/** The database, with the providers recorded, and the read-through store over it. */
+async function openStore(ctx: { opts: RuntimeOptions; providers: ProviderSet; demo: DemoProvider[] }): Promise<{
+  database: Database;
+  readThrough: ReadThrough;
+  store: Store;
+}> {
+  const { opts, providers, demo } = ctx;
+  const { config } = opts;
   const database = await openDatabase({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
@@ -189,8 +336,26 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     opts.clock,
   );
   const store = new Store(readThrough);
-  // With the collector on, a live poll is served by a fetch anyone made in the interval (one call per job and interval).
-  const live = await startLive({ config, store, logger, options: { shareFetches: Boolean(config.collect?.enabled), ...opts.live }, timers: opts.liveTimers });
+  return { database, readThrough, store };
+}
+
+/**
+ * The collector, the findings evaluator and alert delivery (each null when off), and the metrics,
+ * built between them: they count the collector and the deliverer, and the deliverer counts into them.
+ */
+function buildCollectorFindingsAlerts(ctx: {
+  opts: RuntimeOptions;
+  configs: ProviderConfig[];
+  receivers: ReturnType<typeof receiverSettings>;
+  database: Database;
+  store: Store;
+  readThrough: ReadThrough;
+  providers: ProviderSet;
+  live: LiveRuntime;
+  logger: Logger;
+}): { collector: Collector | null; findings: FindingsEngine | null; alerts: AlertDeliverer | null; metrics: Metrics } {
+  const { opts, configs, receivers, database, store, readThrough, providers, live, logger } = ctx;
+  const { config } = opts;
   const collector = config.collect?.enabled
     ? new Collector({
         store,
@@ -243,161 +408,47 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   findings?.events.on('evaluated', (e) => {
     if (e && (e.fired.length > 0 || e.resolved.length > 0)) alerts?.kick();
   });
-  const stopShapeWarnings = warnOnShapeMismatches(
-    providers.all().map((p) => p.id),
-    logger,
-  );
-  const tracingModule = config.tracing ? await import('./tracing.js') : null;
-  const tracing = config.tracing && tracingModule ? tracingModule.startTracing(config.tracing) : null;
-  if (tracing) tracingModule!.traceUpstreamCalls(providers, tracing.tracer);
-  const front = createHttpFront(logger, metrics);
-  const requestLimits = config.security?.requestLimits ?? DEFAULT_REQUEST_LIMITS;
-  // One persisted-query store for HTTP and graphql-ws: a hash registered over one is known to the other.
-  const apqStore = createByteBoundedApqStore(requestLimits.apqStoreMaxBytes);
-  const app = createApp({
-    apqStore,
-    store,
-    logger,
-    limits: opts.limits,
-    live: live.hub,
-    requestLimits: config.security?.requestLimits,
-    tokens,
-    corsOrigins: config.security?.corsOrigins,
-    executor: config.executor,
-    subgraphSdl,
-    ledger,
-    plugins: [useMetrics(metrics, logger), ...(tracing ? [useTracing(tracing.tracer)] : []), ...(opts.plugins ?? [])],
-  });
-  const graceMs = opts.shutdownGraceMs ?? 10_000;
+  return { collector, findings, alerts, metrics };
+}
 
-  const limits = config.security?.requestLimits ?? DEFAULT_REQUEST_LIMITS;
-  // The query API's time limit is the graph's execution timeout: one limit for every read.
-  const promApi = new PromApi({ store, timeoutMs: limits.executionTimeoutMs });
-  const guard = new OutgoingGuard(logger, (transport) => metrics.secretFindings.inc({ transport }));
-  let ready = true;
-  const server = http.createServer(
-    // One response class for every request: the outgoing guard's checks and the front's
-    // bookkeeping are on it rather than added to each response (outgoing-guard.ts says why).
-    { ServerResponse: guard.responseClass(FrontResponse) as unknown as typeof http.ServerResponse },
-    front.wrap(
-      routeListener(
-        {
-          jobsScrape: (req, res) => {
-            if (pathOf(req.url) !== '/metrics/jobs' || (req.method !== 'GET' && req.method !== 'HEAD')) return false;
-            return serveJobsScrape(req, res, { store, tokens }).catch((err) => {
-              logger.error({ err }, 'GET /metrics/jobs failed');
-              if (!res.headersSent) res.writeHead(503, { 'content-type': 'text/plain' });
-              res.end('the cache is not available\n');
-            });
-          },
-          promApi: (req, res) => {
-            if (!pathOf(req.url).startsWith(PROM_API_PREFIX)) return false;
-            return servePromApi(req, res, { api: promApi, store, tokens, maxBodyBytes: limits.maxBodyBytes }).catch((err) => {
-              logger.error({ err }, 'Prometheus query API failed');
-              if (!res.headersSent) res.writeHead(503, { 'content-type': 'application/json' });
-              res.end(JSON.stringify({ status: 'error', errorType: 'unavailable', error: 'the cache is not available' }));
-            });
-          },
-          metrics: (req, res) => {
-            if (req.url !== '/metrics') return false;
-            // Metrics name every provider: with tokens configured only the metrics token or an unscoped API token reads them.
-            const denied = metricsAccess(tokens, config.security?.metricsToken ?? null, req.headers.authorization);
-            if (denied) {
-              res.writeHead(denied, { 'content-type': 'application/json', ...(denied === 401 ? { 'www-authenticate': 'Bearer' } : {}) });
-              res.end(
-                JSON.stringify({
-                  errors: [
-                    {
-                      message:
-                        denied === 401 ? 'a metrics or unscoped API token is required (Authorization: Bearer <token>)' : 'this token may not read metrics',
-                      extensions: { code: denied === 401 ? 'UNAUTHENTICATED' : 'FORBIDDEN' },
-                    },
-                  ],
-                }),
-              );
-              return true;
-            }
-            return metrics.scrape().then((body) => res.writeHead(200, { 'content-type': metrics.contentType() }).end(body));
-          },
-          export: (req, res) =>
-            serveLedgerExport(req, res, app, (opts.limits ?? DEFAULT_LIMITS).maxPageSize) || serveExport(req, res, app, opts.limits ?? DEFAULT_LIMITS),
-          webPage: (req, res) => serveWebPage(req, res, logger),
-          healthz: (req, res) => {
-            if (req.url !== '/healthz') return false;
-            res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
-            return true;
-          },
-          readyz: (req, res) => {
-            if (req.url !== '/readyz') return false;
-            return readiness(database, ready).then(([status, body]) => res.writeHead(status, { 'content-type': 'application/json' }).end(body));
-          },
-          graphql: (req, res) => app.handle(req, res),
-        },
-        logger,
-      ),
-    ),
-  );
-  // Node closes idle keep-alive sockets after 5 s, racing clients and load balancers that reuse
-  // them longer (a request then dies with ECONNRESET): the server must outlast their idle timeouts
-  // (60 s is common), and Node requires the headers timeout to exceed the keep-alive one.
-  server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, () => resolve());
-  });
-  const ws = attachGraphqlWs(server, app, { ...DEFAULT_WS_LIMITS, ...opts.ws }, tokens, guard, apqStore, {
-    next: (payload) => metrics.wsNextMessages.inc({ payload }),
-    sharedPayload: () => metrics.wsSharedPayloads.inc(),
-  });
-  // Started once the server answers: readiness and the first requests never wait on the first sweep.
-  collector?.start();
-  const addr = server.address() as AddressInfo;
-  const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
-  const url = `http://${host}:${addr.port}`;
-  logger.info(
-    { url: `${url}/graphql`, database: database.driver, providers: providers.all().map((p) => `${p.id} (${p.kind}${p.simulated ? ', simulated' : ''})`) },
-    'serving',
-  );
-
-  return {
-    url,
-    app,
-    server,
-    database,
-    store,
-    tokens,
-    readThrough,
-    providers,
-    demo,
-    logger,
-    live,
-    collector,
-    findings,
-    alerts,
-    metrics,
-    apqStore,
-    async close() {
-      ready = false;
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      const [, drained] = await Promise.all([ws.close(), front.drained(graceMs)]);
-      if (!drained) logger.warn({ inFlight: front.inFlight(), graceMs }, 'shutdown: requests still in flight after the grace period are cut off');
-      // SSE subscription streams, and whatever outlived the grace period.
-      server.closeAllConnections();
-      await closed;
-      await findings?.stop();
-      await alerts?.stop();
-      await collector?.close();
-      await live.close();
-      await readThrough.settle(graceMs);
-      await tracing?.shutdown();
-      await providers.close();
-      stopShapeWarnings();
-      metrics.dispose();
-      await Promise.all(demo.map((d) => d.close()));
-      await database.close();
-    },
-  };
+/** Runtime.close() once readyz answers 503: the steps in the order that interface's comment gives. */
+async function closeRuntime(ctx: {
+  server: http.Server;
+  ws: ReturnType<typeof attachGraphqlWs>;
+  front: HttpFront;
+  graceMs: number;
+  logger: Logger;
+  findings: FindingsEngine | null;
+  alerts: AlertDeliverer | null;
+  collector: Collector | null;
+  live: LiveRuntime;
+  readThrough: ReadThrough;
+  tracing: Tracing | null;
+  providers: ProviderSet;
+  stopShapeWarnings: () => void;
+  metrics: Metrics;
+  demo: DemoProvider[];
+  database: Database;
+}): Promise<void> {
+  const { server, ws, front, graceMs, logger, findings, alerts, collector, live, readThrough, tracing, providers, stopShapeWarnings, metrics, demo, database } =
+    ctx;
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  const [, drained] = await Promise.all([ws.close(), front.drained(graceMs)]);
+  if (!drained) logger.warn({ inFlight: front.inFlight(), graceMs }, 'shutdown: requests still in flight after the grace period are cut off');
+  // SSE subscription streams, and whatever outlived the grace period.
+  server.closeAllConnections();
+  await closed;
+  await findings?.stop();
+  await alerts?.stop();
+  await collector?.close();
+  await live.close();
+  await readThrough.settle(graceMs);
+  await tracing?.shutdown();
+  await providers.close();
+  stopShapeWarnings();
+  metrics.dispose();
+  await Promise.all(demo.map((d) => d.close()));
+  await database.close();
 }
 
 /** Each provider's finding thresholds, and its projects' (providers file, `findings:`). */
@@ -444,17 +495,6 @@ function warnOnShapeMismatches(providerIds: readonly string[], logger: Logger): 
       );
     }
   });
-}
-
-/** null when the request may read /metrics, else the status to refuse it with. */
-function metricsAccess(tokens: TokenStore | null, metricsToken: string | null, authorization: string | undefined): 401 | 403 | null {
-  if (!tokens?.configured && !metricsToken) return null;
-  const token = presentedToken(new Headers(authorization ? { authorization } : {}), undefined);
-  if (!token) return 401;
-  if (metricsToken && token.length === metricsToken.length && timingSafeEqual(Buffer.from(token), Buffer.from(metricsToken))) return null;
-  const scope = tokens?.lookup(token) ?? null;
-  if (!scope) return 401;
-  return scope.providers === null && scope.projects === null ? null : 403;
 }
 
 const READINESS_TIMEOUT_MS = 1500;

@@ -4,7 +4,8 @@
 import { createHash } from 'node:crypto';
 import type http from 'node:http';
 import { GraphQLError, type ExecutionArgs, type ExecutionResult, getOperationAST } from 'graphql';
-import { useServer } from 'graphql-ws/use/ws';
+import type { ConnectionInitMessage, Context, SubscribePayload } from 'graphql-ws';
+import { type Extra, useServer } from 'graphql-ws/use/ws';
 import { type WebSocket, WebSocketServer } from 'ws';
 import type { App } from './yoga.js';
 import type { TokenStore } from '../config/index.js';
@@ -132,31 +133,7 @@ export function attachGraphqlWs(
   wss.on('connection', (socket) => {
     const pending = new Map<string, Buffer>();
     pendingNext.set(socket, pending);
-    const send = socket.send.bind(socket) as (data: unknown, options: { fin?: boolean }, cb?: (err?: Error) => void) => void;
-    socket.send = ((data: unknown, ...rest: unknown[]) => {
-      const cb = rest.find((a) => typeof a === 'function') as ((err?: Error) => void) | undefined;
-      if (typeof data === 'string' && data.endsWith(MARKED_TAIL) && data.startsWith(MARKED_HEAD)) {
-        const idJson = data.slice(MARKED_HEAD.length, data.length - MARKED_TAIL.length);
-        const id = JSON.parse(idJson) as string;
-        const payload = pending.get(id);
-        pending.delete(id);
-        if (payload) {
-          // One text message in three frames (see MARKER_TEXT), written together: corked, the
-          // socket hands the kernel its head, the shared payload and the tail in one writev.
-          const tcp = (socket as unknown as { _socket?: { cork(): void; uncork(): void } })._socket;
-          tcp?.cork();
-          try {
-            send(`${MARKED_HEAD}${idJson},"type":"next","payload":`, { fin: false });
-            send(payload, { fin: false });
-            send('}', { fin: true }, cb);
-          } finally {
-            tcp?.uncork();
-          }
-          return;
-        }
-      }
-      return (send as (...args: unknown[]) => void)(data, ...rest);
-    }) as typeof socket.send;
+    spliceSharedPayloads(socket, pending);
     guard?.socket(socket);
     if (apqStore) answerPersistedQueries(socket, apqStore);
   });
@@ -186,75 +163,7 @@ export function attachGraphqlWs(
         ops?.get(id)?.abort(clientClosed());
         ops?.delete(id);
       },
-      onSubscribe: async (ctx, _id, payload) => {
-        // The operation being set up is already reserved in ctx.subscriptions.
-        if (Object.keys(ctx.subscriptions).length > limits.maxSubscriptionsPerConnection) {
-          return [
-            new GraphQLError(`at most ${limits.maxSubscriptionsPerConnection} operations per connection`, {
-              extensions: { code: 'TOO_MANY_SUBSCRIPTIONS' },
-            }),
-          ];
-        }
-        // No Fetch request exists over a socket (docs/stack.md): yoga gets the upgrade request instead.
-        // graphql-ws' context by its fields, not spread: on Node 20's V8 the spread gave each
-        // operation's context a hidden class of its own (~500 bytes a live subscriber).
-        const { schema, execute, subscribe, contextFactory, parse, validate } = app.getEnveloped({
-          connectionInitReceived: ctx.connectionInitReceived,
-          acknowledged: ctx.acknowledged,
-          subscriptions: ctx.subscriptions,
-          extra: ctx.extra,
-          connectionParams: ctx.connectionParams,
-          req: ctx.extra.request,
-          socket: ctx.extra.socket,
-          params: payload,
-        });
-        let document: ReturnType<typeof parse>;
-        try {
-          document = parse(payload.query);
-        } catch (err) {
-          return refused(err);
-        }
-        // The parse cache hands every subscriber of a query the same document: its text stands in
-        // for the copy each message brought, which graphql-ws keeps for the operation's life.
-        if (document.loc?.source.body === payload.query) (payload as { query: string }).query = document.loc.source.body;
-        // graphql-armor's limits (aliases, depth, directives) throw from inside validation rather
-        // than return their error: caught here, the operation ends alone with it (thrown out of
-        // onSubscribe, graphql-ws would close the socket with 4500 and every other operation on it).
-        let errors: readonly GraphQLError[];
-        try {
-          errors = validate(schema, document);
-        } catch (err) {
-          return refused(err);
-        }
-        if (errors.length > 0) return errors.map((e: GraphQLError) => refused(e)[0]);
-        // The token is checked again for each subscription: one revoked since the connection opened is refused.
-        let contextValue: Awaited<ReturnType<typeof contextFactory>>;
-        try {
-          contextValue = await contextFactory();
-        } catch (err) {
-          if (err instanceof Error && err.name === 'GraphQLError') return refused(err);
-          throw err;
-        }
-        // A socket has no Fetch request whose signal says the client went away: a query or
-        // mutation gets its own, aborted when the client completes it early or the socket closes,
-        // so its store reads and upstream calls stop as an abandoned HTTP request's do
-        // (use-limits.ts, whose execute hook is the only reader). A subscription has none: nothing
-        // listens to it there, and thousands of live subscribers each held one (~600 bytes).
-        if (getOperationAST(document, payload.operationName)?.operation !== 'subscription') {
-          const gone = new AbortController();
-          operationsOf(ctx.extra.socket).set(_id, gone);
-          if (ctx.extra.socket.readyState >= ctx.extra.socket.CLOSING) gone.abort(clientClosed());
-          (contextValue as { clientGone?: AbortSignal }).clientGone = gone.signal;
-        }
-        return {
-          schema,
-          document,
-          operationName: payload.operationName,
-          variableValues: payload.variables,
-          contextValue,
-          rootValue: { execute, subscribe },
-        };
-      },
+      onSubscribe: (ctx, id, payload) => subscribeOperation({ ctx, id, payload, app, limits, operationsOf }),
     },
     wss,
     limits.keepAliveMs,
@@ -264,6 +173,117 @@ export function attachGraphqlWs(
     async close() {
       await disposable.dispose();
     },
+  };
+}
+
+/**
+ * The socket's `send`, wrapped: a `next` message marked by onNext goes out with the operation's
+ * prepared payload spliced in; anything else is sent as it was.
+ */
+function spliceSharedPayloads(socket: WebSocket, pending: Map<string, Buffer>): void {
+  const send = socket.send.bind(socket) as (data: unknown, options: { fin?: boolean }, cb?: (err?: Error) => void) => void;
+  socket.send = ((data: unknown, ...rest: unknown[]) => {
+    const cb = rest.find((a) => typeof a === 'function') as ((err?: Error) => void) | undefined;
+    if (typeof data === 'string' && data.endsWith(MARKED_TAIL) && data.startsWith(MARKED_HEAD)) {
+      const idJson = data.slice(MARKED_HEAD.length, data.length - MARKED_TAIL.length);
+      const id = JSON.parse(idJson) as string;
+      const payload = pending.get(id);
+      pending.delete(id);
+      if (payload) {
+        // One text message in three frames (see MARKER_TEXT), written together: corked, the
+        // socket hands the kernel its head, the shared payload and the tail in one writev.
+        const tcp = (socket as unknown as { _socket?: { cork(): void; uncork(): void } })._socket;
+        tcp?.cork();
+        try {
+          send(`${MARKED_HEAD}${idJson},"type":"next","payload":`, { fin: false });
+          send(payload, { fin: false });
+          send('}', { fin: true }, cb);
+        } finally {
+          tcp?.uncork();
+        }
+        return;
+      }
+    }
+    return (send as (...args: unknown[]) => void)(data, ...rest);
+  }) as typeof socket.send;
+}
+
+/** graphql-ws' onSubscribe: the operation's execution arguments, or the errors it ends with alone. */
+async function subscribeOperation(opts: {
+  ctx: Context<ConnectionInitMessage['payload'], Extra>;
+  id: string;
+  payload: SubscribePayload;
+  app: App;
+  limits: WsLimits;
+  operationsOf: (socket: WebSocket) => Map<string, AbortController>;
+}): Promise<ExecutionArgs | readonly GraphQLError[]> {
+  const { ctx, id, payload, app, limits, operationsOf } = opts;
+  // The operation being set up is already reserved in ctx.subscriptions.
+  if (Object.keys(ctx.subscriptions).length > limits.maxSubscriptionsPerConnection) {
+    return [
+      new GraphQLError(`at most ${limits.maxSubscriptionsPerConnection} operations per connection`, {
+        extensions: { code: 'TOO_MANY_SUBSCRIPTIONS' },
+      }),
+    ];
+  }
+  // No Fetch request exists over a socket (docs/stack.md): yoga gets the upgrade request instead.
+  // graphql-ws' context by its fields, not spread: on Node 20's V8 the spread gave each
+  // operation's context a hidden class of its own (~500 bytes a live subscriber).
+  const { schema, execute, subscribe, contextFactory, parse, validate } = app.getEnveloped({
+    connectionInitReceived: ctx.connectionInitReceived,
+    acknowledged: ctx.acknowledged,
+    subscriptions: ctx.subscriptions,
+    extra: ctx.extra,
+    connectionParams: ctx.connectionParams,
+    req: ctx.extra.request,
+    socket: ctx.extra.socket,
+    params: payload,
+  });
+  let document: ReturnType<typeof parse>;
+  try {
+    document = parse(payload.query);
+  } catch (err) {
+    return refused(err);
+  }
+  // The parse cache hands every subscriber of a query the same document: its text stands in
+  // for the copy each message brought, which graphql-ws keeps for the operation's life.
+  if (document.loc?.source.body === payload.query) (payload as { query: string }).query = document.loc.source.body;
+  // graphql-armor's limits (aliases, depth, directives) throw from inside validation rather
+  // than return their error: caught here, the operation ends alone with it (thrown out of
+  // onSubscribe, graphql-ws would close the socket with 4500 and every other operation on it).
+  let errors: readonly GraphQLError[];
+  try {
+    errors = validate(schema, document);
+  } catch (err) {
+    return refused(err);
+  }
+  if (errors.length > 0) return errors.map((e: GraphQLError) => refused(e)[0]);
+  // The token is checked again for each subscription: one revoked since the connection opened is refused.
+  let contextValue: Awaited<ReturnType<typeof contextFactory>>;
+  try {
+    contextValue = await contextFactory();
+  } catch (err) {
+    if (err instanceof Error && err.name === 'GraphQLError') return refused(err);
+    throw err;
+  }
+  // A socket has no Fetch request whose signal says the client went away: a query or
+  // mutation gets its own, aborted when the client completes it early or the socket closes,
+  // so its store reads and upstream calls stop as an abandoned HTTP request's do
+  // (use-limits.ts, whose execute hook is the only reader). A subscription has none: nothing
+  // listens to it there, and thousands of live subscribers each held one (~600 bytes).
+  if (getOperationAST(document, payload.operationName)?.operation !== 'subscription') {
+    const gone = new AbortController();
+    operationsOf(ctx.extra.socket).set(id, gone);
+    if (ctx.extra.socket.readyState >= ctx.extra.socket.CLOSING) gone.abort(clientClosed());
+    (contextValue as { clientGone?: AbortSignal }).clientGone = gone.signal;
+  }
+  return {
+    schema,
+    document,
+    operationName: payload.operationName,
+    variableValues: payload.variables,
+    contextValue,
+    rootValue: { execute, subscribe },
   };
 }
 

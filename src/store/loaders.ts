@@ -85,35 +85,9 @@ function sharedRepository(repo: Repository, shared: SharedReads): Repository {
 export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { memo: null }, scope?: RequestScope) {
   const repo: Repository = sharedRepository(readThrough.repo.within(scope), shared);
 
-  const jobsByIdFrom = (upstream: boolean) =>
-    new DataLoader<string, JobRow | null>(
-      async (ids) => {
-        const parsed = ids.map((id) => {
-          try {
-            return parseGlobalId(id, 'job');
-          } catch (err) {
-            return err as Error;
-          }
-        });
-        const valid = parsed.filter((p): p is Exclude<typeof p, Error> => !(p instanceof Error));
-        const rows = await sharedRead(shared, `jobsByIds|${upstream}|${JSON.stringify(valid)}`, () => readThrough.jobsByIds(valid, { upstream, scope }));
-        let i = 0;
-        return parsed.map((p) => (p instanceof Error ? p : rows[i++]!));
-      },
-      { maxBatchSize: MAX_BATCH },
-    );
-  /** Jobs by id; a cache miss is looked up upstream (a job created since the last list sync). */
-  const jobById = jobsByIdFrom(true);
-  /** Jobs by id from the cache only: a miss is null, at the cost of one cache lookup (access.ts). */
-  const cachedJobById = jobsByIdFrom(false);
+  const { jobById, cachedJobById } = jobLoaders({ readThrough, shared, scope });
 
-  const projectById = new DataLoader<string, ProjectRow | null>(
-    async (ids) => {
-      const rows = new Map((await repo.projectsByIds(ids)).map((p) => [p.id, p]));
-      return ids.map((id) => rows.get(id) ?? null);
-    },
-    { maxBatchSize: MAX_BATCH },
-  );
+  const { projectById, nodesOfJob, gpusOfJob, nodeById, gpuById, progressOfJob, summariesOfJob, seriesOfJob } = rowLoaders(repo);
 
   // Points this request's fetches returned for series that had nothing cached: its answer is
   // shaped from them, written or not yet (the same answer either way).
@@ -139,6 +113,137 @@ export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { 
       });
     },
     { cacheKeyFn: (j) => j.id, maxBatchSize: MAX_BATCH },
+  );
+
+  const metricsReady = new DataLoader<MetricsKey, Freshness, string>(
+    (keys) =>
+      readThrough.ensureMetrics(
+        keys.map((k) => ({ job: k.job, from: k.window.from, to: k.window.to, metrics: k.metrics, maxPoints: k.maxPoints })),
+        { answerBeforeWrite: true, collect: heldForRequest, scope },
+      ),
+    {
+      cacheKeyFn: (k) => `${k.job.id}|${k.window.from.getTime()}|${k.window.to.getTime()}|${k.maxPoints}|${[...k.metrics].sort().join(',')}`,
+      maxBatchSize: MAX_BATCH,
+    },
+  );
+
+  const trainingReady = new DataLoader<JobRow, Freshness, string>(
+    async (jobs) => {
+      const res = await readThrough.ensureTraining(jobs, scope);
+      return jobs.map((j) => res.get(j.id)!);
+    },
+    { cacheKeyFn: (j) => j.id, maxBatchSize: MAX_BATCH },
+  );
+
+  const progressReady = new DataLoader<JobRow, Freshness, string>(
+    async (jobs) => {
+      const res = await readThrough.ensureProgress(jobs, scope);
+      return jobs.map((j) => res.get(j.id)!);
+    },
+    { cacheKeyFn: (j) => j.id, maxBatchSize: MAX_BATCH },
+  );
+
+  const { points, summary } = pointLoaders({ repo, readThrough, heldForRequest });
+
+  // Jobs whose topology this request asked for: their counts wait for it (gpuCount).
+  const topologyAsked = new Set<string>();
+
+  const topologyWithHints = {
+    /** The job's topology is known (and recent): its freshness; rejects when it cannot be learned. */
+    load: async (job: JobRow): Promise<Freshness> => {
+      topologyAsked.add(job.id);
+      return (await topologyBatches.load(job)).ready;
+    },
+    /**
+     * The job's accelerator count as this answer knows it: when the answer asks for the job's
+     * topology (its nodes or GPUs), the GPUs that topology lists, so one answer never shows 2 x 2
+     * GPUs beside a gpuCount of null; else the job row's (which the store keeps equal to the
+     * topology it last learnt). The fields of one object are started in one synchronous pass, so
+     * a turn later every sibling that asks for the topology has asked.
+     */
+    async gpuCount(job: JobRow): Promise<number | null> {
+      if (!topologyAsked.has(job.id)) {
+        await null;
+        if (!topologyAsked.has(job.id)) return job.gpuCount;
+      }
+      try {
+        await topologyWithHints.load(job);
+      } catch {
+        // The topology failed (its own field says so): the row's count is all this answer knows.
+        return job.gpuCount;
+      }
+      const gpus = await gpusOfJob.load(job.id);
+      return gpus.length > 0 ? gpus.length : job.gpuCount;
+    },
+    /** Tells the loader which series window the query will ask of the job (the first hint counts). */
+    hint(jobId: string, hint: TopologyHint | null) {
+      if (hint && !topologyHints.has(jobId)) topologyHints.set(jobId, hint);
+    },
+    // A subscription's context outlives one answer: forget what this answer was shaped from too.
+    clearAll() {
+      topologyHints.clear();
+      topologyAsked.clear();
+      heldForRequest.clear();
+      topologyBatches.clearAll();
+    },
+  };
+
+  return {
+    jobById,
+    cachedJobById,
+    projectById,
+    topology: topologyWithHints,
+    nodesOfJob,
+    gpusOfJob,
+    nodeById,
+    gpuById,
+    metricsReady,
+    trainingReady,
+    progressReady,
+    progressOfJob,
+    summariesOfJob,
+    seriesOfJob,
+    points,
+    summary,
+  };
+}
+
+/** Jobs by id, through the read-through (a miss looked up upstream, or not). */
+function jobLoaders(ctx: { readThrough: ReadThrough; shared: SharedReads; scope: RequestScope | undefined }) {
+  const { readThrough, shared, scope } = ctx;
+  const jobsByIdFrom = (upstream: boolean) =>
+    new DataLoader<string, JobRow | null>(
+      async (ids) => {
+        const parsed = ids.map((id) => {
+          try {
+            return parseGlobalId(id, 'job');
+          } catch (err) {
+            return err as Error;
+          }
+        });
+        const valid = parsed.filter((p): p is Exclude<typeof p, Error> => !(p instanceof Error));
+        const rows = await sharedRead(shared, `jobsByIds|${upstream}|${JSON.stringify(valid)}`, () => readThrough.jobsByIds(valid, { upstream, scope }));
+        let i = 0;
+        return parsed.map((p) => (p instanceof Error ? p : rows[i++]!));
+      },
+      { maxBatchSize: MAX_BATCH },
+    );
+  /** Jobs by id; a cache miss is looked up upstream (a job created since the last list sync). */
+  const jobById = jobsByIdFrom(true);
+  /** Jobs by id from the cache only: a miss is null, at the cost of one cache lookup (access.ts). */
+  const cachedJobById = jobsByIdFrom(false);
+
+  return { jobById, cachedJobById };
+}
+
+/** The rows the store already holds, read in batches. */
+function rowLoaders(repo: Repository) {
+  const projectById = new DataLoader<string, ProjectRow | null>(
+    async (ids) => {
+      const rows = new Map((await repo.projectsByIds(ids)).map((p) => [p.id, p]));
+      return ids.map((id) => rows.get(id) ?? null);
+    },
+    { maxBatchSize: MAX_BATCH },
   );
 
   const nodesOfJob = new DataLoader<string, NodeRow[]>(
@@ -173,34 +278,6 @@ export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { 
     { maxBatchSize: MAX_BATCH },
   );
 
-  const metricsReady = new DataLoader<MetricsKey, Freshness, string>(
-    (keys) =>
-      readThrough.ensureMetrics(
-        keys.map((k) => ({ job: k.job, from: k.window.from, to: k.window.to, metrics: k.metrics, maxPoints: k.maxPoints })),
-        { answerBeforeWrite: true, collect: heldForRequest, scope },
-      ),
-    {
-      cacheKeyFn: (k) => `${k.job.id}|${k.window.from.getTime()}|${k.window.to.getTime()}|${k.maxPoints}|${[...k.metrics].sort().join(',')}`,
-      maxBatchSize: MAX_BATCH,
-    },
-  );
-
-  const trainingReady = new DataLoader<JobRow, Freshness, string>(
-    async (jobs) => {
-      const res = await readThrough.ensureTraining(jobs, scope);
-      return jobs.map((j) => res.get(j.id)!);
-    },
-    { cacheKeyFn: (j) => j.id, maxBatchSize: MAX_BATCH },
-  );
-
-  const progressReady = new DataLoader<JobRow, Freshness, string>(
-    async (jobs) => {
-      const res = await readThrough.ensureProgress(jobs, scope);
-      return jobs.map((j) => res.get(j.id)!);
-    },
-    { cacheKeyFn: (j) => j.id, maxBatchSize: MAX_BATCH },
-  );
-
   const progressOfJob = new DataLoader<string, ProgressRow | null>(
     async (jobIds) => {
       const rows = new Map((await repo.progressOf(jobIds)).map((p) => [p.jobId, p]));
@@ -229,6 +306,12 @@ export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { 
     { cacheKeyFn: (k) => `${k.kind}|${k.jobId}`, maxBatchSize: MAX_BATCH },
   );
 
+  return { projectById, nodesOfJob, gpusOfJob, nodeById, gpuById, progressOfJob, summariesOfJob, seriesOfJob };
+}
+
+/** Series points and summaries, from what this request holds in memory or else the database. */
+function pointLoaders(ctx: { repo: Repository; readThrough: ReadThrough; heldForRequest: Map<number, HeldPoints> }) {
+  const { repo, readThrough, heldForRequest } = ctx;
   // A pair of (maxPoints, aggregation) is one statement; each series keeps its own window.
   // Series fetched a moment ago are shaped from the points still held in memory while their
   // write commits (the same answer: store/shaping.ts mirrors the SQL).
@@ -295,67 +378,7 @@ export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { 
     return rest;
   }
 
-  // Jobs whose topology this request asked for: their counts wait for it (gpuCount).
-  const topologyAsked = new Set<string>();
-
-  const topologyWithHints = {
-    /** The job's topology is known (and recent): its freshness; rejects when it cannot be learned. */
-    load: async (job: JobRow): Promise<Freshness> => {
-      topologyAsked.add(job.id);
-      return (await topologyBatches.load(job)).ready;
-    },
-    /**
-     * The job's accelerator count as this answer knows it: when the answer asks for the job's
-     * topology (its nodes or GPUs), the GPUs that topology lists, so one answer never shows 2 x 2
-     * GPUs beside a gpuCount of null; else the job row's (which the store keeps equal to the
-     * topology it last learnt). The fields of one object are started in one synchronous pass, so
-     * a turn later every sibling that asks for the topology has asked.
-     */
-    async gpuCount(job: JobRow): Promise<number | null> {
-      if (!topologyAsked.has(job.id)) {
-        await null;
-        if (!topologyAsked.has(job.id)) return job.gpuCount;
-      }
-      try {
-        await topologyWithHints.load(job);
-      } catch {
-        // The topology failed (its own field says so): the row's count is all this answer knows.
-        return job.gpuCount;
-      }
-      const gpus = await gpusOfJob.load(job.id);
-      return gpus.length > 0 ? gpus.length : job.gpuCount;
-    },
-    /** Tells the loader which series window the query will ask of the job (the first hint counts). */
-    hint(jobId: string, hint: TopologyHint | null) {
-      if (hint && !topologyHints.has(jobId)) topologyHints.set(jobId, hint);
-    },
-    // A subscription's context outlives one answer: forget what this answer was shaped from too.
-    clearAll() {
-      topologyHints.clear();
-      topologyAsked.clear();
-      heldForRequest.clear();
-      topologyBatches.clearAll();
-    },
-  };
-
-  return {
-    jobById,
-    cachedJobById,
-    projectById,
-    topology: topologyWithHints,
-    nodesOfJob,
-    gpusOfJob,
-    nodeById,
-    gpuById,
-    metricsReady,
-    trainingReady,
-    progressReady,
-    progressOfJob,
-    summariesOfJob,
-    seriesOfJob,
-    points,
-    summary,
-  };
+  return { points, summary };
 }
 
 function pointsKey(k: PointsKey): string {

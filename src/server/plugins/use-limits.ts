@@ -38,85 +38,11 @@ const MAX_COST_KEY_CHARS = 1024;
 export type KnownShapesNow = () => KnownShapes & { readonly version: number };
 
 export function useLimits(limits: RequestLimits, defaults: CostDefaults, knownShapes: KnownShapesNow): Plugin[] {
-  // graphql-armor's rules, made once: its plugins made each rule anew for every request, so no
-  // two requests validated with the same rules and a validation cache could only compare them by
-  // name (use-validation-cache.ts). What an answer can hold is counted by query-cost.ts, with
-  // variables (armor's cost limit sees literals only).
-  const rules: ValidationRule[] = [
-    maxDepthRule({ n: limits.maxDepth, ignoreIntrospection: true }),
-    // armor lets `__typename` aliases through uncounted by default: 60 of them passed a limit of 30. Each costs a field in the answer like any other.
-    maxAliasesRule({ n: limits.maxAliases, allowList: [] }),
-    maxDirectivesRule({ n: limits.maxDirectives }),
-    edgeInputRule,
-    ...(limits.introspection ? [] : [NoSchemaIntrospectionCustomRule]),
-  ];
-  /**
-   * The cost of an operation with its variables, counted once per parsed document (yoga's parser
-   * cache hands the same document back) and set of small variables: a dashboard repeats them.
-   */
-  const costs = new WeakMap<object, WeakMap<object, Map<string, { version: number; cost: QueryCost }>>>();
-  const costOf = (args: { schema: never; document: never; operationName?: string | null; variableValues?: unknown }): QueryCost => {
-    const known = knownShapes();
-    const variables = args.variableValues as Record<string, unknown> | null | undefined;
-    const vars = variables ? JSON.stringify(variables) : '';
-    if (vars.length > MAX_COST_KEY_CHARS) return queryCost(args.schema, args.document, args.operationName, variables, defaults, known);
-    let bySchema = costs.get(args.schema);
-    if (!bySchema) costs.set(args.schema, (bySchema = new WeakMap()));
-    let byDocument = bySchema.get(args.document);
-    if (!byDocument) bySchema.set(args.document, (byDocument = new Map()));
-    const key = `${args.operationName ?? ''}\u0000${vars}`;
-    const kept = byDocument.get(key);
-    // Counted again once the store knows more of the jobs (a topology learnt since).
-    if (kept && kept.version === known.version) return kept.cost;
-    const cost = queryCost(args.schema, args.document, args.operationName, variables, defaults, known);
-    if (kept || byDocument.size < MAX_COSTS_PER_DOCUMENT) byDocument.set(key, { version: known.version, cost });
-    return cost;
-  };
-  /** One request parser per media type and one parse wrapper per parse function: no closures per request. */
-  const requestParsers = new Map<(text: string) => Record<string, unknown>, (request: Request) => Promise<Record<string, never>>>();
-  const requestParserFor = (parse: (text: string) => Record<string, unknown>) => {
-    let parser = requestParsers.get(parse);
-    if (!parser) {
-      parser = (request: Request) => readCapped(request, limits.maxBodyBytes).then(parse) as Promise<Record<string, never>>;
-      requestParsers.set(parse, parser);
-    }
-    return parser;
-  };
-  /** The answer's size, bounded once it is made (one hook object for every operation). */
-  const answerSizeLimit = {
-    onExecuteDone({ result, setResult }: { result: unknown; setResult: (result: ExecutionResult) => void }) {
-      if (Symbol.asyncIterator in Object(result)) return;
-      // The cost bounds the number of values; this bounds their bytes (long strings, names).
-      const bytes = answerBytes(result as ExecutionResult, limits.maxResponseBytes);
-      if (bytes > limits.maxResponseBytes) {
-        setResult({
-          data: null,
-          errors: [
-            new GraphQLError(
-              `the answer is ${bytes} bytes, more than the ${limits.maxResponseBytes} allowed (MAX_RESPONSE_BYTES): ask for fewer items or points`,
-              {
-                extensions: { code: 'RESPONSE_TOO_LARGE' },
-              },
-            ),
-          ],
-        });
-      }
-    },
-  };
-  /** Refusal of an operation before it runs (HTTP, SSE and graphql-ws alike), or the cost it may run with. */
-  const refusal = (args: { schema: never; document: never; operationName?: string | null; variableValues?: unknown }): GraphQLError | QueryCost => {
-    const problem = edgeInputProblem(args.variableValues);
-    if (problem) return badInput(problem);
-    const cost = costOf(args);
-    if (cost.values > limits.maxCost) {
-      return new GraphQLError(
-        `the answer could hold ${cost.values.toLocaleString('en-US')} values, more than the ${limits.maxCost.toLocaleString('en-US')} allowed (MAX_QUERY_COST); ` +
-          `the costliest part is ${cost.costliest}: ask for fewer items (first) or points (maxPoints)`,
-        { extensions: { code: 'QUERY_TOO_COSTLY', cost: cost.values, maxCost: limits.maxCost } },
-      );
-    }
-    return cost;
-  };
+  const rules = limitRules(limits);
+  const costOf = costCounter({ defaults, knownShapes });
+  const requestParserFor = requestParserCache(limits);
+  const answerSizeLimit = answerSizeLimitHooks(limits);
+  const refusal = refusalCheck({ limits, costOf });
   const own: Plugin = {
     onRequestParse({ request, url, setRequestParser }) {
       if (request.method === 'GET') {
@@ -237,4 +163,104 @@ export function useLimits(limits: RequestLimits, defaults: CostDefaults, knownSh
     },
   };
   return [maxTokensPlugin({ n: limits.maxTokens }) as Plugin, own];
+}
+
+/** The validation rules every operation is checked with. */
+function limitRules(limits: RequestLimits): ValidationRule[] {
+  // graphql-armor's rules, made once: its plugins made each rule anew for every request, so no
+  // two requests validated with the same rules and a validation cache could only compare them by
+  // name (use-validation-cache.ts). What an answer can hold is counted by query-cost.ts, with
+  // variables (armor's cost limit sees literals only).
+  return [
+    maxDepthRule({ n: limits.maxDepth, ignoreIntrospection: true }),
+    // armor lets `__typename` aliases through uncounted by default: 60 of them passed a limit of 30. Each costs a field in the answer like any other.
+    maxAliasesRule({ n: limits.maxAliases, allowList: [] }),
+    maxDirectivesRule({ n: limits.maxDirectives }),
+    edgeInputRule,
+    ...(limits.introspection ? [] : [NoSchemaIntrospectionCustomRule]),
+  ];
+}
+
+/** What the limits read of an operation about to run (a subscription's or an execution's arguments). */
+type OperationArgs = { schema: never; document: never; operationName?: string | null; variableValues?: unknown };
+
+/**
+ * The cost of an operation with its variables, counted once per parsed document (yoga's parser
+ * cache hands the same document back) and set of small variables: a dashboard repeats them.
+ */
+function costCounter(ctx: { defaults: CostDefaults; knownShapes: KnownShapesNow }): (args: OperationArgs) => QueryCost {
+  const { defaults, knownShapes } = ctx;
+  const costs = new WeakMap<object, WeakMap<object, Map<string, { version: number; cost: QueryCost }>>>();
+  return (args: OperationArgs): QueryCost => {
+    const known = knownShapes();
+    const variables = args.variableValues as Record<string, unknown> | null | undefined;
+    const vars = variables ? JSON.stringify(variables) : '';
+    if (vars.length > MAX_COST_KEY_CHARS) return queryCost(args.schema, args.document, args.operationName, variables, defaults, known);
+    let bySchema = costs.get(args.schema);
+    if (!bySchema) costs.set(args.schema, (bySchema = new WeakMap()));
+    let byDocument = bySchema.get(args.document);
+    if (!byDocument) bySchema.set(args.document, (byDocument = new Map()));
+    const key = `${args.operationName ?? ''}\u0000${vars}`;
+    const kept = byDocument.get(key);
+    // Counted again once the store knows more of the jobs (a topology learnt since).
+    if (kept && kept.version === known.version) return kept.cost;
+    const cost = queryCost(args.schema, args.document, args.operationName, variables, defaults, known);
+    if (kept || byDocument.size < MAX_COSTS_PER_DOCUMENT) byDocument.set(key, { version: known.version, cost });
+    return cost;
+  };
+}
+
+/** One request parser per media type and one parse wrapper per parse function: no closures per request. */
+function requestParserCache(limits: RequestLimits): (parse: (text: string) => Record<string, unknown>) => (request: Request) => Promise<Record<string, never>> {
+  const requestParsers = new Map<(text: string) => Record<string, unknown>, (request: Request) => Promise<Record<string, never>>>();
+  return (parse: (text: string) => Record<string, unknown>) => {
+    let parser = requestParsers.get(parse);
+    if (!parser) {
+      parser = (request: Request) => readCapped(request, limits.maxBodyBytes).then(parse) as Promise<Record<string, never>>;
+      requestParsers.set(parse, parser);
+    }
+    return parser;
+  };
+}
+
+/** The answer's size, bounded once it is made (one hook object for every operation). */
+function answerSizeLimitHooks(limits: RequestLimits) {
+  return {
+    onExecuteDone({ result, setResult }: { result: unknown; setResult: (result: ExecutionResult) => void }) {
+      if (Symbol.asyncIterator in Object(result)) return;
+      // The cost bounds the number of values; this bounds their bytes (long strings, names).
+      const bytes = answerBytes(result as ExecutionResult, limits.maxResponseBytes);
+      if (bytes > limits.maxResponseBytes) {
+        setResult({
+          data: null,
+          errors: [
+            new GraphQLError(
+              `the answer is ${bytes} bytes, more than the ${limits.maxResponseBytes} allowed (MAX_RESPONSE_BYTES): ask for fewer items or points`,
+              {
+                extensions: { code: 'RESPONSE_TOO_LARGE' },
+              },
+            ),
+          ],
+        });
+      }
+    },
+  };
+}
+
+/** Refusal of an operation before it runs (HTTP, SSE and graphql-ws alike), or the cost it may run with. */
+function refusalCheck(ctx: { limits: RequestLimits; costOf: (args: OperationArgs) => QueryCost }): (args: OperationArgs) => GraphQLError | QueryCost {
+  const { limits, costOf } = ctx;
+  return (args: OperationArgs): GraphQLError | QueryCost => {
+    const problem = edgeInputProblem(args.variableValues);
+    if (problem) return badInput(problem);
+    const cost = costOf(args);
+    if (cost.values > limits.maxCost) {
+      return new GraphQLError(
+        `the answer could hold ${cost.values.toLocaleString('en-US')} values, more than the ${limits.maxCost.toLocaleString('en-US')} allowed (MAX_QUERY_COST); ` +
+          `the costliest part is ${cost.costliest}: ask for fewer items (first) or points (maxPoints)`,
+        { extensions: { code: 'QUERY_TOO_COSTLY', cost: cost.values, maxCost: limits.maxCost } },
+      );
+    }
+    return cost;
+  };
 }
