@@ -6,7 +6,17 @@ import type { SeriesData } from '../domain/types.js';
 import type { Db } from './db.js';
 import { pointBatch, seriesIdentity } from './point-batch.js';
 import type { RepoContext } from './repo-context.js';
-import { chunks, copierOf, embeddedClientOf, isUniqueViolation, pointBatchOfRows, rowsOf, type PointBatch } from './sql-util.js';
+import {
+  chunks,
+  copierOf,
+  embeddedClientOf,
+  isUniqueViolation,
+  pointBatchOfRows,
+  rollupCopierOf,
+  rowsOf,
+  type PointBatch,
+  type StagedRollup,
+} from './sql-util.js';
 
 /** Rows per bulk point statement: statements grow with data volume only, by this divisor. */
 export const POINTS_PER_STATEMENT = 50_000;
@@ -161,17 +171,131 @@ export async function writePointBatches(ctx: RepoContext, batches: readonly Poin
 }
 
 /**
- * Keeps the 1-minute and 1-hour rollups of the hours a write touched, in the write's transaction
- * and one statement whatever the batch: each touched hour of a time-keyed series is read back
- * from `points` once (one index range) and both rollups' rows of it are recomputed and upserted.
- * Recomputing instead of adding the batch's sums makes a re-write of the same points change
- * nothing, a changed value replace its old one, and each sum the raw points' own, in key order
- * (sum / n is their avg to the last digit). Its price is reading back the rest of each touched
- * hour: a collector's write of the last minute re-reads up to an hour of that series
+ * Keeps the 1-minute and 1-hour rollups of the hours a write touched, in the write's transaction,
+ * by a COPY of rows worked out in memory and one statement whatever the batch. An hour that had
+ * no 1-hour row before the write held no points (every point comes through this door and rolls
+ * up its hour; migration 0007 backfilled the older ones), so its rows are the batch's own: they
+ * are inserted as computed here, the same sums in key order (`sum / n` is the raw avg to the last
+ * digit), with no read of `points`. An hour that had one (an earlier write, a re-write, a changed
+ * value, an hour whose raw points retention dropped) is read back from `points` (one index range)
+ * and both rollups' rows of it recomputed, which is what makes a re-write change nothing and a
+ * changed value replace its old one. Reading back is the price of a write into an hour that holds
+ * points: a collector's write of the last minute re-reads up to an hour of that series
  * (docs/history.md has the measured cost). Step-keyed series (training metrics) have no time
  * buckets: the join on `series` leaves them out.
  */
 async function rollUp(ctx: RepoContext, batches: readonly PointBatch[]): Promise<void> {
+  const copy = rollupCopierOf(ctx.db);
+  if (!copy) return rollUpByRecompute(ctx, batches);
+  await ctx.db.execute(sql`create temp table if not exists rollup_stage (computed boolean, hourly boolean, series_id bigint,
+    bucket bigint, n int, min float8, max float8, sum float8, last float8) on commit delete rows`);
+  await copy(stagedRollups(batches));
+  await ctx.db.execute(sql`
+    with st as materialized (
+      delete from rollup_stage returning computed, hourly, series_id, bucket, n, min, max, sum, last
+    ), t as materialized (
+      select st.* from st join series s on s.id = st.series_id and s.keyed_by = 'time'
+    ), fresh as (
+      -- Hours without a row before this write: the batch's rows are theirs.
+      insert into points_1h (series_id, bucket, n, min, max, sum, last)
+      select series_id, bucket, n, min, max, sum, last from t where t.hourly and t.computed
+      on conflict (series_id, bucket) do nothing
+      returning series_id, bucket
+    ), fm as (
+      insert into points_1m (series_id, bucket, n, min, max, sum, last)
+      select t.series_id, t.bucket, t.n, t.min, t.max, t.sum, t.last
+      from t join fresh f on f.series_id = t.series_id and f.bucket = t.bucket - ((t.bucket % 3600000) + 3600000) % 3600000
+      where not t.hourly
+      on conflict (series_id, bucket) do update set n = excluded.n, min = excluded.min, max = excluded.max, sum = excluded.sum, last = excluded.last
+    ), h as materialized (
+      -- distinct: a series given in several runs stages an hour once a run.
+      select distinct t.series_id, t.bucket as hour from t
+      where t.hourly and not exists (select 1 from fresh f where f.series_id = t.series_id and f.bucket = t.bucket)
+    ), p as materialized (
+      select h.series_id, h.hour, x.key - ((x.key % 60000) + 60000) % 60000 as minute, x.key, x.value
+      from h cross join lateral (select pt.key, pt.value from points pt
+        where pt.series_id = h.series_id and pt.key >= h.hour and pt.key < h.hour + 3600000 order by pt.key) x
+    ), m as (
+      insert into points_1m (series_id, bucket, n, min, max, sum, last)
+      select series_id, minute, ${ROLLUP_AGGREGATES} from p group by series_id, minute
+      on conflict (series_id, bucket) do update set n = excluded.n, min = excluded.min, max = excluded.max, sum = excluded.sum, last = excluded.last
+    )
+    insert into points_1h (series_id, bucket, n, min, max, sum, last)
+    select series_id, hour, ${ROLLUP_AGGREGATES} from p group by series_id, hour
+    on conflict (series_id, bucket) do update set n = excluded.n, min = excluded.min, max = excluded.max, sum = excluded.sum, last = excluded.last`);
+}
+
+/**
+ * The rollup rows of a write's batches, as rollUp stages them: for each touched hour of a series
+ * its 1-hour row and its minutes' rows, computed as the SQL aggregates do (ROLLUP_AGGREGATES:
+ * non-null values counted, min and max as float8smaller and float8larger pick, sum added in key
+ * order from the first value, the last non-null value). Where the batch alone cannot give the
+ * stored answer the hour is staged to be recomputed instead: a series whose keys do not rise
+ * within its run or that has several runs (rows given out of order: the merge decides which
+ * point is stored), or a sum that overflows (the recompute raises PostgreSQL's own error).
+ */
+export function stagedRollups(batches: readonly PointBatch[]): StagedRollup[] {
+  const runsOf = new Map<number, number>();
+  for (const b of batches) for (const run of b.runs) runsOf.set(run.seriesId, (runsOf.get(run.seriesId) ?? 0) + 1);
+  const out: StagedRollup[] = [];
+  const empty = (hourly: boolean, seriesId: number, bucket: number): StagedRollup => ({
+    computed: true,
+    hourly,
+    seriesId,
+    bucket,
+    n: 0,
+    min: Number.NaN,
+    max: Number.NaN,
+    sum: Number.NaN,
+    last: Number.NaN,
+  });
+  const add = (r: StagedRollup, v: number) => {
+    if (Number.isNaN(v)) return;
+    r.n++;
+    if (r.n === 1) {
+      r.min = r.max = r.sum = v;
+    } else {
+      r.min = r.min < v ? r.min : v;
+      r.max = r.max > v ? r.max : v;
+      r.sum += v;
+    }
+    r.last = v;
+  };
+  for (const b of batches) {
+    for (const run of b.runs) {
+      let rising = runsOf.get(run.seriesId) === 1;
+      for (let i = run.start + 1; rising && i < run.end; i++) rising = b.key[i]! > b.key[i - 1]!;
+      let hour: StagedRollup | null = null;
+      let minutes: StagedRollup[] = [];
+      const close = () => {
+        if (!hour) return;
+        const exact = rising && Number.isFinite(hour.sum || 0) && minutes.every((m) => Number.isFinite(m.sum || 0));
+        if (exact) out.push(hour, ...minutes);
+        else out.push({ ...empty(true, hour.seriesId, hour.bucket), computed: false });
+      };
+      for (let i = run.start; i < run.end; i++) {
+        const k = b.key[i]!;
+        const v = b.value[i]!;
+        const h = bucketOf(k, HOUR_MS);
+        if (hour?.bucket !== h) {
+          close();
+          hour = empty(true, run.seriesId, h);
+          minutes = [];
+        }
+        const m = bucketOf(k, MINUTE_MS);
+        let minute = minutes[minutes.length - 1];
+        if (minute?.bucket !== m) minutes.push((minute = empty(false, run.seriesId, m)));
+        add(hour, v);
+        add(minute, v);
+      }
+      close();
+    }
+  }
+  return out;
+}
+
+/** rollUp where the driver has no COPY: every touched hour recomputed from `points`, one statement. */
+async function rollUpByRecompute(ctx: RepoContext, batches: readonly PointBatch[]): Promise<void> {
   const touched: number[][] = [];
   for (const b of batches) {
     for (const run of b.runs) {

@@ -171,29 +171,119 @@ function* copyBinary(batches: readonly PointBatch[], per = 5000): Generator<Buff
 }
 
 /**
- * COPY FROM STDIN of point rows into a table, on the connection (or transaction) `db` runs on:
- * postgres.js streams them, PGlite reads them as one blob. null: the driver has no COPY.
- * Counted as one statement, like every other.
+ * A rollup row to stage (rollup_stage, Repository.rollUp): a bucket of a series at 1 minute or 1
+ * hour computed from a batch in memory, or (`computed` false, an hour only) an hour to recompute
+ * from `points`. NaN stands for null in min, max, sum and last.
  */
-export function copierOf(db: Db): ((table: 'points' | 'points_stage', batches: readonly PointBatch[]) => Promise<void>) | null {
+export interface StagedRollup {
+  computed: boolean;
+  hourly: boolean;
+  seriesId: number;
+  bucket: number;
+  n: number;
+  min: number;
+  max: number;
+  sum: number;
+  last: number;
+}
+
+/** One staged rollup row at most: field count, two bools, two int8, an int4 and four float8 with their lengths. */
+const MAX_ROLLUP_ROW_BYTES = 2 + 2 * (4 + 1) + 2 * (4 + 8) + (4 + 4) + 4 * (4 + 8);
+
+/** Rollup rows in COPY's binary format (the floats' own bytes: the sums stay exact), `per` rows a chunk. */
+function* copyRollupsBinary(rows: readonly StagedRollup[], per = 5000): Generator<Buffer> {
+  let r = 0;
+  do {
+    const n = Math.min(per, rows.length - r);
+    const first = r === 0;
+    const last = r + n >= rows.length;
+    const buf = Buffer.allocUnsafe((first ? BINARY_HEADER.length : 0) + n * MAX_ROLLUP_ROW_BYTES + (last ? 2 : 0));
+    const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+    let o = first ? BINARY_HEADER.copy(buf, 0) : 0;
+    const int8 = (v: number) => {
+      const hi = Math.floor(v / 4294967296);
+      view.setInt32(o, 8);
+      view.setInt32(o + 4, hi);
+      view.setUint32(o + 8, v - hi * 4294967296);
+      o += 12;
+    };
+    const bool = (v: boolean) => {
+      view.setInt32(o, 1);
+      view.setUint8(o + 4, v ? 1 : 0);
+      o += 5;
+    };
+    const float8 = (v: number) => {
+      if (Number.isNaN(v)) {
+        view.setInt32(o, -1);
+        o += 4;
+      } else {
+        view.setInt32(o, 8);
+        view.setFloat64(o + 4, v);
+        o += 12;
+      }
+    };
+    for (const end = r + n; r < end; r++) {
+      const x = rows[r]!;
+      view.setInt16(o, 9);
+      o += 2;
+      bool(x.computed);
+      bool(x.hourly);
+      int8(x.seriesId);
+      int8(x.bucket);
+      view.setInt32(o, 4);
+      view.setInt32(o + 4, x.n);
+      o += 8;
+      float8(x.min);
+      float8(x.max);
+      float8(x.sum);
+      float8(x.last);
+    }
+    if (last) {
+      view.setInt16(o, -1);
+      o += 2;
+    }
+    yield buf.subarray(0, o);
+  } while (r < rows.length);
+}
+
+/**
+ * A binary COPY FROM STDIN sender on the connection (or transaction) `db` runs on: postgres.js
+ * streams the chunks, PGlite reads them as one blob. null: the driver has no COPY. Counted as one
+ * statement, like every other.
+ */
+function copySenderOf(db: Db): ((target: string, chunks: (per: number) => Iterable<Buffer>) => Promise<void>) | null {
   const session = (db as unknown as { session?: { client?: any; logger?: { logQuery(q: string, p: unknown[]): void } } }).session;
   const client = session?.client;
   if (!client) return null;
-  const statement = (table: string, from: string) => `copy ${table} (series_id, key, ts, step, value) from ${from} with (format binary)`;
+  const statement = (target: string, from: string) => `copy ${target} from ${from} with (format binary)`;
   if (typeof client.unsafe === 'function') {
-    return async (table, batches) => {
-      session!.logger?.logQuery(statement(table, 'stdin'), []);
-      const stream = (await client.unsafe(statement(table, 'stdin')).writable()) as Writable;
-      await pipeline(Readable.from(copyBinary(batches)), stream);
+    return async (target, chunks) => {
+      session!.logger?.logQuery(statement(target, 'stdin'), []);
+      const stream = (await client.unsafe(statement(target, 'stdin')).writable()) as Writable;
+      await pipeline(Readable.from(chunks(5000)), stream);
     };
   }
   if (typeof client.query === 'function') {
-    return async (table, batches) => {
-      session!.logger?.logQuery(statement(table, "'/dev/blob'"), []);
-      await client.query(statement(table, "'/dev/blob'"), [], { blob: new Blob([...copyBinary(batches, 50_000)] as unknown as BlobPart[]) });
+    return async (target, chunks) => {
+      session!.logger?.logQuery(statement(target, "'/dev/blob'"), []);
+      await client.query(statement(target, "'/dev/blob'"), [], { blob: new Blob([...chunks(50_000)] as unknown as BlobPart[]) });
     };
   }
   return null;
+}
+
+/** COPY of point rows into a table (binary, copyBinary). null: the driver has no COPY. */
+export function copierOf(db: Db): ((table: 'points' | 'points_stage', batches: readonly PointBatch[]) => Promise<void>) | null {
+  const send = copySenderOf(db);
+  if (!send) return null;
+  return (table, batches) => send(`${table} (series_id, key, ts, step, value)`, (per) => copyBinary(batches, per));
+}
+
+/** COPY of staged rollup rows into the temp table rollup_stage (Repository.rollUp). null: the driver has no COPY. */
+export function rollupCopierOf(db: Db): ((rows: readonly StagedRollup[]) => Promise<void>) | null {
+  const send = copySenderOf(db);
+  if (!send) return null;
+  return (rows) => send('rollup_stage (computed, hourly, series_id, bucket, n, min, max, sum, last)', (per) => copyRollupsBinary(rows, per));
 }
 
 /**

@@ -5,6 +5,7 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import type { PointWriteRow } from '../../src/store/repository.js';
+import { bucketOf } from '../../src/store/repo-point-writes.js';
 import { rowsOf } from '../../src/store/sql-util.js';
 import { useTestRepository } from '../support/database.js';
 import { handRollup, insertSeries, rollupRows, wave } from './rollup-fixtures.js';
@@ -48,5 +49,67 @@ describe('rollups kept on write', () => {
       sql`select (select count(*) from points_1m where series_id = ${stepId}) + (select count(*) from points_1h where series_id = ${stepId}) as n`,
     );
     expect(Number(row!.n)).toBe(0);
+  });
+});
+
+/** Both rollups of a series recomputed from its stored points by migration 0007's aggregates. */
+async function recomputed(seriesId: number, width: number) {
+  const rows = await rowsOf<Record<string, string | number | null>>(
+    suite.db.db,
+    sql`select p.key - ((p.key % ${width}) + ${width}) % ${width} as bucket, count(p.value)::int as n, min(p.value) as min, max(p.value) as max,
+          sum(p.value order by p.key) as sum, (array_agg(p.value order by p.key desc) filter (where p.value is not null))[1] as last
+        from points p where p.series_id = ${seriesId} group by 1 order by 1`,
+  );
+  const num = (v: string | number | null | undefined) => (v == null ? null : Number(v));
+  return rows.map((r) => ({ bucket: Number(r.bucket), n: Number(r.n), min: num(r.min), max: num(r.max), sum: num(r.sum), last: num(r.last) }));
+}
+
+describe('rollups of hours a write is the first to touch', () => {
+  it('are computed from the batch exactly as the recompute from points gives them', async () => {
+    const [id] = await insertSeries(suite.db.db, ['rollup-append', 'time']);
+    const start = Date.UTC(2026, 10, 21, 8, 0, 0);
+    // Sums whose order shows in the last digit (0.1 + 0.2 + 0.3 differs from 0.3 + 0.2 + 0.1), a
+    // null among them, an hour of a single null value (n = 0), negative values and a -0.
+    const values = (i: number) => (i % 97 === 13 ? null : [0.1, 0.2, 0.3, -1e-7, 1 / 3, -0, 12345.678][i % 7]! * (1 + (i % 11)));
+    const points: PointWriteRow[] = Array.from({ length: 2_000 }, (_, i) => {
+      const t = start + i * 11_000;
+      return [id!, t, t, null, values(i)] as PointWriteRow;
+    });
+    const lonely = start + 10 * 3_600_000;
+    points.push([id!, lonely, lonely, null, null]);
+    // The collector's way: a new series' first fetch, then appends past the last stored point;
+    // the first append starts inside an hour the fetch filled (that hour is read back), the
+    // second at an hour of its own.
+    const hourOf = (i: number) => bucketOf(points[i]![1], 3_600_000);
+    expect(hourOf(700)).toBe(hourOf(699));
+    expect(hourOf(1_637)).toBeGreaterThan(hourOf(1_636));
+    await suite.repo.writePoints(points.slice(0, 700), { expectNew: true });
+    await suite.repo.writePoints(points.slice(700, 1_637));
+    await suite.repo.writePoints(points.slice(1_637));
+    const kept1m = await rollupRows(suite.db.db, 'points_1m', id!);
+    const kept1h = await rollupRows(suite.db.db, 'points_1h', id!);
+    expect(kept1h.at(-1)).toEqual({ bucket: lonely, n: 0, min: null, max: null, sum: null, last: null });
+    expect(kept1m).toEqual(await recomputed(id!, 60_000));
+    expect(kept1h).toEqual(await recomputed(id!, 3_600_000));
+    expect(kept1m).toEqual(handRollup(points, 60_000));
+    expect(kept1h).toEqual(handRollup(points, 3_600_000));
+
+    // A re-write recomputes every hour it touches: the same rows, digit for digit.
+    await suite.repo.writePoints(points);
+    expect(await rollupRows(suite.db.db, 'points_1m', id!)).toEqual(kept1m);
+    expect(await rollupRows(suite.db.db, 'points_1h', id!)).toEqual(kept1h);
+  });
+
+  it('read no points back for an hour without rollup rows: a point stored behind the write door is not counted', async () => {
+    const [id] = await insertSeries(suite.db.db, ['rollup-behind', 'time']);
+    const hour = Date.UTC(2026, 10, 22, 3, 0, 0);
+    await suite.db.db.execute(
+      sql`insert into points (series_id, key, ts, step, value) values (${id}, ${hour}, ${new Date(hour).toISOString()}::timestamptz, null, 100)`,
+    );
+    await suite.repo.writePoints([[id!, hour + 60_000, hour + 60_000, null, 1] as PointWriteRow]);
+    expect(await rollupRows(suite.db.db, 'points_1h', id!)).toEqual([{ bucket: hour, n: 1, min: 1, max: 1, sum: 1, last: 1 }]);
+    // Once the hour has its row, a write into it recomputes the hour from every stored point.
+    await suite.repo.writePoints([[id!, hour + 120_000, hour + 120_000, null, 2] as PointWriteRow]);
+    expect(await rollupRows(suite.db.db, 'points_1h', id!)).toEqual([{ bucket: hour, n: 3, min: 1, max: 100, sum: 103, last: 2 }]);
   });
 });
