@@ -6,17 +6,7 @@ import type { SeriesData } from '../domain/types.js';
 import type { Db } from './db.js';
 import { pointBatch, seriesIdentity } from './point-batch.js';
 import type { RepoContext } from './repo-context.js';
-import {
-  chunks,
-  copierOf,
-  embeddedClientOf,
-  isUniqueViolation,
-  pointBatchOfRows,
-  rollupCopierOf,
-  rowsOf,
-  type PointBatch,
-  type StagedRollup,
-} from './sql-util.js';
+import { chunks, copierOf, embeddedClientOf, isUniqueViolation, pointBatchOfRows, rollupCopierOf, rowsOf, type PointBatch, RollupRows } from './sql-util.js';
 
 /** Rows per bulk point statement: statements grow with data volume only, by this divisor. */
 export const POINTS_PER_STATEMENT = 50_000;
@@ -152,9 +142,21 @@ export async function writePointBatches(ctx: RepoContext, batches: readonly Poin
   }
   if (!ctx.inTransaction) return ctx.transaction((tx) => writePointBatches(tx, withPoints, opts));
   if (opts.expectNew) {
+    // New series' hours hold nothing yet: their rollup rows, worked out from the batch, are copied
+    // straight in beside the points, under the same savepoint (no statement reads them back). A
+    // row already there (not new after all) fails the COPY, and the merge below does it all.
+    const timeKeyed = await timeKeyedOf(ctx, withPoints);
+    const { hours, minutes } = stagedRollups(withPoints, timeKeyed);
+    const direct = hours.computed.subarray(0, hours.length).every((c) => c === 1);
     try {
-      await ctx.db.transaction((tx) => copierOf(tx as unknown as Db)!('points', withPoints));
-      await rollUp(ctx, withPoints);
+      await ctx.db.transaction(async (tx) => {
+        await copierOf(tx as unknown as Db)!('points', withPoints);
+        if (!direct) return;
+        const copy = rollupCopierOf(tx as unknown as Db)!;
+        await copy('points_1h', [hours]);
+        await copy('points_1m', [minutes]);
+      });
+      if (!direct) await rollUp(ctx, withPoints);
       return;
     } catch (err) {
       if (!isUniqueViolation(err)) throw err;
@@ -189,7 +191,8 @@ async function rollUp(ctx: RepoContext, batches: readonly PointBatch[]): Promise
   if (!copy) return rollUpByRecompute(ctx, batches);
   await ctx.db.execute(sql`create temp table if not exists rollup_stage (computed boolean, hourly boolean, series_id bigint,
     bucket bigint, n int, min float8, max float8, sum float8, last float8) on commit delete rows`);
-  await copy(stagedRollups(batches));
+  const { hours, minutes } = stagedRollups(batches);
+  await copy('rollup_stage', [hours, minutes]);
   await ctx.db.execute(sql`
     with st as materialized (
       delete from rollup_stage returning computed, hourly, series_id, bucket, n, min, max, sum, last
@@ -230,68 +233,87 @@ async function rollUp(ctx: RepoContext, batches: readonly PointBatch[]): Promise
  * its 1-hour row and its minutes' rows, computed as the SQL aggregates do (ROLLUP_AGGREGATES:
  * non-null values counted, min and max as float8smaller and float8larger pick, sum added in key
  * order from the first value, the last non-null value). Where the batch alone cannot give the
- * stored answer the hour is staged to be recomputed instead: a series whose keys do not rise
- * within its run or that has several runs (rows given out of order: the merge decides which
- * point is stored), or a sum that overflows (the recompute raises PostgreSQL's own error).
+ * stored answer the hour is staged to be recomputed instead (its row `computed` 0, no minutes):
+ * a series given in several runs or twice at one key (the merge decides which point is stored;
+ * a run's rows are otherwise taken in key order, whatever order they came in), or a sum that
+ * overflows (the recompute raises PostgreSQL's own error). `timeKeyed`, where given, leaves out
+ * the other series.
  */
-export function stagedRollups(batches: readonly PointBatch[]): StagedRollup[] {
+export function stagedRollups(batches: readonly PointBatch[], timeKeyed?: ReadonlySet<number>): { hours: RollupRows; minutes: RollupRows } {
   const runsOf = new Map<number, number>();
-  for (const b of batches) for (const run of b.runs) runsOf.set(run.seriesId, (runsOf.get(run.seriesId) ?? 0) + 1);
-  const out: StagedRollup[] = [];
-  const empty = (hourly: boolean, seriesId: number, bucket: number): StagedRollup => ({
-    computed: true,
-    hourly,
-    seriesId,
-    bucket,
-    n: 0,
-    min: Number.NaN,
-    max: Number.NaN,
-    sum: Number.NaN,
-    last: Number.NaN,
-  });
-  const add = (r: StagedRollup, v: number) => {
-    if (Number.isNaN(v)) return;
-    r.n++;
-    if (r.n === 1) {
-      r.min = r.max = r.sum = v;
+  let total = 0;
+  for (const b of batches) {
+    total += b.length;
+    for (const run of b.runs) runsOf.set(run.seriesId, (runsOf.get(run.seriesId) ?? 0) + 1);
+  }
+  const hours = new RollupRows(true, total);
+  const minutes = new RollupRows(false, total);
+  const add = (r: RollupRows, i: number, v: number) => {
+    if (++r.n[i]! === 1) {
+      r.min[i] = r.max[i] = r.sum[i] = v;
     } else {
-      r.min = r.min < v ? r.min : v;
-      r.max = r.max > v ? r.max : v;
-      r.sum += v;
+      r.min[i] = r.min[i]! < v ? r.min[i]! : v;
+      r.max[i] = r.max[i]! > v ? r.max[i]! : v;
+      r.sum[i]! += v;
     }
-    r.last = v;
+    r.last[i] = v;
   };
   for (const b of batches) {
     for (const run of b.runs) {
+      if (timeKeyed && !timeKeyed.has(run.seriesId)) continue;
+      // The run's rows in key order: as given, or sorted (rows given newest first, say).
+      let order: Uint32Array | null = null;
+      for (let i = run.start + 1; !order && i < run.end; i++) {
+        if (b.key[i]! <= b.key[i - 1]!)
+          order = Uint32Array.from({ length: run.end - run.start }, (_, j) => run.start + j).sort((x, y) => b.key[x]! - b.key[y]!);
+      }
       let rising = runsOf.get(run.seriesId) === 1;
-      for (let i = run.start + 1; rising && i < run.end; i++) rising = b.key[i]! > b.key[i - 1]!;
-      let hour: StagedRollup | null = null;
-      let minutes: StagedRollup[] = [];
+      for (let j = 1; order && rising && j < order.length; j++) rising = b.key[order[j]!]! > b.key[order[j - 1]!]!;
+      let hour = -1;
+      let firstMinute = 0;
+      let minute = -1;
       const close = () => {
-        if (!hour) return;
-        const exact = rising && Number.isFinite(hour.sum || 0) && minutes.every((m) => Number.isFinite(m.sum || 0));
-        if (exact) out.push(hour, ...minutes);
-        else out.push({ ...empty(true, hour.seriesId, hour.bucket), computed: false });
+        if (hour < 0) return;
+        let exact = rising && !(Math.abs(hours.sum[hour]!) === Infinity);
+        for (let m = firstMinute; exact && m < minutes.length; m++) exact = !(Math.abs(minutes.sum[m]!) === Infinity);
+        if (exact) return;
+        minutes.length = firstMinute;
+        hours.length = hour;
+        hours.open(run.seriesId, hours.bucket[hour]!);
+        hours.computed[hour] = 0;
       };
-      for (let i = run.start; i < run.end; i++) {
+      for (let j = run.start; j < run.end; j++) {
+        const i = order ? order[j - run.start]! : j;
         const k = b.key[i]!;
         const v = b.value[i]!;
         const h = bucketOf(k, HOUR_MS);
-        if (hour?.bucket !== h) {
+        if (hour < 0 || hours.bucket[hour] !== h) {
           close();
-          hour = empty(true, run.seriesId, h);
-          minutes = [];
+          hour = hours.open(run.seriesId, h);
+          firstMinute = minutes.length;
+          minute = -1;
         }
         const m = bucketOf(k, MINUTE_MS);
-        let minute = minutes[minutes.length - 1];
-        if (minute?.bucket !== m) minutes.push((minute = empty(false, run.seriesId, m)));
-        add(hour, v);
-        add(minute, v);
+        if (minute < 0 || minutes.bucket[minute] !== m) minute = minutes.open(run.seriesId, m);
+        if (Number.isNaN(v)) continue;
+        add(hours, hour, v);
+        add(minutes, minute, v);
       }
       close();
     }
   }
-  return out;
+  return { hours, minutes };
+}
+
+/** The time-keyed series among a write's (the ones with rollups), one statement. */
+async function timeKeyedOf(ctx: RepoContext, batches: readonly PointBatch[]): Promise<Set<number>> {
+  const ids = [...new Set(batches.flatMap((b) => b.runs.map((r) => r.seriesId)))];
+  const rows = await rowsOf<{ id: number }>(
+    ctx.db,
+    sql`select id::float8 as id from series
+        where keyed_by = 'time' and id = any(array(select jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb)::bigint))`,
+  );
+  return new Set(rows.map((r) => Number(r.id)));
 }
 
 /** rollUp where the driver has no COPY: every touched hour recomputed from `points`, one statement. */

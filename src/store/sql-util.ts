@@ -171,32 +171,62 @@ function* copyBinary(batches: readonly PointBatch[], per = 5000): Generator<Buff
 }
 
 /**
- * A rollup row to stage (rollup_stage, Repository.rollUp): a bucket of a series at 1 minute or 1
- * hour computed from a batch in memory, or (`computed` false, an hour only) an hour to recompute
- * from `points`. NaN stands for null in min, max, sum and last.
+ * Rollup rows as columns (Repository.rollUp): buckets of series at 1 minute or 1 hour computed
+ * from a batch in memory, or (`computed` 0, hours only) hours to recompute from `points`. NaN
+ * stands for null in min, max, sum and last. No object per row: a batch of sparse samples has
+ * two rows per point.
  */
-export interface StagedRollup {
-  computed: boolean;
-  hourly: boolean;
-  seriesId: number;
-  bucket: number;
-  n: number;
-  min: number;
-  max: number;
-  sum: number;
-  last: number;
+export class RollupRows {
+  length = 0;
+  readonly computed: Uint8Array;
+  readonly seriesId: Float64Array;
+  readonly bucket: Float64Array;
+  readonly n: Int32Array;
+  readonly min: Float64Array;
+  readonly max: Float64Array;
+  readonly sum: Float64Array;
+  readonly last: Float64Array;
+  constructor(
+    readonly hourly: boolean,
+    capacity: number,
+  ) {
+    this.computed = new Uint8Array(capacity);
+    this.seriesId = new Float64Array(capacity);
+    this.bucket = new Float64Array(capacity);
+    this.n = new Int32Array(capacity);
+    this.min = new Float64Array(capacity);
+    this.max = new Float64Array(capacity);
+    this.sum = new Float64Array(capacity);
+    this.last = new Float64Array(capacity);
+  }
+  /** Appends an empty bucket (n 0, nulls); returns its index. */
+  open(seriesId: number, bucket: number): number {
+    const i = this.length++;
+    this.computed[i] = 1;
+    this.seriesId[i] = seriesId;
+    this.bucket[i] = bucket;
+    this.n[i] = 0;
+    this.min[i] = this.max[i] = this.sum[i] = this.last[i] = Number.NaN;
+    return i;
+  }
 }
 
-/** One staged rollup row at most: field count, two bools, two int8, an int4 and four float8 with their lengths. */
+/** One rollup row at most: field count, two bools, two int8, an int4 and four float8 with their lengths. */
 const MAX_ROLLUP_ROW_BYTES = 2 + 2 * (4 + 1) + 2 * (4 + 8) + (4 + 4) + 4 * (4 + 8);
 
-/** Rollup rows in COPY's binary format (the floats' own bytes: the sums stay exact), `per` rows a chunk. */
-function* copyRollupsBinary(rows: readonly StagedRollup[], per = 5000): Generator<Buffer> {
+/**
+ * Rollup rows in COPY's binary format (the floats' own bytes: the sums stay exact), `per` rows a
+ * chunk: with `computed` and `hourly` first where `staged` (rollup_stage), else a rollup table's row.
+ */
+function* copyRollupsBinary(parts: readonly RollupRows[], staged: boolean, per = 5000): Generator<Buffer> {
+  const total = parts.reduce((n, p) => n + p.length, 0);
+  let part = 0;
   let r = 0;
+  let done = 0;
   do {
-    const n = Math.min(per, rows.length - r);
-    const first = r === 0;
-    const last = r + n >= rows.length;
+    const n = Math.min(per, total - done);
+    const first = done === 0;
+    const last = done + n >= total;
     const buf = Buffer.allocUnsafe((first ? BINARY_HEADER.length : 0) + n * MAX_ROLLUP_ROW_BYTES + (last ? 2 : 0));
     const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
     let o = first ? BINARY_HEADER.copy(buf, 0) : 0;
@@ -222,28 +252,37 @@ function* copyRollupsBinary(rows: readonly StagedRollup[], per = 5000): Generato
         o += 12;
       }
     };
-    for (const end = r + n; r < end; r++) {
-      const x = rows[r]!;
-      view.setInt16(o, 9);
-      o += 2;
-      bool(x.computed);
-      bool(x.hourly);
-      int8(x.seriesId);
-      int8(x.bucket);
+    for (let k = 0; k < n; k++, r++, done++) {
+      while (r >= parts[part]!.length) {
+        part++;
+        r = 0;
+      }
+      const x = parts[part]!;
+      if (staged) {
+        view.setInt16(o, 9);
+        o += 2;
+        bool(x.computed[r] === 1);
+        bool(x.hourly);
+      } else {
+        view.setInt16(o, 7);
+        o += 2;
+      }
+      int8(x.seriesId[r]!);
+      int8(x.bucket[r]!);
       view.setInt32(o, 4);
-      view.setInt32(o + 4, x.n);
+      view.setInt32(o + 4, x.n[r]!);
       o += 8;
-      float8(x.min);
-      float8(x.max);
-      float8(x.sum);
-      float8(x.last);
+      float8(x.min[r]!);
+      float8(x.max[r]!);
+      float8(x.sum[r]!);
+      float8(x.last[r]!);
     }
     if (last) {
       view.setInt16(o, -1);
       o += 2;
     }
     yield buf.subarray(0, o);
-  } while (r < rows.length);
+  } while (done < total);
 }
 
 /**
@@ -279,11 +318,17 @@ export function copierOf(db: Db): ((table: 'points' | 'points_stage', batches: r
   return (table, batches) => send(`${table} (series_id, key, ts, step, value)`, (per) => copyBinary(batches, per));
 }
 
-/** COPY of staged rollup rows into the temp table rollup_stage (Repository.rollUp). null: the driver has no COPY. */
-export function rollupCopierOf(db: Db): ((rows: readonly StagedRollup[]) => Promise<void>) | null {
+/**
+ * COPY of rollup rows into the temp table rollup_stage (Repository.rollUp), or straight into a
+ * rollup table (their `computed` and `hourly` left out). null: the driver has no COPY.
+ */
+export function rollupCopierOf(db: Db): ((table: 'rollup_stage' | 'points_1m' | 'points_1h', parts: readonly RollupRows[]) => Promise<void>) | null {
   const send = copySenderOf(db);
   if (!send) return null;
-  return (rows) => send('rollup_stage (computed, hourly, series_id, bucket, n, min, max, sum, last)', (per) => copyRollupsBinary(rows, per));
+  return (table, parts) =>
+    table === 'rollup_stage'
+      ? send('rollup_stage (computed, hourly, series_id, bucket, n, min, max, sum, last)', (per) => copyRollupsBinary(parts, true, per))
+      : send(`${table} (series_id, bucket, n, min, max, sum, last)`, (per) => copyRollupsBinary(parts, false, per));
 }
 
 /**

@@ -79,13 +79,14 @@ describe('rollups of hours a write is the first to touch', () => {
     points.push([id!, lonely, lonely, null, null]);
     // The collector's way: a new series' first fetch, then appends past the last stored point;
     // the first append starts inside an hour the fetch filled (that hour is read back), the
-    // second at an hour of its own.
+    // second at an hour of its own (computed from the batch).
     const hourOf = (i: number) => bucketOf(points[i]![1], 3_600_000);
     expect(hourOf(700)).toBe(hourOf(699));
     expect(hourOf(1_637)).toBeGreaterThan(hourOf(1_636));
     await suite.repo.writePoints(points.slice(0, 700), { expectNew: true });
     await suite.repo.writePoints(points.slice(700, 1_637));
-    await suite.repo.writePoints(points.slice(1_637));
+    // Newest first, as a caller may give rows: taken in key order all the same.
+    await suite.repo.writePoints(points.slice(1_637).reverse());
     const kept1m = await rollupRows(suite.db.db, 'points_1m', id!);
     const kept1h = await rollupRows(suite.db.db, 'points_1h', id!);
     expect(kept1h.at(-1)).toEqual({ bucket: lonely, n: 0, min: null, max: null, sum: null, last: null });
