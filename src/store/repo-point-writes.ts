@@ -261,11 +261,16 @@ export function stagedRollups(batches: readonly PointBatch[], timeKeyed?: Readon
   for (const b of batches) {
     for (const run of b.runs) {
       if (timeKeyed && !timeKeyed.has(run.seriesId)) continue;
-      // The run's rows in key order: as given, or sorted (rows given newest first, say).
+      // The run's rows in key order: as given, reversed (rows given newest first), or sorted.
       let order: Uint32Array | null = null;
       for (let i = run.start + 1; !order && i < run.end; i++) {
-        if (b.key[i]! <= b.key[i - 1]!)
-          order = Uint32Array.from({ length: run.end - run.start }, (_, j) => run.start + j).sort((x, y) => b.key[x]! - b.key[y]!);
+        if (b.key[i]! > b.key[i - 1]!) continue;
+        order = Uint32Array.from({ length: run.end - run.start }, (_, j) => run.end - 1 - j);
+        for (let j = 1; j < order.length; j++) {
+          if (b.key[order[j]!]! > b.key[order[j - 1]!]!) continue;
+          order.sort((x, y) => b.key[x]! - b.key[y]!);
+          break;
+        }
       }
       let rising = runsOf.get(run.seriesId) === 1;
       for (let j = 1; order && rising && j < order.length; j++) rising = b.key[order[j]!]! > b.key[order[j - 1]!]!;

@@ -84,8 +84,10 @@ describe('rollups of hours a write is the first to touch', () => {
     expect(hourOf(700)).toBe(hourOf(699));
     expect(hourOf(1_637)).toBeGreaterThan(hourOf(1_636));
     await suite.repo.writePoints(points.slice(0, 700), { expectNew: true });
-    await suite.repo.writePoints(points.slice(700, 1_637));
-    // Newest first, as a caller may give rows: taken in key order all the same.
+    // Out of order (every other row, then the rest): taken in key order all the same.
+    const middle = points.slice(700, 1_637);
+    await suite.repo.writePoints([...middle.filter((_, i) => i % 2 === 1), ...middle.filter((_, i) => i % 2 === 0)]);
+    // Newest first, as a caller may give rows.
     await suite.repo.writePoints(points.slice(1_637).reverse());
     const kept1m = await rollupRows(suite.db.db, 'points_1m', id!);
     const kept1h = await rollupRows(suite.db.db, 'points_1h', id!);
