@@ -5,7 +5,8 @@
 // a baseline measured in the same run (the ratio style of bench/run.ts):
 // - bytes per point on disk: pg_total_relation_size (table + indexes + TOAST) / points;
 // - ingest of --ingest new points through the layout's write path against COPY of the same rows
-//   into the same layout;
+//   into the same layout, the fastest of --rounds each (a re-write must change nothing, and the
+//   store's rollups must equal migration 0007's recompute of the stored points, or the run fails);
 // - a 30-day read of one series at 1,000 points against reading its 1-hour rollup rows alone;
 // - a fleet read over the 1,000 series and 24 hours at 24 points each against the same rollup rows;
 // - the same two reads at the large size against the small one (goal: flat);
@@ -502,7 +503,8 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
     }
     const writeMs: number[] = [];
     const copyMs: number[] = [];
-    for (let r = 0; r < 2; r++) {
+    // The fastest of --rounds (at least 2) each: on a shared machine one round's COPY swung 2.3x.
+    for (let r = 0; r < Math.max(2, ROUNDS); r++) {
       await layout.clearIngest(db);
       writeMs.push(await timed(() => layout.write(db, repo, rows)));
       await layout.clearIngest(db);
