@@ -23,6 +23,8 @@ describe('rollups kept on write', () => {
     await suite.repo.writePoints(points.slice(0, 800), { expectNew: true });
     await suite.repo.writePoints(points.slice(800));
     await suite.repo.writePoints([[stepId!, 5, start, 5, 1.5] as PointWriteRow]);
+    // Nor through a new series' write, whose rollup rows are copied straight in.
+    await suite.repo.writePoints([[stepId!, 6, start, 6, 2.5] as PointWriteRow], { expectNew: true });
 
     const expected1m = handRollup(points, 60_000);
     const expected1h = handRollup(points, 3_600_000);
