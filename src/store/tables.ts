@@ -175,8 +175,10 @@ export const points = pgTable(
 /**
  * Rollups of time-keyed series (`bucket` the epoch ms its minute or hour starts, UTC): non-null
  * values counted, their min, max, sum (in key order, so sum / n is the raw points' avg to the last
- * digit) and the last one. Recomputed from `points` for every hour a write touches, so a re-write
- * of the same points leaves them as they were; they outlive the raw points' retention.
+ * digit) and the last one. Kept by every points write (store/repo-point-writes.ts, rollUp): an
+ * hour the write is the first to touch gets the rows worked out from the batch, one that already
+ * had a row is recomputed from `points`, so a re-write of the same points leaves them as they
+ * were; they outlive the raw points' retention.
  */
 const rollupColumns = {
   seriesId: bigint('series_id', { mode: 'number' }).notNull(),
