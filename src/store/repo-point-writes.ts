@@ -121,8 +121,8 @@ export async function startFromFirstPoints(ctx: RepoContext, jobIds: readonly st
 /**
  * Bulk point upsert: COPY into a per-connection staging table, then one merge into `points`
  * (bench: the jsonb decode + upsert ran at 0.40x of COPY). Points the caller expects to be new
- * (a series never fetched before) are copied straight into `points` under a savepoint, and fall
- * back to the merge when one already exists (another replica got there first). Runs in the
+ * (a series never fetched before) are copied straight into `points`, and their rollup rows into
+ * the rollups, under a savepoint, and fall back to the merge when one already exists (another replica got there first). Runs in the
  * caller's transaction, or in its own. Drivers without COPY use the jsonb upsert.
  */
 export async function writePoints(ctx: RepoContext, points: PointBatch | readonly PointWriteRow[], opts: { expectNew?: boolean } = {}): Promise<void> {
