@@ -1,5 +1,9 @@
 // patches-optional/@electric-sql+pglite+0.5.16.patch (applied at install by scripts/apply-patches.mjs
-// when PGlite, an optional dependency, is installed): PGlite merged
+// when PGlite, an optional dependency, is installed). Two changes. An in-memory database's files
+// (Emscripten's MEMFS) grew by 12.5 % once past 1 MiB, each growth a copy of the whole file: a
+// table or WAL segment written to 100 MB was copied about 40 times over; they now double, as
+// below 1 MiB (about a quarter of the time of PGlite-bound tests such as findings/no-false-alarms).
+// And PGlite merged
 // a query's own type parsers into its 318 defaults by copying all of them, on every query (about
 // 110 µs; drizzle passes parsers with every statement). The patched merge puts the query's
 // parsers in front of the defaults instead. It must be applied, and a query's parsers must still
@@ -28,6 +32,21 @@ describe('the patched @electric-sql/pglite', () => {
     const parseResults = readFileSync(path.join(dist, 'chunk-Y6PULSM7.js'), 'utf8');
     expect(parseResults).toContain('Object.assign(Object.create(t),n.parsers)');
     expect(parseResults).not.toContain('{...t,...n.parsers}');
+  });
+
+  it('is applied: an in-memory file grows by doubling, not by 12.5 % past 1 MiB', () => {
+    const entry = createRequire(import.meta.url).resolve('@electric-sql/pglite');
+    const dist = entry.slice(0, entry.lastIndexOf(`${path.sep}dist${path.sep}`) + 6);
+    const memfs = readFileSync(path.join(dist, 'chunk-XZUEO4BZ.js'), 'utf8');
+    expect(memfs).toContain('expandFileStorage(e,t){var r=e.contents.length;if(!(r>=t)){t=Math.max(t,r*2>>>0)');
+    expect(memfs).not.toContain('r*(r<1048576?2:1.125)');
+  });
+
+  it('writes and reads back a table of many MiB in memory', async () => {
+    await db.exec("create table grown as select g, repeat('x', 200) as pad from generate_series(1, 100000) g");
+    const res = await db.query<{ n: number; bytes: number }>(`select count(*)::int as n, pg_total_relation_size('grown')::int as bytes from grown`);
+    expect(res.rows[0]!.n).toBe(100_000);
+    expect(res.rows[0]!.bytes).toBeGreaterThan(20 * 1024 * 1024);
   });
 
   it("uses a query's parsers first and the defaults for every other type", async () => {
