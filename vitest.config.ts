@@ -27,12 +27,15 @@ export default defineConfig({
     // `--maxWorkers=1` still ran two files at once, one per project).
     maxWorkers: process.argv.some((a) => a.startsWith('--maxWorkers')) ? undefined : 2,
     pool: 'forks',
-    // Each file gets a fresh module graph (isolate, vitest's default). Sharing modules between files
-    // (isolate: false) cut a run's import time by half (docs/testing.md), but module state then
-    // lived across files (caches, registries, the simulators' seeded state), and a fresh-clone
-    // rehearsal failed a read-through test that never failed isolated: kept off until each
-    // module-level state is shown reset between files.
-    isolate: true,
+    // The files of a worker share its process: node_modules load once per worker, not once per file
+    // (a file's imports were 2-4 s of CPU: half of a short file's cost). Our own modules are imported
+    // afresh for every file (test/support/fresh-modules.ts resets vitest's module registry and the
+    // environment), so no module-level state of ours lives from one file to the next: sharing our
+    // modules too (isolate: false alone) let a read-through cache outlive its file and fail another
+    // file's test in a rehearsal. A file must still close what it starts (servers, runtimes,
+    // databases, listeners): the process outlives it.
+    isolate: false,
+    setupFiles: ['test/support/fresh-modules.ts'],
     // Longest files first (test/support/durations.json), so no long file starts last.
     sequence: { sequencer: LongestFirst },
     // The PGlite pass: every file, on an in-memory PGlite whatever the shell sets. The PostgreSQL

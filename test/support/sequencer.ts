@@ -20,6 +20,12 @@ function measured(): Durations {
   }
 }
 
+/**
+ * Files measured at least this long start first, longest first, whatever their project: one that
+ * starts last keeps the run going after every other worker is idle.
+ */
+const LONG_MS = 20_000;
+
 export default class LongestFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const known = measured();
@@ -32,6 +38,13 @@ export default class LongestFirst extends BaseSequencer {
       // A file not yet measured on Postgres: its PGlite time is the better guess than none.
       return known[f.project.name]?.[file] ?? known.pglite?.[file] ?? -1;
     };
-    return [...files].sort((a, b) => ms(b) - ms(a) || rank.get(a)! - rank.get(b)!);
+    const longestFirst = (a: TestSpecification, b: TestSpecification) => ms(b) - ms(a) || rank.get(a)! - rank.get(b)!;
+    const long = files.filter((f) => ms(f) >= LONG_MS).sort(longestFirst);
+    // The short files, one project after the other: a worker keeps its process (and the modules of
+    // node_modules it loaded) only while the next file in the queue is of its own project
+    // (vitest.config.ts, isolate: false), so interleaving the projects started a process per file.
+    const projects = [...new Set(files.map((f) => f.project.name))].sort();
+    const short = projects.flatMap((name) => files.filter((f) => ms(f) < LONG_MS && f.project.name === name).sort(longestFirst));
+    return [...long, ...short];
   }
 }
