@@ -11,10 +11,12 @@
 // CPU per Baseten interval (the process's user + system time; Postgres's own CPU is another
 // process and not in it) and RSS after a GC (once the GC's garbage is freed: memoryAfterGc), each
 // side's own (the simulators' fleets and HTTP buffers are in their process), split into V8's
-// spaces, external buffers and the rest (the C allocator's arenas).
+// spaces, external buffers and the rest (the C allocator's arenas). Diagnostics of the collector's
+// server, off by default: BENCH_COLLECT_PROFILE (CPU), BENCH_COLLECT_ALLOC (allocations),
+// BENCH_COLLECT_HEAP (heap snapshots), BENCH_COLLECT_TRACE (memory over time; see each below).
 // Prints a table and `COLLECT_RESULT {json}` (bench/run.ts reads it); writes bench/results/collect.json.
 import { fork, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -218,6 +220,120 @@ function answer(handlers: Record<string, () => Promise<unknown>>) {
 const PROFILE_FILE = process.env.BENCH_COLLECT_PROFILE ?? null;
 /** BENCH_COLLECT_HEAP=<folder>: a heap snapshot of the collector's server at each size's report (where its memory is). */
 const HEAP_DIR = process.env.BENCH_COLLECT_HEAP ?? null;
+/**
+ * BENCH_COLLECT_TRACE=1: the collector's server samples its memory every 20 ms and prints, at the
+ * end of the warm-up and at each report, the highest reading and the collections under way then,
+ * each time the C allocator's main heap (brk, `[heap]`) grew by 2 MiB (with the JS heap in use,
+ * external buffers and each provider's sweep count), and, at the end of the warm-up, the settled
+ * RSS with its anonymous memory by mapping (smapsSplit). The extra GC it runs then is outside the
+ * measured window. BENCH_COLLECT_TRACE=gc also forces a GC whenever the heap grew while the JS
+ * heap in use is above 120 MiB, and prints what was left: garbage or not (it changes what it measures).
+ */
+const TRACE = Boolean(process.env.BENCH_COLLECT_TRACE);
+function startTrace(inUse: () => number, what: () => unknown) {
+  let top = { rss: 0, heapUsed: 0, external: 0, arrayBuffers: 0, slots: 0 };
+  let maxSlots = 0;
+  // When the C allocator's main heap (brk: [heap] in /proc/self/maps) grew, and what was under way then.
+  const t0 = Date.now();
+  let grew: unknown[] = [];
+  let heapTop = 0;
+  const heapTimer = setInterval(() => {
+    const line = /^([0-9a-f]+)-([0-9a-f]+) .*\[heap\]$/m.exec(readFileSync('/proc/self/maps', 'utf8'));
+    if (!line) return;
+    const size = MiB(Number.parseInt(line[2]!, 16) - Number.parseInt(line[1]!, 16));
+    if (Math.abs(size - heapTop) < 2) return;
+    heapTop = size;
+    const m = process.memoryUsage();
+    let afterGc: number | undefined;
+    if (process.env.BENCH_COLLECT_TRACE === 'gc' && m.heapUsed > 120 * 2 ** 20) {
+      (globalThis as { gc?: () => void }).gc?.();
+      afterGc = Math.round(MiB(process.memoryUsage().heapUsed));
+    }
+    grew.push({
+      s: Math.round((Date.now() - t0) / 100) / 10,
+      heap: Math.round(size),
+      rss: Math.round(MiB(m.rss)),
+      used: Math.round(MiB(m.heapUsed)),
+      afterGc,
+      ext: Math.round(MiB(m.external)),
+      slots: inUse(),
+      what: what(),
+    });
+  }, 100);
+  heapTimer.unref();
+  const timer = setInterval(() => {
+    const m = process.memoryUsage();
+    const slots = inUse();
+    maxSlots = Math.max(maxSlots, slots);
+    if (m.rss > top.rss) top = { rss: m.rss, heapUsed: m.heapUsed, external: m.external, arrayBuffers: m.arrayBuffers, slots };
+  }, 20);
+  timer.unref();
+  return {
+    take() {
+      const out = { ...Object.fromEntries(Object.entries(top).map(([k, v]) => [k, k === 'slots' ? v : Math.round(MiB(v))])), maxSlots, heapGrew: grew };
+      grew = [];
+      top = { rss: 0, heapUsed: 0, external: 0, arrayBuffers: 0, slots: 0 };
+      maxSlots = 0;
+      return out;
+    },
+  };
+}
+/** Resident anonymous memory by mapping kind (MiB): the main malloc heap, 64 MiB-aligned thread arenas and the rest. */
+function smapsSplit() {
+  const text = (() => {
+    try {
+      return readFileSync('/proc/self/smaps', 'utf8');
+    } catch {
+      return '';
+    }
+  })();
+  const out: Record<string, number> = {};
+  let name = '';
+  let size = 0;
+  for (const line of text.split('\n')) {
+    const head = /^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (head) {
+      size = (Number.parseInt(head[2]!, 16) - Number.parseInt(head[1]!, 16)) / 2 ** 20;
+      // glibc's thread arenas are heaps of at most 64 MiB, each aligned to 64 MiB.
+      const start = Number.parseInt(head[1]!, 16);
+      name = head[3] || (start % 2 ** 26 === 0 && size <= 64 ? 'thread arenas' : 'other anonymous (V8 pages, stacks)');
+      continue;
+    }
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    if (rss && !name.startsWith('/')) out[name] = (out[name] ?? 0) + Number(rss[1]) / 1024;
+  }
+  return Object.fromEntries(Object.entries(out).map(([k, v]) => [k, Math.round(v)]));
+}
+/**
+ * BENCH_COLLECT_ALLOC=<file>: a sampling heap profile of the collector's server over the measured
+ * window, every allocation counted (also what the GC collected since), written to
+ * <file>-<jobs>.heapprofile: what the server allocates per job (the garbage that makes its peak).
+ */
+const ALLOC_FILE = process.env.BENCH_COLLECT_ALLOC ?? null;
+const allocations = (() => {
+  let session: import('node:inspector/promises').Session | null = null;
+  return {
+    async start() {
+      const { Session } = await import('node:inspector/promises');
+      session = new Session();
+      session.connect();
+      await session.post('HeapProfiler.enable');
+      await session.post('HeapProfiler.startSampling', {
+        samplingInterval: 32_768,
+        includeObjectsCollectedByMajorGC: true,
+        includeObjectsCollectedByMinorGC: true,
+      });
+    },
+    async stop(file: string) {
+      if (!session) return;
+      const { profile } = await session.post('HeapProfiler.stopSampling');
+      writeFileSync(file, JSON.stringify(profile));
+      session.disconnect();
+      session = null;
+      console.error(`bench:collect: allocation profile of the collector's server written to ${file}`);
+    },
+  };
+})();
 const profiling = (() => {
   let session: import('node:inspector/promises').Session | null = null;
   return {
@@ -276,6 +392,12 @@ async function serveCollector(opts: { sims: SimsReady; databaseUrl: string; jobs
     }
   });
   let cpu0 = 0;
+  const trace = TRACE
+    ? startTrace(
+        () => collector.slots().inUse,
+        () => collector.sweeps(),
+      )
+    : null;
   answer({
     warm: async () => {
       const providers = rt.store.providers.all().length;
@@ -284,6 +406,23 @@ async function serveCollector(opts: { sims: SimsReady; databaseUrl: string; jobs
     },
     mark: async () => {
       if (PROFILE_FILE) await profiling.start();
+      if (ALLOC_FILE) await allocations.start();
+      if (trace) {
+        const peak = trace.take();
+        const settled = await memoryAfterGc();
+        console.error(
+          `bench:collect: trace of the warm-up at ${opts.jobs} jobs`,
+          JSON.stringify({
+            peak,
+            settled: {
+              rss: Math.round(settled.rssMiB),
+              old: Math.round(settled.v8Spaces.old ?? 0),
+              native: Math.round(settled.nativeMiB ?? 0),
+              smaps: smapsSplit(),
+            },
+          }),
+        );
+      }
       measuring = true;
       lags = [];
       sweeps = 0;
@@ -294,10 +433,12 @@ async function serveCollector(opts: { sims: SimsReady; databaseUrl: string; jobs
       const cpu = cpuMs() - cpu0;
       measuring = false;
       if (PROFILE_FILE) await profiling.stop(PROFILE_FILE.replace(/(\.cpuprofile)?$/, `-${opts.jobs}.cpuprofile`));
+      if (ALLOC_FILE) await allocations.stop(ALLOC_FILE.replace(/(\.heapprofile)?$/, `-${opts.jobs}.heapprofile`));
       const statuses = [...collector.statuses().values()];
       const running = statuses.reduce((n, s) => n + s.runningJobs, 0);
       const jobIntervals = statuses.reduce((n, s) => n + (s.runningJobs * WINDOW_MS) / (s.intervalSeconds * 1000), 0);
       const memory = await memoryAfterGc();
+      if (trace) console.error(`bench:collect: trace of the measured window at ${opts.jobs} jobs`, JSON.stringify({ ...trace.take(), smaps: smapsSplit() }));
       if (HEAP_DIR) (await import('node:v8')).writeHeapSnapshot(path.join(HEAP_DIR, `collector-${opts.jobs}.heapsnapshot`));
       return {
         report: {
