@@ -310,50 +310,38 @@ function smapsSplit() {
  * <file>-<jobs>.heapprofile: what the server allocates per job (the garbage that makes its peak).
  */
 const ALLOC_FILE = process.env.BENCH_COLLECT_ALLOC ?? null;
-const allocations = (() => {
+/**
+ * One inspector session recording a profile of this process: `begin` enables and starts it,
+ * `end` names the method that stops it (its answer holds `profile`), `what` is said when written.
+ */
+function inspectorRecorder(begin: [string, object?][], end: string, what: string) {
   let session: import('node:inspector/promises').Session | null = null;
   return {
     async start() {
       const { Session } = await import('node:inspector/promises');
       session = new Session();
       session.connect();
-      await session.post('HeapProfiler.enable');
-      await session.post('HeapProfiler.startSampling', {
-        samplingInterval: 32_768,
-        includeObjectsCollectedByMajorGC: true,
-        includeObjectsCollectedByMinorGC: true,
-      });
+      for (const [method, params] of begin) await (session.post as (m: string, p?: object) => Promise<unknown>)(method, params);
     },
     async stop(file: string) {
       if (!session) return;
-      const { profile } = await session.post('HeapProfiler.stopSampling');
+      const { profile } = (await (session.post as (m: string) => Promise<unknown>)(end)) as { profile: unknown };
       writeFileSync(file, JSON.stringify(profile));
       session.disconnect();
       session = null;
-      console.error(`bench:collect: allocation profile of the collector's server written to ${file}`);
+      console.error(`bench:collect: ${what} of the collector's server written to ${file}`);
     },
   };
-})();
-const profiling = (() => {
-  let session: import('node:inspector/promises').Session | null = null;
-  return {
-    async start() {
-      const { Session } = await import('node:inspector/promises');
-      session = new Session();
-      session.connect();
-      await session.post('Profiler.enable');
-      await session.post('Profiler.start');
-    },
-    async stop(file: string) {
-      if (!session) return;
-      const { profile } = await session.post('Profiler.stop');
-      writeFileSync(file, JSON.stringify(profile));
-      session.disconnect();
-      session = null;
-      console.error(`bench:collect: CPU profile of the collector's server written to ${file}`);
-    },
-  };
-})();
+}
+const allocations = inspectorRecorder(
+  [
+    ['HeapProfiler.enable'],
+    ['HeapProfiler.startSampling', { samplingInterval: 32_768, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true }],
+  ],
+  'HeapProfiler.stopSampling',
+  'allocation profile',
+);
+const profiling = inspectorRecorder([['Profiler.enable'], ['Profiler.start']], 'Profiler.stop', 'CPU profile');
 
 async function serveCollector(opts: { sims: SimsReady; databaseUrl: string; jobs: number }) {
   const { pino } = await import('pino');
