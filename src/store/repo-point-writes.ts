@@ -22,6 +22,24 @@ export function bucketOf(key: number, width: number): number {
 const ROLLUP_AGGREGATES = sql.raw(`count(p.value)::int, min(p.value), max(p.value), sum(p.value order by p.key),
   (array_agg(p.value order by p.key desc) filter (where p.value is not null))[1]`);
 
+/**
+ * The end of a rollup statement: every hour of CTE `h` (series_id, hour; time-keyed series only)
+ * read back from `points` (one index range each) and both rollups' rows of it recomputed and
+ * upserted. rollUp's hours that already held points and rollUpByRecompute's every touched hour.
+ */
+const RECOMPUTE_HOURS = sql`p as materialized (
+      select h.series_id, h.hour, x.key - ((x.key % 60000) + 60000) % 60000 as minute, x.key, x.value
+      from h cross join lateral (select pt.key, pt.value from points pt
+        where pt.series_id = h.series_id and pt.key >= h.hour and pt.key < h.hour + 3600000 order by pt.key) x
+    ), m as (
+      insert into points_1m (series_id, bucket, n, min, max, sum, last)
+      select series_id, minute, ${ROLLUP_AGGREGATES} from p group by series_id, minute
+      on conflict (series_id, bucket) do update set n = excluded.n, min = excluded.min, max = excluded.max, sum = excluded.sum, last = excluded.last
+    )
+    insert into points_1h (series_id, bucket, n, min, max, sum, last)
+    select series_id, hour, ${ROLLUP_AGGREGATES} from p group by series_id, hour
+    on conflict (series_id, bucket) do update set n = excluded.n, min = excluded.min, max = excluded.max, sum = excluded.sum, last = excluded.last`;
+
 /** The fewest points written since the last ANALYZE that make PGlite refresh its statistics (maintainStatistics). */
 export const ANALYZE_AFTER_POINTS = 10_000;
 
@@ -214,18 +232,7 @@ async function rollUp(ctx: RepoContext, batches: readonly PointBatch[]): Promise
       -- distinct: a series given in several runs stages an hour once a run.
       select distinct t.series_id, t.bucket as hour from t
       where t.hourly and not exists (select 1 from fresh f where f.series_id = t.series_id and f.bucket = t.bucket)
-    ), p as materialized (
-      select h.series_id, h.hour, x.key - ((x.key % 60000) + 60000) % 60000 as minute, x.key, x.value
-      from h cross join lateral (select pt.key, pt.value from points pt
-        where pt.series_id = h.series_id and pt.key >= h.hour and pt.key < h.hour + 3600000 order by pt.key) x
-    ), m as (
-      insert into points_1m (series_id, bucket, n, min, max, sum, last)
-      select series_id, minute, ${ROLLUP_AGGREGATES} from p group by series_id, minute
-      on conflict (series_id, bucket) do update set n = excluded.n, min = excluded.min, max = excluded.max, sum = excluded.sum, last = excluded.last
-    )
-    insert into points_1h (series_id, bucket, n, min, max, sum, last)
-    select series_id, hour, ${ROLLUP_AGGREGATES} from p group by series_id, hour
-    on conflict (series_id, bucket) do update set n = excluded.n, min = excluded.min, max = excluded.max, sum = excluded.sum, last = excluded.last`);
+    ), ${RECOMPUTE_HOURS}`);
 }
 
 /**
@@ -335,21 +342,10 @@ async function rollUpByRecompute(ctx: RepoContext, batches: readonly PointBatch[
   }
   await ctx.db.execute(sql`
     with h as materialized (
-      select distinct (r->>0)::bigint as series_id, (r->>1)::bigint as hour
+      select distinct s.id as series_id, (r->>1)::bigint as hour
       from jsonb_array_elements(${JSON.stringify(touched)}::jsonb) as r
-    ), p as materialized (
-      select h.series_id, h.hour, x.key - ((x.key % 60000) + 60000) % 60000 as minute, x.key, x.value
-      from h join series s on s.id = h.series_id and s.keyed_by = 'time'
-      cross join lateral (select pt.key, pt.value from points pt
-        where pt.series_id = h.series_id and pt.key >= h.hour and pt.key < h.hour + 3600000 order by pt.key) x
-    ), m as (
-      insert into points_1m (series_id, bucket, n, min, max, sum, last)
-      select series_id, minute, ${ROLLUP_AGGREGATES} from p group by series_id, minute
-      on conflict (series_id, bucket) do update set n = excluded.n, min = excluded.min, max = excluded.max, sum = excluded.sum, last = excluded.last
-    )
-    insert into points_1h (series_id, bucket, n, min, max, sum, last)
-    select series_id, hour, ${ROLLUP_AGGREGATES} from p group by series_id, hour
-    on conflict (series_id, bucket) do update set n = excluded.n, min = excluded.min, max = excluded.max, sum = excluded.sum, last = excluded.last`);
+      join series s on s.id = (r->>0)::bigint and s.keyed_by = 'time'
+    ), ${RECOMPUTE_HOURS}`);
 }
 
 /**

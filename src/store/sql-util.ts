@@ -90,6 +90,67 @@ const PG_EPOCH_MS = Date.UTC(2000, 0, 1);
 const MAX_ROW_BYTES = 2 + 4 * (4 + 8) + (4 + 4);
 
 /**
+ * One chunk of COPY's binary format being written: the header first in the first chunk, each
+ * row its field count and then its fields (length-prefixed, -1 for null), the trailer last in
+ * the last chunk. `bytes`: at most what the chunk's rows take.
+ */
+class BinaryChunk {
+  private readonly buf: Buffer;
+  private readonly view: DataView;
+  private o = 0;
+  constructor(
+    bytes: number,
+    first: boolean,
+    private readonly last: boolean,
+  ) {
+    this.buf = Buffer.allocUnsafe((first ? BINARY_HEADER.length : 0) + bytes + (last ? 2 : 0));
+    this.view = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength);
+    if (first) this.o = BINARY_HEADER.copy(this.buf, 0);
+  }
+  row(fields: number): void {
+    this.view.setInt16(this.o, fields);
+    this.o += 2;
+  }
+  null(): void {
+    this.view.setInt32(this.o, -1);
+    this.o += 4;
+  }
+  /** An int8 as two 32-bit words (exact for every safe integer, negative ones in two's complement), without a BigInt per value. */
+  int8(v: number): void {
+    const hi = Math.floor(v / 4294967296);
+    this.view.setInt32(this.o, 8);
+    this.view.setInt32(this.o + 4, hi);
+    this.view.setUint32(this.o + 8, v - hi * 4294967296);
+    this.o += 12;
+  }
+  int4(v: number): void {
+    this.view.setInt32(this.o, 4);
+    this.view.setInt32(this.o + 4, v);
+    this.o += 8;
+  }
+  /** NaN is null. */
+  float8(v: number): void {
+    if (Number.isNaN(v)) return this.null();
+    this.view.setInt32(this.o, 8);
+    this.view.setFloat64(this.o + 4, v);
+    this.o += 12;
+  }
+  bool(v: boolean): void {
+    this.view.setInt32(this.o, 1);
+    this.view.setUint8(this.o + 4, v ? 1 : 0);
+    this.o += 5;
+  }
+  /** The chunk as written (with the trailer when it is the last). */
+  done(): Buffer {
+    if (this.last) {
+      this.view.setInt16(this.o, -1);
+      this.o += 2;
+    }
+    return this.buf.subarray(0, this.o);
+  }
+}
+
+/**
  * COPY's binary format: numbers travel as the bytes Postgres stores, so neither side formats or
  * parses text (a float's shortest decimal and an ISO instant per point were most of the write's
  * CPU here, and timestamptz parsing most of Postgres'). The batches' runs in turn, in chunks of
@@ -116,57 +177,23 @@ function* copyBinary(batches: readonly PointBatch[], per = 5000): Generator<Buff
         row = all[r]?.[1].start ?? 0;
       }
     }
-    const last = r >= all.length;
-    const buf = Buffer.allocUnsafe((first ? BINARY_HEADER.length : 0) + n * MAX_ROW_BYTES + (last ? 2 : 0));
-    const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
-    let o = 0;
-    if (first) o += BINARY_HEADER.copy(buf, 0);
+    const out = new BinaryChunk(n * MAX_ROW_BYTES, first, r >= all.length);
     first = false;
-    // An int8 as two 32-bit words (exact for every safe integer, negative ones in two's complement),
-    // without a BigInt per value.
-    const int8 = (v: number) => {
-      const hi = Math.floor(v / 4294967296);
-      view.setInt32(o, 8);
-      view.setInt32(o + 4, hi);
-      view.setUint32(o + 8, v - hi * 4294967296);
-      o += 12;
-    };
     for (const [{ key, ts, step, value }, seriesId, from, to] of slices) {
       for (let j = from; j < to; j++) {
-        view.setInt16(o, 5);
-        o += 2;
-        int8(seriesId);
-        int8(key[j]!);
+        out.row(5);
+        out.int8(seriesId);
+        out.int8(key[j]!);
         const t = ts[j]!;
-        if (Number.isNaN(t)) {
-          view.setInt32(o, -1);
-          o += 4;
-        } else int8((t - PG_EPOCH_MS) * 1000);
-        const s = step[j]!;
-        if (Number.isNaN(s)) {
-          view.setInt32(o, -1);
-          o += 4;
-        } else {
-          view.setInt32(o, 4);
-          view.setInt32(o + 4, s);
-          o += 8;
-        }
-        const v = value[j]!;
-        if (Number.isNaN(v)) {
-          view.setInt32(o, -1);
-          o += 4;
-        } else {
-          view.setInt32(o, 8);
-          view.setFloat64(o + 4, v);
-          o += 12;
-        }
+        if (Number.isNaN(t)) out.null();
+        else out.int8((t - PG_EPOCH_MS) * 1000);
+        const st = step[j]!;
+        if (Number.isNaN(st)) out.null();
+        else out.int4(st);
+        out.float8(value[j]!);
       }
     }
-    if (last) {
-      view.setInt16(o, -1);
-      o += 2;
-    }
-    yield buf.subarray(0, o);
+    yield out.done();
   } while (r < all.length);
 }
 
@@ -225,33 +252,7 @@ function* copyRollupsBinary(parts: readonly RollupRows[], staged: boolean, per =
   let done = 0;
   do {
     const n = Math.min(per, total - done);
-    const first = done === 0;
-    const last = done + n >= total;
-    const buf = Buffer.allocUnsafe((first ? BINARY_HEADER.length : 0) + n * MAX_ROLLUP_ROW_BYTES + (last ? 2 : 0));
-    const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
-    let o = first ? BINARY_HEADER.copy(buf, 0) : 0;
-    const int8 = (v: number) => {
-      const hi = Math.floor(v / 4294967296);
-      view.setInt32(o, 8);
-      view.setInt32(o + 4, hi);
-      view.setUint32(o + 8, v - hi * 4294967296);
-      o += 12;
-    };
-    const bool = (v: boolean) => {
-      view.setInt32(o, 1);
-      view.setUint8(o + 4, v ? 1 : 0);
-      o += 5;
-    };
-    const float8 = (v: number) => {
-      if (Number.isNaN(v)) {
-        view.setInt32(o, -1);
-        o += 4;
-      } else {
-        view.setInt32(o, 8);
-        view.setFloat64(o + 4, v);
-        o += 12;
-      }
-    };
+    const out = new BinaryChunk(n * MAX_ROLLUP_ROW_BYTES, done === 0, done + n >= total);
     for (let k = 0; k < n; k++, r++, done++) {
       while (r >= parts[part]!.length) {
         part++;
@@ -259,29 +260,19 @@ function* copyRollupsBinary(parts: readonly RollupRows[], staged: boolean, per =
       }
       const x = parts[part]!;
       if (staged) {
-        view.setInt16(o, 9);
-        o += 2;
-        bool(x.computed[r] === 1);
-        bool(x.hourly);
-      } else {
-        view.setInt16(o, 7);
-        o += 2;
-      }
-      int8(x.seriesId[r]!);
-      int8(x.bucket[r]!);
-      view.setInt32(o, 4);
-      view.setInt32(o + 4, x.n[r]!);
-      o += 8;
-      float8(x.min[r]!);
-      float8(x.max[r]!);
-      float8(x.sum[r]!);
-      float8(x.last[r]!);
+        out.row(9);
+        out.bool(x.computed[r] === 1);
+        out.bool(x.hourly);
+      } else out.row(7);
+      out.int8(x.seriesId[r]!);
+      out.int8(x.bucket[r]!);
+      out.int4(x.n[r]!);
+      out.float8(x.min[r]!);
+      out.float8(x.max[r]!);
+      out.float8(x.sum[r]!);
+      out.float8(x.last[r]!);
     }
-    if (last) {
-      view.setInt16(o, -1);
-      o += 2;
-    }
-    yield buf.subarray(0, o);
+    yield out.done();
   } while (done < total);
 }
 
