@@ -130,7 +130,10 @@ class BinaryChunk {
   }
   /** NaN is null. */
   float8(v: number): void {
-    if (Number.isNaN(v)) return this.null();
+    if (Number.isNaN(v)) {
+      this.null();
+      return;
+    }
     this.view.setInt32(this.o, 8);
     this.view.setFloat64(this.o + 4, v);
     this.o += 12;
