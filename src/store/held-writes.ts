@@ -198,7 +198,8 @@ export class HeldWrites {
       const done = new Promise<void>((resolve) => (release = resolve));
       for (const [id, h] of mine) this.held.set(id, { ...h, written: Promise.all([h.written, done]).then(() => undefined) });
       const heldHere = mine.map(([id]) => [id, this.held.get(id)!] as const);
-      const alone = new Map(mine.filter(([, h]) => h.exclusive).map(([id, h]) => [id, h.points]));
+      // Every series of the write: its points where held alone, null where they merge with others.
+      const alone = new Map(mine.map(([id, h]) => [id, h.exclusive ? h.points : null]));
       return { batches, expectNew, heldHere, release, alone };
     });
     const committed = prepared.then(async ({ batches, expectNew, heldHere, release }) => {
@@ -247,8 +248,12 @@ export class HeldWrites {
 
 /** A batch of fetches being stored: `described` once its topology and series are, `committed` once its points are. */
 export interface Written {
-  /** Resolves to the points held alone (series id -> points sorted by key), the answer as it will be written. */
-  described: Promise<ReadonlyMap<number, HeldPoints>>;
+  /**
+   * Resolves to each series the write holds (by id): its points where they are held alone (sorted
+   * by key: the answer as it will be written), null where they merge with points stored or held
+   * for it already (an answer reads SQL once they commit).
+   */
+  described: Promise<ReadonlyMap<number, HeldPoints | null>>;
   committed: Promise<void>;
 }
 

@@ -5,7 +5,7 @@ import DataLoader from 'dataloader';
 import { parseGlobalId } from '../domain/ids.js';
 import type { RequestScope } from '../domain/request-scope.js';
 import type { Aggregation, SystemMetric } from '../domain/types.js';
-import { groupBy, type Freshness, type ReadThrough, type TopologyHint, type Window } from './read-through.js';
+import { groupBy, type Freshness, type HeldForRequest, type ReadThrough, type TopologyHint, type Window } from './read-through.js';
 import { shapeHeld, summarizeHeld, type HeldPoints } from './shaping.js';
 import {
   SERIES_PER_STATEMENT,
@@ -91,7 +91,7 @@ export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { 
 
   // Points this request's fetches returned for series that had nothing cached: its answer is
   // shaped from them, written or not yet (the same answer either way).
-  const heldForRequest = new Map<number, HeldPoints>();
+  const heldForRequest: HeldForRequest = new Map();
   // What a query will ask of a job's series, told by the resolver that asks for its nodes.
   const topologyHints = new Map<string, TopologyHint>();
   // Each job is ready on its own: one whose metrics fetch teaches its nodes as soon as that fetch
@@ -310,7 +310,7 @@ function rowLoaders(repo: Repository) {
 }
 
 /** Series points and summaries, from what this request holds in memory or else the database. */
-function pointLoaders(ctx: { repo: Repository; readThrough: ReadThrough; heldForRequest: Map<number, HeldPoints> }) {
+function pointLoaders(ctx: { repo: Repository; readThrough: ReadThrough; heldForRequest: HeldForRequest }) {
   const { repo, readThrough, heldForRequest } = ctx;
   // A pair of (maxPoints, aggregation) is one statement; each series keeps its own window.
   // Series fetched a moment ago are shaped from the points still held in memory while their

@@ -187,9 +187,7 @@ class FillRun {
       await Promise.all(writes.map((w) => w.committed));
       return;
     }
-    for (const alone of await Promise.all(writes.map((w) => w.described))) {
-      if (this.opts.collect) for (const [id, points] of alone) this.opts.collect.set(id, points);
-    }
+    for (const held of await Promise.all(writes.map((w) => w.described))) if (this.opts.collect) collectHeld(this.opts.collect, held);
   }
 
   private freshnessOf(i: number): Freshness | Error {
@@ -329,8 +327,8 @@ export interface MetricsOptions {
    * for callers that read the points back in SQL.
    */
   answerBeforeWrite?: boolean;
-  /** Given the points held alone for the series answered before their write: the request shapes them. */
-  collect?: Map<number, HeldPoints>;
+  /** Given the points held alone for the series answered before their write: the request shapes them (collectHeld). */
+  collect?: HeldForRequest;
   /** The operation asking (undefined: background work). */
   scope?: RequestScope;
 }
@@ -338,4 +336,17 @@ export interface MetricsOptions {
 export interface TopologyOptions extends Pick<MetricsOptions, 'answerBeforeWrite' | 'collect' | 'scope'> {
   /** What the query will ask of each job's series: where a metrics fetch teaches the nodes, it is that fetch. */
   hints?: ReadonlyMap<string, TopologyHint>;
+}
+
+/**
+ * The series a request's answers are shaped from in memory (their points held alone), and those
+ * it must read from SQL once their writes commit (null): a series another request's write held
+ * alone, which a write of this request then adds to, answers with both. Null wins whichever write
+ * was described first, so points held alone never hide a later write's of the same series.
+ */
+export type HeldForRequest = Map<number, HeldPoints | null>;
+
+/** Takes one write's held series into the request's (HeldForRequest). */
+export function collectHeld(into: HeldForRequest, held: ReadonlyMap<number, HeldPoints | null>): void {
+  for (const [id, points] of held) if (points === null || into.get(id) !== null) into.set(id, points);
 }

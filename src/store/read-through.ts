@@ -22,7 +22,7 @@ import { WholeJobFill } from './whole-job-fill.js';
 
 export { groupBy, jobRef, type CacheLookupObserver, type StatusListener } from './fill-context.js';
 export { NEGATIVE_LOOKUP_TTL_MS } from './jobs-by-id.js';
-export { METRICS_WAVES, waveEnds, type MetricsOptions, type TopologyOptions } from './metrics-fill.js';
+export { METRICS_WAVES, waveEnds, type HeldForRequest, type MetricsOptions, type TopologyOptions } from './metrics-fill.js';
 export {
   DEFAULT_CACHE_POLICY,
   isTerminal,

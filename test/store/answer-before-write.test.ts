@@ -5,7 +5,7 @@
 // the answer is in. (PGlite has one connection: there the write may commit first; the answers
 // must still agree.)
 import postgres from 'postgres';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestServer, type TestServer } from '../support/runtime.js';
 
 const SERIES = `points { timestamp value } summary { count min max avg last firstAt lastAt }`;
@@ -110,5 +110,60 @@ describe('an answer given before its cache write commits', () => {
     expect(cold.data.jobs.edges).toHaveLength(3);
     for (const e of cold.data.jobs.edges) expect(e.node.nodes.flatMap((n: any) => n.gpus)).toHaveLength(4);
     expect(cold.data).toEqual(warm.data);
+  }, 120_000);
+
+  it("answers with a later fetch's points too, where another request's write still holds the series alone", async () => {
+    // A chart of the whole run is fetched and its write held (locked out on Postgres): the series
+    // are held alone. A finer window of the same series is fetched next; its write adds to them,
+    // so its answer waits for that write and reads both, as the cache answers afterwards. (It once
+    // took the first write's points alone: 6 coarse points for 40 fine ones.)
+    await s.runtime.readThrough.settle();
+    await s.runtime.database.db.execute('truncate points, series, fetches, nodes, gpus' as never);
+    await s.runtime.database.db.execute('update jobs set topology_fetched_at = null' as never);
+    const list = await s.gql(`{ jobs(first: 1) { edges { node { id } } } }`);
+    const id = list.data.jobs.edges[0].node.id as string;
+    const now = s.clock.now();
+    const FINE = `query($id: ID!) { job(id: $id) { nodes { gpus { utilization(from: "${new Date(now - 10 * 60_000).toISOString()}", to: "${new Date(now).toISOString()}", maxPoints: 500) { points { timestamp value } } } } } }`;
+    const dbUrl = s.runtime.database.driver === 'postgres' ? s.db.databaseUrl! : null;
+    const holder = dbUrl ? postgres(dbUrl, { max: 1, onnotice: () => {} }) : null;
+    let unlock: () => void = () => {};
+    let holding: Promise<unknown> = Promise.resolve();
+    if (holder) {
+      let locked!: () => void;
+      const isLocked = new Promise<void>((resolve) => (locked = resolve));
+      const released = new Promise<void>((resolve) => (unlock = resolve));
+      holding = holder.begin(async (tx) => {
+        await tx.unsafe('lock table fetches in exclusive mode');
+        locked();
+        await released;
+      });
+      await isLocked;
+    }
+    try {
+      s.sim.resetStats();
+      const whole = await s.gql(`query($id: ID!) { job(id: $id) { nodes { gpus { utilization(maxPoints: 50) { points { timestamp } } } } } }`, { id });
+      expect(whole.errors, JSON.stringify(whole.errors)).toBeUndefined();
+      const fine = s.gql(FINE, { id });
+      // Its fetch is in and being written (on Postgres both writes wait on the lock).
+      await vi.waitFor(() => expect(s.sim.count('getMetrics')).toBe(2), { timeout: 30_000, interval: 5 });
+      await vi.waitFor(() => expect(s.runtime.readThrough.pendingWrites()).toBeGreaterThanOrEqual(holder ? 2 : 0), { timeout: 30_000, interval: 5 });
+      unlock();
+      await holding;
+      const answered = await fine;
+      expect(answered.errors, JSON.stringify(answered.errors)).toBeUndefined();
+      await s.runtime.readThrough.settle();
+      s.sim.resetStats();
+      const warm = await s.gql(FINE, { id });
+      expect(s.sim.count('getMetrics')).toBe(0);
+      const gpus = answered.data.job.nodes.flatMap((n: any) => n.gpus);
+      expect(gpus.length).toBe(4);
+      // Ten minutes at the platform's finest step (15 s): forty samples at least.
+      for (const g of gpus) expect(g.utilization.points.length).toBeGreaterThanOrEqual(40);
+      expect(answered.data).toEqual(warm.data);
+    } finally {
+      unlock();
+      await holding;
+      await holder?.end();
+    }
   }, 120_000);
 });
