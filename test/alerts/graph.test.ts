@@ -99,6 +99,25 @@ describe('alerts in the graph', () => {
     }
   }
 
+  /**
+   * The server's first steps over: the evaluator's (a firing it makes steps delivery at once) and
+   * delivery's own, due at start. On a busy machine either could still be under way when the test
+   * fires, and then send the test's finding before the step the test counts on.
+   */
+  async function startSettled() {
+    const f = rt.findings!;
+    while (f.busy()) {
+      await new Promise<void>((resolve, reject) => {
+        const hang = setTimeout(() => reject(new Error('timed out waiting for an evaluation')), HANG_MS);
+        f.events.once('evaluated', () => {
+          clearTimeout(hang);
+          resolve();
+        });
+      });
+    }
+    await settled();
+  }
+
   async function steps(n: number) {
     await settled();
     for (let i = 0; i < n; i++) {
@@ -134,6 +153,7 @@ describe('alerts in the graph', () => {
   it('shows each notification, silences and acknowledges with who and when, refuses a token without write', async () => {
     const jobs = await gql(READER, '{ jobs(first: 1) { edges { node { id } } } }');
     jobId = jobs.data.jobs.edges[0].node.id;
+    await startSettled();
     await fire('STALLED');
     await steps(1);
     expect(hook.requests.map((r) => r.body.finding.kind)).toEqual(['STALLED']);
