@@ -31,6 +31,13 @@ const FOLLOWER_TRY_INTERVALS = 0.25;
 const FRESH_FRACTION = 0.9;
 /** Log lines per page and pages per job and sweep (the live log feed's page; a job far behind catches up over sweeps). */
 const LOG_PAGE = 500;
+/**
+ * How far before a running job's newest stored training point each sweep's training fetch starts
+ * (where the platform answers a range): points a framework's background sync (wandb) hands the
+ * platform minutes after they were logged are still found; those of the overlap are written again
+ * unchanged (keyed by step).
+ */
+export const TRAINING_OVERLAP_MS = 10 * 60_000;
 const LOG_PAGES_PER_SWEEP = 4;
 
 export interface CollectorEvents {
@@ -248,6 +255,7 @@ class ProviderCollector {
                   firstLookbackMs: this.settings.firstLookbackSeconds * 1000,
                   overlapMs: interval,
                   training: this.wantsTraining,
+                  trainingOverlapMs: TRAINING_OVERLAP_MS,
                   progress: this.wantsProgress,
                   signal,
                 })

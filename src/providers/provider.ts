@@ -29,6 +29,14 @@ export interface ProviderCapabilities {
    */
   nodesOnlyInMetrics?: boolean;
   trainingMetrics: boolean;
+  /**
+   * True when fetchTrainingMetrics asked `from` a time onwards (no `to`) gets only the points
+   * logged since from the platform (Lens' range on the point's timestamp): a running job's training
+   * metrics are then collected from its last stored point instead of whole every sweep. Where the
+   * platform answers whole anyway (Runicorn's table), a range only filters, and drops points without
+   * a time: such an adapter leaves this unset.
+   */
+  trainingSince?: boolean;
   progress: boolean;
   logs: boolean;
   /**

@@ -77,7 +77,7 @@ export interface SimulatorHandle {
   abandoned(route: string): number;
   /** Lets the requests a 'timeout' fault without delay holds go on to their normal answer. */
   release(): void;
-  /** Emits 'request' (route name) as each request arrives, 'abandoned' when its client goes away before the answer. */
+  /** Emits 'request' (route name, the request: its query) as each request arrives, 'abandoned' when its client goes away before the answer. */
   readonly events: EventEmitter;
   resetStats(): void;
   inject(fault: Fault): void;
@@ -159,7 +159,7 @@ async function serveRequest(kit: KitParts, req: http.IncomingMessage, res: http.
     }
     const simReq: SimRequest = { ...base, route: matched?.name ?? 'unknown', params };
     stats.set(simReq.route, (stats.get(simReq.route) ?? 0) + 1);
-    events.emit('request', simReq.route);
+    events.emit('request', simReq.route, simReq);
     res.once('close', () => {
       if (res.writableFinished) return;
       abandoned.set(simReq.route, (abandoned.get(simReq.route) ?? 0) + 1);

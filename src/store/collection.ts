@@ -26,6 +26,12 @@ export interface CollectRunningOptions {
   /** Each fetch starts this far before the last one's reach, for points the platform reported late. */
   overlapMs: number;
   training: boolean;
+  /**
+   * Training metrics of a running job are fetched from its newest stored point less this (where the
+   * platform answers a range, trainingSince): for points a platform took in late (a framework's
+   * background sync). Default whole every time.
+   */
+  trainingOverlapMs?: number;
   progress: boolean;
   signal?: AbortSignal;
 }
@@ -167,7 +173,7 @@ export class CollectionStore {
    */
   async collectFinished(
     jobs: readonly JobRow[],
-    opts: Omit<CollectRunningOptions, 'maxAgeMs' | 'firstLookbackMs' | 'overlapMs'>,
+    opts: Omit<CollectRunningOptions, 'maxAgeMs' | 'firstLookbackMs' | 'overlapMs' | 'trainingOverlapMs'>,
   ): Promise<Map<string, CollectOutcome>> {
     const now = this.rt.now();
     const scope = scopeOf(opts.signal);
@@ -183,7 +189,7 @@ export class CollectionStore {
   /** Each job's answers of one batched call per dataset: its metrics requests, then training metrics and progress when asked. */
   private async wholeGroup(
     jobs: readonly JobRow[],
-    opts: { training: boolean; progress: boolean },
+    opts: { training: boolean; progress: boolean; trainingOverlapMs?: number },
     scope: RequestScope | undefined,
     metrics: { requests: MetricsRequest[]; maxAgeMs: number | undefined } | null,
   ): Promise<Map<string, (Freshness | Error | undefined)[]>> {
@@ -192,7 +198,10 @@ export class CollectionStore {
       const answers = await this.rt.ensureMetrics(metrics.requests, { maxAgeMs: metrics.maxAgeMs, scope });
       for (const [i, a] of answers.entries()) results.get(metrics.requests[i]!.job.id)!.push(a);
     }
-    if (opts.training) for (const [id, a] of await this.rt.ensureTraining(jobs, scope)) results.get(id)?.push(a);
+    if (opts.training) {
+      const since = opts.trainingOverlapMs === undefined ? {} : { sinceStored: { overlapMs: opts.trainingOverlapMs } };
+      for (const [id, a] of await this.rt.ensureTraining(jobs, scope, since)) results.get(id)?.push(a);
+    }
     if (opts.progress) for (const [id, a] of await this.rt.ensureProgress(jobs, scope)) results.get(id)?.push(a);
     return results;
   }

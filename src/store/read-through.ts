@@ -171,8 +171,8 @@ export class ReadThrough {
 
   // ---- training metrics, progress and logs (whole-job-fill.ts) -----------------------------------
 
-  ensureTraining(jobs: readonly JobRow[], scope?: RequestScope): Promise<Map<string, Freshness | Error>> {
-    return this.wholeJob.ensureTraining(jobs, scope);
+  ensureTraining(jobs: readonly JobRow[], scope?: RequestScope, opts: { sinceStored?: { overlapMs: number } } = {}): Promise<Map<string, Freshness | Error>> {
+    return this.wholeJob.ensureTraining(jobs, scope, opts);
   }
 
   ensureProgress(jobs: readonly JobRow[], scope?: RequestScope): Promise<Map<string, Freshness | Error>> {

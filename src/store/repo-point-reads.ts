@@ -5,7 +5,7 @@ import type { Aggregation } from '../domain/types.js';
 import type { RepoContext } from './repo-context.js';
 import type { PointRow, SeriesRow, SeriesWindow, SummaryRow } from './repo-types.js';
 import { HOUR_MS, MINUTE_MS } from './repo-point-writes.js';
-import { toDate } from './sql-util.js';
+import { rowsOf, textArray, toDate } from './sql-util.js';
 
 /** A numeric SQL array as a driver returns it: parsed, or in Postgres' text form. */
 type NumberArray = readonly (number | string | null)[] | string;
@@ -87,6 +87,32 @@ function pointArrays(rows: string, orderBy: string): SQL {
 export async function seriesOfJobs(ctx: RepoContext, jobIds: readonly string[], kind: 'system' | 'training'): Promise<SeriesRow[]> {
   if (jobIds.length === 0) return [];
   return ctx.read(() => ctx.reads.seriesOfJobs.execute({ ids: [...jobIds], kind }));
+}
+
+/**
+ * Per job, the time of its training series' newest points: each series' point of the highest key
+ * (one backwards step on the points' key index), the latest of those per job. A job without a
+ * timed training point is absent. Where a step was logged again later (a resumed run), the highest
+ * step's time is earlier than the newest point's: an earlier answer, never a later one.
+ */
+export async function lastTrainingPointTimes(ctx: RepoContext, jobIds: readonly string[]): Promise<Map<string, Date>> {
+  if (jobIds.length === 0) return new Map();
+  const rows = await ctx.read(() =>
+    rowsOf<{ job_id: string; last_at: unknown }>(
+      ctx.db,
+      sql`select s.job_id, max(lp.ts) as last_at
+        from series s
+        cross join lateral (select p.ts from points p where p.series_id = s.id order by p.key desc limit 1) lp
+        where s.job_id = any(${textArray(jobIds)}) and s.kind = 'training'
+        group by s.job_id`,
+    ),
+  );
+  const out = new Map<string, Date>();
+  for (const r of rows) {
+    const at = toDate(r.last_at);
+    if (at) out.set(r.job_id, at);
+  }
+  return out;
 }
 
 /**

@@ -249,6 +249,10 @@ export class Repository {
     return pointReads.seriesOfJobs(this.ctx, jobIds, kind);
   }
 
+  lastTrainingPointTimes(jobIds: readonly string[]): Promise<Map<string, Date>> {
+    return pointReads.lastTrainingPointTimes(this.ctx, jobIds);
+  }
+
   pointsOf(windows: readonly SeriesWindow[], maxPoints: number, aggregation: Aggregation): Promise<PointRow[]> {
     return pointReads.pointsOf(this.ctx, windows, maxPoints, aggregation);
   }

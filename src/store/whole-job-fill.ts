@@ -13,7 +13,9 @@ import type { Repository } from './repository.js';
 interface WholeJobDataset<T> {
   dataset: 'training' | 'progress';
   supported: (adapter: ProviderAdapter) => boolean;
-  fetch: (ref: JobRef, signal: AbortSignal, adapter: ProviderAdapter) => Promise<T>;
+  /** Before the due jobs are fetched: what their fetches need of the cache (read once for the batch). */
+  prepare?: (due: readonly JobRow[]) => Promise<void>;
+  fetch: (ref: JobRef, signal: AbortSignal, adapter: ProviderAdapter, job: JobRow) => Promise<T>;
   write: (entries: { job: JobRow; data: T }[], repo: Repository) => Promise<void>;
 }
 
@@ -23,13 +25,33 @@ export class WholeJobFill {
   /**
    * Training metrics are fetched whole per job (platforms page them by step, not by the small
    * windows dashboards ask for), final once the job is, fresh for the metrics TTL while it runs.
+   * With `sinceStored` (the collector's sweeps), a running job of a platform that answers a range
+   * (trainingSince) is fetched from its newest stored point less `overlapMs` instead: what a
+   * sweep adds is the last interval's points, not the whole run again. Points are keyed by step, so
+   * the overlap's points are written again unchanged, and a point logged late (by up to
+   * `overlapMs`) is still found. A job with nothing stored yet, or finished, is fetched whole.
    */
-  async ensureTraining(jobs: readonly JobRow[], scope?: RequestScope): Promise<Map<string, Freshness | Error>> {
+  async ensureTraining(
+    jobs: readonly JobRow[],
+    scope?: RequestScope,
+    opts: { sinceStored?: { overlapMs: number } } = {},
+  ): Promise<Map<string, Freshness | Error>> {
+    let since = new Map<string, Date>();
+    const sinceStored = opts.sinceStored;
     return this.ensureWholeJobDataset(scope, jobs, {
       dataset: 'training',
       supported: (a) => a.capabilities.trainingMetrics,
-      fetch: async (ref, signal, adapter): Promise<SeriesData[]> =>
-        (await adapter.fetchTrainingMetrics?.(ref, { from: null, to: null, names: null }, signal)) ?? [],
+      prepare: sinceStored
+        ? async (due) => {
+            const ranged = due.filter((j) => !isTerminal(j.status) && this.c.providers.find(j.providerId)?.adapter.capabilities.trainingSince);
+            since = await this.c.repo.within(scope).lastTrainingPointTimes(ranged.map((j) => j.id));
+          }
+        : undefined,
+      fetch: async (ref, signal, adapter, job): Promise<SeriesData[]> => {
+        const last = since.get(job.id);
+        const from = last && sinceStored ? new Date(last.getTime() - sinceStored.overlapMs) : null;
+        return (await adapter.fetchTrainingMetrics?.(ref, { from, to: null, names: null }, signal)) ?? [];
+      },
       write: async (entries, repo) => {
         for (const [pid, group] of groupBy(entries, (e) => e.job.providerId)) {
           await repo.writeSeries(
@@ -68,7 +90,7 @@ export class WholeJobFill {
   private async ensureWholeJobDataset<T>(
     scope: RequestScope | undefined,
     jobs: readonly JobRow[],
-    { dataset, supported, fetch, write }: WholeJobDataset<T>,
+    { dataset, supported, prepare, fetch, write }: WholeJobDataset<T>,
   ): Promise<Map<string, Freshness | Error>> {
     const now = this.c.now();
     const out = new Map<string, Freshness | Error>();
@@ -96,12 +118,15 @@ export class WholeJobFill {
     this.c.lookedUp(dataset, relevant.length - due.length, due.length);
     if (due.length === 0) return out;
     const projects = await this.c.projectExternalIds(due, scope);
+    await prepare?.(due);
     const fetched: { job: JobRow; data: T }[] = [];
     await Promise.all(
       due.map(async (job) => {
         try {
+          // Shared with a fetch of the job under way (a query's whole one, or a sweep's from its newest
+          // stored point): either way the store then holds the whole run, which is what callers read.
           const data = await this.c.fills.once(`${dataset}:${job.id}`, job.providerId, scope, (shared) =>
-            this.c.providers.call(job.providerId, (adapter, signal) => fetch(jobRef(job, projects.get(job.projectId) ?? ''), signal, adapter), shared),
+            this.c.providers.call(job.providerId, (adapter, signal) => fetch(jobRef(job, projects.get(job.projectId) ?? ''), signal, adapter, job), shared),
           );
           fetched.push({ job, data });
           out.set(job.id, FRESH_NOW(now));

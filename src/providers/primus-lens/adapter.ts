@@ -333,14 +333,16 @@ async function fetchTrainingMetrics(ctx: LensAdapter, job: JobRef, request: Trai
 
   const from = request.from?.getTime();
   const to = request.to?.getTime();
-  // Lens applies a range only when both ends are given; a one-sided range is applied here.
-  const bothEnds = from !== undefined && to !== undefined;
-  const answer = await client.get(
-    `/workloads/${uid}/metrics/data`,
-    { metrics: [...new Set(names)].join(','), ...(bothEnds ? { start: from, end: to } : {}) },
-    metricsDataSchema,
-    signal,
-  );
+  // Lens applies a range only when both ends are given. From a time onwards (the collector's
+  // incremental fetch, trainingSince) the far end is generous, as for iteration times, so that a
+  // server clock ahead of ours cannot hide the latest points; up to a time only is applied here.
+  const range =
+    from !== undefined && to !== undefined
+      ? { start: from, end: to }
+      : from !== undefined
+        ? { start: from, end: Math.max(Date.now(), from) + CLOCK_SKEW_MARGIN_MS }
+        : {};
+  const answer = await client.get(`/workloads/${uid}/metrics/data`, { metrics: [...new Set(names)].join(','), ...range }, metricsDataSchema, signal);
 
   const groups = new Map<string, { name: string; source: string; points: TrainingPoint[] }>();
   for (const p of answer.data) {
@@ -414,6 +416,7 @@ export function createPrimusLensAdapter(config: PrimusLensConfig, secrets: Secre
       systemMetrics: SYSTEM_METRICS,
       perGpuSeries: true,
       trainingMetrics: true,
+      trainingSince: true,
       progress: true,
       logs: false,
     },
