@@ -183,11 +183,52 @@ export async function writePointBatches(ctx: RepoContext, batches: readonly Poin
   await ctx.db.execute(sql`create temp table if not exists points_stage
     (series_id bigint, key bigint, ts timestamptz, step int, value float8) on commit delete rows`);
   await copier('points_stage', withPoints);
-  await ctx.db.execute(sql`insert into points (series_id, key, ts, step, value)
-    select series_id, key, ts, step, value from points_stage
-    on conflict (series_id, key) do update set ts = excluded.ts, step = excluded.step, value = excluded.value`);
+  // A point already stored as given is left as it is (no new row version, no index entry), and
+  // only the hours where a point was added or changed are rolled up again: a collector's fetch
+  // starts an interval before its last reach, so half of what it sends is stored already. "As
+  // given" is float8 equality: a -0 sent for a stored 0 leaves the 0 (every read answers the same).
+  // A series' step-keyed points (no rollups) come back as hours too; rollUp leaves them out.
+  const changed = await rowsOf<{ series_id: number; hour: number }>(
+    ctx.db,
+    sql`with w as (
+      insert into points (series_id, key, ts, step, value)
+      select series_id, key, ts, step, value from points_stage
+      on conflict (series_id, key) do update set ts = excluded.ts, step = excluded.step, value = excluded.value
+      where (points.ts, points.step, points.value) is distinct from (excluded.ts, excluded.step, excluded.value)
+      returning series_id, key
+    )
+    select distinct series_id::float8 as series_id, (key - ((key % 3600000) + 3600000) % 3600000)::float8 as hour from w`,
+  );
   await ctx.db.execute(sql`truncate points_stage`);
-  await rollUp(ctx, withPoints);
+  if (changed.length === 0) return;
+  const hours = new Map<number, Set<number>>();
+  for (const r of changed) {
+    const id = Number(r.series_id);
+    let held = hours.get(id);
+    if (!held) hours.set(id, (held = new Set()));
+    held.add(Number(r.hour));
+  }
+  await rollUp(ctx, withPoints, hours);
+}
+
+/** Keeps, in place, the rows of `rows` whose hour is among `hours` (series id -> hour starts). */
+function keepHours(rows: RollupRows, hours: ReadonlyMap<number, ReadonlySet<number>>): void {
+  let kept = 0;
+  for (let i = 0; i < rows.length; i++) {
+    if (!hours.get(rows.seriesId[i]!)?.has(rows.hourly ? rows.bucket[i]! : bucketOf(rows.bucket[i]!, HOUR_MS))) continue;
+    if (kept !== i) {
+      rows.computed[kept] = rows.computed[i]!;
+      rows.seriesId[kept] = rows.seriesId[i]!;
+      rows.bucket[kept] = rows.bucket[i]!;
+      rows.n[kept] = rows.n[i]!;
+      rows.min[kept] = rows.min[i]!;
+      rows.max[kept] = rows.max[i]!;
+      rows.sum[kept] = rows.sum[i]!;
+      rows.last[kept] = rows.last[i]!;
+    }
+    kept++;
+  }
+  rows.length = kept;
 }
 
 /**
@@ -202,14 +243,19 @@ export async function writePointBatches(ctx: RepoContext, batches: readonly Poin
  * changed value replace its old one. Reading back is the price of a write into an hour that holds
  * points: a collector's write of the last minute re-reads up to an hour of that series
  * (docs/history.md has the measured cost). Step-keyed series (training metrics) have no time
- * buckets: the join on `series` leaves them out.
+ * buckets: the join on `series` leaves them out. `only` (series id -> hour starts): the hours the
+ * merge added or changed a point in; the others' rows already hold what is stored.
  */
-async function rollUp(ctx: RepoContext, batches: readonly PointBatch[]): Promise<void> {
+async function rollUp(ctx: RepoContext, batches: readonly PointBatch[], only?: ReadonlyMap<number, ReadonlySet<number>>): Promise<void> {
   const copy = rollupCopierOf(ctx.db);
   if (!copy) return rollUpByRecompute(ctx, batches);
   await ctx.db.execute(sql`create temp table if not exists rollup_stage (computed boolean, hourly boolean, series_id bigint,
     bucket bigint, n int, min float8, max float8, sum float8, last float8) on commit delete rows`);
   const { hours, minutes } = stagedRollups(batches);
+  if (only) {
+    keepHours(hours, only);
+    keepHours(minutes, only);
+  }
   await copy('rollup_stage', [hours, minutes]);
   await ctx.db.execute(sql`
     with st as materialized (

@@ -10,13 +10,15 @@
 // closed: unpatched, that statement outlives the reconnect, takes the next session's first reply,
 // and the statement that reply was for never settles (seen as a cache write that never committed
 // in test/reliability/postgres-restart.test.ts, once in about ten runs).
+// And it turns Nagle's algorithm off on its sockets, as libpq does: with it on, each COPY FROM STDIN
+// waited for the server's delayed ACK (40 ms on Linux) before its CopyDone went out.
 // The socket drop is injected at the transport: the driver is given real TCP sockets to the real
 // Postgres, and the test closes one at the exact moment the defect needs (bytes queued, not flushed).
 import net from 'node:net';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import postgres from 'postgres';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createTestDatabase, REAL_POSTGRES_URL, type TestDatabase } from '../support/database.js';
 import { eventually } from '../support/wait.js';
 
@@ -281,6 +283,18 @@ describe.runIf(REAL_POSTGRES_URL)('postgres.js after its connection dies (real P
       expect(await outcome(sql`select 8 as n`)).toEqual({ ok: [{ n: 8 }] });
     } finally {
       await admin`delete from marks where n >= 100`;
+      await sql.end({ timeout: 1 });
+    }
+  });
+
+  it("sends without Nagle's delay: its connection's socket has TCP_NODELAY", async () => {
+    const noDelay = vi.spyOn(net.Socket.prototype, 'setNoDelay');
+    const sql = postgres(database.databaseUrl!, { max: 1, onnotice: () => {} });
+    try {
+      expect(await sql`select 9 as n`).toEqual([{ n: 9 }]);
+      expect(noDelay.mock.calls).toContainEqual([true]);
+    } finally {
+      noDelay.mockRestore();
       await sql.end({ timeout: 1 });
     }
   });

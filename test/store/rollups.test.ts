@@ -99,7 +99,7 @@ describe('rollups of hours a write is the first to touch', () => {
     expect(kept1m).toEqual(handRollup(points, 60_000));
     expect(kept1h).toEqual(handRollup(points, 3_600_000));
 
-    // A re-write recomputes every hour it touches: the same rows, digit for digit.
+    // A re-write changes no stored point, so no hour is rolled up again: the same rows, digit for digit.
     await suite.repo.writePoints(points);
     expect(await rollupRows(suite.db.db, 'points_1m', id!)).toEqual(kept1m);
     expect(await rollupRows(suite.db.db, 'points_1h', id!)).toEqual(kept1h);
