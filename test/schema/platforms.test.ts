@@ -62,7 +62,7 @@ describe('three cloud platforms in one graph', () => {
 
   it('answers running jobs of all three with GPU utilization in RATIO and GPU memory in BYTES or RATIO', async () => {
     const res = await gql(RUNNING);
-    expect(res.errors).toBeUndefined();
+    expect(res.errors, `server log: ${logged.join('').slice(-4000)}`).toBeUndefined();
     const nodes = res.data.jobs.edges.map((e: any) => e.node);
     for (const kind of CLOUDS) {
       // Baseten's job resource has no GPU total (only per node), so select by the GPU series.
