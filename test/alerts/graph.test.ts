@@ -15,6 +15,7 @@ import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { ManualTimers } from '../support/manual-timers.js';
 import { startRuntimeOn } from '../support/runtime.js';
 import { HANG_MS } from '../support/wait.js';
+import { evaluationsSettled } from '../findings/helpers.js';
 import { TestReceiver } from './receivers.js';
 
 const START = Date.UTC(2026, 10, 20, 12, 0, 0);
@@ -105,16 +106,7 @@ describe('alerts in the graph', () => {
    * fires, and then send the test's finding before the step the test counts on.
    */
   async function startSettled() {
-    const f = rt.findings!;
-    while (f.busy()) {
-      await new Promise<void>((resolve, reject) => {
-        const hang = setTimeout(() => reject(new Error('timed out waiting for an evaluation')), HANG_MS);
-        f.events.once('evaluated', () => {
-          clearTimeout(hang);
-          resolve();
-        });
-      });
-    }
+    await evaluationsSettled(rt);
     await settled();
   }
 
