@@ -171,6 +171,9 @@ function watchEvery(watchdog: PoolWatchdog, enabled = true): () => void {
   return () => clearInterval(timer);
 }
 
+/** The advisory lock key the migrations of a PostgreSQL database run under (any replica's). */
+export const MIGRATION_LOCK_KEY = 4_172_601_041;
+
 /** Connections of the short-read client (Database.shortReads), at most the pool's own size. */
 export const SHORT_READ_CONNECTIONS = 2;
 
@@ -228,7 +231,17 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
     // One connection of its own for probes: it answers while the pool's slots are all taken.
     const probeClient = postgres(opts.databaseUrl, { max: 1, onnotice: () => {}, connect_timeout: 10, idle_timeout: 60, backoff: reconnectBackoffSeconds });
     const db = drizzle(client, { schema: tables, logger });
-    await migrate(db, { migrationsFolder: MIGRATIONS_DIR });
+    // Replicas started together on one empty database would each create the same tables at once
+    // (one failed on `CREATE TABLE "fetch_errors"`): the migrations run under a session advisory
+    // lock on a connection of their own, one replica after another; the later ones find nothing to do.
+    const migrator = postgres(opts.databaseUrl, { max: 1, onnotice: () => {}, connect_timeout: 10 });
+    try {
+      await migrator.unsafe(`select pg_advisory_lock(${MIGRATION_LOCK_KEY})`);
+      await migrate(drizzle(migrator), { migrationsFolder: MIGRATIONS_DIR });
+    } finally {
+      // Its session's end lets the lock go.
+      await migrator.end({ timeout: 5 });
+    }
     const pool = client as unknown as PatchedPool;
     const watchdog = new PoolWatchdog(
       {
