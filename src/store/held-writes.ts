@@ -199,8 +199,8 @@ export class HeldWrites {
       for (const [id, h] of mine) this.held.set(id, { ...h, written: Promise.all([h.written, done]).then(() => undefined) });
       const heldHere = mine.map(([id]) => [id, this.held.get(id)!] as const);
       // Every series of the write: its points where held alone, null where they merge with others.
-      const alone = new Map(mine.map(([id, h]) => [id, h.exclusive ? h.points : null]));
-      return { batches, expectNew, heldHere, release, alone };
+      const held = new Map(mine.map(([id, h]) => [id, h.exclusive ? h.points : null]));
+      return { batches, expectNew, heldHere, release, held };
     });
     const committed = prepared.then(async ({ batches, expectNew, heldHere, release }) => {
       try {
@@ -223,7 +223,7 @@ export class HeldWrites {
         this.c.writeFailed(err);
       });
     });
-    const written: Written = { described: prepared.then((p) => p.alone), committed };
+    const written: Written = { described: prepared.then((p) => p.held), committed };
     // Only answers given before the write wait on `described`; a failure of it fails `committed`
     // too, which is always awaited and reported. Unobserved, it would end the process.
     written.described.catch(() => {});

@@ -90,7 +90,8 @@ export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { 
   const { projectById, nodesOfJob, gpusOfJob, nodeById, gpuById, progressOfJob, summariesOfJob, seriesOfJob } = rowLoaders(repo);
 
   // Points this request's fetches returned for series that had nothing cached: its answer is
-  // shaped from them, written or not yet (the same answer either way).
+  // shaped from them, written or not yet (the same answer either way). A series one of its writes
+  // adds to (null) is read from SQL once that write commits (HeldForRequest).
   const heldForRequest: HeldForRequest = new Map();
   // What a query will ask of a job's series, told by the resolver that asks for its nodes.
   const topologyHints = new Map<string, TopologyHint>();

@@ -211,26 +211,6 @@ export async function writePointBatches(ctx: RepoContext, batches: readonly Poin
   await rollUp(ctx, withPoints, hours);
 }
 
-/** Keeps, in place, the rows of `rows` whose hour is among `hours` (series id -> hour starts). */
-function keepHours(rows: RollupRows, hours: ReadonlyMap<number, ReadonlySet<number>>): void {
-  let kept = 0;
-  for (let i = 0; i < rows.length; i++) {
-    if (!hours.get(rows.seriesId[i]!)?.has(rows.hourly ? rows.bucket[i]! : bucketOf(rows.bucket[i]!, HOUR_MS))) continue;
-    if (kept !== i) {
-      rows.computed[kept] = rows.computed[i]!;
-      rows.seriesId[kept] = rows.seriesId[i]!;
-      rows.bucket[kept] = rows.bucket[i]!;
-      rows.n[kept] = rows.n[i]!;
-      rows.min[kept] = rows.min[i]!;
-      rows.max[kept] = rows.max[i]!;
-      rows.sum[kept] = rows.sum[i]!;
-      rows.last[kept] = rows.last[i]!;
-    }
-    kept++;
-  }
-  rows.length = kept;
-}
-
 /**
  * Keeps the 1-minute and 1-hour rollups of the hours a write touched, in the write's transaction,
  * by a COPY of rows worked out in memory and one statement whatever the batch. An hour that had
@@ -253,8 +233,9 @@ async function rollUp(ctx: RepoContext, batches: readonly PointBatch[], only?: R
     bucket bigint, n int, min float8, max float8, sum float8, last float8) on commit delete rows`);
   const { hours, minutes } = stagedRollups(batches);
   if (only) {
-    keepHours(hours, only);
-    keepHours(minutes, only);
+    // A minute's row goes with its hour.
+    hours.retain((id, bucket) => only.get(id)?.has(bucket) ?? false);
+    minutes.retain((id, bucket) => only.get(id)?.has(bucketOf(bucket, HOUR_MS)) ?? false);
   }
   await copy('rollup_stage', [hours, minutes]);
   await ctx.db.execute(sql`

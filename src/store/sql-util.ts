@@ -239,6 +239,18 @@ export class RollupRows {
     this.min[i] = this.max[i] = this.sum[i] = this.last[i] = Number.NaN;
     return i;
   }
+  /** Keeps, in place and in order, the rows `keep` says yes to. */
+  retain(keep: (seriesId: number, bucket: number) => boolean): void {
+    let kept = 0;
+    for (let i = 0; i < this.length; i++) {
+      if (!keep(this.seriesId[i]!, this.bucket[i]!)) continue;
+      if (kept !== i) {
+        for (const column of [this.computed, this.seriesId, this.bucket, this.n, this.min, this.max, this.sum, this.last]) column[kept] = column[i]!;
+      }
+      kept++;
+    }
+    this.length = kept;
+  }
 }
 
 /** One rollup row at most: field count, two bools, two int8, an int4 and four float8 with their lengths. */
