@@ -38,6 +38,13 @@ const LOG_PAGE = 500;
  * unchanged (keyed by step).
  */
 export const TRAINING_OVERLAP_MS = 10 * 60_000;
+/**
+ * How far before its last reach a running job's metrics fetch starts: an interval, for samples the
+ * platform publishes after their timestamp (CloudMonitor and AOM take a minute or two), but no
+ * more than this. At an interval of an hour the whole last hour was fetched and merged again,
+ * doubling every sweep's points for samples that had been published for most of an hour.
+ */
+export const METRICS_OVERLAP_MAX_MS = 5 * 60_000;
 const LOG_PAGES_PER_SWEEP = 4;
 
 export interface CollectorEvents {
@@ -253,7 +260,7 @@ class ProviderCollector {
                   // one had (a slow first sweep, a loaded machine): collected every other interval.
                   maxAgeMs: nowMs() - sweepStart + interval * (1 - FRESH_FRACTION),
                   firstLookbackMs: this.settings.firstLookbackSeconds * 1000,
-                  overlapMs: interval,
+                  overlapMs: Math.min(interval, METRICS_OVERLAP_MAX_MS),
                   training: this.wantsTraining,
                   trainingOverlapMs: TRAINING_OVERLAP_MS,
                   progress: this.wantsProgress,
