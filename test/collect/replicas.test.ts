@@ -61,8 +61,9 @@ run('the collector across two replicas [needs TEST_DATABASE_URL]', () => {
       configPath,
       JSON.stringify({ providers: [{ id: providerId, kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', pollIntervalSeconds: INTERVAL_S }] }),
     );
-    const a = await startReplica(configPath);
-    const b = await startReplica(configPath);
+    // Started together on the new, empty database: one runs the migrations under their lock, the
+    // other waits and finds nothing to do (src/store/db.ts), as two replicas deployed at once do.
+    const [a, b] = await Promise.all([startReplica(configPath), startReplica(configPath)]);
     await eventually(async () => (await leading(a.url)) + (await leading(b.url)) === 1, 30_000, 'one replica to lead');
     // The series is checked from here: the leader's first fetch reached back to the job's start at
     // the platform's coarser step for a long window (30 s); every fetch after it asks a few seconds.
