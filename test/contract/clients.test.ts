@@ -229,8 +229,12 @@ describe('Apollo Client', () => {
         const client = apollo({ url: live.url });
         const first: any[] = [];
         const feed = client.subscribe<any>({ query: gql(LIVE), variables: { jobId } }).subscribe({ next: (r) => r.data && first.push(r.data.jobUtilization) });
-        // The feed's first poll (due at once) has written the newest points.
+        // The feed's first poll (due at once) has fetched the newest points; its sample goes out
+        // before their write commits, so the query waits for that write: the series it reads is
+        // then the one the next subscriber reads (a query planned while the write was still
+        // uncommitted answered without its points, and the sample after it with them).
         await waitFor(() => first.length >= 1, 60_000, 'the first live sample');
+        await live.readThrough.settle();
         const { data } = await client.query<any>({ query: gql(DASHBOARD), variables: { jobId } });
         const queried = data.job.metrics as { id: string; points: { timestamp: string }[] }[];
         expect(queried.length).toBeGreaterThan(0);
