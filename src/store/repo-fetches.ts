@@ -76,11 +76,19 @@ export async function fetchErrorsOf(ctx: RepoContext, jobIds: readonly string[],
   );
 }
 
-export async function recordFetchErrors(ctx: RepoContext, rows: FetchErrorRow[]) {
+/**
+ * In key order, and outside a caller's transaction in one of its own: two fills recording the
+ * same jobs' errors at once deadlocked on Postgres (one answered INTERNAL, seen in a CI
+ * rehearsal's `schema/platforms`); rows taken in one order wait instead of crossing, and a
+ * deadlock victim runs again (RepoContext.transaction).
+ */
+export async function recordFetchErrors(ctx: RepoContext, rows: FetchErrorRow[]): Promise<void> {
   if (rows.length === 0) return;
+  if (!ctx.inTransaction) return ctx.transaction((tx) => recordFetchErrors(tx, rows));
+  const ordered = [...rows].sort((a, b) => (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : a.dataset < b.dataset ? -1 : a.dataset > b.dataset ? 1 : 0));
   await ctx.db
     .insert(t.fetchErrors)
-    .values(rows)
+    .values(ordered)
     .onConflictDoUpdate({
       target: [t.fetchErrors.jobId, t.fetchErrors.dataset],
       set: { failedAt: sql`excluded.failed_at`, code: sql`excluded.code`, message: sql`excluded.message` },
