@@ -85,7 +85,9 @@ export async function fetchErrorsOf(ctx: RepoContext, jobIds: readonly string[],
 export async function recordFetchErrors(ctx: RepoContext, rows: FetchErrorRow[]): Promise<void> {
   if (rows.length === 0) return;
   if (!ctx.inTransaction) return ctx.transaction((tx) => recordFetchErrors(tx, rows));
-  const ordered = [...rows].sort((a, b) => (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : a.dataset < b.dataset ? -1 : a.dataset > b.dataset ? 1 : 0));
+  // One order for every writer (as writeSeriesRows orders by series_key): job, then dataset.
+  const key = (r: FetchErrorRow) => `${r.jobId}\u0000${r.dataset}`;
+  const ordered = [...rows].sort((a, b) => (key(a) < key(b) ? -1 : 1));
   await ctx.db
     .insert(t.fetchErrors)
     .values(ordered)
