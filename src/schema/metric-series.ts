@@ -285,7 +285,13 @@ MetricSeriesRef.implement({
 
 /** Statistics over the series' raw points in its window. */
 export async function summaryOf(s: SeriesView, ctx: Context): Promise<SummaryView> {
-  const row = await ctx.store.loaders.summary.load({ seriesId: s.row.id, keyedBy: s.row.keyedBy as 'time' | 'step', from: s.window.from, to: s.window.to });
+  const row = await ctx.store.loaders.summary.load({
+    seriesId: s.row.id,
+    jobId: s.row.jobId,
+    keyedBy: s.row.keyedBy as 'time' | 'step',
+    from: s.window.from,
+    to: s.window.to,
+  });
   if (!row) return { count: 0, min: null, max: null, avg: null, last: null, firstAt: null, lastAt: null, ownerId: s.id };
   return { count: row.count, min: row.min, max: row.max, avg: row.avg, last: row.last, firstAt: row.firstAt, lastAt: row.lastAt, ownerId: s.id };
 }
@@ -299,6 +305,7 @@ export async function pointsOf(s: SeriesView, ctx: Context): Promise<PointView[]
 export function shapedPointsOf(s: SeriesView, ctx: Context) {
   return ctx.store.loaders.points.load({
     seriesId: s.row.id,
+    jobId: s.row.jobId,
     keyedBy: s.row.keyedBy as 'time' | 'step',
     from: s.window.from,
     to: s.window.to,

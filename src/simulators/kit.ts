@@ -19,6 +19,8 @@ export interface Fault {
   retryAfterSeconds?: number;
   /** For 'timeout': how long to hold the request before answering normally (default: never answer). */
   delayMs?: number;
+  /** Only requests it accepts are hit (their query, body): in process only, `/__sim/fault` cannot carry it. */
+  match?: (req: SimRequest) => boolean;
 }
 
 export interface SimRequest {
@@ -113,7 +115,7 @@ interface KitParts {
   abandoned: Map<string, number>;
   held: Set<() => void>;
   events: EventEmitter;
-  takeFault: (route: string) => Fault | null;
+  takeFault: (req: SimRequest) => Fault | null;
   send: (res: http.ServerResponse, out: SimResponse) => void;
   control: (req: SimRequest) => SimResponse | null;
 }
@@ -166,7 +168,7 @@ async function serveRequest(kit: KitParts, req: http.IncomingMessage, res: http.
       events.emit('abandoned', simReq.route);
     });
 
-    const fault = takeFault(simReq.route);
+    const fault = takeFault(simReq);
     if (fault?.kind === 'reset') {
       req.socket.destroy();
       return;
@@ -200,9 +202,11 @@ export async function startSimulator(opts: SimulatorOptions, port = 0, host = '1
   let faults: Fault[] = [];
   const sockets = new Set<import('node:net').Socket>();
 
-  const takeFault = (route: string): Fault | null => {
+  const takeFault = (req: SimRequest): Fault | null => {
+    const { route } = req;
     for (const f of faults) {
       if (f.route && f.route !== route && !new RegExp(`^(?:${f.route})$`).test(route)) continue;
+      if (f.match && !f.match(req)) continue;
       if (f.times !== undefined) {
         f.times -= 1;
         if (f.times <= 0) faults = faults.filter((x) => x !== f);

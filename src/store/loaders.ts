@@ -24,6 +24,8 @@ import {
 
 export interface PointsKey {
   seriesId: number;
+  /** The series' job: its answer waits for this request's fetches of that job still under way (FetchesUnderWay). */
+  jobId?: string;
   keyedBy?: 'time' | 'step';
   from: Date | null;
   to: Date | null;
@@ -93,6 +95,7 @@ export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { 
   // shaped from them, written or not yet (the same answer either way). A series one of its writes
   // adds to (null) is read from SQL once that write commits (HeldForRequest).
   const heldForRequest: HeldForRequest = new Map();
+  const underWay = new FetchesUnderWay();
   // What a query will ask of a job's series, told by the resolver that asks for its nodes.
   const topologyHints = new Map<string, TopologyHint>();
   // Each job is ready on its own: one whose metrics fetch teaches its nodes as soon as that fetch
@@ -116,7 +119,7 @@ export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { 
     { cacheKeyFn: (j) => j.id, maxBatchSize: MAX_BATCH },
   );
 
-  const metricsReady = new DataLoader<MetricsKey, Freshness, string>(
+  const metricsBatches = new DataLoader<MetricsKey, Freshness, string>(
     (keys) =>
       readThrough.ensureMetrics(
         keys.map((k) => ({ job: k.job, from: k.window.from, to: k.window.to, metrics: k.metrics, maxPoints: k.maxPoints })),
@@ -144,7 +147,10 @@ export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { 
     { cacheKeyFn: (j) => j.id, maxBatchSize: MAX_BATCH },
   );
 
-  const { points, summary } = pointLoaders({ repo, readThrough, heldForRequest });
+  /** The job's series are cached for the window (as metricsBatches), the fetch counted under way meanwhile. */
+  const metricsReady = { load: (k: MetricsKey): Promise<Freshness> => underWay.track(k.job.id, metricsBatches.load(k)) };
+
+  const { points, summary } = pointLoaders({ repo, readThrough, heldForRequest, underWay });
 
   // Jobs whose topology this request asked for: their counts wait for it (gpuCount).
   const topologyAsked = new Set<string>();
@@ -153,7 +159,10 @@ export function createLoaders(readThrough: ReadThrough, shared: SharedReads = { 
     /** The job's topology is known (and recent): its freshness; rejects when it cannot be learned. */
     load: async (job: JobRow): Promise<Freshness> => {
       topologyAsked.add(job.id);
-      return (await topologyBatches.load(job)).ready;
+      return underWay.track(
+        job.id,
+        topologyBatches.load(job).then((b) => b.ready),
+      );
     },
     /**
      * The job's accelerator count as this answer knows it: when the answer asks for the job's
@@ -311,8 +320,8 @@ function rowLoaders(repo: Repository) {
 }
 
 /** Series points and summaries, from what this request holds in memory or else the database. */
-function pointLoaders(ctx: { repo: Repository; readThrough: ReadThrough; heldForRequest: HeldForRequest }) {
-  const { repo, readThrough, heldForRequest } = ctx;
+function pointLoaders(ctx: { repo: Repository; readThrough: ReadThrough; heldForRequest: HeldForRequest; underWay: FetchesUnderWay }) {
+  const { repo, readThrough, heldForRequest, underWay } = ctx;
   // A pair of (maxPoints, aggregation) is one statement; each series keeps its own window.
   // Series fetched a moment ago are shaped from the points still held in memory while their
   // write commits (the same answer: store/shaping.ts mirrors the SQL).
@@ -341,7 +350,7 @@ function pointLoaders(ctx: { repo: Repository; readThrough: ReadThrough; heldFor
     { cacheKeyFn: pointsKey, maxBatchSize: SERIES_PER_STATEMENT },
   );
 
-  const summary = new DataLoader<SeriesWindow, SummaryRow | null, string>(
+  const summary = new DataLoader<SeriesWindow & { jobId?: string }, SummaryRow | null, string>(
     async (keys) => {
       const out = new Map<number, SummaryRow | null>();
       const index = new Map(keys.map((k, i) => [k, i]));
@@ -359,7 +368,11 @@ function pointLoaders(ctx: { repo: Repository; readThrough: ReadThrough; heldFor
   );
 
   /** Answers the keys whose series are held alone in memory; returns the rest, once any write they wait on is done. */
-  async function heldOrPending<K extends { seriesId: number }>(keys: readonly K[], answer: (k: K, held: HeldPoints) => void): Promise<K[]> {
+  async function heldOrPending<K extends { seriesId: number; jobId?: string }>(keys: readonly K[], answer: (k: K, held: HeldPoints) => void): Promise<K[]> {
+    // Points one fetch of this request held alone answer only once its other fetches of the job
+    // are described: a finer one (another field's maxPoints) adds to the same series, which is then
+    // read from SQL, as the next request reads it (the two answers of a series agree).
+    await underWay.settled(keys.filter((k) => heldForRequest.get(k.seriesId)).map((k) => k.jobId));
     const rest: K[] = [];
     const pending: Promise<void>[] = [];
     for (const k of keys) {
@@ -380,6 +393,38 @@ function pointLoaders(ctx: { repo: Repository; readThrough: ReadThrough; heldFor
   }
 
   return { points, summary };
+}
+
+/**
+ * This request's fetches of each job still under way (topology and metrics loads): until they
+ * are described, points a finished fetch held alone may not be all the series will hold.
+ */
+class FetchesUnderWay {
+  private readonly byJob = new Map<string, Set<Promise<unknown>>>();
+
+  track<T>(jobId: string, load: Promise<T>): Promise<T> {
+    let set = this.byJob.get(jobId);
+    if (!set) this.byJob.set(jobId, (set = new Set()));
+    set.add(load);
+    const done = () => {
+      set.delete(load);
+      if (set.size === 0 && this.byJob.get(jobId) === set) this.byJob.delete(jobId);
+    };
+    load.then(done, done);
+    return load;
+  }
+
+  /** Resolves once no load of these jobs is under way (undefined: any job's), loads begun meanwhile included. */
+  async settled(jobIds: readonly (string | undefined)[]): Promise<void> {
+    for (;;) {
+      const waiting = jobIds.some((id) => id === undefined)
+        ? [...this.byJob.values()]
+        : [...new Set(jobIds)].map((id) => this.byJob.get(id!)).filter((s) => s !== undefined);
+      const loads = waiting.flatMap((s) => [...s]);
+      if (loads.length === 0) return;
+      await Promise.allSettled(loads);
+    }
+  }
 }
 
 function pointsKey(k: PointsKey): string {

@@ -6,6 +6,7 @@
 // must still agree.)
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { SimRequest } from '../../src/simulators/kit.js';
 import { startTestServer, type TestServer } from '../support/runtime.js';
 
 const SERIES = `points { timestamp value } summary { count min max avg last firstAt lastAt }`;
@@ -164,6 +165,57 @@ describe('an answer given before its cache write commits', () => {
       unlock();
       await holding;
       await holder?.end();
+    }
+  }, 120_000);
+
+  it('answers a series two of its fields fetch at two steps once both fetches are in', async () => {
+    // A GPU's utilization at 20 points and the job's GPU series at 2,000, over one past window: one
+    // coarse fetch (the topology's, for the GPU's field) and one fine fetch add to the same series.
+    // The fine one is held upstream until the coarse one is written; the GPU's answer must then
+    // wait for the fine one and read both, as the next request reads them. (It once answered from
+    // the coarse fetch's held points alone: 7 points in 18-minute buckets, and 19-minute buckets
+    // of the fine ones on the next request, which Apollo reports as data loss.)
+    await s.runtime.readThrough.settle();
+    await s.runtime.database.db.execute('truncate points, series, fetches, nodes, gpus' as never);
+    await s.runtime.database.db.execute('update jobs set topology_fetched_at = null' as never);
+    const list = await s.gql(`{ jobs(first: 1) { edges { node { id } } } }`);
+    const id = list.data.jobs.edges[0].node.id as string;
+    const now = s.clock.now();
+    const window = { from: new Date(now - 2 * 3600_000).toISOString(), to: new Date(now - 30 * 60_000).toISOString() };
+    const BOTH = `query($id: ID!, $from: DateTime, $to: DateTime) { job(id: $id) {
+      gpus { id utilization(maxPoints: 20, from: $from, to: $to) { points { timestamp value } summary { count avg max } } }
+      metrics(names: [GPU_UTILIZATION], scope: GPU, maxPoints: 2000, from: $from, to: $to) { gpu { id } points { timestamp value } }
+    } }`;
+    const stepOf = (req: SimRequest) => Number(req.query.get('step_seconds') ?? (req.body as { step_seconds?: number } | undefined)?.step_seconds);
+    const fine = (req: SimRequest) => req.route === 'getMetrics' && stepOf(req) < 60;
+    let fineArrived = false;
+    const onRequest = (_route: string, req: SimRequest) => {
+      if (fine(req)) fineArrived = true;
+    };
+    s.sim.events.on('request', onRequest);
+    s.sim.inject({ kind: 'timeout', route: 'getMetrics', match: fine, times: 1 });
+    const writesBefore = s.runtime.readThrough.settledWrites();
+    try {
+      s.sim.resetStats();
+      const cold = s.gql(BOTH, { id, ...window });
+      // The coarse fetch is written while the fine one waits upstream.
+      await vi.waitFor(() => expect(fineArrived && s.runtime.readThrough.settledWrites() > writesBefore).toBe(true), { timeout: 60_000, interval: 5 });
+      expect(s.sim.count('getMetrics')).toBe(2);
+      s.sim.release();
+      const answered = await cold;
+      expect(answered.errors, JSON.stringify(answered.errors)).toBeUndefined();
+      await s.runtime.readThrough.settle();
+      s.sim.resetStats();
+      const warm = await s.gql(BOTH, { id, ...window });
+      expect(s.sim.count('getMetrics')).toBe(0);
+      const gpus = answered.data.job.gpus as { utilization: { points: unknown[] } }[];
+      expect(gpus.length).toBe(4);
+      for (const g of gpus) expect(g.utilization.points.length).toBeGreaterThan(10);
+      expect(answered.data).toEqual(warm.data);
+    } finally {
+      s.sim.events.off('request', onRequest);
+      s.sim.clearFaults();
+      s.sim.release();
     }
   }, 120_000);
 });
