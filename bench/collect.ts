@@ -346,6 +346,7 @@ const profiling = inspectorRecorder([['Profiler.enable'], ['Profiler.start']], '
 async function serveCollector(opts: { sims: SimsReady; databaseUrl: string; jobs: number }) {
   const { pino } = await import('pino');
   const { startRuntime } = await import('../src/server/runtime.js');
+  const { loadConfig } = await import('../src/config/index.js');
   const rt = await startRuntime({
     config: {
       port: 0,
@@ -361,6 +362,8 @@ async function serveCollector(opts: { sims: SimsReady; databaseUrl: string; jobs
       })),
       collect: { enabled: true },
       databasePoolSize: 2 * CONCURRENT,
+      // As the server reads it (V8_HEAP_GROWING_PERCENT): the bench's runs compare its values.
+      v8HeapGrowingPercent: loadConfig(process.env).v8HeapGrowingPercent,
     } as any,
     env: Object.assign({}, ...opts.sims.providers.map((p) => p.secrets)),
     logger: pino({ level: 'silent' }),

@@ -10,6 +10,7 @@ import {
   type ProviderConfig,
   type SecretSource,
   ConfigError,
+  DEFAULT_HEAP_GROWING_PERCENT,
   DEFAULT_REQUEST_LIMITS,
   isLoopbackHost,
   ledgerSettings,
@@ -119,8 +120,8 @@ export function buildProviders(configs: ProviderConfig[], env: SecretSource, sim
 }
 
 export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
-  tuneGarbageCollector();
   const { config } = opts;
+  tuneGarbageCollector(config.v8HeapGrowingPercent ?? DEFAULT_HEAP_GROWING_PERCENT);
   const tokens = config.security?.tokens ?? null;
   const { subgraphSdl, receivers } = checkStartupConfig({ config, tokens, env: opts.env });
   const logger = createRuntimeLogger(opts);

@@ -7,7 +7,9 @@
 // runs in a process of its own (its flags and heap are its own), counted in allocations, not time.
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_HEAP_GROWING_PERCENT, heapGrowingPercent } from '../../src/server/gc-tuning.js';
+import { ConfigError, DEFAULT_HEAP_GROWING_PERCENT, loadConfig } from '../../src/config/index.js';
+
+const heapGrowingPercent = (env: NodeJS.ProcessEnv) => loadConfig(env).v8HeapGrowingPercent;
 
 function probe(env: NodeJS.ProcessEnv): { liveMiB: number; peakMiB: number } {
   const run = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', 'test/support/gc-probe.ts'], {
@@ -28,13 +30,16 @@ describe('the old generation is collected before its garbage outgrows the live h
     expect(peakMiB, `live ${liveMiB} MiB`).toBeLessThan(2 * liveMiB);
   });
 
-  it('reads V8_HEAP_GROWING_PERCENT: unset is 0 (V8 its own factor), anything but 0-1000 is refused', () => {
+  it('the configuration reads V8_HEAP_GROWING_PERCENT: unset is 0 (V8 its own factor), anything but 0-1000 is refused', () => {
     expect(heapGrowingPercent({})).toBe(DEFAULT_HEAP_GROWING_PERCENT);
     expect(DEFAULT_HEAP_GROWING_PERCENT).toBe(0);
     expect(heapGrowingPercent({ V8_HEAP_GROWING_PERCENT: '50' })).toBe(50);
     expect(heapGrowingPercent({ V8_HEAP_GROWING_PERCENT: '0' })).toBe(0);
     expect(heapGrowingPercent({ V8_HEAP_GROWING_PERCENT: '100' })).toBe(100);
-    expect(() => heapGrowingPercent({ V8_HEAP_GROWING_PERCENT: 'fast' })).toThrow(/V8_HEAP_GROWING_PERCENT/);
-    expect(() => heapGrowingPercent({ V8_HEAP_GROWING_PERCENT: '-5' })).toThrow(/V8_HEAP_GROWING_PERCENT/);
+    expect(heapGrowingPercent({ V8_HEAP_GROWING_PERCENT: ' ' })).toBe(DEFAULT_HEAP_GROWING_PERCENT);
+    for (const bad of ['fast', '-5', '12.5', '1001']) {
+      expect(() => heapGrowingPercent({ V8_HEAP_GROWING_PERCENT: bad }), bad).toThrow(ConfigError);
+      expect(() => heapGrowingPercent({ V8_HEAP_GROWING_PERCENT: bad }), bad).toThrow(/V8_HEAP_GROWING_PERCENT/);
+    }
   });
 });

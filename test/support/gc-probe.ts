@@ -1,15 +1,16 @@
 // Run as `node --expose-gc --import tsx test/support/gc-probe.ts` (test/server/gc-tuning.test.ts):
 // the server's GC settings (tuneGarbageCollector, as startRuntime sets them, V8_HEAP_GROWING_PERCENT
-// from the environment), then a workload shaped like a collector's sweep: a live heap that stays,
+// from the environment, read as the server reads it: loadConfig), then a workload shaped like a collector's sweep: a live heap that stays,
 // and answers that live long enough to be promoted to the old generation (each held while the next
 // 63 are made, as a group's answers are held across its writes), then dropped. Prints the live heap
 // (after a full collection, the answers under way included) and the highest JS heap in use seen
 // while 40 times as many answers went through: the old generation's garbage at its most. Counted
 // in allocations, not time: what it prints does not depend on the machine's speed.
 import v8 from 'node:v8';
+import { DEFAULT_HEAP_GROWING_PERCENT, loadConfig } from '../../src/config/index.js';
 import { tuneGarbageCollector } from '../../src/server/gc-tuning.js';
 
-tuneGarbageCollector();
+tuneGarbageCollector(loadConfig(process.env).v8HeapGrowingPercent ?? DEFAULT_HEAP_GROWING_PERCENT);
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error('run with node --expose-gc');
 const MiB = (n: number) => n / 2 ** 20;
