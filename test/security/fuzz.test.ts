@@ -100,12 +100,17 @@ function rawRequest(port: number, method: string, target: string, body?: string)
   return new Promise((resolve, reject) => {
     const socket = net.connect(port, '127.0.0.1');
     const chunks: Buffer[] = [];
+    let failed: Error | null = null;
     socket.on('data', (c) => chunks.push(c));
-    socket.on('error', reject);
+    // A server that answers and closes before a request's last bytes are read resets the socket
+    // (the kernel's RST for unread data): the answer read before it stands (seen once in a full
+    // run: "read ECONNRESET"); a reset before any answer is a failure, named with its request.
+    socket.on('error', (err) => (failed = err));
     socket.on('close', () => {
       const text = Buffer.concat(chunks).toString('latin1');
       const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0);
-      resolve({ status, body: text.slice(text.indexOf('\r\n\r\n') + 4) });
+      if (failed && status === 0) reject(new Error(`${method} ${JSON.stringify(target.slice(0, 120))}: ${failed.message}, no answer before it`));
+      else resolve({ status, body: text.slice(text.indexOf('\r\n\r\n') + 4) });
     });
     const payload = body === undefined ? '' : body;
     socket.write(
