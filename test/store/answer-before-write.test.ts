@@ -33,6 +33,15 @@ describe('an answer given before its cache write commits', () => {
   });
   afterAll(() => s.close());
 
+  /** Forgets every job's metrics and topology (the writes under way first); the first job's id. */
+  async function coldFirstJob(): Promise<string> {
+    await s.runtime.readThrough.settle();
+    await s.runtime.database.db.execute('truncate points, series, fetches, nodes, gpus' as never);
+    await s.runtime.database.db.execute('update jobs set topology_fetched_at = null' as never);
+    const list = await s.gql(`{ jobs(first: 1) { edges { node { id } } } }`);
+    return list.data.jobs.edges[0].node.id as string;
+  }
+
   it('returns the same points as the same query answered warm', async () => {
     const list = await s.gql(`{ jobs(first: 1) { edges { node { id } } } }`);
     const id = list.data.jobs.edges[0].node.id as string;
@@ -118,11 +127,7 @@ describe('an answer given before its cache write commits', () => {
     // are held alone. A finer window of the same series is fetched next; its write adds to them,
     // so its answer waits for that write and reads both, as the cache answers afterwards. (It once
     // took the first write's points alone: 6 coarse points for 40 fine ones.)
-    await s.runtime.readThrough.settle();
-    await s.runtime.database.db.execute('truncate points, series, fetches, nodes, gpus' as never);
-    await s.runtime.database.db.execute('update jobs set topology_fetched_at = null' as never);
-    const list = await s.gql(`{ jobs(first: 1) { edges { node { id } } } }`);
-    const id = list.data.jobs.edges[0].node.id as string;
+    const id = await coldFirstJob();
     const now = s.clock.now();
     const FINE = `query($id: ID!) { job(id: $id) { nodes { gpus { utilization(from: "${new Date(now - 10 * 60_000).toISOString()}", to: "${new Date(now).toISOString()}", maxPoints: 500) { points { timestamp value } } } } } }`;
     const dbUrl = s.runtime.database.driver === 'postgres' ? s.db.databaseUrl! : null;
@@ -175,11 +180,7 @@ describe('an answer given before its cache write commits', () => {
     // wait for the fine one and read both, as the next request reads them. (It once answered from
     // the coarse fetch's held points alone: 7 points in 18-minute buckets, and 19-minute buckets
     // of the fine ones on the next request, which Apollo reports as data loss.)
-    await s.runtime.readThrough.settle();
-    await s.runtime.database.db.execute('truncate points, series, fetches, nodes, gpus' as never);
-    await s.runtime.database.db.execute('update jobs set topology_fetched_at = null' as never);
-    const list = await s.gql(`{ jobs(first: 1) { edges { node { id } } } }`);
-    const id = list.data.jobs.edges[0].node.id as string;
+    const id = await coldFirstJob();
     const now = s.clock.now();
     const window = { from: new Date(now - 2 * 3600_000).toISOString(), to: new Date(now - 30 * 60_000).toISOString() };
     const BOTH = `query($id: ID!, $from: DateTime, $to: DateTime) { job(id: $id) {
