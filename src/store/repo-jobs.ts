@@ -1,11 +1,11 @@
 // Projects, jobs and their summaries: bulk upserts through jsonb_to_recordset (one statement per
 // table per batch, whatever the fan-out), status claims, and set-based reads keyed by id lists.
-import { and, eq, inArray, sql } from 'drizzle-orm';
+import { and, eq, inArray, sql, type SQL } from 'drizzle-orm';
 import { jobGlobalId, projectGlobalId } from '../domain/ids.js';
 import { summaryModePattern } from '../domain/metric-catalog.js';
 import type { JobLabel, JobRecord, ProjectRecord } from '../domain/types.js';
 import type { RepoContext } from './repo-context.js';
-import type { JobRow, JobSummaryRow, ProjectRow } from './repo-types.js';
+import type { JobRow, JobSummaryRow, ProjectRow, WrittenRange } from './repo-types.js';
 import { chunks, rowsOf, textArray } from './sql-util.js';
 import * as t from './tables.js';
 
@@ -154,37 +154,106 @@ async function writeReportedSummaries(ctx: RepoContext, providerId: string, jobs
 }
 
 /**
- * Rebuilds the summaries of the given jobs' training metrics from their stored points, in one
- * statement, per metric name across its stages (as W&B keys a summary): latest = the point with
- * the highest step (then time), with its stage; best = the highest or lowest
- * value by the metric's mode (the platform's where it named one, else the name's convention, else
- * none: a best is never guessed). A best the platform reported is kept over a computed one.
+ * Rebuilds the summaries of the given jobs' training metrics, in one statement, per metric name
+ * across its stages (as W&B keys a summary): latest = the point with the highest step (then
+ * time), with its stage; best = the highest or lowest value by the metric's mode (the platform's
+ * where it named one, else the name's convention, else none: a best is never guessed). A best the
+ * platform reported is kept over a computed one.
+ *
+ * `written`: the stretches of keys the write before this one covered (a collector's sweep of a
+ * long run adds its last minutes to millions of stored steps). Every point outside them was
+ * already weighed and is unchanged, so the stored latest and best stand for them: a metric is
+ * summarized from those two and the points inside the stretches, not its whole history again.
+ * Where a stretch holds the stored latest's or best's step (a sweep's overlap holds the latest),
+ * that point may have changed: the stretch's own latest or best takes its place when it is at
+ * least as far or as good, since nothing outside can beat the old one. Summarized whole: a metric
+ * with no summary yet or no stored latest (a platform's best alone), with a time-keyed series
+ * (retention may have dropped its raw points), or whose stored latest or best was overwritten by
+ * a nearer or worse one. Without `written`: every metric whole (test/store/summaries.test.ts
+ * holds the two equal).
  */
-export async function refreshSummaries(ctx: RepoContext, jobIds: readonly string[]) {
+export async function refreshSummaries(ctx: RepoContext, jobIds: readonly string[], written?: readonly WrittenRange[]) {
   if (jobIds.length === 0) return;
+  const ranges = JSON.stringify((written ?? []).map((w) => ({ series_id: w.seriesId, lo: w.lo, hi: w.hi })));
+  const jobs = textArray(jobIds);
+  const finite = (v: SQL) => sql`${v} is not null and ${v} <> 'NaN'::float8 and ${v} not in ('Infinity'::float8, '-Infinity'::float8)`;
+  const mode = (name: SQL, stored: SQL) =>
+    sql`coalesce(${stored}, case when ${name} ~* ${summaryModePattern('MIN')} then 'MIN' when ${name} ~* ${summaryModePattern('MAX')} then 'MAX' end)`;
+  // A value as a number where lower is better, by the mode.
+  const rank = (m: SQL, v: SQL) => sql`(case when ${m} = 'MAX' then -${v} else ${v} end)`;
   await ctx.db.execute(sql`
-    with pts as (
+    with written as (
+      select * from jsonb_to_recordset(${ranges}::jsonb) as w(series_id bigint, lo bigint, hi bigint)
+    ),
+    names as (
+      select distinct s.job_id, s.name from series s where s.job_id = any(${jobs}) and s.kind = 'training'
+    ),
+    ins as (
       select s.job_id, s.name, s.stage, p.step, p.ts, p.value
-      from series s join points p on p.series_id = s.id
-      where s.job_id = any(${textArray(jobIds)}) and s.kind = 'training' and p.value is not null
-        and p.value <> 'NaN'::float8 and p.value not in ('Infinity'::float8, '-Infinity'::float8)
+      from written w join series s on s.id = w.series_id
+        join points p on p.series_id = w.series_id and p.key between w.lo and w.hi
+      where s.kind = 'training' and s.job_id = any(${jobs}) and ${finite(sql`p.value`)}
+    ),
+    ins_latest as (
+      select distinct on (job_id, name) job_id, name, step, ts from ins order by job_id, name, step desc nulls last, ts desc nulls last
+    ),
+    state as (
+      select n.job_id, n.name, js.job_id is not null as summarized, js.latest_step, js.latest_at, js.best_value, js.best_step,
+        ${mode(sql`n.name`, sql`js.mode`)} as mode,
+        exists (select 1 from series s join written w on w.series_id = s.id
+          where s.job_id = n.job_id and s.name = n.name and js.latest_step between w.lo and w.hi) as latest_hit,
+        js.best_source = 'series' and exists (select 1 from series s join written w on w.series_id = s.id
+          where s.job_id = n.job_id and s.name = n.name and js.best_step between w.lo and w.hi) as best_hit,
+        exists (select 1 from series s where s.job_id = n.job_id and s.name = n.name and s.kind = 'training' and s.keyed_by <> 'step') as by_time
+      from names n left join job_summaries js using (job_id, name)
+    ),
+    ins_best as (
+      select distinct on (i.job_id, i.name) i.job_id, i.name, i.value, i.step
+      from ins i join state st using (job_id, name) where st.mode is not null
+      order by i.job_id, i.name, ${rank(sql`st.mode`, sql`i.value`)}, i.step nulls last
+    ),
+    whole as (
+      select st.job_id, st.name from state st
+        left join ins_latest il using (job_id, name) left join ins_best ib using (job_id, name)
+      where ${written === undefined}::boolean or not st.summarized or st.latest_step is null or st.by_time
+        or (st.latest_hit and (il.step is null or il.step < st.latest_step
+          or (il.step = st.latest_step and st.latest_at is not null and (il.ts is null or il.ts < st.latest_at))))
+        or (st.best_hit and (ib.value is null or ${rank(sql`st.mode`, sql`ib.value`)} > ${rank(sql`st.mode`, sql`st.best_value`)}
+          or (${rank(sql`st.mode`, sql`ib.value`)} = ${rank(sql`st.mode`, sql`st.best_value`)} and ib.step > st.best_step)))
+    ),
+    pts as (
+      select s.job_id, s.name, s.stage, p.step, p.ts, p.value, false as stored_best
+      from whole wh join series s on s.job_id = wh.job_id and s.name = wh.name join points p on p.series_id = s.id
+      where s.kind = 'training' and ${finite(sql`p.value`)}
+      union all
+      select i.job_id, i.name, i.stage, i.step, i.ts, i.value, false
+      from ins i where not exists (select 1 from whole wh where wh.job_id = i.job_id and wh.name = i.name)
+      union all
+      -- The stored latest, where no stretch held its step: a point still stored as it was.
+      select js.job_id, js.name, js.stage, js.latest_step, js.latest_at, js.latest_value, false
+      from state st join job_summaries js using (job_id, name)
+      where not st.latest_hit and not exists (select 1 from whole wh where wh.job_id = st.job_id and wh.name = st.name)
+      union all
+      -- The stored best computed from the points, where no stretch held its step: a candidate for
+      -- best only (its stage and time are not kept).
+      select js.job_id, js.name, null, js.best_step, null, js.best_value, true
+      from state st join job_summaries js using (job_id, name)
+      where not st.best_hit and js.best_source = 'series' and js.best_value is not null
+        and not exists (select 1 from whole wh where wh.job_id = st.job_id and wh.name = st.name)
     ),
     latest as (
       select distinct on (job_id, name) job_id, name, stage, value, step, ts
-      from pts order by job_id, name, step desc nulls last, ts desc nulls last
+      from pts where not stored_best order by job_id, name, step desc nulls last, ts desc nulls last
     ),
     modes as (
-      select l.job_id, l.name,
-        coalesce(js.mode, case when l.name ~* ${summaryModePattern('MIN')} then 'MIN'
-          when l.name ~* ${summaryModePattern('MAX')} then 'MAX' end) as mode, js.best_source
+      select l.job_id, l.name, ${mode(sql`l.name`, sql`js.mode`)} as mode, js.best_source
       from latest l left join job_summaries js on js.job_id = l.job_id and js.name = l.name
     ),
     best as (
       select distinct on (p.job_id, p.name) p.job_id, p.name, p.value, p.step
       from pts p join modes m using (job_id, name)
       where m.mode is not null
-      order by p.job_id, p.name,
-        case when m.mode = 'MAX' then -p.value else p.value end, p.step nulls last
+      order by p.job_id, p.name, ${rank(sql`m.mode`, sql`p.value`)}, p.step nulls last
     )
     insert into job_summaries (job_id, name, stage, latest_value, latest_step, latest_at, best_value, best_step, mode, best_source)
     select l.job_id, l.name, l.stage, l.value, l.step, l.ts, b.value, b.step, m.mode, case when b.value is null then null else 'series' end

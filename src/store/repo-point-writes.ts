@@ -1,7 +1,7 @@
 // Series and points writes: series upserts, the points' COPY and merge, the rollups kept on
 // write, raw-point retention and PGlite's statistics upkeep.
 import { sql } from 'drizzle-orm';
-import type { JobRow, PointWriteRow, SeriesIdentity } from './repo-types.js';
+import type { JobRow, PointWriteRow, SeriesIdentity, WrittenRange } from './repo-types.js';
 import type { SeriesData } from '../domain/types.js';
 import type { Db } from './db.js';
 import { pointBatch, seriesIdentity } from './point-batch.js';
@@ -58,9 +58,12 @@ export const SERIES_PER_STATEMENT = 20_000;
  * Upserts series and their points: one statement for the series, one merge for the points.
  * Points are idempotent (keyed by series and time/step), so replaying a fetch changes nothing.
  */
-export async function writeSeries(ctx: RepoContext, providerId: string, entries: { job: JobRow; series: SeriesData[] }[]) {
+/** Writes the series and their points; returns the stretch of keys each series' points span (WrittenRange). */
+export async function writeSeries(ctx: RepoContext, providerId: string, entries: { job: JobRow; series: SeriesData[] }[]): Promise<WrittenRange[]> {
   const ids = await writeSeriesRows(ctx, providerId, entries);
-  await writePoints(ctx, pointBatch(providerId, entries, ids).batch);
+  const { batch } = pointBatch(providerId, entries, ids);
+  await writePoints(ctx, batch);
+  return batch.runs.filter((r) => r.end > r.start).map((r) => ({ seriesId: r.seriesId, lo: batch.key[r.start]!, hi: batch.key[r.end - 1]! }));
 }
 
 /**

@@ -24,6 +24,13 @@ export interface PointRow {
   value: number | null;
 }
 
+/** The keys a write's points of one series spanned, first to last (the points between are not all new). */
+export interface WrittenRange {
+  seriesId: number;
+  lo: number;
+  hi: number;
+}
+
 export interface SeriesWindow {
   seriesId: number;
   from: Date | null;

@@ -34,6 +34,7 @@ import type {
   SeriesWindow,
   SummaryRow,
   PointRow,
+  WrittenRange,
   AccelSeriesRow,
   ComparisonRow,
   GpuRow,
@@ -132,8 +133,8 @@ export class Repository {
     return jobData.upsertJobs(this.ctx, providerId, jobs, seenAt, detailFetched);
   }
 
-  refreshSummaries(jobIds: readonly string[]) {
-    return jobData.refreshSummaries(this.ctx, jobIds);
+  refreshSummaries(jobIds: readonly string[], written?: readonly WrittenRange[]) {
+    return jobData.refreshSummaries(this.ctx, jobIds, written);
   }
 
   summariesOfJobs(jobIds: readonly string[]): Promise<JobSummaryRow[]> {

@@ -6,7 +6,7 @@ import type { JobRef, LogPage, LogRequest, SeriesData } from '../domain/types.js
 import type { ProviderAdapter } from '../providers/provider.js';
 import { groupBy, jobRef, type FillContext } from './fill-context.js';
 import { FRESH_NOW, isTerminal, jobWindow, staleOr, wholeJobFresh, type Freshness } from './policy.js';
-import type { JobRow } from './repo-types.js';
+import type { JobRow, WrittenRange } from './repo-types.js';
 import type { Repository } from './repository.js';
 
 /** A dataset fetched whole per job: which, whether a platform has it, how it is fetched and written. */
@@ -53,14 +53,20 @@ export class WholeJobFill {
         return (await adapter.fetchTrainingMetrics?.(ref, { from, to: null, names: null }, signal)) ?? [];
       },
       write: async (entries, repo) => {
+        const written: WrittenRange[] = [];
         for (const [pid, group] of groupBy(entries, (e) => e.job.providerId)) {
-          await repo.writeSeries(
-            pid,
-            group.map((e) => ({ job: e.job, series: e.data })),
+          written.push(
+            ...(await repo.writeSeries(
+              pid,
+              group.map((e) => ({ job: e.job, series: e.data })),
+            )),
           );
         }
         // In the same transaction: a search on summary values never sees points without their summary.
-        await repo.refreshSummaries(entries.map((e) => e.job.id));
+        await repo.refreshSummaries(
+          entries.map((e) => e.job.id),
+          written,
+        );
       },
     });
   }
