@@ -1,9 +1,17 @@
 // `npm run doctor`: with PROVIDERS_CONFIG, checks those platforms; without it, the embedded demo's
-// simulated platforms, as `npm start` would use them. Exit code 1 when any route fails.
-import { loadConfig } from '../config/index.js';
+// simulated platforms, as `npm start` would use them. Exit code 1 when any route fails, 2 when
+// the configuration itself is refused (as `npm start` refuses it).
+import { ConfigError, loadConfig } from '../config/index.js';
 import { formatReport, runDoctor } from './run.js';
 
-const config = loadConfig(process.env);
+let config: ReturnType<typeof loadConfig>;
+try {
+  config = loadConfig(process.env);
+} catch (err) {
+  if (!(err instanceof ConfigError)) throw err;
+  console.error(`configuration error:\n${err.message}`);
+  process.exit(2);
+}
 const demo = config.providers ? [] : await (await import('../simulators/demo.js')).startDemoProviders({});
 try {
   const configs = config.providers ?? demo.map((d) => d.config);

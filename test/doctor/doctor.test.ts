@@ -2,6 +2,8 @@
 // demo's five simulated platforms (every route OK), then against each fault a real account can meet
 // (bad key, wrong region, forbidden, shape drift, empty metrics, 429): the route and the reason
 // named, exit code 1, and no secret in the output.
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProviderConfig } from '../../src/config/index.js';
 import { formatReport, runDoctor } from '../../src/doctor/run.js';
@@ -36,6 +38,19 @@ afterAll(async () => {
 });
 
 describe('npm run doctor', () => {
+  it('refuses a bad setting as the server does: the setting named, exit code 2, no stack', () => {
+    const { PROVIDERS_CONFIG: _p, ...env } = process.env;
+    const run = spawnSync(process.execPath, ['--import', 'tsx', 'src/doctor/main.ts'], {
+      cwd: path.resolve(import.meta.dirname, '../..'),
+      env: { ...env, V8_HEAP_GROWING_PERCENT: 'fast' },
+      encoding: 'utf8',
+      timeout: 110_000,
+    });
+    expect(run.status, run.stderr).toBe(2);
+    expect(run.stderr).toMatch(/^configuration error:\nenvironment\.V8_HEAP_GROWING_PERCENT: /);
+    expect(run.stderr).not.toMatch(/\bat /);
+  }, 120_000);
+
   it("with no configuration: the demo's five platforms, every route OK, each named", async () => {
     const { reports, exitCode, text } = await doctor(
       demo.map((d) => d.config),
