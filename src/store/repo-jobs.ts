@@ -154,6 +154,22 @@ async function writeReportedSummaries(ctx: RepoContext, providerId: string, jobs
 }
 
 /**
+ * Waits for, then holds until the transaction ends, the right to write these jobs' training
+ * points and summaries: refreshSummaries keeps a summary from the stored one and what its own
+ * write covered, so two writers of one job (a query's fetch on one replica, the collector's on
+ * another) must not both start from the summary neither has yet updated, or the second would
+ * commit one without the first's points. In job order, one statement; the statements after it see
+ * what the writer before committed.
+ */
+export async function lockJobSummaries(ctx: RepoContext, jobIds: readonly string[]) {
+  if (jobIds.length === 0) return;
+  await ctx.db.execute(sql`
+    select count(pg_advisory_xact_lock(k)) from (
+      select distinct hashtextextended('job_summaries:' || id, 0) as k from unnest(${textArray(jobIds)}) as id order by 1
+    ) s`);
+}
+
+/**
  * Rebuilds the summaries of the given jobs' training metrics, in one statement, per metric name
  * across its stages (as W&B keys a summary): latest = the point with the highest step (then
  * time), with its stage; best = the highest or lowest value by the metric's mode (the platform's

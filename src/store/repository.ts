@@ -133,6 +133,10 @@ export class Repository {
     return jobData.upsertJobs(this.ctx, providerId, jobs, seenAt, detailFetched);
   }
 
+  lockJobSummaries(jobIds: readonly string[]) {
+    return jobData.lockJobSummaries(this.ctx, jobIds);
+  }
+
   refreshSummaries(jobIds: readonly string[], written?: readonly WrittenRange[]) {
     return jobData.refreshSummaries(this.ctx, jobIds, written);
   }

@@ -53,6 +53,8 @@ export class WholeJobFill {
         return (await adapter.fetchTrainingMetrics?.(ref, { from, to: null, names: null }, signal)) ?? [];
       },
       write: async (entries, repo) => {
+        // Another replica writing one of these jobs' training data commits first (lockJobSummaries).
+        await repo.lockJobSummaries(entries.map((e) => e.job.id));
         const written: WrittenRange[] = [];
         for (const [pid, group] of groupBy(entries, (e) => e.job.providerId)) {
           written.push(

@@ -6,7 +6,7 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JobRecord, SeriesData } from '../../src/domain/types.js';
 import type { JobRow, Repository } from '../../src/store/repository.js';
-import { openTestRepository } from '../support/database.js';
+import { openTestRepository, REAL_POSTGRES_URL } from '../support/database.js';
 
 const JOB: JobRecord = {
   externalId: 'run-1',
@@ -167,4 +167,54 @@ describe('training summaries kept from the stored summary and what a write cover
     await repo.refreshSummaries([job.id]);
     expect((await summaries()).find((r) => r.name === 'accuracy')?.bestValue).toBe(1e9);
   });
+
+  it.runIf(REAL_POSTGRES_URL)(
+    'a second writer of the job waits for the first and keeps its points in the summary (real Postgres) [needs TEST_DATABASE_URL]',
+    async () => {
+      // Two writers of one job's training data at once (a query's fetch on one replica, the
+      // collector's on another), of different series of one metric (loss' train and eval stages):
+      // the second must start from the summary the first committed, not the one both read.
+      // A summary of both stages to start from (this test may run alone).
+      const base = (await summaries()).find((r) => r.name === 'loss')?.latestStep ?? 0;
+      await write([
+        series('loss', 'train', [{ timestamp: new Date(T0 + (base + 2) * 1000), step: base + 2, value: 3 }]),
+        series('loss', 'eval', [{ timestamp: new Date(T0 + (base + 3) * 1000), step: base + 3, value: 4 }]),
+      ]);
+      const far = base + 1001;
+      let inside!: () => void;
+      const firstInside = new Promise<void>((resolve) => (inside = resolve));
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      const first = repo.transaction(async (r) => {
+        await r.lockJobSummaries([job.id]);
+        const written = await r.writeSeries('rc', [
+          { job, series: [series('loss', 'train', [{ timestamp: new Date(T0 + far * 1000), step: far, value: -1e6 }])] },
+        ]);
+        await r.refreshSummaries([job.id], written);
+        inside();
+        await released;
+      });
+      await firstInside;
+      const second = repo.transaction(async (r) => {
+        await r.lockJobSummaries([job.id]);
+        const written = await r.writeSeries('rc', [
+          { job, series: [series('loss', 'eval', [{ timestamp: new Date(T0 + (far - 990) * 1000), step: far - 990, value: 5 }])] },
+        ]);
+        await r.refreshSummaries([job.id], written);
+      });
+      // The second waits on a lock while the first is open.
+      const waiting = async () => {
+        const rows = await store.db.db.execute(sql`select count(*)::int as n from pg_locks where not granted`);
+        return ((Array.isArray(rows) ? rows : (rows as { rows: unknown[] }).rows) as { n: number }[])[0]!.n;
+      };
+      for (let n = await waiting(); n === 0; n = await waiting()) await new Promise((r) => setImmediate(r));
+      release();
+      await Promise.all([first, second]);
+      const kept = (await summaries()).find((r) => r.name === 'loss')!;
+      expect(kept.latestStep).toBe(far);
+      expect(kept.bestValue).toBe(-1e6);
+      await repo.refreshSummaries([job.id]);
+      expect((await summaries()).find((r) => r.name === 'loss')).toEqual(kept);
+    },
+  );
 });
