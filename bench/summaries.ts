@@ -11,6 +11,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { SeriesData } from '../src/domain/types.js';
+import { trainingSeries } from '../src/providers/provider.js';
 import { openDatabase } from '../src/store/db.js';
 import { Repository } from '../src/store/repository.js';
 import { freshPostgresDatabase } from './children.js';
@@ -42,20 +43,7 @@ function stretch(from: number, to: number, salt: number): SeriesData[] {
     const points: SeriesData['points'] = [];
     for (let step = from; step < to; step++)
       points.push({ timestamp: new Date(T0 + step * 1000), step, value: Math.sin(step * 0.01 + i + salt) + 2 - step / 1e6 });
-    return {
-      kind: 'training',
-      name: m.name,
-      rawName: m.name,
-      unit: 'NONE',
-      scope: 'JOB',
-      nodeExternalId: null,
-      gpuIndex: null,
-      source: 'sdk',
-      stage: m.stage,
-      keyedBy: 'step',
-      meta: {},
-      points,
-    };
+    return trainingSeries(m.name, 'sdk', m.stage, {}, points);
   });
 }
 

@@ -5,6 +5,7 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JobRecord, SeriesData } from '../../src/domain/types.js';
+import { trainingSeries } from '../../src/providers/provider.js';
 import type { JobRow, Repository } from '../../src/store/repository.js';
 import { openTestRepository, REAL_POSTGRES_URL } from '../support/database.js';
 
@@ -41,21 +42,9 @@ const METRICS = [
   { name: 'lr', stage: 'train', parity: 0 },
 ];
 
+/** A step-keyed training series of the metric in the stage, as the adapters make them. */
 function series(name: string, stage: string, points: SeriesData['points']): SeriesData {
-  return {
-    kind: 'training',
-    name,
-    rawName: name,
-    unit: 'NONE',
-    scope: 'JOB',
-    nodeExternalId: null,
-    gpuIndex: null,
-    source: 'sdk',
-    stage,
-    keyedBy: 'step',
-    meta: {},
-    points,
-  };
+  return trainingSeries(name, 'sdk', stage, {}, points);
 }
 
 describe('training summaries kept from the stored summary and what a write covered', () => {
