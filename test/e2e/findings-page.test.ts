@@ -111,6 +111,8 @@ describe('findings in the live view page (Chromium, simulated clock)', () => {
         (id) => document.querySelector<HTMLElement>(`#fleet-rows tr[data-job="${id}"]`)?.dataset.findings === 'STALLED',
         stalled,
       );
+      // Every fired job's row marked (the rows are filled in one by one as their answers arrive).
+      await fleet.page.waitForFunction((n) => document.querySelectorAll('#fleet-rows tr.has-findings').length >= n, fired.length);
       const marked = await fleet.page
         .locator('#fleet-rows tr.has-findings')
         .evaluateAll((rows) => rows.map((r) => `${(r as HTMLElement).dataset.job} ${(r as HTMLElement).dataset.findings}`).sort());
