@@ -25,7 +25,7 @@ import {
 export interface PointsKey {
   seriesId: number;
   /** The series' job: its answer waits for this request's fetches of that job still under way (FetchesUnderWay). */
-  jobId?: string;
+  jobId: string;
   keyedBy?: 'time' | 'step';
   from: Date | null;
   to: Date | null;
@@ -350,7 +350,7 @@ function pointLoaders(ctx: { repo: Repository; readThrough: ReadThrough; heldFor
     { cacheKeyFn: pointsKey, maxBatchSize: SERIES_PER_STATEMENT },
   );
 
-  const summary = new DataLoader<SeriesWindow & { jobId?: string }, SummaryRow | null, string>(
+  const summary = new DataLoader<SeriesWindow & { jobId: string }, SummaryRow | null, string>(
     async (keys) => {
       const out = new Map<number, SummaryRow | null>();
       const index = new Map(keys.map((k, i) => [k, i]));
@@ -368,7 +368,7 @@ function pointLoaders(ctx: { repo: Repository; readThrough: ReadThrough; heldFor
   );
 
   /** Answers the keys whose series are held alone in memory; returns the rest, once any write they wait on is done. */
-  async function heldOrPending<K extends { seriesId: number; jobId?: string }>(keys: readonly K[], answer: (k: K, held: HeldPoints) => void): Promise<K[]> {
+  async function heldOrPending<K extends { seriesId: number; jobId: string }>(keys: readonly K[], answer: (k: K, held: HeldPoints) => void): Promise<K[]> {
     // Points one fetch of this request held alone answer only once its other fetches of the job
     // are described: a finer one (another field's maxPoints) adds to the same series, which is then
     // read from SQL, as the next request reads it (the two answers of a series agree).
@@ -414,13 +414,10 @@ class FetchesUnderWay {
     return load;
   }
 
-  /** Resolves once no load of these jobs is under way (undefined: any job's), loads begun meanwhile included. */
-  async settled(jobIds: readonly (string | undefined)[]): Promise<void> {
+  /** Resolves once no load of these jobs is under way, loads begun meanwhile included. */
+  async settled(jobIds: readonly string[]): Promise<void> {
     for (;;) {
-      const waiting = jobIds.some((id) => id === undefined)
-        ? [...this.byJob.values()]
-        : [...new Set(jobIds)].map((id) => this.byJob.get(id!)).filter((s) => s !== undefined);
-      const loads = waiting.flatMap((s) => [...s]);
+      const loads = [...new Set(jobIds)].flatMap((id) => [...(this.byJob.get(id) ?? [])]);
       if (loads.length === 0) return;
       await Promise.allSettled(loads);
     }

@@ -216,12 +216,14 @@ export async function refreshSummaries(ctx: RepoContext, jobIds: readonly string
     state as (
       select n.job_id, n.name, js.job_id is not null as summarized, js.latest_step, js.latest_at, js.best_value, js.best_step,
         ${mode(sql`n.name`, sql`js.mode`)} as mode,
-        exists (select 1 from series s join written w on w.series_id = s.id
-          where s.job_id = n.job_id and s.name = n.name and js.latest_step between w.lo and w.hi) as latest_hit,
-        js.best_source = 'series' and exists (select 1 from series s join written w on w.series_id = s.id
-          where s.job_id = n.job_id and s.name = n.name and js.best_step between w.lo and w.hi) as best_hit,
+        coalesce(hit.latest, false) as latest_hit, js.best_source = 'series' and coalesce(hit.best, false) as best_hit,
         exists (select 1 from series s where s.job_id = n.job_id and s.name = n.name and s.kind = 'training' and s.keyed_by <> 'step') as by_time
       from names n left join job_summaries js using (job_id, name)
+        -- Whether a stretch written of the metric's series holds the step of its stored latest or best.
+        left join lateral (
+          select bool_or(js.latest_step between w.lo and w.hi) as latest, bool_or(js.best_step between w.lo and w.hi) as best
+          from series s join written w on w.series_id = s.id where s.job_id = n.job_id and s.name = n.name
+        ) hit on true
     ),
     ins_best as (
       select distinct on (i.job_id, i.name) i.job_id, i.name, i.value, i.step
