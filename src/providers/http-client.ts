@@ -17,7 +17,27 @@ export interface HttpRequest {
   headers?: Record<string, string>;
   body?: string;
   timeoutMs: number;
+  /** What the time-out runs on; default the real clock (AbortSignal.timeout). */
+  timers?: UpstreamTimers;
   signal?: AbortSignal;
+}
+
+/**
+ * The timers an upstream call's time-out (a provider's timeoutSeconds) runs on: a test gives a
+ * clock it moves, so a call the platform holds times out when the test says the time has passed
+ * rather than after seconds of real waiting (test/schema/platforms.test.ts).
+ */
+export interface UpstreamTimers {
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+/** An abort signal that fires after `ms` on `timers`, and how to disarm it once the call is over. */
+function timeoutSignal(ms: number, timers: UpstreamTimers | undefined): { signal: AbortSignal; disarm(): void } {
+  if (!timers) return { signal: AbortSignal.timeout(ms), disarm: () => {} };
+  const controller = new AbortController();
+  const handle = timers.setTimeout(() => controller.abort(new DOMException('The operation timed out.', 'TimeoutError')), ms);
+  return { signal: controller.signal, disarm: () => timers.clearTimeout(handle) };
 }
 
 /** What a platform reads from one of its error answers. */
@@ -49,7 +69,8 @@ export interface JsonRequest<T> extends HttpRequest {
 
 /** Sends one request; a time-out and a refused connection become typed errors, the caller's abort stays an abort. */
 export async function sendHttp(providerId: string, req: HttpRequest): Promise<HttpResponse> {
-  const timeout = AbortSignal.timeout(req.timeoutMs);
+  const deadline = timeoutSignal(req.timeoutMs, req.timers);
+  const timeout = deadline.signal;
   const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
   try {
     const res = await fetch(req.url, { method: req.method, headers: req.headers, body: req.body, signal });
@@ -62,6 +83,8 @@ export async function sendHttp(providerId: string, req: HttpRequest): Promise<Ht
     if (req.signal?.aborted) throw err;
     const cause = (err as { cause?: { code?: string } }).cause;
     throw new UpstreamError('UPSTREAM_UNAVAILABLE', providerId, `connection failed (${cause?.code ?? 'network error'})`);
+  } finally {
+    deadline.disarm();
   }
 }
 

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import type { SecretSource } from '../config/provider-kit.js';
 import type { JobStatus } from '../domain/types.js';
+import type { UpstreamTimers } from './http-client.js';
 import type { ProviderAdapter } from './provider.js';
 
 /** A provider entry's schema: a strict object whose `kind` is the platform's literal. */
@@ -28,6 +29,8 @@ export interface AdapterOptions {
    * Default Date.now.
    */
   now?: () => number;
+  /** What the time-outs of its HTTP calls run on (a test's clock in tests); default the real one. */
+  timers?: UpstreamTimers;
 }
 
 export interface PlatformModule<K extends string = string, S extends PlatformConfigSchema<K> = PlatformConfigSchema<K>> {

@@ -18,7 +18,7 @@ import {
   type TokenStore,
 } from '../config/index.js';
 import { ProviderSet, type ProviderInstance, type ResilienceOptions } from '../providers/provider-set.js';
-import { createAdapter } from '../providers/registry.js';
+import { type AdapterOptions, createAdapter } from '../providers/registry.js';
 import { onShapeMismatch } from '../providers/shape-watch.js';
 import type { DemoProvider } from '../simulators/demo.js';
 import { openDatabase, type Database } from '../store/db.js';
@@ -66,6 +66,8 @@ export interface RuntimeOptions {
   findingsTimers?: LiveTimers;
   /** Alert delivery's clock and timers; default findingsTimers, then collectTimers, then liveTimers, else the real ones. */
   alertTimers?: LiveTimers;
+  /** What a provider's upstream calls time out on (AdapterOptions.timers), by provider id; default the real clock. */
+  upstreamTimers?: (providerId: string) => AdapterOptions['timers'];
   ws?: Partial<WsLimits>;
   /** Envelop plugins after the server's own (tests use one to change results per subscriber). */
   plugins?: Plugin[];
@@ -107,16 +109,28 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
-/** `clock`: the server's (RuntimeOptions.clock), which adapters that sign requests sign with. */
-export function buildProviders(configs: ProviderConfig[], env: SecretSource, simulated: boolean, clock?: () => number): ProviderInstance[] {
-  return configs.map((c) => ({
-    id: c.id,
-    kind: c.kind,
-    name: c.name ?? c.id,
-    simulated,
-    pollIntervalSeconds: c.pollIntervalSeconds ?? null,
-    adapter: createAdapter(c, env, clock ? { now: clock } : {}),
-  }));
+/**
+ * `clock`: the server's (RuntimeOptions.clock), which adapters that sign requests sign with;
+ * `timers`: what each provider's calls time out on (RuntimeOptions.upstreamTimers).
+ */
+export function buildProviders(
+  configs: ProviderConfig[],
+  env: SecretSource,
+  simulated: boolean,
+  clock?: () => number,
+  timers?: RuntimeOptions['upstreamTimers'],
+): ProviderInstance[] {
+  return configs.map((c) => {
+    const upstream = timers?.(c.id);
+    return {
+      id: c.id,
+      kind: c.kind,
+      name: c.name ?? c.id,
+      simulated,
+      pollIntervalSeconds: c.pollIntervalSeconds ?? null,
+      adapter: createAdapter(c, env, { ...(clock ? { now: clock } : {}), ...(upstream ? { timers: upstream } : {}) }),
+    };
+  });
 }
 
 export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
@@ -308,7 +322,7 @@ async function buildProviderSet(opts: RuntimeOptions): Promise<{
   const ledger = ledgerSettings(config.ledger ?? demoModule?.DEMO_LEDGER);
   const configs = config.providers ?? demo.map((d) => d.config);
   const env: SecretSource = config.providers ? (opts.env ?? process.env) : Object.assign({}, ...demo.map((d) => d.secrets));
-  const providers = new ProviderSet(buildProviders(configs, env, !config.providers, opts.clock), opts.resilience);
+  const providers = new ProviderSet(buildProviders(configs, env, !config.providers, opts.clock, opts.upstreamTimers), opts.resilience);
   return { demo, ledger, configs, providers };
 }
 

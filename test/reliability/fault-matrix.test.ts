@@ -8,6 +8,7 @@ import type { ProviderConfig } from '../../src/config/index.js';
 import type { Runtime } from '../../src/server/runtime.js';
 import { startDemoProviders, type DemoProvider } from '../../src/simulators/demo.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { answerWithHeldCalls, ManualTimers } from '../support/manual-timers.js';
 import { startRuntimeOn } from '../support/runtime.js';
 import { eventually } from '../support/wait.js';
 
@@ -16,6 +17,8 @@ const PLATFORMS = ['BASETEN', 'MODELARTS', 'PAI_DLC', 'PRIMUS_LENS'] as const;
 // end by itself within a test: the circuit is open for as long as a busy machine takes to read it,
 // and half-open once the test moves the clock past the break.
 const HALF_OPEN_MS = 600_000;
+/** Each provider's timeoutSeconds: what a held call's platform clock moves by (upstreamClock below). */
+const TIMEOUT_SECONDS = 10;
 
 /** [name, fault, expected code, whether it opens the circuit] */
 const FAULTS: [string, Record<string, unknown>, string, boolean][] = [
@@ -40,8 +43,26 @@ describe('fault matrix: each platform x each failure', () => {
   const providerOf = new Map<string, string>();
   const warm = new Map<string, string>();
   const cold = new Map<string, string[]>();
+  /**
+   * The clock each platform's calls time out on (RuntimeOptions.upstreamTimers): it moves only while
+   * that platform holds its calls (`holding`), so no other call ever times out on a busy machine,
+   * and a held one does without seconds of real waiting.
+   */
+  const upstreamClock = new Map<string, ManualTimers>();
+  /** The platform whose simulator holds every call it gets (the time-out cases). */
+  let holding: string | null = null;
 
-  async function gql(query: string, variables?: Record<string, unknown>): Promise<Gql> {
+  function gql(query: string, variables?: Record<string, unknown>): Promise<Gql> {
+    const held = holding;
+    if (!held) return ask(query, variables);
+    return answerWithHeldCalls(
+      () => ask(query, variables),
+      () => upstreamCalls(held),
+      upstreamClock.get(providerOf.get(held)!)!,
+      TIMEOUT_SECONDS * 1000,
+    );
+  }
+  async function ask(query: string, variables?: Record<string, unknown>): Promise<Gql> {
     const res = await fetch(`${rt.url}/graphql`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -69,15 +90,16 @@ describe('fault matrix: each platform x each failure', () => {
 
   beforeAll(async () => {
     demo = (await startDemoProviders()).filter((d) => (PLATFORMS as readonly string[]).includes(d.config.kind));
-    // Short, as the time-out cases wait it out, yet room for a busy machine's normal answers.
-    const providers = demo.map((d) => ({ ...d.config, timeoutSeconds: 2 }) as ProviderConfig);
+    const providers = demo.map((d) => ({ ...d.config, timeoutSeconds: TIMEOUT_SECONDS }) as ProviderConfig);
     for (const d of demo) {
       control.set(d.config.kind, (d.config as { baseUrl: string }).baseUrl.replace(/^(https?:\/\/[^/]+).*$/, '$1'));
       providerOf.set(d.config.kind, d.config.id);
+      upstreamClock.set(d.config.id, new ManualTimers());
     }
     db = await createTestDatabase();
     rt = await startRuntimeOn(db, providers, {
       env: Object.assign({}, ...demo.map((d) => d.secrets)),
+      upstreamTimers: (id) => upstreamClock.get(id),
       logger: pino({ level: process.env.DEBUG_LOG ? 'error' : 'silent' }),
       // Every question goes upstream again, so each one meets the fault; lists and details stay cached.
       cachePolicy: { metricsTtlMs: 0, listTtlMs: 3_600_000, detailTtlMs: 3_600_000 },
@@ -121,6 +143,7 @@ describe('fault matrix: each platform x each failure', () => {
       it(`${kind} ${what}: ${code}, stale copy served, circuit ${trips ? 'opens and closes' : 'stays closed'}`, async () => {
         const id = warm.get(kind)!;
         await fault(kind, spec);
+        if (spec.kind === 'timeout') holding = kind;
         let stale: Gql;
         let faultedCalls = 0;
         try {
@@ -176,6 +199,7 @@ describe('fault matrix: each platform x each failure', () => {
             // makes once the platform answers again.
           }
         } finally {
+          holding = null;
           await fault(kind, null);
         }
         if (trips) {

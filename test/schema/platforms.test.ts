@@ -7,10 +7,14 @@ import type { ProviderConfig } from '../../src/config/index.js';
 import type { Runtime } from '../../src/server/runtime.js';
 import { startDemoProviders, type DemoProvider } from '../../src/simulators/demo.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { answerWithHeldCalls, ManualTimers } from '../support/manual-timers.js';
 import { startRuntimeOn } from '../support/runtime.js';
 
 const CLOUDS = ['BASETEN', 'MODELARTS', 'PAI_DLC'] as const;
 const METRICS_ROUTE: Record<(typeof CLOUDS)[number], string> = { BASETEN: 'getMetrics', MODELARTS: 'getMetrics', PAI_DLC: 'getJobMetrics' };
+
+/** Each provider's timeoutSeconds: what a held call's platform clock moves by (below). */
+const TIMEOUT_SECONDS = 10;
 
 const RUNNING = `{
   jobs(first: 100, filter: { statuses: [RUNNING], kinds: [BASETEN, MODELARTS, PAI_DLC] }) {
@@ -25,18 +29,27 @@ describe('three cloud platforms in one graph', () => {
   let db: TestDatabase;
   let demo: DemoProvider[];
   const baseUrl = new Map<string, string>();
+  /**
+   * The clock each platform's calls time out on (RuntimeOptions.upstreamTimers). It moves only
+   * where the time-out cases move it, so every other call answers whatever the machine's speed,
+   * and a held call times out without ten seconds of real waiting.
+   */
+  const upstreamClock = new Map<string, ManualTimers>();
   // The server's error lines: an INTERNAL answer is masked, and its cause is only in the log.
   const logged: string[] = [];
 
   beforeAll(async () => {
     demo = (await startDemoProviders()).filter((d) => (CLOUDS as readonly string[]).includes(d.config.kind));
-    // The time-out cases wait this long once per platform; every other call must fit in it on a
-    // 2-core machine with other work beside the suite (the simulators share the test's event loop).
-    const providers = demo.map((d) => ({ ...d.config, timeoutSeconds: 10 }) as ProviderConfig);
-    for (const d of demo) baseUrl.set(d.config.kind, (d.config as { baseUrl: string }).baseUrl);
+    const providers = demo.map((d) => ({ ...d.config, timeoutSeconds: TIMEOUT_SECONDS }) as ProviderConfig);
+    for (const d of demo) {
+      baseUrl.set(d.config.kind, (d.config as { baseUrl: string }).baseUrl);
+      upstreamClock.set(d.config.kind, new ManualTimers());
+    }
+    const kindOf = new Map(demo.map((d) => [d.config.id, d.config.kind]));
     db = await createTestDatabase();
     rt = await startRuntimeOn(db, providers, {
       env: Object.assign({}, ...demo.map((d) => d.secrets)),
+      upstreamTimers: (id) => upstreamClock.get(kindOf.get(id)!),
       // Each fault below must reach the platform, not an open circuit left by the previous one
       // (the breaker has its own matrix in test/reliability/fault-matrix.test.ts).
       resilience: { breakerThreshold: Number.MAX_SAFE_INTEGER },
@@ -58,6 +71,12 @@ describe('three cloud platforms in one graph', () => {
   async function gql(query: string) {
     const res = await rt.app.fetch('http://yoga/graphql', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) });
     return (await res.json()) as { data: any; errors?: { message: string; path?: (string | number)[]; extensions?: { code?: string } }[] };
+  }
+
+  /** Requests `kind`'s platform has had on its metrics route (its simulator's /__sim/stats). */
+  async function metricsCalls(kind: (typeof CLOUDS)[number]): Promise<number> {
+    const stats = (await (await fetch(`${baseUrl.get(kind)}/__sim/stats`)).json()) as Record<string, number>;
+    return stats[METRICS_ROUTE[kind]] ?? 0;
   }
 
   it('answers running jobs of all three with GPU utilization in RATIO and GPU memory in BYTES or RATIO', async () => {
@@ -115,7 +134,15 @@ describe('three cloud platforms in one graph', () => {
         });
         let res: Awaited<ReturnType<typeof gql>>;
         try {
-          res = await gql(RUNNING);
+          res =
+            fault.kind === 'timeout'
+              ? await answerWithHeldCalls(
+                  () => gql(RUNNING),
+                  () => metricsCalls(kind),
+                  upstreamClock.get(kind)!,
+                  TIMEOUT_SECONDS * 1000,
+                )
+              : await gql(RUNNING);
         } finally {
           await fetch(control, { method: 'DELETE' });
         }

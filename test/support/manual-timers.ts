@@ -88,3 +88,34 @@ export async function stepFeeds(hubs: LiveHub | readonly LiveHub[], topic: strin
   timers.advance(ms);
   await stepped;
 }
+
+/**
+ * Answers `ask()` while a platform holds every call it gets (a simulator's 'timeout' fault), its
+ * upstream calls timing out on `clock` (RuntimeOptions.upstreamTimers): each time `calls()` (the
+ * platform's count of requests received) grows, the clock moves by `timeoutMs`, as the held call
+ * would have waited in real time. Every call of that platform in flight then times out; none of
+ * another platform's, whose clocks stay put.
+ */
+export async function answerWithHeldCalls<T>(ask: () => Promise<T>, calls: () => Promise<number>, clock: ManualTimers, timeoutMs: number): Promise<T> {
+  let seen = await calls();
+  let settled = false;
+  const answer = ask();
+  answer.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  await eventually(
+    async () => {
+      if (settled) return true;
+      const now = await calls();
+      if (now > seen) {
+        seen = now;
+        clock.advance(timeoutMs);
+      }
+      return false;
+    },
+    30_000,
+    'an answer while the platform holds its calls',
+  );
+  return answer;
+}

@@ -4,6 +4,7 @@ import type { BasetenConfig } from './config.js';
 import { DomainError, UpstreamError } from '../../domain/errors.js';
 import type { JobPage, JobRef, LogPage, LogRequest, MetricFetchRequest, ProjectRecord } from '../../domain/types.js';
 import { epochNanosStringToDate, isoToDate } from '../../domain/units.js';
+import type { AdapterOptions } from '../platform.js';
 import type { JobDetailResult, ProviderAdapter, SystemMetricsResult } from '../provider.js';
 import { reportShapeMismatch } from '../shape-watch.js';
 import { createBasetenClient } from './client.js';
@@ -15,8 +16,8 @@ const MAX_LOG_LIMIT = 1000;
 
 export { classifyBasetenError } from './client.js';
 
-export function createBasetenAdapter(config: BasetenConfig, secrets: SecretSource): ProviderAdapter {
-  const client = createBasetenClient(config, secrets);
+export function createBasetenAdapter(config: BasetenConfig, secrets: SecretSource, options: AdapterOptions = {}): ProviderAdapter {
+  const client = createBasetenClient(config, secrets, options.timers);
   const providerId = client.providerId;
   const call = client.call;
 

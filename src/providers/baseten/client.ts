@@ -3,7 +3,7 @@
 import type { z } from 'zod';
 import { DEFAULT_PROVIDER_TIMEOUT_SECONDS, requireSecret, type SecretSource } from '../../config/provider-kit.js';
 import type { BasetenConfig } from './config.js';
-import { requestJson, type ErrorClassifier, type HttpResponse } from '../http-client.js';
+import { requestJson, type ErrorClassifier, type HttpResponse, type UpstreamTimers } from '../http-client.js';
 
 /**
  * Baseten's error bodies are not documented (fact sheet) beyond 429's `retry_after` (seconds);
@@ -31,7 +31,8 @@ export interface BasetenClient {
   call<T>(method: 'GET' | 'POST', path: string, schema: z.ZodType<T>, opts: CallOptions): Promise<T | null>;
 }
 
-export function createBasetenClient(config: BasetenConfig, secrets: SecretSource): BasetenClient {
+/** `timers`: what each call's time-out runs on (AdapterOptions.timers); default the real clock. */
+export function createBasetenClient(config: BasetenConfig, secrets: SecretSource, timers?: UpstreamTimers): BasetenClient {
   const apiKey = requireSecret(secrets, config.apiKeyEnv, config.id);
   const base = config.baseUrl.replace(/\/+$/, '');
   const timeoutMs = (config.timeoutSeconds ?? DEFAULT_PROVIDER_TIMEOUT_SECONDS) * 1000;
@@ -51,6 +52,7 @@ export function createBasetenClient(config: BasetenConfig, secrets: SecretSource
         },
         body: opts.body !== undefined ? JSON.stringify(opts.body) : undefined,
         timeoutMs,
+        timers,
         signal: opts.signal,
         schema,
         what: `${method} ${path.split('/').slice(0, 3).join('/')}`,

@@ -5,7 +5,7 @@ import type { ModelArtsConfig } from './config.js';
 import { DomainError, UpstreamError } from '../../domain/errors.js';
 import type { JobPage, JobRef, LogLineRecord, LogPage, LogRequest, MetricFetchRequest, ProjectRecord, SeriesData, SystemMetric } from '../../domain/types.js';
 import { TERMINAL_STATUSES } from '../../domain/types.js';
-import type { HttpResponse } from '../http-client.js';
+import type { HttpResponse, UpstreamTimers } from '../http-client.js';
 import type { JobDetailResult, ProviderAdapter, ProviderCapabilities, SystemMetricsResult } from '../provider.js';
 import { reportShapeMismatch } from '../shape-watch.js';
 import { JOB_NOT_FOUND_CODE, ModelArtsClient, type ModelArtsAuth } from './client.js';
@@ -37,6 +37,8 @@ const SYSTEM_METRICS: readonly SystemMetric[] = [
 export interface ModelArtsAdapterOptions {
   /** The clock used for signing dates and token expiry; default Date.now. */
   now?: () => number;
+  /** What the time-outs of its calls run on (AdapterOptions.timers); default the real clock. */
+  timers?: UpstreamTimers;
 }
 
 function authFromConfig(config: ModelArtsConfig, secrets: SecretSource): ModelArtsAuth {
@@ -127,6 +129,7 @@ function modelartsParts(config: ModelArtsConfig, secrets: SecretSource, options:
     baseUrl: config.baseUrl,
     projectId: config.projectId,
     timeoutMs: (config.timeoutSeconds ?? DEFAULT_PROVIDER_TIMEOUT_SECONDS) * 1000,
+    timers: options.timers,
     auth: authFromConfig(config, secrets),
     now,
   });

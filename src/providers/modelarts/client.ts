@@ -5,7 +5,7 @@ import { registerSecret } from '../../domain/secrets.js';
 import { z } from 'zod';
 import { UpstreamError } from '../../domain/errors.js';
 import { isoToDate } from '../../domain/units.js';
-import { readJson, sendHttp, upstreamError, type ErrorClassifier, type HttpResponse } from '../http-client.js';
+import { readJson, sendHttp, upstreamError, type ErrorClassifier, type HttpResponse, type UpstreamTimers } from '../http-client.js';
 import { signRequest, type AkSkCredentials } from './signer.js';
 
 export type ModelArtsAuth =
@@ -17,6 +17,8 @@ export interface ModelArtsClientOptions {
   baseUrl: string;
   projectId: string;
   timeoutMs: number;
+  /** What each call's time-out runs on; default the real clock. */
+  timers?: UpstreamTimers;
   auth: ModelArtsAuth;
   now: () => number;
 }
@@ -103,6 +105,7 @@ export class ModelArtsClient {
       headers,
       ...(bodyText ? { body: bodyText } : {}),
       timeoutMs: this.opts.timeoutMs,
+      timers: this.opts.timers,
       signal,
     });
   }
@@ -138,6 +141,7 @@ export class ModelArtsClient {
         },
       }),
       timeoutMs: this.opts.timeoutMs,
+      timers: this.opts.timers,
       signal,
     });
     if (res.status !== 201 && res.status !== 200) throw upstreamError(this.opts.providerId, res, 'IAM token request', classifyModelArtsError, this.opts.now());

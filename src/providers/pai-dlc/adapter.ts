@@ -20,7 +20,7 @@ export { LIST_LOOKBACK_DAYS, LOG_MAX_LINES } from './context.js';
 
 export function createPaiDlcAdapter(config: PaiDlcConfig, secrets: SecretSource, options: AdapterOptions = {}): ProviderAdapter {
   const now = options.now ?? Date.now;
-  const dlc = paiDlcContext(config, secrets, now);
+  const dlc = paiDlcContext(config, secrets, now, options.timers);
   const { providerId, call, ctx, ecsSpecCache } = dlc;
 
   const adapter: ProviderAdapter = {

@@ -3,7 +3,7 @@
 import type { z } from 'zod';
 import { DEFAULT_PROVIDER_TIMEOUT_SECONDS, requireSecret, type SecretSource } from '../../config/provider-kit.js';
 import type { PaiDlcConfig } from './config.js';
-import { requestJson, type ErrorClassifier } from '../http-client.js';
+import { requestJson, type ErrorClassifier, type UpstreamTimers } from '../http-client.js';
 import { canonicalQueryString, signedHeadersFor, type Acs3Credentials } from './signer.js';
 import { errorBody } from './wire.js';
 
@@ -58,8 +58,11 @@ export interface PaiDlcClient {
   call<T>(opts: CallOptions, schema: z.ZodType<T>): Promise<T>;
 }
 
-/** `now`: the clock x-acs-date is read from (the server's clock, a test's in tests); default Date.now. */
-export function createPaiDlcClient(config: PaiDlcConfig, secrets: SecretSource, now: () => number = Date.now): PaiDlcClient {
+/**
+ * `now`: the clock x-acs-date is read from (the server's clock, a test's in tests); default Date.now.
+ * `timers`: what each call's time-out runs on; default the real clock.
+ */
+export function createPaiDlcClient(config: PaiDlcConfig, secrets: SecretSource, now: () => number = Date.now, timers?: UpstreamTimers): PaiDlcClient {
   const providerId = config.id;
   const creds: Acs3Credentials = {
     accessKeyId: requireSecret(secrets, config.accessKeyIdEnv, providerId),
@@ -90,6 +93,7 @@ export function createPaiDlcClient(config: PaiDlcConfig, secrets: SecretSource, 
         url: `${base.protocol}//${base.host}${path}${qs ? `?${qs}` : ''}`,
         headers,
         timeoutMs,
+        timers,
         signal: opts.signal,
         schema,
         what: `PAI-DLC ${opts.action}`,

@@ -3,6 +3,7 @@
 import type { SecretSource } from '../../config/provider-kit.js';
 import type { PaiDlcConfig } from './config.js';
 import { createPaiDlcClient } from './client.js';
+import type { UpstreamTimers } from '../http-client.js';
 import type { WireEcsSpec } from './wire.js';
 
 /**
@@ -21,9 +22,12 @@ export const CMS_MAX_PAGES = 50;
 export const isoSeconds = (d: Date) => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
 
 /** One configured PAI-DLC provider's shared state, handed to each part of the adapter. */
-/** `now`: the clock requests are signed with (the platform refuses a date 15 min off its own). */
-export function paiDlcContext(config: PaiDlcConfig, secrets: SecretSource, now: () => number = Date.now) {
-  const client = createPaiDlcClient(config, secrets, now);
+/**
+ * `now`: the clock requests are signed with (the platform refuses a date 15 min off its own);
+ * `timers`: what the calls' time-outs run on.
+ */
+export function paiDlcContext(config: PaiDlcConfig, secrets: SecretSource, now: () => number = Date.now, timers?: UpstreamTimers) {
+  const client = createPaiDlcClient(config, secrets, now, timers);
   const providerId = client.providerId;
   const call = client.call;
   const ctx = { regionId: config.regionId };

@@ -20,6 +20,7 @@ import type {
   TrainingFetchRequest,
 } from '../../domain/types.js';
 import { epochMillisToDate, epochSecondsToDate, finiteOrNull } from '../../domain/units.js';
+import type { AdapterOptions } from '../platform.js';
 import { trainingSeries, type JobDetailResult, type ProviderAdapter, type SystemMetricsResult } from '../provider.js';
 import { reportShapeMismatch } from '../shape-watch.js';
 import { LensClient, isLensNotFound } from './client.js';
@@ -71,7 +72,7 @@ const RATE_WINDOW_MS = 10 * 60_000;
 const PROGRESS_METRICS = new Set(['iteration', 'target_iteration']);
 
 /** The client with its auth headers, and the lookups of a workload (detail, list row, deleted status, GPU models). */
-function lensClientParts(config: PrimusLensConfig, secrets: SecretSource) {
+function lensClientParts(config: PrimusLensConfig, secrets: SecretSource, options: AdapterOptions) {
   const providerId = config.id;
   const headers: Record<string, string> = {};
   // The SaFE proxy takes `Authorization: Bearer ak-…`; Lens' own middleware wants a Cookie header.
@@ -83,6 +84,7 @@ function lensClientParts(config: PrimusLensConfig, secrets: SecretSource) {
     cluster: config.cluster,
     headers,
     timeoutMs: (config.timeoutSeconds ?? DEFAULT_PROVIDER_TIMEOUT_SECONDS) * 1000,
+    timers: options.timers,
   });
 
   const deletedStatuses = new Map<string, JobStatus>();
@@ -404,8 +406,8 @@ async function fetchProgress(ctx: LensAdapter, job: JobRef, signal: AbortSignal)
   };
 }
 
-export function createPrimusLensAdapter(config: PrimusLensConfig, secrets: SecretSource): ProviderAdapter {
-  const lensClient = lensClientParts(config, secrets);
+export function createPrimusLensAdapter(config: PrimusLensConfig, secrets: SecretSource, options: AdapterOptions = {}): ProviderAdapter {
+  const lensClient = lensClientParts(config, secrets, options);
   const ctx: LensAdapter = { ...lensClient, ...lensSeriesParts(lensClient) };
   const { providerId, client, deletedStatus, getDetail, findListItem, nodesOf } = ctx;
 

@@ -3,7 +3,7 @@
 // fact sheet lists turned into a typed UpstreamError.
 import { z } from 'zod';
 import { UpstreamError, type ErrorCode } from '../../domain/errors.js';
-import { errorCodeForStatus, requestJson, type ErrorClassifier } from '../http-client.js';
+import { errorCodeForStatus, requestJson, type ErrorClassifier, type UpstreamTimers } from '../http-client.js';
 
 export const LENS_OK = 2000;
 
@@ -16,6 +16,8 @@ export interface LensClientOptions {
   cluster: string | undefined;
   headers: Record<string, string>;
   timeoutMs: number;
+  /** What each call's time-out runs on; default the real clock. */
+  timers?: UpstreamTimers;
 }
 
 const metaSchema = z.object({ code: z.number(), message: z.string().nullish() });
@@ -69,6 +71,7 @@ export class LensClient {
       url: url.toString(),
       headers: { accept: 'application/json', ...this.opts.headers },
       timeoutMs: this.opts.timeoutMs,
+      timers: this.opts.timers,
       signal,
       schema,
       what: path,

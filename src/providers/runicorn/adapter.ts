@@ -19,6 +19,7 @@ import {
 } from '../../domain/types.js';
 import { LogClock } from './log-clock.js';
 import { epochSecondsToDate } from '../../domain/units.js';
+import type { AdapterOptions } from '../platform.js';
 import type { JobDetailResult, ProviderAdapter, ProviderCapabilities, SystemMetricsResult } from '../provider.js';
 import { mapStatus, progressFromTable, reportedBest, tableToSeries, targetIterationFrom, TELEMETRY } from './mapping.js';
 import type { RunicornSource, RunSnapshot } from './client.js';
@@ -59,7 +60,7 @@ const TELEMETRY_METRICS = Object.keys(TELEMETRY) as SystemMetric[];
 const HOST_SOURCE = 'runicorn:host';
 
 /** The source (a viewer or a storage folder), runs as job records, and the log clocks. */
-function runicornParts(config: RunicornConfig) {
+function runicornParts(config: RunicornConfig, options: AdapterOptions) {
   const timeoutMs = (config.timeoutSeconds ?? DEFAULT_PROVIDER_TIMEOUT_SECONDS) * 1000;
   let source: RunicornSource;
   let storage: StorageSource | null = null;
@@ -68,7 +69,7 @@ function runicornParts(config: RunicornConfig) {
     storage = new StorageSource(config.id, config.storageDir.replace(/^~(?=\/|$)/, process.env.HOME ?? '~'));
     source = storage;
   } else if (config.baseUrl) {
-    viewer = new ViewerSource(config.id, config.baseUrl, timeoutMs);
+    viewer = new ViewerSource(config.id, config.baseUrl, timeoutMs, options.timers);
     source = viewer;
   } else {
     throw new Error(`provider "${config.id}": needs baseUrl or storageDir`);
@@ -199,8 +200,8 @@ async function fetchLogs(ctx: RunicornParts, job: JobRef, request: LogRequest, s
   return { lines: out, nextCursor: cursor > 0 ? String(cursor) : request.after, ...(gaps.length > 0 ? { gaps } : {}) };
 }
 
-export function createRunicornAdapter(config: RunicornConfig, _secrets: SecretSource): RunicornAdapter {
-  const ctx: RunicornParts = runicornParts(config);
+export function createRunicornAdapter(config: RunicornConfig, _secrets: SecretSource, options: AdapterOptions = {}): RunicornAdapter {
+  const ctx: RunicornParts = runicornParts(config, options);
   const { source, storage, viewer, projectIdOf, toJob, requireRun } = ctx;
   return {
     id: config.id,

@@ -1,5 +1,5 @@
 // Viewer mode: the Runicorn viewer's HTTP API (no auth, no envelope) and its log WebSocket.
-import { requestJson, type ErrorClassifier, type HttpResponse } from '../http-client.js';
+import { requestJson, type ErrorClassifier, type HttpResponse, type UpstreamTimers } from '../http-client.js';
 import type { MetricTable } from './events.js';
 import { LogReplays, type LogSlice } from './log-replay.js';
 import type { RunicornSource, RunSnapshot } from './client.js';
@@ -38,6 +38,7 @@ export class ViewerSource implements RunicornSource {
     private readonly providerId: string,
     baseUrl: string,
     private readonly timeoutMs: number,
+    private readonly timers?: UpstreamTimers,
   ) {
     this.base = baseUrl.replace(/\/+$/, '');
     this.logs = new LogReplays({ providerId, baseUrl: this.base, timeoutMs });
@@ -49,6 +50,7 @@ export class ViewerSource implements RunicornSource {
       method: 'GET',
       url: `${this.base}${path}`,
       timeoutMs: this.timeoutMs,
+      timers: this.timers,
       signal,
       schema,
       what: `GET ${path}`,
