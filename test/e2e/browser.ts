@@ -4,7 +4,7 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { chromium, type BrowserContext } from 'playwright-core';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import type { AppConfig, ProviderConfig } from '../../src/config/index.js';
 import type { Runtime } from '../../src/server/runtime.js';
 import { DEMO_LEDGER, startDemoProviders, type DemoProvider } from '../../src/simulators/demo.js';
@@ -22,6 +22,22 @@ const FLAGS = [
   '--disable-component-update',
   '--disable-sync',
 ];
+
+/** The fleet view's refresh interval (REFRESH_MS in src/web/fleet-view.ts). */
+const FLEET_REFRESH_MS = 10_000;
+
+/**
+ * For a page whose timers run on Playwright's clock (page.clock.install() before it loaded): moves
+ * that clock past the fleet view's refresh interval, so a refresh that was due later starts now,
+ * and reads `probe` in the page. Polled (expect.poll) until the probe shows the refresh landed: a
+ * refresh still under way arms its next one only when it ends, so one move may fire nothing. The
+ * page's clock gets ahead of the server's by the moves (10 s each), small beside the fleet view's
+ * windows (15 minutes for "recent", an hour for waste).
+ */
+export async function nextFleetRefresh<T>(page: Page, probe: () => T): Promise<T> {
+  await page.clock.fastForward(FLEET_REFRESH_MS);
+  return page.evaluate(probe);
+}
 
 /** Where screenshots go: CI keeps E2E_ARTIFACTS_DIR (.ci/reports/e2e); locally test-results/ (git-ignored). */
 export function artifactsDir(): string {

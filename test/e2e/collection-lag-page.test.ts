@@ -6,7 +6,7 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { artifactsDir, launchBrowser, startDemoServer, type Browser, type DemoServer } from './browser.js';
+import { artifactsDir, launchBrowser, nextFleetRefresh, startDemoServer, type Browser, type DemoServer } from './browser.js';
 
 /** Generous: on a loaded CI machine a page with live charts and five simulators is slow; every wait inside is on a condition. */
 const TEST_TIMEOUT = 180_000;
@@ -49,6 +49,9 @@ describe('fleet view: a line when background collection lags (Chromium)', () => 
         await page.screenshot({ path: path.join(artifactsDir(), 'fleet-collection-failure.png'), fullPage: true });
       });
       const ids = Object.fromEntries(server.demo.map((d) => [d.config.kind, d.config.id]));
+      // The page's timers run on Playwright's clock, moved past the fleet view's refresh interval
+      // where the test would wait for its next refresh.
+      await page.clock.install();
       await page.goto(`${origin}/#fleet`);
       const line = page.locator(`#fleet-collection li[data-provider="${ids.MODELARTS}"]`);
       // The page's own rows query lists ModelArts' jobs; the collector cannot afford them: they wait, and the lag grows past two intervals.
@@ -74,7 +77,9 @@ describe('fleet view: a line when background collection lags (Chromium)', () => 
         )
         .not.toBeNull();
       const checked = await page.evaluate(() => document.body.dataset.fleetCollectionChecked);
-      await page.waitForFunction((t) => document.body.dataset.fleetCollectionChecked !== t, checked, { timeout: 120_000 });
+      await expect
+        .poll(() => nextFleetRefresh(page, () => document.body.dataset.fleetCollectionChecked), { timeout: 120_000, interval: 1_000 })
+        .not.toBe(checked);
       const providers = await page.locator('#fleet-collection li').evaluateAll((lis) => lis.map((li) => (li as HTMLElement).dataset.provider));
       expect(providers).toEqual([ids.MODELARTS]);
       await page.screenshot({ path: path.join(artifactsDir(), 'fleet-collection-lag.png'), fullPage: true });

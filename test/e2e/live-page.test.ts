@@ -7,7 +7,7 @@
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
-import { artifactsDir, launchBrowser, startDemoServer, type Browser, type DemoServer } from './browser.js';
+import { artifactsDir, launchBrowser, nextFleetRefresh, startDemoServer, type Browser, type DemoServer } from './browser.js';
 
 interface DemoJob {
   id: string;
@@ -333,6 +333,9 @@ describe('live view page (Chromium)', () => {
       onTestFailed(async () => {
         await shot(page, 'fleet-failure.png');
       });
+      // The page's timers run on Playwright's clock: it flows with real time, and the test moves it
+      // past the fleet view's refresh interval where it would wait for the next refresh.
+      await page.clock.install();
       await page.goto(`${origin}/`);
       expect(page.url()).toMatch(/#fleet$/);
       await page.waitForFunction(() => Number(document.body.dataset.fleetRefreshes ?? 0) >= 1, undefined, { timeout: 120_000 });
@@ -349,7 +352,7 @@ describe('live view page (Chromium)', () => {
       // Updated live: a later refresh lands without a reload (the page's own state survives).
       await page.evaluate(() => ((window as unknown as { marker: number }).marker = 1));
       const first = await page.evaluate(() => document.body.dataset.fleetUpdated);
-      await page.waitForFunction((t) => document.body.dataset.fleetUpdated !== t, first, { timeout: 120_000 });
+      await expect.poll(() => nextFleetRefresh(page, () => document.body.dataset.fleetUpdated), { timeout: 120_000, interval: 1_000 }).not.toBe(first);
       expect(await page.evaluate(() => (window as unknown as { marker?: number }).marker)).toBe(1);
 
       // Filter by platform: the URL says so, every row is that platform's, back clears it.
