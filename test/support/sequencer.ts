@@ -1,6 +1,6 @@
 // Longest files first, from the durations measured on this machine (test/support/durations.json,
-// refreshed by `node scripts/test-durations.mjs <vitest JSON report>...`): a 4-minute file that
-// starts last keeps the run going minutes after every other worker is idle. vitest's own cache
+// refreshed from a whole run's summary by `node scripts/test-durations.mjs --whole <summary.json>`):
+// a 4-minute file that starts last keeps the run going minutes after every other worker is idle. vitest's own cache
 // orders by the last run's durations too, but a fresh clone (CI) has none and falls back to file
 // size, which says little here (test/collect/demo-collection.test.ts is one of the smallest).
 import { readFileSync } from 'node:fs';
