@@ -1,8 +1,9 @@
 // Longest files first, from the durations measured on this machine (test/support/durations.json,
 // refreshed from a whole run's summary by `node scripts/test-durations.mjs --whole <summary.json>`):
-// a 4-minute file that starts last keeps the run going minutes after every other worker is idle. vitest's own cache
-// orders by the last run's durations too, but a fresh clone (CI) has none and falls back to file
-// size, which says little here (test/collect/demo-collection.test.ts is one of the smallest).
+// a 4-minute file that starts last keeps the run going minutes after every other worker is idle.
+// vitest's own cache orders by the last run's durations too, but a fresh clone (CI) has none and
+// falls back to file size, which says little here (test/collect/demo-collection.test.ts is one of
+// the smallest).
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
