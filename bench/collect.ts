@@ -13,7 +13,8 @@
 // side's own (the simulators' fleets and HTTP buffers are in their process), split into V8's
 // spaces, external buffers and the rest (the C allocator's arenas). Diagnostics of the collector's
 // server, off by default: BENCH_COLLECT_PROFILE (CPU), BENCH_COLLECT_ALLOC (allocations),
-// BENCH_COLLECT_HEAP (heap snapshots), BENCH_COLLECT_TRACE (memory over time; see each below).
+// BENCH_COLLECT_HEAP (heap snapshots), BENCH_COLLECT_TRACE (memory over time), BENCH_COLLECT_STATEMENTS
+// (statements by kind; see each below).
 // --rounds N measures the largest size N times, collector then bare loop each round, and reports
 // the median CPU ratio beside each round's (ROUNDS).
 // Prints a table and `COLLECT_RESULT {json}` (bench/run.ts reads it); writes bench/results/collect.json.
@@ -241,6 +242,12 @@ const HEAP_DIR = process.env.BENCH_COLLECT_HEAP ?? null;
  * heap in use is above 120 MiB, and prints what was left: garbage or not (it changes what it measures).
  */
 const TRACE = Boolean(process.env.BENCH_COLLECT_TRACE);
+/**
+ * BENCH_COLLECT_STATEMENTS=1: the collector's server counts the SQL statements drizzle sends over
+ * the measured window by their first words, and prints the counts per 30 s at each report (what a
+ * group, a list sync or a sweep's reads cost in statements; COPY, begin and commit are not drizzle's).
+ */
+const STATEMENTS = Boolean(process.env.BENCH_COLLECT_STATEMENTS);
 function startTrace(inUse: () => number, what: () => unknown) {
   let top = { rss: 0, heapUsed: 0, external: 0, arrayBuffers: 0, slots: 0 };
   let maxSlots = 0;
@@ -380,6 +387,14 @@ async function serveCollector(opts: { sims: SimsReady; databaseUrl: string; jobs
     logger: pino({ level: 'silent' }),
   });
   const collector = rt.collector!;
+  let statements: Map<string, number> | null = null;
+  if (STATEMENTS) {
+    rt.database.watchStatements((text) => {
+      if (!statements) return;
+      const kind = text.replace(/\s+/g, ' ').trim().slice(0, 60);
+      statements.set(kind, (statements.get(kind) ?? 0) + 1);
+    });
+  }
   const swept = new Map<string, number>();
   let measuring = false;
   let lags: number[] = [];
@@ -428,12 +443,21 @@ async function serveCollector(opts: { sims: SimsReady; databaseUrl: string; jobs
       measuring = true;
       lags = [];
       sweeps = 0;
+      if (STATEMENTS) statements = new Map();
       cpu0 = cpuMs();
       return {};
     },
     report: async () => {
       const cpu = cpuMs() - cpu0;
       measuring = false;
+      if (statements) {
+        const per30 = (n: number) => Math.round((n * 30_000) / WINDOW_MS);
+        const sorted = [...statements].sort((a, b) => b[1] - a[1]);
+        const all = sorted.reduce((n, [, c]) => n + c, 0);
+        console.error(`bench:collect: statements per 30 s at ${opts.jobs} jobs: ${per30(all)}`);
+        for (const [kind, n] of sorted) console.error(`  ${String(per30(n)).padStart(6)}  ${kind}`);
+        statements = null;
+      }
       if (PROFILE_FILE) await profiling.stop(PROFILE_FILE.replace(/(\.cpuprofile)?$/, `-${opts.jobs}.cpuprofile`));
       if (ALLOC_FILE) await allocations.stop(ALLOC_FILE.replace(/(\.heapprofile)?$/, `-${opts.jobs}.heapprofile`));
       const statuses = [...collector.statuses().values()];
