@@ -143,6 +143,39 @@ interface Report {
    */
   jobIntervals: number;
   runningJobs: number;
+  /** V8's collections over the window: young-generation (scavenges), full (mark-compact), and the main thread's pause in them. */
+  gc: GcCount;
+}
+
+interface GcCount {
+  minor: number;
+  major: number;
+  pauseMs: number;
+}
+
+/**
+ * Counts V8's collections from now (`take` stops): the promotion a bounded old generation turns
+ * into full collections shows as `major`. The pause is the main thread's; the marking V8's helper
+ * threads do is in the process's CPU, not here.
+ */
+async function countGc(): Promise<{ take: () => GcCount }> {
+  const { PerformanceObserver, constants } = await import('node:perf_hooks');
+  const out: GcCount = { minor: 0, major: 0, pauseMs: 0 };
+  const observer = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      const kind = (e as unknown as { detail?: { kind?: number } }).detail?.kind;
+      if (kind === constants.NODE_PERFORMANCE_GC_MINOR) out.minor++;
+      else if (kind === constants.NODE_PERFORMANCE_GC_MAJOR) out.major++;
+      out.pauseMs += e.duration;
+    }
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  return {
+    take: () => {
+      observer.disconnect();
+      return { ...out, pauseMs: Math.round(out.pauseMs) };
+    },
+  };
 }
 
 const cpuMs = () => {
@@ -409,6 +442,7 @@ async function serveCollector(opts: { sims: SimsReady; databaseUrl: string; jobs
     }
   });
   let cpu0 = 0;
+  let gcCount: { take: () => GcCount } | null = null;
   const trace = TRACE
     ? startTrace(
         () => collector.slots().inUse,
@@ -444,11 +478,13 @@ async function serveCollector(opts: { sims: SimsReady; databaseUrl: string; jobs
       lags = [];
       sweeps = 0;
       if (STATEMENTS) statements = new Map();
+      gcCount = await countGc();
       cpu0 = cpuMs();
       return {};
     },
     report: async () => {
       const cpu = cpuMs() - cpu0;
+      const gc = gcCount!.take();
       measuring = false;
       if (statements) {
         const per30 = (n: number) => Math.round((n * 30_000) / WINDOW_MS);
@@ -474,6 +510,7 @@ async function serveCollector(opts: { sims: SimsReady; databaseUrl: string; jobs
           sweeps,
           jobIntervals,
           runningJobs: running,
+          gc,
         } satisfies Report,
       };
     },
@@ -560,6 +597,7 @@ async function serveBare(opts: { sims: SimsReady }) {
   };
   const loops = adapters.map((a, i) => loop(a, i).catch((err) => console.error(`bare loop ${a.id}:`, err)));
   let cpu0 = 0;
+  let gcCount: { take: () => GcCount } | null = null;
   answer({
     warm: async () => {
       while ([...swept].filter(([id, n]) => n >= warmupSweeps(id)).length < adapters.length) await new Promise((r) => setTimeout(r, 200));
@@ -569,11 +607,13 @@ async function serveBare(opts: { sims: SimsReady }) {
       measuring = true;
       lags = [];
       sweeps = 0;
+      gcCount = await countGc();
       cpu0 = cpuMs();
       return {};
     },
     report: async () => {
       const cpu = cpuMs() - cpu0;
+      const gc = gcCount!.take();
       measuring = false;
       const running = [...lastRunning.values()].reduce((a, b) => a + b, 0);
       const jobIntervals = [...lastRunning].reduce((n, [id, jobs]) => n + (jobs * WINDOW_MS) / intervals.get(id)!, 0);
@@ -586,6 +626,7 @@ async function serveBare(opts: { sims: SimsReady }) {
           sweeps,
           jobIntervals,
           runningJobs: running,
+          gc,
         } satisfies Report,
       };
     },
@@ -659,6 +700,7 @@ interface SideResult {
   rssMiB: number;
   heapMiB: number;
   memory: Memory;
+  gc: GcCount;
   calls: number;
   callsPerJobInterval: number;
   runningJobs: number;
@@ -682,6 +724,7 @@ async function measure(role: 'collector' | 'bare', sims: Child, options: Record<
       cpuMsPerInterval: report.cpuMs / (WINDOW_MS / 30_000),
       rssMiB: report.memory.rssMiB,
       heapMiB: report.memory.heapMiB,
+      gc: report.gc,
       memory: report.memory,
       calls,
       callsPerJobInterval: calls / Math.max(1, report.jobIntervals),
@@ -791,11 +834,13 @@ async function main() {
         ['bare loop', r.bare, r.round],
       ] as const,
   );
-  console.log('| jobs | side | lag p50 / p99 (intervals) | calls per job and interval | CPU per 30 s (ms) | RSS (MiB) | JS heap (MiB) |');
-  console.log('| --- | --- | --- | --- | --- | --- | --- |');
+  console.log(
+    '| jobs | side | lag p50 / p99 (intervals) | calls per job and interval | CPU per 30 s (ms) | RSS (MiB) | JS heap (MiB) | collections in the window: minor / major (pause ms) |',
+  );
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- |');
   for (const [name, s, round] of sides) {
     console.log(
-      `| ${s.runningJobs}${round ? ` (round ${round})` : ''} | ${name} | ${r2(s.lagP50)} / ${r2(s.lagP99)} | ${r2(s.callsPerJobInterval)} | ${Math.round(s.cpuMsPerInterval)} | ${Math.round(s.rssMiB)} | ${Math.round(s.heapMiB)} |`,
+      `| ${s.runningJobs}${round ? ` (round ${round})` : ''} | ${name} | ${r2(s.lagP50)} / ${r2(s.lagP99)} | ${r2(s.callsPerJobInterval)} | ${Math.round(s.cpuMsPerInterval)} | ${Math.round(s.rssMiB)} | ${Math.round(s.heapMiB)} | ${s.gc.minor} / ${s.gc.major} (${s.gc.pauseMs}) |`,
     );
   }
   console.log('');
