@@ -1,4 +1,4 @@
-// `npm run bench:collect [-- --jobs 100,1000 --interval <s> --sweeps 3 --quick]`: the collector
+// `npm run bench:collect [-- --jobs 100,1000 --interval <s> --sweeps 3 --rounds 1 --quick]`: the collector
 // (issue 37) on N running jobs over the five simulators, on the real clock, beside a bare loop that
 // makes the same upstream adapter calls (each interval: the job list, then every running job's
 // system metrics, training metrics and progress) in the same run, against the same simulators.
@@ -13,7 +13,10 @@
 // side's own (the simulators' fleets and HTTP buffers are in their process), split into V8's
 // spaces, external buffers and the rest (the C allocator's arenas). Diagnostics of the collector's
 // server, off by default: BENCH_COLLECT_PROFILE (CPU), BENCH_COLLECT_ALLOC (allocations),
-// BENCH_COLLECT_HEAP (heap snapshots), BENCH_COLLECT_TRACE (memory over time; see each below).
+// BENCH_COLLECT_HEAP (heap snapshots), BENCH_COLLECT_TRACE (memory over time), BENCH_COLLECT_STATEMENTS
+// (statements by kind; see each below).
+// --rounds N measures the largest size N times, collector then bare loop each round, and reports
+// the median CPU ratio beside each round's (ROUNDS).
 // Prints a table and `COLLECT_RESULT {json}` (bench/run.ts reads it); writes bench/results/collect.json.
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -31,6 +34,7 @@ const { values: flags } = parseArgs({
     interval: { type: 'string' },
     sweeps: { type: 'string' },
     quick: { type: 'boolean', default: false },
+    rounds: { type: 'string' },
     db: { type: 'string', default: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/' },
   },
 });
@@ -40,6 +44,14 @@ const INTERVAL_S = flags.interval ? Number(flags.interval) : null;
 const SWEEPS = Number(flags.sweeps ?? (flags.quick ? 2 : 3));
 const WINDOW_MS = SWEEPS * (INTERVAL_S ?? 30) * 1000;
 const SIZES = (flags.jobs ?? (flags.quick ? '100,300' : '100,1000')).split(',').map(Number);
+/**
+ * Rounds at the largest size: each a collector measurement then a bare loop's, one after the other
+ * against the same simulators, the CPU ratio of each round and their median reported. One round's
+ * ratio moved from 1.18x to 1.85x with the same code half an hour apart (the shared machine's load
+ * is not the same for both sides): the rounds pair each collector with a bare loop measured minutes
+ * from it, and the median leaves out a round one side of which a neighbour's burst fell on.
+ */
+const ROUNDS = Math.max(1, Number(flags.rounds ?? 1));
 /** Sweeps before measuring: the first (each job's recent history) everywhere, and one steady sweep of Baseten's. */
 const warmupSweeps = (providerId: string) => (providerId === 'baseten' ? 2 : 1);
 /**
@@ -131,6 +143,39 @@ interface Report {
    */
   jobIntervals: number;
   runningJobs: number;
+  /** V8's collections over the window: young-generation (scavenges), full (mark-compact), and the main thread's pause in them. */
+  gc: GcCount;
+}
+
+interface GcCount {
+  minor: number;
+  major: number;
+  pauseMs: number;
+}
+
+/**
+ * Counts V8's collections from now (`take` stops): the promotion a bounded old generation turns
+ * into full collections shows as `major`. The pause is the main thread's; the marking V8's helper
+ * threads do is in the process's CPU, not here.
+ */
+async function countGc(): Promise<{ take: () => GcCount }> {
+  const { PerformanceObserver, constants } = await import('node:perf_hooks');
+  const out: GcCount = { minor: 0, major: 0, pauseMs: 0 };
+  const observer = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      const kind = (e as unknown as { detail?: { kind?: number } }).detail?.kind;
+      if (kind === constants.NODE_PERFORMANCE_GC_MINOR) out.minor++;
+      else if (kind === constants.NODE_PERFORMANCE_GC_MAJOR) out.major++;
+      out.pauseMs += e.duration;
+    }
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  return {
+    take: () => {
+      observer.disconnect();
+      return { ...out, pauseMs: Math.round(out.pauseMs) };
+    },
+  };
 }
 
 const cpuMs = () => {
@@ -230,6 +275,12 @@ const HEAP_DIR = process.env.BENCH_COLLECT_HEAP ?? null;
  * heap in use is above 120 MiB, and prints what was left: garbage or not (it changes what it measures).
  */
 const TRACE = Boolean(process.env.BENCH_COLLECT_TRACE);
+/**
+ * BENCH_COLLECT_STATEMENTS=1: the collector's server counts the SQL statements drizzle sends over
+ * the measured window by their first words, and prints the counts per 30 s at each report (what a
+ * group, a list sync or a sweep's reads cost in statements; COPY, begin and commit are not drizzle's).
+ */
+const STATEMENTS = Boolean(process.env.BENCH_COLLECT_STATEMENTS);
 function startTrace(inUse: () => number, what: () => unknown) {
   let top = { rss: 0, heapUsed: 0, external: 0, arrayBuffers: 0, slots: 0 };
   let maxSlots = 0;
@@ -369,6 +420,14 @@ async function serveCollector(opts: { sims: SimsReady; databaseUrl: string; jobs
     logger: pino({ level: 'silent' }),
   });
   const collector = rt.collector!;
+  let statements: Map<string, number> | null = null;
+  if (STATEMENTS) {
+    rt.database.watchStatements((text) => {
+      if (!statements) return;
+      const kind = text.replace(/\s+/g, ' ').trim().slice(0, 60);
+      statements.set(kind, (statements.get(kind) ?? 0) + 1);
+    });
+  }
   const swept = new Map<string, number>();
   let measuring = false;
   let lags: number[] = [];
@@ -383,6 +442,7 @@ async function serveCollector(opts: { sims: SimsReady; databaseUrl: string; jobs
     }
   });
   let cpu0 = 0;
+  let gcCount: { take: () => GcCount } | null = null;
   const trace = TRACE
     ? startTrace(
         () => collector.slots().inUse,
@@ -417,12 +477,23 @@ async function serveCollector(opts: { sims: SimsReady; databaseUrl: string; jobs
       measuring = true;
       lags = [];
       sweeps = 0;
+      if (STATEMENTS) statements = new Map();
+      gcCount = await countGc();
       cpu0 = cpuMs();
       return {};
     },
     report: async () => {
       const cpu = cpuMs() - cpu0;
+      const gc = gcCount!.take();
       measuring = false;
+      if (statements) {
+        const per30 = (n: number) => Math.round((n * 30_000) / WINDOW_MS);
+        const sorted = [...statements].sort((a, b) => b[1] - a[1]);
+        const all = sorted.reduce((n, [, c]) => n + c, 0);
+        console.error(`bench:collect: statements per 30 s at ${opts.jobs} jobs: ${per30(all)}`);
+        for (const [kind, n] of sorted) console.error(`  ${String(per30(n)).padStart(6)}  ${kind}`);
+        statements = null;
+      }
       if (PROFILE_FILE) await profiling.stop(PROFILE_FILE.replace(/(\.cpuprofile)?$/, `-${opts.jobs}.cpuprofile`));
       if (ALLOC_FILE) await allocations.stop(ALLOC_FILE.replace(/(\.heapprofile)?$/, `-${opts.jobs}.heapprofile`));
       const statuses = [...collector.statuses().values()];
@@ -439,6 +510,7 @@ async function serveCollector(opts: { sims: SimsReady; databaseUrl: string; jobs
           sweeps,
           jobIntervals,
           runningJobs: running,
+          gc,
         } satisfies Report,
       };
     },
@@ -525,6 +597,7 @@ async function serveBare(opts: { sims: SimsReady }) {
   };
   const loops = adapters.map((a, i) => loop(a, i).catch((err) => console.error(`bare loop ${a.id}:`, err)));
   let cpu0 = 0;
+  let gcCount: { take: () => GcCount } | null = null;
   answer({
     warm: async () => {
       while ([...swept].filter(([id, n]) => n >= warmupSweeps(id)).length < adapters.length) await new Promise((r) => setTimeout(r, 200));
@@ -534,11 +607,13 @@ async function serveBare(opts: { sims: SimsReady }) {
       measuring = true;
       lags = [];
       sweeps = 0;
+      gcCount = await countGc();
       cpu0 = cpuMs();
       return {};
     },
     report: async () => {
       const cpu = cpuMs() - cpu0;
+      const gc = gcCount!.take();
       measuring = false;
       const running = [...lastRunning.values()].reduce((a, b) => a + b, 0);
       const jobIntervals = [...lastRunning].reduce((n, [id, jobs]) => n + (jobs * WINDOW_MS) / intervals.get(id)!, 0);
@@ -551,6 +626,7 @@ async function serveBare(opts: { sims: SimsReady }) {
           sweeps,
           jobIntervals,
           runningJobs: running,
+          gc,
         } satisfies Report,
       };
     },
@@ -624,6 +700,7 @@ interface SideResult {
   rssMiB: number;
   heapMiB: number;
   memory: Memory;
+  gc: GcCount;
   calls: number;
   callsPerJobInterval: number;
   runningJobs: number;
@@ -647,6 +724,7 @@ async function measure(role: 'collector' | 'bare', sims: Child, options: Record<
       cpuMsPerInterval: report.cpuMs / (WINDOW_MS / 30_000),
       rssMiB: report.memory.rssMiB,
       heapMiB: report.memory.heapMiB,
+      gc: report.gc,
       memory: report.memory,
       calls,
       callsPerJobInterval: calls / Math.max(1, report.jobIntervals),
@@ -660,35 +738,60 @@ async function measure(role: 'collector' | 'bare', sims: Child, options: Record<
 }
 
 async function main() {
-  const results: { jobs: number; collector: SideResult; bare: SideResult }[] = [];
-  for (const jobs of SIZES) {
+  const results: { jobs: number; collector: SideResult; bare: SideResult; round?: number }[] = [];
+  /** Each round at the largest size (ROUNDS): its collector and bare loop, measured one after the other. */
+  const rounds: { collector: SideResult; bare: SideResult; cpuRatio: number }[] = [];
+  const every = INTERVAL_S ? `every ${INTERVAL_S} s` : "each provider's interval";
+  for (const [i, jobs] of SIZES.entries()) {
     const workDir = mkdtempSync(path.join(tmpdir(), 'tg-bench-collect-'));
     const sims = await startRole('sims', { jobs, workDir });
     try {
       const { freshPostgresDatabase } = await import('./children.js');
-      const db = await freshPostgresDatabase(flags.db!, 'bench_collect');
-      let collector: SideResult;
-      const every = INTERVAL_S ? `every ${INTERVAL_S} s` : "each provider's interval";
-      try {
-        console.error(`bench:collect: ${jobs} jobs, the collector (${every}, ${WINDOW_MS / 1000} s measured)`);
-        collector = await measure('collector', sims, { databaseUrl: db.url, jobs });
-      } finally {
-        await db.drop();
+      const times = i === SIZES.length - 1 ? ROUNDS : 1;
+      for (let round = 1; round <= times; round++) {
+        const db = await freshPostgresDatabase(flags.db!, 'bench_collect');
+        let collector: SideResult;
+        const of = times > 1 ? ` (round ${round} of ${times})` : '';
+        try {
+          console.error(`bench:collect: ${jobs} jobs, the collector${of} (${every}, ${WINDOW_MS / 1000} s measured)`);
+          collector = await measure('collector', sims, { databaseUrl: db.url, jobs });
+        } finally {
+          await db.drop();
+        }
+        console.error(`bench:collect: ${jobs} jobs, the bare loop${of}`);
+        const bare = await measure('bare', sims, {});
+        results.push({ jobs, collector, bare, ...(times > 1 ? { round } : {}) });
+        if (i === SIZES.length - 1) {
+          const cpuRatio = collector.cpuMsPerInterval / Math.max(1e-9, bare.cpuMsPerInterval);
+          rounds.push({ collector, bare, cpuRatio });
+          if (times > 1)
+            console.error(
+              `bench:collect: round ${round}: CPU ${Math.round(collector.cpuMsPerInterval)} / ${Math.round(bare.cpuMsPerInterval)} ms per 30 s, ${cpuRatio.toFixed(2)}x`,
+            );
+        }
       }
-      console.error(`bench:collect: ${jobs} jobs, the bare loop`);
-      const bare = await measure('bare', sims, {});
-      results.push({ jobs, collector, bare });
     } finally {
       await sims.close();
       rmSync(workDir, { recursive: true, force: true });
     }
   }
+  const median = (xs: number[]) => {
+    const s = [...xs].sort((a, b) => a - b);
+    return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+  };
   const small = results[0]!;
-  const large = results.at(-1)!;
+  // The round whose ratio is the median (the lower middle one of an even count) stands for the
+  // largest size: its lag, calls and memory are one run's, read together.
+  const byRatio = [...rounds].sort((a, b) => a.cpuRatio - b.cpuRatio);
+  const large = byRatio[Math.floor((byRatio.length - 1) / 2)]!;
   const callsRatio = large.collector.callsPerJobInterval / Math.max(1e-9, large.bare.callsPerJobInterval);
-  const cpuRatio = large.collector.cpuMsPerInterval / Math.max(1e-9, large.bare.cpuMsPerInterval);
-  const rssGrowth = large.collector.rssMiB / Math.max(1e-9, small.collector.rssMiB);
-  const rssAtGcGrowth = large.collector.memory.rssAtGcMiB / Math.max(1e-9, small.collector.memory.rssAtGcMiB);
+  const cpuRatio = median(rounds.map((r) => r.cpuRatio));
+  const cpuRatios = rounds.map((r) => r.cpuRatio);
+  // RSS at the largest size: the median of its rounds (each a fresh server), against the small size's one run.
+  const largeRss = median(rounds.map((r) => r.collector.rssMiB));
+  const largeRssAtGc = median(rounds.map((r) => r.collector.memory.rssAtGcMiB));
+  const rssGrowth = largeRss / Math.max(1e-9, small.collector.rssMiB);
+  const rssAtGcGrowth = largeRssAtGc / Math.max(1e-9, small.collector.memory.rssAtGcMiB);
   const met = {
     lag: large.collector.lagP99 <= 1,
     // Counted over a window whose edges cut sweeps: within 5% is the same calls.
@@ -697,10 +800,10 @@ async function main() {
     rss: rssGrowth <= 1.25,
   };
   const r2 = (x: number) => Math.round(x * 100) / 100;
-  const every = INTERVAL_S ? `every ${INTERVAL_S} s` : "each provider's interval";
+  const roundsText = rounds.length > 1 ? ` (median of ${rounds.length} rounds: ${cpuRatios.map((r) => `${r2(r)}x`).join(', ')})` : '';
   const row = {
     scenario: `collector, ${large.collector.runningJobs.toLocaleString('en')} running jobs over the five simulators, ${every}`,
-    measured: `lag p50 ${r2(large.collector.lagP50)}, p99 ${r2(large.collector.lagP99)} intervals; ${r2(large.collector.callsPerJobInterval)} calls per job and interval; CPU ${Math.round(large.collector.cpuMsPerInterval)} ms per 30 s; RSS ${Math.round(small.collector.rssMiB)} MiB at ${small.collector.runningJobs} jobs, ${Math.round(large.collector.rssMiB)} MiB at ${large.collector.runningJobs} (read at once after the GC: ${Math.round(small.collector.memory.rssAtGcMiB)} and ${Math.round(large.collector.memory.rssAtGcMiB)})`,
+    measured: `lag p50 ${r2(large.collector.lagP50)}, p99 ${r2(large.collector.lagP99)} intervals; ${r2(large.collector.callsPerJobInterval)} calls per job and interval; CPU ${Math.round(large.collector.cpuMsPerInterval)} ms per 30 s, ${r2(cpuRatio)}x the bare loop${roundsText}; RSS ${Math.round(small.collector.rssMiB)} MiB at ${small.collector.runningJobs} jobs, ${Math.round(largeRss)} MiB at ${large.collector.runningJobs} (read at once after the GC: ${Math.round(small.collector.memory.rssAtGcMiB)} and ${Math.round(largeRssAtGc)})`,
     baseline: `bare loop, same calls: lag p99 ${r2(large.bare.lagP99)} intervals; ${r2(large.bare.callsPerJobInterval)} calls per job and interval; CPU ${Math.round(large.bare.cpuMsPerInterval)} ms per 30 s; RSS ${Math.round(large.bare.rssMiB)} MiB`,
     ratio: cpuRatio,
     goal: 'lag p99 <= 1 interval, calls = minimum (the bare loop), CPU <= 1.5x, RSS flat (<= 1.25x) from 100 to 1,000 jobs',
@@ -711,11 +814,14 @@ async function main() {
     intervalSeconds: INTERVAL_S,
     measuredSeconds: WINDOW_MS / 1000,
     concurrent: CONCURRENT,
+    v8HeapGrowingPercent: process.env.V8_HEAP_GROWING_PERCENT ?? null,
+    rounds: rounds.length,
     results,
     row,
     met,
     callsRatio,
     cpuRatio,
+    cpuRatios,
     rssGrowth,
     rssAtGcGrowth,
   };
@@ -724,15 +830,17 @@ async function main() {
   const sides = results.flatMap(
     (r) =>
       [
-        ['collector', r.collector],
-        ['bare loop', r.bare],
+        ['collector', r.collector, r.round],
+        ['bare loop', r.bare, r.round],
       ] as const,
   );
-  console.log('| jobs | side | lag p50 / p99 (intervals) | calls per job and interval | CPU per 30 s (ms) | RSS (MiB) | JS heap (MiB) |');
-  console.log('| --- | --- | --- | --- | --- | --- | --- |');
-  for (const [name, s] of sides) {
+  console.log(
+    '| jobs | side | lag p50 / p99 (intervals) | calls per job and interval | CPU per 30 s (ms) | RSS (MiB) | JS heap (MiB) | collections in the window: minor / major (pause ms) |',
+  );
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- |');
+  for (const [name, s, round] of sides) {
     console.log(
-      `| ${s.runningJobs} | ${name} | ${r2(s.lagP50)} / ${r2(s.lagP99)} | ${r2(s.callsPerJobInterval)} | ${Math.round(s.cpuMsPerInterval)} | ${Math.round(s.rssMiB)} | ${Math.round(s.heapMiB)} |`,
+      `| ${s.runningJobs}${round ? ` (round ${round})` : ''} | ${name} | ${r2(s.lagP50)} / ${r2(s.lagP99)} | ${r2(s.callsPerJobInterval)} | ${Math.round(s.cpuMsPerInterval)} | ${Math.round(s.rssMiB)} | ${Math.round(s.heapMiB)} | ${s.gc.minor} / ${s.gc.major} (${s.gc.pauseMs}) |`,
     );
   }
   console.log('');
@@ -740,7 +848,7 @@ async function main() {
     '| jobs | side | RSS (at once after the GC; peak) | file-backed | V8 heap resident (new / old / code / large objects / other) | external | native (malloc, stacks) |',
   );
   console.log('| --- | --- | --- | --- | --- | --- | --- |');
-  for (const [name, s] of sides) {
+  for (const [name, s, round] of sides) {
     const m = s.memory;
     const sp = m.v8Spaces;
     const other = Object.entries(sp)
@@ -749,9 +857,10 @@ async function main() {
     const v8 = [sp.new, sp.old, sp.code, sp.large_object, other].map((x) => Math.round(x ?? 0)).join(' / ');
     const o = (x: number | null) => (x === null ? '' : Math.round(x));
     console.log(
-      `| ${s.runningJobs} | ${name} | ${Math.round(m.rssMiB)} (${Math.round(m.rssAtGcMiB)}; ${o(m.peakMiB)}) | ${o(m.fileMiB)} | ${v8} | ${Math.round(m.externalMiB)} | ${o(m.nativeMiB)} |`,
+      `| ${s.runningJobs}${round ? ` (round ${round})` : ''} | ${name} | ${Math.round(m.rssMiB)} (${Math.round(m.rssAtGcMiB)}; ${o(m.peakMiB)}) | ${o(m.fileMiB)} | ${v8} | ${Math.round(m.externalMiB)} | ${o(m.nativeMiB)} |`,
     );
   }
+  if (rounds.length > 1) console.log(`\nCPU ratio by round: ${cpuRatios.map((r) => `${r2(r)}x`).join(', ')}; median ${r2(cpuRatio)}x`);
   console.log(`COLLECT_RESULT ${JSON.stringify({ row, met, callsRatio, cpuRatio, rssGrowth })}`);
 }
 

@@ -6,7 +6,7 @@ import type { LogPage, SystemMetric } from '../domain/types.js';
 import type { RequestScope } from '../domain/request-scope.js';
 import type { ReadThrough, Freshness, MetricsRequest } from './read-through.js';
 import { groupBy, isTerminal, jobWindow } from './read-through.js';
-import type { JobRow } from './repository.js';
+import type { FetchRow, JobRow } from './repository.js';
 
 /** Series per retention statement: a batch's delete stays a few milliseconds of index ranges per series. */
 const RETENTION_BATCH = 200;
@@ -135,13 +135,12 @@ export class CollectionStore {
     const now = this.rt.now();
     const scope = scopeOf(opts.signal);
     const datasets = opts.metrics.map((m) => `metric:${m}`);
-    const rowsByJob = groupBy(
-      await this.rt.repo.within(scope).fetchesOf(
-        jobs.map((j) => j.id),
-        datasets,
-      ),
-      (r) => r.jobId,
+    // Read once for the group: each job's reach here, and what the metrics fill finds cached.
+    const fetches = await this.rt.repo.within(scope).fetchesOf(
+      jobs.map((j) => j.id),
+      datasets,
     );
+    const rowsByJob = groupBy(fetches, (r) => r.jobId);
     const requests = jobs.map((job) => {
       const rows = rowsByJob.get(job.id) ?? [];
       const life = jobWindow(job, now);
@@ -162,7 +161,12 @@ export class CollectionStore {
       const maxPoints = Math.ceil((now.getTime() - from.getTime()) / (this.rt.policy.minStepSeconds * 1000)) + 1;
       return { job, from, to: now, metrics: opts.metrics, maxPoints };
     });
-    const results = await this.wholeGroup(jobs, opts, scope, requests.length > 0 && opts.metrics.length > 0 ? { requests, maxAgeMs: opts.maxAgeMs } : null);
+    const results = await this.wholeGroup(
+      jobs,
+      opts,
+      scope,
+      requests.length > 0 && opts.metrics.length > 0 ? { requests, maxAgeMs: opts.maxAgeMs, fetches } : null,
+    );
     return new Map(jobs.map((j) => [j.id, outcomeOf(results.get(j.id)!, now)]));
   }
 
@@ -191,11 +195,11 @@ export class CollectionStore {
     jobs: readonly JobRow[],
     opts: { training: boolean; progress: boolean; trainingOverlapMs?: number },
     scope: RequestScope | undefined,
-    metrics: { requests: MetricsRequest[]; maxAgeMs: number | undefined } | null,
+    metrics: { requests: MetricsRequest[]; maxAgeMs: number | undefined; fetches?: readonly FetchRow[] } | null,
   ): Promise<Map<string, (Freshness | Error | undefined)[]>> {
     const results = new Map<string, (Freshness | Error | undefined)[]>(jobs.map((j) => [j.id, []]));
     if (metrics) {
-      const answers = await this.rt.ensureMetrics(metrics.requests, { maxAgeMs: metrics.maxAgeMs, scope });
+      const answers = await this.rt.ensureMetrics(metrics.requests, { maxAgeMs: metrics.maxAgeMs, scope, fetches: metrics.fetches });
       for (const [i, a] of answers.entries()) results.get(metrics.requests[i]!.job.id)!.push(a);
     }
     if (opts.training) {

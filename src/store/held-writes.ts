@@ -2,7 +2,7 @@
 // (`described`), then its points with their fetch records (`committed`). Until they commit, the
 // points are held here (answers can be shaped from them) and the fetch records count as cached
 // for this replica.
-import { seriesWithColumns, type SeriesData } from '../domain/types.js';
+import { seriesWithColumns, type NodeRecord, type SeriesData } from '../domain/types.js';
 import type { SystemMetricsResult } from '../providers/provider.js';
 import { groupBy, type FillContext } from './fill-context.js';
 import { pointBatch, pointBatchByKey, withSeriesIds, columnsOf } from './point-batch.js';
@@ -99,23 +99,29 @@ export class HeldWrites {
    * The points a provider's fetches store, as batches, and each series' held view of them by id:
    * the fetches' own drafts (draftOf), unless a finer fetch took points out of one (its entry's
    * series changed) or two fetches hold the same series (its later point must win across them),
-   * where one batch is built anew from the entries.
+   * where one batch is built anew from the entries. A part without its fetch (`whole` null) was
+   * found to need neither when it was stored (storeFetched).
    */
   private pointBatchesOf(
     providerId: string,
-    group: readonly { job: JobRow; res: SystemMetricsResult }[],
-    entries: { job: JobRow; series: SeriesData[] }[],
+    group: readonly StoredPart[],
+    committed: ReadonlyMap<string, readonly FetchRow[]>,
     ids: ReadonlyMap<string, number>,
   ): { batches: PointBatch[]; held: Map<number, HeldPoints> } {
     const held = new Map<number, HeldPoints>();
-    if (entries.every((e, i) => e.series === group[i]!.res.series)) {
-      const drafts = group.map((f) => this.draftOf(f.job, f.res));
-      if (drafts.reduce((n, d) => n + d.runs.size, 0) === new Set(drafts.flatMap((d) => [...d.runs.keys()])).size) {
+    const entries = group.map((p) => (p.whole ? { job: p.job, series: this.withoutFinerCovered(p.whole, committed.get(p.job.id) ?? []) } : null));
+    if (entries.every((e, i) => e === null || e.series === group[i]!.whole!.res.series)) {
+      const drafts = group.map((p) => p.draft);
+      if (disjoint(drafts)) {
         for (const d of drafts) for (const [id, run] of withSeriesIds(d.runs, ids)) held.set(id, heldOf(d.batch, run));
         return { batches: drafts.map((d) => d.batch), held };
       }
     }
-    const { batch, runs } = pointBatch(providerId, entries, ids);
+    const { batch, runs } = pointBatch(
+      providerId,
+      entries.map((e) => e!),
+      ids,
+    );
     for (const [id, run] of runs) held.set(id, heldOf(batch, run));
     return { batches: [batch], held };
   }
@@ -126,8 +132,21 @@ export class HeldWrites {
    * with their fetch records in one transaction (`committed`), so a range is never marked fetched
    * without its points, and a crash before it commits only means the next request fetches again.
    * Until then the points are held here, and the fetch records count for this replica.
+   *
+   * `known`: the fetch records (committed and held) of the fetches' jobs as the fill read them
+   * when it planned. What the write needs of the committed ones is whether a finer fetch covers
+   * some of its points and which datasets were cached before (whether held points are all a
+   * series has); where every fetch's datasets were known then and none was finer, the answer
+   * cannot have changed since (a record is never removed but by one that covers it at the same or
+   * a finer step, and nothing is fetched finer than the policy's floor, which these were), and
+   * they are not read again in the write's transaction.
    */
-  storeFetched(fetched: { job: JobRow; from: Date; to: Date; step: number; res: SystemMetricsResult }[], now: Date, start: Promise<unknown>): Written {
+  storeFetched(
+    fetched: { job: JobRow; from: Date; to: Date; step: number; res: SystemMetricsResult }[],
+    now: Date,
+    start: Promise<unknown>,
+    known?: ReadonlyMap<string, readonly FetchRow[]>,
+  ): Written {
     // Points held alone answer as the cache will only if nothing else is, or was, stored for the
     // series: no other write of the job under way or starting meanwhile, no fetch record committed.
     const jobIds = [...new Set(fetched.map((f) => f.job.id))];
@@ -147,47 +166,84 @@ export class HeldWrites {
         final: isTerminal(f.job.status),
       })),
     );
-    const byProvider = groupBy(fetched, (f) => f.job.providerId);
+    // Jobs whose start is only their creation take their first stored point's time instead. (A
+    // loop: a closure over `fetched` would keep it as long as the write's.)
+    const startJobIds: string[] = [];
+    for (const f of fetched) if (START_FROM_POINTS.has(f.job.startedAtSource ?? '') && !startJobIds.includes(f.job.id)) startJobIds.push(f.job.id);
+    const datasets = [...new Set(fetchRows.map((r) => r.dataset))];
+    const knownEnough =
+      known !== undefined &&
+      fetched.every((f) => {
+        const rows = known.get(f.job.id) ?? [];
+        return (
+          f.step <= this.c.policy.minStepSeconds &&
+          !rows.some((r) => r.stepSeconds < f.step) &&
+          f.res.covered.every((m) => rows.some((r) => r.dataset === `metric:${m}`))
+        );
+      });
+    // Where the committed records are known (knownEnough) and the drafts hold distinct series,
+    // the write needs of each answer only its nodes, its series without their points and its
+    // draft: the answers are let go as soon as this returns, before either transaction, so that
+    // they die young. Held across both transactions (as before, and still where a finer fetch may
+    // take points out, or a batch must be built anew) they outlived the young generation and were
+    // promoted, which with a bounded old generation (V8_HEAP_GROWING_PERCENT) made full
+    // collections (docs/collection.md).
+    const drafts = fetched.map((f) => this.draftOf(f.job, f.res));
+    const light = knownEnough && disjoint(drafts);
+    let byProvider: Map<string, StoredPart[]> | null = groupBy(
+      fetched.map(
+        (f, i): StoredPart => ({
+          job: f.job,
+          nodes: f.res.nodes ?? null,
+          series: light ? f.res.series.map(withoutPoints) : f.res.series,
+          draft: drafts[i]!,
+          whole: light ? null : f,
+        }),
+      ),
+      (p) => p.job.providerId,
+    );
     const described = this.c.repo.transaction(async (repo) => {
       const ids = new Map<string, Map<string, number>>();
-      for (const [pid, group] of byProvider) {
-        const withNodes = group.filter((f) => f.res.nodes && f.res.nodes.length > 0);
+      for (const [pid, group] of byProvider!) {
+        const withNodes = group.filter((p) => p.nodes && p.nodes.length > 0);
         if (withNodes.length)
           await repo.writeTopology(
             pid,
-            withNodes.map((f) => ({ job: f.job, nodes: f.res.nodes! })),
+            withNodes.map((p) => ({ job: p.job, nodes: p.nodes! })),
             now,
           );
         ids.set(
           pid,
           await repo.writeSeriesRows(
             pid,
-            group.map((f) => ({ job: f.job, series: f.res.series, identities: this.draftOf(f.job, f.res).identities })),
+            group.map((p) => ({ job: p.job, series: p.series, identities: p.draft.identities })),
           ),
         );
       }
-      const cached = await repo.fetchesOf(jobIds, [...new Set(fetchRows.map((r) => r.dataset))]);
+      if (knownEnough) return { ids, cached: known };
+      const cached = await repo.fetchesOf(jobIds, datasets);
       return { ids, cached: groupBy(cached, (r) => r.jobId) };
     });
     const prepared = described.then(({ ids, cached: committedByJob }) => {
+      const groups = byProvider!;
+      byProvider = null;
       // Hold the points: alone (the series had nothing cached) they are the answer as written.
       const mine: [number, HeldSeries][] = [];
       const batches: PointBatch[] = [];
       let expectNew = true;
-      for (const [pid, group] of byProvider) {
-        const entries = group.map((f) => ({ job: f.job, series: this.withoutFinerCovered(f, committedByJob.get(f.job.id) ?? []) }));
+      for (const [pid, group] of groups) {
         const idsOfProvider = ids.get(pid)!;
-        const { batches: built, held } = this.pointBatchesOf(pid, group, entries, idsOfProvider);
+        const { batches: built, held } = this.pointBatchesOf(pid, group, committedByJob, idsOfProvider);
         batches.push(...built);
-        for (const f of group) {
-          const cachedBefore = new Set((committedByJob.get(f.job.id) ?? []).map((r) => r.dataset));
-          const { identities } = this.draftOf(f.job, f.res);
-          for (let i = 0; i < f.res.series.length; i++) {
-            const s = f.res.series[i]!;
+        for (const p of group) {
+          const cachedBefore = new Set((committedByJob.get(p.job.id) ?? []).map((r) => r.dataset));
+          const { identities } = p.draft;
+          for (let i = 0; i < p.series.length; i++) {
+            const s = p.series[i]!;
             const id = idsOfProvider.get(identities[i]!.key)!;
             const previous = this.held.get(id);
             const exclusive =
-              !previous && !busy.has(f.job.id) && this.writeEpoch.get(f.job.id) === epochs.get(f.job.id) && !cachedBefore.has(`metric:${s.name}`);
+              !previous && !busy.has(p.job.id) && this.writeEpoch.get(p.job.id) === epochs.get(p.job.id) && !cachedBefore.has(`metric:${s.name}`);
             if (!exclusive) expectNew = false;
             const points = held.get(id) ?? NO_POINTS;
             mine.push([id, { points, exclusive, written: previous ? previous.written : Promise.resolve() }]);
@@ -208,10 +264,11 @@ export class HeldWrites {
         await afterTheAnswer();
         await this.c.repo.transaction(async (repo) => {
           await repo.writePointBatches(batches, { expectNew });
-          await repo.recordFetches(fetchRows.map(({ id: _id, ...r }) => r));
-          await repo.clearFetchErrors(fetchRows.map((r) => ({ jobId: r.jobId, dataset: r.dataset })));
-          // Jobs whose start is only their creation take their first stored point's time instead.
-          await repo.startFromFirstPoints(jobIds.filter((id) => START_FROM_POINTS.has(fetched.find((f) => f.job.id === id)!.job.startedAtSource ?? '')));
+          // The fetch records, the fetch errors they clear and the starts from the first points: one statement.
+          await repo.recordFetched(
+            fetchRows.map(({ id: _id, ...r }) => r),
+            startJobIds,
+          );
         });
       } finally {
         for (const [id, h] of heldHere) if (this.held.get(id) === h) this.held.delete(id);
@@ -283,4 +340,38 @@ interface FetchDraft {
  */
 async function afterTheAnswer(turns = 3): Promise<void> {
   for (let i = 0; i < turns; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+}
+
+/** One fetch as a write stores it (HeldWrites.storeFetched). */
+interface StoredPart {
+  job: JobRow;
+  nodes: NodeRecord[] | null;
+  /** The answer's series, in its order; without their points where the answer was let go (`whole` null). */
+  series: SeriesData[];
+  draft: FetchDraft;
+  /** The fetch itself, where its points may still be needed: a finer fetch may cover some, or a batch be built anew. */
+  whole: { job: JobRow; step: number; res: SystemMetricsResult } | null;
+}
+
+/** Whether the drafts hold distinct series (their batches can be written side by side as they are). */
+function disjoint(drafts: readonly FetchDraft[]): boolean {
+  return drafts.reduce((n, d) => n + d.runs.size, 0) === new Set(drafts.flatMap((d) => [...d.runs.keys()])).size;
+}
+
+/** A series' description alone (what its row is written from), not its points: no spread, which would make `points` of columns. */
+function withoutPoints(s: SeriesData): SeriesData {
+  return {
+    kind: s.kind,
+    name: s.name,
+    rawName: s.rawName,
+    unit: s.unit,
+    scope: s.scope,
+    nodeExternalId: s.nodeExternalId,
+    gpuIndex: s.gpuIndex,
+    source: s.source,
+    stage: s.stage,
+    keyedBy: s.keyedBy,
+    meta: s.meta,
+    points: [],
+  };
 }

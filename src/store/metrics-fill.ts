@@ -153,7 +153,7 @@ class FillRun {
     });
     const wanted = this.wanted;
     const jobIds = [...new Set(requests.map((r) => r.job.id))];
-    const committed = await c.repo.within(opts.scope).fetchesOf(jobIds, [...datasets]);
+    const committed = opts.fetches ?? (await c.repo.within(opts.scope).fetchesOf(jobIds, [...datasets]));
     const held = jobIds.flatMap((id) => this.writes.heldFetches.get(id) ?? []).filter((h) => datasets.has(h.row.dataset));
     const rowsByJob = (this.rowsByJob = groupBy([...held.map((h) => h.row), ...committed], (r) => r.jobId));
     // What another request fetched and is storing counts as cached once it is described (or
@@ -259,6 +259,7 @@ class FillRun {
           mine.map((r) => ({ job: r.w.job, from: r.w.from, to: r.w.to, step: r.w.step, res: r.res! })),
           this.now,
           this.previousWrite.then(after, after),
+          this.rowsByJob,
         );
         this.previousWrite = written.committed;
         for (const r of mine) storing.set(r.key, written);
@@ -270,6 +271,9 @@ class FillRun {
         this.described.push(written.described);
         waits.push(written);
       }
+      // The answers are the write's now (its point batches): this run keeps only which jobs they
+      // were, so that they die young (HeldWrites.storeFetched).
+      for (const r of wave) r.res = null;
     } finally {
       // Opened before anything here waits: a caller waiting for the commit waits on this gate.
       if (last) void Promise.allSettled(this.described).then(() => this.everyWaveDescribed());
@@ -331,6 +335,11 @@ export interface MetricsOptions {
   collect?: HeldForRequest;
   /** The operation asking (undefined: background work). */
   scope?: RequestScope;
+  /**
+   * The committed fetch records of the requests' jobs and metrics, read by the caller just before
+   * (the collector reads them for each job's reach): not read again.
+   */
+  fetches?: readonly FetchRow[];
 }
 
 export interface TopologyOptions extends Pick<MetricsOptions, 'answerBeforeWrite' | 'collect' | 'scope'> {

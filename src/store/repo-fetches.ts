@@ -1,6 +1,7 @@
 // What was fetched and when: fetch records (coverage), fetch errors, training progress, and the
 // collector's bookkeeping (its targets, jobs collected whole, leases).
-import { and, asc, inArray, sql } from 'drizzle-orm';
+import { and, asc, inArray, sql, type SQL } from 'drizzle-orm';
+import { startFromFirstPoints, startFromFirstPointsSql } from './repo-point-writes.js';
 import type { RepoContext } from './repo-context.js';
 import { unfinishedJobsOf } from './repo-jobs.js';
 import type { FetchErrorRow, FetchRow, JobRow, ProgressRow } from './repo-types.js';
@@ -23,6 +24,29 @@ export async function fetchesOf(ctx: RepoContext, jobIds: readonly string[], dat
  */
 export async function recordFetches(ctx: RepoContext, rows: Omit<FetchRow, 'id'>[]) {
   if (rows.length === 0) return;
+  await ctx.db.execute(sql`${recordFetchesCtes(rows)} select 1`);
+}
+
+/**
+ * What a points write records once its points are in, in one statement: the fetch records
+ * (recordFetches), the fetch errors of the same jobs and datasets cleared (clearFetchErrors), and
+ * the start of `startJobIds` taken from their first stored point (startFromFirstPoints; it reads
+ * the points the write's earlier statements stored). Three statements before: the collector makes
+ * one such write per group and sweep (docs/collection.md).
+ */
+export async function recordFetched(ctx: RepoContext, rows: Omit<FetchRow, 'id'>[], startJobIds: readonly string[]) {
+  if (rows.length === 0) return startFromFirstPoints(ctx, startJobIds);
+  const keys = JSON.stringify(rows.map((r) => ({ job_id: r.jobId, dataset: r.dataset })));
+  await ctx.db.execute(sql`${recordFetchesCtes(rows)},
+    ce as (
+      delete from fetch_errors e using jsonb_to_recordset(${keys}::jsonb) as k(job_id text, dataset text)
+      where e.job_id = k.job_id and e.dataset = k.dataset
+    ), sf as (${startFromFirstPointsSql(startJobIds)})
+    select 1`);
+}
+
+/** recordFetches' statement up to its last CTE (`i`, the insert), for a statement to end. */
+function recordFetchesCtes(rows: Omit<FetchRow, 'id'>[]): SQL {
   const payload = rows.map((r) => ({
     job_id: r.jobId,
     dataset: r.dataset,
@@ -33,7 +57,7 @@ export async function recordFetches(ctx: RepoContext, rows: Omit<FetchRow, 'id'>
     final: r.final,
   }));
   const json = JSON.stringify(payload);
-  await ctx.db.execute(sql`
+  return sql`
     with x as (
       select * from jsonb_to_recordset(${json}::jsonb) as x(job_id text, dataset text, range_from timestamptz,
         range_to timestamptz, fetched_at timestamptz, step_seconds int, final boolean)
@@ -60,9 +84,11 @@ export async function recordFetches(ctx: RepoContext, rows: Omit<FetchRow, 'id'>
       where f.job_id = e.job_id and f.dataset = e.dataset and f.range_from >= e.range_from and f.range_to <= e.range_to
         and f.step_seconds >= e.step_seconds
       returning f.id
-    )
-    insert into fetches (job_id, dataset, range_from, range_to, fetched_at, step_seconds, final)
-    select job_id, dataset, range_from, range_to, fetched_at, step_seconds, final from e`);
+    ),
+    i as (
+      insert into fetches (job_id, dataset, range_from, range_to, fetched_at, step_seconds, final)
+      select job_id, dataset, range_from, range_to, fetched_at, step_seconds, final from e
+    )`;
 }
 
 export async function fetchErrorsOf(ctx: RepoContext, jobIds: readonly string[], datasets: readonly string[]): Promise<FetchErrorRow[]> {

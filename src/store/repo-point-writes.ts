@@ -1,6 +1,6 @@
 // Series and points writes: series upserts, the points' COPY and merge, the rollups kept on
 // write, raw-point retention and PGlite's statistics upkeep.
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import type { JobRow, PointWriteRow, SeriesIdentity, WrittenRange } from './repo-types.js';
 import type { SeriesData } from '../domain/types.js';
 import type { Db } from './db.js';
@@ -127,7 +127,12 @@ export async function writeSeriesRows(
  */
 export async function startFromFirstPoints(ctx: RepoContext, jobIds: readonly string[]): Promise<void> {
   if (jobIds.length === 0) return;
-  await ctx.db.execute(sql`
+  await ctx.db.execute(startFromFirstPointsSql(jobIds));
+}
+
+/** startFromFirstPoints' statement (a data-modifying CTE of another statement too: repo-fetches.ts, recordFetched). */
+export function startFromFirstPointsSql(jobIds: readonly string[]): SQL {
+  return sql`
     update jobs set started_at = f.first_at, started_at_source = 'FIRST_METRIC'
     from (select s.job_id, min(fp.ts) as first_at
           from series s
@@ -136,8 +141,18 @@ export async function startFromFirstPoints(ctx: RepoContext, jobIds: readonly st
           group by s.job_id) f
     where jobs.id = f.job_id
       and (jobs.started_at_source = 'CREATION' or (jobs.started_at_source = 'FIRST_METRIC' and f.first_at < jobs.started_at))
-      and (jobs.created_at is null or f.first_at >= jobs.created_at)`);
+      and (jobs.created_at is null or f.first_at >= jobs.created_at)`;
 }
+
+/**
+ * The temp tables a merge stages points and rollup rows in (per connection, emptied on commit),
+ * both in one statement: each statement cost the collector's server 250-300 µs (docs/collection.md).
+ */
+const CREATE_STAGES = sql.raw(`do $$ begin
+  create temp table if not exists points_stage (series_id bigint, key bigint, ts timestamptz, step int, value float8) on commit delete rows;
+  create temp table if not exists rollup_stage (computed boolean, hourly boolean, series_id bigint,
+    bucket bigint, n int, min float8, max float8, sum float8, last float8) on commit delete rows;
+end $$`);
 
 /**
  * Bulk point upsert: COPY into a per-connection staging table, then one merge into `points`
@@ -183,26 +198,27 @@ export async function writePointBatches(ctx: RepoContext, batches: readonly Poin
       if (!isUniqueViolation(err)) throw err;
     }
   }
-  await ctx.db.execute(sql`create temp table if not exists points_stage
-    (series_id bigint, key bigint, ts timestamptz, step int, value float8) on commit delete rows`);
+  await ctx.db.execute(CREATE_STAGES);
   await copier('points_stage', withPoints);
   // A point already stored as given is left as it is (no new row version, no index entry), and
   // only the hours where a point was added or changed are rolled up again: a collector's fetch
   // starts an interval before its last reach, so half of what it sends is stored already. "As
   // given" is float8 equality: a -0 sent for a stored 0 leaves the 0 (every read answers the same).
-  // A series' step-keyed points (no rollups) come back as hours too; rollUp leaves them out.
+  // A series' step-keyed points (no rollups) come back as hours too; rollUp leaves them out. The
+  // stage is emptied by the same statement (a second write in the transaction stages anew).
   const changed = await rowsOf<{ series_id: number; hour: number }>(
     ctx.db,
-    sql`with w as (
+    sql`with st as materialized (
+      delete from points_stage returning series_id, key, ts, step, value
+    ), w as (
       insert into points (series_id, key, ts, step, value)
-      select series_id, key, ts, step, value from points_stage
+      select series_id, key, ts, step, value from st
       on conflict (series_id, key) do update set ts = excluded.ts, step = excluded.step, value = excluded.value
       where (points.ts, points.step, points.value) is distinct from (excluded.ts, excluded.step, excluded.value)
       returning series_id, key
     )
     select distinct series_id::float8 as series_id, (key - ((key % 3600000) + 3600000) % 3600000)::float8 as hour from w`,
   );
-  await ctx.db.execute(sql`truncate points_stage`);
   if (changed.length === 0) return;
   const hours = new Map<number, Set<number>>();
   for (const r of changed) {
@@ -211,7 +227,7 @@ export async function writePointBatches(ctx: RepoContext, batches: readonly Poin
     if (!held) hours.set(id, (held = new Set()));
     held.add(Number(r.hour));
   }
-  await rollUp(ctx, withPoints, hours);
+  await rollUp(ctx, withPoints, hours, { staged: true });
 }
 
 /**
@@ -229,11 +245,16 @@ export async function writePointBatches(ctx: RepoContext, batches: readonly Poin
  * buckets: the join on `series` leaves them out. `only` (series id -> hour starts): the hours the
  * merge added or changed a point in; the others' rows already hold what is stored.
  */
-async function rollUp(ctx: RepoContext, batches: readonly PointBatch[], only?: ReadonlyMap<number, ReadonlySet<number>>): Promise<void> {
+async function rollUp(
+  ctx: RepoContext,
+  batches: readonly PointBatch[],
+  only?: ReadonlyMap<number, ReadonlySet<number>>,
+  opts: { staged?: boolean } = {},
+): Promise<void> {
   const copy = rollupCopierOf(ctx.db);
   if (!copy) return rollUpByRecompute(ctx, batches);
-  await ctx.db.execute(sql`create temp table if not exists rollup_stage (computed boolean, hourly boolean, series_id bigint,
-    bucket bigint, n int, min float8, max float8, sum float8, last float8) on commit delete rows`);
+  // `staged`: the caller created the stages in this transaction already (CREATE_STAGES).
+  if (!opts.staged) await ctx.db.execute(CREATE_STAGES);
   const { hours, minutes } = stagedRollups(batches);
   if (only) {
     // A minute's row goes with its hour.

@@ -1,4 +1,4 @@
-// The nodes and GPUs of jobs: replaced per job in three statements, read by job or by id.
+// The nodes and GPUs of jobs: replaced in one statement for any number of jobs, read by job or by id.
 import { sql } from 'drizzle-orm';
 import { gpuGlobalId, nodeGlobalId } from '../domain/ids.js';
 import type { NodeRecord } from '../domain/types.js';
@@ -7,7 +7,7 @@ import type { GpuRow, JobRow, NodeRow } from './repo-types.js';
 import { chunks, textArray } from './sql-util.js';
 import * as t from './tables.js';
 
-/** Replaces the nodes and GPUs of the given jobs (three statements for any number of jobs). */
+/** Replaces the nodes and GPUs of the given jobs (one statement for any number of jobs up to 10,000 GPUs). */
 export async function writeTopology(ctx: RepoContext, providerId: string, entries: { job: JobRow; nodes: NodeRecord[] }[], at: Date) {
   if (entries.length === 0) return;
   // In job order: two writers of overlapping jobs lock their rows in the same order.
@@ -41,29 +41,38 @@ export async function writeTopology(ctx: RepoContext, providerId: string, entrie
     );
   }
   const jobIds = entries.map((e) => e.job.id);
-  // Nodes that vanished upstream (a rescheduled pod) are dropped; their series stay, keyed by job.
-  await ctx.db.execute(sql`delete from nodes where job_id = any(${textArray(jobIds)})
-    and not (id = any(${textArray(nodeRows.map((n) => n.id))}))`);
-  await ctx.db.execute(sql`delete from gpus where job_id = any(${textArray(jobIds)})
-    and not (id = any(${textArray(gpuRows.map((g) => g.id))}))`);
-  if (nodeRows.length) {
-    await ctx.db.execute(sql`
+  // One statement of data-modifying CTEs (they touch disjoint rows: the deletes those not in the
+  // answer, the upserts those in it), not five: the collector writes a group's topology every
+  // sweep, and each statement cost this process 250-300 µs (docs/collection.md). GPU rows past
+  // the first 10,000 follow in statements of their own, as before.
+  const [first = [], ...rest] = chunks(gpuRows, 10_000);
+  await ctx.db.execute(sql`
+    with dn as (
+      -- Nodes that vanished upstream (a rescheduled pod) are dropped; their series stay, keyed by job.
+      delete from nodes where job_id = any(${textArray(jobIds)}) and not (id = any(${textArray(nodeRows.map((n) => n.id))}))
+    ), dg as (
+      delete from gpus where job_id = any(${textArray(jobIds)}) and not (id = any(${textArray(gpuRows.map((g) => g.id))}))
+    ), n as (
       insert into nodes (id, job_id, external_id, name, ord)
       select * from jsonb_to_recordset(${JSON.stringify(nodeRows)}::jsonb) as x(id text, job_id text, external_id text, name text, ord int)
-      on conflict (id) do update set name = excluded.name, ord = excluded.ord`);
-  }
-  for (const part of chunks(gpuRows, 10_000)) {
+      on conflict (id) do update set name = excluded.name, ord = excluded.ord
+    ), g as (
+      insert into gpus (id, job_id, node_id, idx, model, memory_total_bytes)
+      select * from jsonb_to_recordset(${JSON.stringify(first)}::jsonb)
+        as x(id text, job_id text, node_id text, idx int, model text, mem float8)
+      on conflict (id) do update set model = excluded.model, memory_total_bytes = excluded.memory_total_bytes
+    )
+    update jobs set topology_fetched_at = ${at.toISOString()}::timestamptz,
+      gpu_count = case when x.gpu_count > 0 then x.gpu_count else jobs.gpu_count end
+    from jsonb_to_recordset(${JSON.stringify(totals)}::jsonb) as x(id text, gpu_count int)
+    where jobs.id = x.id`);
+  for (const part of rest) {
     await ctx.db.execute(sql`
       insert into gpus (id, job_id, node_id, idx, model, memory_total_bytes)
       select * from jsonb_to_recordset(${JSON.stringify(part)}::jsonb)
         as x(id text, job_id text, node_id text, idx int, model text, mem float8)
       on conflict (id) do update set model = excluded.model, memory_total_bytes = excluded.memory_total_bytes`);
   }
-  await ctx.db.execute(sql`
-    update jobs set topology_fetched_at = ${at.toISOString()}::timestamptz,
-      gpu_count = case when x.gpu_count > 0 then x.gpu_count else jobs.gpu_count end
-    from jsonb_to_recordset(${JSON.stringify(totals)}::jsonb) as x(id text, gpu_count int)
-    where jobs.id = x.id`);
 }
 
 export async function nodesOfJobs(ctx: RepoContext, jobIds: readonly string[]): Promise<NodeRow[]> {

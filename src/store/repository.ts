@@ -280,6 +280,11 @@ export class Repository {
     return fetches.recordFetches(this.ctx, rows);
   }
 
+  /** recordFetches, clearFetchErrors of the same keys and startFromFirstPoints of `startJobIds`, in one statement. */
+  recordFetched(rows: Omit<FetchRow, 'id'>[], startJobIds: readonly string[]) {
+    return fetches.recordFetched(this.ctx, rows, startJobIds);
+  }
+
   fetchErrorsOf(jobIds: readonly string[], datasets: readonly string[]): Promise<FetchErrorRow[]> {
     return fetches.fetchErrorsOf(this.ctx, jobIds, datasets);
   }
