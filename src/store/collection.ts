@@ -11,6 +11,12 @@ import type { JobRow } from './repository.js';
 /** Series per retention statement: a batch's delete stays a few milliseconds of index ranges per series. */
 const RETENTION_BATCH = 200;
 
+/**
+ * Series per compaction transaction: a batch moves their settled days (up to all their history on
+ * the first run after an upgrade), and writes into `points` wait for it (point-chunks.ts).
+ */
+const COMPACT_BATCH = 50;
+
 /** How one job's collection went: whether it cost upstream calls, and the first failure. */
 export interface CollectOutcome {
   fetched: boolean;
@@ -111,7 +117,26 @@ export class CollectionStore {
       if (step.last === null) break;
       after = step.last;
     }
+    // Compacted days: whole month partitions dropped (Repository.dropRawChunks).
+    if (!signal?.aborted) await this.rt.repo.dropRawChunks(providerId, before.getTime());
     return deleted;
+  }
+
+  /**
+   * Moves the provider's raw points of days wholly before `before` into point_chunks, in batches
+   * of COMPACT_BATCH series, each its own transaction (Repository.compactRawPointsBatch). Returns
+   * the points moved.
+   */
+  async compactRawPoints(providerId: string, before: Date, signal?: AbortSignal): Promise<number> {
+    let after = 0;
+    let moved = 0;
+    while (!signal?.aborted) {
+      const step = await this.rt.repo.compactRawPointsBatch(providerId, before.getTime(), after, COMPACT_BATCH);
+      moved += step.points;
+      if (step.last === null) break;
+      after = step.last;
+    }
+    return moved;
   }
 
   /** The provider's job list, fetched unless a sync (anyone's) is younger than maxAgeMs. */

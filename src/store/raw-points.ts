@@ -1,0 +1,75 @@
+// Raw points live in two places: `points`, where every write lands (one row per point), and
+// `point_chunks`, where the collector's lease holder compacts the settled days of time-keyed
+// series (one row per series and UTC day, migrations/0008). Every read of raw points goes through
+// these fragments, so both are read and each keeps its index ranges: a day is in exactly one of
+// the two (the compactor moves a day's rows in one transaction, a write into a compacted day moves
+// it back first: repo-point-writes.ts).
+import { type SQL, sql } from 'drizzle-orm';
+
+/** A chunk's span: one UTC day. */
+export const CHUNK_MS = 86_400_000;
+
+const MIN_KEY = sql.raw('(-9223372036854775807)::bigint');
+const MAX_KEY = sql.raw('9223372036854775807::bigint');
+
+/**
+ * A compacted day's points as rows (key, ts, step, value) of chunk `c`, in key order: the keys are
+ * the running sum of the deltas. `ts` is the key's instant (only days whose every point had
+ * ts = key were compacted).
+ */
+export const DECODED_CHUNK = sql.raw(`(
+  select c.chunk_start + sum(x.d) over (order by x.o) as key, x.s as step, x.v as value
+  from unnest(c.dts, c.vals, c.steps) with ordinality as x(d, v, s, o)) k`);
+
+/** The instant of key `k` (epoch ms), as the store writes a time-keyed point's ts. */
+export function keyInstant(k: string): SQL {
+  return sql.raw(`('epoch'::timestamptz + ${k} * interval '1 millisecond')`);
+}
+
+/**
+ * The raw points of series `sid` whose keys lie in [lo, hi] (null: unbounded), as a subquery of
+ * columns series_id, key, ts, step, value, for `from` or `cross join lateral`. Unordered: a
+ * reader that needs key order says `order by key` (the two parts are not one index's order).
+ */
+export function rawPoints(sid: SQL, lo: SQL | null = null, hi: SQL | null = null): SQL {
+  const from = lo ? sql`coalesce(${lo}, ${MIN_KEY})` : MIN_KEY;
+  const to = hi ? sql`coalesce(${hi}, ${MAX_KEY})` : MAX_KEY;
+  return sql`(
+    select hp.series_id, hp.key, hp.ts, hp.step, hp.value from points hp
+    where hp.series_id = ${sid} and hp.key >= ${from} and hp.key <= ${to}
+    union all
+    select c.series_id, k.key, ${keyInstant('k.key')} as ts, k.step, k.value
+    from point_chunks c cross join lateral ${DECODED_CHUNK}
+    where c.series_id = ${sid} and c.chunk_start > greatest(${from}, (-9223372036854775807 + ${CHUNK_MS})::bigint) - ${CHUNK_MS}
+      and c.chunk_start <= ${to} and k.key >= ${from} and k.key <= ${to}
+  )`;
+}
+
+/**
+ * The newest (`desc`) or oldest raw point of series `sid` within [lo, hi] that passes `where`
+ * (a condition on alias `p`: key, ts, step, value), as a one-row subquery of columns
+ * series_id, key, ts, step, value: one backwards (or forwards) step on `points`' key index, and
+ * the chunks newest (oldest) first until one holds such a point, decoding only that one.
+ */
+export function edgeRawPoint(sid: SQL, dir: 'first' | 'last', opts: { lo?: SQL | null; hi?: SQL | null; where?: SQL } = {}): SQL {
+  const from = opts.lo ? sql`coalesce(${opts.lo}, ${MIN_KEY})` : MIN_KEY;
+  const to = opts.hi ? sql`coalesce(${opts.hi}, ${MAX_KEY})` : MAX_KEY;
+  const cond = opts.where ?? sql`true`;
+  const order = sql.raw(dir === 'last' ? 'desc' : 'asc');
+  return sql`(
+    select * from (
+      (select p.series_id, p.key, p.ts, p.step, p.value from points p
+        where p.series_id = ${sid} and p.key >= ${from} and p.key <= ${to} and ${cond} order by p.key ${order} limit 1)
+      union all
+      (select c.series_id, p.key, p.ts, p.step, p.value
+        from (select * from point_chunks c where c.series_id = ${sid}
+              and c.chunk_start > greatest(${from}, (-9223372036854775807 + ${CHUNK_MS})::bigint) - ${CHUNK_MS}
+              and c.chunk_start <= ${to} order by c.chunk_start ${order}) c
+        cross join lateral (
+          select k.key, ${keyInstant('k.key')} as ts, k.step, k.value from ${DECODED_CHUNK}
+        ) p
+        where p.key >= ${from} and p.key <= ${to} and ${cond}
+        order by c.chunk_start ${order}, p.key ${order} limit 1)
+    ) e order by e.key ${order} limit 1
+  )`;
+}
