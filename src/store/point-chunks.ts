@@ -122,9 +122,7 @@ export async function ensureChunkPartitions(ctx: RepoContext, from: number, to: 
   for (let at = monthOf(from).start; at <= to; at = monthOf(at).end) {
     const m = monthOf(at);
     if (held.has(m.name)) continue;
-    await ctx.db.execute(
-      sql.raw(`create table if not exists ${m.name} partition of point_chunks for values from (${m.start}) to (${m.end})`),
-    );
+    await ctx.db.execute(sql.raw(`create table if not exists ${m.name} partition of point_chunks for values from (${m.start}) to (${m.end})`));
   }
 }
 

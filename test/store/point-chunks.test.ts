@@ -141,9 +141,9 @@ describe('compacted raw points', () => {
     expect(await count('points', a)).toBe(1440);
     expect(await rollupRows(suite.db.db, 'points_1m', a)).toEqual(handRollup(changed, 60_000));
     expect(await rollupRows(suite.db.db, 'points_1h', a)).toEqual(handRollup(changed, HOUR));
-    const [raw] = (await suite.repo.pointsAt([{ seriesId: a, keyedBy: 'time', from: new Date(START), to: new Date(START + HOUR * 3) }], 1000, 'AVG')).points.filter(
-      (p) => p.timestamp!.getTime() === changed[100]![1],
-    );
+    const [raw] = (
+      await suite.repo.pointsAt([{ seriesId: a, keyedBy: 'time', from: new Date(START), to: new Date(START + HOUR * 3) }], 1000, 'AVG')
+    ).points.filter((p) => p.timestamp!.getTime() === changed[100]![1]);
     expect(raw!.value).toBe(1234.5);
     await compactAll('baseten-1', START + 5 * DAY);
     expect(await count('points', a)).toBe(0);
@@ -175,7 +175,11 @@ describe('compacted raw points', () => {
     const r = await suite.repo.pointsAt([{ seriesId: a, keyedBy: 'time', from: new Date(START), to: new Date(START + 4 * DAY - 1) }], 96, 'AVG');
     expect(r.resolutions.get(a)).toBe(3600);
     expect(r.points.map((p) => [p.timestamp!.getTime(), p.value])).toEqual(handRollup(aPoints, HOUR).map((h) => [h.bucket, h.sum! / h.n]));
-    const late = await suite.repo.pointsAt([{ seriesId: a, keyedBy: 'time', from: new Date(START + 2 * DAY), to: new Date(START + 2 * DAY + HOUR) }], 1000, 'AVG');
+    const late = await suite.repo.pointsAt(
+      [{ seriesId: a, keyedBy: 'time', from: new Date(START + 2 * DAY), to: new Date(START + 2 * DAY + HOUR) }],
+      1000,
+      'AVG',
+    );
     expect(late.resolutions.get(a)).toBeUndefined();
     expect(late.points).toHaveLength(61);
   });
