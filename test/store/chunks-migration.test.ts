@@ -96,8 +96,8 @@ describe('migration 0008 on a database with points', () => {
       [[{ seriesId: 1, keyedBy: 'time', from: new Date(START), to: new Date(START + 3 * DAY - 1) }], 72],
       [[{ seriesId: 1, keyedBy: 'time', from: new Date(START + DAY - 3_600_000), to: new Date(START + DAY + 3_600_000) }], 1000],
       [[{ seriesId: 1, keyedBy: 'time', from: new Date(START + 5_000), to: new Date(START + DAY / 2) }], 300],
-      [[{ seriesId: 1, keyedBy: 'time' }], 1000],
-      [[{ seriesId: 2, keyedBy: 'step' }], 10],
+      [[{ seriesId: 1, keyedBy: 'time', from: null, to: null }], 1000],
+      [[{ seriesId: 2, keyedBy: 'step', from: null, to: null }], 10],
     ];
     const answers = async () => {
       const out: unknown[] = [];

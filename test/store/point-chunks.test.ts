@@ -49,8 +49,8 @@ describe('compacted raw points', () => {
     const t = (id: number, from?: number, to?: number): SeriesWindow => ({
       seriesId: id,
       keyedBy: 'time',
-      ...(from === undefined ? {} : { from: new Date(from) }),
-      ...(to === undefined ? {} : { to: new Date(to) }),
+      from: from === undefined ? null : new Date(from),
+      to: to === undefined ? null : new Date(to),
     });
     return [
       [[t(a, START + HOUR, START + 2 * HOUR)], 1000],
@@ -62,7 +62,7 @@ describe('compacted raw points', () => {
       [[t(a, START + 2 * DAY)], 100],
       [[t(b), t(a, undefined, START + DAY + 7)], 300],
       [[t(b, START + 3 * HOUR, START + 30 * HOUR)], 20],
-      [[{ seriesId: steps, keyedBy: 'step' }], 10],
+      [[{ seriesId: steps, keyedBy: 'step', from: null, to: null }], 10],
     ];
   };
 
@@ -83,7 +83,8 @@ describe('compacted raw points', () => {
 
   it('answers every read the same once settled days are compacted, partly and wholly', async () => {
     await insertJob('baseten-1:job:rollups', 'baseten-1');
-    [a, b, steps] = await insertSeries(suite.db.db, ['chunk-a', 'time'], ['chunk-b', 'time'], ['chunk-steps', 'step']);
+    const made = await insertSeries(suite.db.db, ['chunk-a', 'time'], ['chunk-b', 'time'], ['chunk-steps', 'step']);
+    [a, b, steps] = made as [number, number, number];
     await insertJob('baseten-2:job:other', 'baseten-2');
     const [row] = await rowsOf<{ id: number }>(
       suite.db.db,
