@@ -12,10 +12,11 @@ import type { JobRow } from './repository.js';
 const RETENTION_BATCH = 200;
 
 /**
- * Series per compaction transaction: a batch moves their settled days (up to all their history on
- * the first run after an upgrade), and writes into `points` wait for it (point-chunks.ts).
+ * Series per compaction transaction: a batch moves up to a week of their settled days (the first
+ * run after an upgrade finds all of history), and writes into `points` wait for it
+ * (point-chunks.ts): 20 series x 7 days of a sample a minute is 200,000 points.
  */
-const COMPACT_BATCH = 50;
+const COMPACT_BATCH = 20;
 
 /** How one job's collection went: whether it cost upstream calls, and the first failure. */
 export interface CollectOutcome {
@@ -134,8 +135,10 @@ export class CollectionStore {
       const step = await this.rt.repo.compactRawPointsBatch(providerId, before.getTime(), after, COMPACT_BATCH);
       moved += step.points;
       if (step.last === null) break;
-      after = step.last;
+      // The same series again while they have older days left (a batch moves a bounded span).
+      if (step.done) after = step.last;
     }
+    if (moved > 0) await this.rt.repo.analyzeChunks();
     return moved;
   }
 

@@ -4,7 +4,14 @@
 import { sql } from 'drizzle-orm';
 import type { RepoContext } from './repo-context.js';
 import { CHUNK_MS, DECODED_CHUNK, keyInstant } from './raw-points.js';
-import { rowsOf } from './sql-util.js';
+import { embeddedClientOf, rowsOf } from './sql-util.js';
+
+/**
+ * Days of a series one compaction transaction moves at most: the first run after an upgrade
+ * finds all of history in `points`, and writes wait for a batch (the lock below), so a batch is
+ * bounded by series x days, not by how much history there is.
+ */
+export const COMPACT_SPAN_DAYS = 7;
 
 /** The start of the UTC day holding `key`, as SQL over column `k`. */
 const dayOf = (k: string) => sql.raw(`(${k} - ((${k} % ${CHUNK_MS}) + ${CHUNK_MS}) % ${CHUNK_MS})`);
@@ -47,8 +54,9 @@ export async function chunkPartitions(ctx: RepoContext): Promise<{ name: string;
  * `points` in SHARE ROW EXCLUSIVE mode, so no write lands in a day while it is moved (a write
  * waits for the batch, then finds the chunk and moves it back: repo-point-writes.ts). A day
  * holding a point whose ts is not its key's instant (written behind the store's door) stays in
- * `points`. Returns the last series id of the batch (null: none left), the chunk rows written and
- * the points moved.
+ * `points`. At most COMPACT_SPAN_DAYS days from the batch's oldest point move; `done` is false
+ * when the batch has older days left (the caller runs the same batch again). Returns the last
+ * series id of the batch (null: none left), the chunk rows written and the points moved.
  */
 export async function compactRawPointsBatch(
   ctx: RepoContext,
@@ -56,19 +64,21 @@ export async function compactRawPointsBatch(
   before: number,
   after: number,
   batch: number,
-): Promise<{ last: number | null; chunks: number; points: number }> {
-  const cut = before - (((before % CHUNK_MS) + CHUNK_MS) % CHUNK_MS);
+): Promise<{ last: number | null; chunks: number; points: number; done: boolean }> {
+  const settled = before - (((before % CHUNK_MS) + CHUNK_MS) % CHUNK_MS);
   const picked = await rowsOf<{ id: number | string; first: number | string | null }>(
     ctx.db,
     sql`select s.id::float8 as id, (select p.key from points p where p.series_id = s.id order by p.key limit 1)::float8 as first
       from series s join jobs j on j.id = s.job_id
       where j.provider_id = ${providerId} and s.keyed_by = 'time' and s.id > ${after}
-        and exists (select 1 from points x where x.series_id = s.id and x.key < ${cut})
+        and exists (select 1 from points x where x.series_id = s.id and x.key < ${settled})
       order by s.id limit ${batch}`,
   );
-  if (picked.length === 0) return { last: null, chunks: 0, points: 0 };
+  if (picked.length === 0) return { last: null, chunks: 0, points: 0, done: true };
   const ids = picked.map((r) => Number(r.id));
   const first = Math.min(...picked.map((r) => Number(r.first)));
+  const firstDay = first - (((first % CHUNK_MS) + CHUNK_MS) % CHUNK_MS);
+  const cut = Math.min(settled, firstDay + COMPACT_SPAN_DAYS * CHUNK_MS);
   await ensureChunkPartitions(ctx, first, cut - 1);
   const moved = await ctx.transaction(async (tx) => {
     await tx.db.execute(sql`lock table points in share row exclusive mode`);
@@ -112,7 +122,16 @@ export async function compactRawPointsBatch(
     );
     return { chunks: Number(row?.chunks ?? 0), points: Number(row?.points ?? 0) };
   });
-  return { last: ids[ids.length - 1]!, ...moved };
+  return { last: ids[ids.length - 1]!, ...moved, done: cut >= settled };
+}
+
+/**
+ * Autoanalyze's part on PGlite (no autovacuum; see maintainStatistics): point_chunks' statistics
+ * after a compaction run, so the reads and the write door's move-back probe plan for what is there.
+ */
+export async function analyzeChunks(ctx: RepoContext): Promise<void> {
+  const client = embeddedClientOf(ctx.db);
+  if (client) await client.query('analyze point_chunks');
 }
 
 /** Creates point_chunks' month partitions from the one holding `from` to the one holding `to` that are missing. */

@@ -245,8 +245,17 @@ export class Repository {
     return pointWrites.dropRawPointsBatch(this.ctx, providerId, before, after, batch);
   }
 
-  compactRawPointsBatch(providerId: string, before: number, after: number, batch: number): Promise<{ last: number | null; chunks: number; points: number }> {
+  compactRawPointsBatch(
+    providerId: string,
+    before: number,
+    after: number,
+    batch: number,
+  ): Promise<{ last: number | null; chunks: number; points: number; done: boolean }> {
     return pointChunks.compactRawPointsBatch(this.ctx, providerId, before, after, batch);
+  }
+
+  analyzeChunks(): Promise<void> {
+    return pointChunks.analyzeChunks(this.ctx);
   }
 
   dropRawChunks(providerId: string, before: number): Promise<{ dropped: number; deleted: number }> {

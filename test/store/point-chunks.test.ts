@@ -34,7 +34,7 @@ async function compactAll(providerId: string, before: number): Promise<number> {
     const step = await suite.repo.compactRawPointsBatch(providerId, before, after, 1);
     moved += step.points;
     if (step.last === null) return moved;
-    after = step.last;
+    if (step.done) after = step.last;
   }
 }
 
