@@ -100,7 +100,7 @@ export async function compactRawPointsBatch(
         -- A chunk of such a day (a point put into points behind the write door): merged, the
         -- point in points winning.
         delete from point_chunks c using days d where c.series_id = d.series_id and c.chunk_start = d.day
-        returning c.series_id, c.chunk_start, c.dts, c.vals, c.steps
+        returning c.series_id, c.chunk_start, c.n, c.dts, c.vals, c.steps
       ), every as (
         select series_id, key, step, value from moved
         union all
@@ -108,7 +108,10 @@ export async function compactRawPointsBatch(
         where not exists (select 1 from moved m where m.series_id = c.series_id and m.key = k.key)
       ), ins as (
         insert into point_chunks (series_id, chunk_start, n, dts, vals, steps)
-        select series_id, day, count(*)::int, array_agg((key - coalesce(prev, day))::int4 order by key),
+        select series_id, day, count(*)::int,
+          -- A day at one spacing keeps [first offset, spacing] (4 bytes a point fewer), else every delta.
+          case when count(*) > 2 and min(key - prev) = max(key - prev) then array[(min(key) - day)::int4, min(key - prev)::int4]
+            else array_agg((key - coalesce(prev, day))::int4 order by key) end,
           array_agg(value order by key), case when count(step) = 0 then null else array_agg(step order by key) end
         from (
           select e.series_id, e.key, e.step, e.value, ${dayOf('e.key')} as day,

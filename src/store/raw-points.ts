@@ -13,13 +13,15 @@ const MIN_KEY = sql.raw('(-9223372036854775807)::bigint');
 const MAX_KEY = sql.raw('9223372036854775807::bigint');
 
 /**
- * A compacted day's points as rows (key, ts, step, value) of chunk `c`, in key order: the keys are
- * the running sum of the deltas. `ts` is the key's instant (only days whose every point had
- * ts = key were compacted).
+ * A compacted day's points as rows (key, step, value) of chunk `c`, in key order: the keys are
+ * the running sum of the deltas `dts`, or, for a day sampled at one spacing (fewer `dts` than
+ * points: [the first's offset, the spacing]), the first's offset plus the spacing times the rank.
+ * Readers take ts as the key's instant (only days whose every point had ts = key are compacted).
  */
 export const DECODED_CHUNK = sql.raw(`(
-  select c.chunk_start + sum(x.d) over (order by x.o) as key, x.s as step, x.v as value
-  from unnest(c.dts, c.vals, c.steps) with ordinality as x(d, v, s, o)) k`);
+  select c.chunk_start + case when cardinality(c.dts) < c.n then c.dts[1] + (x.o - 1) * c.dts[2]
+      else sum(x.d) over (order by x.o) end as key, x.s as step, x.v as value
+  from unnest(c.vals, c.dts, c.steps) with ordinality as x(v, d, s, o)) k`);
 
 /** The instant of key `k` (epoch ms), as the store writes a time-keyed point's ts. */
 export function keyInstant(k: string): SQL {

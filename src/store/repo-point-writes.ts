@@ -51,7 +51,7 @@ const MOVE_BACK_DAYS = sql`days as materialized (
       select distinct series_id, key - ((key % ${CHUNK_MS}) + ${CHUNK_MS}) % ${CHUNK_MS} as day from points_stage
     ), mv as (
       delete from point_chunks c using days d where c.series_id = d.series_id and c.chunk_start = d.day
-      returning c.series_id, c.chunk_start, c.dts, c.vals, c.steps
+      returning c.series_id, c.chunk_start, c.n, c.dts, c.vals, c.steps
     ), back as (
       select c.series_id, k.key, ${keyInstant('k.key')} as ts, k.step, k.value from mv c cross join lateral ${DECODED_CHUNK}
       where not exists (select 1 from points_stage st where st.series_id = c.series_id and st.key = k.key)
@@ -476,7 +476,7 @@ async function moveBackDays(ctx: RepoContext, batches: readonly PointBatch[]): P
       from jsonb_array_elements_text(${JSON.stringify([...days])}::jsonb) as r
     ), mv as (
       delete from point_chunks c using d where c.series_id = d.series_id and c.chunk_start = d.day
-      returning c.series_id, c.chunk_start, c.dts, c.vals, c.steps
+      returning c.series_id, c.chunk_start, c.n, c.dts, c.vals, c.steps
     )
     insert into points (series_id, key, ts, step, value)
     select c.series_id, k.key, ${keyInstant('k.key')}, k.step, k.value from mv c cross join lateral ${DECODED_CHUNK}
