@@ -198,6 +198,10 @@ const todayLayout: Layout = {
     await db.query(`create table jobs (id text primary key, provider_id text not null)`);
     await db.query(`insert into jobs values ('bench:job', 'bench')`);
     await db.query(`insert into series select s, 'bench:job', 'time', null from generate_series(1, $1::int) s`, [SERIES]);
+    // migrations/0008_point_chunks.sql: the store reads and writes through it (empty until compacted).
+    await db.query('drop table if exists point_chunks');
+    const ddl = readFileSync(path.join(HERE, '..', 'migrations', '0008_point_chunks.sql'), 'utf8');
+    for (const statement of ddl.split('--> statement-breakpoint')) await db.query(statement);
   },
   async build(db, perSeries) {
     // One series per statement keeps PGlite's memory per statement small.
@@ -435,12 +439,6 @@ const compactedLayout: Layout = {
   ...todayLayout,
   name: 'compacted',
   tables: ['points', 'point_chunks', 'points_1m', 'points_1h'],
-  async create(db, oldest) {
-    await todayLayout.create(db, oldest);
-    await db.query('drop table if exists point_chunks');
-    const ddl = readFileSync(path.join(HERE, '..', 'migrations', '0008_point_chunks.sql'), 'utf8');
-    for (const statement of ddl.split('--> statement-breakpoint')) await db.query(statement);
-  },
   async settle(db) {
     const repo = Repository.of({ db: db.db, shortReads: db.db });
     let moved = 0;

@@ -3,7 +3,7 @@
 // what is still in `points` (docs/history.md, "Built: compact raw points").
 import { sql } from 'drizzle-orm';
 import type { RepoContext } from './repo-context.js';
-import { CHUNK_MS, DECODED_CHUNK, keyInstant } from './raw-points.js';
+import { CHUNK_MS, DECODED_CHUNK, keyInstant, takeChunkDays } from './raw-points.js';
 import { embeddedClientOf, rowsOf } from './sql-util.js';
 
 /**
@@ -82,36 +82,38 @@ export async function compactRawPointsBatch(
   await ensureChunkPartitions(ctx, first, cut - 1);
   const moved = await ctx.transaction(async (tx) => {
     await tx.db.execute(sql`lock table points in share row exclusive mode`);
+    // The days to move, first (one index range a series), so that the move is planned for the
+    // few of them it is: as a CTE, the planner guessed thousands and joined by scanning partitions.
+    const days = await rowsOf<{ series_id: number | string; day: number | string }>(
+      tx.db,
+      sql`select p.series_id::float8 as series_id, ${dayOf('p.key')}::float8 as day
+        from jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb) as ids(id) cross join lateral (
+          select x.series_id, x.key, x.ts from points x where x.series_id = ids.id::bigint and x.key < ${cut}) p
+        group by 1, 2
+        having bool_and(p.ts is not null and p.ts = ${keyInstant('p.key')})`,
+    );
+    if (days.length === 0) return { chunks: 0, points: 0 };
+    const json = `[${days.map((d) => `[${Number(d.series_id)},${Number(d.day)}]`).join(',')}]`;
     const [row] = await rowsOf<{ chunks: number | string; points: number | string }>(
       tx.db,
       sql`
-      with ids as (
-        select jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb)::bigint as id
-      ), days as materialized (
-        select p.series_id, ${dayOf('p.key')} as day from ids cross join lateral (
-          select x.series_id, x.key, x.ts from points x where x.series_id = ids.id and x.key < ${cut}) p
-        group by 1, 2
-        having bool_and(p.ts is not null and p.ts = ${keyInstant('p.key')})
-      ), moved as (
+      with ${takeChunkDays(json)}, moved as (
         delete from points p using days d
         where p.series_id = d.series_id and p.key >= d.day and p.key < d.day + ${CHUNK_MS}
         returning p.series_id, p.key, p.step, p.value
-      ), old as (
-        -- A chunk of such a day (a point put into points behind the write door): merged, the
-        -- point in points winning.
-        delete from point_chunks c using days d where c.series_id = d.series_id and c.chunk_start = d.day
-        returning c.series_id, c.chunk_start, c.n, c.dts, c.vals, c.steps
       ), every as (
+        -- A chunk of such a day (mv: a point put into points behind the write door) is merged,
+        -- the point in points winning.
         select series_id, key, step, value from moved
         union all
-        select c.series_id, k.key, k.step, k.value from old c cross join lateral ${DECODED_CHUNK}
+        select c.series_id, k.key, k.step, k.value from mv c cross join lateral ${DECODED_CHUNK}
         where not exists (select 1 from moved m where m.series_id = c.series_id and m.key = k.key)
       ), ins as (
-        insert into point_chunks (series_id, chunk_start, n, dts, vals, steps)
+        insert into point_chunks (series_id, chunk_start, n, offs, vals, steps)
         select series_id, day, count(*)::int,
-          -- A day at one spacing keeps [first offset, spacing] (4 bytes a point fewer), else every delta.
+          -- A day at one spacing keeps [first offset, spacing] (4 bytes a point fewer), else every offset.
           case when count(*) > 2 and min(key - prev) = max(key - prev) then array[(min(key) - day)::int4, min(key - prev)::int4]
-            else array_agg((key - coalesce(prev, day))::int4 order by key) end,
+            else array_agg((key - day)::int4 order by key) end,
           array_agg(value order by key), case when count(step) = 0 then null else array_agg(step order by key) end
         from (
           select e.series_id, e.key, e.step, e.value, ${dayOf('e.key')} as day,
@@ -125,7 +127,8 @@ export async function compactRawPointsBatch(
     );
     return { chunks: Number(row?.chunks ?? 0), points: Number(row?.points ?? 0) };
   });
-  return { last: ids[ids.length - 1]!, ...moved, done: cut >= settled };
+  // A span with nothing to move (its days hold points written behind the door) ends the batch.
+  return { last: ids[ids.length - 1]!, ...moved, done: cut >= settled || moved.points === 0 };
 }
 
 /**

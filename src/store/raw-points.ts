@@ -13,15 +13,35 @@ const MIN_KEY = sql.raw('(-9223372036854775807)::bigint');
 const MAX_KEY = sql.raw('9223372036854775807::bigint');
 
 /**
- * A compacted day's points as rows (key, step, value) of chunk `c`, in key order: the keys are
- * the running sum of the deltas `dts`, or, for a day sampled at one spacing (fewer `dts` than
- * points: [the first's offset, the spacing]), the first's offset plus the spacing times the rank.
- * Readers take ts as the key's instant (only days whose every point had ts = key are compacted).
+ * A compacted day's points as rows (key, step, value) of chunk `c`, in key order: each key is
+ * `chunk_start` plus its offset, or, for a day sampled at one spacing (fewer `offs` than points:
+ * [the first's offset, the spacing]), plus the first's offset and the spacing times its rank. No
+ * sort and no window: a projection of the arrays. Readers take ts as the key's instant (only days
+ * whose every point had ts = key are compacted).
  */
 export const DECODED_CHUNK = sql.raw(`(
-  select c.chunk_start + case when cardinality(c.dts) < c.n then c.dts[1] + (x.o - 1) * c.dts[2]
-      else sum(x.d) over (order by x.o) end as key, x.s as step, x.v as value
-  from unnest(c.vals, c.dts, c.steps) with ordinality as x(v, d, s, o)) k`);
+  select c.chunk_start + case when cardinality(c.offs) < c.n then c.offs[1] + (x.o - 1) * c.offs[2] else x.d end as key,
+    x.s as step, x.v as value
+  from unnest(c.vals, c.offs, c.steps) with ordinality as x(v, d, s, o)) k`);
+
+/**
+ * CTEs `days` (series_id, day: from `json`, an array of [series id, UTC day start] pairs) and `mv`
+ * (the chunk rows of those days, deleted; returning series_id, chunk_start, n, offs, vals,
+ * steps): how a write takes compacted days back. The chunks are found by one primary-key range
+ * per series (the series as an array, the days' span), never by a join the planner may turn into
+ * a scan of every partition (a `using days` join was one: every write would read all of history).
+ */
+export function takeChunkDays(json: string): SQL {
+  return sql`days as materialized (
+      select (r->>0)::bigint as series_id, (r->>1)::bigint as day from jsonb_array_elements(${json}::jsonb) as r
+    ), mv as (
+      delete from point_chunks c
+      where c.series_id = any (array(select distinct d.series_id from days d))
+        and c.chunk_start between (select min(d.day) from days d) and (select max(d.day) from days d)
+        and exists (select 1 from days d where d.series_id = c.series_id and d.day = c.chunk_start)
+      returning c.series_id, c.chunk_start, c.n, c.offs, c.vals, c.steps
+    )`;
+}
 
 /** The instant of key `k` (epoch ms), as the store writes a time-keyed point's ts. */
 export function keyInstant(k: string): SQL {
@@ -48,25 +68,32 @@ export function rawPoints(sid: SQL, lo: SQL | null = null, hi: SQL | null = null
 }
 
 /**
- * The newest (`desc`) or oldest raw point of series `sid` within [lo, hi] that passes `where`
+ * The newest (`last`) or oldest raw point of series `sid` within [lo, hi] that passes `where`
  * (a condition on alias `p`: key, ts, step, value), as a one-row subquery of columns
- * series_id, key, ts, step, value: one backwards (or forwards) step on `points`' key index, and
- * the chunks newest (oldest) first until one holds such a point, decoding only that one.
+ * series_id, key, ts, step, value: one step on `points`' key index, and then only the chunks that
+ * could hold a newer (older) point than that one, newest (oldest) first until one holds such a
+ * point, decoding only that one. A running series' latest point is in `points` and its chunks are
+ * days older: the chunks' index is probed and nothing is decoded.
  */
 export function edgeRawPoint(sid: SQL, dir: 'first' | 'last', opts: { lo?: SQL | null; hi?: SQL | null; where?: SQL } = {}): SQL {
   const from = opts.lo ? sql`coalesce(${opts.lo}, ${MIN_KEY})` : MIN_KEY;
   const to = opts.hi ? sql`coalesce(${opts.hi}, ${MAX_KEY})` : MAX_KEY;
   const cond = opts.where ?? sql`true`;
   const order = sql.raw(dir === 'last' ? 'desc' : 'asc');
+  const hot = sql`select p.series_id, p.key, p.ts, p.step, p.value from points p
+    where p.series_id = ${sid} and p.key >= ${from} and p.key <= ${to} and ${cond} order by p.key ${order} limit 1`;
+  const beyond =
+    dir === 'last'
+      ? sql`c.chunk_start > coalesce((select h.key from (${hot}) h), (-9223372036854775807 + ${CHUNK_MS})::bigint) - ${CHUNK_MS}`
+      : sql`c.chunk_start < coalesce((select h.key from (${hot}) h), ${MAX_KEY})`;
   return sql`(
     select * from (
-      (select p.series_id, p.key, p.ts, p.step, p.value from points p
-        where p.series_id = ${sid} and p.key >= ${from} and p.key <= ${to} and ${cond} order by p.key ${order} limit 1)
+      (${hot})
       union all
       (select c.series_id, p.key, p.ts, p.step, p.value
         from (select * from point_chunks c where c.series_id = ${sid}
               and c.chunk_start > greatest(${from}, (-9223372036854775807 + ${CHUNK_MS})::bigint) - ${CHUNK_MS}
-              and c.chunk_start <= ${to} order by c.chunk_start ${order}) c
+              and c.chunk_start <= ${to} and ${beyond} order by c.chunk_start ${order}) c
         cross join lateral (
           select k.key, ${keyInstant('k.key')} as ts, k.step, k.value from ${DECODED_CHUNK}
         ) p

@@ -1,13 +1,13 @@
 // Series and points writes: series upserts, the points' COPY and merge, the rollups kept on
 // write, raw-point retention and PGlite's statistics upkeep.
-import { sql } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import type { JobRow, PointWriteRow, SeriesIdentity, WrittenRange } from './repo-types.js';
 import type { SeriesData } from '../domain/types.js';
 import type { Db } from './db.js';
 import { pointBatch, seriesIdentity } from './point-batch.js';
 import type { RepoContext } from './repo-context.js';
 import { chunks, copierOf, embeddedClientOf, isUniqueViolation, pointBatchOfRows, rollupCopierOf, rowsOf, type PointBatch, RollupRows } from './sql-util.js';
-import { CHUNK_MS, DECODED_CHUNK, edgeRawPoint, keyInstant } from './raw-points.js';
+import { CHUNK_MS, DECODED_CHUNK, edgeRawPoint, keyInstant, takeChunkDays } from './raw-points.js';
 
 /** Rows per bulk point statement: statements grow with data volume only, by this divisor. */
 export const POINTS_PER_STATEMENT = 50_000;
@@ -47,15 +47,29 @@ const RECOMPUTE_HOURS = sql`p as materialized (
  * into `points` (writePointBatches). A day of a step-keyed series is never compacted: its probe
  * finds nothing.
  */
-const MOVE_BACK_DAYS = sql`days as materialized (
-      select distinct series_id, key - ((key % ${CHUNK_MS}) + ${CHUNK_MS}) % ${CHUNK_MS} as day from points_stage
-    ), mv as (
-      delete from point_chunks c using days d where c.series_id = d.series_id and c.chunk_start = d.day
-      returning c.series_id, c.chunk_start, c.n, c.dts, c.vals, c.steps
-    ), back as (
+function moveBackDays(batches: readonly PointBatch[]): SQL {
+  return sql`${takeChunkDays(daysOf(batches))}, back as (
       select c.series_id, k.key, ${keyInstant('k.key')} as ts, k.step, k.value from mv c cross join lateral ${DECODED_CHUNK}
       where not exists (select 1 from points_stage st where st.series_id = c.series_id and st.key = k.key)
     )`;
+}
+
+/** The (series, UTC day) pairs of the batches' points, as takeChunkDays' JSON (each run's keys are in order). */
+function daysOf(batches: readonly PointBatch[]): string {
+  const days = new Set<string>();
+  for (const b of batches) {
+    for (const run of b.runs) {
+      let last = Number.NaN;
+      for (let i = run.start; i < run.end; i++) {
+        const day = bucketOf(b.key[i]!, CHUNK_MS);
+        if (day === last) continue;
+        days.add(`[${run.seriesId},${day}]`);
+        last = day;
+      }
+    }
+  }
+  return `[${[...days].join(',')}]`;
+}
 
 /** The fewest points written since the last ANALYZE that make PGlite refresh its statistics (maintainStatistics). */
 export const ANALYZE_AFTER_POINTS = 10_000;
@@ -175,7 +189,7 @@ export async function writePointBatches(ctx: RepoContext, batches: readonly Poin
   const copier = copierOf(ctx.db);
   if (!copier) {
     if (!ctx.inTransaction) return ctx.transaction((tx) => writePointBatches(tx, withPoints, opts));
-    await moveBackDays(ctx, withPoints);
+    await moveBackDaysJson(ctx, withPoints);
     for (const part of chunks(withPoints.flatMap(rowsOfBatch), POINTS_PER_STATEMENT)) await upsertPointsJson(ctx, part);
     await rollUp(ctx, withPoints);
     return;
@@ -217,7 +231,7 @@ export async function writePointBatches(ctx: RepoContext, batches: readonly Poin
   // then hold as for any stored point, and a later compaction chunks the day again.
   const changed = await rowsOf<{ series_id: number; hour: number }>(
     ctx.db,
-    sql`with ${MOVE_BACK_DAYS}, w as (
+    sql`with ${moveBackDays(withPoints)}, w as (
       insert into points (series_id, key, ts, step, value)
       select series_id, key, ts, step, value from points_stage
       union all
@@ -464,20 +478,10 @@ export async function maintainStatistics(ctx: RepoContext, pointsWritten: number
   return true;
 }
 
-/** MOVE_BACK_DAYS where the driver has no COPY (no stage): the batches' compacted days back into `points`, one statement. */
-async function moveBackDays(ctx: RepoContext, batches: readonly PointBatch[]): Promise<void> {
-  const days = new Set<string>();
-  for (const b of batches) {
-    for (const run of b.runs) for (let i = run.start; i < run.end; i++) days.add(`${run.seriesId},${bucketOf(b.key[i]!, CHUNK_MS)}`);
-  }
+/** moveBackDays where the driver has no COPY (no stage): the batches' compacted days back into `points`, one statement. */
+async function moveBackDaysJson(ctx: RepoContext, batches: readonly PointBatch[]): Promise<void> {
   await ctx.db.execute(sql`
-    with d as (
-      select split_part(r, ',', 1)::bigint as series_id, split_part(r, ',', 2)::bigint as day
-      from jsonb_array_elements_text(${JSON.stringify([...days])}::jsonb) as r
-    ), mv as (
-      delete from point_chunks c using d where c.series_id = d.series_id and c.chunk_start = d.day
-      returning c.series_id, c.chunk_start, c.n, c.dts, c.vals, c.steps
-    )
+    with ${takeChunkDays(daysOf(batches))}
     insert into points (series_id, key, ts, step, value)
     select c.series_id, k.key, ${keyInstant('k.key')}, k.step, k.value from mv c cross join lateral ${DECODED_CHUNK}
     on conflict (series_id, key) do nothing`);
