@@ -198,21 +198,25 @@ export async function pointsAt(
       select e.*, coalesce(e.timed and e.rn > 0 and (e.raw_before > coalesce(e.k_from, ${MIN_KEY})
         or (e.rn > ${rollUpAbove} and (e.hi - e.lo + 1)::float8 / ${maxPoints} >= ${MINUTE_MS / 2})), false) as rolled
       from e
+    ), cp as materialized (
+      -- The points of the raw windows with compacted days, decoded once (the firsts and the
+      -- buckets below read them from here), with the window's start and bucket width.
+      select w.series_id, w.lo, greatest(1, ceil((w.hi - w.lo + 1)::float8 / ${maxPoints}))::bigint as width, pt.key, pt.ts, pt.step, pt.value
+      from b as w cross join lateral ${rawPoints(sql`w.series_id`, sql`w.lo`, sql`w.hi`)} pt
+      where w.chunked and not w.rolled and ${inWindow('pt')}
     ), firsts as materialized (
       select w.*, greatest(1, ceil((w.hi - w.lo + 1)::float8 / ${maxPoints}))::bigint as width, f.n, f.ts, f.steps, f.vals
       from b as w cross join lateral (
         select count(*) as n, ${pointArrays('r', 'r.key')}
-        from (
-          (select pt.key, pt.ts, pt.step, pt.value from points pt
-            where not w.chunked and pt.series_id = w.series_id and pt.key between w.lo and w.hi and ${inWindow('pt')}
-            order by pt.key limit ${maxPoints + 1})
-          union all
-          (select pt.key, pt.ts, pt.step, pt.value from ${rawPoints(sql`w.series_id`, sql`w.lo`, sql`w.hi`)} pt
-            where w.chunked and ${inWindow('pt')}
-            order by pt.key limit ${maxPoints + 1})
-        ) r
+        from (select pt.key, pt.ts, pt.step, pt.value from points pt
+          where pt.series_id = w.series_id and pt.key between w.lo and w.hi and ${inWindow('pt')}
+          order by pt.key limit ${maxPoints + 1}) r
       ) f
-      where not w.rolled
+      where not w.rolled and not w.chunked
+      union all
+      select w.*, greatest(1, ceil((w.hi - w.lo + 1)::float8 / ${maxPoints}))::bigint, f.n, f.ts, f.steps, f.vals
+      from b as w join (select r.series_id, count(*) as n, ${pointArrays('r', 'r.key')} from cp r group by r.series_id) f on f.series_id = w.series_id
+      where not w.rolled and w.chunked
     ), bucketed as (
       select w.series_id, w.lo + g * w.width as k, x.ts, x.step, x.value
       from firsts as w
@@ -226,17 +230,12 @@ export async function pointsAt(
       ) x
       where w.n > ${maxPoints} and x.c > 0 and not w.chunked
       union all
-      -- A window with compacted days: its points read once and grouped by bucket, each bucket's
-      -- aggregate in key order (the decoded days come in no index's order).
-      select w.series_id, w.lo + x.g * w.width as k, x.ts, x.step, x.value
-      from firsts as w
-      cross join lateral (
-        select (pt.key - w.lo) / w.width as g, min(pt.ts) as ts, min(pt.step) as step, ${aggOrdered}::float8 as value
-        from ${rawPoints(sql`w.series_id`, sql`w.lo`, sql`w.hi`)} pt
-        where ${inWindow('pt')}
-        group by 1
-      ) x
-      where w.n > ${maxPoints} and w.chunked
+      -- A window with compacted days: grouped by bucket from cp, each bucket's aggregate in key
+      -- order (the decoded days come in no index's order).
+      select pt.series_id, pt.lo + (pt.key - pt.lo) / pt.width * pt.width as k, min(pt.ts), min(pt.step), ${aggOrdered}::float8
+      from cp pt
+      where pt.series_id in (select f.series_id from firsts f where f.n > ${maxPoints} and f.chunked)
+      group by pt.series_id, pt.lo, pt.width, (pt.key - pt.lo) / pt.width
     ), ends as materialized (
       -- A rolled window's extent: its raw points', or where raw points were dropped before the
       -- window's start, from its first 1-minute bucket; the rollup (r, ms) by the raw bucket width.
