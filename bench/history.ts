@@ -17,7 +17,8 @@
 // The 1-hour rollup (avg, min, max, count, last) is built from the points as the floor.
 // Written to bench/results/history-latest.json (`databases.<db>.rows[]`, `bytesPerPoint`).
 // Flags: --postgres / --pglite (one database), --db <url> (default TEST_DATABASE_URL, DATABASE_URL
-// or postgres://postgres@127.0.0.1:5432/test), --layouts today,chunked, --series (default 1000),
+// or postgres://postgres@127.0.0.1:5432/test), --layouts today,chunked (and compacted: the store's
+// built layout, today's compacted into point_chunks), --series (default 1000),
 // --span-days <d>, --interval <s> (fixed spacing instead), --ingest <points>, --rounds <n>,
 // --compression pglz|lz4 (the prototype's TOAST).
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -498,7 +499,11 @@ const rollupOf = (source: string) =>
 const pointsSource = (layout: Layout) =>
   layout.name === 'today'
     ? 'select series_id, key as k, value as v from points'
-    : `select c.series_id, c.chunk_start + sum(x.d) over (partition by c.series_id, c.chunk_start order by x.o) as k, x.v
+    : layout.name === 'compacted'
+      ? `select series_id, key as k, value as v from points union all
+       select c.series_id, c.chunk_start + case when cardinality(c.offs) < c.n then c.offs[1] + (x.o - 1) * c.offs[2] else x.d end as k, x.v
+       from point_chunks c, unnest(c.vals, c.offs) with ordinality as x(v, d, o)`
+      : `select c.series_id, c.chunk_start + sum(x.d) over (partition by c.series_id, c.chunk_start order by x.o) as k, x.v
        from point_chunks c, unnest(c.dts, c.vals) with ordinality as x(d, v, o)`;
 
 async function buildRollup(db: Sql, layout: Layout) {
@@ -608,6 +613,7 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
     await checkRollup();
     await layout.clearIngest(db);
     ingest = { writeMs, copyMs };
+    log(`${layout.name}: ingest ${fmt(INGEST / (Math.min(...writeMs) / 1000))} points/s, COPY ${fmt(INGEST / (Math.min(...copyMs) / 1000))} points/s`);
   }
 
   // Reads: alternate ours and the floor, median of ROUNDS after one warm-up each.
