@@ -16,13 +16,15 @@ const MAX_KEY = sql.raw('9223372036854775807::bigint');
  * A compacted day's points as rows (key, step, value) of chunk `c`, in key order: each key is
  * `chunk_start` plus its offset, or, for a day sampled at one spacing (fewer `offs` than points:
  * [the first's offset, the spacing]), plus the first's offset and the spacing times its rank. No
- * sort and no window: a projection of the arrays. Readers take ts as the key's instant (only days
- * whose every point had ts = key are compacted).
+ * sort and no window: a projection of the arrays. `offs` is read once a chunk (`r`, kept apart by
+ * `offset 0`): an expression on a compressed array in the select list detoasts it again for every
+ * row. Readers take ts as the key's instant (only days whose every point had ts = key are
+ * compacted).
  */
 export const DECODED_CHUNK = sql.raw(`(
-  select c.chunk_start + case when cardinality(c.offs) < c.n then c.offs[1] + (x.o - 1) * c.offs[2] else x.d end as key,
-    x.s as step, x.v as value
-  from unnest(c.vals, c.offs, c.steps) with ordinality as x(v, d, s, o)) k`);
+  select c.chunk_start + case when r.regular then r.first + (x.o - 1) * r.spacing else x.d end as key, x.s as step, x.v as value
+  from (select cardinality(c.offs) < c.n as regular, c.offs[1]::bigint as first, c.offs[2]::bigint as spacing offset 0) r,
+    unnest(c.vals, c.offs, c.steps) with ordinality as x(v, d, s, o)) k`);
 
 /**
  * CTEs `days` (series_id, day: from `json`, an array of [series id, UTC day start] pairs) and `mv`
