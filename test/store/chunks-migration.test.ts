@@ -2,35 +2,23 @@
 // in `points` and their rollups, as migrations up to 0007 leave them) opens on this version,
 // migration 0008 adds point_chunks without moving anything, the compactor then moves the settled
 // days, and the same series are answered identically before and after, on PGlite and PostgreSQL.
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Aggregation } from '../../src/domain/types.js';
-import { MIGRATIONS_DIR, openDatabase } from '../../src/store/db.js';
+import { openDatabase } from '../../src/store/db.js';
 import { openPglite } from '../../src/store/pglite.js';
 import { Repository, type PointWriteRow, type SeriesWindow } from '../../src/store/repository.js';
 import { rowsOf } from '../../src/store/sql-util.js';
 import { createTestDatabase } from '../support/database.js';
+import { migrationsUpTo } from '../support/migrations.js';
 import { wave } from './rollup-fixtures.js';
 
 const START = Date.UTC(2026, 10, 18, 0, 0, 0);
 const DAY = 86_400_000;
-
-/** The migrations folder as it was at `tag`: its SQL files and a journal that ends there. */
-function migrationsUpTo(tag: string): string {
-  const dir = mkdtempSync(path.join(tmpdir(), 'tg-migrations-'));
-  cpSync(MIGRATIONS_DIR, dir, { recursive: true });
-  const journalPath = path.join(dir, 'meta', '_journal.json');
-  const journal = JSON.parse(readFileSync(journalPath, 'utf8')) as { entries: { tag: string }[] };
-  const end = journal.entries.findIndex((e) => e.tag === tag);
-  expect(end).toBeGreaterThanOrEqual(0);
-  journal.entries = journal.entries.slice(0, end + 1);
-  writeFileSync(journalPath, JSON.stringify(journal));
-  return dir;
-}
 
 /** A job, two series (time- and step-keyed) and their points, as the old layout holds them. */
 function fill(points: readonly PointWriteRow[]): string[] {

@@ -2,35 +2,23 @@
 // with points in it opens on this version, migration 0007 backfills the 1-minute and 1-hour
 // rollups of its time-keyed series from the points it holds (none for step-keyed ones), and a
 // long window is answered from them exactly as the raw points give it, on PGlite and PostgreSQL.
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
-import { MIGRATIONS_DIR, openDatabase } from '../../src/store/db.js';
+import { openDatabase } from '../../src/store/db.js';
 import { openPglite } from '../../src/store/pglite.js';
 import { Repository, type PointWriteRow } from '../../src/store/repository.js';
 import { rowsOf } from '../../src/store/sql-util.js';
 import { createTestDatabase } from '../support/database.js';
+import { migrationsUpTo } from '../support/migrations.js';
 import { handRollup, rollupRows, wave } from './rollup-fixtures.js';
 
 const START = Date.UTC(2026, 10, 18, 0, 0, 0);
 const DAY = 86_400_000;
 const PREVIOUS = '0005_findings';
-
-/** The migrations folder as it was at PREVIOUS: its SQL files and a journal that ends there. */
-function previousMigrations(): string {
-  const dir = mkdtempSync(path.join(tmpdir(), 'tg-migrations-'));
-  cpSync(MIGRATIONS_DIR, dir, { recursive: true });
-  const journalPath = path.join(dir, 'meta', '_journal.json');
-  const journal = JSON.parse(readFileSync(journalPath, 'utf8')) as { entries: { tag: string }[] };
-  const end = journal.entries.findIndex((e) => e.tag === PREVIOUS);
-  expect(end).toBeGreaterThanOrEqual(0);
-  journal.entries = journal.entries.slice(0, end + 1);
-  writeFileSync(journalPath, JSON.stringify(journal));
-  return dir;
-}
 
 /** The statements that fill the old layout: two series (time- and step-keyed) and their points. */
 function fill(points: readonly PointWriteRow[]): string[] {
@@ -50,7 +38,7 @@ describe('migration 0007 on a database with points', () => {
   });
 
   it('backfills the rollups of the stored points and answers long windows from them', async () => {
-    const migrations = previousMigrations();
+    const migrations = migrationsUpTo(PREVIOUS);
     cleanup.push(() => rmSync(migrations, { recursive: true, force: true }));
     const points = wave(1, START, 10_000, (2 * DAY) / 10_000);
     // A null among them, and a step-keyed series (no rollups).
