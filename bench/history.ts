@@ -17,7 +17,8 @@
 // The 1-hour rollup (avg, min, max, count, last) is built from the points as the floor.
 // Written to bench/results/history-latest.json (`databases.<db>.rows[]`, `bytesPerPoint`).
 // Flags: --postgres / --pglite (one database), --db <url> (default TEST_DATABASE_URL, DATABASE_URL
-// or postgres://postgres@127.0.0.1:5432/test), --layouts today,chunked, --series (default 1000),
+// or postgres://postgres@127.0.0.1:5432/test), --layouts today,chunked (and compacted: the store's
+// built layout, today's compacted into point_chunks), --series (default 1000),
 // --span-days <d>, --interval <s> (fixed spacing instead), --ingest <points>, --rounds <n>,
 // --compression pglz|lz4 (the prototype's TOAST).
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -74,7 +75,7 @@ const CHUNK_MS = DAY;
 // The newest sample of every series, on a whole hour.
 const END = Date.UTC(2026, 10, 20, 0, 0, 0);
 
-type LayoutName = 'today' | 'chunked';
+type LayoutName = 'today' | 'chunked' | 'compacted';
 
 const started = performance.now();
 const log = (...a: unknown[]) => console.error(`[${((performance.now() - started) / 1000).toFixed(1)}s]`, ...a);
@@ -167,6 +168,8 @@ interface Layout {
   readSeries(db: Sql, repo: Repository, seriesIds: number[], from: number, to: number, maxPoints: number): Promise<number>;
   /** Drops everything older than `before` (ms); returns points removed where the layout can tell. */
   retain(db: Sql, before: number): Promise<void>;
+  /** After `build`, what the layout does before it is measured (the store's compaction); returns the points it moved. */
+  settle?(db: Sql): Promise<number>;
 }
 
 /** The store's rollups as migrations/0007 backfills them: what `build` adds after the points. */
@@ -196,6 +199,10 @@ const todayLayout: Layout = {
     await db.query(`create table jobs (id text primary key, provider_id text not null)`);
     await db.query(`insert into jobs values ('bench:job', 'bench')`);
     await db.query(`insert into series select s, 'bench:job', 'time', null from generate_series(1, $1::int) s`, [SERIES]);
+    // migrations/0008_point_chunks.sql: the store reads and writes through it (empty until compacted).
+    await db.query('drop table if exists point_chunks');
+    const ddl = readFileSync(path.join(HERE, '..', 'migrations', '0008_point_chunks.sql'), 'utf8');
+    for (const statement of ddl.split('--> statement-breakpoint')) await db.query(statement);
   },
   async build(db, perSeries) {
     // One series per statement keeps PGlite's memory per statement small.
@@ -422,7 +429,43 @@ function encodeRollups(rows: PointWriteRow[]): string {
   return out.join('');
 }
 
-const LAYOUT_OF: Record<LayoutName, Layout> = { today: todayLayout, chunked: chunkedLayout };
+/**
+ * The store's built layout (migration 0008): today's, and then the compactor
+ * (Repository.compactRawPointsBatch, batches of 20 series and up to 7 days as the collector's lease holder runs it)
+ * moves every day into point_chunks, a partition per month; reads, writes and retention are the
+ * store's own (Repository.pointsOf reads both tables; retention deletes what is still in `points`
+ * and drops or trims month partitions: Repository.dropRawChunks).
+ */
+const compactedLayout: Layout = {
+  ...todayLayout,
+  name: 'compacted',
+  tables: ['points', 'point_chunks', 'points_1m', 'points_1h'],
+  async settle(db) {
+    const repo = Repository.of({ db: db.db, shortReads: db.db });
+    let moved = 0;
+    for (let after = 0; ; ) {
+      const step = await repo.compactRawPointsBatch('bench', END + DAY, after, 20);
+      moved += step.points;
+      if (step.last === null) break;
+      if (step.done) after = step.last;
+    }
+    // The hot table's emptied pages are what the next days' writes reuse: its steady state is the
+    // settle age's points, not the build's index, so it is rewritten before it is measured.
+    await db.query('vacuum full points');
+    return moved;
+  },
+  async clearIngest(db) {
+    await todayLayout.clearIngest(db);
+    await db.query(`delete from point_chunks where series_id > ${SERIES}`);
+  },
+  async retain(db, before) {
+    const repo = Repository.of({ db: db.db, shortReads: db.db });
+    await todayLayout.retain(db, before);
+    await repo.dropRawChunks('bench', before);
+  },
+};
+
+const LAYOUT_OF: Record<LayoutName, Layout> = { today: todayLayout, chunked: chunkedLayout, compacted: compactedLayout };
 
 // ---- the run ---------------------------------------------------------------------------------------
 
@@ -439,6 +482,12 @@ interface SizeResult {
   fleetRollupMs: number;
   retentionMs: number;
   ingest?: { writeMs: number[]; copyMs: number[] };
+  /** Bytes per point of each table (a partitioned one with its partitions). */
+  tableBytesPerPoint: Record<string, number>;
+  /** The layout's settle step (compaction): ms and points moved. */
+  settle?: { ms: number; moved: number };
+  /** Retention of the oldest whole month (a partition dropped), where the layout has them. */
+  monthRetentionMs?: number;
 }
 
 /** 1-hour buckets of (series_id, k, v) rows: avg (summed in key order), min, max, count, last. */
@@ -450,7 +499,11 @@ const rollupOf = (source: string) =>
 const pointsSource = (layout: Layout) =>
   layout.name === 'today'
     ? 'select series_id, key as k, value as v from points'
-    : `select c.series_id, c.chunk_start + sum(x.d) over (partition by c.series_id, c.chunk_start order by x.o) as k, x.v
+    : layout.name === 'compacted'
+      ? `select series_id, key as k, value as v from points union all
+       select c.series_id, c.chunk_start + case when cardinality(c.offs) < c.n then c.offs[1] + (x.o - 1) * c.offs[2] else x.d end as k, x.v
+       from point_chunks c, unnest(c.vals, c.offs) with ordinality as x(v, d, o)`
+      : `select c.series_id, c.chunk_start + sum(x.d) over (partition by c.series_id, c.chunk_start order by x.o) as k, x.v
        from point_chunks c, unnest(c.dts, c.vals) with ordinality as x(d, v, o)`;
 
 async function buildRollup(db: Sql, layout: Layout) {
@@ -469,14 +522,27 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
   await layout.create(db, END - (perSeries - 1) * intervalOf(perSeries));
   log(`${layout.name}: building ${fmt(points)} points (${SERIES} series x ${fmt(perSeries)}, one per ${intervalOf(perSeries) / 1000} s)`);
   const buildMs = await timed(() => layout.build(db, perSeries));
+  let settle: SizeResult['settle'];
+  if (layout.settle) {
+    let moved = 0;
+    const ms = await timed(async () => {
+      moved = await layout.settle!(db);
+    });
+    settle = { ms, moved };
+    log(`${layout.name}: compacted ${fmt(moved)} points in ${round(ms / 1000, 1)} s`);
+  }
   await db.query(`vacuum analyze ${layout.tables.join(', ')}`);
   const [size] = await db.query<{ bytes: string }>(
     `select (${layout.tables.map((t) => `pg_total_relation_size('${t}') + coalesce((select sum(pg_total_relation_size(inhrelid)) from pg_inherits where inhparent = '${t}'::regclass), 0)`).join(' + ')})::text as bytes`,
   );
   const bytes = Number(size!.bytes);
   log(`${layout.name}: built in ${round(buildMs / 1000, 1)} s; ${fmt(bytes)} bytes, ${round(bytes / points)} bytes/point`);
+  const tableBytesPerPoint: Record<string, number> = {};
   for (const t of layout.tables) {
-    const [one] = await db.query<{ bytes: string }>(`select pg_total_relation_size('${t}')::text as bytes`);
+    const [one] = await db.query<{ bytes: string }>(
+      `select (pg_total_relation_size('${t}') + coalesce((select sum(pg_total_relation_size(inhrelid)) from pg_inherits where inhparent = '${t}'::regclass), 0))::text as bytes`,
+    );
+    tableBytesPerPoint[t] = round(Number(one!.bytes) / points);
     log(`${layout.name}: ${t} ${round(Number(one!.bytes) / points)} bytes/point`);
   }
   await buildRollup(db, layout);
@@ -495,7 +561,7 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
       rows.push([s, k, k, null, sampleValue(s, i)]);
     }
     // The ingest's series are time-keyed series of the store (its write door rolls them up).
-    if (layout.name === 'today') {
+    if (layout.name !== 'chunked') {
       await db.query(`insert into series select s, 'bench:job', 'time', null from generate_series($1::int, $2::int) s on conflict do nothing`, [
         SERIES + 1,
         rows[rows.length - 1]![0],
@@ -513,7 +579,7 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
     // Idempotence: the same rows written again change nothing.
     const count = async () => Number((await db.query<{ n: string }>(`select count(*)::text as n from ${layout.tables[0]} where series_id > ${SERIES}`))[0]!.n);
     const checkRollup = async () => {
-      if (layout.name === 'today') {
+      if (layout.name !== 'chunked') {
         // The store's rollups kept on write equal, to the last digit, migration 0007's recompute of the stored points.
         for (const [table, width] of [
           ['points_1m', 60_000],
@@ -547,6 +613,7 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
     await checkRollup();
     await layout.clearIngest(db);
     ingest = { writeMs, copyMs };
+    log(`${layout.name}: ingest ${fmt(INGEST / (Math.min(...writeMs) / 1000))} points/s, COPY ${fmt(INGEST / (Math.min(...copyMs) / 1000))} points/s`);
   }
 
   // Reads: alternate ours and the floor, median of ROUNDS after one warm-up each.
@@ -594,6 +661,14 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
   const oldest = END - (perSeries - 1) * intervalOf(perSeries);
   const retentionMs = await timed(() => layout.retain(db, Math.ceil((oldest + 1) / DAY) * DAY));
   log(`${layout.name}: retention of the oldest day ${round(retentionMs)} ms`);
+  // And of the oldest whole month, where the layout partitions by month: a partition dropped.
+  let monthRetentionMs: number | undefined;
+  if (layout.name === 'compacted') {
+    const firstMonth = new Date(oldest);
+    const cut = Date.UTC(firstMonth.getUTCFullYear(), firstMonth.getUTCMonth() + 1, 1);
+    monthRetentionMs = await timed(() => layout.retain(db, cut));
+    log(`${layout.name}: retention of the oldest month (to ${new Date(cut).toISOString().slice(0, 10)}) ${round(monthRetentionMs)} ms`);
+  }
   for (const t of [...layout.tables, 'rollup_1h']) await db.query(`drop table if exists ${t}`);
   return {
     points,
@@ -607,6 +682,9 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
     fleetRollupMs,
     retentionMs,
     ingest,
+    tableBytesPerPoint,
+    ...(settle ? { settle } : {}),
+    ...(monthRetentionMs === undefined ? {} : { monthRetentionMs }),
   };
 }
 
@@ -621,10 +699,36 @@ function rowsOf(layout: LayoutName, small: SizeResult, large: SizeResult): Row[]
     goal: '<= 16 B',
     met: large.bytesPerPoint <= 16,
   });
+  if (layout === 'compacted') {
+    const parts = (r: SizeResult) =>
+      Object.entries(r.tableBytesPerPoint)
+        .map(([t, b]) => `${t} ${b}`)
+        .join(', ');
+    const raw = (r: SizeResult) => (r.tableBytesPerPoint.points ?? 0) + (r.tableBytesPerPoint.point_chunks ?? 0);
+    rows.push({
+      scenario: `[${layout}] raw points alone (points + point_chunks) per point at ${m(large.points)}`,
+      measured: `${round(raw(large))} B (${parts(large)})`,
+      baseline: `at ${m(small.points)}: ${round(raw(small))} B (${parts(small)})`,
+      ratio: raw(large) / 8,
+      goal: '<= 16 B',
+      met: raw(large) <= 16,
+    });
+    for (const r of [small, large]) {
+      if (!r.settle) continue;
+      rows.push({
+        scenario: `[${layout}] compaction of ${m(r.points)} points (batches of 20 series x 7 days)`,
+        measured: `${round(r.settle.ms / 1000, 1)} s (${fmt(r.settle.moved / (r.settle.ms / 1000))} points/s)`,
+        baseline: `the build's insert of the same points: ${round(r.buildMs / 1000, 1)} s`,
+        ratio: r.settle.ms / r.buildMs,
+        goal: '',
+        met: true,
+      });
+    }
+  }
   if (small.ingest) {
     const rate = (ms: number[]) => INGEST / (Math.min(...ms) / 1000);
     rows.push({
-      scenario: `[${layout}] ingest, ${fmt(INGEST)} new points ${layout === 'today' ? '(Repository.writePoints)' : '(encode, COPY to staging, merge, 1-hour rollup of the days written)'}`,
+      scenario: `[${layout}] ingest, ${fmt(INGEST)} new points ${layout !== 'chunked' ? '(Repository.writePoints)' : '(encode, COPY to staging, merge, 1-hour rollup of the days written)'}`,
       measured: `${fmt(rate(small.ingest.writeMs))} points/s`,
       baseline: `COPY of the same rows into the same layout: ${fmt(rate(small.ingest.copyMs))} points/s`,
       ratio: rate(small.ingest.writeMs) / rate(small.ingest.copyMs),
@@ -663,6 +767,16 @@ function rowsOf(layout: LayoutName, small: SizeResult, large: SizeResult): Row[]
     goal: '<= 1.2x (flat)',
     met: large.retentionMs / small.retentionMs <= 1.2,
   });
+  if (large.monthRetentionMs !== undefined && small.monthRetentionMs !== undefined) {
+    rows.push({
+      scenario: `[${layout}] retention of the oldest month (a partition dropped): ${m(large.points)} against ${m(small.points)} stored`,
+      measured: `${round(large.monthRetentionMs)} ms`,
+      baseline: `${round(small.monthRetentionMs)} ms`,
+      ratio: large.monthRetentionMs / small.monthRetentionMs,
+      goal: '<= 1.2x (flat)',
+      met: large.monthRetentionMs / small.monthRetentionMs <= 1.2,
+    });
+  }
   return rows;
 }
 

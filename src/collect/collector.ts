@@ -85,6 +85,8 @@ class ProviderCollector {
   private lastListAt = -Infinity;
   /** When this replica last dropped the provider's raw points past their retention (rawRetentionDays). */
   private lastRetentionAt = -Infinity;
+  /** When this replica last compacted the provider's settled raw points (compactAfterDays). */
+  private lastCompactionAt = -Infinity;
   /** When each running job was last made current (by this collector or found fresh). */
   private readonly current = new Map<string, number>();
   /** Where each running job's collected logs reached (the last line's cursor; null = none yet). */
@@ -327,6 +329,10 @@ class ProviderCollector {
       // their age go (the rollups stay). A failure is the sweep's error and is tried next sweep.
       await this.dropRawPoints({ signal, rawRetentionDays: this.settings.rawRetentionDays, noteError });
     }
+    if (this.settings.compactAfterDays !== null && !signal.aborted && nowMs() - this.lastCompactionAt >= RETENTION_EVERY_MS) {
+      // After retention (nothing is compacted that is about to go), at most hourly.
+      await this.compactRawPoints({ signal, compactAfterDays: this.settings.compactAfterDays, noteError });
+    }
     const now = nowMs();
     const oldest = running.reduce((min, j) => Math.min(min, this.current.get(j.id) ?? -Infinity), Infinity);
     const lagMs = running.length === 0 ? 0 : oldest === -Infinity ? now - this.startedAt : now - oldest - interval;
@@ -375,6 +381,23 @@ class ProviderCollector {
       const known = clientFacingError(err);
       noteError({ code: known?.code ?? 'INTERNAL', message: known?.message ?? 'raw points past their retention could not be dropped' });
       if (!known) this.owner.logger.error({ err, provider: this.provider.id }, 'collect: retention failed');
+    } finally {
+      release();
+    }
+  }
+
+  /** The provider's settled raw points (older than settings.compactAfterDays) compacted. */
+  private async compactRawPoints(ctx: { signal: AbortSignal; compactAfterDays: number; noteError: (e: { code: string; message: string }) => void }) {
+    const { signal, compactAfterDays, noteError } = ctx;
+    const store = this.owner.store;
+    const release = await this.owner.slot();
+    try {
+      await store.collection.compactRawPoints(this.provider.id, new Date(store.now().getTime() - compactAfterDays * 86_400_000), signal);
+      this.lastCompactionAt = this.owner.timers.now();
+    } catch (err) {
+      const known = clientFacingError(err);
+      noteError({ code: known?.code ?? 'INTERNAL', message: known?.message ?? 'settled raw points could not be compacted' });
+      if (!known) this.owner.logger.error({ err, provider: this.provider.id }, 'collect: compaction failed');
     } finally {
       release();
     }

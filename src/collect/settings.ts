@@ -21,6 +21,11 @@ export interface CollectSettings {
    * holder (hourly), the 1-minute and 1-hour rollups staying (docs/history.md). null = kept for ever.
    */
   rawRetentionDays: number | null;
+  /**
+   * Days after which the lease holder (hourly) compacts the provider's raw points of whole UTC
+   * days into point_chunks, a row per series and day (docs/history.md). null = never.
+   */
+  compactAfterDays: number | null;
   /** How far back (seconds) the first collection of a running job reaches. */
   firstLookbackSeconds: number;
   /** Training metrics and progress too, where the platform has them. */
@@ -36,6 +41,8 @@ export const DEFAULT_CALLS_PER_MINUTE: Record<ProviderKind, number> = byKind((p)
 export const DEFAULT_RETENTION_DAYS: Record<ProviderKind, number | null> = byKind((p) => p.collect.retentionDays);
 
 export const DEFAULT_MAX_CONCURRENT = 4;
+/** Raw points settle (late points and re-fetches mostly arrive) within this many days, then are compacted. */
+export const DEFAULT_COMPACT_AFTER_DAYS = 2;
 /** A running job is first collected from its start (at most the 7 days a platform keeps). */
 export const DEFAULT_FIRST_LOOKBACK_SECONDS = 7 * 86_400;
 
@@ -48,6 +55,7 @@ export function defaultSettings(kind: ProviderKind, enabled = true): CollectSett
     maxConcurrent: DEFAULT_MAX_CONCURRENT,
     retentionDays: DEFAULT_RETENTION_DAYS[kind],
     rawRetentionDays: null,
+    compactAfterDays: DEFAULT_COMPACT_AFTER_DAYS,
     firstLookbackSeconds: DEFAULT_FIRST_LOOKBACK_SECONDS,
     training: true,
     logs: false,

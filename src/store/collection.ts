@@ -11,6 +11,13 @@ import type { FetchRow, JobRow } from './repository.js';
 /** Series per retention statement: a batch's delete stays a few milliseconds of index ranges per series. */
 const RETENTION_BATCH = 200;
 
+/**
+ * Series per compaction transaction: a batch moves up to a week of their settled days (the first
+ * run after an upgrade finds all of history), and writes into `points` wait for it
+ * (point-chunks.ts): 20 series x 7 days of a sample a minute is 200,000 points.
+ */
+const COMPACT_BATCH = 20;
+
 /** How one job's collection went: whether it cost upstream calls, and the first failure. */
 export interface CollectOutcome {
   fetched: boolean;
@@ -111,7 +118,28 @@ export class CollectionStore {
       if (step.last === null) break;
       after = step.last;
     }
+    // Compacted days: whole month partitions dropped (Repository.dropRawChunks).
+    if (!signal?.aborted) await this.rt.repo.dropRawChunks(providerId, before.getTime());
     return deleted;
+  }
+
+  /**
+   * Moves the provider's raw points of days wholly before `before` into point_chunks, in batches
+   * of COMPACT_BATCH series, each its own transaction (Repository.compactRawPointsBatch). Returns
+   * the points moved.
+   */
+  async compactRawPoints(providerId: string, before: Date, signal?: AbortSignal): Promise<number> {
+    let after = 0;
+    let moved = 0;
+    while (!signal?.aborted) {
+      const step = await this.rt.repo.compactRawPointsBatch(providerId, before.getTime(), after, COMPACT_BATCH);
+      moved += step.points;
+      if (step.last === null) break;
+      // The same series again while they have older days left (a batch moves a bounded span).
+      if (step.done) after = step.last;
+    }
+    if (moved > 0) await this.rt.repo.analyzeChunks();
+    return moved;
   }
 
   /** The provider's job list, fetched unless a sync (anyone's) is younger than maxAgeMs. */

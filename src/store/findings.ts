@@ -10,6 +10,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from './db.js';
 import { readRowsFor, rowsOf, textArray, toDate } from './sql-util.js';
+import { edgeRawPoint, rawPoints } from './raw-points.js';
 
 import {
   findingOf,
@@ -168,12 +169,12 @@ export class FindingsStore {
             -- The windows share their end: the newest point read is each window's newest, if it lies in it.
             max(p.key) as last_key
           from (
-            select p.key, p.value from points p
-            where p.series_id = a.series_id and p.key >= least(r.reach_ms - r.stall_ms, r.reach_ms - r.idle_ms, r.reach_ms - r.strag_ms) and p.key <= r.reach_ms
+            select p.key, p.value
+            from ${rawPoints(sql`a.series_id`, sql`least(r.reach_ms - r.stall_ms, r.reach_ms - r.idle_ms, r.reach_ms - r.strag_ms)`, sql`r.reach_ms`)} p
             order by p.key
           ) p
         ) st
-        left join lateral (select p.key as first_key from points p where p.series_id = a.series_id and p.value is not null order by p.key limit 1) fk on true
+        left join lateral (select p.key as first_key from ${edgeRawPoint(sql`a.series_id`, 'first', { where: sql`p.value is not null` })} p) fk on true
       ),
       -- The stall window of each job: every series covers it and its highest reading; the series'
       -- evidence is built only for the jobs that stall.
@@ -226,7 +227,7 @@ export class FindingsStore {
       newest as materialized (
         select s.job_id, max(lp.key) as last_key
         from series s join running r on r.job_id = s.job_id left join fresh f on f.job_id = r.job_id
-        cross join lateral (select p.key from points p where p.series_id = s.id and p.key <= ${nowMs} order by p.key desc limit 1) lp
+        cross join lateral (select p.key from ${edgeRawPoint(sql`s.id`, 'last', { hi: sql`${nowMs}::bigint` })} p) lp
         where s.kind = 'system' and f.job_id is null group by s.job_id
       ),
       no_data as materialized (

@@ -14,6 +14,7 @@ import { seriesUsageSql } from './utilization-sql.js';
 import { isTerminal, jobWindow, type ReadThrough } from './read-through.js';
 import type { JobRow } from './repository.js';
 import { readRowsFor, textArray } from './sql-util.js';
+import { rawPoints } from './raw-points.js';
 
 /** Per-GPU series integrated for energy and useful work (GPU scope: a node's or host's device series never stand for a job's GPUs). */
 const GPU_SERIES = ['GPU_POWER', 'GPU_TENSOR_ACTIVE', 'GPU_SM_ACTIVE'] as const;
@@ -112,7 +113,7 @@ export class LedgerStore {
       from ms cross join lateral (
         with pts as materialized (
           select p.key::float8 as ts, p.value, lead(p.key::float8) over (order by p.key) as next_ts, lead(p.value) over (order by p.key) as next_value
-          from points p where p.series_id = ms.series_id and p.key >= ms.k_from and p.key <= ms.k_to
+          from ${rawPoints(sql`ms.series_id`, sql`ms.k_from`, sql`ms.k_to`)} p
         ), st as materialized (
           select percentile_cont(0.5) within group (order by next_ts - ts) as step from pts where next_ts is not null
         )

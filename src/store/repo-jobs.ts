@@ -8,6 +8,7 @@ import type { RepoContext } from './repo-context.js';
 import type { JobRow, JobSummaryRow, ProjectRow, WrittenRange } from './repo-types.js';
 import { chunks, rowsOf, textArray } from './sql-util.js';
 import * as t from './tables.js';
+import { rawPoints } from './raw-points.js';
 
 /** Writes a provider's projects and jobs in two statements (plus chunks for huge fleets). */
 /** Upserts projects and jobs; returns the ids of the jobs this call inserted (not those it updated). */
@@ -209,7 +210,7 @@ export async function refreshSummaries(ctx: RepoContext, jobIds: readonly string
     ins as (
       select s.job_id, s.name, s.stage, p.step, p.ts, p.value
       from written w join series s on s.id = w.series_id
-        join points p on p.series_id = w.series_id and p.key between w.lo and w.hi
+        cross join lateral ${rawPoints(sql`w.series_id`, sql`w.lo`, sql`w.hi`)} p
       where s.kind = 'training' and s.job_id = any(${jobs}) and ${finite(sql`p.value`)}
     ),
     ins_latest as (
@@ -243,7 +244,7 @@ export async function refreshSummaries(ctx: RepoContext, jobIds: readonly string
     ),
     pts as (
       select s.job_id, s.name, s.stage, p.step, p.ts, p.value, false as stored_best
-      from whole wh join series s on s.job_id = wh.job_id and s.name = wh.name join points p on p.series_id = s.id
+      from whole wh join series s on s.job_id = wh.job_id and s.name = wh.name cross join lateral ${rawPoints(sql`s.id`)} p
       where s.kind = 'training' and ${finite(sql`p.value`)}
       union all
       select i.job_id, i.name, i.stage, i.step, i.ts, i.value, false

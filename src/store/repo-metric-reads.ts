@@ -5,6 +5,7 @@ import type { RepoContext } from './repo-context.js';
 import { aggregateSql } from './repo-point-reads.js';
 import type { AccelSeriesQuery, AccelSeriesRow, ComparisonQuery, ComparisonRow, LatestReadingRow, LatestReadingsQuery } from './repo-types.js';
 import { textArray, toDate } from './sql-util.js';
+import { edgeRawPoint, rawPoints } from './raw-points.js';
 
 /**
  * For a system series `s`: it reads the job's own devices, at the finest scope the job has for
@@ -44,7 +45,7 @@ export async function comparePoints(ctx: RepoContext, q: ComparisonQuery): Promi
     ),
     pts as (
       select sel.job_id, sel.kind, sel.name, sel.unit, ${x} as x, p.value
-      from sel join points p on p.series_id = sel.id join jobs j on j.id = sel.job_id
+      from sel cross join lateral ${rawPoints(sql`sel.id`)} p join jobs j on j.id = sel.job_id
       where p.value is not null and p.value <> 'NaN'::float8
         and (${q.from?.toISOString() ?? null}::timestamptz is null or p.ts >= ${q.from?.toISOString() ?? null}::timestamptz)
         and (${q.to?.toISOString() ?? null}::timestamptz is null or p.ts <= ${q.to?.toISOString() ?? null}::timestamptz)
@@ -81,7 +82,7 @@ export async function latestReadings(ctx: RepoContext, q: LatestReadingsQuery) {
     ),
     latest as (
       select sel.*, p.ts, p.value from sel
-      join lateral (select x.ts, x.value from points x where x.series_id = sel.id and x.value is not null order by x.key desc limit 1) p on true
+      join lateral (select x.ts, x.value from ${edgeRawPoint(sql`sel.id`, 'last', { where: sql`p.value is not null` })} x) p on true
     ),
     counts as (select count(*) filter (where ts < ${q.since.toISOString()}::timestamptz) as stale_count from latest)
     select c.stale_count, r.* from counts c left join lateral (
@@ -118,8 +119,8 @@ export async function accelSeriesInWindow(ctx: RepoContext, q: AccelSeriesQuery)
       select s.id, s.job_id, s.name, s.scope, s.node_id, s.gpu_id,
         ${
           q.countPoints === false
-            ? sql`(exists (select 1 from points x where x.series_id = s.id and x.key between ${from} and ${to} and x.value is not null))::int`
-            : sql`(select count(*) from points x where x.series_id = s.id and x.key between ${from} and ${to} and x.value is not null)`
+            ? sql`(exists (select 1 from ${rawPoints(sql`s.id`, sql`${from}::bigint`, sql`${to}::bigint`)} x where x.value is not null))::int`
+            : sql`(select count(*) from ${rawPoints(sql`s.id`, sql`${from}::bigint`, sql`${to}::bigint`)} x where x.value is not null)`
         } as n
       from series s join jobs j on j.id = s.job_id
       where j.provider_id = any(${textArray(q.providerIds)})
@@ -153,9 +154,9 @@ export async function rawPointsInWindow(
   if (seriesIds.length === 0) return [];
   const rows = await ctx.rows<{ seriesId: number | string; ts: (number | string)[]; values: (number | string)[] }>(
     sql`select x.series_id as "seriesId", array_agg(x.key::float8 order by x.key) as ts, array_agg(x.value order by x.key) as values
-      from points x
-      where x.series_id = any(array(select jsonb_array_elements_text(${JSON.stringify(seriesIds)}::jsonb)::bigint))
-        and x.key between ${from.getTime()} and ${to.getTime()} and x.value is not null
+      from unnest(array(select jsonb_array_elements_text(${JSON.stringify(seriesIds)}::jsonb)::bigint)) as s(id)
+        cross join lateral ${rawPoints(sql`s.id`, sql`${from.getTime()}::bigint`, sql`${to.getTime()}::bigint`)} x
+      where x.value is not null
       group by x.series_id`,
   );
   return rows.map((r) => ({ seriesId: Number(r.seriesId), ts: r.ts.map(Number), values: r.values.map(Number) }));
@@ -186,7 +187,7 @@ export async function promPointsInWindow(
         from unnest(array(select jsonb_array_elements_text(${JSON.stringify(seriesIds)}::jsonb)::bigint)) with ordinality as s(id, ord)
         cross join lateral (
           select string_agg(float8send(p.key::float8), ''::bytea) as ts, string_agg(float8send(p.value), ''::bytea) as values, count(*) as n
-          from (select x.key, x.value from points x where x.series_id = s.id and x.key between ${from} and ${to} and x.value is not null order by x.key) p
+          from (select x.key, x.value from ${rawPoints(sql`s.id`, sql`${from}::bigint`, sql`${to}::bigint`)} x where x.value is not null order by x.key) p
         ) a
       ) q
       where q.total - q.n <= ${maxPoints}

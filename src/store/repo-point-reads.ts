@@ -6,6 +6,7 @@ import type { RepoContext } from './repo-context.js';
 import type { PointRow, SeriesRow, SeriesWindow, SummaryRow } from './repo-types.js';
 import { HOUR_MS, MINUTE_MS } from './repo-point-writes.js';
 import { rowsOf, textArray, toDate } from './sql-util.js';
+import { CHUNK_MS, edgeRawPoint, rawPoints } from './raw-points.js';
 
 /** A numeric SQL array as a driver returns it: parsed, or in Postgres' text form. */
 type NumberArray = readonly (number | string | null)[] | string;
@@ -102,7 +103,7 @@ export async function lastTrainingPointTimes(ctx: RepoContext, jobIds: readonly 
       ctx.db,
       sql`select s.job_id, max(lp.ts) as last_at
         from series s
-        cross join lateral (select p.ts from points p where p.series_id = s.id order by p.key desc limit 1) lp
+        cross join lateral ${edgeRawPoint(sql`s.id`, 'last')} lp
         where s.job_id = any(${textArray(jobIds)}) and s.kind = 'training'
         group by s.job_id`,
     ),
@@ -145,6 +146,7 @@ export async function pointsAt(
 ): Promise<{ points: PointRow[]; resolutions: Map<number, number> }> {
   if (windows.length === 0) return { points: [], resolutions: new Map() };
   const agg = aggregateSql(aggregation, 'pt.value', 'pt.key');
+  const aggOrdered = aggregation === 'AVG' ? sql.raw('avg(pt.value order by pt.key)') : agg;
   // The key range of each window comes from the primary-key index ends. Each series' first
   // maxPoints + 1 points in the window are then read once, in key order, into arrays: a series
   // with no more than maxPoints is answered from them as is (no count first and a second read of
@@ -175,14 +177,18 @@ export async function pointsAt(
     sql`
     with w as materialized (${windowsSql(windows)}),
     e as materialized (
-      select w.*, e.lo, e.hi, e.rn, s.raw_before from w left join series s on s.id = w.series_id cross join lateral (
+      select w.*, e.lo, e.hi, e.rn, s.raw_before,
+        -- Compacted days in the window (time-keyed series only): read through rawPoints.
+        w.timed and e.lo is not null and exists (select 1 from point_chunks c where c.series_id = w.series_id
+          and c.chunk_start > e.lo - ${CHUNK_MS} and c.chunk_start <= e.hi) as chunked
+      from w left join series s on s.id = w.series_id cross join lateral (
         select
           case when w.t_from is null and w.t_to is null
-            then (select x.key from points x where x.series_id = w.series_id and x.key >= coalesce(w.k_from, ${MIN_KEY}) order by x.key limit 1)
-            else (select min(x.key) from points x where x.series_id = w.series_id and ${inWindow('x')}) end as lo,
+            then (select x.key from ${edgeRawPoint(sql`w.series_id`, 'first', { lo: sql`w.k_from` })} x)
+            else (select min(x.key) from ${rawPoints(sql`w.series_id`)} x where ${inWindow('x')}) end as lo,
           case when w.t_from is null and w.t_to is null
-            then (select x.key from points x where x.series_id = w.series_id and x.key <= coalesce(w.k_to, ${MAX_KEY}) order by x.key desc limit 1)
-            else (select max(x.key) from points x where x.series_id = w.series_id and ${inWindow('x')}) end as hi,
+            then (select x.key from ${edgeRawPoint(sql`w.series_id`, 'last', { hi: sql`w.k_to` })} x)
+            else (select max(x.key) from ${rawPoints(sql`w.series_id`)} x where ${inWindow('x')}) end as hi,
           -- The samples of the window's hours, from the 1-hour rollup (what decides a rollup read).
           case when w.timed then (select coalesce(sum(h.n), 0) from points_1h h where h.series_id = w.series_id
             and h.bucket >= ${bucketSql('w.k_from', HOUR_MS)} and h.bucket <= coalesce(w.k_to, ${MAX_KEY})) else 0 end as rn
@@ -192,6 +198,12 @@ export async function pointsAt(
       select e.*, coalesce(e.timed and e.rn > 0 and (e.raw_before > coalesce(e.k_from, ${MIN_KEY})
         or (e.rn > ${rollUpAbove} and (e.hi - e.lo + 1)::float8 / ${maxPoints} >= ${MINUTE_MS / 2})), false) as rolled
       from e
+    ), cp as materialized (
+      -- The points of the raw windows with compacted days, decoded once (the firsts and the
+      -- buckets below read them from here), with the window's start and bucket width.
+      select w.series_id, w.lo, greatest(1, ceil((w.hi - w.lo + 1)::float8 / ${maxPoints}))::bigint as width, pt.key, pt.ts, pt.step, pt.value
+      from b as w cross join lateral ${rawPoints(sql`w.series_id`, sql`w.lo`, sql`w.hi`)} pt
+      where w.chunked and not w.rolled and ${inWindow('pt')}
     ), firsts as materialized (
       select w.*, greatest(1, ceil((w.hi - w.lo + 1)::float8 / ${maxPoints}))::bigint as width, f.n, f.ts, f.steps, f.vals
       from b as w cross join lateral (
@@ -200,7 +212,11 @@ export async function pointsAt(
           where pt.series_id = w.series_id and pt.key between w.lo and w.hi and ${inWindow('pt')}
           order by pt.key limit ${maxPoints + 1}) r
       ) f
-      where not w.rolled
+      where not w.rolled and not w.chunked
+      union all
+      select w.*, greatest(1, ceil((w.hi - w.lo + 1)::float8 / ${maxPoints}))::bigint, f.n, f.ts, f.steps, f.vals
+      from b as w join (select r.series_id, count(*) as n, ${pointArrays('r', 'r.key')} from cp r group by r.series_id) f on f.series_id = w.series_id
+      where not w.rolled and w.chunked
     ), bucketed as (
       select w.series_id, w.lo + g * w.width as k, x.ts, x.step, x.value
       from firsts as w
@@ -212,7 +228,14 @@ export async function pointsAt(
           order by pt.key
         ) pt
       ) x
-      where w.n > ${maxPoints} and x.c > 0
+      where w.n > ${maxPoints} and x.c > 0 and not w.chunked
+      union all
+      -- A window with compacted days: grouped by bucket from cp, each bucket's aggregate in key
+      -- order (the decoded days come in no index's order).
+      select pt.series_id, pt.lo + (pt.key - pt.lo) / pt.width * pt.width as k, min(pt.ts), min(pt.step), ${aggOrdered}::float8
+      from cp pt
+      where pt.series_id in (select f.series_id from firsts f where f.n > ${maxPoints} and f.chunked)
+      group by pt.series_id, pt.lo, pt.width, (pt.key - pt.lo) / pt.width
     ), ends as materialized (
       -- A rolled window's extent: its raw points', or where raw points were dropped before the
       -- window's start, from its first 1-minute bucket; the rollup (r, ms) by the raw bucket width.
@@ -292,9 +315,8 @@ export async function summariesOf(ctx: RepoContext, windows: readonly SeriesWind
     with w as (${windowsSql(windows)})
     select w.idx, count(pt.value)::int as count, min(pt.value) as min, max(pt.value) as max, avg(pt.value order by pt.key)::float8 as avg,
       (array_agg(pt.value order by pt.key desc) filter (where pt.value is not null))[1] as last, min(pt.ts) as first_at, max(pt.ts) as last_at
-    from w join points pt on pt.series_id = w.series_id
-      and (w.k_from is null or pt.key >= w.k_from) and (w.k_to is null or pt.key <= w.k_to)
-      and (w.t_from is null or pt.ts >= w.t_from) and (w.t_to is null or pt.ts <= w.t_to)
+    from w cross join lateral ${rawPoints(sql`w.series_id`, sql`w.k_from`, sql`w.k_to`)} pt
+    where (w.t_from is null or pt.ts >= w.t_from) and (w.t_to is null or pt.ts <= w.t_to)
     group by w.idx`,
   );
   return rows.map((r) => ({

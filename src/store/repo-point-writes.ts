@@ -7,6 +7,7 @@ import type { Db } from './db.js';
 import { pointBatch, seriesIdentity } from './point-batch.js';
 import type { RepoContext } from './repo-context.js';
 import { chunks, copierOf, embeddedClientOf, isUniqueViolation, pointBatchOfRows, rollupCopierOf, rowsOf, type PointBatch, RollupRows } from './sql-util.js';
+import { CHUNK_MS, DECODED_CHUNK, edgeRawPoint, keyInstant, takeChunkDays } from './raw-points.js';
 
 /** Rows per bulk point statement: statements grow with data volume only, by this divisor. */
 export const POINTS_PER_STATEMENT = 50_000;
@@ -39,6 +40,36 @@ const RECOMPUTE_HOURS = sql`p as materialized (
     insert into points_1h (series_id, bucket, n, min, max, sum, last)
     select series_id, hour, ${ROLLUP_AGGREGATES} from p group by series_id, hour
     on conflict (series_id, bucket) do update set n = excluded.n, min = excluded.min, max = excluded.max, sum = excluded.sum, last = excluded.last`;
+
+/**
+ * The CTEs `mv` (the chunks of the days the staged points fall in, deleted) and `back` (their
+ * points the stage does not give, as rows of `points`): a write's own move of compacted days back
+ * into `points` (writePointBatches). A day of a step-keyed series is never compacted: its probe
+ * finds nothing.
+ */
+function moveBackDays(batches: readonly PointBatch[]): SQL {
+  return sql`${takeChunkDays(daysOf(batches))}, back as (
+      select c.series_id, k.key, ${keyInstant('k.key')} as ts, k.step, k.value from mv c cross join lateral ${DECODED_CHUNK}
+      where not exists (select 1 from points_stage st where st.series_id = c.series_id and st.key = k.key)
+    )`;
+}
+
+/** The (series, UTC day) pairs of the batches' points, as takeChunkDays' JSON (each run's keys are in order). */
+function daysOf(batches: readonly PointBatch[]): string {
+  const days = new Set<string>();
+  for (const b of batches) {
+    for (const run of b.runs) {
+      let last = Number.NaN;
+      for (let i = run.start; i < run.end; i++) {
+        const day = bucketOf(b.key[i]!, CHUNK_MS);
+        if (day === last) continue;
+        days.add(`[${run.seriesId},${day}]`);
+        last = day;
+      }
+    }
+  }
+  return `[${[...days].join(',')}]`;
+}
 
 /** The fewest points written since the last ANALYZE that make PGlite refresh its statistics (maintainStatistics). */
 export const ANALYZE_AFTER_POINTS = 10_000;
@@ -136,7 +167,7 @@ export function startFromFirstPointsSql(jobIds: readonly string[]): SQL {
     update jobs set started_at = f.first_at, started_at_source = 'FIRST_METRIC'
     from (select s.job_id, min(fp.ts) as first_at
           from series s
-          cross join lateral (select p.ts from points p where p.series_id = s.id and p.ts is not null order by p.key limit 1) fp
+          cross join lateral ${edgeRawPoint(sql`s.id`, 'first', { where: sql`p.ts is not null` })} fp
           where s.job_id = any(array(select jsonb_array_elements_text(${JSON.stringify(jobIds)}::jsonb)))
           group by s.job_id) f
     where jobs.id = f.job_id
@@ -172,6 +203,8 @@ export async function writePointBatches(ctx: RepoContext, batches: readonly Poin
   if (withPoints.length === 0) return;
   const copier = copierOf(ctx.db);
   if (!copier) {
+    if (!ctx.inTransaction) return ctx.transaction((tx) => writePointBatches(tx, withPoints, opts));
+    await moveBackDaysJson(ctx, withPoints);
     for (const part of chunks(withPoints.flatMap(rowsOfBatch), POINTS_PER_STATEMENT)) await upsertPointsJson(ctx, part);
     await rollUp(ctx, withPoints);
     return;
@@ -183,19 +216,21 @@ export async function writePointBatches(ctx: RepoContext, batches: readonly Poin
     // row already there (not new after all) fails the COPY, and the merge below does it all.
     const timeKeyed = await timeKeyedOf(ctx, withPoints);
     const { hours, minutes } = stagedRollups(withPoints, timeKeyed);
+    // Only with the rollup rows: a series not new after all whose days were compacted has no
+    // points there to collide with, but its hours' rollup rows (kept for every point written) do.
     const direct = hours.computed.subarray(0, hours.length).every((c) => c === 1);
-    try {
-      await ctx.db.transaction(async (tx) => {
-        await copierOf(tx as unknown as Db)!('points', withPoints);
-        if (!direct) return;
-        const copy = rollupCopierOf(tx as unknown as Db)!;
-        await copy('points_1h', [hours]);
-        await copy('points_1m', [minutes]);
-      });
-      if (!direct) await rollUp(ctx, withPoints);
-      return;
-    } catch (err) {
-      if (!isUniqueViolation(err)) throw err;
+    if (direct) {
+      try {
+        await ctx.db.transaction(async (tx) => {
+          await copierOf(tx as unknown as Db)!('points', withPoints);
+          const copy = rollupCopierOf(tx as unknown as Db)!;
+          await copy('points_1h', [hours]);
+          await copy('points_1m', [minutes]);
+        });
+        return;
+      } catch (err) {
+        if (!isUniqueViolation(err)) throw err;
+      }
     }
   }
   await ctx.db.execute(CREATE_STAGES);
@@ -206,13 +241,19 @@ export async function writePointBatches(ctx: RepoContext, batches: readonly Poin
   // given" is float8 equality: a -0 sent for a stored 0 leaves the 0 (every read answers the same).
   // A series' step-keyed points (no rollups) come back as hours too; rollUp leaves them out. The
   // stage is emptied by the same statement (a second write in the transaction stages anew).
+  // A day the compactor moved to point_chunks goes back into `points` in this statement, its
+  // points the batch does not give beside the batch's (the chunk row deleted): the merge rules
+  // then hold as for any stored point, and a later compaction chunks the day again. (`back` reads
+  // the stage as the statement found it: every part of it sees one snapshot.)
   const changed = await rowsOf<{ series_id: number; hour: number }>(
     ctx.db,
-    sql`with st as materialized (
+    sql`with ${moveBackDays(withPoints)}, st as materialized (
       delete from points_stage returning series_id, key, ts, step, value
     ), w as (
       insert into points (series_id, key, ts, step, value)
       select series_id, key, ts, step, value from st
+      union all
+      select series_id, key, ts, step, value from back
       on conflict (series_id, key) do update set ts = excluded.ts, step = excluded.step, value = excluded.value
       where (points.ts, points.step, points.value) is distinct from (excluded.ts, excluded.step, excluded.value)
       returning series_id, key
@@ -457,6 +498,15 @@ export async function maintainStatistics(ctx: RepoContext, pointsWritten: number
   const counted = (await client.query(`select reltuples::float8 as n from pg_class where relname = 'points'`)) as { rows: { n: number }[] };
   ctx.state.pointsAtAnalyze = Math.max(0, counted.rows[0]?.n ?? 0);
   return true;
+}
+
+/** moveBackDays where the driver has no COPY (no stage): the batches' compacted days back into `points`, one statement. */
+async function moveBackDaysJson(ctx: RepoContext, batches: readonly PointBatch[]): Promise<void> {
+  await ctx.db.execute(sql`
+    with ${takeChunkDays(daysOf(batches))}
+    insert into points (series_id, key, ts, step, value)
+    select c.series_id, k.key, ${keyInstant('k.key')}, k.step, k.value from mv c cross join lateral ${DECODED_CHUNK}
+    on conflict (series_id, key) do nothing`);
 }
 
 async function upsertPointsJson(ctx: RepoContext, part: readonly PointWriteRow[]) {

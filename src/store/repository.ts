@@ -14,6 +14,7 @@ import * as jobPages from './repo-job-pages.js';
 import * as jobData from './repo-jobs.js';
 import * as metricReads from './repo-metric-reads.js';
 import * as pointReads from './repo-point-reads.js';
+import * as pointChunks from './point-chunks.js';
 import * as pointWrites from './repo-point-writes.js';
 import * as topology from './repo-topology.js';
 import type {
@@ -250,6 +251,27 @@ export class Repository {
 
   dropRawPointsBatch(providerId: string, before: number, after: number, batch: number): Promise<{ last: number | null; deleted: number }> {
     return pointWrites.dropRawPointsBatch(this.ctx, providerId, before, after, batch);
+  }
+
+  compactRawPointsBatch(
+    providerId: string,
+    before: number,
+    after: number,
+    batch: number,
+  ): Promise<{ last: number | null; chunks: number; points: number; done: boolean }> {
+    return pointChunks.compactRawPointsBatch(this.ctx, providerId, before, after, batch);
+  }
+
+  analyzeChunks(): Promise<void> {
+    return pointChunks.analyzeChunks(this.ctx);
+  }
+
+  dropRawChunks(providerId: string, before: number): Promise<{ dropped: number; deleted: number }> {
+    return pointChunks.dropRawChunks(this.ctx, providerId, before);
+  }
+
+  chunkPartitions(): Promise<{ name: string; start: number; end: number }[]> {
+    return pointChunks.chunkPartitions(this.ctx);
   }
 
   maintainStatistics(pointsWritten: number): Promise<boolean> {

@@ -3,6 +3,7 @@
 // fleet.ts so that the run search's WASTE order (ledger-order.ts, reached from job-filter.ts, which
 // fleet.ts imports) uses the same definition without an import cycle.
 import { sql, type SQL } from 'drizzle-orm';
+import { rawPoints } from './raw-points.js';
 
 /** A gap of up to this many steps is bridged by the earlier point; a longer one is a hole. */
 export const MAX_GAP_STEPS = 2;
@@ -58,7 +59,7 @@ export function seriesIntervalsSql(): SQL {
   return sql`
   pts as materialized (
     select p.key::float8 as ts, p.value, lead(p.key::float8) over (order by p.key) as next_ts
-    from points p where p.series_id = sel.series_id and p.key >= sel.k_from and p.key <= sel.k_to
+    from ${rawPoints(sql`sel.series_id`, sql`sel.k_from`, sql`sel.k_to`)} p
   ), st as materialized (
     -- one row, read back from its store: taken for the inner side of the join with pts (when pts
     -- is guessed at a row), the aggregate itself was re-run for every point

@@ -1,0 +1,204 @@
+// Compaction of settled raw points into point_chunks (migrations/0008) and retention by dropping
+// whole partitions of it: the collector lease holder's chores beside its row-delete retention of
+// what is still in `points` (docs/history.md, "Built: compact raw points").
+import { sql } from 'drizzle-orm';
+import type { RepoContext } from './repo-context.js';
+import { CHUNK_MS, DECODED_CHUNK, keyInstant, takeChunkDays } from './raw-points.js';
+import { embeddedClientOf, rowsOf } from './sql-util.js';
+
+/**
+ * Days of a series one compaction transaction moves at most: the first run after an upgrade
+ * finds all of history in `points`, and writes wait for a batch (the lock below), so a batch is
+ * bounded by series x days, not by how much history there is.
+ */
+export const COMPACT_SPAN_DAYS = 7;
+
+/** The start of the UTC day holding `key`, as SQL over column `k`. */
+const dayOf = (k: string) => sql.raw(`(${k} - ((${k} % ${CHUNK_MS}) + ${CHUNK_MS}) % ${CHUNK_MS})`);
+
+/** The UTC month [start, end) holding epoch ms `ms`, and its partition's name. */
+export function monthOf(ms: number): { start: number; end: number; name: string } {
+  const d = new Date(ms);
+  const y = d.getUTCFullYear();
+  const m = d.getUTCMonth();
+  const start = Date.UTC(y, m, 1);
+  const end = Date.UTC(y, m + 1, 1);
+  const tag = `${y < 0 ? 'm' : ''}${String(Math.abs(y)).padStart(4, '0')}${String(m + 1).padStart(2, '0')}`;
+  return { start, end, name: `point_chunks_${tag}` };
+}
+
+/** point_chunks' partitions: name, and the month's [start, end) as epoch ms (from the name). */
+export async function chunkPartitions(ctx: RepoContext): Promise<{ name: string; start: number; end: number }[]> {
+  const rows = await rowsOf<{ name: string }>(
+    ctx.db,
+    sql`select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid
+        where i.inhparent = 'point_chunks'::regclass order by c.relname`,
+  );
+  const out: { name: string; start: number; end: number }[] = [];
+  for (const r of rows) {
+    const m = /^point_chunks_(m?)(\d{4,})(\d{2})$/.exec(r.name);
+    if (!m) continue;
+    const year = (m[1] ? -1 : 1) * Number(m[2]);
+    const month = monthOf(Date.UTC(year, Number(m[3]) - 1, 1));
+    out.push({ name: r.name, start: month.start, end: month.end });
+  }
+  return out.sort((a, b) => a.start - b.start);
+}
+
+/**
+ * Compaction, one batch: the settled days (wholly before `before`, a UTC day boundary) of the
+ * next `batch` time-keyed series of a provider with raw points in `points` before it (ids above
+ * `after`, in id order) are moved into point_chunks, a row per series and day. The months' partitions
+ * are created first, each in its own statement (a partition's creation locks point_chunks
+ * briefly, so not inside the batch); the move is one statement in a transaction that first takes
+ * `points` in SHARE ROW EXCLUSIVE mode, so no write lands in a day while it is moved (a write
+ * waits for the batch, then finds the chunk and moves it back: repo-point-writes.ts). A day
+ * holding a point whose ts is not its key's instant (written behind the store's door) stays in
+ * `points`. At most COMPACT_SPAN_DAYS days from the batch's oldest point move; `done` is false
+ * when the batch has older days left (the caller runs the same batch again). Returns the last
+ * series id of the batch (null: none left), the chunk rows written and the points moved.
+ */
+export async function compactRawPointsBatch(
+  ctx: RepoContext,
+  providerId: string,
+  before: number,
+  after: number,
+  batch: number,
+): Promise<{ last: number | null; chunks: number; points: number; done: boolean }> {
+  const settled = before - (((before % CHUNK_MS) + CHUNK_MS) % CHUNK_MS);
+  const picked = await rowsOf<{ id: number | string; first: number | string | null }>(
+    ctx.db,
+    sql`select s.id::float8 as id, (select p.key from points p where p.series_id = s.id order by p.key limit 1)::float8 as first
+      from series s join jobs j on j.id = s.job_id
+      where j.provider_id = ${providerId} and s.keyed_by = 'time' and s.id > ${after}
+        and exists (select 1 from points x where x.series_id = s.id and x.key < ${settled})
+      order by s.id limit ${batch}`,
+  );
+  if (picked.length === 0) return { last: null, chunks: 0, points: 0, done: true };
+  const ids = picked.map((r) => Number(r.id));
+  const first = Math.min(...picked.map((r) => Number(r.first)));
+  const firstDay = first - (((first % CHUNK_MS) + CHUNK_MS) % CHUNK_MS);
+  const cut = Math.min(settled, firstDay + COMPACT_SPAN_DAYS * CHUNK_MS);
+  await ensureChunkPartitions(ctx, first, cut - 1);
+  const moved = await ctx.transaction(async (tx) => {
+    await tx.db.execute(sql`lock table points in share row exclusive mode`);
+    // The days to move, first (one index range a series), so that the move is planned for the
+    // few of them it is: as a CTE, the planner guessed thousands and joined by scanning partitions.
+    const days = await rowsOf<{ series_id: number | string; day: number | string }>(
+      tx.db,
+      sql`select p.series_id::float8 as series_id, ${dayOf('p.key')}::float8 as day
+        from jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb) as ids(id) cross join lateral (
+          select x.series_id, x.key, x.ts from points x where x.series_id = ids.id::bigint and x.key < ${cut}) p
+        group by 1, 2
+        having bool_and(p.ts is not null and p.ts = ${keyInstant('p.key')})`,
+    );
+    if (days.length === 0) return { chunks: 0, points: 0 };
+    const json = `[${days.map((d) => `[${Number(d.series_id)},${Number(d.day)}]`).join(',')}]`;
+    const [row] = await rowsOf<{ chunks: number | string; points: number | string }>(
+      tx.db,
+      sql`
+      with ${takeChunkDays(json)}, moved as (
+        delete from points p using days d
+        where p.series_id = d.series_id and p.key >= d.day and p.key < d.day + ${CHUNK_MS}
+        returning p.series_id, p.key, p.step, p.value
+      ), every as (
+        -- A chunk of such a day (mv: a point put into points behind the write door) is merged,
+        -- the point in points winning.
+        select series_id, key, step, value from moved
+        union all
+        select c.series_id, k.key, k.step, k.value from mv c cross join lateral ${DECODED_CHUNK}
+        where not exists (select 1 from moved m where m.series_id = c.series_id and m.key = k.key)
+      ), ins as (
+        insert into point_chunks (series_id, chunk_start, n, offs, vals, steps)
+        select series_id, day, count(*)::int,
+          -- A day at one spacing keeps [first offset, spacing] (4 bytes a point fewer), else every offset.
+          case when count(*) > 2 and min(key - prev) = max(key - prev) then array[(min(key) - day)::int4, min(key - prev)::int4]
+            else array_agg((key - day)::int4 order by key) end,
+          array_agg(value order by key), case when count(step) = 0 then null else array_agg(step order by key) end
+        from (
+          select e.series_id, e.key, e.step, e.value, ${dayOf('e.key')} as day,
+            lag(e.key) over (partition by e.series_id, ${dayOf('e.key')} order by e.key) as prev
+          from every e
+        ) x
+        group by series_id, day
+        returning n
+      )
+      select count(*)::float8 as chunks, coalesce(sum(n), 0)::float8 as points from ins`,
+    );
+    return { chunks: Number(row?.chunks ?? 0), points: Number(row?.points ?? 0) };
+  });
+  // A span with nothing to move (its days hold points written behind the door) ends the batch.
+  return { last: ids[ids.length - 1]!, ...moved, done: cut >= settled || moved.points === 0 };
+}
+
+/**
+ * Autoanalyze's part on PGlite (no autovacuum; see maintainStatistics): point_chunks' statistics
+ * after a compaction run, so the reads and the write door's move-back probe plan for what is there.
+ */
+export async function analyzeChunks(ctx: RepoContext): Promise<void> {
+  const client = embeddedClientOf(ctx.db);
+  if (client) await client.query('analyze point_chunks');
+}
+
+/** Creates point_chunks' month partitions from the one holding `from` to the one holding `to` that are missing. */
+export async function ensureChunkPartitions(ctx: RepoContext, from: number, to: number): Promise<void> {
+  if (!(to >= from)) return;
+  const held = new Set((await chunkPartitions(ctx)).map((p) => p.name));
+  for (let at = monthOf(from).start; at <= to; at = monthOf(at).end) {
+    const m = monthOf(at);
+    if (held.has(m.name)) continue;
+    await ctx.db.execute(sql.raw(`create table if not exists ${m.name} partition of point_chunks for values from (${m.start}) to (${m.end})`));
+  }
+}
+
+/**
+ * Raw retention of compacted points, for a provider: its chunks of days wholly before `before`
+ * go, by `drop table` of each month partition wholly before it that holds no other provider's
+ * series (other providers may keep theirs longer), else by deleting its chunk rows (a row per
+ * series and day). Those series remember the cut (`raw_before`). Returns the partitions dropped
+ * and the chunk rows deleted.
+ */
+export async function dropRawChunks(ctx: RepoContext, providerId: string, before: number): Promise<{ dropped: number; deleted: number }> {
+  const cut = before - (((before % CHUNK_MS) + CHUNK_MS) % CHUNK_MS);
+  let dropped = 0;
+  let deleted = 0;
+  for (const part of await chunkPartitions(ctx)) {
+    if (part.start >= cut) break;
+    const table = sql.raw(part.name);
+    if (part.end <= cut) {
+      const drop = await ctx.transaction(async (tx) => {
+        // Locked first: no compaction adds another provider's row between the check and the drop.
+        await tx.db.execute(sql`lock table ${table} in share mode`);
+        const [other] = await rowsOf<{ n: number | string }>(
+          tx.db,
+          sql`select count(*)::int as n from (select distinct c.series_id from ${table} c) c
+              join series s on s.id = c.series_id join jobs j on j.id = s.job_id where j.provider_id <> ${providerId}`,
+        );
+        if (Number(other?.n ?? 0) > 0) return false;
+        await tx.db.execute(sql`
+          update series set raw_before = greatest(coalesce(raw_before, ${cut}), ${cut})
+          where id in (select distinct series_id from ${table})`);
+        await tx.db.execute(sql`drop table ${table}`);
+        return true;
+      });
+      if (drop) {
+        dropped++;
+        continue;
+      }
+    }
+    const [row] = await rowsOf<{ n: number | string }>(
+      ctx.db,
+      sql`with d as (
+          delete from ${table} c using series s join jobs j on j.id = s.job_id
+          where s.id = c.series_id and j.provider_id = ${providerId} and c.chunk_start + ${CHUNK_MS} <= ${cut}
+          returning c.series_id
+        ), u as (
+          update series set raw_before = greatest(coalesce(raw_before, ${cut}), ${cut})
+          where id in (select distinct series_id from d) returning 1
+        )
+        select (select count(*) from d)::float8 as n, (select count(*) from u) as marked`,
+    );
+    deleted += Number(row?.n ?? 0);
+  }
+  return { dropped, deleted };
+}

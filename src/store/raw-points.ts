@@ -1,0 +1,106 @@
+// Raw points live in two places: `points`, where every write lands (one row per point), and
+// `point_chunks`, where the collector's lease holder compacts the settled days of time-keyed
+// series (one row per series and UTC day, migrations/0008). Every read of raw points goes through
+// these fragments, so both are read and each keeps its index ranges: a day is in exactly one of
+// the two (the compactor moves a day's rows in one transaction, a write into a compacted day moves
+// it back first: repo-point-writes.ts).
+import { type SQL, sql } from 'drizzle-orm';
+
+/** A chunk's span: one UTC day. */
+export const CHUNK_MS = 86_400_000;
+
+const MIN_KEY = sql.raw('(-9223372036854775807)::bigint');
+const MAX_KEY = sql.raw('9223372036854775807::bigint');
+
+/**
+ * A compacted day's points as rows (key, step, value) of chunk `c`, in key order: each key is
+ * `chunk_start` plus its offset, or, for a day sampled at one spacing (fewer `offs` than points:
+ * [the first's offset, the spacing]), plus the first's offset and the spacing times its rank. No
+ * sort and no window: a projection of the arrays. `offs` is read once a chunk (`r`, kept apart by
+ * `offset 0`): an expression on a compressed array in the select list detoasts it again for every
+ * row. Readers take ts as the key's instant (only days whose every point had ts = key are
+ * compacted).
+ */
+export const DECODED_CHUNK = sql.raw(`(
+  select c.chunk_start + case when r.regular then r.first + (x.o - 1) * r.spacing else x.d end as key, x.s as step, x.v as value
+  from (select cardinality(c.offs) < c.n as regular, c.offs[1]::bigint as first, c.offs[2]::bigint as spacing offset 0) r,
+    unnest(c.vals, c.offs, c.steps) with ordinality as x(v, d, s, o)) k`);
+
+/**
+ * CTEs `days` (series_id, day: from `json`, an array of [series id, UTC day start] pairs) and `mv`
+ * (the chunk rows of those days, deleted; returning series_id, chunk_start, n, offs, vals,
+ * steps): how a write takes compacted days back. The chunks are found by one primary-key range
+ * per series (the series as an array, the days' span), never by a join the planner may turn into
+ * a scan of every partition (a `using days` join was one: every write would read all of history).
+ */
+export function takeChunkDays(json: string): SQL {
+  return sql`days as materialized (
+      select (r->>0)::bigint as series_id, (r->>1)::bigint as day from jsonb_array_elements(${json}::jsonb) as r
+    ), mv as (
+      delete from point_chunks c
+      where c.series_id = any (array(select distinct d.series_id from days d))
+        and c.chunk_start between (select min(d.day) from days d) and (select max(d.day) from days d)
+        and exists (select 1 from days d where d.series_id = c.series_id and d.day = c.chunk_start)
+      returning c.series_id, c.chunk_start, c.n, c.offs, c.vals, c.steps
+    )`;
+}
+
+/** The instant of key `k` (epoch ms), as the store writes a time-keyed point's ts. */
+export function keyInstant(k: string): SQL {
+  return sql.raw(`('epoch'::timestamptz + ${k} * interval '1 millisecond')`);
+}
+
+/**
+ * The raw points of series `sid` whose keys lie in [lo, hi] (null: unbounded), as a subquery of
+ * columns series_id, key, ts, step, value, for `from` or `cross join lateral`. Unordered: a
+ * reader that needs key order says `order by key` (the two parts are not one index's order).
+ */
+export function rawPoints(sid: SQL, lo: SQL | null = null, hi: SQL | null = null): SQL {
+  const from = lo ? sql`coalesce(${lo}, ${MIN_KEY})` : MIN_KEY;
+  const to = hi ? sql`coalesce(${hi}, ${MAX_KEY})` : MAX_KEY;
+  return sql`(
+    select hp.series_id, hp.key, hp.ts, hp.step, hp.value from points hp
+    where hp.series_id = ${sid} and hp.key >= ${from} and hp.key <= ${to}
+    union all
+    select c.series_id, k.key, ${keyInstant('k.key')} as ts, k.step, k.value
+    from point_chunks c cross join lateral ${DECODED_CHUNK}
+    where c.series_id = ${sid} and c.chunk_start > greatest(${from}, (-9223372036854775807 + ${CHUNK_MS})::bigint) - ${CHUNK_MS}
+      and c.chunk_start <= ${to} and k.key >= ${from} and k.key <= ${to}
+  )`;
+}
+
+/**
+ * The newest (`last`) or oldest raw point of series `sid` within [lo, hi] that passes `where`
+ * (a condition on alias `p`: key, ts, step, value), as a one-row subquery of columns
+ * series_id, key, ts, step, value: one step on `points`' key index, and then only the chunks that
+ * could hold a newer (older) point than that one, newest (oldest) first until one holds such a
+ * point, decoding only that one. A running series' latest point is in `points` and its chunks are
+ * days older: the chunks' index is probed and nothing is decoded.
+ */
+export function edgeRawPoint(sid: SQL, dir: 'first' | 'last', opts: { lo?: SQL | null; hi?: SQL | null; where?: SQL } = {}): SQL {
+  const from = opts.lo ? sql`coalesce(${opts.lo}, ${MIN_KEY})` : MIN_KEY;
+  const to = opts.hi ? sql`coalesce(${opts.hi}, ${MAX_KEY})` : MAX_KEY;
+  const cond = opts.where ?? sql`true`;
+  const order = sql.raw(dir === 'last' ? 'desc' : 'asc');
+  const hot = sql`select p.series_id, p.key, p.ts, p.step, p.value from points p
+    where p.series_id = ${sid} and p.key >= ${from} and p.key <= ${to} and ${cond} order by p.key ${order} limit 1`;
+  const beyond =
+    dir === 'last'
+      ? sql`c.chunk_start > coalesce((select h.key from (${hot}) h), (-9223372036854775807 + ${CHUNK_MS})::bigint) - ${CHUNK_MS}`
+      : sql`c.chunk_start < coalesce((select h.key from (${hot}) h), ${MAX_KEY})`;
+  return sql`(
+    select * from (
+      (${hot})
+      union all
+      (select c.series_id, p.key, p.ts, p.step, p.value
+        from (select * from point_chunks c where c.series_id = ${sid}
+              and c.chunk_start > greatest(${from}, (-9223372036854775807 + ${CHUNK_MS})::bigint) - ${CHUNK_MS}
+              and c.chunk_start <= ${to} and ${beyond} order by c.chunk_start ${order}) c
+        cross join lateral (
+          select k.key, ${keyInstant('k.key')} as ts, k.step, k.value from ${DECODED_CHUNK}
+        ) p
+        where p.key >= ${from} and p.key <= ${to} and ${cond}
+        order by c.chunk_start ${order}, p.key ${order} limit 1)
+    ) e order by e.key ${order} limit 1
+  )`;
+}

@@ -1,0 +1,189 @@
+// Compaction of settled raw points into point_chunks (a row per series and UTC day): the store
+// answers every read the same before and after (raw windows, equal-width buckets, rollup windows,
+// a window's first and last point, summaries), a re-write into a compacted day moves it back and
+// stays idempotent (a changed value replaces its old one, rollups included), and retention drops
+// whole month partitions where only the provider's series are in them.
+import { sql } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import type { Aggregation } from '../../src/domain/types.js';
+import type { PointWriteRow, SeriesWindow } from '../../src/store/repository.js';
+import { rowsOf } from '../../src/store/sql-util.js';
+import { useTestRepository } from '../support/database.js';
+import { handRollup, insertSeries, rollupRows, wave } from './rollup-fixtures.js';
+
+const suite = useTestRepository();
+// Two days of October and two of November: two month partitions.
+const START = Date.UTC(2026, 9, 30, 0, 0, 0);
+const DAY = 86_400_000;
+const HOUR = 3_600_000;
+
+async function insertJob(id: string, providerId: string) {
+  await suite.db.db.execute(sql`insert into jobs (id, provider_id, project_id, external_id, name, status, sort_at, seen_at)
+    values (${id}, ${providerId}, ${`${providerId}:project:p`}, ${id}, ${id}, 'RUNNING', now(), now())`);
+}
+
+async function count(table: 'points' | 'point_chunks', seriesId: number): Promise<number> {
+  const [row] = await rowsOf<{ n: number | string }>(suite.db.db, sql`select count(*)::int as n from ${sql.raw(table)} where series_id = ${seriesId}`);
+  return Number(row!.n);
+}
+
+async function compactAll(providerId: string, before: number): Promise<number> {
+  let after = 0;
+  let moved = 0;
+  for (;;) {
+    const step = await suite.repo.compactRawPointsBatch(providerId, before, after, 1);
+    moved += step.points;
+    if (step.last === null) return moved;
+    if (step.done) after = step.last;
+  }
+}
+
+describe('compacted raw points', () => {
+  let a = 0;
+  let b = 0;
+  let steps = 0;
+  let other = 0;
+  let aPoints: PointWriteRow[] = [];
+
+  const windowsOf = (): [SeriesWindow[], number][] => {
+    const t = (id: number, from?: number, to?: number): SeriesWindow => ({
+      seriesId: id,
+      keyedBy: 'time',
+      from: from === undefined ? null : new Date(from),
+      to: to === undefined ? null : new Date(to),
+    });
+    return [
+      [[t(a, START + HOUR, START + 2 * HOUR)], 1000],
+      [[t(a, START + DAY - 30 * 60_000, START + DAY + 30 * 60_000)], 1000],
+      [[t(a, START, START + DAY - 1)], 500],
+      [[t(a, START, START + DAY - 1)], 2000],
+      [[t(a, START, START + 4 * DAY)], 48],
+      [[t(a)], 1000],
+      [[t(a, START + 2 * DAY)], 100],
+      [[t(b), t(a, undefined, START + DAY + 7)], 300],
+      [[t(b, START + 3 * HOUR, START + 30 * HOUR)], 20],
+      [[{ seriesId: steps, keyedBy: 'step', from: null, to: null }], 10],
+    ];
+  };
+
+  async function answers() {
+    const out: unknown[] = [];
+    for (const [windows, maxPoints] of windowsOf()) {
+      for (const aggregation of ['AVG', 'MIN', 'MAX', 'LAST'] as Aggregation[]) {
+        const r = await suite.repo.pointsAt(windows, maxPoints, aggregation);
+        out.push([r.points, [...r.resolutions]]);
+      }
+      out.push(await suite.repo.summariesOf(windows));
+    }
+    out.push((await suite.repo.rawPointsInWindow([a, b], new Date(START + 10 * HOUR), new Date(START + 40 * HOUR))).sort((x, y) => x.seriesId - y.seriesId));
+    return out;
+  }
+
+  let before: unknown[] = [];
+
+  it('answers every read the same once settled days are compacted, partly and wholly', async () => {
+    await insertJob('baseten-1:job:rollups', 'baseten-1');
+    const made = await insertSeries(suite.db.db, ['chunk-a', 'time'], ['chunk-b', 'time'], ['chunk-steps', 'step']);
+    [a, b, steps] = made as [number, number, number];
+    await insertJob('baseten-2:job:other', 'baseten-2');
+    const [row] = await rowsOf<{ id: number }>(
+      suite.db.db,
+      sql`insert into series (series_key, job_id, kind, name, unit, scope, source, keyed_by)
+          values ('chunk-other', 'baseten-2:job:other', 'system', 'gpu_utilization', 'RATIO', 'GPU', 'baseten', 'time') returning id::float8 as id`,
+    );
+    other = Number(row!.id);
+    // a: one sample a minute over four days; b: every 5 minutes over two days but one, a null and steps among them.
+    aPoints = wave(a, START, 60_000, 4 * 1440);
+    await suite.repo.writePoints(aPoints, { expectNew: true });
+    const bPoints = wave(b, START + 7, 300_000, 576)
+      .map((p, i) => [p[0], p[1], p[2], i % 50 === 0 ? i : null, i === 10 ? null : p[4]] as PointWriteRow)
+      .filter((_, i) => i !== 200);
+    await suite.repo.writePoints(bPoints);
+    await suite.repo.writePoints(Array.from({ length: 100 }, (_, i) => [steps, i + 1, START + i * 60_000, i + 1, i / 10] as PointWriteRow));
+    await suite.repo.writePoints(wave(other, START, 600_000, 144));
+    before = await answers();
+
+    // The first two days of a and b (b wholly), in batches of one series.
+    expect(await compactAll('baseten-1', START + 2 * DAY + HOUR)).toBe(2 * 1440 + 575);
+    expect(await count('points', a)).toBe(2 * 1440);
+    expect(await count('point_chunks', a)).toBe(2);
+    expect(await count('points', b)).toBe(0);
+    expect(await count('point_chunks', b)).toBe(2);
+    expect(await count('points', steps)).toBe(100);
+    expect(await count('points', other)).toBe(144);
+    expect((await suite.repo.chunkPartitions()).map((p) => p.name)).toEqual(['point_chunks_202610']);
+    expect(await answers()).toEqual(before);
+
+    // Again: nothing settled is left.
+    expect(await compactAll('baseten-1', START + 2 * DAY + HOUR)).toBe(0);
+    // Every day of a.
+    expect(await compactAll('baseten-1', START + 5 * DAY)).toBe(2 * 1440);
+    expect(await count('points', a)).toBe(0);
+    expect((await suite.repo.chunkPartitions()).map((p) => p.name)).toEqual(['point_chunks_202610', 'point_chunks_202611']);
+    expect(await answers()).toEqual(before);
+  });
+
+  it('moves a compacted day back on a write into it: the same points change nothing, a changed value replaces its old one', async () => {
+    const hours = await rollupRows(suite.db.db, 'points_1h', a);
+    // The collector's overlap: the end of day 2 and the start of day 3, as stored.
+    await suite.repo.writePoints(aPoints.slice(2 * 1440 - 30, 2 * 1440 + 30));
+    expect(await count('points', a)).toBe(2 * 1440);
+    expect(await count('point_chunks', a)).toBe(2);
+    expect(await answers()).toEqual(before);
+    expect(await rollupRows(suite.db.db, 'points_1h', a)).toEqual(hours);
+    // A first fetch again (expectNew) of the whole series: nothing doubles.
+    await suite.repo.writePoints(aPoints, { expectNew: true });
+    expect(await count('points', a)).toBe(4 * 1440);
+    expect(await count('point_chunks', a)).toBe(0);
+    expect(await answers()).toEqual(before);
+
+    await compactAll('baseten-1', START + 5 * DAY);
+    expect(await count('point_chunks', a)).toBe(4);
+    const changed = aPoints.map((p, i) => (i === 100 ? ([p[0], p[1], p[2], p[3], 1234.5] as PointWriteRow) : p));
+    await suite.repo.writePoints([changed[100]!]);
+    expect(await count('points', a)).toBe(1440);
+    expect(await rollupRows(suite.db.db, 'points_1m', a)).toEqual(handRollup(changed, 60_000));
+    expect(await rollupRows(suite.db.db, 'points_1h', a)).toEqual(handRollup(changed, HOUR));
+    const [raw] = (
+      await suite.repo.pointsAt([{ seriesId: a, keyedBy: 'time', from: new Date(START), to: new Date(START + HOUR * 3) }], 1000, 'AVG')
+    ).points.filter((p) => p.timestamp!.getTime() === changed[100]![1]);
+    expect(raw!.value).toBe(1234.5);
+    await compactAll('baseten-1', START + 5 * DAY);
+    expect(await count('points', a)).toBe(0);
+    expect(await count('point_chunks', a)).toBe(4);
+    await suite.repo.writePoints([aPoints[100]!]);
+    await compactAll('baseten-1', START + 5 * DAY);
+    expect(await answers()).toEqual(before);
+  });
+
+  it('drops whole month partitions past the retention cut where only the provider has chunks', async () => {
+    await compactAll('baseten-2', START + 5 * DAY);
+    expect(await count('point_chunks', other)).toBe(1);
+    const cut = Date.UTC(2026, 10, 1, 6);
+    // October holds baseten-2's chunk too: baseten-1's rows of it go, the partition stays.
+    expect(await suite.repo.dropRawChunks('baseten-1', cut)).toEqual({ dropped: 0, deleted: 4 });
+    expect((await suite.repo.chunkPartitions()).map((p) => p.name)).toEqual(['point_chunks_202610', 'point_chunks_202611']);
+    expect(await count('point_chunks', a)).toBe(2);
+    expect(await count('point_chunks', other)).toBe(1);
+    // baseten-2's retention: October is only its own now, and goes whole.
+    expect(await suite.repo.dropRawChunks('baseten-2', cut)).toEqual({ dropped: 1, deleted: 0 });
+    expect((await suite.repo.chunkPartitions()).map((p) => p.name)).toEqual(['point_chunks_202611']);
+    expect(await count('point_chunks', other)).toBe(0);
+    const [marks] = await rowsOf<{ a: number; o: number }>(
+      suite.db.db,
+      sql`select (select raw_before from series where id = ${a})::float8 as a, (select raw_before from series where id = ${other})::float8 as o`,
+    );
+    expect([Number(marks!.a), Number(marks!.o)]).toEqual([Date.UTC(2026, 10, 1), Date.UTC(2026, 10, 1)]);
+    // The dropped days are answered from the rollups; the rest as before.
+    const r = await suite.repo.pointsAt([{ seriesId: a, keyedBy: 'time', from: new Date(START), to: new Date(START + 4 * DAY - 1) }], 96, 'AVG');
+    expect(r.resolutions.get(a)).toBe(3600);
+    expect(r.points.map((p) => [p.timestamp!.getTime(), p.value])).toEqual(handRollup(aPoints, HOUR).map((h) => [h.bucket, h.sum! / h.n]));
+    const late = await suite.repo.pointsAt(
+      [{ seriesId: a, keyedBy: 'time', from: new Date(START + 2 * DAY), to: new Date(START + 2 * DAY + HOUR) }],
+      1000,
+      'AVG',
+    );
+    expect(late.resolutions.get(a)).toBeUndefined();
+    expect(late.points).toHaveLength(61);
+  });
+});
