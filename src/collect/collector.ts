@@ -223,8 +223,9 @@ class ProviderCollector {
     const keptSince = retention === null ? null : new Date(store.now().getTime() - retention * 86_400_000);
     const { unfinished, finished, expired } = await collection.targets(this.provider.id, keptSince);
     const running = unfinished.filter((j) => j.status === 'RUNNING');
-    for (const id of [...this.current.keys()]) if (!running.some((j) => j.id === id)) this.current.delete(id);
-    for (const id of [...this.logCursors.keys()]) if (!running.some((j) => j.id === id)) this.logCursors.delete(id);
+    const runningIds = new Set(running.map((j) => j.id));
+    for (const id of [...this.current.keys()]) if (!runningIds.has(id)) this.current.delete(id);
+    for (const id of [...this.logCursors.keys()]) if (!runningIds.has(id)) this.logCursors.delete(id);
     // Watched first (their feeds poll them: nothing to do here but count them current), then the
     // running jobs least recently made current, then finished jobs oldest first (nearest their end of retention).
     const others = running.filter((j) => !watched.has(j.id)).sort((a, b) => (this.current.get(a.id) ?? -1) - (this.current.get(b.id) ?? -1));

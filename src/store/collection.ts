@@ -163,11 +163,16 @@ export class CollectionStore {
     const now = this.rt.now();
     const scope = scopeOf(opts.signal);
     const datasets = opts.metrics.map((m) => `metric:${m}`);
-    // Read once for the group: each job's reach here, and what the metrics fill finds cached.
-    const fetches = await this.rt.repo.within(scope).fetchesOf(
+    // Read once for the group: each job's reach here, and what the metrics, training and progress
+    // fills find cached (theirs as of the group's start: a record another fill writes meanwhile is
+    // missed, and the job fetched once more than needed).
+    const whole = [...(opts.training ? ['training'] : []), ...(opts.progress ? ['progress'] : [])];
+    const read = await this.rt.repo.within(scope).fetchesOf(
       jobs.map((j) => j.id),
-      datasets,
+      [...datasets, ...whole],
     );
+    const fetches = whole.length === 0 ? read : read.filter((r) => r.dataset.startsWith('metric:'));
+    const wholeFetches = whole.length === 0 ? [] : read.filter((r) => !r.dataset.startsWith('metric:'));
     const rowsByJob = groupBy(fetches, (r) => r.jobId);
     const requests = jobs.map((job) => {
       const rows = rowsByJob.get(job.id) ?? [];
@@ -194,6 +199,7 @@ export class CollectionStore {
       opts,
       scope,
       requests.length > 0 && opts.metrics.length > 0 ? { requests, maxAgeMs: opts.maxAgeMs, fetches } : null,
+      wholeFetches,
     );
     return new Map(jobs.map((j) => [j.id, outcomeOf(results.get(j.id)!, now)]));
   }
@@ -224,6 +230,7 @@ export class CollectionStore {
     opts: { training: boolean; progress: boolean; trainingOverlapMs?: number },
     scope: RequestScope | undefined,
     metrics: { requests: MetricsRequest[]; maxAgeMs: number | undefined; fetches?: readonly FetchRow[] } | null,
+    wholeFetches?: readonly FetchRow[],
   ): Promise<Map<string, (Freshness | Error | undefined)[]>> {
     const results = new Map<string, (Freshness | Error | undefined)[]>(jobs.map((j) => [j.id, []]));
     if (metrics) {
@@ -232,9 +239,9 @@ export class CollectionStore {
     }
     if (opts.training) {
       const since = opts.trainingOverlapMs === undefined ? {} : { sinceStored: { overlapMs: opts.trainingOverlapMs } };
-      for (const [id, a] of await this.rt.ensureTraining(jobs, scope, since)) results.get(id)?.push(a);
+      for (const [id, a] of await this.rt.ensureTraining(jobs, scope, { ...since, fetches: wholeFetches })) results.get(id)?.push(a);
     }
-    if (opts.progress) for (const [id, a] of await this.rt.ensureProgress(jobs, scope)) results.get(id)?.push(a);
+    if (opts.progress) for (const [id, a] of await this.rt.ensureProgress(jobs, scope, { fetches: wholeFetches })) results.get(id)?.push(a);
     return results;
   }
 

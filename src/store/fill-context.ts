@@ -1,6 +1,7 @@
 // What the parts of the read-through cache (job lists, jobs by id, topology, the metrics fill,
 // whole-job datasets) share: the repository, the providers, the policy and clock, the fills under
 // way, and the observers and listeners they tell.
+import { projectGlobalId } from '../domain/ids.js';
 import type { RequestScope } from '../domain/request-scope.js';
 import type { JobRef, JobStatus } from '../domain/types.js';
 import type { JobDetailResult } from '../providers/provider.js';
@@ -56,8 +57,19 @@ export class FillContext {
   }
 
   async projectExternalIds(jobs: readonly JobRow[], scope?: RequestScope): Promise<Map<string, string>> {
-    const rows = await this.repo.within(scope).projectsByIds([...new Set(jobs.map((j) => j.projectId))]);
-    return new Map(rows.map((p) => [p.id, p.externalId]));
+    // A project's id is its provider's id and its external id (projectGlobalId, the only way one is
+    // written): read from the id, not from the projects table, which every fill of every collected
+    // group read again (three reads a group). An id of another shape is read.
+    const out = new Map<string, string>();
+    const unknown = new Set<string>();
+    for (const j of jobs) {
+      if (out.has(j.projectId)) continue;
+      const prefix = projectGlobalId(j.providerId, '');
+      if (j.projectId.startsWith(prefix) && j.projectId.length > prefix.length) out.set(j.projectId, j.projectId.slice(prefix.length));
+      else unknown.add(j.projectId);
+    }
+    if (unknown.size > 0) for (const p of await this.repo.within(scope).projectsByIds([...unknown])) out.set(p.id, p.externalId);
+    return out;
   }
 }
 

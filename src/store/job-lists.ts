@@ -105,7 +105,7 @@ export class JobLists {
    * demo restarted with new runs). At most MAX_UNLISTED_CHECKS lookups per sync; the rest wait.
    */
   private async settleUnlisted(providerId: string, listed: ReadonlySet<string>, at: Date, scope: RequestScope) {
-    const unlisted = (await this.c.repo.unfinishedJobsOf(providerId)).filter((j) => !listed.has(j.externalId)).slice(0, MAX_UNLISTED_CHECKS);
+    const unlisted = await this.c.repo.unlistedUnfinishedJobsOf(providerId, [...listed], MAX_UNLISTED_CHECKS);
     if (unlisted.length === 0) return;
     const projects = await this.c.projectExternalIds(unlisted);
     const gone: JobRow[] = [];
@@ -146,7 +146,7 @@ export class JobLists {
    */
   async writeJobsAnnouncing(providerId: string, jobs: readonly JobRecord[], announceNew: boolean, write: () => Promise<Set<string>>) {
     const ids = jobs.map((j) => jobGlobalId(providerId, j.externalId));
-    const known = new Set((await this.c.repo.jobsByIds(ids)).map((j) => j.id));
+    const known = await this.c.repo.knownJobIds(ids);
     const changed = await this.c.repo.claimStatusChanges(jobs.map((j, i) => ({ id: ids[i]!, status: j.status })).filter((c) => known.has(c.id)));
     // New: inserted by this very write (a concurrent writer of the same new job updated it instead).
     const inserted = await write();

@@ -18,7 +18,7 @@ import type { JobRow, ProviderSyncRow } from './repo-types.js';
 import type { Repository } from './repository.js';
 import type { HeldPoints } from './shaping.js';
 import { TopologyFill } from './topology-fill.js';
-import { WholeJobFill } from './whole-job-fill.js';
+import { WholeJobFill, type WholeJobOptions } from './whole-job-fill.js';
 
 export { groupBy, jobRef, type CacheLookupObserver, type StatusListener } from './fill-context.js';
 export { NEGATIVE_LOOKUP_TTL_MS } from './jobs-by-id.js';
@@ -171,12 +171,16 @@ export class ReadThrough {
 
   // ---- training metrics, progress and logs (whole-job-fill.ts) -----------------------------------
 
-  ensureTraining(jobs: readonly JobRow[], scope?: RequestScope, opts: { sinceStored?: { overlapMs: number } } = {}): Promise<Map<string, Freshness | Error>> {
+  ensureTraining(
+    jobs: readonly JobRow[],
+    scope?: RequestScope,
+    opts: WholeJobOptions & { sinceStored?: { overlapMs: number } } = {},
+  ): Promise<Map<string, Freshness | Error>> {
     return this.wholeJob.ensureTraining(jobs, scope, opts);
   }
 
-  ensureProgress(jobs: readonly JobRow[], scope?: RequestScope): Promise<Map<string, Freshness | Error>> {
-    return this.wholeJob.ensureProgress(jobs, scope);
+  ensureProgress(jobs: readonly JobRow[], scope?: RequestScope, opts: WholeJobOptions = {}): Promise<Map<string, Freshness | Error>> {
+    return this.wholeJob.ensureProgress(jobs, scope, opts);
   }
 
   logs(job: JobRow, request: LogRequest, scope?: RequestScope): Promise<LogPage> {

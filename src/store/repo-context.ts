@@ -36,6 +36,11 @@ function preparedReads(db: Db) {
       .from(t.jobs)
       .where(sql`${t.jobs.id} = any(${ids('ids')})`)
       .prepare('jobs_by_ids'),
+    knownJobIds: db
+      .select({ id: t.jobs.id })
+      .from(t.jobs)
+      .where(sql`${t.jobs.id} = any(${ids('ids')})`)
+      .prepare('known_job_ids'),
     projectsByIds: db
       .select()
       .from(t.projects)

@@ -86,10 +86,11 @@ export async function upsertJobs(ctx: RepoContext, providerId: string, jobs: rea
   }));
   const detailAt = detailFetched ? seenAt.toISOString() : null;
   for (const part of chunks(rows, 2000)) {
-    const written = await rowsOf<{ id: string; inserted: boolean }>(
+    // Only the inserted rows come back: a sync of an unchanged list (Runicorn's, every 2 s) reads none.
+    const written = await rowsOf<{ id: string }>(
       ctx.db,
       sql`
-      insert into jobs (id, provider_id, project_id, external_id, name, status, raw_status, created_at, started_at,
+      with w as (insert into jobs (id, provider_id, project_id, external_id, name, status, raw_status, created_at, started_at,
                         started_at_source, finished_at, gpu_type, gpu_count, accelerator_kind, failure_reason, console_url, restart_count,
                         owner, labels, config, image, command, sort_at, seen_at, detail_fetched_at)
       select x.id, ${providerId}, x.project_id, x.external_id, x.name, x.status, x.raw_status, x.created_at, x.started_at,
@@ -126,9 +127,10 @@ export async function upsertJobs(ctx: RepoContext, providerId: string, jobs: rea
         command = coalesce(excluded.command, jobs.command),
         sort_at = excluded.sort_at, seen_at = excluded.seen_at,
         detail_fetched_at = coalesce(excluded.detail_fetched_at, jobs.detail_fetched_at)
-      returning id, (xmax = 0) as inserted`,
+      returning id, (xmax = 0) as inserted)
+      select id from w where inserted`,
     );
-    for (const w of written) if (w.inserted === true || (w.inserted as unknown) === 't') inserted.add(w.id);
+    for (const w of written) inserted.add(w.id);
   }
   await writeReportedSummaries(ctx, providerId, jobs);
   return inserted;
@@ -324,6 +326,19 @@ export async function unfinishedJobsOf(ctx: RepoContext, providerId: string): Pr
 }
 
 /**
+ * At most `limit` of a provider's jobs the cache holds as not finished whose external id is not
+ * among `listed`: a complete job list's leftovers, found by the database instead of reading every
+ * unfinished job back each sync (Runicorn's list is synced every 2 s).
+ */
+export async function unlistedUnfinishedJobsOf(ctx: RepoContext, providerId: string, listed: readonly string[], limit: number): Promise<JobRow[]> {
+  return ctx.db
+    .select()
+    .from(t.jobs)
+    .where(and(eq(t.jobs.providerId, providerId), inArray(t.jobs.status, ['PENDING', 'RUNNING']), sql`not (${t.jobs.externalId} = any(${textArray(listed)}))`))
+    .limit(limit);
+}
+
+/**
  * Jobs the platform no longer has: UNKNOWN, with the reason and the last status seen in
  * raw_status. Claimed like a status change: returns the ids this writer changed, with their
  * previous status.
@@ -348,6 +363,13 @@ export async function markGone(ctx: RepoContext, jobs: readonly { id: string; st
 export async function jobsByIds(ctx: RepoContext, ids: readonly string[]): Promise<JobRow[]> {
   if (ids.length === 0) return [];
   return ctx.read(() => ctx.reads.jobsByIds.execute({ ids: [...ids] }));
+}
+
+/** Which of these jobs the cache holds (their ids only: a sync asks it of every listed job). */
+export async function knownJobIds(ctx: RepoContext, ids: readonly string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const rows = await ctx.read(() => ctx.reads.knownJobIds.execute({ ids: [...ids] }));
+  return new Set(rows.map((r) => r.id));
 }
 
 export async function projectsByIds(ctx: RepoContext, ids: readonly string[]): Promise<ProjectRow[]> {

@@ -158,6 +158,14 @@ export class Repository {
     return jobData.markGone(this.ctx, jobs, at);
   }
 
+  unlistedUnfinishedJobsOf(providerId: string, listed: readonly string[], limit: number): Promise<JobRow[]> {
+    return jobData.unlistedUnfinishedJobsOf(this.ctx, providerId, listed, limit);
+  }
+
+  knownJobIds(ids: readonly string[]): Promise<Set<string>> {
+    return jobData.knownJobIds(this.ctx, ids);
+  }
+
   jobsByIds(ids: readonly string[]): Promise<JobRow[]> {
     return jobData.jobsByIds(this.ctx, ids);
   }

@@ -6,7 +6,7 @@ import type { JobRef, LogPage, LogRequest, SeriesData } from '../domain/types.js
 import type { ProviderAdapter } from '../providers/provider.js';
 import { groupBy, jobRef, type FillContext } from './fill-context.js';
 import { FRESH_NOW, isTerminal, jobWindow, staleOr, wholeJobFresh, type Freshness } from './policy.js';
-import type { JobRow, WrittenRange } from './repo-types.js';
+import type { FetchRow, JobRow, WrittenRange } from './repo-types.js';
 import type { Repository } from './repository.js';
 
 /** A dataset fetched whole per job: which, whether a platform has it, how it is fetched and written. */
@@ -17,6 +17,15 @@ interface WholeJobDataset<T> {
   prepare?: (due: readonly JobRow[]) => Promise<void>;
   fetch: (ref: JobRef, signal: AbortSignal, adapter: ProviderAdapter, job: JobRow) => Promise<T>;
   write: (entries: { job: JobRow; data: T }[], repo: Repository) => Promise<void>;
+}
+
+export interface WholeJobOptions {
+  /**
+   * The jobs' fetch records of the dataset as the caller already read them (newest first, as
+   * Repository.fetchesOf orders them; the collector reads a group's once for all its fills):
+   * not read again. Without them, read.
+   */
+  fetches?: readonly FetchRow[];
 }
 
 export class WholeJobFill {
@@ -34,11 +43,11 @@ export class WholeJobFill {
   async ensureTraining(
     jobs: readonly JobRow[],
     scope?: RequestScope,
-    opts: { sinceStored?: { overlapMs: number } } = {},
+    opts: WholeJobOptions & { sinceStored?: { overlapMs: number } } = {},
   ): Promise<Map<string, Freshness | Error>> {
     let since = new Map<string, Date>();
     const sinceStored = opts.sinceStored;
-    return this.ensureWholeJobDataset(scope, jobs, {
+    return this.ensureWholeJobDataset(scope, jobs, opts.fetches, {
       dataset: 'training',
       supported: (a) => a.capabilities.trainingMetrics,
       prepare: sinceStored
@@ -73,8 +82,8 @@ export class WholeJobFill {
     });
   }
 
-  async ensureProgress(jobs: readonly JobRow[], scope?: RequestScope): Promise<Map<string, Freshness | Error>> {
-    return this.ensureWholeJobDataset(scope, jobs, {
+  async ensureProgress(jobs: readonly JobRow[], scope?: RequestScope, opts: WholeJobOptions = {}): Promise<Map<string, Freshness | Error>> {
+    return this.ensureWholeJobDataset(scope, jobs, opts.fetches, {
       dataset: 'progress',
       supported: (a) => a.capabilities.progress,
       fetch: async (ref, signal, adapter) => (await adapter.fetchProgress?.(ref, signal)) ?? null,
@@ -98,6 +107,7 @@ export class WholeJobFill {
   private async ensureWholeJobDataset<T>(
     scope: RequestScope | undefined,
     jobs: readonly JobRow[],
+    fetches: readonly FetchRow[] | undefined,
     { dataset, supported, prepare, fetch, write }: WholeJobDataset<T>,
   ): Promise<Map<string, Freshness | Error>> {
     const now = this.c.now();
@@ -109,10 +119,11 @@ export class WholeJobFill {
       return false;
     });
     const rows = groupBy(
-      await this.c.repo.within(scope).fetchesOf(
-        relevant.map((j) => j.id),
-        [dataset],
-      ),
+      fetches?.filter((r) => r.dataset === dataset) ??
+        (await this.c.repo.within(scope).fetchesOf(
+          relevant.map((j) => j.id),
+          [dataset],
+        )),
       (r) => r.jobId,
     );
     const due = relevant.filter((j) => {
