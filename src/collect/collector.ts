@@ -327,11 +327,19 @@ class ProviderCollector {
     if (this.settings.rawRetentionDays !== null && !signal.aborted && nowMs() - this.lastRetentionAt >= RETENTION_EVERY_MS) {
       // The lease holder's chore, after the sweep's collections: at most hourly, raw points past
       // their age go (the rollups stay). A failure is the sweep's error and is tried next sweep.
-      await this.dropRawPoints({ signal, rawRetentionDays: this.settings.rawRetentionDays, noteError });
+      const before = new Date(store.now().getTime() - this.settings.rawRetentionDays * 86_400_000);
+      const done = await this.pointsChore('retention', 'raw points past their retention could not be dropped', noteError, () =>
+        store.collection.dropRawPoints(this.provider.id, before, signal),
+      );
+      if (done) this.lastRetentionAt = nowMs();
     }
     if (this.settings.compactAfterDays !== null && !signal.aborted && nowMs() - this.lastCompactionAt >= RETENTION_EVERY_MS) {
       // After retention (nothing is compacted that is about to go), at most hourly.
-      await this.compactRawPoints({ signal, compactAfterDays: this.settings.compactAfterDays, noteError });
+      const before = new Date(store.now().getTime() - this.settings.compactAfterDays * 86_400_000);
+      const done = await this.pointsChore('compaction', 'settled raw points could not be compacted', noteError, () =>
+        store.collection.compactRawPoints(this.provider.id, before, signal),
+      );
+      if (done) this.lastCompactionAt = nowMs();
     }
     const now = nowMs();
     const oldest = running.reduce((min, j) => Math.min(min, this.current.get(j.id) ?? -Infinity), Infinity);
@@ -367,37 +375,26 @@ class ProviderCollector {
     }
   }
 
-  /** Raw points past their retention (settings.rawRetentionDays) dropped. */
-  private async dropRawPoints(ctx: { signal: AbortSignal; rawRetentionDays: number; noteError: (e: { code: string; message: string }) => void }) {
-    const { signal, rawRetentionDays, noteError } = ctx;
-    const store = this.owner.store;
-    const collection = store.collection;
-    const nowMs = () => this.owner.timers.now();
+  /**
+   * One of the lease holder's hourly chores on the provider's stored points (retention,
+   * compaction), run in a slot: a failure is the sweep's error (`failed` its message where the
+   * error is not one a client may see) and the chore is tried again next sweep.
+   */
+  private async pointsChore(
+    what: string,
+    failed: string,
+    noteError: (e: { code: string; message: string }) => void,
+    run: () => Promise<unknown>,
+  ): Promise<boolean> {
     const release = await this.owner.slot();
     try {
-      await collection.dropRawPoints(this.provider.id, new Date(store.now().getTime() - rawRetentionDays * 86_400_000), signal);
-      this.lastRetentionAt = nowMs();
+      await run();
+      return true;
     } catch (err) {
       const known = clientFacingError(err);
-      noteError({ code: known?.code ?? 'INTERNAL', message: known?.message ?? 'raw points past their retention could not be dropped' });
-      if (!known) this.owner.logger.error({ err, provider: this.provider.id }, 'collect: retention failed');
-    } finally {
-      release();
-    }
-  }
-
-  /** The provider's settled raw points (older than settings.compactAfterDays) compacted. */
-  private async compactRawPoints(ctx: { signal: AbortSignal; compactAfterDays: number; noteError: (e: { code: string; message: string }) => void }) {
-    const { signal, compactAfterDays, noteError } = ctx;
-    const store = this.owner.store;
-    const release = await this.owner.slot();
-    try {
-      await store.collection.compactRawPoints(this.provider.id, new Date(store.now().getTime() - compactAfterDays * 86_400_000), signal);
-      this.lastCompactionAt = this.owner.timers.now();
-    } catch (err) {
-      const known = clientFacingError(err);
-      noteError({ code: known?.code ?? 'INTERNAL', message: known?.message ?? 'settled raw points could not be compacted' });
-      if (!known) this.owner.logger.error({ err, provider: this.provider.id }, 'collect: compaction failed');
+      noteError({ code: known?.code ?? 'INTERNAL', message: known?.message ?? failed });
+      if (!known) this.owner.logger.error({ err, provider: this.provider.id }, `collect: ${what} failed`);
+      return false;
     } finally {
       release();
     }

@@ -171,8 +171,8 @@ export class CollectionStore {
       jobs.map((j) => j.id),
       [...datasets, ...whole],
     );
-    const fetches = whole.length === 0 ? read : read.filter((r) => r.dataset.startsWith('metric:'));
-    const wholeFetches = whole.length === 0 ? [] : read.filter((r) => !r.dataset.startsWith('metric:'));
+    const fetches = read.filter((r) => r.dataset.startsWith('metric:'));
+    const wholeFetches = read.filter((r) => !r.dataset.startsWith('metric:'));
     const rowsByJob = groupBy(fetches, (r) => r.jobId);
     const requests = jobs.map((job) => {
       const rows = rowsByJob.get(job.id) ?? [];
