@@ -231,27 +231,40 @@ describe('Apollo Client', () => {
       // followed a poll the query did not see would differ from the query by a few buckets (seen on a
       // busy machine: 1,930 points against the query's 1,938, and Apollo's data-loss warning).
       const timers = new ManualTimers();
+      // The platform and the server on that clock, which stands still: the query below refreshes
+      // the series over the job's life up to its own moment, so on the wall clock (the file's
+      // simulator) a busy machine's seconds between the poll and the query let the platform add a
+      // point the sample (its window ends at its poll) has not, and Apollo warned of lost data.
+      const clockedSim = await startSim({ anchorMs: timers.now(), now: () => timers.now() });
+      const liveJobId = runningJobId(clockedSim);
       // The socket's own clocks (3 s for ConnectionInit, 12 s pings) bound hangs too: on a busy
       // machine, where client and server share one process, they are no deadline for the test.
       const live = await startTestRuntime(
-        sim,
+        clockedSim,
         1,
         // The request deadline too: the dashboard's cold query passed the default 30 s at load 20
         // ("no answer before the request deadline"), and this test is about cache identity.
-        { databaseUrl: null, dataDir: memoryDataDir(), providers: providers(), security: loadSecurityConfig({ EXECUTION_TIMEOUT_MS: String(HANG_MS) }) },
-        { liveTimers: timers, ws: { connectionInitWaitTimeoutMs: HANG_MS, keepAliveMs: HANG_MS } },
+        {
+          databaseUrl: null,
+          dataDir: memoryDataDir(),
+          providers: providersFile(clockedSim, 1).providers,
+          security: loadSecurityConfig({ EXECUTION_TIMEOUT_MS: String(HANG_MS) }),
+        },
+        { liveTimers: timers, clock: () => timers.now(), ws: { connectionInitWaitTimeoutMs: HANG_MS, keepAliveMs: HANG_MS } },
       );
       try {
         const client = apollo({ url: live.url });
         const first: any[] = [];
-        const feed = client.subscribe<any>({ query: gql(LIVE), variables: { jobId } }).subscribe({ next: (r) => r.data && first.push(r.data.jobUtilization) });
+        const feed = client
+          .subscribe<any>({ query: gql(LIVE), variables: { jobId: liveJobId } })
+          .subscribe({ next: (r) => r.data && first.push(r.data.jobUtilization) });
         // The feed's first poll (due at once) has fetched the newest points; its sample goes out
         // before their write commits, so the query waits for that write: the series it reads is
         // then the one the next subscriber reads (a query planned while the write was still
         // uncommitted answered without its points, and the sample after it with them).
         await waitFor(() => first.length >= 1, 60_000, 'the first live sample');
         await live.readThrough.settle();
-        const { data } = await client.query<any>({ query: gql(DASHBOARD), variables: { jobId } });
+        const { data } = await client.query<any>({ query: gql(DASHBOARD), variables: { jobId: liveJobId } });
         const queried = data.job.metrics as { id: string; points: { timestamp: string }[] }[];
         expect(queried.length).toBeGreaterThan(0);
         await live.readThrough.settle();
@@ -259,7 +272,7 @@ describe('Apollo Client', () => {
         const samples: any[] = [];
         // (Its own operation: Apollo would otherwise share the first subscription's, which has had its sample.)
         const sub = client
-          .subscribe<any>({ query: gql(LIVE), variables: { jobId }, context: { queryDeduplication: false } })
+          .subscribe<any>({ query: gql(LIVE), variables: { jobId: liveJobId }, context: { queryDeduplication: false } })
           .subscribe({ next: (r) => r.data && samples.push(r.data.jobUtilization) });
         await waitFor(() => samples.length >= 1, 60_000, 'a live sample');
         sub.unsubscribe();
@@ -287,6 +300,7 @@ describe('Apollo Client', () => {
         client.stop();
       } finally {
         await live.close();
+        await clockedSim.close();
       }
       // Its steps (a runtime of its own, two waits on samples, a query, the cache settling) are each
       // bounded on their own; 120 s for all of them timed it out on a busy machine (issue 45).
