@@ -21,6 +21,13 @@ export interface SamplePayload {
   series: string[];
   /** The newest point time seen so far: the next poll, on whichever replica, resumes after it. */
   cursor: string | null;
+  /**
+   * Only on a joining subscriber's first sample (LiveFeed.backfill): the store's moment when it was
+   * made, where its series' window ends. A query between two polls may have stored points newer
+   * than the poll; read to the poll, the joiner's series would lack them and go back in time in a
+   * client cache that holds the query's. Absent on a poll's own sample: its series end at polledAt.
+   */
+  readTo?: string;
 }
 
 export interface LogLinePayload {

@@ -196,7 +196,7 @@ class Feed {
     // that write (its series ids are the query's, and a client cache would lose the query's points).
     const version = this.hub.store.cacheVersion();
     if (!this.backfilled || version === null || this.backfilledAt !== version) {
-      this.backfilled = { ...this.latestSample, series: [...this.seenSeries] };
+      this.backfilled = { ...this.latestSample, series: [...this.seenSeries], readTo: this.hub.store.now().toISOString() };
       this.backfilledAt = version;
     }
     return this.backfilled;

@@ -68,7 +68,7 @@ UtilizationSampleRef.implement({
     series: t.field({
       type: [MetricSeriesRef],
       description:
-        "The series that got points in this poll (on a subscriber's first sample: every series the feed has sampled), each over the job's whole window (start to now) at the subscription's maxPoints and aggregation, as Job.metrics answers them",
+        "The series that got points in this poll (on a subscriber's first sample: every series the feed has sampled), each over the job's whole window (its start to this sample's `to`; on a subscriber's first sample, to the moment the server made it, so it holds what a query stored since the poll) at the subscription's maxPoints and aggregation, as Job.metrics answers them",
       resolve: (s, _a, ctx) => liveSeries(ctx, s),
     }),
   }),
@@ -82,9 +82,11 @@ async function liveSeries(ctx: Context, s: SampleView) {
   const keys = new Set(s.payload.series);
   const names = s.args.names?.length ? new Set<string>(s.args.names) : null;
   const rows = await ctx.store.loaders.seriesOfJob.load({ jobId: job.id, kind: 'system' });
-  // The window ends at the poll, not at each subscriber's own moment: every subscriber of the
-  // event asks the store the same question (and shares its answer).
-  const window = jobWindow(job, new Date(s.payload.polledAt), null, null);
+  // The window ends where the poll asked the platform to (on the store's clock; polledAt is the
+  // wall clock's moment it went out), or for a joiner's first sample where the store was when it
+  // was made; not at each subscriber's own moment: every subscriber of the event asks the store the
+  // same question (and shares its answer).
+  const window = jobWindow(job, new Date(s.payload.readTo ?? s.payload.to), null, null);
   // Just written by the poll, so as fresh as the poll.
   const freshness = { fetchedAt: new Date(s.payload.polledAt), stale: false, error: null };
   return rows

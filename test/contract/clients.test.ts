@@ -223,31 +223,35 @@ describe('Apollo Client', () => {
     client.stop();
   });
 
-  it(
-    'a subscription sample lands in the series the query put in the cache',
-    async () => {
+  it.each([
+    { when: 'with no time between the poll and the query', moveMs: 0 },
+    // Past the metrics' freshness (30 s): the query refetches, and stores points newer than the
+    // poll; a joiner's sample read only to the poll lacked them and Apollo warned of lost data.
+    { when: 'when the query refetched newer points than the poll', moveMs: 300_000 },
+  ])(
+    'a subscription sample lands in the series the query put in the cache $when',
+    async ({ moveMs }) => {
       // A runtime whose live feeds poll only when the test says: each poll writes the newest points
       // into the cache, and a series over the job's life is then downsampled anew, so a sample that
       // followed a poll the query did not see would differ from the query by a few buckets (seen on a
       // busy machine: 1,930 points against the query's 1,938, and Apollo's data-loss warning).
       const timers = new ManualTimers();
-      // The platform and the server on that clock, which stands still: the query below refreshes
-      // the series over the job's life up to its own moment, so on the wall clock (the file's
-      // simulator) a busy machine's seconds between the poll and the query let the platform add a
-      // point the sample (its window ends at its poll) has not, and Apollo warned of lost data.
+      // The platform and the server on that clock, which moves only as the test says: on the wall
+      // clock (the file's simulator) a busy machine's seconds between the poll and the query made
+      // the case below by chance. The feed polls once (at once), then not for an hour.
       const clockedSim = await startSim({ anchorMs: timers.now(), now: () => timers.now() });
       const liveJobId = runningJobId(clockedSim);
       // The socket's own clocks (3 s for ConnectionInit, 12 s pings) bound hangs too: on a busy
       // machine, where client and server share one process, they are no deadline for the test.
       const live = await startTestRuntime(
         clockedSim,
-        1,
+        3600,
         // The request deadline too: the dashboard's cold query passed the default 30 s at load 20
         // ("no answer before the request deadline"), and this test is about cache identity.
         {
           databaseUrl: null,
           dataDir: memoryDataDir(),
-          providers: providersFile(clockedSim, 1).providers,
+          providers: providersFile(clockedSim, 3600).providers,
           security: loadSecurityConfig({ EXECUTION_TIMEOUT_MS: String(HANG_MS) }),
         },
         { liveTimers: timers, clock: () => timers.now(), ws: { connectionInitWaitTimeoutMs: HANG_MS, keepAliveMs: HANG_MS } },
@@ -264,9 +268,14 @@ describe('Apollo Client', () => {
         // uncommitted answered without its points, and the sample after it with them).
         await waitFor(() => first.length >= 1, 60_000, 'the first live sample');
         await live.readThrough.settle();
+        timers.advance(moveMs);
         const { data } = await client.query<any>({ query: gql(DASHBOARD), variables: { jobId: liveJobId } });
         const queried = data.job.metrics as { id: string; points: { timestamp: string }[] }[];
         expect(queried.length).toBeGreaterThan(0);
+        const newest = (series: { points: { timestamp: string }[] }[]) => Math.max(...series.flatMap((s) => s.points.map((p) => Date.parse(p.timestamp))));
+        // The case happened: the query's series reach past the poll's, or (no time between) not.
+        if (moveMs > 0) expect(newest(queried)).toBeGreaterThan(newest(first[0].series));
+        else expect(newest(queried)).toBe(newest(first[0].series));
         await live.readThrough.settle();
         // A subscriber joining now gets the feed's latest sample, its series read from the cache the query filled.
         const samples: any[] = [];
