@@ -47,14 +47,17 @@ const GPU_SERIES_FIELDS: Record<string, SystemMetric> = {
 /**
  * Looks ahead, below a field that needs the job's nodes, for the series the query will ask
  * (Gpu.utilization and its siblings, Node.metrics): on platforms whose nodes only metrics reveal,
- * the one metrics call for that window teaches the nodes too. null when there is none (or its
- * arguments are bad: the series field reports that itself).
+ * the one metrics call for that window teaches the nodes too. Every series field over the first
+ * one's window joins it (their metrics together, the finest maxPoints): a dashboard asking a GPU's
+ * utilization at 20 points and its memory at 1,000 makes one call at the finer resolution, which
+ * serves both, not a coarse call the finer field then repeats. null when there is none (or the
+ * first one's arguments are bad: the series field reports that itself).
  */
 export function topologyHint(ctx: Context, job: JobRow, info: GraphQLResolveInfo): TopologyHint | null {
   const found: { args: Record<string, unknown>; metrics: readonly SystemMetric[] | null }[] = [];
   const seen = new Set<string>();
   const walk = (set: SelectionSetNode | undefined, depth: number) => {
-    if (!set || depth > 6 || found.length > 0) return;
+    if (!set || depth > 6) return;
     for (const sel of set.selections) {
       if (sel.kind === Kind.FRAGMENT_SPREAD) {
         if (seen.has(sel.name.value)) continue;
@@ -69,7 +72,7 @@ export function topologyHint(ctx: Context, job: JobRow, info: GraphQLResolveInfo
           const args = Object.fromEntries((sel.arguments ?? []).map((a) => [a.name.value, valueFromASTUntyped(a.value, info.variableValues)]));
           const names = Array.isArray(args.names) ? (args.names as SystemMetric[]) : null;
           found.push({ args, metrics: gpuMetric ? [gpuMetric] : names });
-          return;
+          continue;
         }
         walk(sel.selectionSet, depth + 1);
       }
@@ -78,17 +81,31 @@ export function topologyHint(ctx: Context, job: JobRow, info: GraphQLResolveInfo
   for (const node of info.fieldNodes) walk(node.selectionSet, 0);
   const first = found[0];
   if (!first) return null;
+  const date = (v: unknown) => (v === null || v === undefined ? null : new Date(String(v)));
+  const shapeOf = (f: (typeof found)[number]) => {
+    const shape = checkSeriesArgs({ from: date(f.args.from), to: date(f.args.to), maxPoints: (f.args.maxPoints as number | undefined) ?? null }, ctx.limits);
+    if ((shape.from && Number.isNaN(shape.from.getTime())) || (shape.to && Number.isNaN(shape.to.getTime()))) throw new Error('bad window');
+    return shape;
+  };
   try {
-    const date = (v: unknown) => (v === null || v === undefined ? null : new Date(String(v)));
-    const shape = checkSeriesArgs(
-      { from: date(first.args.from), to: date(first.args.to), maxPoints: (first.args.maxPoints as number | undefined) ?? null },
-      ctx.limits,
-    );
-    if ((shape.from && Number.isNaN(shape.from.getTime())) || (shape.to && Number.isNaN(shape.to.getTime()))) return null;
+    const shape = shapeOf(first);
     const available = ctx.store.providers.find(job.providerId)?.capabilities.systemMetrics ?? [];
-    const metrics = (first.metrics ?? available).filter((m) => available.includes(m));
+    const wanted = new Set<SystemMetric>();
+    let maxPoints = shape.maxPoints;
+    for (const f of found) {
+      let other: ReturnType<typeof shapeOf>;
+      try {
+        other = f === first ? shape : shapeOf(f);
+      } catch {
+        continue; // its own field reports its bad arguments; the hint goes on without it
+      }
+      if (other.from?.getTime() !== shape.from?.getTime() || other.to?.getTime() !== shape.to?.getTime()) continue;
+      for (const m of f.metrics ?? available) wanted.add(m);
+      maxPoints = Math.max(maxPoints, other.maxPoints);
+    }
+    const metrics = available.filter((m) => wanted.has(m));
     if (metrics.length === 0) return null;
-    return { window: jobWindow(job, ctx.store.now(), shape.from, shape.to), metrics, maxPoints: shape.maxPoints };
+    return { window: jobWindow(job, ctx.store.now(), shape.from, shape.to), metrics, maxPoints };
   } catch {
     return null;
   }

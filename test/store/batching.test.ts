@@ -115,3 +115,37 @@ describe('fan-out cost', () => {
     );
   }, 120_000);
 });
+
+describe("a query's series at two resolutions over one window", () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startTestServer({
+      fleet: { projects: 1, jobsPerProject: 3, emptyProjects: 0, nodesPerJob: 1, gpusPerNode: 2, statuses: ['TRAINING_JOB_RUNNING'] },
+    });
+    await s.gql(`{ jobs(first: 1) { edges { node { id } } } }`);
+  });
+  afterAll(() => s.close());
+
+  it('makes one metrics call per job, at the finer resolution, which serves the coarser field too', async () => {
+    // The nodes' look-ahead (the topology's metrics call) once took the first series field below
+    // them alone: a call for 20 points, then the 1,000-point field's own call for the same job.
+    const query = `{ jobs(first: 3) { edges { node { id gpus { utilization(maxPoints: 20) { points { value } } memoryUsed(maxPoints: 1000) { points { value } } } } } } }`;
+    s.sim.resetStats();
+    const cold = await s.gql(query);
+    await s.runtime.readThrough.settle();
+    expect(cold.errors).toBeUndefined();
+    for (const e of cold.data.jobs.edges) {
+      expect(e.node.gpus).toHaveLength(2);
+      for (const g of e.node.gpus) {
+        expect(g.utilization.points.length).toBeGreaterThan(0);
+        expect(g.utilization.points.length).toBeLessThanOrEqual(20);
+        expect(g.memoryUsed.points.length).toBeGreaterThan(g.utilization.points.length);
+      }
+    }
+    expect(s.sim.count('getMetrics')).toBe(3);
+    s.sim.resetStats();
+    const warm = await s.gql(query);
+    expect(warm.data).toEqual(cold.data);
+    expect(s.sim.count('getMetrics')).toBe(0);
+  }, 120_000);
+});
