@@ -22,6 +22,18 @@ export interface CollectSettings {
    */
   rawRetentionDays: number | null;
   /**
+   * Days the raw points of a finished job are kept after its end, however old they are, where raw
+   * retention would drop them sooner (measured from the job's end). null = as rawRetentionDays.
+   */
+  finishedJobRawRetentionDays: number | null;
+  /**
+   * Days this store keeps the provider's 1-minute rollup rows; older ones are dropped by the lease
+   * holder (hourly), a window reaching before them is answered from the 1-hour rollup. null = kept for ever.
+   */
+  minuteRollupRetentionDays: number | null;
+  /** Days this store keeps the provider's 1-hour rollup rows (dropped hourly by the lease holder). null = kept for ever. */
+  hourRollupRetentionDays: number | null;
+  /**
    * Days after which the lease holder (hourly) compacts the provider's raw points of whole UTC
    * days into point_chunks, a row per series and day (docs/history.md). null = never.
    */
@@ -55,6 +67,9 @@ export function defaultSettings(kind: ProviderKind, enabled = true): CollectSett
     maxConcurrent: DEFAULT_MAX_CONCURRENT,
     retentionDays: DEFAULT_RETENTION_DAYS[kind],
     rawRetentionDays: null,
+    finishedJobRawRetentionDays: null,
+    minuteRollupRetentionDays: null,
+    hourRollupRetentionDays: null,
     compactAfterDays: DEFAULT_COMPACT_AFTER_DAYS,
     firstLookbackSeconds: DEFAULT_FIRST_LOOKBACK_SECONDS,
     training: true,

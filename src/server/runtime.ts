@@ -487,6 +487,9 @@ function collectSettings(kind: ProviderConfig['kind'], server: NonNullable<AppCo
     ...(server.maxConcurrent ? { maxConcurrent: server.maxConcurrent } : {}),
     ...(server.logs ? { logs: true } : {}),
     ...(server.rawRetentionDays ? { rawRetentionDays: server.rawRetentionDays } : {}),
+    ...(server.finishedJobRawRetentionDays ? { finishedJobRawRetentionDays: server.finishedJobRawRetentionDays } : {}),
+    ...(server.minuteRollupRetentionDays ? { minuteRollupRetentionDays: server.minuteRollupRetentionDays } : {}),
+    ...(server.hourRollupRetentionDays ? { hourRollupRetentionDays: server.hourRollupRetentionDays } : {}),
     ...(server.compactAfterDays !== undefined ? { compactAfterDays: server.compactAfterDays || null } : {}),
     ...Object.fromEntries(Object.entries(own ?? {}).filter(([, v]) => v !== undefined)),
   };
