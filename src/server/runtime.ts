@@ -479,7 +479,7 @@ function thresholdOverrides(configs: readonly ProviderConfig[]): ThresholdOverri
 }
 
 /** A provider's collector settings: its defaults, the server-wide overrides, then its own `collect` entry. */
-function collectSettings(kind: ProviderConfig['kind'], server: NonNullable<AppConfig['collect']>, own: ProviderConfig['collect']): CollectSettings {
+export function collectSettings(kind: ProviderConfig['kind'], server: NonNullable<AppConfig['collect']>, own: ProviderConfig['collect']): CollectSettings {
   const base = defaultSettings(kind, server.enabled);
   return {
     ...base,
