@@ -246,7 +246,7 @@ export async function pointsAt(
         case when v.hourly or (v.hi - v.lo + 1)::float8 / ${maxPoints} >= ${HOURLY_FROM_MS} then ${HOUR_MS} else ${MINUTE_MS} end::bigint as r
       from (
         select b.series_id, c.hourly,
-          case when b.lo is not null and not (b.raw_before > coalesce(b.k_from, ${MIN_KEY})) then b.lo
+          case when b.lo is not null and not coalesce(b.raw_before > coalesce(b.k_from, ${MIN_KEY}), false) then b.lo
             when c.hourly then (select h.bucket from points_1h h where h.series_id = b.series_id and h.bucket >= ${bucketSql('b.k_from', HOUR_MS)} order by h.bucket limit 1)
             else (select m.bucket from points_1m m where m.series_id = b.series_id and m.bucket >= ${bucketSql('b.k_from', MINUTE_MS)} order by m.bucket limit 1) end as lo,
           coalesce(b.hi,
