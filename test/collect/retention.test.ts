@@ -138,3 +138,65 @@ describe('1-minute rollup rows past their retention', () => {
     }
   }, 120_000);
 });
+
+describe("a finished job's raw points kept longer through the collector", () => {
+  let bt: CollectedBaseten;
+  let rt: Runtime;
+  const RAW_DAYS = 1 / 24;
+  const cut = START - RAW_DAYS * 86_400_000;
+
+  beforeAll(async () => {
+    bt = await startCollectedBaseten(
+      await createTestDatabase(),
+      'collect-retention-finished',
+      { projects: 1, jobsPerProject: 2, gpusPerNode: 1, nodesPerJob: 1, statuses: ['TRAINING_JOB_RUNNING', 'TRAINING_JOB_COMPLETED'] },
+      { intervalMs: INTERVAL_MS, provider: { collect: { rawRetentionDays: RAW_DAYS, finishedJobRawRetentionDays: 30 } } },
+    );
+    rt = bt.rt;
+  }, 60_000);
+
+  afterAll(() => bt?.close());
+
+  it("the lease holder's sweep keeps the finished job's raw points past the raw cut, not the running job's", async () => {
+    await sweepsSettled(rt);
+    const rows = await rowsOf<{
+      status: string;
+      finished: number | string | null;
+      old: number | string;
+      before: number | string | null;
+      marked: number | string;
+    }>(
+      rt.database.db,
+      sql`select j.status, (extract(epoch from j.finished_at) * 1000)::float8 as finished,
+          (select count(*) from points p join series s on s.id = p.series_id where s.job_id = j.id and s.keyed_by = 'time' and p.key < ${cut}) as old,
+          (select min(s.raw_before) from series s where s.job_id = j.id)::float8 as before,
+          (select count(*) from series s where s.job_id = j.id and s.keyed_by = 'time') as marked
+        from jobs j order by j.status`,
+    );
+    const done = rows.find((r) => r.status === 'SUCCEEDED');
+    const running = rows.find((r) => r.status === 'RUNNING');
+    expect(done && running).toBeTruthy();
+    // The finished job ended within the keep (30 days) and has raw points before the raw cut: kept.
+    expect(Number(done!.finished)).toBeGreaterThan(START - 30 * 86_400_000);
+    expect(Number(done!.marked)).toBeGreaterThan(0);
+    expect(Number(done!.old)).toBeGreaterThan(0);
+    expect(done!.before).toBeNull();
+    // The running job's raw points before the cut are gone.
+    expect(Number(running!.marked)).toBeGreaterThan(0);
+    expect(Number(running!.old)).toBe(0);
+    expect(Number(running!.before)).toBe(cut);
+
+    const res = await gql(
+      rt,
+      `{ jobs(first: 10) { edges { node { status metrics(names: [GPU_UTILIZATION], scope: GPU) { rawSince coarsestAvailable resolution } } } } }`,
+    );
+    expect(res.errors).toBeUndefined();
+    for (const { node } of res.data.jobs.edges as { node: { status: string; metrics: { rawSince: string | null; coarsestAvailable: number | null }[] } }[]) {
+      expect(node.metrics.length).toBeGreaterThan(0);
+      for (const s of node.metrics) {
+        expect(s.rawSince).toBe(node.status === 'RUNNING' ? new Date(cut).toISOString() : null);
+        expect(s.coarsestAvailable).toBe(node.status === 'RUNNING' ? 60 : null);
+      }
+    }
+  }, 120_000);
+});
