@@ -2,7 +2,8 @@
 // points of its provider older than collect.rawRetentionDays; their rollups stay, and the series
 // say since when raw points are held (MetricSeries.rawSince), on the test's clock. With a 1-minute
 // rollup retention too, its rows past their age go as well, and the series say what is left of
-// a window's oldest part (MetricSeries.minuteRollupSince, coarsestAvailable).
+// a window's oldest part (MetricSeries.minuteRollupSince, coarsestAvailable). With
+// finishedJobRawRetentionDays, a finished job's raw points outlive the raw cut, a running job's not.
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../src/server/runtime.js';
