@@ -1,17 +1,33 @@
 // The retention settings per resolution: the environment's (every provider) and a provider's own
-// collect entry, which wins; unset keeps everything for ever, a bad value is refused at start.
+// collect entry, which wins; unset: issue 41's defaults (raw 30 days, 1-minute a year, 1-hour for
+// ever); 0 (environment) or null (provider entry) keeps that resolution for ever; a bad value is
+// refused at start.
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, parseProvidersFile } from '../../src/config/index.js';
 import { collectSettings } from '../../src/server/runtime.js';
 
 describe('retention settings', () => {
-  it('keep everything for ever by default', () => {
+  it('default to raw 30 days, 1-minute a year, 1-hour for ever', () => {
     const config = loadConfig({});
     const s = collectSettings('BASETEN', config.collect!, undefined);
-    expect(s.rawRetentionDays).toBeNull();
+    expect(s.rawRetentionDays).toBe(30);
     expect(s.finishedJobRawRetentionDays).toBeNull();
-    expect(s.minuteRollupRetentionDays).toBeNull();
+    expect(s.minuteRollupRetentionDays).toBe(365);
     expect(s.hourRollupRetentionDays).toBeNull();
+  });
+
+  it('keep a resolution for ever when the environment says 0, or a provider entry null', () => {
+    const config = loadConfig({ RAW_POINTS_RETENTION_DAYS: '0', MINUTE_ROLLUP_RETENTION_DAYS: '0', HOUR_ROLLUP_RETENTION_DAYS: '0' });
+    expect(collectSettings('BASETEN', config.collect!, undefined)).toMatchObject({
+      rawRetentionDays: null,
+      minuteRollupRetentionDays: null,
+      hourRollupRetentionDays: null,
+    });
+    const [own] = parseProvidersFile(
+      `providers:\n  - { id: bt, kind: BASETEN, apiKeyEnv: K, collect: { rawRetentionDays: null, minuteRollupRetentionDays: null } }\n`,
+      'providers.yaml',
+    );
+    expect(collectSettings('BASETEN', loadConfig({}).collect!, own!.collect)).toMatchObject({ rawRetentionDays: null, minuteRollupRetentionDays: null });
   });
 
   it('are read from the environment for every provider, a provider entry winning', () => {
@@ -47,7 +63,7 @@ describe('retention settings', () => {
   });
 
   const badEnv: [string, string][] = [
-    ['MINUTE_ROLLUP_RETENTION_DAYS', '0'],
+    ['RAW_POINTS_RETENTION_DAYS', '-3'],
     ['HOUR_ROLLUP_RETENTION_DAYS', '-1'],
     ['FINISHED_JOB_RAW_RETENTION_DAYS', 'a month'],
     ['MINUTE_ROLLUP_RETENTION_DAYS', '36501'],
