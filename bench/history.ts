@@ -195,7 +195,9 @@ const todayLayout: Layout = {
     }
     await db.query('drop table if exists series');
     await db.query('drop table if exists jobs');
-    await db.query(`create table series (id bigint primary key, job_id text not null, keyed_by text not null, raw_before bigint)`);
+    await db.query(
+      `create table series (id bigint primary key, job_id text not null, keyed_by text not null, raw_before bigint, minute_before bigint, hour_before bigint)`,
+    );
     await db.query(`create table jobs (id text primary key, provider_id text not null)`);
     await db.query(`insert into jobs values ('bench:job', 'bench')`);
     await db.query(`insert into series select s, 'bench:job', 'time', null from generate_series(1, $1::int) s`, [SERIES]);
@@ -488,6 +490,8 @@ interface SizeResult {
   settle?: { ms: number; moved: number };
   /** Retention of the oldest whole month (a partition dropped), where the layout has them. */
   monthRetentionMs?: number;
+  /** 1-minute rollup retention of the oldest day (Repository.dropMinuteRollupsBatch), where the layout has the store's rollups. */
+  minuteRetentionMs?: number;
 }
 
 /** 1-hour buckets of (series_id, k, v) rows: avg (summed in key order), min, max, count, last. */
@@ -669,6 +673,20 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
     monthRetentionMs = await timed(() => layout.retain(db, cut));
     log(`${layout.name}: retention of the oldest month (to ${new Date(cut).toISOString().slice(0, 10)}) ${round(monthRetentionMs)} ms`);
   }
+  // 1-minute rollup retention of the oldest day (the store's layouts): batches of 200 series, as
+  // CollectionStore.dropRollups runs them, through points_1m's primary key.
+  let minuteRetentionMs: number | undefined;
+  if (layout.name !== 'chunked') {
+    const dayCut = Math.ceil((oldest + 1) / DAY) * DAY;
+    minuteRetentionMs = await timed(async () => {
+      for (let after = 0; ; ) {
+        const step = await repo.dropMinuteRollupsBatch('bench', dayCut, after, 200);
+        if (step.last === null) break;
+        after = step.last;
+      }
+    });
+    log(`${layout.name}: 1-minute rollup retention of the oldest day ${round(minuteRetentionMs)} ms`);
+  }
   for (const t of [...layout.tables, 'rollup_1h']) await db.query(`drop table if exists ${t}`);
   return {
     points,
@@ -685,6 +703,7 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
     tableBytesPerPoint,
     ...(settle ? { settle } : {}),
     ...(monthRetentionMs === undefined ? {} : { monthRetentionMs }),
+    ...(minuteRetentionMs === undefined ? {} : { minuteRetentionMs }),
   };
 }
 
@@ -775,6 +794,16 @@ function rowsOf(layout: LayoutName, small: SizeResult, large: SizeResult): Row[]
       ratio: large.monthRetentionMs / small.monthRetentionMs,
       goal: '<= 1.2x (flat)',
       met: large.monthRetentionMs / small.monthRetentionMs <= 1.2,
+    });
+  }
+  if (large.minuteRetentionMs !== undefined && small.minuteRetentionMs !== undefined) {
+    rows.push({
+      scenario: `[${layout}] 1-minute rollup retention of the oldest day: ${m(large.points)} against ${m(small.points)} stored`,
+      measured: `${round(large.minuteRetentionMs)} ms`,
+      baseline: `${round(small.minuteRetentionMs)} ms`,
+      ratio: large.minuteRetentionMs / small.minuteRetentionMs,
+      goal: '<= 1.2x (flat)',
+      met: large.minuteRetentionMs / small.minuteRetentionMs <= 1.2,
     });
   }
   return rows;

@@ -23,7 +23,7 @@ import type { CollectSettings } from './settings.js';
  * asks two), with two renewals that may be late before a live holder loses it.
  */
 const LEASE_INTERVALS = 1;
-/** How often the lease holder drops raw points past their retention (rawRetentionDays). */
+/** How often the lease holder drops points past their retention (rawRetentionDays, minute/hourRollupRetentionDays). */
 const RETENTION_EVERY_MS = 3_600_000;
 const RENEWALS_PER_LEASE = 3;
 const FOLLOWER_TRY_INTERVALS = 0.25;
@@ -324,13 +324,20 @@ class ProviderCollector {
         'collect: the call budget ran out before every due job was collected',
       );
     }
-    if (this.settings.rawRetentionDays !== null && !signal.aborted && nowMs() - this.lastRetentionAt >= RETENTION_EVERY_MS) {
+    const { rawRetentionDays: rawDays, minuteRollupRetentionDays: minuteDays, hourRollupRetentionDays: hourDays } = this.settings;
+    if ((rawDays !== null || minuteDays !== null || hourDays !== null) && !signal.aborted && nowMs() - this.lastRetentionAt >= RETENTION_EVERY_MS) {
       // The lease holder's chore, after the sweep's collections: at most hourly, raw points past
-      // their age go (the rollups stay). A failure is the sweep's error and is tried next sweep.
-      const before = new Date(store.now().getTime() - this.settings.rawRetentionDays * 86_400_000);
-      const done = await this.pointsChore('retention', 'raw points past their retention could not be dropped', noteError, () =>
-        store.collection.dropRawPoints(this.provider.id, before, signal),
-      );
+      // their age go (the rollups stay; a finished job's are kept finishedJobRawRetentionDays
+      // after its end), then the 1-minute and the 1-hour rollup rows past theirs. A failure is
+      // the sweep's error and is tried next sweep.
+      const now = store.now().getTime();
+      const ago = (days: number) => new Date(now - days * 86_400_000);
+      const keepDays = this.settings.finishedJobRawRetentionDays;
+      const done = await this.pointsChore('retention', 'points past their retention could not be dropped', noteError, async () => {
+        if (rawDays !== null) await store.collection.dropRawPoints(this.provider.id, ago(rawDays), signal, keepDays === null ? null : ago(keepDays));
+        if (minuteDays !== null && !signal.aborted) await store.collection.dropRollups(this.provider.id, 'minute', ago(minuteDays), signal);
+        if (hourDays !== null && !signal.aborted) await store.collection.dropRollups(this.provider.id, 'hour', ago(hourDays), signal);
+      });
       if (done) this.lastRetentionAt = nowMs();
     }
     if (this.settings.compactAfterDays !== null && !signal.aborted && nowMs() - this.lastCompactionAt >= RETENTION_EVERY_MS) {

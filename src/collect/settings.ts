@@ -18,9 +18,21 @@ export interface CollectSettings {
   retentionDays: number | null;
   /**
    * Days this store keeps the provider's raw metric points; older ones are dropped by the lease
-   * holder (hourly), the 1-minute and 1-hour rollups staying (docs/history.md). null = kept for ever.
+   * holder (hourly), the 1-minute and 1-hour rollups staying (docs/history.md). Default 30; null = kept for ever.
    */
   rawRetentionDays: number | null;
+  /**
+   * Days the raw points of a finished job are kept after its end, however old they are, where raw
+   * retention would drop them sooner (measured from the job's end). null = as rawRetentionDays.
+   */
+  finishedJobRawRetentionDays: number | null;
+  /**
+   * Days this store keeps the provider's 1-minute rollup rows; older ones are dropped by the lease
+   * holder (hourly), a window reaching before them is answered from the 1-hour rollup. Default 365; null = kept for ever.
+   */
+  minuteRollupRetentionDays: number | null;
+  /** Days this store keeps the provider's 1-hour rollup rows (dropped hourly by the lease holder). Default null = kept for ever. */
+  hourRollupRetentionDays: number | null;
   /**
    * Days after which the lease holder (hourly) compacts the provider's raw points of whole UTC
    * days into point_chunks, a row per series and day (docs/history.md). null = never.
@@ -41,6 +53,13 @@ export const DEFAULT_CALLS_PER_MINUTE: Record<ProviderKind, number> = byKind((p)
 export const DEFAULT_RETENTION_DAYS: Record<ProviderKind, number | null> = byKind((p) => p.collect.retentionDays);
 
 export const DEFAULT_MAX_CONCURRENT = 4;
+/**
+ * Retention per resolution, issue 41's defaults: raw points 30 days, the 1-minute rollup a year,
+ * the 1-hour rollup for ever. A window past a cut is answered from the next coarser resolution
+ * (MetricSeries.coarsestAvailable says which); 0 in a setting keeps that resolution for ever.
+ */
+export const DEFAULT_RAW_RETENTION_DAYS = 30;
+export const DEFAULT_MINUTE_ROLLUP_RETENTION_DAYS = 365;
 /** Raw points settle (late points and re-fetches mostly arrive) within this many days, then are compacted. */
 export const DEFAULT_COMPACT_AFTER_DAYS = 2;
 /** A running job is first collected from its start (at most the 7 days a platform keeps). */
@@ -54,7 +73,10 @@ export function defaultSettings(kind: ProviderKind, enabled = true): CollectSett
     callsPerMinute: DEFAULT_CALLS_PER_MINUTE[kind],
     maxConcurrent: DEFAULT_MAX_CONCURRENT,
     retentionDays: DEFAULT_RETENTION_DAYS[kind],
-    rawRetentionDays: null,
+    rawRetentionDays: DEFAULT_RAW_RETENTION_DAYS,
+    finishedJobRawRetentionDays: null,
+    minuteRollupRetentionDays: DEFAULT_MINUTE_ROLLUP_RETENTION_DAYS,
+    hourRollupRetentionDays: null,
     compactAfterDays: DEFAULT_COMPACT_AFTER_DAYS,
     firstLookbackSeconds: DEFAULT_FIRST_LOOKBACK_SECONDS,
     training: true,

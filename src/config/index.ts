@@ -66,7 +66,10 @@ const envSchema = z.object({
   COLLECT_MAX_CONCURRENT: z.coerce.number().int().min(1).max(256).optional(),
   SUBGRAPH_TYPE_NAMES: z.string().default(''),
   COLLECT_LOGS: z.enum(['on', 'off', 'true', 'false', '1', '0']).default('off'),
-  RAW_POINTS_RETENTION_DAYS: z.coerce.number().positive().max(36_500).optional(),
+  RAW_POINTS_RETENTION_DAYS: z.coerce.number().min(0).max(36_500).optional(),
+  FINISHED_JOB_RAW_RETENTION_DAYS: z.coerce.number().min(0).max(36_500).optional(),
+  MINUTE_ROLLUP_RETENTION_DAYS: z.coerce.number().min(0).max(36_500).optional(),
+  HOUR_ROLLUP_RETENTION_DAYS: z.coerce.number().min(0).max(36_500).optional(),
   COMPACT_RAW_POINTS_AFTER_DAYS: z.coerce.number().min(0).max(36_500).optional(),
   FINDINGS: z.enum(['on', 'off', 'true', 'false', '1', '0']).default('on'),
   FINDINGS_INTERVAL_SECONDS: z.coerce.number().min(1).max(3600).optional(),
@@ -101,9 +104,19 @@ export interface AppConfig {
   /**
    * The continuous collector (src/collect/). loadConfig turns it on unless COLLECT=off; a config
    * built by hand without it (tests, benches) runs read-through only. `callsPerMinute` and
-   * `maxConcurrent` override every provider's default, and `logs` (COLLECT_LOGS=on) collects every provider's logs, and `rawRetentionDays` (RAW_POINTS_RETENTION_DAYS) drops every provider's raw points older than that, and `compactAfterDays` (COMPACT_RAW_POINTS_AFTER_DAYS; 0 = never) compacts every provider's raw points of days older than that (a provider's own `collect` entry wins).
+   * `maxConcurrent` override every provider's default, and `logs` (COLLECT_LOGS=on) collects every provider's logs, and `rawRetentionDays` (RAW_POINTS_RETENTION_DAYS; default 30, 0 = never) drops every provider's raw points older than that, and `compactAfterDays` (COMPACT_RAW_POINTS_AFTER_DAYS; 0 = never) compacts every provider's raw points of days older than that, `finishedJobRawRetentionDays` (FINISHED_JOB_RAW_RETENTION_DAYS; 0 = as raw) keeps a finished job's raw points that long after its end, `minuteRollupRetentionDays` (MINUTE_ROLLUP_RETENTION_DAYS; default 365, 0 = never) and `hourRollupRetentionDays` (HOUR_ROLLUP_RETENTION_DAYS; default never, 0 = never) drop every provider's 1-minute and 1-hour rollup rows older than that (a provider's own `collect` entry wins).
    */
-  collect?: { enabled: boolean; callsPerMinute?: number; maxConcurrent?: number; logs?: boolean; rawRetentionDays?: number; compactAfterDays?: number };
+  collect?: {
+    enabled: boolean;
+    callsPerMinute?: number;
+    maxConcurrent?: number;
+    logs?: boolean;
+    rawRetentionDays?: number;
+    compactAfterDays?: number;
+    finishedJobRawRetentionDays?: number;
+    minuteRollupRetentionDays?: number;
+    hourRollupRetentionDays?: number;
+  };
   /**
    * The findings evaluator (src/findings/): on where the collector is (FINDINGS=off turns it off),
    * every `intervalSeconds` (FINDINGS_INTERVAL_SECONDS, default 60).
@@ -198,7 +211,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       ...(e.COLLECT_CALLS_PER_MINUTE ? { callsPerMinute: e.COLLECT_CALLS_PER_MINUTE } : {}),
       ...(e.COLLECT_MAX_CONCURRENT ? { maxConcurrent: e.COLLECT_MAX_CONCURRENT } : {}),
       ...(['on', 'true', '1'].includes(e.COLLECT_LOGS) ? { logs: true } : {}),
-      ...(e.RAW_POINTS_RETENTION_DAYS ? { rawRetentionDays: e.RAW_POINTS_RETENTION_DAYS } : {}),
+      ...(e.RAW_POINTS_RETENTION_DAYS !== undefined ? { rawRetentionDays: e.RAW_POINTS_RETENTION_DAYS } : {}),
+      ...(e.FINISHED_JOB_RAW_RETENTION_DAYS !== undefined ? { finishedJobRawRetentionDays: e.FINISHED_JOB_RAW_RETENTION_DAYS } : {}),
+      ...(e.MINUTE_ROLLUP_RETENTION_DAYS !== undefined ? { minuteRollupRetentionDays: e.MINUTE_ROLLUP_RETENTION_DAYS } : {}),
+      ...(e.HOUR_ROLLUP_RETENTION_DAYS !== undefined ? { hourRollupRetentionDays: e.HOUR_ROLLUP_RETENTION_DAYS } : {}),
       ...(e.COMPACT_RAW_POINTS_AFTER_DAYS !== undefined ? { compactAfterDays: e.COMPACT_RAW_POINTS_AFTER_DAYS } : {}),
     },
     findings: {

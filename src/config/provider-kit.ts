@@ -23,6 +23,9 @@ export const collectConfig = z
     maxConcurrent: z.number().int().min(1).max(256).optional(),
     retentionDays: z.number().positive().max(3650).nullable().optional(),
     rawRetentionDays: z.number().positive().max(36_500).nullable().optional(),
+    finishedJobRawRetentionDays: z.number().positive().max(36_500).nullable().optional(),
+    minuteRollupRetentionDays: z.number().positive().max(36_500).nullable().optional(),
+    hourRollupRetentionDays: z.number().positive().max(36_500).nullable().optional(),
     compactAfterDays: z.number().min(0).max(36_500).nullable().optional(),
     firstLookbackSeconds: z
       .number()

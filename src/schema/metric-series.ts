@@ -270,6 +270,26 @@ MetricSeriesRef.implement({
         "Raw points before this instant were dropped by retention (the provider's collect.rawRetentionDays; docs/configuration.md); the 1-minute and 1-hour rollups of that time remain, and a window reaching before it is answered from them (see resolution). Null: no raw point of this series was dropped",
       resolve: (s) => (s.row.rawBefore == null ? null : new Date(s.row.rawBefore)),
     }),
+    minuteRollupSince: t.field({
+      type: 'DateTime',
+      nullable: true,
+      description:
+        "1-minute rollup buckets before this instant (a whole UTC hour) were dropped by retention (the provider's collect.minuteRollupRetentionDays, default: kept for ever; docs/configuration.md); the 1-hour rollup of that time remains, and a window reaching before it is answered from it (resolution 3600 or a multiple). Null (the default): no 1-minute bucket of this series was dropped",
+      resolve: (s) => (s.row.minuteBefore == null ? null : new Date(s.row.minuteBefore)),
+    }),
+    hourRollupSince: t.field({
+      type: 'DateTime',
+      nullable: true,
+      description:
+        "1-hour rollup buckets before this instant (a whole UTC hour) were dropped by retention (the provider's collect.hourRollupRetentionDays, default: kept for ever; docs/configuration.md); nothing of this series before it is stored any more. Null (the default): no 1-hour bucket of this series was dropped",
+      resolve: (s) => (s.row.hourBefore == null ? null : new Date(s.row.hourBefore)),
+    }),
+    coarsestAvailable: t.int({
+      nullable: true,
+      description:
+        "What retention left of the window's oldest part, in seconds a stored value summarizes there: null (the default) = raw points for the whole window (or a step-keyed series, which has no rollups); 60 = the window starts before `rawSince`, so its oldest part exists only as 1-minute rollup buckets; 3600 = it starts before `minuteRollupSince` too, only 1-hour buckets. A window without `from` reaches back to the first point. What the answer was read at is `resolution` (it may be coarser, never finer, for that part); a part before `hourRollupSince` is not stored at all. Follows from the series' retention cuts and the window; no argument",
+      resolve: (s) => coarsestAvailable(s),
+    }),
     summary: t.field({
       type: MetricSummaryRef,
       description: 'Statistics over the raw points in the window',
@@ -282,6 +302,15 @@ MetricSeriesRef.implement({
     }),
   }),
 });
+
+/** MetricSeries.coarsestAvailable: 3600, 60 or null, from the series' retention cuts and its window's start. */
+export function coarsestAvailable(s: SeriesView): number | null {
+  if (s.row.keyedBy !== 'time') return null;
+  const from = s.window.from?.getTime() ?? Number.NEGATIVE_INFINITY;
+  const before = (cut: number | null) => cut != null && from < cut;
+  if (!before(s.row.rawBefore)) return null;
+  return before(s.row.minuteBefore) ? 3600 : 60;
+}
 
 /** Statistics over the series' raw points in its window. */
 export async function summaryOf(s: SeriesView, ctx: Context): Promise<SummaryView> {

@@ -479,14 +479,17 @@ function thresholdOverrides(configs: readonly ProviderConfig[]): ThresholdOverri
 }
 
 /** A provider's collector settings: its defaults, the server-wide overrides, then its own `collect` entry. */
-function collectSettings(kind: ProviderConfig['kind'], server: NonNullable<AppConfig['collect']>, own: ProviderConfig['collect']): CollectSettings {
+export function collectSettings(kind: ProviderConfig['kind'], server: NonNullable<AppConfig['collect']>, own: ProviderConfig['collect']): CollectSettings {
   const base = defaultSettings(kind, server.enabled);
   return {
     ...base,
     ...(server.callsPerMinute ? { callsPerMinute: server.callsPerMinute } : {}),
     ...(server.maxConcurrent ? { maxConcurrent: server.maxConcurrent } : {}),
     ...(server.logs ? { logs: true } : {}),
-    ...(server.rawRetentionDays ? { rawRetentionDays: server.rawRetentionDays } : {}),
+    ...(server.rawRetentionDays !== undefined ? { rawRetentionDays: server.rawRetentionDays || null } : {}),
+    ...(server.finishedJobRawRetentionDays !== undefined ? { finishedJobRawRetentionDays: server.finishedJobRawRetentionDays || null } : {}),
+    ...(server.minuteRollupRetentionDays !== undefined ? { minuteRollupRetentionDays: server.minuteRollupRetentionDays || null } : {}),
+    ...(server.hourRollupRetentionDays !== undefined ? { hourRollupRetentionDays: server.hourRollupRetentionDays || null } : {}),
     ...(server.compactAfterDays !== undefined ? { compactAfterDays: server.compactAfterDays || null } : {}),
     ...Object.fromEntries(Object.entries(own ?? {}).filter(([, v]) => v !== undefined)),
   };

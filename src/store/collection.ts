@@ -107,19 +107,42 @@ export class CollectionStore {
 
   /**
    * Drops the provider's raw metric points older than `before`, in batches of RETENTION_BATCH
-   * series (Repository.dropRawPointsBatch); the rollups stay. Returns the points deleted.
+   * series (Repository.dropRawPointsBatch); the rollups stay. `keepFinishedSince`: the series of
+   * jobs that finished after it keep theirs (collect.finishedJobRawRetentionDays; null: none).
+   * Returns the points deleted.
    */
-  async dropRawPoints(providerId: string, before: Date, signal?: AbortSignal): Promise<number> {
+  async dropRawPoints(providerId: string, before: Date, signal?: AbortSignal, keepFinishedSince: Date | null = null): Promise<number> {
+    const keep = keepFinishedSince?.getTime() ?? null;
     let after = 0;
     let deleted = 0;
     while (!signal?.aborted) {
-      const step = await this.rt.repo.dropRawPointsBatch(providerId, before.getTime(), after, RETENTION_BATCH);
+      const step = await this.rt.repo.dropRawPointsBatch(providerId, before.getTime(), after, RETENTION_BATCH, keep);
       deleted += step.deleted;
       if (step.last === null) break;
       after = step.last;
     }
     // Compacted days: whole month partitions dropped (Repository.dropRawChunks).
-    if (!signal?.aborted) await this.rt.repo.dropRawChunks(providerId, before.getTime());
+    if (!signal?.aborted) await this.rt.repo.dropRawChunks(providerId, before.getTime(), keep);
+    return deleted;
+  }
+
+  /**
+   * Drops the provider's 1-minute (`minute`) or 1-hour (`hour`) rollup rows older than `before`
+   * (taken down to its UTC hour), in batches of RETENTION_BATCH series
+   * (Repository.dropMinuteRollupsBatch, dropHourRollupsBatch). Returns the rows deleted.
+   */
+  async dropRollups(providerId: string, which: 'minute' | 'hour', before: Date, signal?: AbortSignal): Promise<number> {
+    let after = 0;
+    let deleted = 0;
+    while (!signal?.aborted) {
+      const step =
+        which === 'minute'
+          ? await this.rt.repo.dropMinuteRollupsBatch(providerId, before.getTime(), after, RETENTION_BATCH)
+          : await this.rt.repo.dropHourRollupsBatch(providerId, before.getTime(), after, RETENTION_BATCH);
+      deleted += step.deleted;
+      if (step.last === null) break;
+      after = step.last;
+    }
     return deleted;
   }
 

@@ -5,6 +5,7 @@ import { sql } from 'drizzle-orm';
 import type { RepoContext } from './repo-context.js';
 import { CHUNK_MS, DECODED_CHUNK, keyInstant, takeChunkDays } from './raw-points.js';
 import { embeddedClientOf, rowsOf } from './sql-util.js';
+import { notKeptFinished } from './repo-point-writes.js';
 
 /**
  * Days of a series one compaction transaction moves at most: the first run after an upgrade
@@ -155,10 +156,17 @@ export async function ensureChunkPartitions(ctx: RepoContext, from: number, to: 
  * Raw retention of compacted points, for a provider: its chunks of days wholly before `before`
  * go, by `drop table` of each month partition wholly before it that holds no other provider's
  * series (other providers may keep theirs longer), else by deleting its chunk rows (a row per
- * series and day). Those series remember the cut (`raw_before`). Returns the partitions dropped
- * and the chunk rows deleted.
+ * series and day). Those series remember the cut (`raw_before`). `keepFinishedSince` (epoch ms;
+ * null: none kept): the series of the provider's jobs that finished after it keep their chunks
+ * (collect.finishedJobRawRetentionDays), so a partition holding any of them is not dropped either,
+ * its other rows are deleted instead. Returns the partitions dropped and the chunk rows deleted.
  */
-export async function dropRawChunks(ctx: RepoContext, providerId: string, before: number): Promise<{ dropped: number; deleted: number }> {
+export async function dropRawChunks(
+  ctx: RepoContext,
+  providerId: string,
+  before: number,
+  keepFinishedSince: number | null = null,
+): Promise<{ dropped: number; deleted: number }> {
   const cut = before - (((before % CHUNK_MS) + CHUNK_MS) % CHUNK_MS);
   let dropped = 0;
   let deleted = 0;
@@ -169,10 +177,12 @@ export async function dropRawChunks(ctx: RepoContext, providerId: string, before
       const drop = await ctx.transaction(async (tx) => {
         // Locked first: no compaction adds another provider's row between the check and the drop.
         await tx.db.execute(sql`lock table ${table} in share mode`);
+        // Another provider's series, or one of this provider's kept finished jobs.
         const [other] = await rowsOf<{ n: number | string }>(
           tx.db,
           sql`select count(*)::int as n from (select distinct c.series_id from ${table} c) c
-              join series s on s.id = c.series_id join jobs j on j.id = s.job_id where j.provider_id <> ${providerId}`,
+              join series s on s.id = c.series_id join jobs j on j.id = s.job_id
+              where j.provider_id <> ${providerId} or not ${notKeptFinished(keepFinishedSince)}`,
         );
         if (Number(other?.n ?? 0) > 0) return false;
         await tx.db.execute(sql`
@@ -191,6 +201,7 @@ export async function dropRawChunks(ctx: RepoContext, providerId: string, before
       sql`with d as (
           delete from ${table} c using series s join jobs j on j.id = s.job_id
           where s.id = c.series_id and j.provider_id = ${providerId} and c.chunk_start + ${CHUNK_MS} <= ${cut}
+            and ${notKeptFinished(keepFinishedSince)}
           returning c.series_id
         ), u as (
           update series set raw_before = greatest(coalesce(raw_before, ${cut}), ${cut})

@@ -132,7 +132,8 @@ export async function pointsOf(ctx: RepoContext, windows: readonly SeriesWindow[
  * 1-hour rollup) is read from a rollup instead of its raw points, as is a window reaching before
  * the series' raw points were dropped by retention, when the raw equal-width bucket would be half
  * a minute or more. The rollup is the 1-hour one when that bucket would be 30 minutes or more,
- * else the 1-minute one (HOURLY_FROM_MS); its buckets are answered
+ * or the window reaches before the series' 1-minute rows were dropped by retention
+ * (series.minute_before), else the 1-minute one (HOURLY_FROM_MS); its buckets are answered
  * as stored when they number at most maxPoints (min, max, count, last and avg = sum / count equal
  * the raw points' to the last digit), else merged k at a time (avg = the sum of their sums / their
  * count). `resolutions` holds the bucket width in seconds of each series read from a rollup;
@@ -177,7 +178,7 @@ export async function pointsAt(
     sql`
     with w as materialized (${windowsSql(windows)}),
     e as materialized (
-      select w.*, e.lo, e.hi, e.rn, s.raw_before,
+      select w.*, e.lo, e.hi, e.rn, s.raw_before, s.minute_before,
         -- Compacted days in the window (time-keyed series only): read through rawPoints.
         w.timed and e.lo is not null and exists (select 1 from point_chunks c where c.series_id = w.series_id
           and c.chunk_start > e.lo - ${CHUNK_MS} and c.chunk_start <= e.hi) as chunked
@@ -238,15 +239,21 @@ export async function pointsAt(
       group by pt.series_id, pt.lo, pt.width, (pt.key - pt.lo) / pt.width
     ), ends as materialized (
       -- A rolled window's extent: its raw points', or where raw points were dropped before the
-      -- window's start, from its first 1-minute bucket; the rollup (r, ms) by the raw bucket width.
-      select v.series_id, v.lo, v.hi, case when (v.hi - v.lo + 1)::float8 / ${maxPoints} >= ${HOURLY_FROM_MS} then ${HOUR_MS} else ${MINUTE_MS} end::bigint as r
+      -- window's start, from its first 1-minute bucket (its first 1-hour one where the 1-minute
+      -- rows were dropped before it too); the rollup (r, ms) by the raw bucket width, the 1-hour
+      -- one whatever the width where the window reaches before minute_before.
+      select v.series_id, v.lo, v.hi,
+        case when v.hourly or (v.hi - v.lo + 1)::float8 / ${maxPoints} >= ${HOURLY_FROM_MS} then ${HOUR_MS} else ${MINUTE_MS} end::bigint as r
       from (
-        select b.series_id,
-          case when b.lo is null or b.raw_before > coalesce(b.k_from, ${MIN_KEY})
-            then (select m.bucket from points_1m m where m.series_id = b.series_id and m.bucket >= ${bucketSql('b.k_from', MINUTE_MS)} order by m.bucket limit 1)
-            else b.lo end as lo,
-          coalesce(b.hi, (select m.bucket from points_1m m where m.series_id = b.series_id and m.bucket <= coalesce(b.k_to, ${MAX_KEY}) order by m.bucket desc limit 1)) as hi
-        from b where b.rolled
+        select b.series_id, c.hourly,
+          case when b.lo is not null and not coalesce(b.raw_before > coalesce(b.k_from, ${MIN_KEY}), false) then b.lo
+            when c.hourly then (select h.bucket from points_1h h where h.series_id = b.series_id and h.bucket >= ${bucketSql('b.k_from', HOUR_MS)} order by h.bucket limit 1)
+            else (select m.bucket from points_1m m where m.series_id = b.series_id and m.bucket >= ${bucketSql('b.k_from', MINUTE_MS)} order by m.bucket limit 1) end as lo,
+          coalesce(b.hi,
+            (select m.bucket from points_1m m where m.series_id = b.series_id and m.bucket <= coalesce(b.k_to, ${MAX_KEY}) order by m.bucket desc limit 1),
+            (select h.bucket from points_1h h where h.series_id = b.series_id and h.bucket <= coalesce(b.k_to, ${MAX_KEY}) order by h.bucket desc limit 1)) as hi
+        from b cross join lateral (select coalesce(b.minute_before > coalesce(b.k_from, ${MIN_KEY}), false) as hourly) c
+        where b.rolled
       ) v
       where v.lo is not null
     ), rw as materialized (

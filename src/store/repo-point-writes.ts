@@ -441,13 +441,23 @@ async function rollUpByRecompute(ctx: RepoContext, batches: readonly PointBatch[
 }
 
 /**
+ * SQL over `jobs j`: true unless the job finished after `keepFinishedSince` (epoch ms), whose raw
+ * points retention keeps (collect.finishedJobRawRetentionDays). A running job (no finish) is not kept.
+ */
+export function notKeptFinished(keepFinishedSince: number | null): SQL {
+  return keepFinishedSince === null ? sql`true` : sql`not coalesce(j.finished_at > to_timestamp(${keepFinishedSince}::float8 / 1000), false)`;
+}
+
+/**
  * Retention of raw points, one batch: the points before `before` (epoch ms) of the next `batch`
  * time-keyed series of a provider that have any (ids above `after`, in id order) are deleted, and those series
  * that lost any remember the cut (`raw_before`, never moved back). One statement, its own
  * transaction: each batch is a few index ranges of the primary key (series, key < before), so
  * no statement scans the table or holds its row locks for long, and vacuum can reclaim a batch's
- * rows while the next runs. The rollups are kept (they were kept on write). Returns the last
- * series id of the batch (null: no series left) and the points deleted.
+ * rows while the next runs. The rollups are kept (they were kept on write). `keepFinishedSince`
+ * (epoch ms; null: none kept): the series of jobs that finished after it are left out, whatever
+ * their age (collect.finishedJobRawRetentionDays). Returns the last series id of the batch (null:
+ * no series left) and the points deleted.
  */
 export async function dropRawPointsBatch(
   ctx: RepoContext,
@@ -455,6 +465,7 @@ export async function dropRawPointsBatch(
   before: number,
   after: number,
   batch: number,
+  keepFinishedSince: number | null = null,
 ): Promise<{ last: number | null; deleted: number }> {
   const [row] = await rowsOf<{ last: number | string | null; deleted: number | string }>(
     ctx.db,
@@ -464,6 +475,7 @@ export async function dropRawPointsBatch(
       -- job's series, dropped long ago, costs that and no statement of its own).
       select s.id from series s join jobs j on j.id = s.job_id
       where j.provider_id = ${providerId} and s.keyed_by = 'time' and s.id > ${after}
+        and ${notKeptFinished(keepFinishedSince)}
         and exists (select 1 from points x where x.series_id = s.id and x.key < ${before})
       order by s.id limit ${batch}
     ), d as (

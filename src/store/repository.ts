@@ -16,6 +16,7 @@ import * as metricReads from './repo-metric-reads.js';
 import * as pointReads from './repo-point-reads.js';
 import * as pointChunks from './point-chunks.js';
 import * as pointWrites from './repo-point-writes.js';
+import * as rollupRetention from './rollup-retention.js';
 import * as topology from './repo-topology.js';
 import type {
   AccelSeriesQuery,
@@ -249,8 +250,22 @@ export class Repository {
     return pointWrites.writePointBatches(this.ctx, batches, opts);
   }
 
-  dropRawPointsBatch(providerId: string, before: number, after: number, batch: number): Promise<{ last: number | null; deleted: number }> {
-    return pointWrites.dropRawPointsBatch(this.ctx, providerId, before, after, batch);
+  dropRawPointsBatch(
+    providerId: string,
+    before: number,
+    after: number,
+    batch: number,
+    keepFinishedSince: number | null = null,
+  ): Promise<{ last: number | null; deleted: number }> {
+    return pointWrites.dropRawPointsBatch(this.ctx, providerId, before, after, batch, keepFinishedSince);
+  }
+
+  dropMinuteRollupsBatch(providerId: string, before: number, after: number, batch: number): Promise<{ last: number | null; deleted: number }> {
+    return rollupRetention.dropMinuteRollupsBatch(this.ctx, providerId, before, after, batch);
+  }
+
+  dropHourRollupsBatch(providerId: string, before: number, after: number, batch: number): Promise<{ last: number | null; deleted: number }> {
+    return rollupRetention.dropHourRollupsBatch(this.ctx, providerId, before, after, batch);
   }
 
   compactRawPointsBatch(
@@ -266,8 +281,8 @@ export class Repository {
     return pointChunks.analyzeChunks(this.ctx);
   }
 
-  dropRawChunks(providerId: string, before: number): Promise<{ dropped: number; deleted: number }> {
-    return pointChunks.dropRawChunks(this.ctx, providerId, before);
+  dropRawChunks(providerId: string, before: number, keepFinishedSince: number | null = null): Promise<{ dropped: number; deleted: number }> {
+    return pointChunks.dropRawChunks(this.ctx, providerId, before, keepFinishedSince);
   }
 
   chunkPartitions(): Promise<{ name: string; start: number; end: number }[]> {

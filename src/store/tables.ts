@@ -155,6 +155,10 @@ export const series = pgTable(
     meta: jsonb('meta').notNull().default(sql`'{}'::jsonb`),
     /** Epoch ms: raw points before it were dropped by retention (the rollups keep them); null = none dropped. */
     rawBefore: bigint('raw_before', { mode: 'number' }),
+    /** Epoch ms (a UTC hour): 1-minute rollup rows before it were dropped by retention (the 1-hour rows keep them); null = none dropped. */
+    minuteBefore: bigint('minute_before', { mode: 'number' }),
+    /** Epoch ms (a UTC hour): 1-hour rollup rows before it were dropped by retention; null = none dropped. */
+    hourBefore: bigint('hour_before', { mode: 'number' }),
   },
   (t) => [uniqueIndex('series_key_idx').on(t.seriesKey), index('series_job_idx').on(t.jobId, t.kind, t.name)],
 );
