@@ -33,8 +33,8 @@ export interface ProviderCapabilities {
    * True when fetchTrainingMetrics asked `from` a time onwards (no `to`) gets only the points
    * logged since from the platform (Lens' range on the point's timestamp): a running job's training
    * metrics are then collected from its last stored point instead of whole every sweep. Where the
-   * platform answers whole anyway (Runicorn's table), a range only filters, and drops points without
-   * a time: such an adapter leaves this unset.
+   * platform answers whole anyway (Runicorn's table), the adapter filters, and keeps a point without
+   * a time (it cannot be placed, and may be new).
    */
   trainingSince?: boolean;
   progress: boolean;

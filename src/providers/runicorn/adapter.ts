@@ -52,6 +52,10 @@ const CAPABILITIES: ProviderCapabilities = {
   systemMetrics: [],
   perGpuSeries: false,
   trainingMetrics: true,
+  // The table is read whole either way (a file, or the viewer's answer), but a running run's sweep
+  // then maps and writes only the points logged since its newest stored one, less the overlap, not
+  // the whole run again (a day-long run logging a step a second: 87,000 points every sweep).
+  trainingSince: true,
   progress: true,
   logs: true,
 };

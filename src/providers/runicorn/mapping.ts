@@ -92,9 +92,14 @@ function viewerMeta(stages: readonly (string | null)[]): Record<string, unknown>
   };
 }
 
+/**
+ * Whether a point logged at `timestamp` is asked for. A point without a time cannot be placed in a
+ * window, but asked only `from` a time onwards (the collector's sweep since its newest stored
+ * point, capabilities.trainingSince) it is kept: it may be new, and written again it changes nothing.
+ */
 function inRange(timestamp: Date | null, from: number | null, to: number | null): boolean {
   if (from === null && to === null) return true;
-  if (timestamp === null) return false;
+  if (timestamp === null) return to === null;
   const t = timestamp.getTime();
   return (from === null || t >= from) && (to === null || t <= to);
 }

@@ -77,6 +77,21 @@ describe('a run still being written', () => {
     ]);
   });
 
+  it("asked from a time onwards (a collector's sweep since its newest stored point), gives the points logged since and any without a time", async () => {
+    expect(adapter.capabilities.trainingSince).toBe(true);
+    const run = createRun(root, spec());
+    for (let i = 1; i <= 6; i++) run.logMetrics({ loss: 1 / i }, { ts: T0 + 60 * i, stage: 'train' });
+    // An event with neither a `time` nor a `ts`: it cannot be placed in time.
+    appendFileSync(join(run.dir, 'events.jsonl'), '{"type": "metrics", "data": {"loss": 0.1, "global_step": 7, "stage": "train"}}\n');
+    const steps = async (request: { from: Date | null; to: Date | null; names: null }) =>
+      (await adapter.fetchTrainingMetrics!(ref(run.id), request, signal())).flatMap((s) => s.points.map((p) => p.step));
+    const from = new Date((T0 + 240) * 1000);
+    expect(await steps(all)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(await steps({ from, to: null, names: null })).toEqual([4, 5, 6, 7]);
+    // A closed window has no place for it.
+    expect(await steps({ from, to: new Date((T0 + 300) * 1000), names: null })).toEqual([4, 5]);
+  });
+
   it('reports progress: last step, steps per second, target from the summary', async () => {
     const run = createRun(root, spec());
     run.summary({ total_steps: 1000 });
