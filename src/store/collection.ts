@@ -142,6 +142,24 @@ export class CollectionStore {
     return moved;
   }
 
+  /**
+   * Moves the provider's 1-minute rollup rows of days wholly before `before` into
+   * rollup_chunks_1m, in batches of COMPACT_BATCH series, each its own transaction
+   * (Repository.compactRollupsBatch). Returns the 1-minute rows moved.
+   */
+  async compactRollups(providerId: string, before: Date, signal?: AbortSignal): Promise<number> {
+    let after = 0;
+    let moved = 0;
+    while (!signal?.aborted) {
+      const step = await this.rt.repo.compactRollupsBatch(providerId, before.getTime(), after, COMPACT_BATCH);
+      moved += step.rows;
+      if (step.last === null) break;
+      if (step.done) after = step.last;
+    }
+    if (moved > 0) await this.rt.repo.analyzeRollupChunks();
+    return moved;
+  }
+
   /** The provider's job list, fetched unless a sync (anyone's) is younger than maxAgeMs. */
   async syncList(providerId: string, maxAgeMs: number, signal?: AbortSignal): Promise<boolean> {
     const [sync] = await this.rt.repo.providerSyncs([providerId], 'jobs');
