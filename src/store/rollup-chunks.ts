@@ -23,15 +23,18 @@ const dayOf = (k: string) => sql.raw(`(${k} - ((${k} % ${CHUNK_MS}) + ${CHUNK_MS
 
 /**
  * A compacted day's 1-minute buckets as rows (bucket, n, min, max, sum, last) of chunk `c`, in
- * bucket order: each bucket is `chunk_start` plus its minute offset, or, for a day of buckets at
- * one spacing (fewer `offs` than buckets: [the first's offset, the spacing]), plus the first's and
- * the spacing times its rank. A day whose buckets each hold at most one value keeps `lasts` only:
+ * bucket order: each bucket is `chunk_start` plus the running sum of `offs` (each bucket's minutes
+ * after the one before, the first's after `chunk_start`: a sample every 5 min 2.4 s makes 5, 5, 5,
+ * 5, 6, ..., which PostgreSQL compresses to nearly nothing, where the minutes of the day as they
+ * are took twice the bytes: docs/history.md), or, for a day of buckets at one spacing (fewer
+ * `offs` than buckets: [the first's offset, the spacing]), plus the first's and the spacing times
+ * its rank. A day whose buckets each hold at most one value keeps `lasts` only:
  * n is then whether last is not null, and min = max = sum = last (exactly: the compactor keeps
  * the four arrays unless every bucket's min, max and sum are last's very bits). `offs` is read
  * once a chunk (`r`, kept apart by `offset 0`), as in DECODED_CHUNK.
  */
 export const DECODED_ROLLUP = sql.raw(`(
-  select c.chunk_start + (case when r.regular then r.first + (x.o - 1) * r.spacing else x.d end) * ${MINUTE} as bucket,
+  select c.chunk_start + (case when r.regular then r.first + (x.o - 1) * r.spacing else sum(x.d) over (order by x.o) end) * ${MINUTE} as bucket,
     case when r.simple then (x.l is not null)::int else x.cn end as n,
     case when r.simple then x.l else x.mi end as min, case when r.simple then x.l else x.ma end as max,
     case when r.simple then x.l else x.su end as sum, x.l as last
@@ -154,9 +157,10 @@ export async function compactRollupsBatch(
       ), ins as (
         insert into rollup_chunks_1m (series_id, chunk_start, n, offs, counts, mins, maxs, sums, lasts)
         select series_id, day, count(*)::int,
-          -- A day of buckets at one spacing keeps [first offset, spacing] in minutes, else every offset.
+          -- A day of buckets at one spacing keeps [first offset, spacing] in minutes, else each
+          -- bucket's minutes after the one before (the first's after the day's start).
           case when count(*) > 2 and min(bucket - prev) = max(bucket - prev) then array[((min(bucket) - day) / ${MINUTE})::int4, (min(bucket - prev) / ${MINUTE})::int4]
-            else array_agg(((bucket - day) / ${MINUTE})::int4 order by bucket) end,
+            else array_agg(((bucket - coalesce(prev, day)) / ${MINUTE})::int4 order by bucket) end,
           case when bool_and(one) then null else array_agg(n order by bucket) end,
           case when bool_and(one) then null else array_agg(min order by bucket) end,
           case when bool_and(one) then null else array_agg(max order by bucket) end,
