@@ -3,7 +3,7 @@
 // settled days of it (one row per series and UTC day, migrations/0009), as it compacts raw points
 // into point_chunks (point-chunks.ts). Every read of the 1-minute rollup goes through the
 // fragments here (rollup1m, edgeRollup1m), so both are read; a write that recomputes an hour of a
-// compacted day moves the day back first (movedBackMinutes, in the write's own statement:
+// compacted day moves the day back first (TAKE_ROLLUP_DAYS, in the write's own statement:
 // repo-point-writes.ts). A minute is in exactly one of the two tables: the rows a write adds to a
 // compacted day beside its chunk are of hours that held nothing (they had no 1-hour row), so
 // minutes the chunk does not hold, and the next compaction merges them into it.
