@@ -168,8 +168,8 @@ interface Layout {
   readSeries(db: Sql, repo: Repository, seriesIds: number[], from: number, to: number, maxPoints: number): Promise<number>;
   /** Drops everything older than `before` (ms); returns points removed where the layout can tell. */
   retain(db: Sql, before: number): Promise<void>;
-  /** After `build`, what the layout does before it is measured (the store's compaction); returns the points it moved. */
-  settle?(db: Sql): Promise<number>;
+  /** After `build`, what the layout does before it is measured (the store's compaction); returns the points it moved (and the ms of the 1-minute rollup's part). */
+  settle?(db: Sql): Promise<{ moved: number; rollupMs: number }>;
 }
 
 /** The store's rollups as migrations/0007 backfills them: what `build` adds after the points. */
@@ -201,10 +201,16 @@ const todayLayout: Layout = {
     await db.query(`create table jobs (id text primary key, provider_id text not null)`);
     await db.query(`insert into jobs values ('bench:job', 'bench')`);
     await db.query(`insert into series select s, 'bench:job', 'time', null from generate_series(1, $1::int) s`, [SERIES]);
-    // migrations/0008_point_chunks.sql: the store reads and writes through it (empty until compacted).
-    await db.query('drop table if exists point_chunks');
-    const ddl = readFileSync(path.join(HERE, '..', 'migrations', '0008_point_chunks.sql'), 'utf8');
-    for (const statement of ddl.split('--> statement-breakpoint')) await db.query(statement);
+    // migrations/0008_point_chunks.sql and 0010_rollup_chunks.sql: the store reads and writes
+    // through them (empty until compacted).
+    for (const [table, file] of [
+      ['point_chunks', '0008_point_chunks.sql'],
+      ['rollup_chunks_1m', '0010_rollup_chunks.sql'],
+    ]) {
+      await db.query(`drop table if exists ${table}`);
+      const ddl = readFileSync(path.join(HERE, '..', 'migrations', file!), 'utf8');
+      for (const statement of ddl.split('--> statement-breakpoint')) await db.query(statement);
+    }
   },
   async build(db, perSeries) {
     // One series per statement keeps PGlite's memory per statement small.
@@ -432,16 +438,17 @@ function encodeRollups(rows: PointWriteRow[]): string {
 }
 
 /**
- * The store's built layout (migration 0008): today's, and then the compactor
- * (Repository.compactRawPointsBatch, batches of 20 series and up to 7 days as the collector's lease holder runs it)
- * moves every day into point_chunks, a partition per month; reads, writes and retention are the
- * store's own (Repository.pointsOf reads both tables; retention deletes what is still in `points`
- * and drops or trims month partitions: Repository.dropRawChunks).
+ * The store's built layout (migrations 0008 and 0010): today's, and then the compactor
+ * (Repository.compactRawPointsBatch and compactRollupsBatch, batches of 20 series and up to 7 days
+ * as the collector's lease holder runs them) moves every day of raw points into point_chunks and
+ * of the 1-minute rollup into rollup_chunks_1m, a partition per month each; reads, writes and
+ * retention are the store's own (Repository.pointsOf reads both tables of each; retention deletes
+ * what is still in `points` and drops or trims month partitions: Repository.dropRawChunks).
  */
 const compactedLayout: Layout = {
   ...todayLayout,
   name: 'compacted',
-  tables: ['points', 'point_chunks', 'points_1m', 'points_1h'],
+  tables: ['points', 'point_chunks', 'points_1m', 'rollup_chunks_1m', 'points_1h'],
   async settle(db) {
     const repo = Repository.of({ db: db.db, shortReads: db.db });
     let moved = 0;
@@ -451,14 +458,24 @@ const compactedLayout: Layout = {
       if (step.last === null) break;
       if (step.done) after = step.last;
     }
-    // The hot table's emptied pages are what the next days' writes reuse: its steady state is the
-    // settle age's points, not the build's index, so it is rewritten before it is measured.
+    const rollupMs = await timed(async () => {
+      for (let after = 0; ; ) {
+        const step = await repo.compactRollupsBatch('bench', END + DAY, after, 20);
+        if (step.last === null) break;
+        if (step.done) after = step.last;
+      }
+    });
+    log(`compacted: 1-minute rollup compacted in ${round(rollupMs / 1000, 1)} s`);
+    // The hot tables' emptied pages are what the next days' writes reuse: their steady state is
+    // the settle age's rows, not the build's index, so they are rewritten before they are measured.
     await db.query('vacuum full points');
-    return moved;
+    await db.query('vacuum full points_1m');
+    return { moved, rollupMs };
   },
   async clearIngest(db) {
     await todayLayout.clearIngest(db);
     await db.query(`delete from point_chunks where series_id > ${SERIES}`);
+    await db.query(`delete from rollup_chunks_1m where series_id > ${SERIES}`);
   },
   async retain(db, before) {
     const repo = Repository.of({ db: db.db, shortReads: db.db });
@@ -486,12 +503,14 @@ interface SizeResult {
   ingest?: { writeMs: number[]; copyMs: number[] };
   /** Bytes per point of each table (a partitioned one with its partitions). */
   tableBytesPerPoint: Record<string, number>;
-  /** The layout's settle step (compaction): ms and points moved. */
-  settle?: { ms: number; moved: number };
+  /** The layout's settle step (compaction): ms and points moved, and the ms of the 1-minute rollup's compaction among them. */
+  settle?: { ms: number; moved: number; rollupMs: number };
   /** Retention of the oldest whole month (a partition dropped), where the layout has them. */
   monthRetentionMs?: number;
   /** 1-minute rollup retention of the oldest day (Repository.dropMinuteRollupsBatch), where the layout has the store's rollups. */
   minuteRetentionMs?: number;
+  /** The same month's 1-minute rollup chunks dropped (Repository.dropRollupChunks). */
+  monthRollupRetentionMs?: number;
 }
 
 /** 1-hour buckets of (series_id, k, v) rows: avg (summed in key order), min, max, count, last. */
@@ -529,10 +548,11 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
   let settle: SizeResult['settle'];
   if (layout.settle) {
     let moved = 0;
+    let rollupMs = 0;
     const ms = await timed(async () => {
-      moved = await layout.settle!(db);
+      ({ moved, rollupMs } = await layout.settle!(db));
     });
-    settle = { ms, moved };
+    settle = { ms, moved, rollupMs };
     log(`${layout.name}: compacted ${fmt(moved)} points in ${round(ms / 1000, 1)} s`);
   }
   await db.query(`vacuum analyze ${layout.tables.join(', ')}`);
@@ -667,11 +687,15 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
   log(`${layout.name}: retention of the oldest day ${round(retentionMs)} ms`);
   // And of the oldest whole month, where the layout partitions by month: a partition dropped.
   let monthRetentionMs: number | undefined;
+  let monthRollupRetentionMs: number | undefined;
   if (layout.name === 'compacted') {
     const firstMonth = new Date(oldest);
     const cut = Date.UTC(firstMonth.getUTCFullYear(), firstMonth.getUTCMonth() + 1, 1);
     monthRetentionMs = await timed(() => layout.retain(db, cut));
     log(`${layout.name}: retention of the oldest month (to ${new Date(cut).toISOString().slice(0, 10)}) ${round(monthRetentionMs)} ms`);
+    // The 1-minute rollup's chunks of that month (Repository.dropRollupChunks, what its retention calls).
+    monthRollupRetentionMs = await timed(() => repo.dropRollupChunks('bench', cut));
+    log(`${layout.name}: 1-minute rollup chunks of the oldest month dropped in ${round(monthRollupRetentionMs)} ms`);
   }
   // 1-minute rollup retention of the oldest day (the store's layouts): batches of 200 series, as
   // CollectionStore.dropRollups runs them, through points_1m's primary key.
@@ -704,6 +728,7 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
     ...(settle ? { settle } : {}),
     ...(monthRetentionMs === undefined ? {} : { monthRetentionMs }),
     ...(minuteRetentionMs === undefined ? {} : { minuteRetentionMs }),
+    ...(monthRollupRetentionMs === undefined ? {} : { monthRollupRetentionMs }),
   };
 }
 
@@ -732,11 +757,20 @@ function rowsOf(layout: LayoutName, small: SizeResult, large: SizeResult): Row[]
       goal: '<= 16 B',
       met: raw(large) <= 16,
     });
+    const minute = (r: SizeResult) => (r.tableBytesPerPoint.points_1m ?? 0) + (r.tableBytesPerPoint.rollup_chunks_1m ?? 0);
+    rows.push({
+      scenario: `[${layout}] the 1-minute rollup alone (points_1m + rollup_chunks_1m) per point at ${m(large.points)}`,
+      measured: `${round(minute(large))} B`,
+      baseline: `at ${m(small.points)}: ${round(minute(small))} B`,
+      ratio: minute(large) / 8,
+      goal: '',
+      met: true,
+    });
     for (const r of [small, large]) {
       if (!r.settle) continue;
       rows.push({
-        scenario: `[${layout}] compaction of ${m(r.points)} points (batches of 20 series x 7 days)`,
-        measured: `${round(r.settle.ms / 1000, 1)} s (${fmt(r.settle.moved / (r.settle.ms / 1000))} points/s)`,
+        scenario: `[${layout}] compaction of ${m(r.points)} points and their 1-minute rollup (batches of 20 series x 7 days)`,
+        measured: `${round(r.settle.ms / 1000, 1)} s (${fmt(r.settle.moved / (r.settle.ms / 1000))} points/s; the rollup's part ${round(r.settle.rollupMs / 1000, 1)} s)`,
         baseline: `the build's insert of the same points: ${round(r.buildMs / 1000, 1)} s`,
         ratio: r.settle.ms / r.buildMs,
         goal: '',
@@ -804,6 +838,16 @@ function rowsOf(layout: LayoutName, small: SizeResult, large: SizeResult): Row[]
       ratio: large.minuteRetentionMs / small.minuteRetentionMs,
       goal: '<= 1.2x (flat)',
       met: large.minuteRetentionMs / small.minuteRetentionMs <= 1.2,
+    });
+  }
+  if (large.monthRollupRetentionMs !== undefined && small.monthRollupRetentionMs !== undefined) {
+    rows.push({
+      scenario: `[${layout}] the 1-minute rollup's chunks of the oldest month dropped: ${m(large.points)} against ${m(small.points)} stored`,
+      measured: `${round(large.monthRollupRetentionMs)} ms`,
+      baseline: `${round(small.monthRollupRetentionMs)} ms`,
+      ratio: large.monthRollupRetentionMs / small.monthRollupRetentionMs,
+      goal: '<= 1.2x (flat)',
+      met: large.monthRollupRetentionMs / small.monthRollupRetentionMs <= 1.2,
     });
   }
   return rows;

@@ -343,9 +343,12 @@ class ProviderCollector {
     if (this.settings.compactAfterDays !== null && !signal.aborted && nowMs() - this.lastCompactionAt >= RETENTION_EVERY_MS) {
       // After retention (nothing is compacted that is about to go), at most hourly.
       const before = new Date(store.now().getTime() - this.settings.compactAfterDays * 86_400_000);
-      const done = await this.pointsChore('compaction', 'settled raw points could not be compacted', noteError, () =>
-        store.collection.compactRawPoints(this.provider.id, before, signal),
-      );
+      // The raw points' settled days, then the 1-minute rollup's (the same age), each in its own
+      // transactions (rollup-chunks.ts).
+      const done = await this.pointsChore('compaction', 'settled raw points could not be compacted', noteError, async () => {
+        await store.collection.compactRawPoints(this.provider.id, before, signal);
+        await store.collection.compactRollups(this.provider.id, before, signal);
+      });
       if (done) this.lastCompactionAt = nowMs();
     }
     const now = nowMs();

@@ -35,7 +35,8 @@ export interface CollectSettings {
   hourRollupRetentionDays: number | null;
   /**
    * Days after which the lease holder (hourly) compacts the provider's raw points of whole UTC
-   * days into point_chunks, a row per series and day (docs/history.md). null = never.
+   * days into point_chunks, and its 1-minute rollup's into rollup_chunks_1m, a row per series and
+   * day each (docs/history.md). null = never.
    */
   compactAfterDays: number | null;
   /** How far back (seconds) the first collection of a running job reaches. */

@@ -129,7 +129,9 @@ export class CollectionStore {
   /**
    * Drops the provider's 1-minute (`minute`) or 1-hour (`hour`) rollup rows older than `before`
    * (taken down to its UTC hour), in batches of RETENTION_BATCH series
-   * (Repository.dropMinuteRollupsBatch, dropHourRollupsBatch). Returns the rows deleted.
+   * (Repository.dropMinuteRollupsBatch, dropHourRollupsBatch), and the 1-minute rollup's compacted
+   * days (Repository.dropRollupChunks: month partitions dropped whole, the series' minute_before
+   * set). Returns the rows and chunk rows deleted.
    */
   async dropRollups(providerId: string, which: 'minute' | 'hour', before: Date, signal?: AbortSignal): Promise<number> {
     let after = 0;
@@ -143,6 +145,8 @@ export class CollectionStore {
       if (step.last === null) break;
       after = step.last;
     }
+    // Compacted days of the 1-minute rollup: whole month partitions dropped (Repository.dropRollupChunks).
+    if (which === 'minute' && !signal?.aborted) deleted += (await this.rt.repo.dropRollupChunks(providerId, before.getTime())).deleted;
     return deleted;
   }
 
@@ -162,6 +166,24 @@ export class CollectionStore {
       if (step.done) after = step.last;
     }
     if (moved > 0) await this.rt.repo.analyzeChunks();
+    return moved;
+  }
+
+  /**
+   * Moves the provider's 1-minute rollup rows of days wholly before `before` into
+   * rollup_chunks_1m, in batches of COMPACT_BATCH series, each its own transaction
+   * (Repository.compactRollupsBatch). Returns the 1-minute rows moved.
+   */
+  async compactRollups(providerId: string, before: Date, signal?: AbortSignal): Promise<number> {
+    let after = 0;
+    let moved = 0;
+    while (!signal?.aborted) {
+      const step = await this.rt.repo.compactRollupsBatch(providerId, before.getTime(), after, COMPACT_BATCH);
+      moved += step.rows;
+      if (step.last === null) break;
+      if (step.done) after = step.last;
+    }
+    if (moved > 0) await this.rt.repo.analyzeRollupChunks();
     return moved;
   }
 

@@ -3,9 +3,8 @@
 // what is still in `points` (docs/history.md, "Built: compact raw points").
 import { sql } from 'drizzle-orm';
 import type { RepoContext } from './repo-context.js';
-import { CHUNK_MS, DECODED_CHUNK, keyInstant, takeChunkDays } from './raw-points.js';
+import { CHUNK_MS, DECODED_CHUNK, keyInstant, notKeptFinished, takeChunkDays } from './raw-points.js';
 import { embeddedClientOf, rowsOf } from './sql-util.js';
-import { notKeptFinished } from './repo-point-writes.js';
 
 /**
  * Days of a series one compaction transaction moves at most: the first run after an upgrade
@@ -17,30 +16,31 @@ export const COMPACT_SPAN_DAYS = 7;
 /** The start of the UTC day holding `key`, as SQL over column `k`. */
 const dayOf = (k: string) => sql.raw(`(${k} - ((${k} % ${CHUNK_MS}) + ${CHUNK_MS}) % ${CHUNK_MS})`);
 
-/** The UTC month [start, end) holding epoch ms `ms`, and its partition's name. */
-export function monthOf(ms: number): { start: number; end: number; name: string } {
+/** The UTC month [start, end) holding epoch ms `ms`, and its partition's name (of `parent`, point_chunks unless said). */
+export function monthOf(ms: number, parent = 'point_chunks'): { start: number; end: number; name: string } {
   const d = new Date(ms);
   const y = d.getUTCFullYear();
   const m = d.getUTCMonth();
   const start = Date.UTC(y, m, 1);
   const end = Date.UTC(y, m + 1, 1);
   const tag = `${y < 0 ? 'm' : ''}${String(Math.abs(y)).padStart(4, '0')}${String(m + 1).padStart(2, '0')}`;
-  return { start, end, name: `point_chunks_${tag}` };
+  return { start, end, name: `${parent}_${tag}` };
 }
 
-/** point_chunks' partitions: name, and the month's [start, end) as epoch ms (from the name). */
-export async function chunkPartitions(ctx: RepoContext): Promise<{ name: string; start: number; end: number }[]> {
+/** The month partitions of `parent` (point_chunks unless said): name, and the month's [start, end) as epoch ms (from the name). */
+export async function chunkPartitions(ctx: RepoContext, parent: ChunkTable = 'point_chunks'): Promise<{ name: string; start: number; end: number }[]> {
   const rows = await rowsOf<{ name: string }>(
     ctx.db,
     sql`select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid
-        where i.inhparent = 'point_chunks'::regclass order by c.relname`,
+        where i.inhparent = ${parent}::regclass order by c.relname`,
   );
   const out: { name: string; start: number; end: number }[] = [];
+  const pattern = new RegExp(`^${parent}_(m?)(\\d{4,})(\\d{2})$`);
   for (const r of rows) {
-    const m = /^point_chunks_(m?)(\d{4,})(\d{2})$/.exec(r.name);
+    const m = pattern.exec(r.name);
     if (!m) continue;
     const year = (m[1] ? -1 : 1) * Number(m[2]);
-    const month = monthOf(Date.UTC(year, Number(m[3]) - 1, 1));
+    const month = monthOf(Date.UTC(year, Number(m[3]) - 1, 1), parent);
     out.push({ name: r.name, start: month.start, end: month.end });
   }
   return out.sort((a, b) => a.start - b.start);
@@ -141,14 +141,17 @@ export async function analyzeChunks(ctx: RepoContext): Promise<void> {
   if (client) await client.query('analyze point_chunks');
 }
 
-/** Creates point_chunks' month partitions from the one holding `from` to the one holding `to` that are missing. */
-export async function ensureChunkPartitions(ctx: RepoContext, from: number, to: number): Promise<void> {
+/** The tables partitioned by month of chunk_start: raw chunks and the 1-minute rollup's (rollup-chunks.ts). */
+export type ChunkTable = 'point_chunks' | 'rollup_chunks_1m';
+
+/** Creates `parent`'s (point_chunks unless said) month partitions from the one holding `from` to the one holding `to` that are missing. */
+export async function ensureChunkPartitions(ctx: RepoContext, from: number, to: number, parent: ChunkTable = 'point_chunks'): Promise<void> {
   if (!(to >= from)) return;
-  const held = new Set((await chunkPartitions(ctx)).map((p) => p.name));
+  const held = new Set((await chunkPartitions(ctx, parent)).map((p) => p.name));
   for (let at = monthOf(from).start; at <= to; at = monthOf(at).end) {
-    const m = monthOf(at);
+    const m = monthOf(at, parent);
     if (held.has(m.name)) continue;
-    await ctx.db.execute(sql.raw(`create table if not exists ${m.name} partition of point_chunks for values from (${m.start}) to (${m.end})`));
+    await ctx.db.execute(sql.raw(`create table if not exists ${m.name} partition of ${parent} for values from (${m.start}) to (${m.end})`));
   }
 }
 

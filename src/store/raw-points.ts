@@ -104,3 +104,11 @@ export function edgeRawPoint(sid: SQL, dir: 'first' | 'last', opts: { lo?: SQL |
     ) e order by e.key ${order} limit 1
   )`;
 }
+
+/**
+ * SQL over `jobs j`: true unless the job finished after `keepFinishedSince` (epoch ms), whose raw
+ * points retention keeps (collect.finishedJobRawRetentionDays). A running job (no finish) is not kept.
+ */
+export function notKeptFinished(keepFinishedSince: number | null): SQL {
+  return keepFinishedSince === null ? sql`true` : sql`not coalesce(j.finished_at > to_timestamp(${keepFinishedSince}::float8 / 1000), false)`;
+}

@@ -7,6 +7,7 @@ import type { PointRow, SeriesRow, SeriesWindow, SummaryRow } from './repo-types
 import { HOUR_MS, MINUTE_MS } from './repo-point-writes.js';
 import { rowsOf, textArray, toDate } from './sql-util.js';
 import { CHUNK_MS, edgeRawPoint, rawPoints } from './raw-points.js';
+import { edgeRollup1m, rollup1m } from './rollup-chunks.js';
 
 /** A numeric SQL array as a driver returns it: parsed, or in Postgres' text form. */
 type NumberArray = readonly (number | string | null)[] | string;
@@ -248,9 +249,9 @@ export async function pointsAt(
         select b.series_id, c.hourly,
           case when b.lo is not null and not coalesce(b.raw_before > coalesce(b.k_from, ${MIN_KEY}), false) then b.lo
             when c.hourly then (select h.bucket from points_1h h where h.series_id = b.series_id and h.bucket >= ${bucketSql('b.k_from', HOUR_MS)} order by h.bucket limit 1)
-            else (select m.bucket from points_1m m where m.series_id = b.series_id and m.bucket >= ${bucketSql('b.k_from', MINUTE_MS)} order by m.bucket limit 1) end as lo,
+            else ${edgeRollup1m(sql`b.series_id`, 'first', bucketSql('b.k_from', MINUTE_MS))} end as lo,
           coalesce(b.hi,
-            (select m.bucket from points_1m m where m.series_id = b.series_id and m.bucket <= coalesce(b.k_to, ${MAX_KEY}) order by m.bucket desc limit 1),
+            ${edgeRollup1m(sql`b.series_id`, 'last', sql`b.k_to`)},
             (select h.bucket from points_1h h where h.series_id = b.series_id and h.bucket <= coalesce(b.k_to, ${MAX_KEY}) order by h.bucket desc limit 1)) as hi
         from b cross join lateral (select coalesce(b.minute_before > coalesce(b.k_from, ${MIN_KEY}), false) as hourly) c
         where b.rolled
@@ -265,8 +266,8 @@ export async function pointsAt(
       from rw cross join lateral (
         select (u.bucket - rw.base) / rw.width as i, ${ragg}::float8 as value
         from (
-          select m.bucket, m.n, m.min, m.max, m.sum, m.last from points_1m m
-            where rw.r = ${MINUTE_MS} and m.series_id = rw.series_id and m.bucket between rw.base and rw.hi_r
+          select m.bucket, m.n, m.min, m.max, m.sum, m.last from ${rollup1m(sql`rw.series_id`, sql`rw.base`, sql`rw.hi_r`)} m
+            where rw.r = ${MINUTE_MS}
           union all
           select h.bucket, h.n, h.min, h.max, h.sum, h.last from points_1h h
             where rw.r = ${HOUR_MS} and h.series_id = rw.series_id and h.bucket between rw.base and rw.hi_r

@@ -7,7 +7,8 @@ import type { Db } from './db.js';
 import { pointBatch, seriesIdentity } from './point-batch.js';
 import type { RepoContext } from './repo-context.js';
 import { chunks, copierOf, embeddedClientOf, isUniqueViolation, pointBatchOfRows, rollupCopierOf, rowsOf, type PointBatch, RollupRows } from './sql-util.js';
-import { CHUNK_MS, DECODED_CHUNK, edgeRawPoint, keyInstant, takeChunkDays } from './raw-points.js';
+import { CHUNK_MS, DECODED_CHUNK, edgeRawPoint, keyInstant, notKeptFinished, takeChunkDays } from './raw-points.js';
+import { TAKE_ROLLUP_DAYS } from './rollup-chunks.js';
 
 /** Rows per bulk point statement: statements grow with data volume only, by this divisor. */
 export const POINTS_PER_STATEMENT = 50_000;
@@ -26,15 +27,21 @@ const ROLLUP_AGGREGATES = sql.raw(`count(p.value)::int, min(p.value), max(p.valu
 /**
  * The end of a rollup statement: every hour of CTE `h` (series_id, hour; time-keyed series only)
  * read back from `points` (one index range each) and both rollups' rows of it recomputed and
- * upserted. rollUp's hours that already held points and rollUpByRecompute's every touched hour.
+ * upserted; the 1-minute rollup's compacted days of those hours are moved back into points_1m
+ * first (TAKE_ROLLUP_DAYS), so a minute is never in both places. rollUp's hours that already held points and rollUpByRecompute's every touched hour.
  */
 const RECOMPUTE_HOURS = sql`p as materialized (
       select h.series_id, h.hour, x.key - ((x.key % 60000) + 60000) % 60000 as minute, x.key, x.value
       from h cross join lateral (select pt.key, pt.value from points pt
         where pt.series_id = h.series_id and pt.key >= h.hour and pt.key < h.hour + 3600000 order by pt.key) x
-    ), m as (
+    ), ${TAKE_ROLLUP_DAYS}, m as (
+      -- The hours' compacted days come back into points_1m (rollup-chunks.ts): their minutes this
+      -- recompute does not give as they were, beside the recomputed ones.
       insert into points_1m (series_id, bucket, n, min, max, sum, last)
       select series_id, minute, ${ROLLUP_AGGREGATES} from p group by series_id, minute
+      union all
+      select b.series_id, b.bucket, b.n, b.min, b.max, b.sum, b.last from rcb b
+      where not exists (select 1 from p where p.series_id = b.series_id and p.minute = b.bucket)
       on conflict (series_id, bucket) do update set n = excluded.n, min = excluded.min, max = excluded.max, sum = excluded.sum, last = excluded.last
     )
     insert into points_1h (series_id, bucket, n, min, max, sum, last)
@@ -438,14 +445,6 @@ async function rollUpByRecompute(ctx: RepoContext, batches: readonly PointBatch[
       from jsonb_array_elements(${JSON.stringify(touched)}::jsonb) as r
       join series s on s.id = (r->>0)::bigint and s.keyed_by = 'time'
     ), ${RECOMPUTE_HOURS}`);
-}
-
-/**
- * SQL over `jobs j`: true unless the job finished after `keepFinishedSince` (epoch ms), whose raw
- * points retention keeps (collect.finishedJobRawRetentionDays). A running job (no finish) is not kept.
- */
-export function notKeptFinished(keepFinishedSince: number | null): SQL {
-  return keepFinishedSince === null ? sql`true` : sql`not coalesce(j.finished_at > to_timestamp(${keepFinishedSince}::float8 / 1000), false)`;
 }
 
 /**

@@ -15,6 +15,7 @@ import * as jobData from './repo-jobs.js';
 import * as metricReads from './repo-metric-reads.js';
 import * as pointReads from './repo-point-reads.js';
 import * as pointChunks from './point-chunks.js';
+import * as rollupChunks from './rollup-chunks.js';
 import * as pointWrites from './repo-point-writes.js';
 import * as rollupRetention from './rollup-retention.js';
 import * as topology from './repo-topology.js';
@@ -287,6 +288,28 @@ export class Repository {
 
   chunkPartitions(): Promise<{ name: string; start: number; end: number }[]> {
     return pointChunks.chunkPartitions(this.ctx);
+  }
+
+  compactRollupsBatch(
+    providerId: string,
+    before: number,
+    after: number,
+    batch: number,
+  ): Promise<{ last: number | null; chunks: number; rows: number; done: boolean }> {
+    return rollupChunks.compactRollupsBatch(this.ctx, providerId, before, after, batch);
+  }
+
+  analyzeRollupChunks(): Promise<void> {
+    return rollupChunks.analyzeRollupChunks(this.ctx);
+  }
+
+  /** 1-minute retention of compacted rollups (rollup-chunks.ts): whole month partitions dropped where only the provider's series are in them. */
+  dropRollupChunks(providerId: string, before: number): Promise<{ dropped: number; deleted: number }> {
+    return rollupChunks.dropRollupChunks(this.ctx, providerId, before);
+  }
+
+  rollupChunkPartitions(): Promise<{ name: string; start: number; end: number }[]> {
+    return rollupChunks.rollupChunkPartitions(this.ctx);
   }
 
   maintainStatistics(pointsWritten: number): Promise<boolean> {

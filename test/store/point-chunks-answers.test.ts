@@ -1,8 +1,9 @@
 // Compaction changes no answer: on the demo server, the collected-like cache of every running
 // job's accelerator series answers the fleet's questions, the Prometheus query API and the job
 // pages' series and summaries; every provider's raw points are then compacted into point_chunks
-// (CollectionStore.compactRawPoints, as the collector's lease holder runs it) and the same
-// questions are answered again, identically.
+// and its 1-minute rollup into rollup_chunks_1m (CollectionStore.compactRawPoints and
+// compactRollups, as the collector's lease holder runs them) and the same questions are answered
+// again, identically.
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../src/server/runtime.js';
@@ -66,19 +67,27 @@ describe('answers before and after compaction', () => {
     const providers = await rowsOf<{ id: string }>(rt.database.db, sql`select distinct provider_id as id from jobs order by 1`);
     let moved = 0;
     // Every day up to tomorrow's: all the cache holds.
-    for (const p of providers) moved += await rt.store.collection.compactRawPoints(p.id, new Date(clock.now() + 2 * 86_400_000));
+    let minutes = 0;
+    for (const p of providers) {
+      moved += await rt.store.collection.compactRawPoints(p.id, new Date(clock.now() + 2 * 86_400_000));
+      minutes += await rt.store.collection.compactRollups(p.id, new Date(clock.now() + 2 * 86_400_000));
+    }
     const held = async () =>
       (
-        await rowsOf<{ hot: number; chunks: number }>(
+        await rowsOf<{ hot: number; chunks: number; minutes: number; rolled: number }>(
           rt.database.db,
           sql`select (select count(*) from points p join series s on s.id = p.series_id and s.keyed_by = 'time')::int as hot,
-          (select count(*) from point_chunks)::int as chunks`,
+          (select count(*) from point_chunks)::int as chunks, (select count(*) from points_1m)::int as minutes,
+          (select count(*) from rollup_chunks_1m)::int as rolled`,
         )
       )[0]!;
     const left = await held();
     expect(moved).toBeGreaterThan(1000);
     expect(left.hot).toBe(0);
     expect(left.chunks).toBeGreaterThan(10);
+    expect(minutes).toBeGreaterThan(100);
+    expect(left.minutes).toBe(0);
+    expect(left.rolled).toBeGreaterThan(10);
     expect(await answers()).toEqual(before);
     // Answered from the chunks (nothing was fetched and written again meanwhile).
     expect(await held()).toEqual(left);
