@@ -341,15 +341,18 @@ class ProviderCollector {
       if (done) this.lastRetentionAt = nowMs();
     }
     if (this.settings.compactAfterDays !== null && !signal.aborted && nowMs() - this.lastCompactionAt >= RETENTION_EVERY_MS) {
-      // After retention (nothing is compacted that is about to go), at most hourly.
+      // After retention (nothing is compacted that is about to go), at most hourly once done.
       const before = new Date(store.now().getTime() - this.settings.compactAfterDays * 86_400_000);
       // The raw points' settled days, then the 1-minute rollup's (the same age), each in its own
       // transactions (rollup-chunks.ts).
+      const slice = { batches: this.settings.compactBatchesPerSweep, cut: false };
       const done = await this.pointsChore('compaction', 'settled raw points could not be compacted', noteError, async () => {
-        await store.collection.compactRawPoints(this.provider.id, before, signal);
-        await store.collection.compactRollups(this.provider.id, before, signal);
+        await store.collection.compactRawPoints(this.provider.id, before, signal, slice);
+        await store.collection.compactRollups(this.provider.id, before, signal, slice);
       });
-      if (done) this.lastCompactionAt = nowMs();
+      // A slice that stopped with days left goes on after the next sweep, not an hour later: an
+      // upgraded database's whole history is moved in slices between sweeps, none of them long.
+      if (done && !slice.cut) this.lastCompactionAt = nowMs();
     }
     const now = nowMs();
     const oldest = running.reduce((min, j) => Math.min(min, this.current.get(j.id) ?? -Infinity), Infinity);

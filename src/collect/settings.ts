@@ -39,6 +39,12 @@ export interface CollectSettings {
    * day each (docs/history.md). null = never.
    */
   compactAfterDays: number | null;
+  /**
+   * Compaction batches (each up to 20 series and 7 days, one transaction) the lease holder runs
+   * after one sweep; days left go on after the next sweep instead of an hour later, so an upgraded
+   * database's history is compacted in slices between sweeps, none of which holds a sweep long.
+   */
+  compactBatchesPerSweep: number;
   /** How far back (seconds) the first collection of a running job reaches. */
   firstLookbackSeconds: number;
   /** Training metrics and progress too, where the platform has them. */
@@ -63,6 +69,8 @@ export const DEFAULT_RAW_RETENTION_DAYS = 30;
 export const DEFAULT_MINUTE_ROLLUP_RETENTION_DAYS = 365;
 /** Raw points settle (late points and re-fetches mostly arrive) within this many days, then are compacted. */
 export const DEFAULT_COMPACT_AFTER_DAYS = 2;
+/** About 2-20 s of compaction a sweep at the measured 13-21 thousand points/s (docs/history.md). */
+export const DEFAULT_COMPACT_BATCHES_PER_SWEEP = 10;
 /** A running job is first collected from its start (at most the 7 days a platform keeps). */
 export const DEFAULT_FIRST_LOOKBACK_SECONDS = 7 * 86_400;
 
@@ -79,6 +87,7 @@ export function defaultSettings(kind: ProviderKind, enabled = true): CollectSett
     minuteRollupRetentionDays: DEFAULT_MINUTE_ROLLUP_RETENTION_DAYS,
     hourRollupRetentionDays: null,
     compactAfterDays: DEFAULT_COMPACT_AFTER_DAYS,
+    compactBatchesPerSweep: DEFAULT_COMPACT_BATCHES_PER_SWEEP,
     firstLookbackSeconds: DEFAULT_FIRST_LOOKBACK_SECONDS,
     training: true,
     logs: false,

@@ -27,6 +27,7 @@ export const collectConfig = z
     minuteRollupRetentionDays: z.number().positive().max(36_500).nullable().optional(),
     hourRollupRetentionDays: z.number().positive().max(36_500).nullable().optional(),
     compactAfterDays: z.number().min(0).max(36_500).nullable().optional(),
+    compactBatchesPerSweep: z.number().int().min(1).max(10_000).optional(),
     firstLookbackSeconds: z
       .number()
       .int()

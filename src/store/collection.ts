@@ -18,6 +18,15 @@ const RETENTION_BATCH = 200;
  */
 const COMPACT_BATCH = 20;
 
+/**
+ * How much of a compaction one call may do: `batches` left (each a transaction of up to
+ * COMPACT_BATCH series and a bounded span of days), and whether a call stopped with days left.
+ */
+export interface CompactionSlice {
+  batches: number;
+  cut: boolean;
+}
+
 /** How one job's collection went: whether it cost upstream calls, and the first failure. */
 export interface CollectOutcome {
   fetched: boolean;
@@ -152,14 +161,22 @@ export class CollectionStore {
 
   /**
    * Moves the provider's raw points of days wholly before `before` into point_chunks, in batches
-   * of COMPACT_BATCH series, each its own transaction (Repository.compactRawPointsBatch). Returns
-   * the points moved.
+   * of COMPACT_BATCH series, each its own transaction (Repository.compactRawPointsBatch). With a
+   * `slice`, at most `slice.batches` batches (taken from it); `slice.cut` is set when it stopped
+   * with days left, which a later call (from the start: compacted series have nothing left to
+   * find) moves. Returns the points moved.
    */
-  async compactRawPoints(providerId: string, before: Date, signal?: AbortSignal): Promise<number> {
+  async compactRawPoints(providerId: string, before: Date, signal?: AbortSignal, slice?: CompactionSlice): Promise<number> {
     let after = 0;
     let moved = 0;
     while (!signal?.aborted) {
+      if (slice && slice.batches <= 0) {
+        slice.cut = true;
+        break;
+      }
       const step = await this.rt.repo.compactRawPointsBatch(providerId, before.getTime(), after, COMPACT_BATCH);
+      // Only a batch that moved something counts: the probe that finds nothing left is free.
+      if (slice && step.last !== null) slice.batches--;
       moved += step.points;
       if (step.last === null) break;
       // The same series again while they have older days left (a batch moves a bounded span).
@@ -172,13 +189,18 @@ export class CollectionStore {
   /**
    * Moves the provider's 1-minute rollup rows of days wholly before `before` into
    * rollup_chunks_1m, in batches of COMPACT_BATCH series, each its own transaction
-   * (Repository.compactRollupsBatch). Returns the 1-minute rows moved.
+   * (Repository.compactRollupsBatch), within `slice` as compactRawPoints. Returns the 1-minute rows moved.
    */
-  async compactRollups(providerId: string, before: Date, signal?: AbortSignal): Promise<number> {
+  async compactRollups(providerId: string, before: Date, signal?: AbortSignal, slice?: CompactionSlice): Promise<number> {
     let after = 0;
     let moved = 0;
     while (!signal?.aborted) {
+      if (slice && slice.batches <= 0) {
+        slice.cut = true;
+        break;
+      }
       const step = await this.rt.repo.compactRollupsBatch(providerId, before.getTime(), after, COMPACT_BATCH);
+      if (slice && step.last !== null) slice.batches--;
       moved += step.rows;
       if (step.last === null) break;
       if (step.done) after = step.last;
