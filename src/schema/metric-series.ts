@@ -267,14 +267,14 @@ MetricSeriesRef.implement({
       type: 'DateTime',
       nullable: true,
       description:
-        "Raw points before this instant were dropped by retention (the provider's collect.rawRetentionDays; docs/configuration.md); the 1-minute and 1-hour rollups of that time remain, and a window reaching before it is answered from them (see resolution). Null: no raw point of this series was dropped",
+        "Raw points before this instant were dropped by retention (the provider's collect.rawRetentionDays, default 30 days; docs/configuration.md); the 1-minute and 1-hour rollups of that time remain, and a window reaching before it is answered from them (see resolution). Null: no raw point of this series was dropped",
       resolve: (s) => (s.row.rawBefore == null ? null : new Date(s.row.rawBefore)),
     }),
     minuteRollupSince: t.field({
       type: 'DateTime',
       nullable: true,
       description:
-        "1-minute rollup buckets before this instant (a whole UTC hour) were dropped by retention (the provider's collect.minuteRollupRetentionDays, default: kept for ever; docs/configuration.md); the 1-hour rollup of that time remains, and a window reaching before it is answered from it (resolution 3600 or a multiple). Null (the default): no 1-minute bucket of this series was dropped",
+        "1-minute rollup buckets before this instant (a whole UTC hour) were dropped by retention (the provider's collect.minuteRollupRetentionDays, default 365 days; docs/configuration.md); the 1-hour rollup of that time remains, and a window reaching before it is answered from it (resolution 3600 or a multiple). Null (the default): no 1-minute bucket of this series was dropped",
       resolve: (s) => (s.row.minuteBefore == null ? null : new Date(s.row.minuteBefore)),
     }),
     hourRollupSince: t.field({
