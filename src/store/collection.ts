@@ -27,6 +27,33 @@ export interface CompactionSlice {
   cut: boolean;
 }
 
+/**
+ * Compaction batches from the first series on until none is left, the signal aborts, or `slice`
+ * runs out (then `slice.cut`). Only a batch that moved something counts against the slice: the
+ * probe that finds nothing left is free. Returns what the batches moved.
+ */
+async function compactInBatches(
+  batch: (after: number) => Promise<{ last: number | null; done: boolean; moved: number }>,
+  signal?: AbortSignal,
+  slice?: CompactionSlice,
+): Promise<number> {
+  let after = 0;
+  let moved = 0;
+  while (!signal?.aborted) {
+    if (slice && slice.batches <= 0) {
+      slice.cut = true;
+      break;
+    }
+    const step = await batch(after);
+    if (slice && step.last !== null) slice.batches--;
+    moved += step.moved;
+    if (step.last === null) break;
+    // The same series again while they have older days left (a batch moves a bounded span).
+    if (step.done) after = step.last;
+  }
+  return moved;
+}
+
 /** How one job's collection went: whether it cost upstream calls, and the first failure. */
 export interface CollectOutcome {
   fetched: boolean;
@@ -167,21 +194,11 @@ export class CollectionStore {
    * find) moves. Returns the points moved.
    */
   async compactRawPoints(providerId: string, before: Date, signal?: AbortSignal, slice?: CompactionSlice): Promise<number> {
-    let after = 0;
-    let moved = 0;
-    while (!signal?.aborted) {
-      if (slice && slice.batches <= 0) {
-        slice.cut = true;
-        break;
-      }
+    const batch = async (after: number) => {
       const step = await this.rt.repo.compactRawPointsBatch(providerId, before.getTime(), after, COMPACT_BATCH);
-      // Only a batch that moved something counts: the probe that finds nothing left is free.
-      if (slice && step.last !== null) slice.batches--;
-      moved += step.points;
-      if (step.last === null) break;
-      // The same series again while they have older days left (a batch moves a bounded span).
-      if (step.done) after = step.last;
-    }
+      return { ...step, moved: step.points };
+    };
+    const moved = await compactInBatches(batch, signal, slice);
     if (moved > 0) await this.rt.repo.analyzeChunks();
     return moved;
   }
@@ -192,19 +209,11 @@ export class CollectionStore {
    * (Repository.compactRollupsBatch), within `slice` as compactRawPoints. Returns the 1-minute rows moved.
    */
   async compactRollups(providerId: string, before: Date, signal?: AbortSignal, slice?: CompactionSlice): Promise<number> {
-    let after = 0;
-    let moved = 0;
-    while (!signal?.aborted) {
-      if (slice && slice.batches <= 0) {
-        slice.cut = true;
-        break;
-      }
+    const batch = async (after: number) => {
       const step = await this.rt.repo.compactRollupsBatch(providerId, before.getTime(), after, COMPACT_BATCH);
-      if (slice && step.last !== null) slice.batches--;
-      moved += step.rows;
-      if (step.last === null) break;
-      if (step.done) after = step.last;
-    }
+      return { ...step, moved: step.rows };
+    };
+    const moved = await compactInBatches(batch, signal, slice);
     if (moved > 0) await this.rt.repo.analyzeRollupChunks();
     return moved;
   }
