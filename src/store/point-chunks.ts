@@ -47,6 +47,38 @@ export async function chunkPartitions(ctx: RepoContext, parent: ChunkTable = 'po
 }
 
 /**
+ * The next compaction batch of a provider: up to `batch` of its time-keyed series with ids above
+ * `after` that hold rows of `table` (`points` by key, `points_1m` by bucket) in days wholly before
+ * `before`, the oldest such row's time (`first`), and the batch's end (`cut`: at most
+ * COMPACT_SPAN_DAYS days from the first's day, never past `settled`, the UTC day `before` falls in).
+ * null: none left.
+ */
+export async function pickCompactionBatch(
+  ctx: RepoContext,
+  table: 'points' | 'points_1m',
+  providerId: string,
+  before: number,
+  after: number,
+  batch: number,
+): Promise<{ ids: number[]; first: number; cut: number; settled: number } | null> {
+  const settled = before - (((before % CHUNK_MS) + CHUNK_MS) % CHUNK_MS);
+  const rows = sql.raw(table);
+  const at = sql.raw(table === 'points' ? 'key' : 'bucket');
+  const picked = await rowsOf<{ id: number | string; first: number | string | null }>(
+    ctx.db,
+    sql`select s.id::float8 as id, (select p.${at} from ${rows} p where p.series_id = s.id order by p.${at} limit 1)::float8 as first
+      from series s join jobs j on j.id = s.job_id
+      where j.provider_id = ${providerId} and s.keyed_by = 'time' and s.id > ${after}
+        and exists (select 1 from ${rows} x where x.series_id = s.id and x.${at} < ${settled})
+      order by s.id limit ${batch}`,
+  );
+  if (picked.length === 0) return null;
+  const first = Math.min(...picked.map((r) => Number(r.first)));
+  const firstDay = first - (((first % CHUNK_MS) + CHUNK_MS) % CHUNK_MS);
+  return { ids: picked.map((r) => Number(r.id)), first, cut: Math.min(settled, firstDay + COMPACT_SPAN_DAYS * CHUNK_MS), settled };
+}
+
+/**
  * Compaction, one batch: the settled days (wholly before `before`, a UTC day boundary) of the
  * next `batch` time-keyed series of a provider with raw points in `points` before it (ids above
  * `after`, in id order) are moved into point_chunks, a row per series and day. The months' partitions
@@ -66,21 +98,10 @@ export async function compactRawPointsBatch(
   after: number,
   batch: number,
 ): Promise<{ last: number | null; chunks: number; points: number; done: boolean }> {
-  const settled = before - (((before % CHUNK_MS) + CHUNK_MS) % CHUNK_MS);
-  const picked = await rowsOf<{ id: number | string; first: number | string | null }>(
-    ctx.db,
-    sql`select s.id::float8 as id, (select p.key from points p where p.series_id = s.id order by p.key limit 1)::float8 as first
-      from series s join jobs j on j.id = s.job_id
-      where j.provider_id = ${providerId} and s.keyed_by = 'time' and s.id > ${after}
-        and exists (select 1 from points x where x.series_id = s.id and x.key < ${settled})
-      order by s.id limit ${batch}`,
-  );
-  if (picked.length === 0) return { last: null, chunks: 0, points: 0, done: true };
-  const ids = picked.map((r) => Number(r.id));
-  const first = Math.min(...picked.map((r) => Number(r.first)));
-  const firstDay = first - (((first % CHUNK_MS) + CHUNK_MS) % CHUNK_MS);
-  const cut = Math.min(settled, firstDay + COMPACT_SPAN_DAYS * CHUNK_MS);
-  await ensureChunkPartitions(ctx, first, cut - 1);
+  const picked = await pickCompactionBatch(ctx, 'points', providerId, before, after, batch);
+  if (!picked) return { last: null, chunks: 0, points: 0, done: true };
+  const { ids, cut, settled } = picked;
+  await ensureChunkPartitions(ctx, picked.first, cut - 1);
   const moved = await ctx.transaction(async (tx) => {
     await tx.db.execute(sql`lock table points in share row exclusive mode`);
     // The days to move, first (one index range a series), so that the move is planned for the

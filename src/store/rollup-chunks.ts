@@ -10,7 +10,7 @@
 import { type SQL, sql } from 'drizzle-orm';
 import type { RepoContext } from './repo-context.js';
 import { CHUNK_MS } from './raw-points.js';
-import { chunkPartitions, COMPACT_SPAN_DAYS, ensureChunkPartitions } from './point-chunks.js';
+import { chunkPartitions, ensureChunkPartitions, pickCompactionBatch } from './point-chunks.js';
 import { embeddedClientOf, rowsOf } from './sql-util.js';
 
 const MINUTE = 60_000;
@@ -116,21 +116,10 @@ export async function compactRollupsBatch(
   after: number,
   batch: number,
 ): Promise<{ last: number | null; chunks: number; rows: number; done: boolean }> {
-  const settled = before - (((before % CHUNK_MS) + CHUNK_MS) % CHUNK_MS);
-  const picked = await rowsOf<{ id: number | string; first: number | string | null }>(
-    ctx.db,
-    sql`select s.id::float8 as id, (select m.bucket from points_1m m where m.series_id = s.id order by m.bucket limit 1)::float8 as first
-      from series s join jobs j on j.id = s.job_id
-      where j.provider_id = ${providerId} and s.keyed_by = 'time' and s.id > ${after}
-        and exists (select 1 from points_1m x where x.series_id = s.id and x.bucket < ${settled})
-      order by s.id limit ${batch}`,
-  );
-  if (picked.length === 0) return { last: null, chunks: 0, rows: 0, done: true };
-  const ids = picked.map((r) => Number(r.id));
-  const first = Math.min(...picked.map((r) => Number(r.first)));
-  const firstDay = first - (((first % CHUNK_MS) + CHUNK_MS) % CHUNK_MS);
-  const cut = Math.min(settled, firstDay + COMPACT_SPAN_DAYS * CHUNK_MS);
-  await ensureChunkPartitions(ctx, first, cut - 1, 'rollup_chunks_1m');
+  const picked = await pickCompactionBatch(ctx, 'points_1m', providerId, before, after, batch);
+  if (!picked) return { last: null, chunks: 0, rows: 0, done: true };
+  const { ids, cut, settled } = picked;
+  await ensureChunkPartitions(ctx, picked.first, cut - 1, 'rollup_chunks_1m');
   const moved = await ctx.transaction(async (tx) => {
     await tx.db.execute(sql`lock table points_1m in share row exclusive mode`);
     const days = await rowsOf<{ series_id: number | string; day: number | string }>(
