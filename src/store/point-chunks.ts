@@ -1,7 +1,7 @@
 // Compaction of settled raw points into point_chunks (migrations/0008) and retention by dropping
 // whole partitions of it: the collector lease holder's chores beside its row-delete retention of
 // what is still in `points` (docs/history.md, "Built: compact raw points").
-import { sql } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import type { RepoContext } from './repo-context.js';
 import { CHUNK_MS, DECODED_CHUNK, keyInstant, notKeptFinished, takeChunkDays } from './raw-points.js';
 import { embeddedClientOf, rowsOf } from './sql-util.js';
@@ -185,33 +185,51 @@ export async function ensureChunkPartitions(ctx: RepoContext, from: number, to: 
  * (collect.finishedJobRawRetentionDays), so a partition holding any of them is not dropped either,
  * its other rows are deleted instead. Returns the partitions dropped and the chunk rows deleted.
  */
-export async function dropRawChunks(
+export function dropRawChunks(
   ctx: RepoContext,
   providerId: string,
   before: number,
   keepFinishedSince: number | null = null,
 ): Promise<{ dropped: number; deleted: number }> {
   const cut = before - (((before % CHUNK_MS) + CHUNK_MS) % CHUNK_MS);
+  // Another provider's series, or one of this provider's kept finished jobs, keeps a partition.
+  return dropChunkMonths(ctx, 'point_chunks', providerId, cut, notKeptFinished(keepFinishedSince), { column: 'raw_before', at: cut });
+}
+
+/**
+ * Retention of a chunk table (`point_chunks`, `rollup_chunks_1m`) for a provider: its chunks of
+ * days wholly before `cut` (a UTC day) go, by `drop table` of each month partition wholly before
+ * it that holds only the provider's series that `gone` (SQL over `jobs j`) lets go, else by
+ * deleting those series' chunk rows. The series that lost chunks remember `mark.at` in
+ * `mark.column` (never moved back). Returns the partitions dropped and the chunk rows deleted.
+ */
+export async function dropChunkMonths(
+  ctx: RepoContext,
+  parent: ChunkTable,
+  providerId: string,
+  cut: number,
+  gone: SQL,
+  mark: { column: 'raw_before' | 'minute_before'; at: number },
+): Promise<{ dropped: number; deleted: number }> {
+  const column = sql.raw(mark.column);
+  const remember = (ids: SQL) => sql`update series set ${column} = greatest(coalesce(${column}, ${mark.at}), ${mark.at}) where id in (${ids})`;
   let dropped = 0;
   let deleted = 0;
-  for (const part of await chunkPartitions(ctx)) {
+  for (const part of await chunkPartitions(ctx, parent)) {
     if (part.start >= cut) break;
     const table = sql.raw(part.name);
     if (part.end <= cut) {
       const drop = await ctx.transaction(async (tx) => {
         // Locked first: no compaction adds another provider's row between the check and the drop.
         await tx.db.execute(sql`lock table ${table} in share mode`);
-        // Another provider's series, or one of this provider's kept finished jobs.
         const [other] = await rowsOf<{ n: number | string }>(
           tx.db,
           sql`select count(*)::int as n from (select distinct c.series_id from ${table} c) c
               join series s on s.id = c.series_id join jobs j on j.id = s.job_id
-              where j.provider_id <> ${providerId} or not ${notKeptFinished(keepFinishedSince)}`,
+              where j.provider_id <> ${providerId} or not ${gone}`,
         );
         if (Number(other?.n ?? 0) > 0) return false;
-        await tx.db.execute(sql`
-          update series set raw_before = greatest(coalesce(raw_before, ${cut}), ${cut})
-          where id in (select distinct series_id from ${table})`);
+        await tx.db.execute(remember(sql`select distinct series_id from ${table}`));
         await tx.db.execute(sql`drop table ${table}`);
         return true;
       });
@@ -224,12 +242,10 @@ export async function dropRawChunks(
       ctx.db,
       sql`with d as (
           delete from ${table} c using series s join jobs j on j.id = s.job_id
-          where s.id = c.series_id and j.provider_id = ${providerId} and c.chunk_start + ${CHUNK_MS} <= ${cut}
-            and ${notKeptFinished(keepFinishedSince)}
+          where s.id = c.series_id and j.provider_id = ${providerId} and c.chunk_start + ${CHUNK_MS} <= ${cut} and ${gone}
           returning c.series_id
         ), u as (
-          update series set raw_before = greatest(coalesce(raw_before, ${cut}), ${cut})
-          where id in (select distinct series_id from d) returning 1
+          ${remember(sql`select distinct series_id from d`)} returning 1
         )
         select (select count(*) from d)::float8 as n, (select count(*) from u) as marked`,
     );

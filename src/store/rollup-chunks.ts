@@ -10,7 +10,7 @@
 import { type SQL, sql } from 'drizzle-orm';
 import type { RepoContext } from './repo-context.js';
 import { CHUNK_MS } from './raw-points.js';
-import { chunkPartitions, ensureChunkPartitions, pickCompactionBatch } from './point-chunks.js';
+import { chunkPartitions, dropChunkMonths, ensureChunkPartitions, pickCompactionBatch } from './point-chunks.js';
 import { embeddedClientOf, rowsOf } from './sql-util.js';
 
 const MINUTE = 60_000;
@@ -194,49 +194,9 @@ export function rollupChunkPartitions(ctx: RepoContext): Promise<{ name: string;
  * taken down to its UTC hour as that retention takes it: a read from before it goes to the 1-hour
  * rollup, never to a day that is gone). Returns the partitions dropped and the chunk rows deleted.
  */
-export async function dropRollupChunks(ctx: RepoContext, providerId: string, before: number): Promise<{ dropped: number; deleted: number }> {
+export function dropRollupChunks(ctx: RepoContext, providerId: string, before: number): Promise<{ dropped: number; deleted: number }> {
   const cut = before - (((before % CHUNK_MS) + CHUNK_MS) % CHUNK_MS);
   // As rollup-retention.ts's hourCut (not imported: that module imports repo-point-writes.ts, which imports this one).
   const minuteCut = before - (((before % 3_600_000) + 3_600_000) % 3_600_000);
-  let dropped = 0;
-  let deleted = 0;
-  for (const part of await rollupChunkPartitions(ctx)) {
-    if (part.start >= cut) break;
-    const table = sql.raw(part.name);
-    if (part.end <= cut) {
-      const drop = await ctx.transaction(async (tx) => {
-        // Locked first: no compaction adds another provider's row between the check and the drop.
-        await tx.db.execute(sql`lock table ${table} in share mode`);
-        const [other] = await rowsOf<{ n: number | string }>(
-          tx.db,
-          sql`select count(*)::int as n from (select distinct c.series_id from ${table} c) c
-              join series s on s.id = c.series_id join jobs j on j.id = s.job_id where j.provider_id <> ${providerId}`,
-        );
-        if (Number(other?.n ?? 0) > 0) return false;
-        await tx.db.execute(sql`
-          update series set minute_before = greatest(coalesce(minute_before, ${minuteCut}), ${minuteCut})
-          where id in (select distinct series_id from ${table})`);
-        await tx.db.execute(sql`drop table ${table}`);
-        return true;
-      });
-      if (drop) {
-        dropped++;
-        continue;
-      }
-    }
-    const [row] = await rowsOf<{ n: number | string }>(
-      ctx.db,
-      sql`with d as (
-          delete from ${table} c using series s join jobs j on j.id = s.job_id
-          where s.id = c.series_id and j.provider_id = ${providerId} and c.chunk_start + ${CHUNK_MS} <= ${cut}
-          returning c.series_id
-        ), u as (
-          update series set minute_before = greatest(coalesce(minute_before, ${minuteCut}), ${minuteCut})
-          where id in (select distinct series_id from d) returning 1
-        )
-        select (select count(*) from d)::float8 as n, (select count(*) from u) as marked`,
-    );
-    deleted += Number(row?.n ?? 0);
-  }
-  return { dropped, deleted };
+  return dropChunkMonths(ctx, 'rollup_chunks_1m', providerId, cut, sql`true`, { column: 'minute_before', at: minuteCut });
 }
