@@ -2,19 +2,14 @@
 // in `points` and their rollups, as migrations up to 0007 leave them) opens on this version,
 // migration 0008 adds point_chunks without moving anything, the compactor then moves the settled
 // days, and the same series are answered identically before and after, on PGlite and PostgreSQL.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { rmSync } from 'node:fs';
 import { sql } from 'drizzle-orm';
-import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Aggregation } from '../../src/domain/types.js';
 import { openDatabase } from '../../src/store/db.js';
-import { openPglite } from '../../src/store/pglite.js';
 import { Repository, type PointWriteRow, type SeriesWindow } from '../../src/store/repository.js';
 import { rowsOf } from '../../src/store/sql-util.js';
-import { createTestDatabase } from '../support/database.js';
-import { migrationsUpTo } from '../support/migrations.js';
+import { databaseOnOldLayout, migrationsUpTo } from '../support/migrations.js';
 import { wave } from './rollup-fixtures.js';
 
 const START = Date.UTC(2026, 10, 18, 0, 0, 0);
@@ -49,31 +44,10 @@ describe('migration 0008 on a database with points', () => {
     points[77] = [1, points[77]![1], points[77]![2], null, null];
     const statements = fill([...points, [2, 1, null, 1, 2.5], [2, 2, null, 2, 2.25]]);
 
-    const tdb = await createTestDatabase(undefined, { empty: true });
-    cleanup.push(() => tdb.drop());
-    let dataDir = tdb.dataDir;
-    if (tdb.databaseUrl) {
-      const client = postgres(tdb.databaseUrl, { max: 1, onnotice: () => {} });
-      const { drizzle } = await import('drizzle-orm/postgres-js');
-      const { migrate } = await import('drizzle-orm/postgres-js/migrator');
-      await migrate(drizzle(client), { migrationsFolder: at0006 });
-      for (const s of statements) await client.unsafe(s);
-      await migrate(drizzle(client), { migrationsFolder: at0007 });
-      await client.end();
-    } else {
-      dataDir = mkdtempSync(path.join(tmpdir(), 'tg-pglite-'));
-      cleanup.push(() => rmSync(dataDir, { recursive: true, force: true }));
-      const client = await openPglite(dataDir);
-      const { drizzle } = await import('drizzle-orm/pglite');
-      const { migrate } = await import('drizzle-orm/pglite/migrator');
-      await migrate(drizzle(client), { migrationsFolder: at0006 });
-      for (const s of statements) await client.query(s);
-      await migrate(drizzle(client), { migrationsFolder: at0007 });
-      await client.close();
-    }
+    const { databaseUrl, dataDir } = await databaseOnOldLayout([{ migrate: at0006 }, { statements }, { migrate: at0007 }], cleanup);
 
     // The upgrade: this version's migrations on open. Nothing moves yet.
-    const db = await openDatabase({ databaseUrl: tdb.databaseUrl, dataDir });
+    const db = await openDatabase({ databaseUrl, dataDir });
     cleanup.push(() => db.close());
     const repo = Repository.of(db);
     const count = async (table: string) => Number((await rowsOf<{ n: number }>(db.db, sql`select count(*)::int as n from ${sql.raw(table)}`))[0]!.n);

@@ -2,18 +2,13 @@
 // with points in it opens on this version, migration 0007 backfills the 1-minute and 1-hour
 // rollups of its time-keyed series from the points it holds (none for step-keyed ones), and a
 // long window is answered from them exactly as the raw points give it, on PGlite and PostgreSQL.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { rmSync } from 'node:fs';
 import { sql } from 'drizzle-orm';
-import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/store/db.js';
-import { openPglite } from '../../src/store/pglite.js';
 import { Repository, type PointWriteRow } from '../../src/store/repository.js';
 import { rowsOf } from '../../src/store/sql-util.js';
-import { createTestDatabase } from '../support/database.js';
-import { migrationsUpTo } from '../support/migrations.js';
+import { databaseOnOldLayout, migrationsUpTo } from '../support/migrations.js';
 import { handRollup, rollupRows, wave } from './rollup-fixtures.js';
 
 const START = Date.UTC(2026, 10, 18, 0, 0, 0);
@@ -45,29 +40,10 @@ describe('migration 0007 on a database with points', () => {
     points[50] = [1, points[50]![1], points[50]![2], null, null];
     const statements = fill([...points, [2, 1, null, 1, 2.5], [2, 2, null, 2, 2.25]]);
 
-    const tdb = await createTestDatabase(undefined, { empty: true });
-    cleanup.push(() => tdb.drop());
-    let dataDir = tdb.dataDir;
-    if (tdb.databaseUrl) {
-      const client = postgres(tdb.databaseUrl, { max: 1, onnotice: () => {} });
-      const { drizzle } = await import('drizzle-orm/postgres-js');
-      const { migrate } = await import('drizzle-orm/postgres-js/migrator');
-      await migrate(drizzle(client), { migrationsFolder: migrations });
-      for (const s of statements) await client.unsafe(s);
-      await client.end();
-    } else {
-      dataDir = mkdtempSync(path.join(tmpdir(), 'tg-pglite-'));
-      cleanup.push(() => rmSync(dataDir, { recursive: true, force: true }));
-      const client = await openPglite(dataDir);
-      const { drizzle } = await import('drizzle-orm/pglite');
-      const { migrate } = await import('drizzle-orm/pglite/migrator');
-      await migrate(drizzle(client), { migrationsFolder: migrations });
-      for (const s of statements) await client.query(s);
-      await client.close();
-    }
+    const { databaseUrl, dataDir } = await databaseOnOldLayout([{ migrate: migrations }, { statements }], cleanup);
 
     // The upgrade: this version's migrations on open.
-    const db = await openDatabase({ databaseUrl: tdb.databaseUrl, dataDir });
+    const db = await openDatabase({ databaseUrl, dataDir });
     cleanup.push(() => db.close());
     expect(await rollupRows(db.db, 'points_1m', 1)).toEqual(handRollup(points, 60_000));
     expect(await rollupRows(db.db, 'points_1h', 1)).toEqual(handRollup(points, 3_600_000));

@@ -7,7 +7,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 /** The names through which a test file reaches the database TEST_DATABASE_URL names. */
-export const DATABASE_NAMES = /\b(createTestDatabase|openTestRepository|useTestRepository|startTestServer|REAL_POSTGRES_URL|TEST_DATABASE_URL)\b/;
+export const DATABASE_NAMES =
+  /\b(createTestDatabase|databaseOnOldLayout|openTestRepository|useTestRepository|startTestServer|REAL_POSTGRES_URL|TEST_DATABASE_URL)\b/;
 
 function testFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
