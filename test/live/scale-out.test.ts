@@ -10,16 +10,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BasetenSimulator } from '../../src/simulators/baseten/server.js';
 import { client, startSim, subscribeUtilization, waitFor, type Sample } from './helpers.js';
 import { eventually } from '../support/wait.js';
-import { reachable } from '../support/net.js';
 import { exited, gaugeOf, type Replica, ReplicaSet } from '../support/replicas.js';
 
-const ADMIN_URL = process.env.TEST_DATABASE_URL || 'postgres://127.0.0.1:5432/postgres';
+const ADMIN_URL = process.env.TEST_DATABASE_URL;
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const INTERVAL_S = 0.5;
 
-// Skipped only where neither service answers and no test database was named (CI has both).
-const available = (await reachable(ADMIN_URL, 5432)) && (await reachable(REDIS_URL, 6379));
-const run = available || process.env.TEST_DATABASE_URL ? describe : describe.skip;
+// The PostgreSQL pass only, as the other tests of replicas on a real Postgres: the PGlite pass used
+// the machine's Postgres and Redis when they answered, the very same test as the PostgreSQL pass's
+// in a run of both (issue 45). CI names both services.
+const run = ADMIN_URL ? describe : describe.skip;
 
 const dbName = `live_scaleout_${process.pid}_${Date.now().toString(36)}`;
 const providerId = `bt-${Date.now().toString(36)}`;
@@ -27,7 +27,7 @@ let sim: BasetenSimulator;
 const replicas = new ReplicaSet();
 
 function startReplica(name: string, configPath: string): Promise<Replica> {
-  const dbUrl = new URL(ADMIN_URL);
+  const dbUrl = new URL(ADMIN_URL!);
   dbUrl.pathname = `/${dbName}`;
   return replicas.start(
     {
@@ -53,10 +53,10 @@ const newestPoint = (samples: Sample[]): string | null => {
   return newest;
 };
 
-run('two replicas sharing Postgres and Redis', () => {
+run('two replicas sharing Postgres and Redis [needs TEST_DATABASE_URL]', () => {
   let admin: postgres.Sql;
   beforeAll(async () => {
-    admin = postgres(ADMIN_URL, { max: 1, onnotice: () => {} });
+    admin = postgres(ADMIN_URL!, { max: 1, onnotice: () => {} });
     await admin.unsafe(`create database ${dbName}`);
     sim = await startSim();
   });

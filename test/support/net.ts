@@ -1,4 +1,4 @@
-// Loopback helpers for tests that start servers of their own or probe shared services.
+// Loopback helpers for tests that start servers of their own or wait for services they start.
 import net from 'node:net';
 
 /** A TCP port nothing listens on right now. */
@@ -25,10 +25,4 @@ export function accepts(host: string, port: number): Promise<boolean> {
       resolve(false);
     });
   });
-}
-
-/** accepts() for a service URL (postgres://…, redis://…), with the scheme's default port. */
-export function reachable(url: string, defaultPort: number): Promise<boolean> {
-  const u = new URL(url);
-  return accepts(u.hostname, Number(u.port || defaultPort));
 }

@@ -26,7 +26,7 @@ export default function setup(project: TestProject) {
     );
   } else if (!process.env.TEST_DATABASE_URL) {
     console.log(
-      `\n${line}\nSKIPPING the real-Postgres tests (Postgres restarts, Redis restarts under two replicas, driver and cancellation checks),\n` +
+      `\n${line}\nSKIPPING the real-Postgres tests (Postgres restarts, two replicas sharing Postgres and Redis, Redis restarts under them, driver and cancellation checks),\n` +
         `marked [needs TEST_DATABASE_URL]: set TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test to run them (.ci/run does).\n${line}\n`,
     );
   }
