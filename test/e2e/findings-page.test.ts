@@ -4,7 +4,10 @@
 // stalled job's view open, the evaluation that fires STALLED marks the job's fleet row and lists
 // the finding (severity, since, what shows it) in the job view without a reload; the evaluation
 // that resolves it removes the mark and shows the finding resolved. Screenshots of both states go
-// to E2E_ARTIFACTS_DIR.
+// to E2E_ARTIFACTS_DIR. On an in-memory PGlite in either pass, so only the PGlite pass runs it
+// (issue 45): what it shows is the page's (the fleet row's mark, the job view's list, the live
+// updates over graphql-ws). The same anomalies found and resolved by the evaluator's statement on
+// PostgreSQL are test/findings/engine.test.ts's; the findings' reads, test/store/findings.test.ts's.
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
@@ -13,8 +16,8 @@ import { demoAnomalies } from '../../src/simulators/baseten/fleet.js';
 import type { BasetenSimulator } from '../../src/simulators/baseten/server.js';
 import { recordFindingEvents, runFindingsFor, type SeenEvent } from '../findings/helpers.js';
 import { startClockedBaseten } from '../support/clocked-baseten.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { ManualTimers } from '../support/manual-timers.js';
+import { memoryDataDir } from '../support/pglite-template.js';
 import { startRuntimeOn } from '../support/runtime.js';
 import { artifactsDir, launchBrowser, type Browser } from './browser.js';
 
@@ -33,7 +36,6 @@ const anomalies = () => demoAnomalies(START).map((a) => (a.kind === 'stall' ? { 
 
 describe('findings in the live view page (Chromium, simulated clock)', () => {
   let sim: BasetenSimulator;
-  let db: TestDatabase;
   let rt: Runtime;
   let timers: ManualTimers;
   let browser: Browser;
@@ -48,14 +50,17 @@ describe('findings in the live view page (Chromium, simulated clock)', () => {
     sim = await startClockedBaseten('findings-page', timers, { jobsPerProject: 4, nodesPerJob: 2, gpusPerNode: 8 }, { anomalies: anomalies() });
     // demoAnomalies stalls the second running job.
     stalled = `bt:job:${sim.fleet.jobs[1]!.id}`;
-    db = await createTestDatabase();
     [rt, browser] = await Promise.all([
-      startRuntimeOn(db, [{ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', pollIntervalSeconds: 60 }], {
-        env: { BT_KEY: sim.apiKey },
-        clock: () => timers.now(),
-        liveTimers: timers,
-        config: { collect: { enabled: true }, findings: { enabled: true, intervalSeconds: 60 } },
-      }),
+      startRuntimeOn(
+        { databaseUrl: null, dataDir: memoryDataDir() },
+        [{ id: 'bt', kind: 'BASETEN', baseUrl: sim.url, apiKeyEnv: 'BT_KEY', pollIntervalSeconds: 60 }],
+        {
+          env: { BT_KEY: sim.apiKey },
+          clock: () => timers.now(),
+          liveTimers: timers,
+          config: { collect: { enabled: true }, findings: { enabled: true, intervalSeconds: 60 } },
+        },
+      ),
       launchBrowser(),
     ]);
     events = recordFindingEvents(rt);
@@ -67,7 +72,6 @@ describe('findings in the live view page (Chromium, simulated clock)', () => {
     await browser?.close();
     await rt?.close();
     await sim?.close();
-    await db?.drop();
   }, TEST_TIMEOUT);
 
   async function openPage(hash: string): Promise<{ page: Page; pageErrors: string[] }> {
