@@ -475,7 +475,9 @@ function metricsBody(job: FleetJob, startMs: number, endMs: number, stepMs: numb
     const hi = Math.min(endMs, span.toMs);
     for (let t = Math.ceil(lo / stepMs) * stepMs; t <= hi; t += stepMs) times.push(t);
   }
-  const series = (f: (t: number) => number): Point[] => times.map((t) => ({ timestamp: isoSeconds(t), value: f(t) }));
+  // Every series of the answer has these instants: formatted once, not once per series and GPU.
+  const stamps = times.map(isoSeconds);
+  const series = (f: (t: number) => number): Point[] => times.map((t, i) => ({ timestamp: stamps[i]!, value: f(t) }));
   const nodeMetrics = (node: number) => ({
     gpu_utilization: Object.fromEntries(rankKeys(job).map((r) => [r, series((t) => metricValue(job, node, 'gpu_utilization', Number(r), t))])),
     gpu_memory_usage_bytes: Object.fromEntries(rankKeys(job).map((r) => [r, series((t) => metricValue(job, node, 'gpu_memory_usage_bytes', Number(r), t))])),
