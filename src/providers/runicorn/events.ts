@@ -60,6 +60,14 @@ export class StepTableBuilder {
   private readonly keys = new Set<string>();
   /** Each value under its own event's stage; a later event of the same stage at the same step wins. */
   private readonly byEvent: EventValues = new Map();
+  /**
+   * The rows table() gave last, kept: a running run's table is asked for at every sweep (Runicorn's
+   * interval is 2 s) and grows by a few steps between, so only the steps written since are made
+   * again; a day of a step every 2 s (43,200 rows) took 300-400 ms a call rebuilt whole (issue 45).
+   */
+  private built: { columns: string[]; rows: MetricRow[]; index: Map<number, number>; lastStep: number } | null = null;
+  /** Steps an event reached since table() last ran. */
+  private readonly touched = new Set<number>();
 
   applyLine(line: string): void {
     const text = line.trim();
@@ -78,6 +86,7 @@ export class StepTableBuilder {
     if (step === null) return;
     const row = this.byStep.get(step) ?? { global_step: step };
     this.byStep.set(step, row);
+    this.touched.add(step);
     const stage = typeof fields.stage === 'string' ? fields.stage : null;
     const eventTs = (event as { ts?: unknown }).ts;
     const time = typeof fields.time === 'number' ? fields.time : typeof eventTs === 'number' ? eventTs : null;
@@ -100,10 +109,33 @@ export class StepTableBuilder {
   table(): MetricTable {
     if (this.byStep.size === 0) return { columns: [], rows: [], byEvent: new Map() };
     const columns = ['global_step', ...[...this.keys].sort()];
-    const rows = [...this.byStep.entries()]
-      .sort((a, b) => a[0] - b[0])
-      .map(([, row]) => Object.fromEntries(columns.map((c) => [c, row[c] ?? null])) as MetricRow);
-    return { columns, rows, byEvent: this.byEvent };
+    const cell = (row: MetricRow) => Object.fromEntries(columns.map((c) => [c, row[c] ?? null])) as MetricRow;
+    const built = this.built;
+    const added = built ? [...this.touched].filter((step) => !built.index.has(step)).sort((a, b) => a - b) : [];
+    // Made whole again when a column appeared (every row gains it) or a step came before the last one.
+    const sameColumns = built !== null && built.columns.length === columns.length && built.columns.every((c, i) => c === columns[i]);
+    if (!built || !sameColumns || (added.length > 0 && added[0]! < built.lastStep)) {
+      const steps = [...this.byStep.keys()].sort((a, b) => a - b);
+      this.built = {
+        columns,
+        rows: steps.map((step) => cell(this.byStep.get(step)!)),
+        index: new Map(steps.map((step, i) => [step, i])),
+        lastStep: steps.at(-1)!,
+      };
+    } else {
+      // A row once given is never changed: a step written again gets a new one.
+      for (const step of this.touched) {
+        const i = built.index.get(step);
+        if (i !== undefined) built.rows[i] = cell(this.byStep.get(step)!);
+      }
+      for (const step of added) {
+        built.index.set(step, built.rows.length);
+        built.rows.push(cell(this.byStep.get(step)!));
+        built.lastStep = step;
+      }
+    }
+    this.touched.clear();
+    return { columns, rows: this.built!.rows.slice(), byEvent: this.byEvent };
   }
 }
 

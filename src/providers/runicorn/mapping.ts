@@ -98,9 +98,13 @@ function viewerMeta(stages: readonly (string | null)[]): Record<string, unknown>
  * point, capabilities.trainingSince) it is kept: it may be new, and written again it changes nothing.
  */
 function inRange(timestamp: Date | null, from: number | null, to: number | null): boolean {
+  return inRangeMs(timestamp?.getTime() ?? null, from, to);
+}
+
+/** inRange of an instant in epoch ms (null: a point without a time, kept unless the window has an end). */
+function inRangeMs(t: number | null, from: number | null, to: number | null): boolean {
   if (from === null && to === null) return true;
-  if (timestamp === null) return to === null;
-  const t = timestamp.getTime();
+  if (t === null) return to === null;
   return (from === null || t >= from) && (to === null || t <= to);
 }
 
@@ -126,10 +130,17 @@ export function tableToSeries(table: MetricTable, request: TrainingFetchRequest)
       const stages = table.byEvent.get(name)!;
       for (const stage of [...stages.keys()].sort(stageOrder)) {
         const series = newSeries(name, stage, EXACT_META);
-        for (const [step, { value, time }] of [...stages.get(stage)!].sort((a, b) => a[0] - b[0])) {
-          const timestamp = epochSecondsToDate(time);
-          if (value === null || !inRange(timestamp, from, to)) continue;
-          series.points.push({ timestamp, step, value } satisfies SeriesPoint);
+        // The window first, then the order: a sweep asks for the last minutes of a run that may hold
+        // a day of steps (issue 45: sorting and dating every one took 150-260 ms at 43,200 steps).
+        const kept: [number, number, number | null][] = [];
+        for (const [step, { value, time }] of stages.get(stage)!) {
+          if (value === null) continue;
+          // epochSecondsToDate's instant, as a number until the point is kept.
+          const ms = time !== null && Number.isFinite(time) && time > 0 ? Math.round(time * 1000) : null;
+          if (inRangeMs(ms, from, to)) kept.push([step, value, ms]);
+        }
+        for (const [step, value, ms] of kept.sort((a, b) => a[0] - b[0])) {
+          series.points.push({ timestamp: ms === null ? null : new Date(ms), step, value } satisfies SeriesPoint);
         }
         if (series.points.length > 0) out.push(series);
       }

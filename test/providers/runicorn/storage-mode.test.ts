@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { JobRef } from '../../../src/domain/types.js';
 import { createRunicornAdapter, type RunicornAdapter } from '../../../src/providers/runicorn/adapter.js';
+import { type MetricTable, StepTableBuilder } from '../../../src/providers/runicorn/events.js';
 import { DEAD_PID } from '../../../src/simulators/runicorn/fleet.js';
 import { createLegacyRun, createRun } from '../../../src/simulators/runicorn/storage-writer.js';
 import { signal } from './helpers.js';
@@ -90,6 +91,56 @@ describe('a run still being written', () => {
     expect(await steps({ from, to: null, names: null })).toEqual([4, 5, 6, 7]);
     // A closed window has no place for it.
     expect(await steps({ from, to: new Date((T0 + 300) * 1000), names: null })).toEqual([4, 5]);
+  });
+
+  it('followed sweep by sweep, answers as the whole file read at once: a step written again, a metric that appears later, a step out of order', async () => {
+    // The table of a running run is kept between reads and only the steps written since are made
+    // again (src/providers/runicorn/events.ts): each change that could leave a kept row stale.
+    const run = createRun(root, spec());
+    run.summary({ total_steps: 100 });
+    const batches: (() => void)[] = [
+      () => {
+        for (let i = 1; i <= 20; i++) run.logMetrics({ loss: 1 / i }, { ts: T0 + i * 2, stage: 'train' });
+      },
+      // Step 20 again (later values win), then new steps.
+      () => {
+        run.logMetrics({ loss: 0.5 }, { ts: T0 + 41, step: 20, stage: 'train' });
+        for (let i = 21; i <= 30; i++) run.logMetrics({ loss: 1 / i }, { ts: T0 + i * 2, stage: 'train' });
+      },
+      // A metric no row had: every row gains its column.
+      () => {
+        for (let i = 31; i <= 40; i++) run.logMetrics({ loss: 1 / i, val_acc: i / 100 }, { ts: T0 + i * 2, stage: 'eval' });
+      },
+      // A step before the last one, not seen before.
+      () => {
+        run.logMetrics({ loss: 0.9 }, { ts: T0 + 90, step: 0, stage: 'train' });
+        run.logMetrics({ loss: 0.1 }, { ts: T0 + 92, step: 41, stage: 'train' });
+      },
+    ];
+    const followed: unknown[] = [];
+    for (const write of batches) {
+      write();
+      followed.push(await adapter.fetchTrainingMetrics!(ref(run.id), all, signal()), await adapter.fetchProgress!(ref(run.id), signal()));
+    }
+    const atOnce = createRunicornAdapter({ id: 'rc', kind: 'RUNICORN', storageDir: root }, {});
+    expect(followed.slice(-2)).toEqual([await atOnce.fetchTrainingMetrics!(ref(run.id), all, signal()), await atOnce.fetchProgress!(ref(run.id), signal())]);
+    expect((followed.at(-1) as { iteration: number }).iteration).toBe(41);
+    // The step table itself (the viewer's shape: every row has every column), batch by batch as
+    // written above, against a table of the same lines read at once; a table given earlier stays as it was.
+    const lines = readFileSync(join(run.dir, 'events.jsonl'), 'utf8').trim().split('\n');
+    const kept = new StepTableBuilder();
+    const given: { table: MetricTable; copy: string }[] = [];
+    let at = 0;
+    for (const cut of [20, 31, 41, lines.length]) {
+      for (; at < cut; at++) kept.applyLine(lines[at]!);
+      const table = kept.table();
+      const atOnceTable = new StepTableBuilder();
+      for (const line of lines.slice(0, cut)) atOnceTable.applyLine(line);
+      expect([table.columns, table.rows], `after ${cut} lines`).toEqual([atOnceTable.table().columns, atOnceTable.table().rows]);
+      given.push({ table, copy: JSON.stringify([table.columns, table.rows]) });
+    }
+    expect(given.at(-1)!.table.rows.map((r) => r.global_step)).toEqual([0, ...Array.from({ length: 41 }, (_, i) => i + 1)]);
+    for (const { table, copy } of given) expect(JSON.stringify([table.columns, table.rows])).toBe(copy);
   });
 
   it('reports progress: last step, steps per second, target from the summary', async () => {
