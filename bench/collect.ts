@@ -359,8 +359,12 @@ function smapsSplit() {
  * BENCH_COLLECT_ALLOC=<file>: a sampling heap profile of the collector's server over the measured
  * window, every allocation counted (also what the GC collected since), written to
  * <file>-<jobs>.heapprofile: what the server allocates per job (the garbage that makes its peak).
+ * BENCH_COLLECT_ALLOC_PROMOTED=1 leaves out what died in a young-generation collection: what is
+ * left was promoted to the old generation (or is still alive), what fills it between full
+ * collections, which V8_HEAP_GROWING_PERCENT=50 starts once it grew by half the live heap.
  */
 const ALLOC_FILE = process.env.BENCH_COLLECT_ALLOC ?? null;
+const ALLOC_PROMOTED = Boolean(process.env.BENCH_COLLECT_ALLOC_PROMOTED);
 /**
  * One inspector session recording a profile of this process: `begin` enables and starts it,
  * `end` names the method that stops it (its answer holds `profile`), `what` is said when written.
@@ -387,7 +391,7 @@ function inspectorRecorder(begin: [string, object?][], end: string, what: string
 const allocations = inspectorRecorder(
   [
     ['HeapProfiler.enable'],
-    ['HeapProfiler.startSampling', { samplingInterval: 32_768, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true }],
+    ['HeapProfiler.startSampling', { samplingInterval: 32_768, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: !ALLOC_PROMOTED }],
   ],
   'HeapProfiler.stopSampling',
   'allocation profile',
@@ -650,7 +654,8 @@ interface Child {
 function startRole(role: string, options: unknown): Promise<Child> {
   const child: ChildProcess = fork(
     fileURLToPath(import.meta.url),
-    ['--role', role, '--options', JSON.stringify(options), ...(INTERVAL_S ? ['--interval', String(INTERVAL_S)] : [])],
+    // The window too (--sweeps): a child's own figures per 30 s and per interval (statements, calls per job) are over it.
+    ['--role', role, '--options', JSON.stringify(options), '--sweeps', String(SWEEPS), ...(INTERVAL_S ? ['--interval', String(INTERVAL_S)] : [])],
     {
       execArgv: ['--expose-gc', '--import', 'tsx'],
       env: { ...process.env, NODE_ENV: 'production' },

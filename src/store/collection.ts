@@ -243,9 +243,16 @@ export class CollectionStore {
     // fills find cached (theirs as of the group's start: a record another fill writes meanwhile is
     // missed, and the job fetched once more than needed).
     const whole = [...(opts.training ? ['training'] : []), ...(opts.progress ? ['progress'] : [])];
+    // Every metric the platform may answer, not only those asked: an answer covers what it holds
+    // (Baseten's storage metrics beside the live ones asked), and its write needs each covered
+    // metric's records. Read for the asked ones alone, the rest were unknown to the write, which
+    // then read them all again in its transaction and kept the answers whole across both of its
+    // transactions (HeldWrites.storeFetched, `known`): every steady group of Baseten's, until 2026-11-29.
+    const answered = new Set(datasets);
+    for (const job of jobs) for (const m of this.rt.providers.find(job.providerId)?.adapter.capabilities.systemMetrics ?? []) answered.add(`metric:${m}`);
     const read = await this.rt.repo.within(scope).fetchesOf(
       jobs.map((j) => j.id),
-      [...datasets, ...whole],
+      [...answered, ...whole],
     );
     const fetches = read.filter((r) => r.dataset.startsWith('metric:'));
     const wholeFetches = read.filter((r) => !r.dataset.startsWith('metric:'));

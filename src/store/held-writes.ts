@@ -216,7 +216,8 @@ export class HeldWrites {
           pid,
           await repo.writeSeriesRows(
             pid,
-            group.map((p) => ({ job: p.job, series: p.series, identities: p.draft.identities })),
+            // Known (knownEnough): every dataset of each fetch has a committed record, so its job's series rows are stored.
+            group.map((p) => ({ job: p.job, series: p.series, identities: p.draft.identities, stored: knownEnough })),
           ),
         );
       }

@@ -24,63 +24,127 @@ export const ids = (name: string) => sql`${sql.placeholder(name)}::text[]`;
  * parameters costs postgres.js a Describe round trip first). Id lists bind as one text[], so the
  * statement is the same for any number of ids.
  */
-function preparedReads(db: Db) {
+function readBuilders(db: Db) {
   return {
-    providerSyncs: db
-      .select()
-      .from(t.providerSyncs)
-      .where(and(sql`${t.providerSyncs.providerId} = any(${ids('ids')})`, eq(t.providerSyncs.dataset, sql.placeholder('dataset'))))
-      .prepare('provider_syncs'),
-    jobsByIds: db
-      .select()
-      .from(t.jobs)
-      .where(sql`${t.jobs.id} = any(${ids('ids')})`)
-      .prepare('jobs_by_ids'),
-    knownJobIds: db
-      .select({ id: t.jobs.id })
-      .from(t.jobs)
-      .where(sql`${t.jobs.id} = any(${ids('ids')})`)
-      .prepare('known_job_ids'),
-    projectsByIds: db
-      .select()
-      .from(t.projects)
-      .where(sql`${t.projects.id} = any(${ids('ids')})`)
-      .prepare('projects_by_ids'),
-    nodesOfJobs: db
-      .select()
-      .from(t.nodes)
-      .where(sql`${t.nodes.jobId} = any(${ids('ids')})`)
-      .orderBy(t.nodes.jobId, t.nodes.ord)
-      .prepare('nodes_of_jobs'),
-    gpusOfJobs: db
-      .select()
-      .from(t.gpus)
-      .where(sql`${t.gpus.jobId} = any(${ids('ids')})`)
-      .orderBy(t.gpus.nodeId, t.gpus.idx)
-      .prepare('gpus_of_jobs'),
-    seriesOfJobs: db
-      .select()
-      .from(t.series)
-      .where(and(sql`${t.series.jobId} = any(${ids('ids')})`, eq(t.series.kind, sql.placeholder('kind'))))
-      .orderBy(t.series.jobId, t.series.name, t.series.nodeId, t.series.gpuId, t.series.id)
-      .prepare('series_of_jobs'),
-    fetchesOf: db
-      .select()
-      .from(t.fetches)
-      .where(and(sql`${t.fetches.jobId} = any(${ids('ids')})`, sql`${t.fetches.dataset} = any(${ids('datasets')})`))
-      .orderBy(desc(t.fetches.fetchedAt))
-      .prepare('fetches_of'),
+    providerSyncs: () =>
+      db
+        .select()
+        .from(t.providerSyncs)
+        .where(and(sql`${t.providerSyncs.providerId} = any(${ids('ids')})`, eq(t.providerSyncs.dataset, sql.placeholder('dataset'))))
+        .prepare('provider_syncs'),
+    jobsByIds: () =>
+      db
+        .select()
+        .from(t.jobs)
+        .where(sql`${t.jobs.id} = any(${ids('ids')})`)
+        .prepare('jobs_by_ids'),
+    knownJobIds: () =>
+      db
+        .select({ id: t.jobs.id })
+        .from(t.jobs)
+        .where(sql`${t.jobs.id} = any(${ids('ids')})`)
+        .prepare('known_job_ids'),
+    projectsByIds: () =>
+      db
+        .select()
+        .from(t.projects)
+        .where(sql`${t.projects.id} = any(${ids('ids')})`)
+        .prepare('projects_by_ids'),
+    nodesOfJobs: () =>
+      db
+        .select()
+        .from(t.nodes)
+        .where(sql`${t.nodes.jobId} = any(${ids('ids')})`)
+        .orderBy(t.nodes.jobId, t.nodes.ord)
+        .prepare('nodes_of_jobs'),
+    gpusOfJobs: () =>
+      db
+        .select()
+        .from(t.gpus)
+        .where(sql`${t.gpus.jobId} = any(${ids('ids')})`)
+        .orderBy(t.gpus.nodeId, t.gpus.idx)
+        .prepare('gpus_of_jobs'),
+    seriesOfJobs: () =>
+      db
+        .select()
+        .from(t.series)
+        .where(and(sql`${t.series.jobId} = any(${ids('ids')})`, eq(t.series.kind, sql.placeholder('kind'))))
+        .orderBy(t.series.jobId, t.series.name, t.series.nodeId, t.series.gpuId, t.series.id)
+        .prepare('series_of_jobs'),
+    fetchesOf: () =>
+      db
+        .select()
+        .from(t.fetches)
+        .where(and(sql`${t.fetches.jobId} = any(${ids('ids')})`, sql`${t.fetches.dataset} = any(${ids('datasets')})`))
+        .orderBy(desc(t.fetches.fetchedAt))
+        .prepare('fetches_of'),
   };
+}
+
+type ReadBuilders = ReturnType<typeof readBuilders>;
+export type PreparedReads = { readonly [K in keyof ReadBuilders]: ReturnType<ReadBuilders[K]> };
+
+/**
+ * Each read prepared on first use: a transaction's view has a handle of its own (its statements
+ * prepared for its connection), and the one read it makes (a write's fetch records) built all
+ * eight with drizzle's query builder each time: 104 ms a minute of the collector's server at
+ * 1,000 jobs (docs/collection.md).
+ */
+function preparedReads(db: Db): PreparedReads {
+  const build = readBuilders(db);
+  const made: Partial<Record<keyof ReadBuilders, unknown>> = {};
+  const reads = {} as PreparedReads;
+  for (const name of Object.keys(build) as (keyof ReadBuilders)[]) {
+    Object.defineProperty(reads, name, { enumerable: true, get: () => (made[name] ??= build[name]()) });
+  }
+  return reads;
 }
 
 export type PreparedJobQuery = { execute(values: Record<string, unknown>): Promise<Record<string, unknown>[]> };
 
-export type PreparedReads = ReturnType<typeof preparedReads>;
+/** Series rows this process remembered at most (SeriesRows); past it the oldest are forgotten, and written again when next fetched. */
+const SERIES_ROWS_REMEMBERED = 200_000;
+
+/**
+ * The series rows this process knows are stored as it would write them: by series key, the row's
+ * id and what an upsert of it would update (raw name, unit, scope, meta). A series row is never
+ * deleted (retention drops its points and rollups, not the row), so an id once committed stays
+ * the series'; writeSeriesRows sends only the rows it does not know or that changed. The
+ * collector's every group wrote its 200-odd series rows again each sweep (a JSON parameter, 200
+ * rows returned, a new row version each): docs/collection.md. Remembered only once committed
+ * (RepoContext.transaction), so a rolled-back insert is never taken for a stored row.
+ */
+export class SeriesRows {
+  private readonly rows = new Map<string, { id: number; sig: string }>();
+
+  /** The id of the series stored with this signature (seriesRowSig), or undefined when unknown or different. */
+  idOf(key: string, sig: string): number | undefined {
+    const row = this.rows.get(key);
+    return row && row.sig === sig ? row.id : undefined;
+  }
+
+  remember(key: string, id: number, sig: string): void {
+    this.rows.delete(key);
+    this.rows.set(key, { id, sig });
+    if (this.rows.size > SERIES_ROWS_REMEMBERED)
+      for (const oldest of this.rows.keys()) if (this.rows.delete(oldest) && this.rows.size <= SERIES_ROWS_REMEMBERED) break;
+  }
+
+  get size(): number {
+    return this.rows.size;
+  }
+}
 
 /** What every view of one database handle shares (Repository.within): statements prepared once, PGlite's statistics bookkeeping. */
 export class HandleState {
-  /** The jobs' sizes the query-cost estimate reads (job-shapes.ts); a transaction's view shares them. */
-  constructor(readonly shapes = new JobShapes()) {}
+  constructor(
+    /** The jobs' sizes the query-cost estimate reads (job-shapes.ts); a transaction's view shares them. */
+    readonly shapes = new JobShapes(),
+    /** The series rows known stored (SeriesRows); a transaction's view shares them. */
+    readonly seriesRows = new SeriesRows(),
+    /** In a transaction's view: what to do once it commits (run by RepoContext.transaction); null outside one. */
+    readonly afterCommit: (() => void)[] | null = null,
+  ) {}
   prepared: PreparedReads | null = null;
   /** Job pages and counts of the plain filter shapes (preparedFilterShape), prepared once per shape. */
   readonly jobQueries = new Map<string, PreparedJobQuery>();
@@ -129,6 +193,12 @@ export class RepoContext {
     ) as Promise<T['$inferSelect'][]>;
   }
 
+  /** Runs `done` once what this view wrote is committed: at once outside a transaction. */
+  onCommit(done: () => void): void {
+    if (this.inTransaction && this.state.afterCommit) this.state.afterCommit.push(done);
+    else done();
+  }
+
   get reads(): PreparedReads {
     return (this.state.prepared ??= preparedReads(this.db));
   }
@@ -139,7 +209,16 @@ export class RepoContext {
    * never leaves a range marked as fetched with its points missing.
    */
   async transaction<T>(work: (ctx: RepoContext) => Promise<T>): Promise<T> {
-    const run = () => this.db.transaction((tx) => work(new RepoContext(tx as unknown as Db, true, new HandleState(this.state.shapes))));
+    const run = async () => {
+      const afterCommit: (() => void)[] = [];
+      const out = await this.db.transaction((tx) =>
+        work(new RepoContext(tx as unknown as Db, true, new HandleState(this.state.shapes, this.state.seriesRows, afterCommit))),
+      );
+      // A nested transaction (a savepoint) commits with the outer one.
+      if (this.inTransaction) this.state.afterCommit?.push(...afterCommit);
+      else for (const done of afterCommit) done();
+      return out;
+    };
     if (this.inTransaction) return run();
     // Concurrent writers of the same jobs (a query's fill, a live feed's, the collector's) upsert
     // shared rows; Postgres may end one as a deadlock victim. The writes are idempotent upserts:

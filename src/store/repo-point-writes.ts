@@ -112,16 +112,19 @@ export async function writeSeries(ctx: RepoContext, providerId: string, entries:
 export async function writeSeriesRows(
   ctx: RepoContext,
   providerId: string,
-  entries: { job: JobRow; series: SeriesData[]; identities?: readonly SeriesIdentity[] }[],
+  entries: { job: JobRow; series: SeriesData[]; identities?: readonly SeriesIdentity[]; stored?: boolean }[],
 ): Promise<Map<string, number>> {
   const seriesRows = new Map<string, Record<string, unknown>>();
-  for (const { job, series, identities } of entries) {
+  /** Keys of entries whose job's series the caller knows are stored (`stored`: its fetch records say so). */
+  const trusted = new Set<string>();
+  for (const { job, series, identities, stored } of entries) {
     const system = series.filter((s) => s.kind === 'system').length;
     if (system > 0) ctx.state.shapes.learnSeries(job.id, 'systemSeries', system);
     if (system < series.length) ctx.state.shapes.learnSeries(job.id, 'trainingSeries', series.length - system);
     for (let i = 0; i < series.length; i++) {
       const s = series[i]!;
       const { key, nodeId, gpuId } = identities?.[i] ?? seriesIdentity(providerId, job, s);
+      if (stored) trusted.add(key);
       seriesRows.set(key, {
         series_key: key,
         job_id: job.id,
@@ -140,8 +143,23 @@ export async function writeSeriesRows(
     }
   }
   const ids = new Map<string, number>();
+  // Rows this process stored as they are here (SeriesRows) are not sent again, where the caller
+  // knows the job's series are stored (its fetch records, which commit after the series rows, say
+  // so: a database whose series were emptied under a running server, as a test does to start
+  // cold, lost those too): a steady sweep's group sends none.
+  const known = ctx.state.seriesRows;
+  const sigs = new Map<string, string>();
+  const unknown: Record<string, unknown>[] = [];
+  for (const [key, row] of seriesRows) {
+    const sig = seriesRowSig(row);
+    const id = trusted.has(key) ? known.idOf(key, sig) : undefined;
+    if (id === undefined) {
+      sigs.set(key, sig);
+      unknown.push(row);
+    } else ids.set(key, id);
+  }
   // In key order: two writers of overlapping series lock their rows in the same order.
-  const ordered = [...seriesRows.values()].sort((a, b) => ((a.series_key as string) < (b.series_key as string) ? -1 : 1));
+  const ordered = unknown.sort((a, b) => ((a.series_key as string) < (b.series_key as string) ? -1 : 1));
   for (const part of chunks(ordered, SERIES_PER_STATEMENT)) {
     const rows = await rowsOf<{ id: number; series_key: string }>(
       ctx.db,
@@ -154,8 +172,16 @@ export async function writeSeriesRows(
       returning id::float8 as id, series_key`,
     );
     for (const r of rows) ids.set(r.series_key, Number(r.id));
+    ctx.onCommit(() => {
+      for (const r of rows) known.remember(r.series_key, Number(r.id), sigs.get(r.series_key)!);
+    });
   }
   return ids;
+}
+
+/** What an upsert of a series row updates (writeSeriesRows' `do update`): equal, the stored row is as this one would leave it. */
+function seriesRowSig(row: Record<string, unknown>): string {
+  return `${row.raw_name ?? '\u0000'}\u0001${row.unit}\u0001${row.scope}\u0001${JSON.stringify(row.meta ?? null)}`;
 }
 
 /**

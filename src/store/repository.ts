@@ -235,7 +235,10 @@ export class Repository {
     return pointWrites.writeSeries(this.ctx, providerId, entries);
   }
 
-  writeSeriesRows(providerId: string, entries: { job: JobRow; series: SeriesData[]; identities?: readonly SeriesIdentity[] }[]): Promise<Map<string, number>> {
+  writeSeriesRows(
+    providerId: string,
+    entries: { job: JobRow; series: SeriesData[]; identities?: readonly SeriesIdentity[]; stored?: boolean }[],
+  ): Promise<Map<string, number>> {
     return pointWrites.writeSeriesRows(this.ctx, providerId, entries);
   }
 

@@ -33,10 +33,17 @@ function fleet(pid: string, jobs: number, perJob: number): { job: JobRow; series
   });
 }
 
-async function written(pid: string, entries: { job: JobRow; series: SeriesData[] }[]) {
+async function written(pid: string, entries: { job: JobRow; series: SeriesData[]; stored?: boolean }[]) {
   const before = suite.db.statementCount();
   const ids = await suite.repo.writeSeriesRows(pid, entries);
   return { ids, statements: suite.db.statementCount() - before };
+}
+
+const storedAs = (entries: { job: JobRow; series: SeriesData[] }[]) => entries.map((e) => ({ ...e, stored: true }));
+
+async function unitOf(id: number): Promise<string> {
+  const rows = (await suite.db.db.execute(`select unit from series where id = ${id}` as never)) as unknown as { unit: string }[] | { rows: { unit: string }[] };
+  return (Array.isArray(rows) ? rows : rows.rows)[0]!.unit;
 }
 
 describe('Repository.writeSeriesRows', () => {
@@ -64,5 +71,48 @@ describe('Repository.writeSeriesRows', () => {
     expect(ids.size).toBe(jobs * perJob);
     expect(ids.size).toBeGreaterThan(SERIES_PER_STATEMENT);
     expect(statements).toBe(2);
+  });
+
+  it('sends no statement for series this process stored as they are, where the caller knows them stored; the same ids', async () => {
+    const entries = fleet('sr4', 10, 16);
+    const first = await written('sr4', entries);
+    const again = await written('sr4', storedAs(entries));
+    expect(again.statements).toBe(0);
+    expect(again.ids).toEqual(first.ids);
+    // Not said to be stored (no fetch record says so): written, as before.
+    expect((await written('sr4', entries)).statements).toBe(1);
+  });
+
+  it('writes a known series again when what its upsert updates changed, and only it', async () => {
+    const entries = fleet('sr5', 2, 4);
+    const first = await written('sr5', entries);
+    const changed = storedAs(entries);
+    changed[1]!.series[2] = { ...changed[1]!.series[2]!, unit: 'COUNT' };
+    const again = await written('sr5', changed);
+    expect(again.statements).toBe(1);
+    expect(again.ids).toEqual(first.ids);
+    const id = again.ids.get(seriesIdentity('sr5', changed[1]!.job, changed[1]!.series[2]!).key)!;
+    expect(await unitOf(id)).toBe('COUNT');
+    // Remembered as written: the same rows again cost nothing.
+    expect((await written('sr5', changed)).statements).toBe(0);
+  });
+
+  it('does not take the rows of a transaction that rolled back for stored ones', async () => {
+    const entries = fleet('sr6', 2, 4);
+    const failed = new Error('rolled back');
+    await expect(
+      suite.repo.transaction(async (tx) => {
+        await tx.writeSeriesRows('sr6', entries);
+        throw failed;
+      }),
+    ).rejects.toBe(failed);
+    // Said to be stored, but this process never saw them commit: written (inserted now).
+    const after = await written('sr6', storedAs(entries));
+    expect(after.statements).toBe(1);
+    expect(after.ids.size).toBe(8);
+    // Committed by a transaction: remembered once it committed.
+    const more = fleet('sr7', 1, 4);
+    await suite.repo.transaction((tx) => tx.writeSeriesRows('sr7', more));
+    expect((await written('sr7', storedAs(more))).statements).toBe(0);
   });
 });
