@@ -1,11 +1,14 @@
 // The 1-hour rollup lives in two places: `points_1h`, where every write keeps its rows (one row per
 // series and hour), and `rollup_chunks_1h`, where the collector's lease holder compacts its
-// settled months (one row per series and UTC month, migrations/0011), after the 1-minute rollup's
-// days (rollup-chunks.ts). Every read of the 1-hour rollup goes through the fragments here
-// (rollup1h, edgeRollup1h), so both are read. An hour is in exactly one of the two: a write's
-// rollup statement counts an hour as fresh (it held nothing) only where neither holds it
-// (FRESH_HOUR), and its recompute of held hours takes their compacted months back into
-// `points_1h` first (TAKE_HOUR_MONTHS, in the write's own statement: repo-point-writes.ts).
+// settled days (one row per series and UTC month, migrations/0011, the month's chunk growing by
+// the days that settle), after the 1-minute rollup's days (rollup-chunks.ts). Every read of the
+// 1-hour rollup goes through the fragments here (rollup1h, edgeRollup1h), so both are read. An
+// hour is in exactly one of the two: a chunk holds hours up to its `last_bucket` only, and a
+// write's rollup statement counts an hour as fresh (it held nothing) only where it has no row and
+// is not within a chunk's span (FRESH_HOUR); its recompute of held hours takes the chunks whose
+// span holds them back into `points_1h` first (TAKE_HOUR_MONTHS, in the write's own statement:
+// repo-point-writes.ts). Hours after a chunk's last bucket (the month's unsettled days) are
+// written and recomputed in `points_1h` as before, without touching the chunk.
 import { type SQL, sql } from 'drizzle-orm';
 import type { RepoContext } from './repo-context.js';
 import { CHUNK_MS } from './raw-points.js';
@@ -22,7 +25,7 @@ const LOWEST_MONTH = sql.raw(`(-9223372036854775807 + ${MONTH_MAX_MS})::bigint`)
 /**
  * Months of a series one compaction transaction moves at most: an upgraded database's first run
  * finds all of history in `points_1h` (a series' month is at most 744 rows, so a batch of 20
- * series moves at most about 90,000).
+ * series moves at most about 90,000); after that a run moves the days settled since the last.
  */
 export const COMPACT_SPAN_MONTHS = 6;
 
@@ -30,11 +33,6 @@ export const COMPACT_SPAN_MONTHS = 6;
 export function monthSql(k: SQL | string): SQL {
   const key = typeof k === 'string' ? sql.raw(k) : k;
   return sql`(extract(epoch from date_trunc('month', to_timestamp((${key})::float8 / 1000) at time zone 'UTC')) * 1000)::bigint`;
-}
-
-/** SQL: the end (epoch ms) of the UTC month starting at epoch ms `m`. */
-function monthEndSql(m: string): SQL {
-  return sql.raw(`(extract(epoch from (to_timestamp((${m})::float8 / 1000) at time zone 'UTC') + interval '1 month') * 1000)::bigint`);
 }
 
 /**
@@ -88,26 +86,28 @@ export function edgeRollup1h(sid: SQL, dir: 'first' | 'last', at: SQL): SQL {
 }
 
 /**
- * CTE `hc` (series_id, chunk_start, chunk_end: the compacted months of the series of CTE `t`
- * (series_id, bucket) that its buckets' span could fall in, one primary-key range per series) and
- * the condition FRESH_HOUR on a row `t` of it: true unless its hour is in such a month. A write's
- * rollup statement counts an hour as fresh (it held no points: its rows are the batch's) only
- * where it has no `points_1h` row and is in no compacted month: a compacted month's every hour
- * counts as held, and is recomputed (its month taken back) instead.
+ * CTE `hc` (series_id, chunk_start, last_bucket: the chunks of the series of CTE `t` (series_id,
+ * bucket) that its buckets' span could fall in, one primary-key range per series) and the
+ * condition FRESH_HOUR on a row `t` of it: true unless its hour is within such a chunk's span. A
+ * write's rollup statement counts an hour as fresh (it held no points: its rows are the batch's)
+ * only where it has no `points_1h` row and is within no chunk's span: every hour of that span
+ * counts as held (a gap in it too), and is recomputed (its chunk taken back) instead. The hours
+ * after a month's chunk (its unsettled days) are fresh or not by their rows alone.
  */
 export const HOUR_CHUNKS_OF_T = sql`hc as materialized (
-      select c.series_id, c.chunk_start, ${monthEndSql('c.chunk_start')} as chunk_end from rollup_chunks_1h c
+      select c.series_id, c.chunk_start, c.last_bucket from rollup_chunks_1h c
       where c.series_id = any (array(select distinct t.series_id from t))
         and c.chunk_start > (select min(t.bucket) from t) - ${MONTH_MAX_MS} and c.chunk_start <= (select max(t.bucket) from t)
     )`;
-export const FRESH_HOUR = sql`not exists (select 1 from hc where hc.series_id = t.series_id and t.bucket >= hc.chunk_start and t.bucket < hc.chunk_end)`;
+export const FRESH_HOUR = sql`not exists (select 1 from hc where hc.series_id = t.series_id and t.bucket between hc.chunk_start and hc.last_bucket)`;
 
 /**
- * CTEs `hm` (the months of CTE `h`'s hours (series_id, hour)), `hrc` (their chunk rows, deleted)
- * and `hrcb` (their buckets, series_id, bucket, n, min, max, sum, last): how a write that
- * recomputes hours of `points_1h` takes their compacted months back (repo-point-writes.ts,
- * RECOMPUTE_HOURS), as TAKE_ROLLUP_DAYS takes the 1-minute rollup's days. The chunks are found by
- * one primary-key range per series.
+ * CTEs `hm` (the months of CTE `h`'s hours (series_id, hour)), `hrc` (the chunk rows whose span
+ * holds one of those hours, deleted) and `hrcb` (their buckets, series_id, bucket, n, min, max,
+ * sum, last): how a write that recomputes hours of `points_1h` takes their compacted months back
+ * (repo-point-writes.ts, RECOMPUTE_HOURS), as TAKE_ROLLUP_DAYS takes the 1-minute rollup's days;
+ * an hour after its month's chunk (the unsettled days) takes nothing. The chunks are found by one
+ * primary-key range per series.
  */
 export const TAKE_HOUR_MONTHS = sql`hm as materialized (
       select distinct h.series_id, ${monthSql('h.hour')} as month from h
@@ -115,23 +115,24 @@ export const TAKE_HOUR_MONTHS = sql`hm as materialized (
       delete from rollup_chunks_1h c
       where c.series_id = any (array(select distinct m.series_id from hm m))
         and c.chunk_start between (select min(m.month) from hm m) and (select max(m.month) from hm m)
-        and exists (select 1 from hm m where m.series_id = c.series_id and m.month = c.chunk_start)
+        and exists (select 1 from h where h.series_id = c.series_id and h.hour between c.chunk_start and c.last_bucket)
       returning c.*
     ), hrcb as (
       select c.series_id, k.bucket, k.n, k.min, k.max, k.sum, k.last from hrc c cross join lateral ${DECODED_HOUR_ROLLUP}
     )`;
 
 /**
- * Compaction of the 1-hour rollup, one batch: the settled months (wholly before the UTC day
- * `before` falls in) of the next `batch` series of a provider with `points_1h` rows before them
- * (ids above `after`, in id order) are moved into rollup_chunks_1h, a row per series and month; a
- * month that has a chunk already is merged with it. As compactRollupsBatch: the years' partitions
- * first, each in its own statement, then one statement in a transaction that first takes
- * `points_1h` in SHARE ROW EXCLUSIVE mode, so no write's rollup lands in a month while it is
- * moved (a write waits for the batch, then finds the chunk and takes it back). At most
+ * Compaction of the 1-hour rollup, one batch: the settled days (wholly before the UTC day
+ * `before` falls in) of the next `batch` series of a provider with `points_1h` rows before it
+ * (ids above `after`, in id order) are moved into rollup_chunks_1h, a row per series and month;
+ * a month that has a chunk already (its days settled before) is merged with it, so the month's
+ * row grows by a run's settled days until the month ends. As compactRollupsBatch: the years'
+ * partitions first, each in its own statement, then one statement in a transaction that first
+ * takes `points_1h` in SHARE ROW EXCLUSIVE mode, so no write's rollup lands in those hours while
+ * they are moved (a write waits for the batch, then finds the chunk and takes it back). At most
  * COMPACT_SPAN_MONTHS months from the batch's oldest bucket move; `done` is false when the batch
- * has older months left. Returns the last series id of the batch (null: none left), the chunk
- * rows written and the 1-hour rows moved.
+ * has older days left. Returns the last series id of the batch (null: none left), the chunk rows
+ * written and the 1-hour rows moved.
  */
 export async function compactHourRollupsBatch(
   ctx: RepoContext,
@@ -140,10 +141,9 @@ export async function compactHourRollupsBatch(
   after: number,
   batch: number,
 ): Promise<{ last: number | null; chunks: number; rows: number; done: boolean }> {
-  const settled = monthOf(before).start;
-  const picked = await pickCompactionBatch(ctx, 'points_1h', providerId, settled, after, batch);
+  const picked = await pickCompactionBatch(ctx, 'points_1h', providerId, before, after, batch);
   if (!picked) return { last: null, chunks: 0, rows: 0, done: true };
-  const { ids } = picked;
+  const { ids, settled } = picked;
   let cut = monthOf(picked.first).start;
   for (let i = 0; i < COMPACT_SPAN_MONTHS && cut < settled; i++) cut = monthOf(cut).end;
   cut = Math.min(cut, settled);
@@ -165,15 +165,16 @@ export async function compactHourRollupsBatch(
         select (r->>0)::bigint as series_id, (r->>1)::bigint as hour from jsonb_array_elements(${json}::jsonb) as r
       ), ${TAKE_HOUR_MONTHS}, moved as (
         delete from points_1h m using hm d
-        where m.series_id = d.series_id and m.bucket >= d.month and m.bucket < ${monthEndSql('d.month')}
+        where m.series_id = d.series_id and m.bucket >= d.month and m.bucket < ${cut} and m.bucket < d.month + ${MONTH_MAX_MS}
+          and ${monthSql('m.bucket')} = d.month
         returning m.series_id, m.bucket, m.n, m.min, m.max, m.sum, m.last
       ), every as (
         select series_id, bucket, n, min, max, sum, last from moved
         union all
         select series_id, bucket, n, min, max, sum, last from hrcb
       ), ins as (
-        insert into rollup_chunks_1h (series_id, chunk_start, n, offs, counts, mins, maxs, sums, lasts)
-        select series_id, month, count(*)::int,
+        insert into rollup_chunks_1h (series_id, chunk_start, n, last_bucket, offs, counts, mins, maxs, sums, lasts)
+        select series_id, month, count(*)::int, max(bucket),
           -- A month of buckets at one spacing keeps [first offset, spacing] in hours, else each
           -- bucket's hours after the one before (the first's after the month's start).
           case when count(*) > 2 and min(bucket - prev) = max(bucket - prev) then array[((min(bucket) - month) / ${HOUR})::int4, (min(bucket - prev) / ${HOUR})::int4]

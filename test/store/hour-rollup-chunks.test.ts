@@ -1,10 +1,10 @@
-// Compaction of the 1-hour rollup's settled months into rollup_chunks_1h (a row per series and UTC
-// month, a partition per UTC year): every read answered from the 1-hour rollup is the same before,
-// half-way and after (merged buckets in the four aggregations, buckets as stored where raw points
+// Compaction of the 1-hour rollup's settled days into rollup_chunks_1h (a row per series and UTC
+// month, growing by the days that settle; a partition per UTC year): every read answered from the
+// 1-hour rollup is the same before, half-way (a month and a half) and after (merged buckets in the four aggregations, buckets as stored where raw points
 // and 1-minute rows were dropped, unbounded windows, windows across a year's partitions, and the
 // rollup's rows themselves), a write into a compacted month keeps the rollup exact (the
 // collector's overlap, a changed value, a first fetch again of a wholly compacted series, an hour
-// that held nothing), and 1-hour retention drops whole year partitions where only the provider's
+// that held nothing), a write after a month's chunk (its unsettled days) leaves the chunk alone, and 1-hour retention drops whole year partitions where only the provider's
 // series are in them, else its months' chunk rows, and says where the rollup now begins.
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
@@ -83,7 +83,8 @@ describe('compacted 1-hour rollups', () => {
   // a: every 20 min (three values an hour) with an hour left out in November and a -0; s: every
   // 50 min (mostly one value an hour: the sparse encoding), a -0 and a null each alone in their
   // hour; e: another provider's (baseten-3) every 10 min, its raw points and 1-minute rows all
-  // dropped by retention (read from the 1-hour rollup only, as stored); other: baseten-2's, hourly.
+  // dropped by retention (read from the 1-hour rollup only, as stored); other: baseten-2's, hourly,
+  // with an hour left out in December.
   let a = 0;
   let s = 0;
   let e = 0;
@@ -92,6 +93,8 @@ describe('compacted 1-hour rollups', () => {
   let sPoints: PointWriteRow[] = [];
   let ePoints: PointWriteRow[] = [];
   const GAP = START + 9 * DAY + 5 * HOUR;
+  const OTHER_GAP = Date.UTC(2025, 11, 20, 5);
+  let otherPoints: PointWriteRow[] = [];
 
   const t = (id: number, from?: number, to?: number): SeriesWindow => ({
     seriesId: id,
@@ -144,7 +147,8 @@ describe('compacted 1-hour rollups', () => {
     await suite.repo.writePoints(sPoints);
     ePoints = wave(e, START, 10 * MINUTE, 100 * 144);
     await suite.repo.writePoints(ePoints);
-    await suite.repo.writePoints(wave(other, START, HOUR, 100 * 24));
+    otherPoints = wave(other, START, HOUR, 100 * 24).filter(([, k]) => k !== OTHER_GAP);
+    await suite.repo.writePoints(otherPoints);
     for (let after = 0; ; ) {
       const step = await suite.repo.dropRawPointsBatch('baseten-3', END, after, 200);
       if (step.last === null) break;
@@ -161,20 +165,35 @@ describe('compacted 1-hour rollups', () => {
     expect(await rolled(e, HOUR)).toEqual(handRollup(ePoints, HOUR));
     const rows = { a: await count('points_1h', a), s: await count('points_1h', s), e: await count('points_1h', e) };
 
-    // Half-way: settled before December's 15th, November only.
-    expect(await compactAll(Date.UTC(2025, 11, 15))).toBe(4 * 30 * 24 - 1);
-    expect(await count('rollup_chunks_1h', a)).toBe(1);
-    expect(await count('points_1h', a)).toBe(rows.a - (30 * 24 - 1));
+    // Half-way: settled before December's 15th, November and December's first 14 days.
+    expect(await compactAll(Date.UTC(2025, 11, 15, 6))).toBe(4 * 44 * 24 - 1);
+    expect(await count('rollup_chunks_1h', a)).toBe(2);
+    expect(await count('rollup_chunks_1h', a, sql`c.last_bucket = ${Date.UTC(2025, 11, 14, 23)}`)).toBe(1);
+    expect(await count('points_1h', a)).toBe(rows.a - (44 * 24 - 1));
     expect((await suite.repo.hourRollupChunkPartitions()).map((p) => p.name)).toEqual(['rollup_chunks_1h_2025']);
     // s's hours of one value keep a bit where their min, max and sum would be: fewer than half of its
-    // mins are stored; other's month at one spacing keeps its offsets as [first, spacing].
-    expect(await count('rollup_chunks_1h', s, sql`cardinality(array_remove(c.mins, null)) < c.n / 2`)).toBe(1);
+    // mins are stored, in both its chunks; other's month at one spacing keeps its offsets as [first, spacing].
+    expect(await count('rollup_chunks_1h', s, sql`cardinality(array_remove(c.mins, null)) < c.n / 2`)).toBe(2);
     expect(await count('rollup_chunks_1h', other, sql`cardinality(c.offs) = 2 and c.n = 720`)).toBe(1);
     expect(await answers()).toEqual(before);
 
-    // Again: nothing settled is left. Then every month (the clock past February).
+    // After December's chunk (its unsettled days): the hour other left out is fresh, and a changed
+    // value there is recomputed in points_1h; December's chunk stays as it is.
+    const gap = wave(other, OTHER_GAP, HOUR, 1);
+    await suite.repo.writePoints(gap);
+    otherPoints = [...otherPoints, ...gap].sort((x, y) => x[1] - y[1]);
+    const changed = otherPoints.map((p) => (p[1] === OTHER_GAP + DAY ? ([p[0], p[1], p[2], p[3], 99.5] as PointWriteRow) : p));
+    await suite.repo.writePoints(changed.filter(([, k]) => k === OTHER_GAP + DAY));
+    expect(await count('rollup_chunks_1h', other)).toBe(2);
+    expect(await rolled(other, HOUR)).toEqual(handRollup(changed, HOUR));
+    await suite.repo.writePoints(otherPoints.filter(([, k]) => k === OTHER_GAP + DAY));
+    expect(await count('rollup_chunks_1h', other)).toBe(2);
+    expect(await rolled(other, HOUR)).toEqual(handRollup(otherPoints, HOUR));
+
+    // Again: nothing settled is left. Then every day (the clock past February): December's chunk grows.
     expect(await compactAll(Date.UTC(2025, 11, 15))).toBe(0);
-    expect(await compactAll(Date.UTC(2026, 2, 1))).toBe(rows.a + rows.s + rows.e + 100 * 24 - (4 * 30 * 24 - 1));
+    expect(await compactAll(Date.UTC(2026, 2, 1))).toBe(rows.a + rows.s + rows.e + 100 * 24 - (4 * 44 * 24 - 1));
+    expect(await rolled(other, HOUR)).toEqual(handRollup(otherPoints, HOUR));
     for (const id of [a, s, e, other]) expect(await count('points_1h', id)).toBe(0);
     expect(await count('rollup_chunks_1h', a)).toBe(4);
     expect((await suite.repo.hourRollupChunkPartitions()).map((p) => p.name)).toEqual(['rollup_chunks_1h_2025', 'rollup_chunks_1h_2026']);
