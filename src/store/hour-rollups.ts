@@ -37,17 +37,35 @@ export function monthSql(k: SQL | string): SQL {
 
 /**
  * A compacted month's buckets as rows (bucket, n, min, max, sum, last) of chunk `c`, in bucket
- * order: each bucket is `chunk_start` plus the running sum of `offs` (its hours after the one
- * before), or, for a month at one spacing (fewer `offs` than buckets: [the first's offset, the
- * spacing]), the first's plus the spacing times its rank. A null min, max or sum is the bucket's
- * last (the compactor nulls them only where their bits are last's). `offs` is read once a chunk
- * (`r`, kept apart by `offset 0`), as in DECODED_ROLLUP.
+ * order, those in [lo, hi] (SQL, epoch ms; null: unbounded) and maybe more: for a month at one
+ * spacing (fewer `offs` than buckets: [the first's offset, the spacing]) each bucket is the
+ * first's plus the spacing times its rank, so only the slice of the arrays that [lo, hi] covers is
+ * unnested (a fleet's 24 hours of a month's 744 read 24 rows); any other month's buckets are
+ * `chunk_start` plus the running sum of `offs` (each bucket's hours after the one before), all of
+ * them. A null min, max or sum is the bucket's last (the compactor nulls them only where their
+ * bits are last's). `offs` is read once a chunk (`r`, kept apart by `offset 0`), as in DECODED_ROLLUP.
  */
-export const DECODED_HOUR_ROLLUP = sql.raw(`(
-  select c.chunk_start + (case when r.regular then r.first + (x.o - 1) * r.spacing else sum(x.d) over (order by x.o) end) * ${HOUR} as bucket,
+export function decodedHourRollup(lo: SQL | null = null, hi: SQL | null = null): SQL {
+  // The slice's first and last index (1-based) from the bounds' hours after chunk_start, as float8 (no overflow at the ends).
+  const hours = (at: SQL) => sql`((((${at})::float8 - c.chunk_start) / ${sql.raw(String(HOUR))} - c.offs[1]) / c.offs[2])`;
+  const from = lo ? sql`greatest(1, ceil(${hours(lo)}) + 1)::int` : sql.raw('1');
+  const to = hi ? sql`least(c.n, floor(${hours(hi)}) + 1)::int` : sql.raw('c.n');
+  return sql`(
+  select c.chunk_start + (r.first + (r.i0 + x.o - 2) * r.spacing) * ${sql.raw(String(HOUR))} as bucket,
     x.cn as n, coalesce(x.mi, x.l) as min, coalesce(x.ma, x.l) as max, coalesce(x.su, x.l) as sum, x.l as last
-  from (select cardinality(c.offs) < c.n as regular, c.offs[1]::bigint as first, c.offs[2]::bigint as spacing offset 0) r,
-    unnest(c.lasts, c.offs, c.counts, c.mins, c.maxs, c.sums) with ordinality as x(l, d, cn, mi, ma, su, o)) k`);
+  from (select c.offs[1]::bigint as first, c.offs[2]::bigint as spacing, ${from} as i0, ${to} as i1
+      where cardinality(c.offs) < c.n offset 0) r,
+    unnest(c.lasts[r.i0:r.i1], c.counts[r.i0:r.i1], c.mins[r.i0:r.i1], c.maxs[r.i0:r.i1], c.sums[r.i0:r.i1])
+      with ordinality as x(l, cn, mi, ma, su, o)
+  union all
+  select c.chunk_start + sum(x.d) over (order by x.o) * ${sql.raw(String(HOUR))} as bucket,
+    x.cn as n, coalesce(x.mi, x.l) as min, coalesce(x.ma, x.l) as max, coalesce(x.su, x.l) as sum, x.l as last
+  from (select 1 where cardinality(c.offs) >= c.n offset 0) r,
+    unnest(c.lasts, c.offs, c.counts, c.mins, c.maxs, c.sums) with ordinality as x(l, d, cn, mi, ma, su, o)) k`;
+}
+
+/** Every bucket of chunk `c` (decodedHourRollup unbounded). */
+export const DECODED_HOUR_ROLLUP = decodedHourRollup();
 
 /**
  * The 1-hour rollup rows of series `sid` whose buckets lie in [lo, hi] (null: unbounded), as a
@@ -62,7 +80,7 @@ export function rollup1h(sid: SQL, lo: SQL | null = null, hi: SQL | null = null)
     where h.series_id = ${sid} and h.bucket >= ${from} and h.bucket <= ${to}
     union all
     select c.series_id, k.bucket, k.n, k.min, k.max, k.sum, k.last
-    from rollup_chunks_1h c cross join lateral ${DECODED_HOUR_ROLLUP}
+    from rollup_chunks_1h c cross join lateral ${decodedHourRollup(lo ? from : null, hi ? to : null)}
     where c.series_id = ${sid} and c.chunk_start > greatest(${from}, ${LOWEST_MONTH}) - ${MONTH_MAX_MS}
       and c.chunk_start <= ${to} and k.bucket >= ${from} and k.bucket <= ${to}
   )`;
