@@ -18,7 +18,8 @@
 // Written to bench/results/history-latest.json (`databases.<db>.rows[]`, `bytesPerPoint`).
 // Flags: --postgres / --pglite (one database), --db <url> (default TEST_DATABASE_URL, DATABASE_URL
 // or postgres://postgres@127.0.0.1:5432/test), --layouts today,chunked (and compacted: the store's
-// built layout, today's compacted into point_chunks), --series (default 1000),
+// built layout, today's compacted into point_chunks, rollup_chunks_1m and rollup_chunks_1h,
+// whose read floor is then the 1-hour rollup as the store keeps it), --series (default 1000),
 // --span-days <d>, --interval <s> (fixed spacing instead), --ingest <points>, --rounds <n>,
 // --compression pglz|lz4 (the prototype's TOAST).
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -30,7 +31,9 @@ import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { Writable } from 'node:stream';
+import { sql } from 'drizzle-orm';
 import { Repository, type PointWriteRow } from '../src/store/repository.js';
+import { rollup1h } from '../src/store/hour-rollups.js';
 import * as tables from '../src/store/tables.js';
 import type { Db } from '../src/store/db.js';
 import { round, type Row, tableOf } from './rows.js';
@@ -168,8 +171,8 @@ interface Layout {
   readSeries(db: Sql, repo: Repository, seriesIds: number[], from: number, to: number, maxPoints: number): Promise<number>;
   /** Drops everything older than `before` (ms); returns points removed where the layout can tell. */
   retain(db: Sql, before: number): Promise<void>;
-  /** After `build`, what the layout does before it is measured (the store's compaction); returns the points it moved (and the ms of the 1-minute rollup's part). */
-  settle?(db: Sql): Promise<{ moved: number; rollupMs: number }>;
+  /** After `build`, what the layout does before it is measured (the store's compaction); returns the points it moved (and the ms of the 1-minute and 1-hour rollups' parts). */
+  settle?(db: Sql): Promise<{ moved: number; rollupMs: number; hourMs: number }>;
 }
 
 /** The store's rollups as migrations/0007 backfills them: what `build` adds after the points. */
@@ -201,11 +204,12 @@ const todayLayout: Layout = {
     await db.query(`create table jobs (id text primary key, provider_id text not null)`);
     await db.query(`insert into jobs values ('bench:job', 'bench')`);
     await db.query(`insert into series select s, 'bench:job', 'time', null from generate_series(1, $1::int) s`, [SERIES]);
-    // migrations/0008_point_chunks.sql and 0010_rollup_chunks.sql: the store reads and writes
-    // through them (empty until compacted).
+    // migrations/0008_point_chunks.sql, 0010_rollup_chunks.sql and 0011_hour_rollup_chunks.sql:
+    // the store reads and writes through them (empty until compacted).
     for (const [table, file] of [
       ['point_chunks', '0008_point_chunks.sql'],
       ['rollup_chunks_1m', '0010_rollup_chunks.sql'],
+      ['rollup_chunks_1h', '0011_hour_rollup_chunks.sql'],
     ]) {
       await db.query(`drop table if exists ${table}`);
       const ddl = readFileSync(path.join(HERE, '..', 'migrations', file!), 'utf8');
@@ -438,17 +442,19 @@ function encodeRollups(rows: PointWriteRow[]): string {
 }
 
 /**
- * The store's built layout (migrations 0008 and 0010): today's, and then the compactor
+ * The store's built layout (migrations 0008, 0010 and 0011): today's, and then the compactor
  * (Repository.compactRawPointsBatch and compactRollupsBatch, batches of 20 series and up to 7 days
- * as the collector's lease holder runs them) moves every day of raw points into point_chunks and
- * of the 1-minute rollup into rollup_chunks_1m, a partition per month each; reads, writes and
- * retention are the store's own (Repository.pointsOf reads both tables of each; retention deletes
- * what is still in `points` and drops or trims month partitions: Repository.dropRawChunks).
+ * as the collector's lease holder runs them, then compactHourRollupsBatch, up to 6 months) moves
+ * every day of raw points into point_chunks and of the 1-minute rollup into rollup_chunks_1m, a
+ * partition per month each, and every month of the 1-hour rollup into rollup_chunks_1h, a
+ * partition per year; reads, writes and retention are the store's own (Repository.pointsOf reads
+ * both tables of each; retention deletes what is still in `points` and drops or trims month
+ * partitions: Repository.dropRawChunks).
  */
 const compactedLayout: Layout = {
   ...todayLayout,
   name: 'compacted',
-  tables: ['points', 'point_chunks', 'points_1m', 'rollup_chunks_1m', 'points_1h'],
+  tables: ['points', 'point_chunks', 'points_1m', 'rollup_chunks_1m', 'points_1h', 'rollup_chunks_1h'],
   async settle(db) {
     const repo = Repository.of({ db: db.db, shortReads: db.db });
     let moved = 0;
@@ -466,16 +472,26 @@ const compactedLayout: Layout = {
       }
     });
     log(`compacted: 1-minute rollup compacted in ${round(rollupMs / 1000, 1)} s`);
+    const hourMs = await timed(async () => {
+      for (let after = 0; ; ) {
+        const step = await repo.compactHourRollupsBatch('bench', END + DAY, after, 20);
+        if (step.last === null) break;
+        if (step.done) after = step.last;
+      }
+    });
+    log(`compacted: 1-hour rollup compacted in ${round(hourMs / 1000, 1)} s`);
     // The hot tables' emptied pages are what the next days' writes reuse: their steady state is
     // the settle age's rows, not the build's index, so they are rewritten before they are measured.
     await db.query('vacuum full points');
     await db.query('vacuum full points_1m');
-    return { moved, rollupMs };
+    await db.query('vacuum full points_1h');
+    return { moved, rollupMs, hourMs };
   },
   async clearIngest(db) {
     await todayLayout.clearIngest(db);
     await db.query(`delete from point_chunks where series_id > ${SERIES}`);
     await db.query(`delete from rollup_chunks_1m where series_id > ${SERIES}`);
+    await db.query(`delete from rollup_chunks_1h where series_id > ${SERIES}`);
   },
   async retain(db, before) {
     const repo = Repository.of({ db: db.db, shortReads: db.db });
@@ -503,14 +519,16 @@ interface SizeResult {
   ingest?: { writeMs: number[]; copyMs: number[] };
   /** Bytes per point of each table (a partitioned one with its partitions). */
   tableBytesPerPoint: Record<string, number>;
-  /** The layout's settle step (compaction): ms and points moved, and the ms of the 1-minute rollup's compaction among them. */
-  settle?: { ms: number; moved: number; rollupMs: number };
+  /** The layout's settle step (compaction): ms and points moved, and the ms of the 1-minute and 1-hour rollups' compaction among them. */
+  settle?: { ms: number; moved: number; rollupMs: number; hourMs: number };
   /** Retention of the oldest whole month (a partition dropped), where the layout has them. */
   monthRetentionMs?: number;
   /** 1-minute rollup retention of the oldest day (Repository.dropMinuteRollupsBatch), where the layout has the store's rollups. */
   minuteRetentionMs?: number;
   /** The same month's 1-minute rollup chunks dropped (Repository.dropRollupChunks). */
   monthRollupRetentionMs?: number;
+  /** The same month's 1-hour rollup chunks dropped (Repository.dropHourRollupChunks: a row per series, its year partition shared). */
+  monthHourRetentionMs?: number;
 }
 
 /** 1-hour buckets of (series_id, k, v) rows: avg (summed in key order), min, max, count, last. */
@@ -549,10 +567,11 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
   if (layout.settle) {
     let moved = 0;
     let rollupMs = 0;
+    let hourMs = 0;
     const ms = await timed(async () => {
-      ({ moved, rollupMs } = await layout.settle!(db));
+      ({ moved, rollupMs, hourMs } = await layout.settle!(db));
     });
-    settle = { ms, moved, rollupMs };
+    settle = { ms, moved, rollupMs, hourMs };
     log(`${layout.name}: compacted ${fmt(moved)} points in ${round(ms / 1000, 1)} s`);
   }
   await db.query(`vacuum analyze ${layout.tables.join(', ')}`);
@@ -643,14 +662,22 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
   // Reads: alternate ours and the floor, median of ROUNDS after one warm-up each.
   const oneSeries = [1 + Math.floor(SERIES / 2)];
   const allSeries = Array.from({ length: SERIES }, (_, i) => i + 1);
+  // The compacted layout's floor is the 1-hour rollup as the store keeps it (points_1h and the
+  // decoded rollup_chunks_1h, rollup1h): what its rolled reads read; the other layouts' the rows
+  // of rollup_1h built from the points.
   const rollupRead = (ids: number[], from: number, to: number) =>
-    // One index range read per series (a plain `series_id = any(...)` was planned as a scan of
-    // the whole rollup: a weaker floor).
-    db.query(
-      `select r.* from unnest($1::bigint[]) as s(id) cross join lateral (select series_id, bucket, avg, min, max, count, last
+    layout.name === 'compacted'
+      ? db.db.execute(
+          sql`select r.* from unnest(${`{${ids.join(',')}}`}::bigint[]) as s(id) cross join lateral (
+            select * from ${rollup1h(sql`s.id`, sql`${from}::bigint`, sql`${to}::bigint`)} h order by h.bucket) r`,
+        )
+      : // One index range read per series (a plain `series_id = any(...)` was planned as a scan of
+        // the whole rollup: a weaker floor).
+        db.query(
+          `select r.* from unnest($1::bigint[]) as s(id) cross join lateral (select series_id, bucket, avg, min, max, count, last
          from rollup_1h where series_id = s.id and bucket >= $2 and bucket <= $3 order by bucket) r`,
-      [ids, from, to],
-    );
+          [ids, from, to],
+        );
   const pair = async (ours: () => Promise<unknown>, floor: () => Promise<unknown>) => {
     await ours();
     await floor();
@@ -688,6 +715,7 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
   // And of the oldest whole month, where the layout partitions by month: a partition dropped.
   let monthRetentionMs: number | undefined;
   let monthRollupRetentionMs: number | undefined;
+  let monthHourRetentionMs: number | undefined;
   if (layout.name === 'compacted') {
     const firstMonth = new Date(oldest);
     const cut = Date.UTC(firstMonth.getUTCFullYear(), firstMonth.getUTCMonth() + 1, 1);
@@ -696,6 +724,9 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
     // The 1-minute rollup's chunks of that month (Repository.dropRollupChunks, what its retention calls).
     monthRollupRetentionMs = await timed(() => repo.dropRollupChunks('bench', cut));
     log(`${layout.name}: 1-minute rollup chunks of the oldest month dropped in ${round(monthRollupRetentionMs)} ms`);
+    // The 1-hour rollup's chunks of that month (Repository.dropHourRollupChunks, what its retention calls).
+    monthHourRetentionMs = await timed(() => repo.dropHourRollupChunks('bench', cut));
+    log(`${layout.name}: 1-hour rollup chunks of the oldest month dropped in ${round(monthHourRetentionMs)} ms`);
   }
   // 1-minute rollup retention of the oldest day (the store's layouts): batches of 200 series, as
   // CollectionStore.dropRollups runs them, through points_1m's primary key.
@@ -729,6 +760,7 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
     ...(monthRetentionMs === undefined ? {} : { monthRetentionMs }),
     ...(minuteRetentionMs === undefined ? {} : { minuteRetentionMs }),
     ...(monthRollupRetentionMs === undefined ? {} : { monthRollupRetentionMs }),
+    ...(monthHourRetentionMs === undefined ? {} : { monthHourRetentionMs }),
   };
 }
 
@@ -766,11 +798,20 @@ function rowsOf(layout: LayoutName, small: SizeResult, large: SizeResult): Row[]
       goal: '',
       met: true,
     });
+    const hour = (r: SizeResult) => (r.tableBytesPerPoint.points_1h ?? 0) + (r.tableBytesPerPoint.rollup_chunks_1h ?? 0);
+    rows.push({
+      scenario: `[${layout}] the 1-hour rollup alone (points_1h + rollup_chunks_1h) per point at ${m(large.points)}`,
+      measured: `${round(hour(large))} B`,
+      baseline: `at ${m(small.points)}: ${round(hour(small))} B; as rows (rollup_1h) ${round(large.rollupBytesPerPoint)} B`,
+      ratio: hour(large) / 8,
+      goal: '',
+      met: true,
+    });
     for (const r of [small, large]) {
       if (!r.settle) continue;
       rows.push({
-        scenario: `[${layout}] compaction of ${m(r.points)} points and their 1-minute rollup (batches of 20 series x 7 days)`,
-        measured: `${round(r.settle.ms / 1000, 1)} s (${fmt(r.settle.moved / (r.settle.ms / 1000))} points/s; the rollup's part ${round(r.settle.rollupMs / 1000, 1)} s)`,
+        scenario: `[${layout}] compaction of ${m(r.points)} points and their 1-minute and 1-hour rollups (batches of 20 series x 7 days, 6 months)`,
+        measured: `${round(r.settle.ms / 1000, 1)} s (${fmt(r.settle.moved / (r.settle.ms / 1000))} points/s; the 1-minute rollup's part ${round(r.settle.rollupMs / 1000, 1)} s, the 1-hour's ${round(r.settle.hourMs / 1000, 1)} s)`,
         baseline: `the build's insert of the same points: ${round(r.buildMs / 1000, 1)} s`,
         ratio: r.settle.ms / r.buildMs,
         goal: '',
@@ -797,7 +838,7 @@ function rowsOf(layout: LayoutName, small: SizeResult, large: SizeResult): Row[]
       rows.push({
         scenario: `[${layout}] ${what}, ${m(r.points)} stored`,
         measured: `${round(r[read])} ms`,
-        baseline: `the 1-hour rollup rows alone: ${round(r[floor])} ms`,
+        baseline: `${layout === 'compacted' ? 'the 1-hour rollup as stored (points_1h + decoded rollup_chunks_1h) alone' : 'the 1-hour rollup rows alone'}: ${round(r[floor])} ms`,
         ratio: r[read] / r[floor],
         goal: '<= 1.5x',
         met: r[read] / r[floor] <= 1.5,
@@ -838,6 +879,16 @@ function rowsOf(layout: LayoutName, small: SizeResult, large: SizeResult): Row[]
       ratio: large.minuteRetentionMs / small.minuteRetentionMs,
       goal: '<= 1.2x (flat)',
       met: large.minuteRetentionMs / small.minuteRetentionMs <= 1.2,
+    });
+  }
+  if (large.monthHourRetentionMs !== undefined && small.monthHourRetentionMs !== undefined) {
+    rows.push({
+      scenario: `[${layout}] the 1-hour rollup's chunks of the oldest month dropped: ${m(large.points)} against ${m(small.points)} stored`,
+      measured: `${round(large.monthHourRetentionMs)} ms`,
+      baseline: `${round(small.monthHourRetentionMs)} ms`,
+      ratio: large.monthHourRetentionMs / small.monthHourRetentionMs,
+      goal: '<= 1.2x (flat)',
+      met: large.monthHourRetentionMs / small.monthHourRetentionMs <= 1.2,
     });
   }
   if (large.monthRollupRetentionMs !== undefined && small.monthRollupRetentionMs !== undefined) {

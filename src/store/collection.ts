@@ -165,9 +165,10 @@ export class CollectionStore {
   /**
    * Drops the provider's 1-minute (`minute`) or 1-hour (`hour`) rollup rows older than `before`
    * (taken down to its UTC hour), in batches of RETENTION_BATCH series
-   * (Repository.dropMinuteRollupsBatch, dropHourRollupsBatch), and the 1-minute rollup's compacted
-   * days (Repository.dropRollupChunks: month partitions dropped whole, the series' minute_before
-   * set). Returns the rows and chunk rows deleted.
+   * (Repository.dropMinuteRollupsBatch, dropHourRollupsBatch), and the rollup's compacted days
+   * (Repository.dropRollupChunks: month partitions dropped whole, the series' minute_before set)
+   * or months (Repository.dropHourRollupChunks: year partitions dropped whole, hour_before set).
+   * Returns the rows and chunk rows deleted.
    */
   async dropRollups(providerId: string, which: 'minute' | 'hour', before: Date, signal?: AbortSignal): Promise<number> {
     let after = 0;
@@ -183,6 +184,8 @@ export class CollectionStore {
     }
     // Compacted days of the 1-minute rollup: whole month partitions dropped (Repository.dropRollupChunks).
     if (which === 'minute' && !signal?.aborted) deleted += (await this.rt.repo.dropRollupChunks(providerId, before.getTime())).deleted;
+    // Compacted months of the 1-hour rollup: whole year partitions dropped (Repository.dropHourRollupChunks).
+    if (which === 'hour' && !signal?.aborted) deleted += (await this.rt.repo.dropHourRollupChunks(providerId, before.getTime())).deleted;
     return deleted;
   }
 
@@ -205,17 +208,25 @@ export class CollectionStore {
 
   /**
    * Moves the provider's 1-minute rollup rows of days wholly before `before` into
-   * rollup_chunks_1m, in batches of COMPACT_BATCH series, each its own transaction
-   * (Repository.compactRollupsBatch), within `slice` as compactRawPoints. Returns the 1-minute rows moved.
+   * rollup_chunks_1m, then its 1-hour rollup rows of months wholly before it into
+   * rollup_chunks_1h, in batches of COMPACT_BATCH series, each its own transaction
+   * (Repository.compactRollupsBatch, compactHourRollupsBatch), within `slice` as compactRawPoints
+   * (the 1-hour part gets what the 1-minute part left of it). Returns the rollup rows moved.
    */
   async compactRollups(providerId: string, before: Date, signal?: AbortSignal, slice?: CompactionSlice): Promise<number> {
-    const batch = async (after: number) => {
+    const minutes = async (after: number) => {
       const step = await this.rt.repo.compactRollupsBatch(providerId, before.getTime(), after, COMPACT_BATCH);
       return { ...step, moved: step.rows };
     };
-    const moved = await compactInBatches(batch, signal, slice);
+    const moved = await compactInBatches(minutes, signal, slice);
     if (moved > 0) await this.rt.repo.analyzeRollupChunks();
-    return moved;
+    const hours = async (after: number) => {
+      const step = await this.rt.repo.compactHourRollupsBatch(providerId, before.getTime(), after, COMPACT_BATCH);
+      return { ...step, moved: step.rows };
+    };
+    const movedHours = await compactInBatches(hours, signal, slice);
+    if (movedHours > 0) await this.rt.repo.analyzeHourRollupChunks();
+    return moved + movedHours;
   }
 
   /** The provider's job list, fetched unless a sync (anyone's) is younger than maxAgeMs. */

@@ -27,7 +27,21 @@ export function monthOf(ms: number, parent = 'point_chunks'): { start: number; e
   return { start, end, name: `${parent}_${tag}` };
 }
 
-/** The month partitions of `parent` (point_chunks unless said): name, and the month's [start, end) as epoch ms (from the name). */
+/** The UTC year [start, end) holding epoch ms `ms`, and its partition's name of `parent` (rollup_chunks_1h's partitions are years). */
+export function yearOf(ms: number, parent: ChunkTable): { start: number; end: number; name: string } {
+  const y = new Date(ms).getUTCFullYear();
+  return { start: Date.UTC(y, 0, 1), end: Date.UTC(y + 1, 0, 1), name: `${parent}_${y < 0 ? 'm' : ''}${String(Math.abs(y)).padStart(4, '0')}` };
+}
+
+/** The partition of `parent` holding `ms`: a month's, or a year's for the 1-hour rollup's chunks (a row a month each). */
+function partitionOf(ms: number, parent: ChunkTable): { start: number; end: number; name: string } {
+  return parent === 'rollup_chunks_1h' ? yearOf(ms, parent) : monthOf(ms, parent);
+}
+
+/**
+ * The partitions of `parent` (point_chunks unless said): name, and the span's [start, end) as
+ * epoch ms (from the name): a month each, a year each for rollup_chunks_1h.
+ */
 export async function chunkPartitions(ctx: RepoContext, parent: ChunkTable = 'point_chunks'): Promise<{ name: string; start: number; end: number }[]> {
   const rows = await rowsOf<{ name: string }>(
     ctx.db,
@@ -35,13 +49,14 @@ export async function chunkPartitions(ctx: RepoContext, parent: ChunkTable = 'po
         where i.inhparent = ${parent}::regclass order by c.relname`,
   );
   const out: { name: string; start: number; end: number }[] = [];
-  const pattern = new RegExp(`^${parent}_(m?)(\\d{4,})(\\d{2})$`);
+  const yearly = parent === 'rollup_chunks_1h';
+  const pattern = new RegExp(yearly ? `^${parent}_(m?)(\\d{4,})()$` : `^${parent}_(m?)(\\d{4,})(\\d{2})$`);
   for (const r of rows) {
     const m = pattern.exec(r.name);
     if (!m) continue;
     const year = (m[1] ? -1 : 1) * Number(m[2]);
-    const month = monthOf(Date.UTC(year, Number(m[3]) - 1, 1), parent);
-    out.push({ name: r.name, start: month.start, end: month.end });
+    const span = partitionOf(Date.UTC(year, yearly ? 0 : Number(m[3]) - 1, 1), parent);
+    out.push({ name: r.name, start: span.start, end: span.end });
   }
   return out.sort((a, b) => a.start - b.start);
 }
@@ -55,7 +70,7 @@ export async function chunkPartitions(ctx: RepoContext, parent: ChunkTable = 'po
  */
 export async function pickCompactionBatch(
   ctx: RepoContext,
-  table: 'points' | 'points_1m',
+  table: 'points' | 'points_1m' | 'points_1h',
   providerId: string,
   before: number,
   after: number,
@@ -162,15 +177,15 @@ export async function analyzeChunks(ctx: RepoContext): Promise<void> {
   if (client) await client.query('analyze point_chunks');
 }
 
-/** The tables partitioned by month of chunk_start: raw chunks and the 1-minute rollup's (rollup-chunks.ts). */
-export type ChunkTable = 'point_chunks' | 'rollup_chunks_1m';
+/** The tables partitioned by range of chunk_start: raw chunks and the 1-minute rollup's by month (rollup-chunks.ts), the 1-hour rollup's by year (hour-rollups.ts). */
+export type ChunkTable = 'point_chunks' | 'rollup_chunks_1m' | 'rollup_chunks_1h';
 
-/** Creates `parent`'s (point_chunks unless said) month partitions from the one holding `from` to the one holding `to` that are missing. */
+/** Creates `parent`'s (point_chunks unless said) partitions from the one holding `from` to the one holding `to` that are missing. */
 export async function ensureChunkPartitions(ctx: RepoContext, from: number, to: number, parent: ChunkTable = 'point_chunks'): Promise<void> {
   if (!(to >= from)) return;
   const held = new Set((await chunkPartitions(ctx, parent)).map((p) => p.name));
-  for (let at = monthOf(from).start; at <= to; at = monthOf(at).end) {
-    const m = monthOf(at, parent);
+  for (let at = partitionOf(from, parent).start; at <= to; at = partitionOf(at, parent).end) {
+    const m = partitionOf(at, parent);
     if (held.has(m.name)) continue;
     await ctx.db.execute(sql.raw(`create table if not exists ${m.name} partition of ${parent} for values from (${m.start}) to (${m.end})`));
   }
@@ -197,10 +212,10 @@ export function dropRawChunks(
 }
 
 /**
- * Retention of a chunk table (`point_chunks`, `rollup_chunks_1m`) for a provider: its chunks of
- * days wholly before `cut` (a UTC day) go, by `drop table` of each month partition wholly before
- * it that holds only the provider's series that `gone` (SQL over `jobs j`) lets go, else by
- * deleting those series' chunk rows. The series that lost chunks remember `mark.at` in
+ * Retention of a chunk table (`point_chunks`, `rollup_chunks_1m`, `rollup_chunks_1h`) for a
+ * provider: its chunks wholly before `cut` (a chunk boundary: a UTC day, a UTC month for
+ * rollup_chunks_1h) go, by `drop table` of each partition wholly before it that holds only the
+ * provider's series that `gone` (SQL over `jobs j`) lets go, else by deleting those series' chunk rows. The series that lost chunks remember `mark.at` in
  * `mark.column` (never moved back). Returns the partitions dropped and the chunk rows deleted.
  */
 export async function dropChunkMonths(
@@ -209,7 +224,7 @@ export async function dropChunkMonths(
   providerId: string,
   cut: number,
   gone: SQL,
-  mark: { column: 'raw_before' | 'minute_before'; at: number },
+  mark: { column: 'raw_before' | 'minute_before' | 'hour_before'; at: number },
 ): Promise<{ dropped: number; deleted: number }> {
   const column = sql.raw(mark.column);
   const remember = (ids: SQL) => sql`update series set ${column} = greatest(coalesce(${column}, ${mark.at}), ${mark.at}) where id in (${ids})`;
@@ -242,7 +257,7 @@ export async function dropChunkMonths(
       ctx.db,
       sql`with d as (
           delete from ${table} c using series s join jobs j on j.id = s.job_id
-          where s.id = c.series_id and j.provider_id = ${providerId} and c.chunk_start + ${CHUNK_MS} <= ${cut} and ${gone}
+          where s.id = c.series_id and j.provider_id = ${providerId} and c.chunk_start < ${cut} and ${gone}
           returning c.series_id
         ), u as (
           ${remember(sql`select distinct series_id from d`)} returning 1

@@ -8,6 +8,7 @@ import { HOUR_MS, MINUTE_MS } from './repo-point-writes.js';
 import { rowsOf, textArray, toDate } from './sql-util.js';
 import { CHUNK_MS, edgeRawPoint, rawPoints } from './raw-points.js';
 import { edgeRollup1m, rollup1m } from './rollup-chunks.js';
+import { edgeRollup1h, rollup1h } from './hour-rollups.js';
 
 /** A numeric SQL array as a driver returns it: parsed, or in Postgres' text form. */
 type NumberArray = readonly (number | string | null)[] | string;
@@ -27,7 +28,6 @@ function numbersOf(a: NumberArray): (number | null)[] {
 }
 
 const MIN_KEY = sql.raw('(-9223372036854775807)::bigint');
-const MAX_KEY = sql.raw('9223372036854775807::bigint');
 
 /**
  * A window reads a rollup only when its raw points are many (pointsAt): up to this many in the
@@ -192,8 +192,7 @@ export async function pointsAt(
             then (select x.key from ${edgeRawPoint(sql`w.series_id`, 'last', { hi: sql`w.k_to` })} x)
             else (select max(x.key) from ${rawPoints(sql`w.series_id`)} x where ${inWindow('x')}) end as hi,
           -- The samples of the window's hours, from the 1-hour rollup (what decides a rollup read).
-          case when w.timed then (select coalesce(sum(h.n), 0) from points_1h h where h.series_id = w.series_id
-            and h.bucket >= ${bucketSql('w.k_from', HOUR_MS)} and h.bucket <= coalesce(w.k_to, ${MAX_KEY})) else 0 end as rn
+          case when w.timed then (select coalesce(sum(h.n), 0) from ${rollup1h(sql`w.series_id`, bucketSql('w.k_from', HOUR_MS), sql`w.k_to`)} h) else 0 end as rn
       ) e
       where e.lo is not null or e.rn > 0
     ), b as materialized (
@@ -248,11 +247,11 @@ export async function pointsAt(
       from (
         select b.series_id, c.hourly,
           case when b.lo is not null and not coalesce(b.raw_before > coalesce(b.k_from, ${MIN_KEY}), false) then b.lo
-            when c.hourly then (select h.bucket from points_1h h where h.series_id = b.series_id and h.bucket >= ${bucketSql('b.k_from', HOUR_MS)} order by h.bucket limit 1)
+            when c.hourly then ${edgeRollup1h(sql`b.series_id`, 'first', bucketSql('b.k_from', HOUR_MS))}
             else ${edgeRollup1m(sql`b.series_id`, 'first', bucketSql('b.k_from', MINUTE_MS))} end as lo,
           coalesce(b.hi,
             ${edgeRollup1m(sql`b.series_id`, 'last', sql`b.k_to`)},
-            (select h.bucket from points_1h h where h.series_id = b.series_id and h.bucket <= coalesce(b.k_to, ${MAX_KEY}) order by h.bucket desc limit 1)) as hi
+            ${edgeRollup1h(sql`b.series_id`, 'last', sql`b.k_to`)}) as hi
         from b cross join lateral (select coalesce(b.minute_before > coalesce(b.k_from, ${MIN_KEY}), false) as hourly) c
         where b.rolled
       ) v
@@ -269,8 +268,8 @@ export async function pointsAt(
           select m.bucket, m.n, m.min, m.max, m.sum, m.last from ${rollup1m(sql`rw.series_id`, sql`rw.base`, sql`rw.hi_r`)} m
             where rw.r = ${MINUTE_MS}
           union all
-          select h.bucket, h.n, h.min, h.max, h.sum, h.last from points_1h h
-            where rw.r = ${HOUR_MS} and h.series_id = rw.series_id and h.bucket between rw.base and rw.hi_r
+          select h.bucket, h.n, h.min, h.max, h.sum, h.last from ${rollup1h(sql`rw.series_id`, sql`rw.base`, sql`rw.hi_r`)} h
+            where rw.r = ${HOUR_MS}
         ) u
         group by 1
         having sum(u.n) > 0

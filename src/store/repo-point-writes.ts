@@ -9,6 +9,7 @@ import type { RepoContext } from './repo-context.js';
 import { chunks, copierOf, embeddedClientOf, isUniqueViolation, pointBatchOfRows, rollupCopierOf, rowsOf, type PointBatch, RollupRows } from './sql-util.js';
 import { CHUNK_MS, DECODED_CHUNK, edgeRawPoint, keyInstant, notKeptFinished, takeChunkDays } from './raw-points.js';
 import { TAKE_ROLLUP_DAYS } from './rollup-chunks.js';
+import { FRESH_HOUR, HOUR_CHUNKS_OF_T, TAKE_HOUR_MONTHS } from './hour-rollups.js';
 
 /** Rows per bulk point statement: statements grow with data volume only, by this divisor. */
 export const POINTS_PER_STATEMENT = 50_000;
@@ -28,13 +29,15 @@ const ROLLUP_AGGREGATES = sql.raw(`count(p.value)::int, min(p.value), max(p.valu
  * The end of a rollup statement: every hour of CTE `h` (series_id, hour; time-keyed series only)
  * read back from `points` (one index range each) and both rollups' rows of it recomputed and
  * upserted; the 1-minute rollup's compacted days of those hours are moved back into points_1m
- * first (TAKE_ROLLUP_DAYS), so a minute is never in both places. rollUp's hours that already held points and rollUpByRecompute's every touched hour.
+ * first (TAKE_ROLLUP_DAYS), so a minute is never in both places, and the 1-hour rollup's compacted
+ * months of those hours into points_1h (TAKE_HOUR_MONTHS), their hours this recompute does not
+ * give as they were. rollUp's hours that already held points and rollUpByRecompute's every touched hour.
  */
 const RECOMPUTE_HOURS = sql`p as materialized (
       select h.series_id, h.hour, x.key - ((x.key % 60000) + 60000) % 60000 as minute, x.key, x.value
       from h cross join lateral (select pt.key, pt.value from points pt
         where pt.series_id = h.series_id and pt.key >= h.hour and pt.key < h.hour + 3600000 order by pt.key) x
-    ), ${TAKE_ROLLUP_DAYS}, m as (
+    ), ${TAKE_ROLLUP_DAYS}, ${TAKE_HOUR_MONTHS}, m as (
       -- The hours' compacted days come back into points_1m (rollup-chunks.ts): their minutes this
       -- recompute does not give as they were, beside the recomputed ones.
       insert into points_1m (series_id, bucket, n, min, max, sum, last)
@@ -46,6 +49,9 @@ const RECOMPUTE_HOURS = sql`p as materialized (
     )
     insert into points_1h (series_id, bucket, n, min, max, sum, last)
     select series_id, hour, ${ROLLUP_AGGREGATES} from p group by series_id, hour
+    union all
+    select b.series_id, b.bucket, b.n, b.min, b.max, b.sum, b.last from hrcb b
+    where not exists (select 1 from p where p.series_id = b.series_id and p.hour = b.bucket)
     on conflict (series_id, bucket) do update set n = excluded.n, min = excluded.min, max = excluded.max, sum = excluded.sum, last = excluded.last`;
 
 /**
@@ -247,11 +253,12 @@ export async function writePointBatches(ctx: RepoContext, batches: readonly Poin
     // New series' hours hold nothing yet: their rollup rows, worked out from the batch, are copied
     // straight in beside the points, under the same savepoint (no statement reads them back). A
     // row already there (not new after all) fails the COPY, and the merge below does it all.
-    const timeKeyed = await timeKeyedOf(ctx, withPoints);
+    const { timeKeyed, compacted } = await timeKeyedOf(ctx, withPoints);
     const { hours, minutes } = stagedRollups(withPoints, timeKeyed);
     // Only with the rollup rows: a series not new after all whose days were compacted has no
-    // points there to collide with, but its hours' rollup rows (kept for every point written) do.
-    const direct = hours.computed.subarray(0, hours.length).every((c) => c === 1);
+    // points there to collide with, but its hours' rollup rows (kept for every point written) do,
+    // unless its months were compacted too (hour-rollups.ts): such a series is not new.
+    const direct = !compacted && hours.computed.subarray(0, hours.length).every((c) => c === 1);
     if (direct) {
       try {
         await ctx.db.transaction(async (tx) => {
@@ -341,10 +348,11 @@ async function rollUp(
       delete from rollup_stage returning computed, hourly, series_id, bucket, n, min, max, sum, last
     ), t as materialized (
       select st.* from st join series s on s.id = st.series_id and s.keyed_by = 'time'
-    ), fresh as (
-      -- Hours without a row before this write: the batch's rows are theirs.
+    ), ${HOUR_CHUNKS_OF_T}, fresh as (
+      -- Hours without a row before this write, in points_1h or a compacted month (hour-rollups.ts):
+      -- the batch's rows are theirs.
       insert into points_1h (series_id, bucket, n, min, max, sum, last)
-      select series_id, bucket, n, min, max, sum, last from t where t.hourly and t.computed
+      select series_id, bucket, n, min, max, sum, last from t where t.hourly and t.computed and ${FRESH_HOUR}
       on conflict (series_id, bucket) do nothing
       returning series_id, bucket
     ), fm as (
@@ -442,15 +450,18 @@ export function stagedRollups(batches: readonly PointBatch[], timeKeyed?: Readon
   return { hours, minutes };
 }
 
-/** The time-keyed series among a write's (the ones with rollups), one statement. */
-async function timeKeyedOf(ctx: RepoContext, batches: readonly PointBatch[]): Promise<Set<number>> {
+/**
+ * The time-keyed series among a write's (the ones with rollups), and whether any of them has a
+ * compacted month of the 1-hour rollup (then it is not new, whatever the caller expected), one statement.
+ */
+async function timeKeyedOf(ctx: RepoContext, batches: readonly PointBatch[]): Promise<{ timeKeyed: Set<number>; compacted: boolean }> {
   const ids = [...new Set(batches.flatMap((b) => b.runs.map((r) => r.seriesId)))];
-  const rows = await rowsOf<{ id: number }>(
+  const rows = await rowsOf<{ id: number; compacted: boolean }>(
     ctx.db,
-    sql`select id::float8 as id from series
+    sql`select id::float8 as id, exists (select 1 from rollup_chunks_1h c where c.series_id = series.id) as compacted from series
         where keyed_by = 'time' and id = any(array(select jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb)::bigint))`,
   );
-  return new Set(rows.map((r) => Number(r.id)));
+  return { timeKeyed: new Set(rows.map((r) => Number(r.id))), compacted: rows.some((r) => r.compacted === true || String(r.compacted) === 't') };
 }
 
 /** rollUp where the driver has no COPY: every touched hour recomputed from `points`, one statement. */

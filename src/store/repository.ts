@@ -16,6 +16,7 @@ import * as metricReads from './repo-metric-reads.js';
 import * as pointReads from './repo-point-reads.js';
 import * as pointChunks from './point-chunks.js';
 import * as rollupChunks from './rollup-chunks.js';
+import * as hourRollups from './hour-rollups.js';
 import * as pointWrites from './repo-point-writes.js';
 import * as rollupRetention from './rollup-retention.js';
 import * as topology from './repo-topology.js';
@@ -313,6 +314,28 @@ export class Repository {
 
   rollupChunkPartitions(): Promise<{ name: string; start: number; end: number }[]> {
     return rollupChunks.rollupChunkPartitions(this.ctx);
+  }
+
+  compactHourRollupsBatch(
+    providerId: string,
+    before: number,
+    after: number,
+    batch: number,
+  ): Promise<{ last: number | null; chunks: number; rows: number; done: boolean }> {
+    return hourRollups.compactHourRollupsBatch(this.ctx, providerId, before, after, batch);
+  }
+
+  analyzeHourRollupChunks(): Promise<void> {
+    return hourRollups.analyzeHourRollupChunks(this.ctx);
+  }
+
+  /** 1-hour retention of compacted rollups (hour-rollups.ts): whole year partitions dropped where only the provider's series are in them, else its months' chunk rows. */
+  dropHourRollupChunks(providerId: string, before: number): Promise<{ dropped: number; deleted: number }> {
+    return hourRollups.dropHourRollupChunks(this.ctx, providerId, before);
+  }
+
+  hourRollupChunkPartitions(): Promise<{ name: string; start: number; end: number }[]> {
+    return hourRollups.hourRollupChunkPartitions(this.ctx);
   }
 
   maintainStatistics(pointsWritten: number): Promise<boolean> {

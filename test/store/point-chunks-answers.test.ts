@@ -1,9 +1,9 @@
 // Compaction changes no answer: on the demo server, the collected-like cache of every running
 // job's accelerator series answers the fleet's questions, the Prometheus query API and the job
 // pages' series and summaries; every provider's raw points are then compacted into point_chunks
-// and its 1-minute rollup into rollup_chunks_1m (CollectionStore.compactRawPoints and
-// compactRollups, as the collector's lease holder runs them) and the same questions are answered
-// again, identically.
+// and its 1-minute and 1-hour rollups into rollup_chunks_1m and rollup_chunks_1h
+// (CollectionStore.compactRawPoints and compactRollups, as the collector's lease holder runs them)
+// and the same questions are answered again, identically.
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../src/server/runtime.js';
@@ -66,7 +66,8 @@ describe('answers before and after compaction', () => {
     expect(before.usage.fleet.utilization.total.coveredGpuHours).toBeGreaterThan(0);
     const providers = await rowsOf<{ id: string }>(rt.database.db, sql`select distinct provider_id as id from jobs order by 1`);
     let moved = 0;
-    // Every day up to tomorrow's: all the cache holds.
+    // Every day and month up to 40 days on: all the cache holds (its month is settled then too).
+    const settled = new Date(clock.now() + 40 * 86_400_000);
     let minutes = 0;
     // In slices of one batch, as the collector's lease holder compacts between sweeps: a slice
     // that stopped with days left is taken up by the next, from the start, until none is left.
@@ -74,8 +75,8 @@ describe('answers before and after compaction', () => {
     for (const p of providers) {
       for (;;) {
         const slice = { batches: 1, cut: false };
-        moved += await rt.store.collection.compactRawPoints(p.id, new Date(clock.now() + 2 * 86_400_000), undefined, slice);
-        minutes += await rt.store.collection.compactRollups(p.id, new Date(clock.now() + 2 * 86_400_000), undefined, slice);
+        moved += await rt.store.collection.compactRawPoints(p.id, settled, undefined, slice);
+        minutes += await rt.store.collection.compactRollups(p.id, settled, undefined, slice);
         if (!slice.cut) break;
         resumed++;
       }
@@ -83,11 +84,12 @@ describe('answers before and after compaction', () => {
     expect(resumed).toBeGreaterThan(providers.length);
     const held = async () =>
       (
-        await rowsOf<{ hot: number; chunks: number; minutes: number; rolled: number }>(
+        await rowsOf<{ hot: number; chunks: number; minutes: number; rolled: number; hours: number; months: number }>(
           rt.database.db,
           sql`select (select count(*) from points p join series s on s.id = p.series_id and s.keyed_by = 'time')::int as hot,
           (select count(*) from point_chunks)::int as chunks, (select count(*) from points_1m)::int as minutes,
-          (select count(*) from rollup_chunks_1m)::int as rolled`,
+          (select count(*) from rollup_chunks_1m)::int as rolled, (select count(*) from points_1h)::int as hours,
+          (select count(*) from rollup_chunks_1h)::int as months`,
         )
       )[0]!;
     const left = await held();
@@ -97,6 +99,8 @@ describe('answers before and after compaction', () => {
     expect(minutes).toBeGreaterThan(100);
     expect(left.minutes).toBe(0);
     expect(left.rolled).toBeGreaterThan(10);
+    expect(left.hours).toBe(0);
+    expect(left.months).toBeGreaterThan(10);
     expect(await answers()).toEqual(before);
     // Answered from the chunks (nothing was fetched and written again meanwhile).
     expect(await held()).toEqual(left);
