@@ -31,12 +31,13 @@ export interface CollectSettings {
    * holder (hourly), a window reaching before them is answered from the 1-hour rollup. Default 365; null = kept for ever.
    */
   minuteRollupRetentionDays: number | null;
-  /** Days this store keeps the provider's 1-hour rollup rows (dropped hourly by the lease holder). Default null = kept for ever. */
+  /** Days this store keeps the provider's 1-hour rollup (rows and month chunks, dropped hourly by the lease holder). Default null = kept for ever. */
   hourRollupRetentionDays: number | null;
   /**
    * Days after which the lease holder (hourly) compacts the provider's raw points of whole UTC
    * days into point_chunks, and its 1-minute rollup's into rollup_chunks_1m, a row per series and
-   * day each (docs/history.md). null = never.
+   * day each, then the settled days of its 1-hour rollup into rollup_chunks_1h, a row per series
+   * and month (docs/history.md). null = never.
    */
   compactAfterDays: number | null;
   /**
