@@ -30,6 +30,6 @@ export function tuneGarbageCollector(heapGrowingPercent: number): void {
   // Read by V8 at each young-generation collection, so it takes effect when set at run time.
   v8.setFlagsFromString('--no-allocation-site-pretenuring');
   // Read by V8 at the end of each full collection, when it sets the next one's limit.
-  // 0 (the default) sets nothing: V8's own factor.
+  // 0 sets nothing: V8's own factor (the default is 50: DEFAULT_HEAP_GROWING_PERCENT).
   if (heapGrowingPercent > 0) v8.setFlagsFromString(`--heap-growing-percent=${heapGrowingPercent}`);
 }
