@@ -12,15 +12,21 @@
 import { type SQL, sql } from 'drizzle-orm';
 import type { RepoContext } from './repo-context.js';
 import { CHUNK_MS } from './raw-points.js';
-import { chunkPartitions, dropChunkMonths, ensureChunkPartitions, monthOf, pickCompactionBatch } from './point-chunks.js';
+import {
+  type ChunkedRollup,
+  chunkPartitions,
+  dropChunkMonths,
+  ensureChunkPartitions,
+  monthOf,
+  pickCompactionBatch,
+  rollupEdge,
+  rollupRange,
+} from './point-chunks.js';
 import { embeddedClientOf, rowsOf } from './sql-util.js';
 
 const HOUR = 3_600_000;
-const MIN_KEY = sql.raw('(-9223372036854775807)::bigint');
-const MAX_KEY = sql.raw('9223372036854775807::bigint');
 /** The longest UTC month: a chunk starting more than this before a key cannot hold it. */
 const MONTH_MAX_MS = 31 * CHUNK_MS;
-const LOWEST_MONTH = sql.raw(`(-9223372036854775807 + ${MONTH_MAX_MS})::bigint`);
 
 /**
  * Months of a series one compaction transaction moves at most: an upgraded database's first run
@@ -67,41 +73,13 @@ export function decodedHourRollup(lo: SQL | null = null, hi: SQL | null = null):
 /** Every bucket of chunk `c` (decodedHourRollup unbounded). */
 export const DECODED_HOUR_ROLLUP = decodedHourRollup();
 
-/**
- * The 1-hour rollup rows of series `sid` whose buckets lie in [lo, hi] (null: unbounded), as a
- * subquery of columns series_id, bucket, n, min, max, sum, last: the rows of `points_1h` (its
- * primary-key range) and the decoded chunks whose month overlaps the range. Unordered.
- */
-export function rollup1h(sid: SQL, lo: SQL | null = null, hi: SQL | null = null): SQL {
-  const from = lo ? sql`coalesce(${lo}, ${MIN_KEY})` : MIN_KEY;
-  const to = hi ? sql`coalesce(${hi}, ${MAX_KEY})` : MAX_KEY;
-  return sql`(
-    select h.series_id, h.bucket, h.n, h.min, h.max, h.sum, h.last from points_1h h
-    where h.series_id = ${sid} and h.bucket >= ${from} and h.bucket <= ${to}
-    union all
-    select c.series_id, k.bucket, k.n, k.min, k.max, k.sum, k.last
-    from rollup_chunks_1h c cross join lateral ${decodedHourRollup(lo ? from : null, hi ? to : null)}
-    where c.series_id = ${sid} and c.chunk_start > greatest(${from}, ${LOWEST_MONTH}) - ${MONTH_MAX_MS}
-      and c.chunk_start <= ${to} and k.bucket >= ${from} and k.bucket <= ${to}
-  )`;
-}
+const HOUR_ROLLUP: ChunkedRollup = { rows: 'points_1h', chunks: 'rollup_chunks_1h', span: MONTH_MAX_MS, decoded: decodedHourRollup };
 
-/**
- * The first 1-hour bucket at or after `at` (`first`) or the last at or before it (`last`) of
- * series `sid` (null: none), as a scalar subquery: one step on `points_1h`'s key index and the
- * chunks from `at` on (back) until one holds such a bucket, decoding only that one.
- */
-export function edgeRollup1h(sid: SQL, dir: 'first' | 'last', at: SQL): SQL {
-  const bound = sql`coalesce(${at}, ${dir === 'first' ? MIN_KEY : MAX_KEY})`;
-  const order = sql.raw(dir === 'last' ? 'desc' : 'asc');
-  const cmp = sql.raw(dir === 'last' ? '<=' : '>=');
-  const months = dir === 'last' ? sql`c.chunk_start <= ${bound}` : sql`c.chunk_start > greatest(${bound}, ${LOWEST_MONTH}) - ${MONTH_MAX_MS}`;
-  return sql`(select ${sql.raw(dir === 'last' ? 'greatest' : 'least')}(
-    (select h.bucket from points_1h h where h.series_id = ${sid} and h.bucket ${cmp} ${bound} order by h.bucket ${order} limit 1),
-    (select k.bucket from (select * from rollup_chunks_1h c where c.series_id = ${sid} and ${months} order by c.chunk_start ${order}) c
-      cross join lateral ${DECODED_HOUR_ROLLUP}
-      where k.bucket ${cmp} ${bound} order by c.chunk_start ${order}, k.bucket ${order} limit 1)))`;
-}
+/** The 1-hour rollup's buckets of series `sid` in [lo, hi] (null: unbounded): rollupRange. */
+export const rollup1h = (sid: SQL, lo: SQL | null = null, hi: SQL | null = null): SQL => rollupRange(HOUR_ROLLUP, sid, lo, hi);
+
+/** The 1-hour rollup's first bucket at or after `at` or last at or before it: rollupEdge. */
+export const edgeRollup1h = (sid: SQL, dir: 'first' | 'last', at: SQL): SQL => rollupEdge(HOUR_ROLLUP, sid, dir, at);
 
 /**
  * CTE `hc` (series_id, chunk_start, last_bucket: the chunks of the series of CTE `t` (series_id,

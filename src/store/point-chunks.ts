@@ -268,3 +268,57 @@ export async function dropChunkMonths(
   }
   return { dropped, deleted };
 }
+
+const MIN_KEY = sql.raw('(-9223372036854775807)::bigint');
+const MAX_KEY = sql.raw('9223372036854775807::bigint');
+
+/**
+ * A rollup kept in two places (rollup-chunks.ts, hour-rollups.ts): `rows`, where every write keeps
+ * its buckets, and `chunks`, where the compactor moved the settled ones, a chunk spanning at most
+ * `span` ms from its `chunk_start`. `decoded(lo, hi)` is the lateral subquery `k` of chunk `c`'s
+ * buckets (bucket, n, min, max, sum, last), at least those in [lo, hi] (null: unbounded).
+ */
+export interface ChunkedRollup {
+  rows: string;
+  chunks: string;
+  span: number;
+  decoded: (lo: SQL | null, hi: SQL | null) => SQL;
+}
+
+/**
+ * The rollup's buckets of series `sid` in [lo, hi] (null: unbounded), as a subquery of columns
+ * series_id, bucket, n, min, max, sum, last: the rows' primary-key range and the decoded chunks
+ * that can overlap the range. Unordered: a reader that needs bucket order says so.
+ */
+export function rollupRange(r: ChunkedRollup, sid: SQL, lo: SQL | null = null, hi: SQL | null = null): SQL {
+  const from = lo ? sql`coalesce(${lo}, ${MIN_KEY})` : MIN_KEY;
+  const to = hi ? sql`coalesce(${hi}, ${MAX_KEY})` : MAX_KEY;
+  const lowest = sql.raw(`(-9223372036854775807 + ${r.span})::bigint`);
+  return sql`(
+    select p.series_id, p.bucket, p.n, p.min, p.max, p.sum, p.last from ${sql.raw(r.rows)} p
+    where p.series_id = ${sid} and p.bucket >= ${from} and p.bucket <= ${to}
+    union all
+    select c.series_id, k.bucket, k.n, k.min, k.max, k.sum, k.last
+    from ${sql.raw(r.chunks)} c cross join lateral ${r.decoded(lo ? from : null, hi ? to : null)}
+    where c.series_id = ${sid} and c.chunk_start > greatest(${from}, ${lowest}) - ${r.span}
+      and c.chunk_start <= ${to} and k.bucket >= ${from} and k.bucket <= ${to}
+  )`;
+}
+
+/**
+ * The rollup's first bucket of series `sid` at or after `at` (`first`) or its last at or before it
+ * (`last`) (null: none), as a scalar subquery: one step on the rows' key index and the chunks from
+ * `at` on (back) until one holds such a bucket, decoding only that one.
+ */
+export function rollupEdge(r: ChunkedRollup, sid: SQL, dir: 'first' | 'last', at: SQL): SQL {
+  const bound = sql`coalesce(${at}, ${dir === 'first' ? MIN_KEY : MAX_KEY})`;
+  const order = sql.raw(dir === 'last' ? 'desc' : 'asc');
+  const cmp = sql.raw(dir === 'last' ? '<=' : '>=');
+  const lowest = sql.raw(`(-9223372036854775807 + ${r.span})::bigint`);
+  const chunks = dir === 'last' ? sql`c.chunk_start <= ${bound}` : sql`c.chunk_start > greatest(${bound}, ${lowest}) - ${r.span}`;
+  return sql`(select ${sql.raw(dir === 'last' ? 'greatest' : 'least')}(
+    (select p.bucket from ${sql.raw(r.rows)} p where p.series_id = ${sid} and p.bucket ${cmp} ${bound} order by p.bucket ${order} limit 1),
+    (select k.bucket from (select * from ${sql.raw(r.chunks)} c where c.series_id = ${sid} and ${chunks} order by c.chunk_start ${order}) c
+      cross join lateral ${r.decoded(null, null)}
+      where k.bucket ${cmp} ${bound} order by c.chunk_start ${order}, k.bucket ${order} limit 1)))`;
+}

@@ -10,13 +10,10 @@
 import { type SQL, sql } from 'drizzle-orm';
 import type { RepoContext } from './repo-context.js';
 import { CHUNK_MS } from './raw-points.js';
-import { chunkPartitions, dropChunkMonths, ensureChunkPartitions, pickCompactionBatch } from './point-chunks.js';
+import { type ChunkedRollup, chunkPartitions, dropChunkMonths, ensureChunkPartitions, pickCompactionBatch, rollupEdge, rollupRange } from './point-chunks.js';
 import { embeddedClientOf, rowsOf } from './sql-util.js';
 
 const MINUTE = 60_000;
-const MIN_KEY = sql.raw('(-9223372036854775807)::bigint');
-const MAX_KEY = sql.raw('9223372036854775807::bigint');
-const LOWEST_DAY = sql.raw(`(-9223372036854775807 + ${CHUNK_MS})::bigint`);
 
 /** The start of the UTC day holding `k` (a bigint column or expression), as SQL. */
 const dayOf = (k: string) => sql.raw(`(${k} - ((${k} % ${CHUNK_MS}) + ${CHUNK_MS}) % ${CHUNK_MS})`);
@@ -42,42 +39,13 @@ export const DECODED_ROLLUP = sql.raw(`(
       c.counts is null as simple offset 0) r,
     unnest(c.lasts, c.offs, c.counts, c.mins, c.maxs, c.sums) with ordinality as x(l, d, cn, mi, ma, su, o)) k`);
 
-/**
- * The 1-minute rollup rows of series `sid` whose buckets lie in [lo, hi] (null: unbounded), as a
- * subquery of columns series_id, bucket, n, min, max, sum, last: the rows of `points_1m` (its
- * primary-key range) and the decoded chunks whose day overlaps the range. Unordered: a reader
- * that needs bucket order says so.
- */
-export function rollup1m(sid: SQL, lo: SQL | null = null, hi: SQL | null = null): SQL {
-  const from = lo ? sql`coalesce(${lo}, ${MIN_KEY})` : MIN_KEY;
-  const to = hi ? sql`coalesce(${hi}, ${MAX_KEY})` : MAX_KEY;
-  return sql`(
-    select m.series_id, m.bucket, m.n, m.min, m.max, m.sum, m.last from points_1m m
-    where m.series_id = ${sid} and m.bucket >= ${from} and m.bucket <= ${to}
-    union all
-    select c.series_id, k.bucket, k.n, k.min, k.max, k.sum, k.last
-    from rollup_chunks_1m c cross join lateral ${DECODED_ROLLUP}
-    where c.series_id = ${sid} and c.chunk_start > greatest(${from}, ${LOWEST_DAY}) - ${CHUNK_MS}
-      and c.chunk_start <= ${to} and k.bucket >= ${from} and k.bucket <= ${to}
-  )`;
-}
+const MINUTE_ROLLUP: ChunkedRollup = { rows: 'points_1m', chunks: 'rollup_chunks_1m', span: CHUNK_MS, decoded: () => DECODED_ROLLUP };
 
-/**
- * The first 1-minute bucket at or after `at` (`first`) or the last at or before it (`last`) of
- * series `sid` (null: none), as a scalar subquery: one step on `points_1m`'s key index and the
- * chunks from `at` on (back) until one holds such a bucket, decoding only that one.
- */
-export function edgeRollup1m(sid: SQL, dir: 'first' | 'last', at: SQL): SQL {
-  const bound = sql`coalesce(${at}, ${dir === 'first' ? MIN_KEY : MAX_KEY})`;
-  const order = sql.raw(dir === 'last' ? 'desc' : 'asc');
-  const cmp = sql.raw(dir === 'last' ? '<=' : '>=');
-  const days = dir === 'last' ? sql`c.chunk_start <= ${bound}` : sql`c.chunk_start > greatest(${bound}, ${LOWEST_DAY}) - ${CHUNK_MS}`;
-  return sql`(select ${sql.raw(dir === 'last' ? 'greatest' : 'least')}(
-    (select m.bucket from points_1m m where m.series_id = ${sid} and m.bucket ${cmp} ${bound} order by m.bucket ${order} limit 1),
-    (select k.bucket from (select * from rollup_chunks_1m c where c.series_id = ${sid} and ${days} order by c.chunk_start ${order}) c
-      cross join lateral ${DECODED_ROLLUP}
-      where k.bucket ${cmp} ${bound} order by c.chunk_start ${order}, k.bucket ${order} limit 1)))`;
-}
+/** The 1-minute rollup's buckets of series `sid` in [lo, hi] (null: unbounded): rollupRange. */
+export const rollup1m = (sid: SQL, lo: SQL | null = null, hi: SQL | null = null): SQL => rollupRange(MINUTE_ROLLUP, sid, lo, hi);
+
+/** The 1-minute rollup's first bucket at or after `at` or last at or before it: rollupEdge. */
+export const edgeRollup1m = (sid: SQL, dir: 'first' | 'last', at: SQL): SQL => rollupEdge(MINUTE_ROLLUP, sid, dir, at);
 
 /**
  * CTEs `rc` (the chunk rows of the days of CTE `h`'s hours (series_id, hour), deleted) and `rcb`
