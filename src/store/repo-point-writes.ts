@@ -55,6 +55,63 @@ const RECOMPUTE_HOURS = sql`p as materialized (
     on conflict (series_id, bucket) do update set n = excluded.n, min = excluded.min, max = excluded.max, sum = excluded.sum, last = excluded.last`;
 
 /**
+ * The end of the points merge (after CTEs `mv`, the compacted days it took back, and `w`, the
+ * rows it added or changed, series_id, key, value): the hours it only appended to are rolled up by
+ * folding its new points into the rows the hour had, and CTE `g` holds the time-keyed hours it
+ * changed (series_id, hour), `ap` the appended ones among them, so the caller recomputes only the
+ * others (rollUp). An hour is appended to when every point the merge changed in it is after every
+ * point it held: then each of them is new, and the points in key order are the held ones, then
+ * these; the fold adds them one by one to the held sum (`sum(... order by k nulls first)`, the held
+ * sum first), so it is the sum in key order to the last digit, as a recompute from `points` gives
+ * it, without reading the hour back. A collector's sweep appends to the hour its previous sweep
+ * ended in: before, every sweep read that hour's points back (up to an hour of the series) and
+ * rewrote its sixty minute rows. The held rows and points are those the statement found (every
+ * part of it sees one snapshot). Left to the recompute: hours that held no point (fresh, or their
+ * points dropped by retention or compacted), hours of a series whose compacted days this merge
+ * took back, of a day whose 1-minute rollup is compacted, of a month whose 1-hour rollup is (no
+ * `points_1h` row), and hours older than the series' raw retention cut (`raw_before`).
+ */
+const APPENDED_HOURS = sql`g as materialized (
+      select w.series_id, w.key - ((w.key % 3600000) + 3600000) % 3600000 as hour, min(w.key) as first, s.raw_before
+      from w join series s on s.id = w.series_id and s.keyed_by = 'time' group by 1, 2, s.raw_before
+    ), ap as materialized (
+      select g.series_id, g.hour from g
+      where (g.raw_before is null or g.raw_before <= g.hour)
+        and (select max(p.key) from points p where p.series_id = g.series_id and p.key >= g.hour and p.key < g.hour + 3600000) < g.first
+        and exists (select 1 from points_1h o where o.series_id = g.series_id and o.bucket = g.hour)
+        and not exists (select 1 from mv where mv.series_id = g.series_id)
+        and not exists (select 1 from rollup_chunks_1m c where c.series_id = g.series_id
+          and c.chunk_start = g.hour - ((g.hour % ${CHUNK_MS}) + ${CHUNK_MS}) % ${CHUNK_MS})
+    ), an as materialized (
+      select w.series_id, ap.hour, w.key - ((w.key % 60000) + 60000) % 60000 as minute, w.key, w.value
+      from w join ap on ap.series_id = w.series_id and w.key >= ap.hour and w.key < ap.hour + 3600000
+    ), af as (
+      -- Each width's held row first (key null), then the new points in key order.
+      select an.series_id, true as hourly, an.hour as bucket, an.key as k, an.value as v,
+        (an.value is not null)::int as n, an.value as lo, an.value as hi, an.value as last from an
+      union all
+      select an.series_id, false, an.minute, an.key, an.value, (an.value is not null)::int, an.value, an.value, an.value from an
+      union all
+      select o.series_id, true, o.bucket, null, o.sum, o.n, o.min, o.max, o.last from points_1h o
+      where exists (select 1 from ap where ap.series_id = o.series_id and ap.hour = o.bucket)
+      union all
+      select o.series_id, false, o.bucket, null, o.sum, o.n, o.min, o.max, o.last from points_1m o
+      where exists (select 1 from an where an.series_id = o.series_id and an.minute = o.bucket)
+    ), folded as materialized (
+      select series_id, hourly, bucket, sum(n)::int as n, min(lo) as min, max(hi) as max, sum(v order by k nulls first) as sum,
+        (array_agg(last order by k desc nulls last) filter (where last is not null))[1] as last
+      from af group by series_id, hourly, bucket
+    ), fh as (
+      insert into points_1h (series_id, bucket, n, min, max, sum, last)
+      select series_id, bucket, n, min, max, sum, last from folded where hourly
+      on conflict (series_id, bucket) do update set n = excluded.n, min = excluded.min, max = excluded.max, sum = excluded.sum, last = excluded.last
+    ), fmin as (
+      insert into points_1m (series_id, bucket, n, min, max, sum, last)
+      select series_id, bucket, n, min, max, sum, last from folded where not hourly
+      on conflict (series_id, bucket) do update set n = excluded.n, min = excluded.min, max = excluded.max, sum = excluded.sum, last = excluded.last
+    )`;
+
+/**
  * The CTEs `mv` (the chunks of the days the staged points fall in, deleted) and `back` (their
  * points the stage does not give, as rows of `points`): a write's own move of compacted days back
  * into `points` (writePointBatches). A day of a step-keyed series is never compacted: its probe
@@ -296,10 +353,12 @@ export async function writePointBatches(ctx: RepoContext, batches: readonly Poin
       select series_id, key, ts, step, value from back
       on conflict (series_id, key) do update set ts = excluded.ts, step = excluded.step, value = excluded.value
       where (points.ts, points.step, points.value) is distinct from (excluded.ts, excluded.step, excluded.value)
-      returning series_id, key
-    )
-    select distinct series_id::float8 as series_id, (key - ((key % 3600000) + 3600000) % 3600000)::float8 as hour from w`,
+      returning series_id, key, value
+    ), ${APPENDED_HOURS}
+    select g.series_id::float8 as series_id, g.hour::float8 as hour from g
+    where not exists (select 1 from ap where ap.series_id = g.series_id and ap.hour = g.hour)`,
   );
+  // Every hour the write changed was appended to (its rollups folded in above), or none changed.
   if (changed.length === 0) return;
   const hours = new Map<number, Set<number>>();
   for (const r of changed) {
@@ -317,12 +376,12 @@ export async function writePointBatches(ctx: RepoContext, batches: readonly Poin
  * no 1-hour row before the write held no points (every point comes through this door and rolls
  * up its hour; migration 0007 backfilled the older ones), so its rows are the batch's own: they
  * are inserted as computed here, the same sums in key order (`sum / n` is the raw avg to the last
- * digit), with no read of `points`. An hour that had one (an earlier write, a re-write, a changed
- * value, an hour whose raw points retention dropped) is read back from `points` (one index range)
+ * digit), with no read of `points`. An hour the merge only appended to is not here: the merge
+ * folded its new points into its rows (APPENDED_HOURS). Any other hour that had one (a write
+ * among its points, a changed value, an hour whose raw points retention dropped) is read back
+ * from `points` (one index range)
  * and both rollups' rows of it recomputed, which is what makes a re-write change nothing and a
- * changed value replace its old one. Reading back is the price of a write into an hour that holds
- * points: a collector's write of the last minute re-reads up to an hour of that series
- * (docs/history.md has the measured cost). Step-keyed series (training metrics) have no time
+ * changed value replace its old one. Step-keyed series (training metrics) have no time
  * buckets: the join on `series` leaves them out. `only` (series id -> hour starts): the hours the
  * merge added or changed a point in; the others' rows already hold what is stored.
  */

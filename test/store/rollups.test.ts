@@ -54,6 +54,37 @@ describe('rollups kept on write', () => {
   });
 });
 
+describe('rollups of hours a write appends to', () => {
+  it('fold the new points into the held rows, to the last digit, without reading the hour back', async () => {
+    const [id] = await insertSeries(suite.db.db, ['rollup-appended-sweeps', 'time']);
+    const start = Date.UTC(2026, 10, 23, 9, 58, 0);
+    // Values whose sum depends on the order of adding (1e16 + 1 loses the 1; 0.1 + 0.2 is not 0.3), and nulls.
+    const values = [1e16, 1, -1e16, 0.1, 0.2, null, 0.3, 3.7, -2.5, 1e-9, null, 7, 1e16, 1, 1, -1e16];
+    const points = Array.from({ length: 400 }, (_, i) => {
+      const t = start + i * 13_000;
+      return [id!, t, t, null, values[i % values.length]!] as PointWriteRow;
+    });
+    // As a collector writes: each sweep starts a little before its last reach (its overlap, stored
+    // already), and ends inside a minute and an hour the next sweep continues.
+    const texts: string[] = [];
+    const unwatch = suite.db.watchStatements((text) => texts.push(text));
+    let rollupStatements = 0;
+    for (let end = 7; end <= points.length; end += 7) {
+      texts.length = 0;
+      await suite.repo.writePoints(points.slice(Math.max(0, end - 10), end));
+      rollupStatements += texts.filter((t) => /delete from rollup_stage/.test(t)).length;
+      const written = points.slice(0, end);
+      expect(await rollupRows(suite.db.db, 'points_1m', id!)).toEqual(handRollup(written, 60_000));
+      expect(await rollupRows(suite.db.db, 'points_1h', id!)).toEqual(handRollup(written, 3_600_000));
+    }
+    unwatch();
+    // Only the writes that began an hour (no row yet: their rows are the batch's) staged rollup rows.
+    const hoursBegun = new Set(points.slice(0, 399).map((p) => bucketOf(p[1], 3_600_000))).size;
+    expect(rollupStatements).toBeLessThanOrEqual(hoursBegun);
+    expect(rollupStatements).toBeGreaterThan(0);
+  });
+});
+
 /** Both rollups of a series recomputed from its stored points by migration 0007's aggregates. */
 async function recomputed(seriesId: number, width: number) {
   const rows = await rowsOf<Record<string, string | number | null>>(
@@ -113,8 +144,11 @@ describe('rollups of hours a write is the first to touch', () => {
     );
     await suite.repo.writePoints([[id!, hour + 60_000, hour + 60_000, null, 1] as PointWriteRow]);
     expect(await rollupRows(suite.db.db, 'points_1h', id!)).toEqual([{ bucket: hour, n: 1, min: 1, max: 1, sum: 1, last: 1 }]);
-    // Once the hour has its row, a write into it recomputes the hour from every stored point.
+    // A write after every point the hour holds folds its points into the hour's rows: nothing is read back.
     await suite.repo.writePoints([[id!, hour + 120_000, hour + 120_000, null, 2] as PointWriteRow]);
-    expect(await rollupRows(suite.db.db, 'points_1h', id!)).toEqual([{ bucket: hour, n: 3, min: 1, max: 100, sum: 103, last: 2 }]);
+    expect(await rollupRows(suite.db.db, 'points_1h', id!)).toEqual([{ bucket: hour, n: 2, min: 1, max: 2, sum: 3, last: 2 }]);
+    // A write among the points the hour holds recomputes the hour from every stored point.
+    await suite.repo.writePoints([[id!, hour + 30_000, hour + 30_000, null, 4] as PointWriteRow]);
+    expect(await rollupRows(suite.db.db, 'points_1h', id!)).toEqual([{ bucket: hour, n: 4, min: 1, max: 100, sum: 107, last: 2 }]);
   });
 });
