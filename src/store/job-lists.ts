@@ -71,16 +71,22 @@ export class JobLists {
     return this.c.fills.once(`jobs:${providerId}`, providerId, scope, async (shared) => {
       const at = this.c.now();
       try {
-        const [previous] = await this.c.repo.within(shared).providerSyncs([providerId], 'jobs');
         const { projects, jobs } = await fetchCatalog(this.c.providers, providerId, shared);
-        // Before the first list ever cached, every job would look new: that is a baseline, not news.
-        await this.writeJobsAnnouncing(providerId, jobs, Boolean(previous?.syncedAt), async () => {
-          const inserted = await this.c.repo.upsertCatalog(providerId, projects, jobs, at);
-          // An id once unknown that the list now holds is a job: no longer answered null.
+        // The list this process last wrote, its rows untouched since: only the time it was seen is
+        // new (no status changed, no job is new), written with the sync's record in one statement.
+        if (await this.c.repo.touchListedCatalog(providerId, projects, jobs, at)) {
           for (const j of jobs) this.c.unknownJobs.delete(jobGlobalId(providerId, j.externalId));
-          await this.c.repo.recordProviderSync({ providerId, dataset: 'jobs', syncedAt: at, attemptedAt: at, errorCode: null, errorMessage: null });
-          return inserted;
-        });
+        } else {
+          const [previous] = await this.c.repo.within(shared).providerSyncs([providerId], 'jobs');
+          // Before the first list ever cached, every job would look new: that is a baseline, not news.
+          await this.writeJobsAnnouncing(providerId, jobs, Boolean(previous?.syncedAt), async () => {
+            const inserted = await this.c.repo.upsertCatalog(providerId, projects, jobs, at, true);
+            // An id once unknown that the list now holds is a job: no longer answered null.
+            for (const j of jobs) this.c.unknownJobs.delete(jobGlobalId(providerId, j.externalId));
+            await this.c.repo.recordProviderSync({ providerId, dataset: 'jobs', syncedAt: at, attemptedAt: at, errorCode: null, errorMessage: null });
+            return inserted;
+          });
+        }
         await this.settleUnlisted(providerId, new Set(jobs.map((j) => j.externalId)), at, shared);
         return at;
       } catch (err) {

@@ -129,8 +129,12 @@ export class Repository {
 
   // ---- projects and jobs -------------------------------------------------------------------------
 
-  upsertCatalog(providerId: string, projects: ProjectRecord[], jobs: JobRecord[], seenAt: Date): Promise<Set<string>> {
-    return jobData.upsertCatalog(this.ctx, providerId, projects, jobs, seenAt);
+  upsertCatalog(providerId: string, projects: ProjectRecord[], jobs: JobRecord[], seenAt: Date, listed = false): Promise<Set<string>> {
+    return jobData.upsertCatalog(this.ctx, providerId, projects, jobs, seenAt, listed);
+  }
+
+  touchListedCatalog(providerId: string, projects: ProjectRecord[], jobs: JobRecord[], seenAt: Date): Promise<boolean> {
+    return jobData.touchListedCatalog(this.ctx, providerId, projects, jobs, seenAt);
   }
 
   upsertJobs(providerId: string, jobs: readonly JobRecord[], seenAt: Date, detailFetched = false): Promise<Set<string>> {
