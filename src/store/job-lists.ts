@@ -74,7 +74,8 @@ export class JobLists {
         const { projects, jobs } = await fetchCatalog(this.c.providers, providerId, shared);
         // The list this process last wrote, its rows untouched since: only the time it was seen is
         // new (no status changed, no job is new), written with the sync's record in one statement.
-        if (await this.c.repo.touchListedCatalog(providerId, projects, jobs, at)) {
+        const touched = await this.c.repo.touchListedCatalog(providerId, projects, jobs, at, MAX_UNLISTED_CHECKS);
+        if (touched) {
           for (const j of jobs) this.c.unknownJobs.delete(jobGlobalId(providerId, j.externalId));
         } else {
           const [previous] = await this.c.repo.within(shared).providerSyncs([providerId], 'jobs');
@@ -87,7 +88,7 @@ export class JobLists {
             return inserted;
           });
         }
-        await this.settleUnlisted(providerId, new Set(jobs.map((j) => j.externalId)), at, shared);
+        await this.settleUnlisted(providerId, new Set(jobs.map((j) => j.externalId)), at, shared, touched?.unlisted);
         return at;
       } catch (err) {
         const info = toErrorInfo(err);
@@ -110,8 +111,11 @@ export class JobLists {
    * rawStatus), so no job shows as running forever after it vanished (a deleted run folder, a
    * demo restarted with new runs). At most MAX_UNLISTED_CHECKS lookups per sync; the rest wait.
    */
-  private async settleUnlisted(providerId: string, listed: ReadonlySet<string>, at: Date, scope: RequestScope) {
-    const unlisted = await this.c.repo.unlistedUnfinishedJobsOf(providerId, [...listed], MAX_UNLISTED_CHECKS);
+  private async settleUnlisted(providerId: string, listed: ReadonlySet<string>, at: Date, scope: RequestScope, knownIds?: readonly string[]) {
+    // Their ids already found by the sync's touch (most often none): no read of them again.
+    const unlisted = knownIds
+      ? (await this.c.repo.jobsByIds(knownIds)).filter((j) => !listed.has(j.externalId) && (j.status === 'PENDING' || j.status === 'RUNNING'))
+      : await this.c.repo.unlistedUnfinishedJobsOf(providerId, [...listed], MAX_UNLISTED_CHECKS);
     if (unlisted.length === 0) return;
     const projects = await this.c.projectExternalIds(unlisted);
     const gone: JobRow[] = [];

@@ -79,26 +79,34 @@ function catalogSig(projects: readonly ProjectWriteRow[], jobs: readonly JobWrit
  * replica) and the platform's reported summaries too, the rows get the time they were seen
  * (`seen_at`, which the write sets) and `provider_syncs` records the sync (as recordProviderSync
  * does): all the write would have changed. Then nothing changed status and no job is new, so there
- * is nothing to announce. Returns false (and forgets the list) when anything differs (a row
- * missing, an emptied database, a value another writer set that the list's write would set back):
- * the caller writes the list whole.
+ * is nothing to announce. Returns, in the same statement, the ids of at most `unlistedLimit` of the
+ * provider's unfinished jobs the list does not hold (what unlistedUnfinishedJobsOf reads), or null
+ * (and forgets the list) when anything differs (a row missing, an emptied database, a value another
+ * writer set that the list's write would set back): the caller writes the list whole.
  */
-export async function touchListedCatalog(ctx: RepoContext, providerId: string, projects: ProjectRecord[], jobs: JobRecord[], seenAt: Date): Promise<boolean> {
+export async function touchListedCatalog(
+  ctx: RepoContext,
+  providerId: string,
+  projects: ProjectRecord[],
+  jobs: JobRecord[],
+  seenAt: Date,
+  unlistedLimit: number,
+): Promise<{ unlisted: string[] } | null> {
   const catalogs = ctx.state.listedCatalogs;
   const projectRows = projectRowsOf(providerId, projects, jobs);
   const jobRows = jobRowsOf(providerId, jobs, seenAt);
   const summaries = reportedSummaryRows(providerId, jobs);
   const sig = catalogSig(projectRows, jobRows, summaries);
-  if (!catalogs.matches(providerId, sig)) return false;
+  if (!catalogs.matches(providerId, sig)) return null;
   // One statement whatever the list's length: past a chunk, the whole write.
-  if (jobRows.length > JOB_ROWS_PER_STATEMENT || projectRows.length > PROJECT_ROWS_PER_STATEMENT) return false;
+  if (jobRows.length > JOB_ROWS_PER_STATEMENT || projectRows.length > PROJECT_ROWS_PER_STATEMENT) return null;
   const at = sql`${seenAt.toISOString()}::timestamptz`;
   const unchanged = (alias: string, updates: readonly (readonly [string, SQL])[]) =>
     sql.join(
       updates.map(([column, value]) => sql`${sql.raw(`${alias}.${column}`)} is not distinct from ${value}`),
       sql` and `,
     );
-  const rows = await rowsOf<{ synced: boolean }>(
+  const rows = await rowsOf<{ kind: 'synced' | 'unlisted'; id: string }>(
     ctx.db,
     sql`
     with j as (
@@ -124,13 +132,20 @@ export async function touchListedCatalog(ctx: RepoContext, providerId: string, p
       on conflict (provider_id, dataset) do update set synced_at = excluded.synced_at, attempted_at = excluded.attempted_at,
         error_code = excluded.error_code, error_message = excluded.error_message
       returning provider_id
+    ), u as (
+      -- unlistedUnfinishedJobsOf's ids, which the sync asks next: most often none
+      select id from jobs
+      where provider_id = ${providerId} and status in ('PENDING', 'RUNNING')
+        and not (external_id = any(${textArray(jobRows.map((j) => j.external_id))}))
+      limit ${unlistedLimit}
     )
-    select exists (select 1 from r) as synced`,
+    select 'synced' as kind, provider_id as id from r
+    union all select 'unlisted', id from u`,
   );
-  if (rows[0]?.synced) return true;
+  if (rows.some((r) => r.kind === 'synced')) return { unlisted: rows.filter((r) => r.kind === 'unlisted').map((r) => r.id) };
   // The rows it did touch got the time they were seen, which the whole write sets again.
   catalogs.forget(providerId);
-  return false;
+  return null;
 }
 
 /** Project rows per statement. */

@@ -133,8 +133,14 @@ export class Repository {
     return jobData.upsertCatalog(this.ctx, providerId, projects, jobs, seenAt, listed);
   }
 
-  touchListedCatalog(providerId: string, projects: ProjectRecord[], jobs: JobRecord[], seenAt: Date): Promise<boolean> {
-    return jobData.touchListedCatalog(this.ctx, providerId, projects, jobs, seenAt);
+  touchListedCatalog(
+    providerId: string,
+    projects: ProjectRecord[],
+    jobs: JobRecord[],
+    seenAt: Date,
+    unlistedLimit: number,
+  ): Promise<{ unlisted: string[] } | null> {
+    return jobData.touchListedCatalog(this.ctx, providerId, projects, jobs, seenAt, unlistedLimit);
   }
 
   upsertJobs(providerId: string, jobs: readonly JobRecord[], seenAt: Date, detailFetched = false): Promise<Set<string>> {

@@ -11,6 +11,8 @@ import { type CollectedBaseten, runFor, startCollectedBaseten, sweepsSettled } f
 
 const INTERVAL_MS = 30_000;
 const LIST_WRITE = /^\s*(insert into projects\b|with w as \(insert into jobs\b|update jobs set status\b|insert into "provider_syncs")/;
+/** The sync's reads of jobs: which listed ones are known, the unfinished ones it no longer lists. */
+const LIST_READ = /^\s*select .* from "jobs" where .*("jobs"\."id" = any|not \("jobs"\."external_id" = any)/s;
 
 describe("a sweep's job list sync", () => {
   let s: CollectedBaseten;
@@ -25,13 +27,15 @@ describe("a sweep's job list sync", () => {
   /** One interval's sweep: the statements that wrote the list, and every statement. */
   async function sweep() {
     const written: string[] = [];
+    const read: string[] = [];
     const unwatch = s.rt.database.watchStatements((text) => {
       if (LIST_WRITE.test(text)) written.push(text.trim().slice(0, 40));
+      if (LIST_READ.test(text)) read.push(text.trim().slice(0, 60));
     });
     const before = s.rt.database.statementCount();
     await runFor(s.rt, s.timers, INTERVAL_MS, INTERVAL_MS);
     unwatch();
-    return { written, statements: s.rt.database.statementCount() - before };
+    return { written, read, statements: s.rt.database.statementCount() - before };
   }
 
   async function listState() {
@@ -47,6 +51,7 @@ describe("a sweep's job list sync", () => {
     await sweep();
     const steady = await sweep();
     expect(steady.written).toEqual([]);
+    expect(steady.read).toEqual([]);
     const { sync, jobs } = await listState();
     expect(sync).toMatchObject({ syncedAt: new Date(s.timers.now()), errorCode: null });
     expect(jobs).toHaveLength(3);

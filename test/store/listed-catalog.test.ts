@@ -41,8 +41,8 @@ async function write(pid: string, c: ReturnType<typeof catalog>, when: Date) {
 
 async function touch(pid: string, c: ReturnType<typeof catalog>, when: Date) {
   const before = suite.db.statementCount();
-  const touched = await suite.repo.touchListedCatalog(pid, c.projects, c.jobs, when);
-  return { touched, statements: suite.db.statementCount() - before };
+  const touched = await suite.repo.touchListedCatalog(pid, c.projects, c.jobs, when, 20);
+  return { touched: touched !== null, statements: suite.db.statementCount() - before, unlisted: touched?.unlisted };
 }
 
 /** The provider's stored job, project and summary rows, each as text, the time a list saw them aside; and those times. */
@@ -76,10 +76,10 @@ async function jobRow(id: string): Promise<JobRow> {
 describe('touching a job list this process wrote whole', () => {
   it('is one statement: the rows are seen and the sync recorded at the new time, every other stored value as it was', async () => {
     const c = catalog('lc1');
-    expect(await touch('lc1', c, at(0))).toEqual({ touched: false, statements: 0 });
+    expect(await touch('lc1', c, at(0))).toMatchObject({ touched: false, statements: 0 });
     await write('lc1', c, at(0));
     const before = await stored('lc1');
-    expect(await touch('lc1', c, at(2))).toEqual({ touched: true, statements: 1 });
+    expect(await touch('lc1', c, at(2))).toEqual({ touched: true, statements: 1, unlisted: [] });
     const after = await stored('lc1');
     expect(after.rows).toEqual(before.rows);
     expect(after.seen).toEqual(before.seen.map(() => at(2).getTime()));
@@ -107,7 +107,7 @@ describe('touching a job list this process wrote whole', () => {
 
   it('is not tried for a list other than the one last written (no statement)', async () => {
     await write('lc3', catalog('lc3'), at(0));
-    expect(await touch('lc3', catalog('lc3', { status: 'SUCCEEDED', finishedAt: at(1) }), at(2))).toEqual({ touched: false, statements: 0 });
+    expect(await touch('lc3', catalog('lc3', { status: 'SUCCEEDED', finishedAt: at(1) }), at(2))).toMatchObject({ touched: false, statements: 0 });
   });
 
   it('writes nothing where another writer stored a value the list would set back (a detail, another replica), and is then forgotten', async () => {
@@ -116,11 +116,11 @@ describe('touching a job list this process wrote whole', () => {
     // A detail said why the job stopped; the list (which does not know) writes the reason back to none.
     await suite.repo.upsertJobs('lc4', [{ ...c.jobs[1]!, failureReason: 'OOM' }], at(1), true);
     const before = await stored('lc4');
-    expect(await touch('lc4', c, at(2))).toEqual({ touched: false, statements: 1 });
+    expect(await touch('lc4', c, at(2))).toMatchObject({ touched: false, statements: 1 });
     const after = await stored('lc4');
     expect(after.rows).toEqual(before.rows);
     expect(after.syncedAt).toBe(at(0).getTime());
-    expect(await touch('lc4', c, at(3))).toEqual({ touched: false, statements: 0 });
+    expect(await touch('lc4', c, at(3))).toMatchObject({ touched: false, statements: 0 });
     // The caller writes the list whole, as before, and the next sync of it is a touch again.
     await write('lc4', c, at(3));
     expect((await jobRow('lc4:job:j2')).failureReason).toBeNull();
@@ -176,6 +176,22 @@ describe('touching a job list this process wrote whole', () => {
     expect((await touch('lc7', c, at(5))).touched).toBe(false);
   });
 
+  it("answers, in its statement, the provider's unfinished jobs the list does not hold (the sync's leftover check)", async () => {
+    const c = catalog('lc9');
+    await write('lc9', c, at(0));
+    // Found by id (a platform that lists only recent jobs), then finished; and one still running.
+    await suite.repo.upsertJobs(
+      'lc9',
+      [
+        { ...c.jobs[0]!, externalId: 'old1' },
+        { ...c.jobs[0]!, externalId: 'old2', status: 'SUCCEEDED', finishedAt: at(1) },
+      ],
+      at(1),
+      true,
+    );
+    expect(await touch('lc9', c, at(2))).toEqual({ touched: true, statements: 1, unlisted: ['lc9:job:old1'] });
+  });
+
   it('does not take a list whose write rolled back for one written', async () => {
     const c = catalog('lc8');
     await write('lc8', c, at(0));
@@ -186,6 +202,6 @@ describe('touching a job list this process wrote whole', () => {
         throw failed;
       }),
     ).rejects.toBe(failed);
-    expect(await touch('lc8', c, at(2))).toEqual({ touched: false, statements: 0 });
+    expect(await touch('lc8', c, at(2))).toMatchObject({ touched: false, statements: 0 });
   });
 });
