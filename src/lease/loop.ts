@@ -170,7 +170,7 @@ export class LeasedLoop<R> {
   private async step(dueAt: number): Promise<LoopStep<R>> {
     const timers = this.o.timers;
     const started = timers.now();
-    const lease = await this.tryLease();
+    const lease = this.renewedOnItsOwn() ? 'held' : await this.tryLease();
     this.settle(lease);
     let result: R | null = null;
     let worked = false;
@@ -187,6 +187,19 @@ export class LeasedLoop<R> {
     if (worked && this.holding) this.schedule(Math.max(0, started + this.o.intervalMs - timers.now()));
     else this.schedule(this.o.followerTryMs);
     return { result, worked, lease, dueAt, endedAt: timers.now() };
+  }
+
+  /**
+   * A holder renewing on its own timer whose last renewal is no older than the renewal period: the
+   * lease has at least what it has whenever a renewal falls due, and the timer renews it next as it
+   * does between steps, so a try of the step's own would only repeat a renewal. The collector's
+   * step and its third renewal fell due together: four lease writes an interval for three
+   * (Runicorn's interval is 2 s). Takeover times are the lease's and the followers', unchanged.
+   */
+  private renewedOnItsOwn(): boolean {
+    const every = this.o.renewEveryMs;
+    if (every === undefined || !this.holding || this.stopped || (this.renewTimer === null && this.renewing === null)) return false;
+    return this.o.timers.now() - (this.leaseUntil - this.o.leaseMs) <= every;
   }
 
   private keepRenewing() {

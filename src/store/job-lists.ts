@@ -71,17 +71,24 @@ export class JobLists {
     return this.c.fills.once(`jobs:${providerId}`, providerId, scope, async (shared) => {
       const at = this.c.now();
       try {
-        const [previous] = await this.c.repo.within(shared).providerSyncs([providerId], 'jobs');
         const { projects, jobs } = await fetchCatalog(this.c.providers, providerId, shared);
-        // Before the first list ever cached, every job would look new: that is a baseline, not news.
-        await this.writeJobsAnnouncing(providerId, jobs, Boolean(previous?.syncedAt), async () => {
-          const inserted = await this.c.repo.upsertCatalog(providerId, projects, jobs, at);
-          // An id once unknown that the list now holds is a job: no longer answered null.
+        // The list this process last wrote, its rows untouched since: only the time it was seen is
+        // new (no status changed, no job is new), written with the sync's record in one statement.
+        const touched = await this.c.repo.touchListedCatalog(providerId, projects, jobs, at, MAX_UNLISTED_CHECKS);
+        if (touched) {
           for (const j of jobs) this.c.unknownJobs.delete(jobGlobalId(providerId, j.externalId));
-          await this.c.repo.recordProviderSync({ providerId, dataset: 'jobs', syncedAt: at, attemptedAt: at, errorCode: null, errorMessage: null });
-          return inserted;
-        });
-        await this.settleUnlisted(providerId, new Set(jobs.map((j) => j.externalId)), at, shared);
+        } else {
+          const [previous] = await this.c.repo.within(shared).providerSyncs([providerId], 'jobs');
+          // Before the first list ever cached, every job would look new: that is a baseline, not news.
+          await this.writeJobsAnnouncing(providerId, jobs, Boolean(previous?.syncedAt), async () => {
+            const inserted = await this.c.repo.upsertCatalog(providerId, projects, jobs, at, true);
+            // An id once unknown that the list now holds is a job: no longer answered null.
+            for (const j of jobs) this.c.unknownJobs.delete(jobGlobalId(providerId, j.externalId));
+            await this.c.repo.recordProviderSync({ providerId, dataset: 'jobs', syncedAt: at, attemptedAt: at, errorCode: null, errorMessage: null });
+            return inserted;
+          });
+        }
+        await this.settleUnlisted(providerId, new Set(jobs.map((j) => j.externalId)), at, shared, touched?.unlisted);
         return at;
       } catch (err) {
         const info = toErrorInfo(err);
@@ -104,8 +111,11 @@ export class JobLists {
    * rawStatus), so no job shows as running forever after it vanished (a deleted run folder, a
    * demo restarted with new runs). At most MAX_UNLISTED_CHECKS lookups per sync; the rest wait.
    */
-  private async settleUnlisted(providerId: string, listed: ReadonlySet<string>, at: Date, scope: RequestScope) {
-    const unlisted = await this.c.repo.unlistedUnfinishedJobsOf(providerId, [...listed], MAX_UNLISTED_CHECKS);
+  private async settleUnlisted(providerId: string, listed: ReadonlySet<string>, at: Date, scope: RequestScope, knownIds?: readonly string[]) {
+    // Their ids already found by the sync's touch (most often none): no read of them again.
+    const unlisted = knownIds
+      ? (await this.c.repo.jobsByIds(knownIds)).filter((j) => !listed.has(j.externalId) && (j.status === 'PENDING' || j.status === 'RUNNING'))
+      : await this.c.repo.unlistedUnfinishedJobsOf(providerId, [...listed], MAX_UNLISTED_CHECKS);
     if (unlisted.length === 0) return;
     const projects = await this.c.projectExternalIds(unlisted);
     const gone: JobRow[] = [];

@@ -135,6 +135,29 @@ export class SeriesRows {
   }
 }
 
+/**
+ * What each provider's job list was when this process last wrote it whole (a list sync), once
+ * committed: the signature of what the sync's upserts set, the time it was seen aside. A sync that
+ * finds the same list asks the database to touch it instead (repo-jobs.ts, touchListedCatalog):
+ * Runicorn's list sync wrote the same jobs every 2 s in eight statements (docs/collection.md).
+ * Only a hint: the touch itself checks that the rows are stored as the write would leave them.
+ */
+export class ListedCatalogs {
+  private readonly sigs = new Map<string, string>();
+
+  matches(providerId: string, sig: string): boolean {
+    return this.sigs.get(providerId) === sig;
+  }
+
+  remember(providerId: string, sig: string): void {
+    this.sigs.set(providerId, sig);
+  }
+
+  forget(providerId: string): void {
+    this.sigs.delete(providerId);
+  }
+}
+
 /** What every view of one database handle shares (Repository.within): statements prepared once, PGlite's statistics bookkeeping. */
 export class HandleState {
   constructor(
@@ -142,6 +165,8 @@ export class HandleState {
     readonly shapes = new JobShapes(),
     /** The series rows known stored (SeriesRows); a transaction's view shares them. */
     readonly seriesRows = new SeriesRows(),
+    /** The job lists known written whole (ListedCatalogs); a transaction's view shares them. */
+    readonly listedCatalogs = new ListedCatalogs(),
     /** In a transaction's view: what to do once it commits (run by RepoContext.transaction); null outside one. */
     readonly afterCommit: (() => void)[] | null = null,
   ) {}
@@ -212,7 +237,7 @@ export class RepoContext {
     const run = async () => {
       const afterCommit: (() => void)[] = [];
       const out = await this.db.transaction((tx) =>
-        work(new RepoContext(tx as unknown as Db, true, new HandleState(this.state.shapes, this.state.seriesRows, afterCommit))),
+        work(new RepoContext(tx as unknown as Db, true, new HandleState(this.state.shapes, this.state.seriesRows, this.state.listedCatalogs, afterCommit))),
       );
       // A nested transaction (a savepoint) commits with the outer one.
       if (this.inTransaction) this.state.afterCommit?.push(...afterCommit);

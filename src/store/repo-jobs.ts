@@ -1,5 +1,6 @@
 // Projects, jobs and their summaries: bulk upserts through jsonb_to_recordset (one statement per
 // table per batch, whatever the fan-out), status claims, and set-based reads keyed by id lists.
+import { createHash } from 'node:crypto';
 import { and, eq, inArray, sql, type SQL } from 'drizzle-orm';
 import { jobGlobalId, projectGlobalId } from '../domain/ids.js';
 import { summaryModePattern } from '../domain/metric-catalog.js';
@@ -10,10 +11,12 @@ import { chunks, rowsOf, textArray } from './sql-util.js';
 import * as t from './tables.js';
 import { rawPoints } from './raw-points.js';
 
-/** Writes a provider's projects and jobs in two statements (plus chunks for huge fleets). */
-/** Upserts projects and jobs; returns the ids of the jobs this call inserted (not those it updated). */
-export async function upsertCatalog(ctx: RepoContext, providerId: string, projects: ProjectRecord[], jobs: JobRecord[], seenAt: Date): Promise<Set<string>> {
-  const projectRows = new Map<string, { id: string; external_id: string; name: string; created_at: string | null }>();
+/** A project row as the catalog's upsert writes it (its `seen_at` aside). */
+type ProjectWriteRow = { id: string; external_id: string; name: string; created_at: string | null };
+
+/** The project rows of a catalog: the listed projects, and those only visible through its jobs. */
+function projectRowsOf(providerId: string, projects: readonly ProjectRecord[], jobs: readonly JobRecord[]): ProjectWriteRow[] {
+  const projectRows = new Map<string, ProjectWriteRow>();
   for (const p of projects) {
     projectRows.set(p.externalId, {
       id: projectGlobalId(providerId, p.externalId),
@@ -33,24 +36,153 @@ export async function upsertCatalog(ctx: RepoContext, providerId: string, projec
       });
     }
   }
-  await upsertProjects(ctx, providerId, [...projectRows.values()], seenAt);
-  return upsertJobs(ctx, providerId, jobs, seenAt);
+  return [...projectRows.values()];
 }
 
-async function upsertProjects(
+/**
+ * Writes a provider's projects and jobs in two statements (plus chunks for huge fleets); returns
+ * the ids of the jobs this call inserted (not those it updated). `listed`: this is the provider's
+ * whole job list (a list sync), remembered once committed (ListedCatalogs), so that the same list
+ * found again is first offered to touchListedCatalog.
+ */
+export async function upsertCatalog(
   ctx: RepoContext,
   providerId: string,
-  rows: { id: string; external_id: string; name: string; created_at: string | null }[],
+  projects: ProjectRecord[],
+  jobs: JobRecord[],
   seenAt: Date,
-) {
-  for (const part of chunks(rows, 5000)) {
+  listed = false,
+): Promise<Set<string>> {
+  const projectRows = projectRowsOf(providerId, projects, jobs);
+  const jobRows = jobRowsOf(providerId, jobs, seenAt);
+  const catalogs = ctx.state.listedCatalogs;
+  // Whatever happens below, what was remembered no longer says what was written last.
+  if (listed) catalogs.forget(providerId);
+  await upsertProjects(ctx, providerId, projectRows, seenAt);
+  const inserted = await writeJobRows(ctx, providerId, jobRows, seenAt, null);
+  await writeReportedSummaries(ctx, providerId, jobs);
+  if (listed) {
+    const sig = catalogSig(projectRows, jobRows, reportedSummaryRows(providerId, jobs));
+    ctx.onCommit(() => catalogs.remember(providerId, sig));
+  }
+  return inserted;
+}
+
+/**
+ * What a list sync's upserts set (the time it was seen aside): two syncs with the same signature
+ * write the same values. A digest, not the text: Baseten's list of 830 jobs is half a megabyte.
+ */
+function catalogSig(projects: readonly ProjectWriteRow[], jobs: readonly JobWriteRow[], summaries: readonly SummaryWriteRow[]): string {
+  return createHash('sha256')
+    .update(JSON.stringify([projects, jobs, summaries]))
+    .digest('base64');
+}
+
+/**
+ * A list sync of the list this process last wrote whole (upsertCatalog, `listed`), in one
+ * statement instead of the write's six: when every listed job and project is stored as the
+ * write's upserts would leave it (whoever wrote it since: a detail or topology write, another
+ * replica) and the platform's reported summaries too, the rows get the time they were seen
+ * (`seen_at`, which the write sets) and `provider_syncs` records the sync (as recordProviderSync
+ * does): all the write would have changed. Then nothing changed status and no job is new, so there
+ * is nothing to announce. Returns, in the same statement, the ids of at most `unlistedLimit` of the
+ * provider's unfinished jobs the list does not hold (what unlistedUnfinishedJobsOf reads), or null
+ * (and forgets the list) when anything differs (a row missing, an emptied database, a value another
+ * writer set that the list's write would set back): the caller writes the list whole.
+ */
+export async function touchListedCatalog(
+  ctx: RepoContext,
+  providerId: string,
+  projects: ProjectRecord[],
+  jobs: JobRecord[],
+  seenAt: Date,
+  unlistedLimit: number,
+): Promise<{ unlisted: string[] } | null> {
+  const catalogs = ctx.state.listedCatalogs;
+  const projectRows = projectRowsOf(providerId, projects, jobs);
+  const jobRows = jobRowsOf(providerId, jobs, seenAt);
+  const summaries = reportedSummaryRows(providerId, jobs);
+  const sig = catalogSig(projectRows, jobRows, summaries);
+  if (!catalogs.matches(providerId, sig)) return null;
+  // One statement whatever the list's length: past a chunk, the whole write.
+  if (jobRows.length > JOB_ROWS_PER_STATEMENT || projectRows.length > PROJECT_ROWS_PER_STATEMENT) return null;
+  const at = sql`${seenAt.toISOString()}::timestamptz`;
+  const unchanged = (alias: string, updates: readonly (readonly [string, SQL])[]) =>
+    sql.join(
+      updates.map(([column, value]) => sql`${sql.raw(`${alias}.${column}`)} is not distinct from ${value}`),
+      sql` and `,
+    );
+  const rows = await rowsOf<{ kind: 'synced' | 'unlisted'; id: string }>(
+    ctx.db,
+    sql`
+    with j as (
+      update jobs set seen_at = ${at}
+      from jsonb_to_recordset(${JSON.stringify(jobRows)}::jsonb) as ${JOB_ROW_RECORD}
+      where jobs.id = x.id and jobs.provider_id = ${providerId} and ${unchanged('jobs', jobUpdates('x'))}
+      returning jobs.id
+    ), p as (
+      update projects set seen_at = ${at}
+      from jsonb_to_recordset(${JSON.stringify(projectRows)}::jsonb) as ${PROJECT_ROW_RECORD}
+      where projects.id = x.id and projects.provider_id = ${providerId} and ${unchanged('projects', projectUpdates('x'))}
+      returning projects.id
+    ), s as (
+      -- the reported summaries writeReportedSummaries' update would leave as they are
+      select count(*) as n from job_summaries
+      join jsonb_to_recordset(${JSON.stringify(summaries)}::jsonb) as ${SUMMARY_ROW_RECORD} on job_summaries.job_id = x.job_id and job_summaries.name = x.name
+      where ${unchanged('job_summaries', summaryUpdates('x'))}
+    ), r as (
+      insert into provider_syncs (provider_id, dataset, synced_at, attempted_at, error_code, error_message)
+      select ${providerId}, 'jobs', ${at}, ${at}, null, null
+      where (select count(*) from j) = ${jobRows.length} and (select count(*) from p) = ${projectRows.length}
+        and (select n from s) = ${summaries.length}
+      on conflict (provider_id, dataset) do update set synced_at = excluded.synced_at, attempted_at = excluded.attempted_at,
+        error_code = excluded.error_code, error_message = excluded.error_message
+      returning provider_id
+    ), u as (
+      -- unlistedUnfinishedJobsOf's ids, which the sync asks next: most often none
+      select id from jobs
+      where provider_id = ${providerId} and status in ('PENDING', 'RUNNING')
+        and not (external_id = any(${textArray(jobRows.map((j) => j.external_id))}))
+      limit ${unlistedLimit}
+    )
+    select 'synced' as kind, provider_id as id from r
+    union all select 'unlisted', id from u`,
+  );
+  if (rows.some((r) => r.kind === 'synced')) return { unlisted: rows.filter((r) => r.kind === 'unlisted').map((r) => r.id) };
+  // The rows it did touch got the time they were seen, which the whole write sets again.
+  catalogs.forget(providerId);
+  return null;
+}
+
+/** Project rows per statement. */
+const PROJECT_ROWS_PER_STATEMENT = 5000;
+const PROJECT_ROW_RECORD = sql.raw('x(id text, external_id text, name text, created_at timestamptz)');
+
+/** What the projects' upsert sets on a stored row (`n`: the new row's alias), its `seen_at` aside: the touch's test of a row is the same expressions. */
+function projectUpdates(n: string): [string, SQL][] {
+  const x = (column: string) => sql.raw(`${n}.${column}`);
+  return [
+    ['name', x('name')],
+    ['created_at', sql`coalesce(${x('created_at')}, projects.created_at)`],
+  ];
+}
+
+async function upsertProjects(ctx: RepoContext, providerId: string, rows: readonly ProjectWriteRow[], seenAt: Date) {
+  for (const part of chunks([...rows], PROJECT_ROWS_PER_STATEMENT)) {
     await ctx.db.execute(sql`
       insert into projects (id, provider_id, external_id, name, created_at, seen_at)
       select x.id, ${providerId}, x.external_id, x.name, x.created_at, ${seenAt.toISOString()}::timestamptz
-      from jsonb_to_recordset(${JSON.stringify(part)}::jsonb) as x(id text, external_id text, name text, created_at timestamptz)
-      on conflict (id) do update set name = excluded.name, created_at = coalesce(excluded.created_at, projects.created_at),
-        seen_at = excluded.seen_at`);
+      from jsonb_to_recordset(${JSON.stringify(part)}::jsonb) as ${PROJECT_ROW_RECORD}
+      on conflict (id) do update set ${assignments(projectUpdates('excluded'))}, seen_at = excluded.seen_at`);
   }
+}
+
+/** `column = value, ...` of an upsert's update. */
+function assignments(updates: readonly (readonly [string, SQL])[]): SQL {
+  return sql.join(
+    updates.map(([column, value]) => sql`${sql.raw(column)} = ${value}`),
+    sql`, `,
+  );
 }
 
 /**
@@ -58,8 +190,16 @@ async function upsertProjects(
  * job only one inserts it (the other's row conflicts and updates), so "new" is told once.
  */
 export async function upsertJobs(ctx: RepoContext, providerId: string, jobs: readonly JobRecord[], seenAt: Date, detailFetched = false): Promise<Set<string>> {
-  const inserted = new Set<string>();
-  const rows = jobs.map((j) => ({
+  const inserted = await writeJobRows(ctx, providerId, jobRowsOf(providerId, jobs, seenAt), seenAt, detailFetched ? seenAt : null);
+  await writeReportedSummaries(ctx, providerId, jobs);
+  return inserted;
+}
+
+/** A job row as the upsert writes it (its `seen_at` and `detail_fetched_at` aside). */
+type JobWriteRow = ReturnType<typeof jobRowsOf>[number];
+
+function jobRowsOf(providerId: string, jobs: readonly JobRecord[], seenAt: Date) {
+  return jobs.map((j) => ({
     id: jobGlobalId(providerId, j.externalId),
     project_id: projectGlobalId(providerId, j.projectExternalId),
     external_id: j.externalId,
@@ -84,9 +224,68 @@ export async function upsertJobs(ctx: RepoContext, providerId: string, jobs: rea
     command: j.command ?? null,
     sort_at: (j.createdAt ?? j.startedAt ?? seenAt).toISOString(),
   }));
-  const detailAt = detailFetched ? seenAt.toISOString() : null;
-  for (const part of chunks(rows, 2000)) {
-    // Only the inserted rows come back: a sync of an unchanged list (Runicorn's, every 2 s) reads none.
+}
+
+/** Job rows per statement. */
+const JOB_ROWS_PER_STATEMENT = 2000;
+const JOB_ROW_RECORD = sql.raw(`x(
+        id text, project_id text, external_id text, name text, status text, raw_status text, created_at timestamptz,
+        started_at timestamptz, started_at_source text, finished_at timestamptz, gpu_type text, gpu_count int, accelerator_kind text,
+        failure_reason text, console_url text, restart_count int, owner text, labels jsonb, config jsonb, image text,
+        command text, sort_at timestamptz)`);
+
+/**
+ * What the jobs' upsert sets on a stored row (`jobs`; `n`: the new row's alias), its `seen_at` and
+ * `detail_fetched_at` aside: touchListedCatalog tests a row with the same expressions.
+ */
+function jobUpdates(n: string): [string, SQL][] {
+  const x = (column: string) => sql.raw(`${n}.${column}`);
+  // A creation standing in for a start never replaces the first metric point the cache found after it.
+  const keepsFirstMetric = sql`${x('started_at_source')} = 'CREATION' and jobs.started_at_source = 'FIRST_METRIC'`;
+  const keep = (column: string) => sql`coalesce(${x(column)}, ${sql.raw(`jobs.${column}`)})`;
+  return [
+    ['project_id', x('project_id')],
+    ['name', x('name')],
+    ['status', x('status')],
+    ['raw_status', x('raw_status')],
+    ['created_at', x('created_at')],
+    ['started_at', sql`case when ${keepsFirstMetric} then jobs.started_at else coalesce(${x('started_at')}, jobs.started_at) end`],
+    ['started_at_source', sql`case when ${x('started_at')} is null or (${keepsFirstMetric}) then jobs.started_at_source else ${x('started_at_source')} end`],
+    // A list that does not know a finished job's end (Runicorn's viewer) keeps the one the detail gave.
+    [
+      'finished_at',
+      sql`case when ${x('finished_at')} is null and ${x('status')} in ('SUCCEEDED', 'FAILED', 'STOPPED') then jobs.finished_at else ${x('finished_at')} end`,
+    ],
+    ['gpu_type', keep('gpu_type')],
+    // A list that does not know the GPU total must not erase one learned from the topology.
+    ['gpu_count', keep('gpu_count')],
+    ['accelerator_kind', keep('accelerator_kind')],
+    // The reason belongs to the current status: a job that runs again has none.
+    ['failure_reason', x('failure_reason')],
+    ['console_url', keep('console_url')],
+    // A list that does not carry restarts, labels, config ... keeps what the detail said.
+    ['restart_count', keep('restart_count')],
+    ['owner', keep('owner')],
+    ['labels', keep('labels')],
+    ['config', keep('config')],
+    ['image', keep('image')],
+    ['command', keep('command')],
+    ['sort_at', x('sort_at')],
+  ];
+}
+
+/** The job rows' upsert; returns the ids of the rows it inserted. */
+async function writeJobRows(
+  ctx: RepoContext,
+  providerId: string,
+  rows: readonly JobWriteRow[],
+  seenAt: Date,
+  detailFetchedAt: Date | null,
+): Promise<Set<string>> {
+  const inserted = new Set<string>();
+  const detailAt = detailFetchedAt?.toISOString() ?? null;
+  for (const part of chunks([...rows], JOB_ROWS_PER_STATEMENT)) {
+    // Only the inserted rows come back: a write of known jobs reads none.
     const written = await rowsOf<{ id: string }>(
       ctx.db,
       sql`
@@ -96,49 +295,24 @@ export async function upsertJobs(ctx: RepoContext, providerId: string, jobs: rea
       select x.id, ${providerId}, x.project_id, x.external_id, x.name, x.status, x.raw_status, x.created_at, x.started_at,
              x.started_at_source, x.finished_at, x.gpu_type, x.gpu_count, x.accelerator_kind, x.failure_reason, x.console_url, x.restart_count,
              x.owner, x.labels, x.config, x.image, x.command, x.sort_at, ${seenAt.toISOString()}::timestamptz, ${detailAt}::timestamptz
-      from jsonb_to_recordset(${JSON.stringify(part)}::jsonb) as x(
-        id text, project_id text, external_id text, name text, status text, raw_status text, created_at timestamptz,
-        started_at timestamptz, started_at_source text, finished_at timestamptz, gpu_type text, gpu_count int, accelerator_kind text,
-        failure_reason text, console_url text, restart_count int, owner text, labels jsonb, config jsonb, image text,
-        command text, sort_at timestamptz)
-      on conflict (id) do update set
-        project_id = excluded.project_id, name = excluded.name, status = excluded.status, raw_status = excluded.raw_status,
-        created_at = excluded.created_at,
-        -- a creation standing in for a start never replaces the first metric point the cache found after it
-        started_at = case when excluded.started_at_source = 'CREATION' and jobs.started_at_source = 'FIRST_METRIC'
-                          then jobs.started_at else coalesce(excluded.started_at, jobs.started_at) end,
-        started_at_source = case when excluded.started_at is null or (excluded.started_at_source = 'CREATION' and jobs.started_at_source = 'FIRST_METRIC')
-                                 then jobs.started_at_source else excluded.started_at_source end,
-        -- a list that does not know a finished job's end (Runicorn's viewer) keeps the one the detail gave
-        finished_at = case when excluded.finished_at is null and excluded.status in ('SUCCEEDED', 'FAILED', 'STOPPED')
-                           then jobs.finished_at else excluded.finished_at end,
-        gpu_type = coalesce(excluded.gpu_type, jobs.gpu_type),
-        -- a list that does not know the GPU total must not erase one learned from the topology
-        gpu_count = coalesce(excluded.gpu_count, jobs.gpu_count),
-        accelerator_kind = coalesce(excluded.accelerator_kind, jobs.accelerator_kind),
-        -- the reason belongs to the current status: a job that runs again has none
-        failure_reason = excluded.failure_reason,
-        console_url = coalesce(excluded.console_url, jobs.console_url),
-        -- a list that does not carry restarts must not erase what the detail said
-        restart_count = coalesce(excluded.restart_count, jobs.restart_count),
-        -- a list that carries less than the detail (no labels, no config) keeps what the detail said
-        owner = coalesce(excluded.owner, jobs.owner), labels = coalesce(excluded.labels, jobs.labels),
-        config = coalesce(excluded.config, jobs.config), image = coalesce(excluded.image, jobs.image),
-        command = coalesce(excluded.command, jobs.command),
-        sort_at = excluded.sort_at, seen_at = excluded.seen_at,
-        detail_fetched_at = coalesce(excluded.detail_fetched_at, jobs.detail_fetched_at)
+      from jsonb_to_recordset(${JSON.stringify(part)}::jsonb) as ${JOB_ROW_RECORD}
+      on conflict (id) do update set ${assignments(jobUpdates('excluded'))},
+        seen_at = excluded.seen_at, detail_fetched_at = coalesce(excluded.detail_fetched_at, jobs.detail_fetched_at)
       returning id, (xmax = 0) as inserted)
       select id from w where inserted`,
     );
     for (const w of written) inserted.add(w.id);
   }
-  await writeReportedSummaries(ctx, providerId, jobs);
   return inserted;
 }
 
-/** The best values a platform reports beside its jobs (Runicorn's best metric): one statement. */
-async function writeReportedSummaries(ctx: RepoContext, providerId: string, jobs: readonly JobRecord[]) {
-  const rows = jobs.flatMap((j) =>
+const SUMMARY_ROW_RECORD = sql.raw('x(job_id text, name text, best_value float8, best_step bigint, mode text)');
+
+/** A reported summary row as writeReportedSummaries writes it. */
+type SummaryWriteRow = ReturnType<typeof reportedSummaryRows>[number];
+
+function reportedSummaryRows(providerId: string, jobs: readonly JobRecord[]) {
+  return jobs.flatMap((j) =>
     (j.reportedSummary ?? []).map((r) => ({
       job_id: jobGlobalId(providerId, j.externalId),
       name: r.name,
@@ -147,13 +321,28 @@ async function writeReportedSummaries(ctx: RepoContext, providerId: string, jobs
       mode: r.mode,
     })),
   );
+}
+
+/** The best values a platform reports beside its jobs (Runicorn's best metric): one statement. */
+async function writeReportedSummaries(ctx: RepoContext, providerId: string, jobs: readonly JobRecord[]) {
+  const rows = reportedSummaryRows(providerId, jobs);
   if (rows.length === 0) return;
   await ctx.db.execute(sql`
     insert into job_summaries (job_id, name, best_value, best_step, mode, best_source)
     select x.job_id, x.name, x.best_value, x.best_step, x.mode, 'platform'
-    from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as x(job_id text, name text, best_value float8, best_step bigint, mode text)
-    on conflict (job_id, name) do update set best_value = excluded.best_value, best_step = excluded.best_step,
-      mode = coalesce(excluded.mode, job_summaries.mode), best_source = 'platform'`);
+    from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as ${SUMMARY_ROW_RECORD}
+    on conflict (job_id, name) do update set ${assignments(summaryUpdates('excluded'))}`);
+}
+
+/** What writeReportedSummaries sets on a stored summary (`n`: the new row's alias): touchListedCatalog tests a row with the same expressions. */
+function summaryUpdates(n: string): [string, SQL][] {
+  const x = (column: string) => sql.raw(`${n}.${column}`);
+  return [
+    ['best_value', x('best_value')],
+    ['best_step', x('best_step')],
+    ['mode', sql`coalesce(${x('mode')}, job_summaries.mode)`],
+    ['best_source', sql`'platform'`],
+  ];
 }
 
 /**

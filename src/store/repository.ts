@@ -129,8 +129,18 @@ export class Repository {
 
   // ---- projects and jobs -------------------------------------------------------------------------
 
-  upsertCatalog(providerId: string, projects: ProjectRecord[], jobs: JobRecord[], seenAt: Date): Promise<Set<string>> {
-    return jobData.upsertCatalog(this.ctx, providerId, projects, jobs, seenAt);
+  upsertCatalog(providerId: string, projects: ProjectRecord[], jobs: JobRecord[], seenAt: Date, listed = false): Promise<Set<string>> {
+    return jobData.upsertCatalog(this.ctx, providerId, projects, jobs, seenAt, listed);
+  }
+
+  touchListedCatalog(
+    providerId: string,
+    projects: ProjectRecord[],
+    jobs: JobRecord[],
+    seenAt: Date,
+    unlistedLimit: number,
+  ): Promise<{ unlisted: string[] } | null> {
+    return jobData.touchListedCatalog(this.ctx, providerId, projects, jobs, seenAt, unlistedLimit);
   }
 
   upsertJobs(providerId: string, jobs: readonly JobRecord[], seenAt: Date, detailFetched = false): Promise<Set<string>> {

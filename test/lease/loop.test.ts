@@ -182,4 +182,35 @@ describe('a leased loop', () => {
     expect(a.lost).toEqual(['another replica holds the lease']);
     expect(a.steps[0]).toMatchObject({ worked: true, lease: 'held' });
   });
+
+  it('renewing on its own timer, a holder writes its lease once per renewal (not again at each step), never with less left than at a renewal due', async () => {
+    const { store, nextTry } = leaseStore();
+    let tries = 0;
+    const counted: LeaseStore = { ...store, tryLease: (...args) => (tries++, store.tryLease(...args)) };
+    // An interval of whole thirds: the renewals fall due with the steps to the millisecond.
+    const interval = 9_000;
+    const a = loop('a', counted, { intervalMs: interval, leaseMs: interval, renewEveryMs: interval / 3, work: async () => null });
+    await startAndStep(a);
+    const expiresIn = async () => {
+      const rows = (await t.db.db.execute(
+        sql`select (extract(epoch from expires_at) * 1000)::float8 as at from collect_leases where name = 'test:loop'`,
+      )) as unknown;
+      const [row] = (Array.isArray(rows) ? rows : (rows as { rows: { at: number }[] }).rows) as { at: number }[];
+      return Number(row!.at) - timers.now();
+    };
+    const tries0 = tries;
+    for (let i = 1; i <= 9; i++) {
+      const renewed = nextTry();
+      const stepped = i % 3 === 0 ? a.next() : null;
+      timers.advance(interval / 3);
+      await Promise.all([renewed, stepped]);
+      // The loop sets its next renewal timer once it has read the answer (its microtasks, then this).
+      await new Promise((r) => setImmediate(r));
+      expect(await expiresIn()).toBeGreaterThanOrEqual(interval - interval / 3);
+    }
+    expect(a.steps.filter((x) => x.worked)).toHaveLength(4);
+    expect(a.l.leading).toBe(true);
+    // Three intervals, three renewals each; the steps' tries were a fourth each.
+    expect(tries - tries0).toBe(9);
+  });
 });
