@@ -110,7 +110,12 @@ async function openPostgres(url: string, schema: string): Promise<Sql> {
   await admin.unsafe(`create schema ${schema}`);
   await admin.end();
   // jit off as the store's own pool has it (src/store/db.ts).
-  const client = postgres(url, { max: 4, onnotice: () => {}, prepare: true, connection: { search_path: schema, jit: 'off', application_name: 'bench-history' } });
+  const client = postgres(url, {
+    max: 4,
+    onnotice: () => {},
+    prepare: true,
+    connection: { search_path: schema, jit: 'off', application_name: 'bench-history' },
+  });
   return {
     query: async (text, params = []) => (await client.unsafe(text, params as never[])) as never,
     async copyText(table, columns, text) {
