@@ -60,6 +60,11 @@ const { values: flags } = parseArgs({
   },
 });
 const SIZES = (flags.sizes ?? (flags.quick ? '1000000,10000000' : '1000000,50000000')).split(',').map(Number);
+// Two builds, the small and the large: every ratio of the report is of one against the other.
+if (SIZES.length !== 2 || SIZES.some((n) => !Number.isInteger(n) || n < 1)) {
+  console.error(`--sizes takes two point counts, the small and the large build (got ${flags.sizes})`);
+  process.exit(2);
+}
 const SERIES = Number(flags.series);
 const SPAN_MS = Number(flags['span-days']) * 24 * 3_600_000;
 /**
