@@ -95,6 +95,33 @@ interface CancellableQuery {
   reject(err: unknown): void;
 }
 
+/** The unsettled reads of each long-lived scope's signal (one without trackRead: the collector's, a live feed's). */
+const unsettledReads = new WeakMap<AbortSignal, Set<() => unknown>>();
+
+/**
+ * Calls `cancel` if `signal` aborts before the returned function is called. One listener a signal,
+ * however many of its reads are unsettled: the collector's scope has a read of each concurrent
+ * group queued at PGlite's statement gate at once, and a listener each passed the signal's 10 and
+ * printed MaxListenersExceededWarning (test/store/pool-health.test.ts queues more); a signal that
+ * lives for hours must not gather one a read either.
+ */
+function whileUnsettled(signal: AbortSignal, cancel: () => unknown): () => void {
+  let reads = unsettledReads.get(signal);
+  if (!reads) {
+    const all = new Set<() => unknown>();
+    unsettledReads.set(signal, (reads = all));
+    signal.addEventListener(
+      'abort',
+      () => {
+        for (const c of all) c();
+      },
+      { once: true },
+    );
+  }
+  reads.add(cancel);
+  return () => void reads.delete(cancel);
+}
+
 /**
  * Cancels a running postgres.js read when the request it runs for is abandoned (time-out, client
  * gone): `query.cancel()` sends Postgres a CancelRequest, so the statement leaves
@@ -107,10 +134,10 @@ function cancelWithRequest(query: CancellableQuery, signal: AbortSignal) {
     if (!settled) void Promise.resolve(query.cancel()).catch(() => {});
   };
   if (signal.aborted) return cancel();
-  signal.addEventListener('abort', cancel, { once: true });
+  const forget = whileUnsettled(signal, cancel);
   const done = () => {
     settled = true;
-    signal.removeEventListener('abort', cancel);
+    forget();
   };
   const { resolve, reject } = query;
   query.resolve = (value) => (done(), resolve(value));
@@ -292,10 +319,10 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
     if (scope.trackRead) scope.trackRead(read);
     else if (scope.signal.aborted) read.cancel();
     else {
-      // A long-lived scope (the collector's, a live feed's) issues reads for hours: its listener goes
-      // with its statement, or the signal collects one per read (MaxListenersExceededWarning, a leak).
-      scope.signal.addEventListener('abort', read.cancel, { once: true });
-      return gate.run(run, { abandoned: () => abandoned }).finally(() => scope.signal.removeEventListener('abort', read.cancel));
+      // A long-lived scope (the collector's, a live feed's) issues reads for hours: each is forgotten
+      // with its statement (whileUnsettled).
+      const forget = whileUnsettled(scope.signal, read.cancel);
+      return gate.run(run, { abandoned: () => abandoned }).finally(forget);
     }
     return gate.run(run, { abandoned: () => abandoned });
   }) as typeof client.query;

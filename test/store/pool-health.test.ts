@@ -3,6 +3,7 @@
 // to back, while the next request waited); the health probe does not queue behind data work; the
 // pool's slots, waiters and oldest wait are visible; and the watchdog recovers a pool whose slots
 // are held by work that never ends while the database answers.
+import { getEventListeners } from 'node:events';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/store/db.js';
@@ -38,6 +39,9 @@ describe('the cache database under abandoned work', () => {
         () => 'dropped',
       ),
     );
+    // One listener on the request's signal however many of its reads wait (a listener a read passed
+    // the signal's 10 and printed MaxListenersExceededWarning).
+    expect(getEventListeners(request.signal, 'abort')).toHaveLength(1);
     request.abort(new Error('client gone'));
     const outcomes = await Promise.all(reads);
     const counted = Number((await ran()).n);
