@@ -96,11 +96,16 @@ export function edgeRawPoint(sid: SQL, dir: 'first' | 'last', opts: { lo?: SQL |
         from (select * from point_chunks c where c.series_id = ${sid}
               and c.chunk_start > greatest(${from}, (-9223372036854775807 + ${CHUNK_MS})::bigint) - ${CHUNK_MS}
               and c.chunk_start <= ${to} and ${beyond} order by c.chunk_start ${order}) c
+        -- Each day's own edge, the days in order, the first day that has one: a day is decoded
+        -- only when the days before it in that order had no point in the range (sorting every
+        -- decoded point of the days by key decoded them all: the last edge read four days of a
+        -- sample a minute for every series of a fleet read).
         cross join lateral (
-          select k.key, ${keyInstant('k.key')} as ts, k.step, k.value from ${DECODED_CHUNK}
+          select p.* from (select k.key, ${keyInstant('k.key')} as ts, k.step, k.value from ${DECODED_CHUNK}) p
+          where p.key >= ${from} and p.key <= ${to} and ${cond}
+          order by p.key ${order} limit 1
         ) p
-        where p.key >= ${from} and p.key <= ${to} and ${cond}
-        order by c.chunk_start ${order}, p.key ${order} limit 1)
+        order by c.chunk_start ${order} limit 1)
     ) e order by e.key ${order} limit 1
   )`;
 }

@@ -62,6 +62,10 @@ describe('compacted raw points', () => {
       [[t(a, START + 2 * DAY)], 100],
       [[t(b), t(a, undefined, START + DAY + 7)], 300],
       [[t(b, START + 3 * HOUR, START + 30 * HOUR)], 20],
+      // Edges in a day that holds no point of the window: b's second day begins 7 ms after
+      // midnight, so the last point up to +3 ms is the first day's, and the first from -3 ms the second's.
+      [[t(b, undefined, START + DAY + 3)], 300],
+      [[t(b, START + DAY - 3, START + 2 * DAY)], 300],
       [[{ seriesId: steps, keyedBy: 'step', from: null, to: null }], 10],
     ];
   };
