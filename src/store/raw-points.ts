@@ -82,6 +82,7 @@ export function edgeRawPoint(sid: SQL, dir: 'first' | 'last', opts: { lo?: SQL |
   const to = opts.hi ? sql`coalesce(${opts.hi}, ${MAX_KEY})` : MAX_KEY;
   const cond = opts.where ?? sql`true`;
   const order = sql.raw(dir === 'last' ? 'desc' : 'asc');
+  const decodedDay = sql`select k.key, ${keyInstant('k.key')} as ts, k.step, k.value from ${DECODED_CHUNK}`;
   const hot = sql`select p.series_id, p.key, p.ts, p.step, p.value from points p
     where p.series_id = ${sid} and p.key >= ${from} and p.key <= ${to} and ${cond} order by p.key ${order} limit 1`;
   const beyond =
@@ -101,13 +102,37 @@ export function edgeRawPoint(sid: SQL, dir: 'first' | 'last', opts: { lo?: SQL |
         -- decoded point of the days by key decoded them all: the last edge read four days of a
         -- sample a minute for every series of a fleet read).
         cross join lateral (
-          select p.* from (select k.key, ${keyInstant('k.key')} as ts, k.step, k.value from ${DECODED_CHUNK}) p
+          select p.* from (${opts.where ? decodedDay : sql`${decodedDay} where cardinality(c.offs) >= c.n union all ${regularDayEdge(dir, from, to)}`}) p
           where p.key >= ${from} and p.key <= ${to} and ${cond}
           order by p.key ${order} limit 1
         ) p
         order by c.chunk_start ${order} limit 1)
     ) e order by e.key ${order} limit 1
   )`;
+}
+
+/**
+ * The edge point of chunk `c` (a day at one spacing) in [from, to], by arithmetic: the rank of the
+ * first point at or after `from` (or the last at or before `to`) and its value and step at that
+ * index of the arrays, so the day is not decoded (a fleet read's edges decoded 1,440 points a
+ * series for one). Nothing for a day at several spacings (DECODED_CHUNK then) or without such a
+ * point: the caller keeps the point only within [from, to].
+ */
+function regularDayEdge(dir: 'first' | 'last', from: SQL, to: SQL): SQL {
+  const d =
+    dir === 'first'
+      ? sql`greatest(${from}, c.chunk_start) - c.chunk_start - r.first`
+      : sql`least(${to}, c.chunk_start + ${CHUNK_MS}) - c.chunk_start - r.first`;
+  const rank =
+    dir === 'first'
+      ? sql`case when x.d <= 0 then 0 else (x.d + r.spacing - 1) / r.spacing end`
+      : sql`case when x.d < 0 then -1 else least(c.n - 1, x.d / r.spacing) end`;
+  return sql`select a.key, ${keyInstant('a.key')} as ts, c.steps[a.i + 1] as step, c.vals[a.i + 1] as value
+    from (select c.chunk_start + r.first + i.i * r.spacing as key, i.i::int as i
+      from (select cardinality(c.offs) < c.n as regular, c.offs[1]::bigint as first, c.offs[2]::bigint as spacing offset 0) r
+      cross join lateral (select ${d} as d) x
+      cross join lateral (select ${rank} as i) i
+      where r.regular and i.i between 0 and c.n - 1) a`;
 }
 
 /**
