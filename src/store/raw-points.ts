@@ -12,6 +12,9 @@ export const CHUNK_MS = 86_400_000;
 const MIN_KEY = sql.raw('(-9223372036854775807)::bigint');
 const MAX_KEY = sql.raw('9223372036854775807::bigint');
 
+/** `r` (regular, first, spacing) of chunk `c`: whether its day is at one spacing, and if so its first offset and the spacing. */
+const CHUNK_SPACING = `(select cardinality(c.offs) < c.n as regular, c.offs[1]::bigint as first, c.offs[2]::bigint as spacing offset 0) r`;
+
 /**
  * A compacted day's points as rows (key, step, value) of chunk `c`, in key order: each key is
  * `chunk_start` plus its offset, or, for a day sampled at one spacing (fewer `offs` than points:
@@ -23,7 +26,7 @@ const MAX_KEY = sql.raw('9223372036854775807::bigint');
  */
 export const DECODED_CHUNK = sql.raw(`(
   select c.chunk_start + case when r.regular then r.first + (x.o - 1) * r.spacing else x.d end as key, x.s as step, x.v as value
-  from (select cardinality(c.offs) < c.n as regular, c.offs[1]::bigint as first, c.offs[2]::bigint as spacing offset 0) r,
+  from ${CHUNK_SPACING},
     unnest(c.vals, c.offs, c.steps) with ordinality as x(v, d, s, o)) k`);
 
 /**
@@ -129,7 +132,7 @@ function regularDayEdge(dir: 'first' | 'last', from: SQL, to: SQL): SQL {
       : sql`case when x.d < 0 then -1 else least(c.n - 1, x.d / r.spacing) end`;
   return sql`select a.key, ${keyInstant('a.key')} as ts, c.steps[a.i + 1] as step, c.vals[a.i + 1] as value
     from (select c.chunk_start + r.first + i.i * r.spacing as key, i.i::int as i
-      from (select cardinality(c.offs) < c.n as regular, c.offs[1]::bigint as first, c.offs[2]::bigint as spacing offset 0) r
+      from ${sql.raw(CHUNK_SPACING)}
       cross join lateral (select ${d} as d) x
       cross join lateral (select ${rank} as i) i
       where r.regular and i.i between 0 and c.n - 1) a`;
