@@ -206,6 +206,11 @@ export class RepoContext {
     return readRowsFor<T>(this.scope, this.db, query);
   }
 
+  /** rows, as a prepared statement (sql-util.ts, rowsOfPrepared): for a read planned longer than it runs. */
+  preparedRows<T>(query: SQL): Promise<T[]> {
+    return readRowsFor<T>(this.scope, this.db, query, true);
+  }
+
   /** The rows of `table` whose `column` is one of `values` (none for no values), read for this view's operation. */
   async whereIn<T extends PgTable>(table: T, column: PgColumn, values: readonly string[]): Promise<T['$inferSelect'][]> {
     if (values.length === 0) return [];

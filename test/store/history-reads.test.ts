@@ -99,6 +99,49 @@ describe('reads pick the resolution', () => {
     expect(many.rows).toHaveLength(4000);
   });
 
+  it('one read of windows that each take another path: each answered as the held points answer it alone', async () => {
+    // pointsAt decides every window in a first statement and answers there what it read to decide
+    // (two days from the 1-hour rollup, four minutes' 48 raw points); a second reads the rest (six
+    // hours from the 1-minute rollup, an hour's 720 raw points in 48 buckets). With a step-keyed
+    // series' window among them, the first statement decides both kinds of window.
+    const [stepId] = await insertSeries(suite.db.db, ['history-reads-steps', 'step']);
+    const stepPoints = Array.from({ length: 500 }, (_, i) => [stepId!, i + 1, START + i * 60_000, i + 1, (i * 37) % 101] as PointWriteRow);
+    await suite.repo.writePoints(stepPoints, { expectNew: true });
+    const timed = (from: number, to: number) => ({ seriesId: id, keyedBy: 'time' as const, from: new Date(from), to: new Date(to) });
+    const windows = [
+      timed(START + 6 * 3_600_000, START + 12 * 3_600_000 - 1),
+      timed(START, START + 2 * DAY - 1),
+      { seriesId: stepId!, keyedBy: 'step' as const, from: null, to: null },
+      timed(START + 3_600_000, START + 2 * 3_600_000 - 1),
+      timed(START + 60_000, START + 5 * 60_000 - 1),
+    ];
+    const held = heldOf(pointBatchOfRows(points), pointBatchOfRows(points).runs[0]!);
+    const heldSteps = heldOf(pointBatchOfRows(stepPoints), pointBatchOfRows(stepPoints).runs[0]!);
+    // What the first statement answers takes no second: a dashboard's short raw windows and a long
+    // window from the 1-hour rollup are one statement each, as before the split.
+    const statements = async (ws: typeof windows) => {
+      const before = suite.db.statementCount();
+      await suite.repo.pointsAt(ws, 48, 'AVG');
+      return suite.db.statementCount() - before;
+    };
+    expect(await statements([windows[1]!, windows[4]!])).toBe(1);
+    expect(await statements(windows)).toBe(2);
+    for (const aggregation of ['MIN', 'MAX', 'AVG', 'LAST'] as const) {
+      const together = await suite.repo.pointsAt(windows, 48, aggregation);
+      const alone = windows.map((w) => shapeHeld(w.seriesId, w.seriesId === id ? held : heldSteps, w, 48, aggregation));
+      expect(alone.map((a) => a.resolution)).toEqual([60 * 8, 3600, null, null, null]);
+      expect(alone.map((a) => a.points.length)).toEqual([45, 48, 46, 48, 48]);
+      // One series' windows come back in the order the store answers them: compare as sets of points per window.
+      const got = together.points.filter((p) => p.seriesId === stepId);
+      expect(got).toEqual(alone[2]!.points);
+      const mine = together.points
+        .filter((p) => p.seriesId === id)
+        .map((p) => JSON.stringify(p))
+        .sort();
+      expect(mine).toEqual(alone.flatMap((a, i) => (i === 2 ? [] : a.points.map((p) => JSON.stringify(p)))).sort());
+    }
+  });
+
   it("answers the same from points held in memory (a fetch's answer before its write commits)", async () => {
     const batch = pointBatchOfRows(points);
     const held = heldOf(batch, batch.runs[0]!);
