@@ -66,8 +66,11 @@ export function decodedHourRollup(lo: SQL | null = null, hi: SQL | null = null):
   union all
   select c.chunk_start + sum(x.d) over (order by x.o) * ${sql.raw(String(HOUR))} as bucket,
     x.cn as n, coalesce(x.mi, x.l) as min, coalesce(x.ma, x.l) as max, coalesce(x.su, x.l) as sum, x.l as last
-  from (select 1 where cardinality(c.offs) >= c.n offset 0) r,
-    unnest(c.lasts, c.offs, c.counts, c.mins, c.maxs, c.sums) with ordinality as x(l, d, cn, mi, ma, su, o)) k`;
+  from unnest(c.lasts, c.offs, c.counts, c.mins, c.maxs, c.sums) with ordinality as x(l, d, cn, mi, ma, su, o)
+  -- A condition on the chunk alone: a one-time filter before the arrays are unnested (as a
+  -- fenced subquery beside the unnest, the planner unnested every month first: 0.3 ms a series
+  -- and month of a fleet read, for no row).
+  where cardinality(c.offs) >= c.n) k`;
 }
 
 /** Every bucket of chunk `c` (decodedHourRollup unbounded). */

@@ -208,27 +208,24 @@ export async function pointsAt(
       ) x
     ), rw as materialized (
       select x.*, ${HOUR_MS}::bigint * greatest(1, ceil((x.hi_r - x.base + ${HOUR_MS}::bigint)::float8 / ${HOUR_MS * maxPoints}::float8))::bigint as width
-      from (select b.idx, ${bucketSql('b.lo', HOUR_MS)} as base, ${bucketSql('b.hi', HOUR_MS)} as hi_r from b where b.hourly) x
+      from (select b.idx, b.series_id, ${bucketSql('b.lo', HOUR_MS)} as base, ${bucketSql('b.hi', HOUR_MS)} as hi_r from b where b.hourly) x
     ), rolled as (
       -- Buckets of width 1 hour x k from the window's first hour: k the fewest that give at most
       -- maxPoints. At k = 1 each bucket is a stored hour, its value the one-row aggregate's
       -- (for the average, sum / n, the same division), without grouping the rows.
-      select rw.idx, rw.width, u.bucket as k, ${rone}::float8 as value
+      select rw.idx, rw.series_id, rw.width, u.bucket as k, ${rone}::float8 as value
       from rw join h as u on u.idx = rw.idx and u.bucket >= rw.base and u.bucket <= rw.hi_r
       where rw.width = ${HOUR_MS}::bigint and u.n > 0
       union all
-      select rw.idx, max(rw.width) as width, rw.base + (u.bucket - rw.base) / rw.width * rw.width as k, ${ragg}::float8 as value
+      select rw.idx, rw.series_id, max(rw.width) as width, rw.base + (u.bucket - rw.base) / rw.width * rw.width as k, ${ragg}::float8 as value
       from rw join h as u on u.idx = rw.idx and u.bucket >= rw.base and u.bucket <= rw.hi_r
       where rw.width > ${HOUR_MS}::bigint
-      group by rw.idx, rw.base, rw.width, (u.bucket - rw.base) / rw.width
+      group by rw.idx, rw.series_id, rw.base, rw.width, (u.bucket - rw.base) / rw.width
       having sum(u.n) > 0
-    ), ra as (
-      select rolled.idx, array_agg(k::float8 order by k) as ts, array_agg(value order by k) as vals, max(width) / 1000.0::float8 as res
-      from rolled group by rolled.idx
     ), fr as (
       -- A raw window without compacted days: its first maxPoints + 1 points, in key order (the
       -- answer when they are all there are).
-      select w.idx, f.n, f.ts, f.steps, f.vals
+      select w.idx, w.series_id, w.lo, w.hi, w.t_from, w.t_to, f.n, f.ts, f.steps, f.vals
       from b as w cross join lateral (
         select count(*) as n, ${pointArrays('r', 'r.key')}
         from (select pt.key, pt.ts, pt.step, pt.value from points pt
@@ -245,9 +242,8 @@ export async function pointsAt(
       -- points leave unlike key order (test/store/bucket-order.test.ts). PostgreSQL keeps a lone
       -- subquery's order into its aggregate; avg(... order by key) would sort each bucket again
       -- (1M points: 0.23 -> 0.47 s on PostgreSQL 15; the subquery costs 3-4%).
-      select w.idx, w.lo + g * w.width as k, x.ts, x.step, x.value
-      from (select b.*, greatest(1, ceil((b.hi - b.lo + 1)::float8 / ${maxPoints}))::bigint as width
-        from b join fr on fr.idx = b.idx where fr.n > ${maxPoints}) w
+      select w.idx, w.series_id, w.lo + g * w.width as k, x.ts, x.step, x.value
+      from (select fr.*, greatest(1, ceil((fr.hi - fr.lo + 1)::float8 / ${maxPoints}))::bigint as width from fr where fr.n > ${maxPoints}) w
       cross join lateral generate_series(0, ((w.hi - w.lo) / w.width)::int) as g
       cross join lateral (
         select min(pt.ts) as ts, min(pt.step) as step, ${agg}::float8 as value, count(*) as c from (
@@ -257,19 +253,31 @@ export async function pointsAt(
         ) pt
       ) x
       where x.c > 0
-    ), ba as (
-      select bu.idx, ${pointArrays('bu', 'k')} from bu group by bu.idx
     )
-    select b.idx, b.series_id::float8 as series_id, b.lo::text as lo, b.hi::text as hi, b.raw_before::text as raw_before,
-      b.minute_before::text as minute_before, b.chunked, b.rolled, b.hourly, fr.n::float8 as n,
-      case when fr.n <= ${maxPoints} then fr.ts when fr.n > ${maxPoints} then ba.ts else ra.ts end as ts,
-      case when fr.n <= ${maxPoints} then fr.steps when fr.n > ${maxPoints} then ba.steps end as steps,
-      case when fr.n <= ${maxPoints} then fr.vals when fr.n > ${maxPoints} then ba.vals else ra.vals end as vals, ra.res
-    from b left join fr on fr.idx = b.idx left join ba on ba.idx = b.idx left join ra on ra.idx = b.idx`,
+    -- The decisions, then the answers, as rows of their own: no join of these relations, whose
+    -- sizes the planner cannot know (a nested loop over two of them is quadratic in the windows).
+    select true as decision, b.idx, b.series_id::float8 as series_id, b.lo::text as lo, b.hi::text as hi, b.raw_before::text as raw_before,
+      b.minute_before::text as minute_before, b.chunked, b.rolled, b.hourly, null as ts, null as steps, null as vals, null::float8 as res
+    from b
+    union all
+    select false, fr.idx, fr.series_id::float8, null, null, null, null, null, null, null, fr.ts, fr.steps, fr.vals, null
+    from fr where fr.n <= ${maxPoints}
+    union all
+    select false, bu.idx, bu.series_id::float8, null, null, null, null, null, null, null, ${pointArrays('bu', 'k')}, null
+    from bu group by bu.idx, bu.series_id
+    union all
+    select false, rolled.idx, max(rolled.series_id)::float8, null, null, null, null, null, null, null,
+      array_agg(k::float8 order by k), null, array_agg(value order by k), max(width) / 1000.0::float8
+    from rolled group by rolled.idx`,
   );
-  const answered = decided.filter((d) => d.hourly || d.n !== null);
-  const rest = decided.filter((d) => !answered.includes(d));
-  const rows: AnswerRow[] = [...answered];
+  // A window whose decision the first statement answered (a raw one without compacted days, or
+  // one rolled to the 1-hour rows it read) has its answer there or has no points; the rest are read now.
+  const rows: AnswerRow[] = [];
+  const rest: DecidedRow[] = [];
+  for (const d of decided) {
+    if (!d.decision) rows.push(d);
+    else if (!d.hourly && (d.rolled || d.chunked)) rest.push(d);
+  }
   if (rest.length > 0) rows.push(...(await restOfWindows(ctx, windows, rest, maxPoints, aggregation)));
   rows.sort((a, b) => Number(a.series_id) - Number(b.series_id));
   // The series of a job share their instants: one Date per instant in an answer.
@@ -299,6 +307,8 @@ export async function pointsAt(
 
 /** A window as the first statement of pointsAt decided it, with its answer where that statement gave one. */
 interface DecidedRow extends AnswerRow {
+  /** A decision row (the answers come in rows of their own, with idx and series_id). */
+  decision: boolean;
   idx: number | string;
   /** Keys (bigint as text): the window's raw extent, and where the series' raw and 1-minute rows were dropped before. */
   lo: string | null;
@@ -309,8 +319,6 @@ interface DecidedRow extends AnswerRow {
   rolled: boolean;
   /** Answered from the 1-hour rows the first statement read. */
   hourly: boolean;
-  /** Points of a raw window without compacted days, counted up to maxPoints + 1. */
-  n: number | string | null;
 }
 
 /** A series' answer: its points as arrays in key order (steps null for a rollup's buckets), and the bucket width in seconds of a rollup read. */
@@ -375,18 +383,18 @@ async function restOfWindows(
     // bucket width; answered as they are when they are few enough, else grouped by bucket, each
     // bucket's aggregate in key order (the decoded days come in no index's order).
     ctes.push(sql`cp as materialized (
-      select w.idx, w.series_id, w.lo, ${width('w')} as width, pt.key, pt.ts, pt.step, pt.value
+      select w.idx, w.series_id, w.lo, ${width('w')} as width, count(*) over (partition by w.idx) as n, pt.key, pt.ts, pt.step, pt.value
       from b as w cross join lateral ${rawPoints(sql`w.series_id`, sql`w.lo`, sql`w.hi`)} pt
       where w.part = 'C' and ${inWindow('pt')}
-    ), cn as (
-      select cp.idx, count(*) as n from cp group by cp.idx
     )`);
+    // Each window's count is on its rows (a join of cp with the counts per window was planned as a
+    // nested loop, the counts scanned again for every point: 85 of a fleet read's 147 ms).
     answers.push(sql`select r.series_id::float8 as series_id, ${pointArrays('r', 'r.key')}, null::float8 as res
-      from cp r where r.idx in (select cn.idx from cn where cn.n <= ${maxPoints}) group by r.idx, r.series_id`);
+      from cp r where r.n <= ${maxPoints} group by r.idx, r.series_id`);
     answers.push(sql`select x.series_id::float8 as series_id, ${pointArrays('x', 'x.k')}, null::float8 as res from (
         select pt.idx, pt.series_id, pt.lo + (pt.key - pt.lo) / pt.width * pt.width as k, min(pt.ts) as ts, min(pt.step) as step, ${aggOrdered}::float8 as value
         from cp pt
-        where pt.idx in (select cn.idx from cn where cn.n > ${maxPoints})
+        where pt.n > ${maxPoints}
         group by pt.idx, pt.series_id, pt.lo, pt.width, (pt.key - pt.lo) / pt.width
       ) x group by x.idx, x.series_id`);
   }
