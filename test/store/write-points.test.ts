@@ -83,6 +83,19 @@ describe('Repository.writePoints (binary COPY)', () => {
     expect(await stored([911, 912, 913])).toEqual(sorted([...held.filter((r) => !given.has(key(r))), ...batch]));
   });
 
+  it('merges two writes in one transaction each on its own: the second does not merge the points of the first again', async () => {
+    // The merge reads the staging table without emptying it; the next write's stage starts empty
+    // (CREATE_STAGES), so the second merge holds only its own points.
+    const t0 = Date.UTC(2026, 10, 21, 9, 0, 0);
+    const at = (i: number, value: number): PointWriteRow => [921, t0 + i * 15_000, t0 + i * 15_000, null, value];
+    await suite.repo.writePoints([at(0, 1)], { expectNew: true });
+    await suite.repo.transaction(async (repo) => {
+      await repo.writePoints([at(0, 2), at(1, 3)]);
+      await repo.writePoints([at(0, 4), at(2, 5)]);
+    });
+    expect(await stored([921])).toEqual([at(0, 4), at(1, 3), at(2, 5)]);
+  });
+
   it('reads them back through pointsOf as written: NULL steps, values and instants stay null', async () => {
     const points = await suite.repo.pointsOf(
       [
