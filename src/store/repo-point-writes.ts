@@ -274,12 +274,59 @@ export function startFromFirstPointsSql(jobIds: readonly string[]): SQL {
 /**
  * The temp tables a merge stages points and rollup rows in (per connection, emptied on commit),
  * both in one statement: each statement cost the collector's server 250-300 µs (docs/collection.md).
+ * The points stage is emptied here too, for a second write in the same transaction: the merge
+ * reads it without deleting its rows, which cost it a row version a point (about a tenth of the
+ * merge on PGlite); a truncate costs the same whatever the stage holds.
  */
 const CREATE_STAGES = sql.raw(`do $$ begin
   create temp table if not exists points_stage (series_id bigint, key bigint, ts timestamptz, step int, value float8) on commit delete rows;
   create temp table if not exists rollup_stage (computed boolean, hourly boolean, series_id bigint,
     bucket bigint, n int, min float8, max float8, sum float8, last float8) on commit delete rows;
+  truncate points_stage;
 end $$`);
+
+/** The merge's CTE `w` (the rows it added or changed: series_id, key, value): every staged point and `back` row through one upsert. */
+const MERGE_ALL = sql`w as (
+      insert into points (series_id, key, ts, step, value)
+      select series_id, key, ts, step, value from st
+      union all
+      select series_id, key, ts, step, value from back
+      on conflict (series_id, key) do update set ts = excluded.ts, step = excluded.step, value = excluded.value
+      where (points.ts, points.step, points.value) is distinct from (excluded.ts, excluded.step, excluded.value)
+      returning series_id, key, value
+    )`;
+
+/**
+ * MERGE_ALL where no other connection writes (PGlite: one connection, one statement at a time):
+ * the staged points past their series' last stored key (`reach`, one index probe a series) are
+ * inserted as they are, only the others (a fetch's overlap with what is stored) and `back` go
+ * through the upsert. A plain insert cost half of the upsert's per point on PGlite (a
+ * collector's sweep is mostly points past its last reach): the upsert probes the key before it
+ * inserts and logs the insertion twice (speculative, then confirmed). No stored point is at a key
+ * past the reach, and `back` gives none of the stage's keys, so both parts store what MERGE_ALL
+ * stores. On PostgreSQL another writer's point at such a key would fail the insert, where the
+ * upsert waits for it and merges: MERGE_ALL there.
+ */
+const MERGE_PAST_REACH = sql`reach as materialized (
+      select d.series_id, (select max(p.key) from points p where p.series_id = d.series_id) as hi
+      from (select distinct series_id from st) d
+    ), wn as (
+      insert into points (series_id, key, ts, step, value)
+      select st.series_id, st.key, st.ts, st.step, st.value from st join reach r on r.series_id = st.series_id
+      where r.hi is null or st.key > r.hi
+      returning series_id, key, value
+    ), wo as (
+      insert into points (series_id, key, ts, step, value)
+      select st.series_id, st.key, st.ts, st.step, st.value from st join reach r on r.series_id = st.series_id
+      where st.key <= r.hi
+      union all
+      select series_id, key, ts, step, value from back
+      on conflict (series_id, key) do update set ts = excluded.ts, step = excluded.step, value = excluded.value
+      where (points.ts, points.step, points.value) is distinct from (excluded.ts, excluded.step, excluded.value)
+      returning series_id, key, value
+    ), w as (
+      select series_id, key, value from wn union all select series_id, key, value from wo
+    )`;
 
 /**
  * Bulk point upsert: COPY into a per-connection staging table, then one merge into `points`
@@ -337,7 +384,7 @@ export async function writePointBatches(ctx: RepoContext, batches: readonly Poin
   // starts an interval before its last reach, so half of what it sends is stored already. "As
   // given" is float8 equality: a -0 sent for a stored 0 leaves the 0 (every read answers the same).
   // A series' step-keyed points (no rollups) come back as hours too; rollUp leaves them out. The
-  // stage is emptied by the same statement (a second write in the transaction stages anew).
+  // stage keeps its rows until the commit or the next write's CREATE_STAGES empties it.
   // A day the compactor moved to point_chunks goes back into `points` in this statement, its
   // points the batch does not give beside the batch's (the chunk row deleted): the merge rules
   // then hold as for any stored point, and a later compaction chunks the day again. (`back` reads
@@ -345,16 +392,8 @@ export async function writePointBatches(ctx: RepoContext, batches: readonly Poin
   const changed = await rowsOf<{ series_id: number; hour: number }>(
     ctx.db,
     sql`with ${moveBackDays(withPoints)}, st as materialized (
-      delete from points_stage returning series_id, key, ts, step, value
-    ), w as (
-      insert into points (series_id, key, ts, step, value)
-      select series_id, key, ts, step, value from st
-      union all
-      select series_id, key, ts, step, value from back
-      on conflict (series_id, key) do update set ts = excluded.ts, step = excluded.step, value = excluded.value
-      where (points.ts, points.step, points.value) is distinct from (excluded.ts, excluded.step, excluded.value)
-      returning series_id, key, value
-    ), ${APPENDED_HOURS}
+      select series_id, key, ts, step, value from points_stage
+    ), ${embeddedClientOf(ctx.db) ? MERGE_PAST_REACH : MERGE_ALL}, ${APPENDED_HOURS}
     select g.series_id::float8 as series_id, g.hour::float8 as hour from g
     where not exists (select 1 from ap where ap.series_id = g.series_id and ap.hour = g.hour)`,
   );

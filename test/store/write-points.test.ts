@@ -57,6 +57,45 @@ describe('Repository.writePoints (binary COPY)', () => {
     expect(await stored([901, 902, 6_000_000_000])).toEqual(expected);
   });
 
+  it('merges a batch past its series stored reach and within it: new keys on either side, changed values, a series with none stored', async () => {
+    // PGlite inserts the points past a series' last stored key as they are and upserts the rest
+    // (repo-point-writes.ts, MERGE_PAST_REACH): both parts, and the boundary between them.
+    const t0 = Date.UTC(2026, 10, 21, 8, 0, 0);
+    const at = (id: number, i: number, value: number | null): PointWriteRow => [id, t0 + i * 15_000, t0 + i * 15_000, null, value];
+    const held = [at(911, 0, 1), at(911, 2, 2), at(911, 4, 3), at(912, 0, 4)];
+    await suite.repo.writePoints(held, { expectNew: true });
+    const batch = [
+      at(911, 1, 9), // new, below the reach
+      at(911, 2, 2), // stored as given
+      at(911, 4, 3.5), // the reach itself, changed
+      at(911, 5, null), // past the reach
+      at(911, 6, 6),
+      at(912, 0, 4),
+      at(912, 1, 5),
+      at(913, 0, 7), // a series with nothing stored
+    ];
+    await suite.repo.writePoints(batch);
+    const key = (r: PointWriteRow) => `${r[0]}:${r[1]}`;
+    const given = new Set(batch.map(key));
+    expect(await stored([911, 912, 913])).toEqual(sorted([...held.filter((r) => !given.has(key(r))), ...batch]));
+    // Written again, nothing changes.
+    await suite.repo.writePoints(batch);
+    expect(await stored([911, 912, 913])).toEqual(sorted([...held.filter((r) => !given.has(key(r))), ...batch]));
+  });
+
+  it('merges two writes in one transaction each on its own: the second does not merge the points of the first again', async () => {
+    // The merge reads the staging table without emptying it; the next write's stage starts empty
+    // (CREATE_STAGES), so the second merge holds only its own points.
+    const t0 = Date.UTC(2026, 10, 21, 9, 0, 0);
+    const at = (i: number, value: number): PointWriteRow => [921, t0 + i * 15_000, t0 + i * 15_000, null, value];
+    await suite.repo.writePoints([at(0, 1)], { expectNew: true });
+    await suite.repo.transaction(async (repo) => {
+      await repo.writePoints([at(0, 2), at(1, 3)]);
+      await repo.writePoints([at(0, 4), at(2, 5)]);
+    });
+    expect(await stored([921])).toEqual([at(0, 4), at(1, 3), at(2, 5)]);
+  });
+
   it('reads them back through pointsOf as written: NULL steps, values and instants stay null', async () => {
     const points = await suite.repo.pointsOf(
       [
