@@ -119,10 +119,10 @@ export async function lastTrainingPointTimes(ctx: RepoContext, jobIds: readonly 
 }
 
 /**
- * Points of many series in one statement, each in its own window, downsampled in SQL to at most
- * `maxPoints` per series: a series with few enough points comes back raw, a larger one in
- * equal-width buckets of its key (time or step) aggregated by `aggregation`, each bucket
- * stamped with its first point.
+ * Points of many series in one or two statements (pointsAt), each in its own window,
+ * downsampled in SQL to at most `maxPoints` per series: a series with few enough points comes
+ * back raw, a larger one in equal-width buckets of its key (time or step) aggregated by
+ * `aggregation`, each bucket stamped with its first point.
  */
 export async function pointsOf(ctx: RepoContext, windows: readonly SeriesWindow[], maxPoints: number, aggregation: Aggregation): Promise<PointRow[]> {
   return (await pointsAt(ctx, windows, maxPoints, aggregation)).points;
@@ -139,7 +139,8 @@ export async function pointsOf(ctx: RepoContext, windows: readonly SeriesWindow[
  * as stored when they number at most maxPoints (min, max, count, last and avg = sum / count equal
  * the raw points' to the last digit), else merged k at a time (avg = the sum of their sums / their
  * count). `resolutions` holds the bucket width in seconds of each series read from a rollup;
- * series read from raw points are absent. One statement, as before.
+ * series read from raw points are absent. One statement, or two when a window has compacted
+ * days or reads the 1-minute rollup.
  */
 export async function pointsAt(
   ctx: RepoContext,
