@@ -75,9 +75,21 @@ function windowTuple(w: SeriesWindow, idx: number): (string | number | boolean |
 /** The windows as a relation (idx, series_id, k_from, k_to, t_from, t_to, timed), bound as one JSON parameter. */
 function windowsSql(windows: readonly SeriesWindow[]): SQL {
   const json = JSON.stringify(windows.map(windowTuple));
-  return sql`select (r->>0)::int as idx, (r->>1)::bigint as series_id, (r->>2)::bigint as k_from, (r->>3)::bigint as k_to,
-    (r->>4)::timestamptz as t_from, (r->>5)::timestamptz as t_to, (r->>6)::boolean as timed
-    from jsonb_array_elements(${json}::jsonb) as r`;
+  return sql`select ${WINDOW_COLUMNS} from jsonb_array_elements(${json}::jsonb) as r`;
+}
+
+/** The columns of a window row `r` (windowTuple's JSON array): idx, series_id, k_from, k_to, t_from, t_to, timed. */
+const WINDOW_COLUMNS = sql.raw(`(r->>0)::int as idx, (r->>1)::bigint as series_id, (r->>2)::bigint as k_from, (r->>3)::bigint as k_to,
+    (r->>4)::timestamptz as t_from, (r->>5)::timestamptz as t_to, (r->>6)::boolean as timed`);
+
+/** SQL: the width of window `a`'s raw equal-width buckets (columns lo, hi): the fewest keys a bucket that give at most maxPoints. */
+function rawBucketWidth(a: string, maxPoints: number): SQL {
+  return sql`greatest(1, ceil((${sql.raw(a)}.hi - ${sql.raw(a)}.lo + 1)::float8 / ${maxPoints}))::bigint`;
+}
+
+/** SQL: the width of a rollup read's buckets, `r` x k from its first r-bucket (columns base, hi_r of `a`): k the fewest that give at most maxPoints. */
+function rollupBucketWidth(a: string, r: SQL, maxPoints: number): SQL {
+  return sql`${r} * greatest(1, ceil((${sql.raw(a)}.hi_r - ${sql.raw(a)}.base + ${r})::float8 / (${r} * ${maxPoints}::bigint)))::bigint`;
 }
 
 /** A series' points as three arrays in key order (ts as epoch ms, steps, vals), from the rows of `rows`. */
@@ -208,7 +220,7 @@ export async function pointsAt(
         from e
       ) x
     ), rw as materialized (
-      select x.*, ${HOUR_MS}::bigint * greatest(1, ceil((x.hi_r - x.base + ${HOUR_MS}::bigint)::float8 / ${HOUR_MS * maxPoints}::float8))::bigint as width
+      select x.*, ${rollupBucketWidth('x', sql.raw(`${HOUR_MS}::bigint`), maxPoints)} as width
       from (select b.idx, b.series_id, ${bucketSql('b.lo', HOUR_MS)} as base, ${bucketSql('b.hi', HOUR_MS)} as hi_r from b where b.hourly) x
     ), rolled as (
       -- Buckets of width 1 hour x k from the window's first hour: k the fewest that give at most
@@ -244,7 +256,7 @@ export async function pointsAt(
       -- subquery's order into its aggregate; avg(... order by key) would sort each bucket again
       -- (1M points: 0.23 -> 0.47 s on PostgreSQL 15; the subquery costs 3-4%).
       select w.idx, w.series_id, w.lo + g * w.width as k, x.ts, x.step, x.value
-      from (select fr.*, greatest(1, ceil((fr.hi - fr.lo + 1)::float8 / ${maxPoints}))::bigint as width from fr where fr.n > ${maxPoints}) w
+      from (select fr.*, ${rawBucketWidth('fr', maxPoints)} as width from fr where fr.n > ${maxPoints}) w
       cross join lateral generate_series(0, ((w.hi - w.lo) / w.width)::int) as g
       cross join lateral (
         select min(pt.ts) as ts, min(pt.step) as step, ${agg}::float8 as value, count(*) as c from (
@@ -376,7 +388,6 @@ async function restOfWindows(
   const partOf = (d: DecidedRow) => (d.rolled ? 'M' : 'C');
   const parts = new Set(rest.map(partOf));
   const json = JSON.stringify(rest.map((d) => [...windowTuple(windows[Number(d.idx)]!, Number(d.idx)), d.lo, d.hi, d.raw_before, d.minute_before, partOf(d)]));
-  const width = (b: string) => sql.raw(`greatest(1, ceil((${b}.hi - ${b}.lo + 1)::float8 / ${maxPoints}))::bigint`);
   const ctes: SQL[] = [];
   const answers: SQL[] = [];
   if (parts.has('C')) {
@@ -384,7 +395,7 @@ async function restOfWindows(
     // bucket width; answered as they are when they are few enough, else grouped by bucket, each
     // bucket's aggregate in key order (the decoded days come in no index's order).
     ctes.push(sql`cp as materialized (
-      select w.idx, w.series_id, w.lo, ${width('w')} as width, count(*) over (partition by w.idx) as n, pt.key, pt.ts, pt.step, pt.value
+      select w.idx, w.series_id, w.lo, ${rawBucketWidth('w', maxPoints)} as width, count(*) over (partition by w.idx) as n, pt.key, pt.ts, pt.step, pt.value
       from b as w cross join lateral ${rawPoints(sql`w.series_id`, sql`w.lo`, sql`w.hi`)} pt
       where w.part = 'C' and ${inWindow('pt')}
     )`);
@@ -421,7 +432,7 @@ async function restOfWindows(
       ) v
       where v.lo is not null
     ), rw as materialized (
-      select x.*, x.r * greatest(1, ceil((x.hi_r - x.base + x.r)::float8 / (x.r * ${maxPoints})))::bigint as width
+      select x.*, ${rollupBucketWidth('x', sql.raw('x.r'), maxPoints)} as width
       from (select ends.idx, ends.series_id, ends.r, ${bucketSql('ends.lo', 'ends.r')} as base, ${bucketSql('ends.hi', 'ends.r')} as hi_r from ends) x
     ), rolled as (
       select rw.idx, rw.series_id, rw.width, rw.base + v.i * rw.width as k, v.value
@@ -444,9 +455,7 @@ async function restOfWindows(
   }
   return ctx.preparedRows<AnswerRow>(
     sql`with b as materialized (
-      select (r->>0)::int as idx, (r->>1)::bigint as series_id, (r->>2)::bigint as k_from, (r->>3)::bigint as k_to,
-        (r->>4)::timestamptz as t_from, (r->>5)::timestamptz as t_to, (r->>6)::boolean as timed,
-        (r->>7)::bigint as lo, (r->>8)::bigint as hi, (r->>9)::bigint as raw_before, (r->>10)::bigint as minute_before, r->>11 as part
+      select ${WINDOW_COLUMNS}, (r->>7)::bigint as lo, (r->>8)::bigint as hi, (r->>9)::bigint as raw_before, (r->>10)::bigint as minute_before, r->>11 as part
       from jsonb_array_elements(${json}::jsonb) as r
     ), ${sql.join(ctes, sql`, `)}
     ${sql.join(answers, sql` union all `)}`,

@@ -285,15 +285,18 @@ const CREATE_STAGES = sql.raw(`do $$ begin
   truncate points_stage;
 end $$`);
 
+/** The upsert's clause: a stored point changes only where the write gives another ts, step or value; the rows added or changed are returned. */
+const UPSERT_POINTS = sql.raw(`on conflict (series_id, key) do update set ts = excluded.ts, step = excluded.step, value = excluded.value
+      where (points.ts, points.step, points.value) is distinct from (excluded.ts, excluded.step, excluded.value)
+      returning series_id, key, value`);
+
 /** The merge's CTE `w` (the rows it added or changed: series_id, key, value): every staged point and `back` row through one upsert. */
 const MERGE_ALL = sql`w as (
       insert into points (series_id, key, ts, step, value)
       select series_id, key, ts, step, value from st
       union all
       select series_id, key, ts, step, value from back
-      on conflict (series_id, key) do update set ts = excluded.ts, step = excluded.step, value = excluded.value
-      where (points.ts, points.step, points.value) is distinct from (excluded.ts, excluded.step, excluded.value)
-      returning series_id, key, value
+      ${UPSERT_POINTS}
     )`;
 
 /**
@@ -321,9 +324,7 @@ const MERGE_PAST_REACH = sql`reach as materialized (
       where st.key <= r.hi
       union all
       select series_id, key, ts, step, value from back
-      on conflict (series_id, key) do update set ts = excluded.ts, step = excluded.step, value = excluded.value
-      where (points.ts, points.step, points.value) is distinct from (excluded.ts, excluded.step, excluded.value)
-      returning series_id, key, value
+      ${UPSERT_POINTS}
     ), w as (
       select series_id, key, value from wn union all select series_id, key, value from wo
     )`;

@@ -14,7 +14,11 @@ export function textArray(values: readonly string[]): SQL {
 export async function rowsOf<T>(db: Db, query: SQL): Promise<T[]> {
   // `.execute()`, not `await db.execute(query)`: the statement is issued now, not in a later
   // microtask, so a read issued for a request is known as its (store/db.ts, issueReadFor).
-  const res = (await db.execute(query).execute()) as unknown;
+  return rowsIn<T>(await db.execute(query).execute());
+}
+
+/** The rows of a driver's result: postgres.js gives them as the result, PGlite under `rows`. */
+function rowsIn<T>(res: unknown): T[] {
   return (Array.isArray(res) ? res : ((res as { rows: T[] }).rows ?? [])) as T[];
 }
 
@@ -33,8 +37,7 @@ interface PreparingDb {
  */
 export async function rowsOfPrepared<T>(db: Db, query: SQL): Promise<T[]> {
   const d = db as unknown as PreparingDb;
-  const res = (await d.session.prepareQuery(d.dialect.sqlToQuery(query), undefined, 'prepared', false).execute()) as unknown;
-  return (Array.isArray(res) ? res : ((res as { rows: T[] }).rows ?? [])) as T[];
+  return rowsIn<T>(await d.session.prepareQuery(d.dialect.sqlToQuery(query), undefined, 'prepared', false).execute());
 }
 
 /** rowsOf issued for `scope`: its statement is cancelled if the operation is abandoned (db.ts, issueReadFor). */
