@@ -67,6 +67,11 @@ describe('compacted raw points', () => {
       [[t(b, undefined, START + DAY + 3)], 300],
       [[t(b, START + DAY - 3, START + 2 * DAY)], 300],
       [[{ seriesId: steps, keyedBy: 'step', from: null, to: null }], 10],
+      // Where the 1-hour rollup's count misjudges a compacted window's points (it decides how the
+      // days are first read): 20 minutes of a's hour of 60 samples at 30 points (as they are), and
+      // b's first hour, 12 points and a null among them (11 counted), at 11 (in buckets).
+      [[t(a, START + HOUR + 10 * 60_000, START + HOUR + 30 * 60_000)], 30],
+      [[t(b, START, START + HOUR - 1)], 11],
     ];
   };
 
