@@ -67,6 +67,24 @@ describe('reads pick the resolution', () => {
     expect((await read(START, START + 2 * DAY - 1, 48, 'AVG')).rows[0]).toEqual([START, avg]);
   });
 
+  it('two days at 24 and 16 points: 1-hour buckets merged two and three at a time', async () => {
+    // Two at a time is a day's 25 hours at 24 points, the fleet's usual read: its buckets are
+    // aggregated without an order (rpair); three at a time in bucket order (ragg).
+    for (const [maxPoints, k] of [
+      [24, 2],
+      [16, 3],
+    ] as const) {
+      const buckets = merged(handRollup(points, 3_600_000), 3_600_000, k);
+      expect(buckets).toHaveLength(48 / k);
+      for (const aggregation of ['MIN', 'MAX', 'AVG', 'LAST'] as const) {
+        const answer = await read(START, START + 2 * DAY - 1, maxPoints, aggregation);
+        expect(answer.resolution).toBe(3600 * k);
+        const key = aggregation === 'MIN' ? 'min' : aggregation === 'MAX' ? 'max' : aggregation === 'AVG' ? 'avg' : 'last';
+        expect(answer.rows).toEqual(buckets.map((r) => [r.bucket, r[key]]));
+      }
+    }
+  });
+
   it('two days at 2,880 points: the 1-minute rollup as stored', async () => {
     const minutes = handRollup(points, 60_000);
     const answer = await read(START, START + 2 * DAY - 1, 2880, 'AVG');
