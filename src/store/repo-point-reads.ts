@@ -373,11 +373,7 @@ function aggregatesOf(aggregation: Aggregation): { agg: SQL; aggOrdered: SQL; ra
           ? sql`(array_agg(u.last order by u.bucket desc) filter (where u.n > 0))[1]`
           : sql`sum(u.sum order by u.bucket) / sum(u.n)`;
   const rpair =
-    aggregation === 'LAST'
-      ? sql`(max(array[u.bucket::float8, u.last]) filter (where u.n > 0))[2]`
-      : aggregation === 'AVG'
-        ? sql`sum(u.sum) / sum(u.n)`
-        : ragg;
+    aggregation === 'LAST' ? sql`(max(array[u.bucket::float8, u.last]) filter (where u.n > 0))[2]` : aggregation === 'AVG' ? sql`sum(u.sum) / sum(u.n)` : ragg;
   const rone = aggregation === 'MIN' ? sql`u.min` : aggregation === 'MAX' ? sql`u.max` : aggregation === 'LAST' ? sql`u.last` : sql`u.sum / u.n`;
   return { agg, aggOrdered, ragg, rpair, rone };
 }
@@ -502,18 +498,23 @@ async function restOfWindows(
  * Statistics of many series over their own windows, in one statement. The average sums in key
  * order, as summarizeHeld does: a float sum depends on its order, and in scan order two reads of
  * the same points could differ in the last digit whenever the plan changed (and a warm answer
- * from the one given before the write).
+ * from the one given before the write). Each window is aggregated on its own (its ordered
+ * aggregates sort its points in memory): grouped together, every window's points were sorted at
+ * once by window, and on disk past a few hundred thousand.
  */
 export async function summariesOf(ctx: RepoContext, windows: readonly SeriesWindow[]): Promise<SummaryRow[]> {
   if (windows.length === 0) return [];
   const rows = await ctx.rows<Record<string, unknown>>(
     sql`
     with w as (${windowsSql(windows)})
-    select w.idx, count(pt.value)::int as count, min(pt.value) as min, max(pt.value) as max, avg(pt.value order by pt.key)::float8 as avg,
-      (array_agg(pt.value order by pt.key desc) filter (where pt.value is not null))[1] as last, min(pt.ts) as first_at, max(pt.ts) as last_at
-    from w cross join lateral ${rawPoints(sql`w.series_id`, sql`w.k_from`, sql`w.k_to`)} pt
-    where (w.t_from is null or pt.ts >= w.t_from) and (w.t_to is null or pt.ts <= w.t_to)
-    group by w.idx`,
+    select w.idx, s.count, s.min, s.max, s.avg, s.last, s.first_at, s.last_at
+    from w cross join lateral (
+      select count(*) as points, count(pt.value)::int as count, min(pt.value) as min, max(pt.value) as max, avg(pt.value order by pt.key)::float8 as avg,
+        (array_agg(pt.value order by pt.key desc) filter (where pt.value is not null))[1] as last, min(pt.ts) as first_at, max(pt.ts) as last_at
+      from ${rawPoints(sql`w.series_id`, sql`w.k_from`, sql`w.k_to`)} pt
+      where ${inWindow('pt')}
+    ) s
+    where s.points > 0`,
   );
   return rows.map((r) => ({
     seriesId: windows[Number(r.idx)]!.seriesId,

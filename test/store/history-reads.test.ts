@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Aggregation } from '../../src/domain/types.js';
 import type { PointWriteRow } from '../../src/store/repository.js';
-import { heldOf, shapeHeld } from '../../src/store/shaping.js';
+import { heldOf, shapeHeld, summarizeHeld } from '../../src/store/shaping.js';
 import { pointBatchOfRows } from '../../src/store/sql-util.js';
 import { useTestRepository } from '../support/database.js';
 import { handRollup, insertSeries, type RollupRow, wave } from './rollup-fixtures.js';
@@ -158,6 +158,27 @@ describe('reads pick the resolution', () => {
         .sort();
       expect(mine).toEqual(alone.flatMap((a, i) => (i === 2 ? [] : a.points.map((p) => JSON.stringify(p)))).sort());
     }
+  });
+
+  it('summarises each window as the held points do: with values, without any, and empty', async () => {
+    // Each window is aggregated on its own: a window of points without a value still has a row
+    // (no count, its first and last instants), an empty one has none.
+    const [sparse] = await insertSeries(suite.db.db, ['history-reads-nulls', 'time']);
+    const rows = wave(sparse!, START, 60_000, 120).map((p, i) => [p[0], p[1], p[2], p[3], i >= 60 && i < 90 ? null : p[4]] as PointWriteRow);
+    await suite.repo.writePoints(rows, { expectNew: true });
+    const t = (seriesId: number, from: number, to: number) => ({ seriesId, keyedBy: 'time' as const, from: new Date(from), to: new Date(to) });
+    const windows = [
+      t(sparse!, START, START + 2 * 3_600_000),
+      t(sparse!, START + 61 * 60_000, START + 80 * 60_000),
+      t(sparse!, START + 5 * 3_600_000, START + 6 * 3_600_000),
+      t(id, START + 3_600_000, START + DAY),
+    ];
+    const batch = pointBatchOfRows(rows);
+    const held = [heldOf(batch, batch.runs[0]!), heldOf(pointBatchOfRows(points), pointBatchOfRows(points).runs[0]!)];
+    const expected = windows.map((w, i) => summarizeHeld(w.seriesId, i, held[w.seriesId === id ? 1 : 0]!, w)).filter((r) => r !== null);
+    expect(expected.map((r) => r.count)).toEqual([90, 0, (3_600 * 23) / 5 + 1]);
+    const got = await suite.repo.summariesOf(windows);
+    expect([...got].sort((a, b) => a.index - b.index)).toEqual(expected);
   });
 
   it("answers the same from points held in memory (a fetch's answer before its write commits)", async () => {
