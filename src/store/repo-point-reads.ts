@@ -411,7 +411,7 @@ async function restOfWindows(
     // (a window cutting its first and last hours, or points without a value) to a second read the
     // other way. One sort of every window's points at once (for the count, then again by bucket)
     // spilled to disk: a fleet read of 1,000 series x 334 points took 640 ms, two external sorts
-    // 190 ms of it; 330 ms now.
+    // 190 ms of it; 320-460 ms now (docs/history.md).
     const asIs = sql`(
       select count(*) as n, ${pointArrays('r', 'r.key')} from ${rawPoints(sql`w.series_id`, sql`w.lo`, sql`w.hi`)} r where ${inWindow('r')}
     )`;
