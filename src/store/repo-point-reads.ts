@@ -92,6 +92,15 @@ function rollupBucketWidth(a: string, r: SQL, maxPoints: number): SQL {
   return sql`${r} * greatest(1, ceil((${sql.raw(a)}.hi_r - ${sql.raw(a)}.base + ${r})::float8 / (${r} * ${maxPoints}::bigint)))::bigint`;
 }
 
+/** SQL: the buckets of the hourly windows `rw` whose width passes `widthIs`, each merging its hours `u` of `h` by `aggregate`. */
+function mergedHours(widthIs: SQL, aggregate: SQL): SQL {
+  return sql`select rw.idx, rw.series_id, max(rw.width) as width, rw.base + (u.bucket - rw.base) / rw.width * rw.width as k, ${aggregate}::float8 as value
+      from rw join h as u on u.idx = rw.idx and u.bucket >= rw.base and u.bucket <= rw.hi_r
+      where ${widthIs}
+      group by rw.idx, rw.series_id, rw.base, rw.width, (u.bucket - rw.base) / rw.width
+      having sum(u.n) > 0`;
+}
+
 /** A series' points as three arrays in key order (ts as epoch ms, steps, vals), from the rows of `rows`. */
 function pointArrays(rows: string, orderBy: string): SQL {
   return sql.raw(`array_agg(floor(extract(epoch from ${rows}.ts) * 1000)::float8 order by ${orderBy}) as ts,
@@ -232,17 +241,9 @@ export async function pointsAt(
       from rw join h as u on u.idx = rw.idx and u.bucket >= rw.base and u.bucket <= rw.hi_r
       where rw.width = ${HOUR_MS}::bigint and u.n > 0
       union all
-      select rw.idx, rw.series_id, max(rw.width) as width, rw.base + (u.bucket - rw.base) / rw.width * rw.width as k, ${rpair}::float8 as value
-      from rw join h as u on u.idx = rw.idx and u.bucket >= rw.base and u.bucket <= rw.hi_r
-      where rw.width = ${2 * HOUR_MS}::bigint
-      group by rw.idx, rw.series_id, rw.base, rw.width, (u.bucket - rw.base) / rw.width
-      having sum(u.n) > 0
+      ${mergedHours(sql`rw.width = ${2 * HOUR_MS}::bigint`, rpair)}
       union all
-      select rw.idx, rw.series_id, max(rw.width) as width, rw.base + (u.bucket - rw.base) / rw.width * rw.width as k, ${ragg}::float8 as value
-      from rw join h as u on u.idx = rw.idx and u.bucket >= rw.base and u.bucket <= rw.hi_r
-      where rw.width > ${2 * HOUR_MS}::bigint
-      group by rw.idx, rw.series_id, rw.base, rw.width, (u.bucket - rw.base) / rw.width
-      having sum(u.n) > 0
+      ${mergedHours(sql`rw.width > ${2 * HOUR_MS}::bigint`, ragg)}
     ), fr as (
       -- A raw window without compacted days: its first maxPoints + 1 points, in key order (the
       -- answer when they are all there are).
