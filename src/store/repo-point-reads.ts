@@ -28,6 +28,7 @@ function numbersOf(a: NumberArray): (number | null)[] {
 }
 
 const MIN_KEY = sql.raw('(-9223372036854775807)::bigint');
+const MAX_KEY = sql.raw('9223372036854775807::bigint');
 
 /**
  * A window reads a rollup only when its raw points are many (pointsAt): up to this many in the
@@ -101,11 +102,15 @@ function mergedHours(widthIs: SQL, aggregate: SQL): SQL {
       having sum(u.n) > 0`;
 }
 
-/** A series' points as three arrays in key order (ts as epoch ms, steps, vals), from the rows of `rows`. */
-function pointArrays(rows: string, orderBy: string): SQL {
-  return sql.raw(`array_agg(floor(extract(epoch from ${rows}.ts) * 1000)::float8 order by ${orderBy}) as ts,
-    array_agg(${rows}.step order by ${orderBy}) as steps,
-    array_agg(${rows}.value::float8 order by ${orderBy}) as vals`);
+/**
+ * A series' points as three arrays in key order (ts as epoch ms, steps, vals), from the rows of
+ * `rows`: ordered by `orderBy`, or, where it is null, in the order the rows come (a lone subquery's).
+ */
+function pointArrays(rows: string, orderBy: string | null): SQL {
+  const order = orderBy === null ? '' : ` order by ${orderBy}`;
+  return sql.raw(`array_agg(floor(extract(epoch from ${rows}.ts) * 1000)::float8${order}) as ts,
+    array_agg(${rows}.step${order}) as steps,
+    array_agg(${rows}.value::float8${order}) as vals`);
 }
 
 export async function seriesOfJobs(ctx: RepoContext, jobIds: readonly string[], kind: 'system' | 'training'): Promise<SeriesRow[]> {
@@ -152,7 +157,7 @@ export async function pointsOf(ctx: RepoContext, windows: readonly SeriesWindow[
 /**
  * pointsOf, and the resolution each series was answered at: a long window of a time-keyed series
  * whose raw points are many (more than ROLLUP_ABOVE_POINTS and 10 x maxPoints, counted from the
- * 1-hour rollup) is read from a rollup instead of its raw points, as is a window reaching before
+ * 1-hour rollup, or known fewer from the stored counts of its compacted days) is read from a rollup instead of its raw points, as is a window reaching before
  * the series' raw points were dropped by retention, when the raw equal-width bucket would be half
  * a minute or more. The rollup is the 1-hour one when that bucket would be 30 minutes or more,
  * or the window reaches before the series' 1-minute rows were dropped by retention
@@ -189,25 +194,20 @@ export async function pointsAt(
   const hiRange = sql`(select max(x.key) from ${rawPoints(sql`w.series_id`)} x where ${inWindow('x')})`;
   const whichever = (edge: SQL, range: SQL) =>
     edgeOnly ? edge : rangeOnly ? range : sql`case when w.t_from is null and w.t_to is null then ${edge} else ${range} end`;
+  const hourFrom = bucketSql('w.k_from', HOUR_MS);
   const decided = await ctx.preparedRows<DecidedRow>(
     sql`
     with w as materialized (${windowsSql(windows)}),
-    h as materialized (
-      -- The 1-hour rollup's buckets of each time-keyed window: what decides a rollup read, and
-      -- the answer of a window read from it.
-      ${
-        timed
-          ? sql`select w.idx, h.bucket, h.n, h.min, h.max, h.sum, h.last
-        from (select * from w where w.timed) w cross join lateral ${rollup1h(sql`w.series_id`, bucketSql('w.k_from', HOUR_MS), sql`w.k_to`)} h`
-          : sql`select null::int as idx, null::bigint as bucket, null::int as n, null::float8 as min, null::float8 as max, null::float8 as sum, null::float8 as last where false`
-      }
-    ), e as materialized (
-      select w.*, e.lo, e.hi, coalesce(hn.rn, 0) as rn, s.raw_before, s.minute_before,
-        -- Compacted days in the window (time-keyed series only): read through rawPoints.
-        w.timed and e.lo is not null and exists (select 1 from point_chunks c where c.series_id = w.series_id
-          and c.chunk_start > e.lo - ${CHUNK_MS} and c.chunk_start <= e.hi) as chunked
+    d as materialized (
+      select w.*, e.lo, e.hi, s.raw_before, s.minute_before, coalesce(c.chunked, false) as chunked, c.est,
+        -- Whether the window's 1-hour rollup is read to decide it: not where its hours are all in
+        -- compacted days whose samples are too few to roll it whatever the rollup counts (the
+        -- rollup counts values only, of no hour outside those days), nor before retention dropped
+        -- raw points. Such a window is raw; reading its hours only to learn so was the cost of its
+        -- rollup read again (bench:history, a fleet read of 1,000 series x 24 h at 1M points:
+        -- 162 ms against 75 for the rollup alone).
+        w.timed and (e.lo is null or coalesce(s.raw_before > coalesce(w.k_from, ${MIN_KEY}), false) or c.cn is null or c.cn > ${rollUpAbove}) as counted
       from w left join series s on s.id = w.series_id
-      left join (select h.idx, sum(h.n) as rn from h group by h.idx) hn on hn.idx = w.idx
       cross join lateral (
         select ${whichever(loEdge, loRange)} as lo, ${whichever(hiEdge, hiRange)} as hi
         -- Computed once a window: without the fence the planner pulls this subquery up and runs
@@ -216,7 +216,34 @@ export async function pointsAt(
         -- spent 4.2 of its 4.3 s here, computing each lower edge three times and each upper one twice).
         offset 0
       ) e
-      where e.lo is not null or coalesce(hn.rn, 0) > 0
+      left join lateral (
+        -- The compacted days of the window's hours (time-keyed series only), by their stored
+        -- counts, nothing decoded: whether the window has some (read through rawPoints), their
+        -- samples where no raw point of those hours is uncompacted (cn), and the samples of the
+        -- window's extent were they spread evenly over each day (est: how its points are read first).
+        select bool_or(c.chunk_start > e.lo - ${CHUNK_MS} and c.chunk_start <= e.hi) as chunked,
+          case when not exists (select 1 from points p where p.series_id = w.series_id and p.key >= ${hourFrom}
+            and p.key <= case when w.k_to is null then ${MAX_KEY} else ${bucketSql('w.k_to', HOUR_MS)} + ${HOUR_MS - 1} end)
+          then sum(c.n) end as cn,
+          sum(c.n::float8 * greatest(0, least(e.hi + 1, c.chunk_start + ${CHUNK_MS}) - greatest(e.lo, c.chunk_start))) / ${CHUNK_MS} as est
+        from point_chunks c
+        where w.timed and e.lo is not null and c.series_id = w.series_id
+          and c.chunk_start > greatest(${hourFrom}, (-9223372036854775807 + ${CHUNK_MS})::bigint) - ${CHUNK_MS}
+          and c.chunk_start <= coalesce(w.k_to, ${MAX_KEY})
+      ) c on true
+    ),
+    h as materialized (
+      -- The 1-hour rollup's buckets of each window it decides: the answer of a window read from it.
+      ${
+        timed
+          ? sql`select w.idx, h.bucket, h.n, h.min, h.max, h.sum, h.last
+        from (select * from d where d.counted) w cross join lateral ${rollup1h(sql`w.series_id`, hourFrom, sql`w.k_to`)} h`
+          : sql`select null::int as idx, null::bigint as bucket, null::int as n, null::float8 as min, null::float8 as max, null::float8 as sum, null::float8 as last where false`
+      }
+    ), e as materialized (
+      select d.*, case when d.counted then coalesce(hn.rn, 0) else coalesce(round(d.est), 0) end as rn
+      from d left join (select h.idx, sum(h.n) as rn from h group by h.idx) hn on hn.idx = d.idx
+      where d.lo is not null or coalesce(hn.rn, 0) > 0
     ), b as materialized (
       select x.*,
         -- Read from the 1-hour rows above: rolled, its extent its raw points' (as in the second
@@ -337,7 +364,11 @@ interface DecidedRow extends AnswerRow {
   hi: string | null;
   raw_before: string | null;
   minute_before: string | null;
-  /** The window's samples as its 1-hour rollup counts them (whole hours, values only): about its raw points' count. */
+  /**
+   * About the window's raw points' count: its samples as its 1-hour rollup counts them (whole
+   * hours, values only), or, for a window whose rollup was not read (its hours all in compacted
+   * days too few to roll it), its days' samples prorated to its extent.
+   */
   rn: string | null;
   chunked: boolean;
   rolled: boolean;
@@ -356,15 +387,15 @@ interface AnswerRow {
 
 /**
  * The aggregates of a read: `agg` of raw points `pt` in a bucket whose rows come in key order,
- * `aggOrdered` where they do not (the average then sums in key order itself), and `ragg` of
+ * `aggInOrder` the same with no sort of its own (LAST the bucket's last row), and `ragg` of
  * rollup buckets `u` (avg = the sum of their sums / their count, in bucket order), `rpair` equal
  * to `ragg` of at most two buckets without an order (a sum of two floats is the same either way;
  * the last is the newest non-empty bucket's, found by comparing [bucket, last] pairs), and `rone`
  * of one bucket `u` alone (with n > 0), equal to `ragg` of that bucket.
  */
-function aggregatesOf(aggregation: Aggregation): { agg: SQL; aggOrdered: SQL; ragg: SQL; rpair: SQL; rone: SQL } {
+function aggregatesOf(aggregation: Aggregation): { agg: SQL; aggInOrder: SQL; ragg: SQL; rpair: SQL; rone: SQL } {
   const agg = aggregateSql(aggregation, 'pt.value', 'pt.key');
-  const aggOrdered = aggregation === 'AVG' ? sql.raw('avg(pt.value order by pt.key)') : agg;
+  const aggInOrder = aggregation === 'LAST' ? sql.raw('(array_agg(pt.value))[count(*)]') : agg;
   const ragg =
     aggregation === 'MIN'
       ? sql`min(u.min)`
@@ -376,7 +407,7 @@ function aggregatesOf(aggregation: Aggregation): { agg: SQL; aggOrdered: SQL; ra
   const rpair =
     aggregation === 'LAST' ? sql`(max(array[u.bucket::float8, u.last]) filter (where u.n > 0))[2]` : aggregation === 'AVG' ? sql`sum(u.sum) / sum(u.n)` : ragg;
   const rone = aggregation === 'MIN' ? sql`u.min` : aggregation === 'MAX' ? sql`u.max` : aggregation === 'LAST' ? sql`u.last` : sql`u.sum / u.n`;
-  return { agg, aggOrdered, ragg, rpair, rone };
+  return { agg, aggInOrder, ragg, rpair, rone };
 }
 
 /** SQL: whether row `a`'s ts lies in window `w`'s instants (a step-keyed window's; a time-keyed one has none). */
@@ -385,7 +416,7 @@ const inWindow = (a: string) => sql.raw(`(w.t_from is null or ${a}.ts >= w.t_fro
 /**
  * The second statement of pointsAt: the windows the first decided but did not answer, each read
  * by the part its decision names (`part`): C, a raw window with compacted days, its points
- * decoded once, as they are or in buckets as its 1-hour count says (read again the other way
+ * decoded once, as they are or in buckets as its count (rn) says (read again the other way
  * where that count misjudged them); M, a rolled window not read from the first statement's
  * 1-hour rows (its extent from a rollup's edges where raw points were dropped, or the 1-minute
  * rollup). Only the parts some window needs are in the statement.
@@ -397,7 +428,7 @@ async function restOfWindows(
   maxPoints: number,
   aggregation: Aggregation,
 ): Promise<AnswerRow[]> {
-  const { aggOrdered, ragg } = aggregatesOf(aggregation);
+  const { aggInOrder, ragg } = aggregatesOf(aggregation);
   const partOf = (d: DecidedRow) => (d.rolled ? 'M' : 'C');
   const parts = new Set(rest.map(partOf));
   const json = JSON.stringify(
@@ -407,24 +438,32 @@ async function restOfWindows(
   const answers: SQL[] = [];
   if (parts.has('C')) {
     // Each window with compacted days: its points decoded once, in a sort of its own (a few
-    // hundred rows: in memory), as they are where its 1-hour rollup counts at most maxPoints, else
-    // grouped by bucket; with their count, which sends the few windows the rollup's count misjudged
-    // (a window cutting its first and last hours, or points without a value) to a second read the
-    // other way. One sort of every window's points at once (for the count, then again by bucket)
+    // hundred rows: in memory), as they are where its count (rn) is at most maxPoints, else
+    // grouped by bucket; with their count, which sends the few windows that count misjudged (the
+    // rollup's: a window cutting its first and last hours, or points without a value; the days'
+    // prorated: a day sampled unevenly) to a second read the other way. One sort of every window's points at once (for the count, then again by bucket)
     // spilled to disk: a fleet read of 1,000 series x 334 points took 640 ms, two external sorts
     // 190 ms of it; 320-460 ms now (docs/history.md).
+    // The decoded days come in no index's order: each window's points are sorted once, by bucket
+    // and key, and every aggregate above takes them in that order from its lone subquery (as `bu`
+    // does), so none sorts again: an ordered aggregate sorts each group on its own (a fleet read
+    // of 1,000 series x 24 h at 24 points: 24 sorts a window for its averages, 3 more for its arrays).
     const asIs = sql`(
-      select count(*) as n, ${pointArrays('r', 'r.key')} from ${rawPoints(sql`w.series_id`, sql`w.lo`, sql`w.hi`)} r where ${inWindow('r')}
+      select count(*) as n, ${pointArrays('r', null)}
+      from (select r.key, r.ts, r.step, r.value from ${rawPoints(sql`w.series_id`, sql`w.lo`, sql`w.hi`)} r where ${inWindow('r')} order by r.key) r
     )`;
-    // Each bucket's aggregate in key order (the decoded days come in no index's order).
     const bucketed = sql`(
-      select sum(g.c) as n, array_agg(g.ts order by g.k) as ts, array_agg(g.step order by g.k) as steps, array_agg(g.value order by g.k) as vals
+      select sum(g.c) as n, array_agg(g.ts) as ts, array_agg(g.step) as steps, array_agg(g.value) as vals
       from (
-        select w.lo + (pt.key - w.lo) / w.width * w.width as k, floor(extract(epoch from min(pt.ts)) * 1000)::float8 as ts, min(pt.step) as step,
-          ${aggOrdered}::float8 as value, count(*) as c
-        from ${rawPoints(sql`w.series_id`, sql`w.lo`, sql`w.hi`)} pt
-        where ${inWindow('pt')}
-        group by 1
+        select pt.k, floor(extract(epoch from min(pt.ts)) * 1000)::float8 as ts, min(pt.step) as step, ${aggInOrder}::float8 as value, count(*) as c
+        from (
+          select w.lo + (pt.key - w.lo) / w.width * w.width as k, pt.key, pt.ts, pt.step, pt.value
+          from ${rawPoints(sql`w.series_id`, sql`w.lo`, sql`w.hi`)} pt
+          where ${inWindow('pt')}
+          order by 1, 2
+        ) pt
+        group by pt.k
+        order by pt.k
       ) g
     )`;
     ctes.push(sql`cw as materialized (

@@ -67,9 +67,9 @@ describe('compacted raw points', () => {
       [[t(b, undefined, START + DAY + 3)], 300],
       [[t(b, START + DAY - 3, START + 2 * DAY)], 300],
       [[{ seriesId: steps, keyedBy: 'step', from: null, to: null }], 10],
-      // Where the 1-hour rollup's count misjudges a compacted window's points (it decides how the
-      // days are first read): 20 minutes of a's hour of 60 samples at 30 points (as they are), and
-      // b's first hour, 12 points and a null among them (11 counted), at 11 (in buckets).
+      // Windows a first count could misjudge (it decides how compacted days are first read): 20
+      // minutes of a's hour of 60 samples at 30 points (as they are), and b's first hour, 12 points
+      // and a null among them, at 11 (in buckets). The describe below misjudges on purpose.
       [[t(a, START + HOUR + 10 * 60_000, START + HOUR + 30 * 60_000)], 30],
       [[t(b, START, START + HOUR - 1)], 11],
     ];
@@ -194,5 +194,57 @@ describe('compacted raw points', () => {
     );
     expect(late.resolutions.get(a)).toBeUndefined();
     expect(late.points).toHaveLength(61);
+  });
+});
+
+describe('a compacted window read first as its count says, then the other way where the count misjudged it', () => {
+  // One day sampled unevenly (100 samples in its first hour, one a null, and one at 23:00),
+  // compacted; the next day's five samples left uncompacted. A window whose hours are all in
+  // compacted days is counted by its days' samples prorated to its extent; one that reaches
+  // uncompacted points, by its 1-hour rollup (whole hours, values only). Each window below is
+  // misjudged by its count, so its answer comes from the second read the other way.
+  const D1 = Date.UTC(2026, 10, 10);
+  const D2 = D1 + DAY;
+  let x = 0;
+  const t = (from: number, to: number): SeriesWindow[] => [{ seriesId: x, keyedBy: 'time', from: new Date(from), to: new Date(to) }];
+  const windows = (): [string, SeriesWindow[], number][] => [
+    // Prorated: 101 x 22.5 h / 24 h = 95 over 60; it holds 51.
+    ['days prorated, more than it holds', t(D1 + 30 * 60_000, D1 + 23 * HOUR), 60],
+    // Prorated: 101 x 59.4 min / 24 h = 4 under 60; it holds 100.
+    ['days prorated, fewer than it holds', t(D1, D1 + HOUR - 1), 60],
+    // Its hours count 99 + 1 + 5 = 105 values over 60; it holds 51 + 5 = 56.
+    ['1-hour rollup, whole hours', t(D1 + 30 * 60_000, D2 + HOUR), 60],
+    // Its hours count 105 values, at most 105; it holds 106 points, the null among them.
+    ['1-hour rollup, values only', t(D1, D2 + HOUR), 105],
+  ];
+
+  async function answersOf() {
+    const out: Record<string, unknown> = {};
+    for (const [name, w, maxPoints] of windows()) {
+      for (const aggregation of ['AVG', 'MIN', 'MAX', 'LAST'] as Aggregation[]) {
+        const r = await suite.repo.pointsAt(w, maxPoints, aggregation);
+        out[`${name} ${aggregation}`] = r.points.map((p) => [p.timestamp!.getTime(), p.value]);
+      }
+    }
+    return out;
+  }
+
+  it('answers each such window as the uncompacted points did', async () => {
+    await insertJob('baseten-3:job:uneven', 'baseten-3');
+    const [row] = await rowsOf<{ id: number }>(
+      suite.db.db,
+      sql`insert into series (series_key, job_id, kind, name, unit, scope, source, keyed_by)
+          values ('chunk-uneven', 'baseten-3:job:uneven', 'system', 'gpu_utilization', 'RATIO', 'GPU', 'baseten', 'time') returning id::float8 as id`,
+    );
+    x = Number(row!.id);
+    const first = wave(x, D1, 36_000, 100).map((p, i) => (i === 5 ? ([p[0], p[1], p[2], null, null] as PointWriteRow) : p));
+    await suite.repo.writePoints([...first, ...wave(x, D1 + 23 * HOUR, HOUR, 1), ...wave(x, D2 + 10 * 60_000, 10 * 60_000, 5)]);
+    const before = await answersOf();
+    // Each window answers in full: the points it holds (51, 56) where they are at most maxPoints, else buckets (100 at 60: 60; 106 at 105: 9 of 851,429 ms).
+    expect(Object.values(before).map((v) => (v as unknown[]).length)).toEqual([51, 60, 56, 9].flatMap((n) => [n, n, n, n]));
+    expect(await compactAll('baseten-3', D2 + HOUR)).toBe(101);
+    expect(await count('point_chunks', x)).toBe(1);
+    expect(await count('points', x)).toBe(5);
+    expect(await answersOf()).toEqual(before);
   });
 });
