@@ -22,6 +22,18 @@ async function insertJob(id: string, providerId: string) {
     values (${id}, ${providerId}, ${`${providerId}:project:p`}, ${id}, ${id}, 'RUNNING', now(), now())`);
 }
 
+/** A job `name` of provider `providerId` with one time-keyed series, `chunk-<name>`: the series' id. */
+async function insertJobSeries(providerId: string, name: string): Promise<number> {
+  const jobId = `${providerId}:job:${name}`;
+  await insertJob(jobId, providerId);
+  const [row] = await rowsOf<{ id: number }>(
+    suite.db.db,
+    sql`insert into series (series_key, job_id, kind, name, unit, scope, source, keyed_by)
+        values (${`chunk-${name}`}, ${jobId}, 'system', 'gpu_utilization', 'RATIO', 'GPU', 'baseten', 'time') returning id::float8 as id`,
+  );
+  return Number(row!.id);
+}
+
 async function count(table: 'points' | 'point_chunks', seriesId: number): Promise<number> {
   const [row] = await rowsOf<{ n: number | string }>(suite.db.db, sql`select count(*)::int as n from ${sql.raw(table)} where series_id = ${seriesId}`);
   return Number(row!.n);
@@ -94,13 +106,7 @@ describe('compacted raw points', () => {
     await insertJob('baseten-1:job:rollups', 'baseten-1');
     const made = await insertSeries(suite.db.db, ['chunk-a', 'time'], ['chunk-b', 'time'], ['chunk-steps', 'step']);
     [a, b, steps] = made as [number, number, number];
-    await insertJob('baseten-2:job:other', 'baseten-2');
-    const [row] = await rowsOf<{ id: number }>(
-      suite.db.db,
-      sql`insert into series (series_key, job_id, kind, name, unit, scope, source, keyed_by)
-          values ('chunk-other', 'baseten-2:job:other', 'system', 'gpu_utilization', 'RATIO', 'GPU', 'baseten', 'time') returning id::float8 as id`,
-    );
-    other = Number(row!.id);
+    other = await insertJobSeries('baseten-2', 'other');
     // a: one sample a minute over four days; b: every 5 minutes over two days but one, a null and steps among them.
     aPoints = wave(a, START, 60_000, 4 * 1440);
     await suite.repo.writePoints(aPoints, { expectNew: true });
@@ -230,13 +236,7 @@ describe('a compacted window read first as its count says, then the other way wh
   }
 
   it('answers each such window as the uncompacted points did', async () => {
-    await insertJob('baseten-3:job:uneven', 'baseten-3');
-    const [row] = await rowsOf<{ id: number }>(
-      suite.db.db,
-      sql`insert into series (series_key, job_id, kind, name, unit, scope, source, keyed_by)
-          values ('chunk-uneven', 'baseten-3:job:uneven', 'system', 'gpu_utilization', 'RATIO', 'GPU', 'baseten', 'time') returning id::float8 as id`,
-    );
-    x = Number(row!.id);
+    x = await insertJobSeries('baseten-3', 'uneven');
     const first = wave(x, D1, 36_000, 100).map((p, i) => (i === 5 ? ([p[0], p[1], p[2], null, null] as PointWriteRow) : p));
     await suite.repo.writePoints([...first, ...wave(x, D1 + 23 * HOUR, HOUR, 1), ...wave(x, D2 + 10 * 60_000, 10 * 60_000, 5)]);
     const before = await answersOf();
