@@ -157,16 +157,17 @@ export async function pointsOf(ctx: RepoContext, windows: readonly SeriesWindow[
 /**
  * pointsOf, and the resolution each series was answered at: a long window of a time-keyed series
  * whose raw points are many (more than ROLLUP_ABOVE_POINTS and 10 x maxPoints, counted from the
- * 1-hour rollup, or known fewer from the stored counts of its compacted days) is read from a rollup instead of its raw points, as is a window reaching before
- * the series' raw points were dropped by retention, when the raw equal-width bucket would be half
- * a minute or more. The rollup is the 1-hour one when that bucket would be 30 minutes or more,
- * or the window reaches before the series' 1-minute rows were dropped by retention
- * (series.minute_before), else the 1-minute one (HOURLY_FROM_MS); its buckets are answered
- * as stored when they number at most maxPoints (min, max, count, last and avg = sum / count equal
- * the raw points' to the last digit), else merged k at a time (avg = the sum of their sums / their
- * count). `resolutions` holds the bucket width in seconds of each series read from a rollup;
- * series read from raw points are absent. One statement, or two when a window has compacted
- * days or reads the 1-minute rollup.
+ * 1-hour rollup, or known fewer from the stored counts of its compacted days) is read from a
+ * rollup instead of its raw points, as is a window reaching before the series' raw points were
+ * dropped by retention, when the raw equal-width bucket would be half a minute or more. The
+ * rollup is the 1-hour one when that bucket would be 30 minutes or more, or the window reaches
+ * before the series' 1-minute rows were dropped by retention (series.minute_before), else the
+ * 1-minute one (HOURLY_FROM_MS); its buckets are answered as stored when they number at most
+ * maxPoints (min, max, count, last and avg = sum / count equal the raw points' to the last
+ * digit), else merged k at a time (avg = the sum of their sums / their count). `resolutions`
+ * holds the bucket width in seconds of each series read from a rollup; series read from raw
+ * points are absent. One statement, or two when a window has compacted days or reads the
+ * 1-minute rollup.
  */
 export async function pointsAt(
   ctx: RepoContext,
