@@ -387,16 +387,15 @@ interface AnswerRow {
 }
 
 /**
- * The aggregates of a read: `agg` of raw points `pt` in a bucket whose rows come in key order,
- * `aggInOrder` the same with no sort of its own (LAST the bucket's last row), and `ragg` of
+ * The aggregates of a read: `agg` of raw points `pt` in a bucket whose rows come in key order
+ * (from a lone subquery ordered by key: no sort of its own, LAST the bucket's last row), `ragg` of
  * rollup buckets `u` (avg = the sum of their sums / their count, in bucket order), `rpair` equal
  * to `ragg` of at most two buckets without an order (a sum of two floats is the same either way;
  * the last is the newest non-empty bucket's, found by comparing [bucket, last] pairs), and `rone`
  * of one bucket `u` alone (with n > 0), equal to `ragg` of that bucket.
  */
-function aggregatesOf(aggregation: Aggregation): { agg: SQL; aggInOrder: SQL; ragg: SQL; rpair: SQL; rone: SQL } {
-  const agg = aggregateSql(aggregation, 'pt.value', 'pt.key');
-  const aggInOrder = aggregation === 'LAST' ? sql.raw('(array_agg(pt.value))[count(*)]') : agg;
+function aggregatesOf(aggregation: Aggregation): { agg: SQL; ragg: SQL; rpair: SQL; rone: SQL } {
+  const agg = aggregation === 'LAST' ? sql.raw('(array_agg(pt.value))[count(*)]') : aggregateSql(aggregation, 'pt.value', 'pt.key');
   const ragg =
     aggregation === 'MIN'
       ? sql`min(u.min)`
@@ -408,7 +407,7 @@ function aggregatesOf(aggregation: Aggregation): { agg: SQL; aggInOrder: SQL; ra
   const rpair =
     aggregation === 'LAST' ? sql`(max(array[u.bucket::float8, u.last]) filter (where u.n > 0))[2]` : aggregation === 'AVG' ? sql`sum(u.sum) / sum(u.n)` : ragg;
   const rone = aggregation === 'MIN' ? sql`u.min` : aggregation === 'MAX' ? sql`u.max` : aggregation === 'LAST' ? sql`u.last` : sql`u.sum / u.n`;
-  return { agg, aggInOrder, ragg, rpair, rone };
+  return { agg, ragg, rpair, rone };
 }
 
 /** SQL: whether row `a`'s ts lies in window `w`'s instants (a step-keyed window's; a time-keyed one has none). */
@@ -429,7 +428,7 @@ async function restOfWindows(
   maxPoints: number,
   aggregation: Aggregation,
 ): Promise<AnswerRow[]> {
-  const { aggInOrder, ragg } = aggregatesOf(aggregation);
+  const { agg, ragg } = aggregatesOf(aggregation);
   const partOf = (d: DecidedRow) => (d.rolled ? 'M' : 'C');
   const parts = new Set(rest.map(partOf));
   const json = JSON.stringify(
@@ -442,13 +441,14 @@ async function restOfWindows(
     // hundred rows: in memory), as they are where its count (rn) is at most maxPoints, else
     // grouped by bucket; with their count, which sends the few windows that count misjudged (the
     // rollup's: a window cutting its first and last hours, or points without a value; the days'
-    // prorated: a day sampled unevenly) to a second read the other way. One sort of every window's points at once (for the count, then again by bucket)
-    // spilled to disk: a fleet read of 1,000 series x 334 points took 640 ms, two external sorts
-    // 190 ms of it; 320-460 ms now (docs/history.md).
-    // The decoded days come in no index's order: each window's points are sorted once, by bucket
-    // and key, and every aggregate above takes them in that order from its lone subquery (as `bu`
-    // does), so none sorts again: an ordered aggregate sorts each group on its own (a fleet read
-    // of 1,000 series x 24 h at 24 points: 24 sorts a window for its averages, 3 more for its arrays).
+    // prorated: a day sampled unevenly) to a second read the other way. One sort of every
+    // window's points at once (for the count, then again by bucket) spilled to disk: a fleet read
+    // of 1,000 series x 334 points took 640 ms, two external sorts 190 ms of it; 320-460 ms now
+    // (docs/history.md). The decoded days come in no index's order: each window's points are
+    // sorted once, by bucket and key, and every aggregate above takes them in that order from its
+    // lone subquery (as `bu` does), so none sorts again: an ordered aggregate sorts each group on
+    // its own (a fleet read of 1,000 series x 24 h at 24 points: 24 sorts a window for its
+    // averages, 3 more for its arrays).
     const asIs = sql`(
       select count(*) as n, ${pointArrays('r', null)}
       from (select r.key, r.ts, r.step, r.value from ${rawPoints(sql`w.series_id`, sql`w.lo`, sql`w.hi`)} r where ${inWindow('r')} order by r.key) r
@@ -456,7 +456,7 @@ async function restOfWindows(
     const bucketed = sql`(
       select sum(g.c) as n, array_agg(g.ts) as ts, array_agg(g.step) as steps, array_agg(g.value) as vals
       from (
-        select pt.k, floor(extract(epoch from min(pt.ts)) * 1000)::float8 as ts, min(pt.step) as step, ${aggInOrder}::float8 as value, count(*) as c
+        select pt.k, floor(extract(epoch from min(pt.ts)) * 1000)::float8 as ts, min(pt.step) as step, ${agg}::float8 as value, count(*) as c
         from (
           select w.lo + (pt.key - w.lo) / w.width * w.width as k, pt.key, pt.ts, pt.step, pt.value
           from ${rawPoints(sql`w.series_id`, sql`w.lo`, sql`w.hi`)} pt

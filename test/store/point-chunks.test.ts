@@ -240,7 +240,8 @@ describe('a compacted window read first as its count says, then the other way wh
     const first = wave(x, D1, 36_000, 100).map((p, i) => (i === 5 ? ([p[0], p[1], p[2], null, null] as PointWriteRow) : p));
     await suite.repo.writePoints([...first, ...wave(x, D1 + 23 * HOUR, HOUR, 1), ...wave(x, D2 + 10 * 60_000, 10 * 60_000, 5)]);
     const before = await answersOf();
-    // Each window answers in full: the points it holds (51, 56) where they are at most maxPoints, else buckets (100 at 60: 60; 106 at 105: 9 of 851,429 ms).
+    // Each window answers in full: the points it holds (51, 56) where they are at most maxPoints,
+    // else buckets (100 at 60: 60; 106 at 105: 9 of 851,429 ms).
     expect(Object.values(before).map((v) => (v as unknown[]).length)).toEqual([51, 60, 56, 9].flatMap((n) => [n, n, n, n]));
     expect(await compactAll('baseten-3', D2 + HOUR)).toBe(101);
     expect(await count('point_chunks', x)).toBe(1);
