@@ -79,12 +79,17 @@ export async function pickCompactionBatch(
   const settled = before - (((before % CHUNK_MS) + CHUNK_MS) % CHUNK_MS);
   const rows = sql.raw(table);
   const at = sql.raw(table === 'points' ? 'key' : 'bucket');
+  // A series' oldest row, one index step (a parameter of the lateral subquery, not a join of
+  // `table` on series_id): a join made the planner look up series_id's actual extremes in the
+  // index, walking the index entries of the rows this very compaction had just deleted (no vacuum
+  // has run yet; never on PGlite, which has no autovacuum). On PGlite, 1,000 series with their
+  // points moved: 76-95 ms to plan each batch's pick (7,700 buffers read), 0.3 ms this way.
   const picked = await rowsOf<{ id: number | string; first: number | string | null }>(
     ctx.db,
-    sql`select s.id::float8 as id, (select p.${at} from ${rows} p where p.series_id = s.id order by p.${at} limit 1)::float8 as first
+    sql`select s.id::float8 as id, f.first::float8 as first
       from series s join jobs j on j.id = s.job_id
-      where j.provider_id = ${providerId} and s.keyed_by = 'time' and s.id > ${after}
-        and exists (select 1 from ${rows} x where x.series_id = s.id and x.${at} < ${settled})
+      cross join lateral (select p.${at} as first from ${rows} p where p.series_id = s.id order by p.${at} limit 1) f
+      where j.provider_id = ${providerId} and s.keyed_by = 'time' and s.id > ${after} and f.first < ${settled}
       order by s.id limit ${batch}`,
   );
   if (picked.length === 0) return null;
