@@ -159,6 +159,8 @@ export class CollectionStore {
     }
     // Compacted days: whole month partitions dropped (Repository.dropRawChunks).
     if (!signal?.aborted) await this.rt.repo.dropRawChunks(providerId, before.getTime(), keep);
+    // PGlite: the deleted rows' space back (Repository.vacuumDeadRows; autovacuum's on PostgreSQL).
+    if (deleted > 0) await this.rt.repo.vacuumDeadRows(['points']);
     return deleted;
   }
 
@@ -186,6 +188,7 @@ export class CollectionStore {
     if (which === 'minute' && !signal?.aborted) deleted += (await this.rt.repo.dropRollupChunks(providerId, before.getTime())).deleted;
     // Compacted months of the 1-hour rollup: whole year partitions dropped (Repository.dropHourRollupChunks).
     if (which === 'hour' && !signal?.aborted) deleted += (await this.rt.repo.dropHourRollupChunks(providerId, before.getTime())).deleted;
+    if (deleted > 0) await this.rt.repo.vacuumDeadRows([which === 'minute' ? 'points_1m' : 'points_1h']);
     return deleted;
   }
 
@@ -202,7 +205,11 @@ export class CollectionStore {
       return { ...step, moved: step.points };
     };
     const moved = await compactInBatches(batch, signal, slice);
-    if (moved > 0) await this.rt.repo.analyzeChunks();
+    if (moved > 0) {
+      await this.rt.repo.analyzeChunks();
+      // PGlite: the moved rows' space back in `points` (Repository.vacuumDeadRows; autovacuum's on PostgreSQL).
+      await this.rt.repo.vacuumDeadRows(['points']);
+    }
     return moved;
   }
 
@@ -219,13 +226,19 @@ export class CollectionStore {
       return { ...step, moved: step.rows };
     };
     const moved = await compactInBatches(minutes, signal, slice);
-    if (moved > 0) await this.rt.repo.analyzeRollupChunks();
+    if (moved > 0) {
+      await this.rt.repo.analyzeRollupChunks();
+      await this.rt.repo.vacuumDeadRows(['points_1m']);
+    }
     const hours = async (after: number) => {
       const step = await this.rt.repo.compactHourRollupsBatch(providerId, before.getTime(), after, COMPACT_BATCH);
       return { ...step, moved: step.rows };
     };
     const movedHours = await compactInBatches(hours, signal, slice);
-    if (movedHours > 0) await this.rt.repo.analyzeHourRollupChunks();
+    if (movedHours > 0) {
+      await this.rt.repo.analyzeHourRollupChunks();
+      await this.rt.repo.vacuumDeadRows(['points_1h']);
+    }
     return moved + movedHours;
   }
 
