@@ -642,9 +642,6 @@ export async function maintainStatistics(ctx: RepoContext, pointsWritten: number
   if (ctx.state.pointsSinceAnalyze < due) return false;
   ctx.state.pointsSinceAnalyze = 0;
   await client.query('analyze points, series');
-  // The statistics of this backend's last statements are flushed at most once a second: forced
-  // now, they count the rows the chore just deleted.
-  await client.query('select pg_stat_force_next_flush()');
   const counted = (await client.query(`select reltuples::float8 as n from pg_class where relname = 'points'`)) as { rows: { n: number }[] };
   ctx.state.pointsAtAnalyze = Math.max(0, counted.rows[0]?.n ?? 0);
   return true;
