@@ -227,8 +227,8 @@ export class CollectionStore {
     };
     const moved = await compactInBatches(minutes, signal, slice);
     if (moved > 0) {
-      await this.rt.repo.analyzeRollupChunks();
       await this.rt.repo.vacuumDeadRows(['points_1m']);
+      await this.rt.repo.analyzeRollupChunks();
     }
     const hours = async (after: number) => {
       const step = await this.rt.repo.compactHourRollupsBatch(providerId, before.getTime(), after, COMPACT_BATCH);
@@ -236,8 +236,8 @@ export class CollectionStore {
     };
     const movedHours = await compactInBatches(hours, signal, slice);
     if (movedHours > 0) {
-      await this.rt.repo.analyzeHourRollupChunks();
       await this.rt.repo.vacuumDeadRows(['points_1h']);
+      await this.rt.repo.analyzeHourRollupChunks();
     }
     return moved + movedHours;
   }

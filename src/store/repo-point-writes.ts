@@ -657,7 +657,7 @@ export type VacuumedTable = 'points' | 'points_1m' | 'points_1h';
  * grew as an uncompacted one did), and a plan that looks up an index's extremes walked them (the
  * compaction's own pick of a batch: 76-95 ms to plan over 1,000 compacted series). Called after
  * such a chore: each of `tables` whose dead rows pass autovacuum's own rule (50 rows plus 20% of
- * its live rows, as PostgreSQL's defaults) is vacuumed and analyzed. On PostgreSQL it does nothing
+ * its live rows, as PostgreSQL's defaults) is vacuumed. On PostgreSQL it does nothing
  * (autovacuum does it). Returns the tables vacuumed.
  */
 export async function vacuumDeadRows(ctx: RepoContext, tables: readonly VacuumedTable[]): Promise<VacuumedTable[]> {
@@ -670,14 +670,9 @@ export async function vacuumDeadRows(ctx: RepoContext, tables: readonly Vacuumed
     `select relname, n_live_tup::float8 as live, n_dead_tup::float8 as dead from pg_stat_user_tables where relname in (${tables.map((t) => `'${t}'`).join(', ')})`,
   )) as { rows: { relname: VacuumedTable; live: number; dead: number }[] };
   const due = counted.rows.filter((r) => r.dead > 50 + 0.2 * r.live).map((r) => r.relname);
-  for (const table of due) {
-    await client.query(`vacuum (analyze) ${table}`);
-    // Its statistics are fresh: maintainStatistics counts from here.
-    if (table === 'points') {
-      ctx.state.pointsSinceAnalyze = 0;
-      ctx.state.pointsAtAnalyze = counted.rows.find((r) => r.relname === 'points')?.live ?? 0;
-    }
-  }
+  // Vacuum only: ANALYZE stays where it was (maintainStatistics for `points`, the chores' own
+  // analyzeRollupChunks and analyzeHourRollupChunks after this for the rollups' rows).
+  for (const table of due) await client.query(`vacuum ${table}`);
   return due;
 }
 

@@ -348,7 +348,7 @@ export class Repository {
     return hourRollups.hourRollupChunkPartitions(this.ctx);
   }
 
-  /** PGlite: vacuums (and analyzes) each of `tables` whose dead rows pass autovacuum's rule; PostgreSQL: nothing (repo-point-writes.ts). */
+  /** PGlite: vacuums each of `tables` whose dead rows pass autovacuum's rule; PostgreSQL: nothing (repo-point-writes.ts). */
   vacuumDeadRows(tables: readonly pointWrites.VacuumedTable[]): Promise<pointWrites.VacuumedTable[]> {
     return pointWrites.vacuumDeadRows(this.ctx, tables);
   }
