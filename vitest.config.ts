@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
-import { defineConfig } from 'vitest/config';
-import { databaseTestFiles } from './test/support/passes.js';
+import { configDefaults, defineConfig } from 'vitest/config';
+import { databaseTestFiles, ONCE_ON_POSTGRES } from './test/support/passes.js';
 import LongestFirst from './test/support/sequencer.js';
 
 const ROOT = import.meta.dirname;
@@ -41,9 +41,18 @@ export default defineConfig({
     // The PGlite pass: every file, on an in-memory PGlite whatever the shell sets. The PostgreSQL
     // pass (only when TEST_DATABASE_URL names one): the files whose setup uses the test database
     // (test/support/passes.ts); the others would run the same test again. One run with the
-    // variable set runs both, in parallel; `--project pglite` or `--project postgres` runs one.
+    // variable set runs both, in parallel; `--project pglite` or `--project postgres` runs one. A
+    // file of ONCE_ON_POSTGRES runs in the PostgreSQL pass only when there is one.
     projects: [
-      { extends: true, test: { name: 'pglite', include: ['test/**/*.test.ts'], env: { TEST_DATABASE_URL: '' } } },
+      {
+        extends: true,
+        test: {
+          name: 'pglite',
+          include: ['test/**/*.test.ts'],
+          exclude: [...configDefaults.exclude, ...(process.env.TEST_DATABASE_URL ? ONCE_ON_POSTGRES : [])],
+          env: { TEST_DATABASE_URL: '' },
+        },
+      },
       ...(process.env.TEST_DATABASE_URL ? [{ extends: true as const, test: { name: 'postgres', include: databaseTestFiles(ROOT) } }] : []),
     ],
   },

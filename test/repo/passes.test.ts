@@ -5,7 +5,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DATABASE_NAMES, databaseTestFiles } from '../support/passes.js';
+import { DATABASE_NAMES, databaseTestFiles, ONCE_ON_POSTGRES } from '../support/passes.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -30,5 +30,11 @@ describe('the PostgreSQL pass', () => {
     const files = databaseTestFiles(ROOT);
     for (const f of ['test/store/read-through.test.ts', 'test/reliability/postgres-restart.test.ts', 'test/security/stall.test.ts']) expect(files).toContain(f);
     for (const f of ['test/repo/layout.test.ts', 'test/live/subscriptions.test.ts', 'test/providers/baseten/adapter.test.ts']) expect(files).not.toContain(f);
+  });
+
+  it('runs each file the PGlite pass leaves to it, so a run with both passes runs every file', () => {
+    const files = databaseTestFiles(ROOT);
+    expect(ONCE_ON_POSTGRES.length).toBeGreaterThan(0);
+    for (const f of ONCE_ON_POSTGRES) expect(files).toContain(f);
   });
 });

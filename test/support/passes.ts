@@ -25,3 +25,17 @@ export function databaseTestFiles(root: string): string[] {
     .map((f) => path.relative(root, f).split(path.sep).join('/'))
     .sort();
 }
+
+/**
+ * Files that run in one pass of a run with both: the PostgreSQL one. Their subject does not depend
+ * on the database, and each costs minutes of CPU a pass; what of them does depend on it (the
+ * statements they drive) runs in both passes through the files named with each. Without
+ * TEST_DATABASE_URL (`npm test`) they run on PGlite.
+ */
+export const ONCE_ON_POSTGRES = [
+  // The findings rules' verdicts over 24 simulated hours of the healthy demo fleet (about 3.5 million
+  // collected points; 85 s of CPU on PGlite on a 2-core machine, the suite's longest file). The rules'
+  // statement, the points merge and the rollups run on both databases in findings/engine,
+  // store/write-points and the store's rollup tests.
+  'test/findings/no-false-alarms.test.ts',
+];
