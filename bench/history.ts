@@ -113,6 +113,8 @@ interface Sql {
   copyText(table: string, columns: string, text: string): Promise<void>;
   /** A drizzle handle on the same connection, for the store's own Repository. */
   db: Db;
+  /** PostgreSQL: the pool closed and opened again (its prepared statements and their plan choices gone); `db` is then a new handle. */
+  reopen?(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -124,24 +126,32 @@ async function openPostgres(url: string, schema: string): Promise<Sql> {
   await admin.unsafe(`create schema ${schema}`);
   await admin.end();
   // jit off as the store's own pool has it (src/store/db.ts).
-  const client = postgres(url, {
-    max: POOL,
-    onnotice: () => {},
-    prepare: true,
-    connection: { search_path: schema, jit: 'off', application_name: 'bench-history' },
-  });
-  return {
+  const open = () =>
+    postgres(url, {
+      max: POOL,
+      onnotice: () => {},
+      prepare: true,
+      connection: { search_path: schema, jit: 'off', application_name: 'bench-history' },
+    });
+  let client = open();
+  const db: Sql = {
     query: async (text, params = []) => (await client.unsafe(text, params as never[])) as never,
     async copyText(table, columns, text) {
       const stream = (await client.unsafe(`copy ${table} (${columns}) from stdin`).writable()) as Writable;
       await pipeline(Readable.from([Buffer.from(text)]), stream);
     },
     db: drizzle(client, { schema: tables }) as unknown as Db,
+    async reopen() {
+      await client.end();
+      client = open();
+      db.db = drizzle(client, { schema: tables }) as unknown as Db;
+    },
     async close() {
       await client.unsafe(`drop schema if exists ${schema} cascade`);
       await client.end();
     },
   };
+  return db;
 }
 
 async function openEmbedded(dir: string): Promise<Sql> {
@@ -578,6 +588,14 @@ async function buildRollup(db: Sql, layout: Layout) {
 async function measureSize(db: Sql, layout: Layout, total: number, withIngest: boolean): Promise<SizeResult> {
   const perSeries = Math.floor(total / SERIES);
   const points = perSeries * SERIES;
+  // Each build on a pool of its own, as a server on a store of that size has. A connection keeps a
+  // prepared statement's plan choice: after five custom plans it keeps the generic plan only while
+  // that plan's estimate is below the custom plans' average, and the store's statements cost about
+  // as much either way. The larger build's reads, on the connections that had read the smaller
+  // one, rebuilt the generic plan at an estimate above those cheaper custom plans and planned
+  // again at every call (docs/history.md, 2026-11-30 afternoon). A server's connections live 30
+  // to 60 minutes (postgres.js' max_lifetime), not through a store's five-fold growth.
+  await db.reopen?.();
   for (const t of [...layout.tables, 'rollup_1h']) await db.query(`drop table if exists ${t}`);
   await layout.create(db, END - (perSeries - 1) * intervalOf(perSeries));
   log(`${layout.name}: building ${fmt(points)} points (${SERIES} series x ${fmt(perSeries)}, one per ${intervalOf(perSeries) / 1000} s)`);
