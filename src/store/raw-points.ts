@@ -96,10 +96,11 @@ export function edgeRawPoint(sid: SQL, dir: 'first' | 'last', opts: { lo?: SQL |
     dir === 'last'
       ? sql`greatest(${lowest}, coalesce(${hotKey}, (-9223372036854775807 + ${CHUNK_MS})::bigint) - ${CHUNK_MS})`
       : sql`coalesce(${hotKey}, ${MAX_KEY})`;
-  const within = (stopAt: SQL) => (dir === 'last' ? sql`c.chunk_start > ${stopAt}` : sql`c.chunk_start < ${stopAt} and c.chunk_start <= ${to}`);
-  const first = sql.raw(dir === 'last' ? 'c.chunk_start <= ' : 'c.chunk_start > ');
-  const start = dir === 'last' ? to : lowest;
-  const next = sql.raw(dir === 'last' ? 'c.chunk_start < edge_chunks.chunk_start' : 'c.chunk_start > edge_chunks.chunk_start');
+  const within = dir === 'last' ? sql`c.chunk_start > edge_chunks.stop` : sql`c.chunk_start < edge_chunks.stop and c.chunk_start <= ${to}`;
+  // The next step's bound on the key index (inclusive): the range's near end, then past each day found.
+  const startAt = dir === 'last' ? to : sql`${lowest} + 1`;
+  const past = sql.raw(dir === 'last' ? 'c.chunk_start - 1' : 'c.chunk_start + 1');
+  const onward = sql.raw(dir === 'last' ? 'c.chunk_start <= edge_chunks.bound' : 'c.chunk_start >= edge_chunks.bound');
   // Each day's own edge: a day is decoded only when the days before it in that order had no
   // point in the range (sorting every decoded point of the days by key decoded them all: the last
   // edge read four days of a sample a minute for every series of a fleet read).
@@ -115,24 +116,21 @@ export function edgeRawPoint(sid: SQL, dir: 'first' | 'last', opts: { lo?: SQL |
   // parameters is a few rows, cheaper sorted than stepped through. The step's bound is one-sided
   // for the same reason (the far bound is tested on the day it finds, outside its LIMIT: past it in
   // that order, no later day is within either), so even a small table's step is an index step.
+  // The walk starts from a row without a day, so the chunk table is planned once, not twice.
   return sql`(
     select * from (
       (${hot})
       union all
       (with recursive edge_chunks as (
-        (select c.series_id, c.chunk_start, b.stop, p.key, p.ts, p.step, p.value
-          from (select ${stop} as stop offset 0) b
-          cross join lateral (select c.* from point_chunks c
-            where c.series_id = ${sid} and ${first}${start} order by c.chunk_start ${order} limit 1) c
-          ${dayEdge}
-          where ${within(sql`b.stop`)})
+        (select null::bigint as series_id, ${stop} as stop, ${startAt} as bound,
+          null::bigint as key, null::timestamptz as ts, null::integer as step, null::double precision as value)
         union all
-        (select c.series_id, c.chunk_start, edge_chunks.stop, p.key, p.ts, p.step, p.value
+        (select c.series_id, edge_chunks.stop, ${past}, p.key, p.ts, p.step, p.value
           from edge_chunks
           cross join lateral (select c.* from point_chunks c
-            where c.series_id = ${sid} and ${next} order by c.chunk_start ${order} limit 1) c
+            where c.series_id = ${sid} and ${onward} order by c.chunk_start ${order} limit 1) c
           ${dayEdge}
-          where edge_chunks.key is null and ${within(sql`edge_chunks.stop`)})
+          where edge_chunks.key is null and ${within})
       )
       select e.series_id, e.key, e.ts, e.step, e.value from edge_chunks e where e.key is not null limit 1)
     ) e order by e.key ${order} limit 1
