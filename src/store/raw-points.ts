@@ -88,28 +88,51 @@ export function edgeRawPoint(sid: SQL, dir: 'first' | 'last', opts: { lo?: SQL |
   const decodedDay = sql`select k.key, ${keyInstant('k.key')} as ts, k.step, k.value from ${DECODED_CHUNK}`;
   const hot = sql`select p.series_id, p.key, p.ts, p.step, p.value from points p
     where p.series_id = ${sid} and p.key >= ${from} and p.key <= ${to} and ${cond} order by p.key ${order} limit 1`;
-  const beyond =
+  const hotKey = sql`(select h.key from (${hot}) h)`;
+  const lowest = sql`greatest(${from}, (-9223372036854775807 + ${CHUNK_MS})::bigint) - ${CHUNK_MS}`;
+  // The bound a walk over the chunks stops at (exclusive): the range's far end, and the hot
+  // point's day, past which no chunk holds a point beyond it. Worked out once, carried along.
+  const stop =
     dir === 'last'
-      ? sql`c.chunk_start > coalesce((select h.key from (${hot}) h), (-9223372036854775807 + ${CHUNK_MS})::bigint) - ${CHUNK_MS}`
-      : sql`c.chunk_start < coalesce((select h.key from (${hot}) h), ${MAX_KEY})`;
+      ? sql`greatest(${lowest}, coalesce(${hotKey}, (-9223372036854775807 + ${CHUNK_MS})::bigint) - ${CHUNK_MS})`
+      : sql`coalesce(${hotKey}, ${MAX_KEY})`;
+  const within = dir === 'last' ? sql`c.chunk_start > edge_chunks.stop` : sql`c.chunk_start < edge_chunks.stop and c.chunk_start <= ${to}`;
+  // The next step's bound on the key index (inclusive): the range's near end, then past each day found.
+  const startAt = dir === 'last' ? to : sql`${lowest} + 1`;
+  const past = sql.raw(dir === 'last' ? 'c.chunk_start - 1' : 'c.chunk_start + 1');
+  const onward = sql.raw(dir === 'last' ? 'c.chunk_start <= edge_chunks.bound' : 'c.chunk_start >= edge_chunks.bound');
+  // Each day's own edge: a day is decoded only when the days before it in that order had no
+  // point in the range (sorting every decoded point of the days by key decoded them all: the last
+  // edge read four days of a sample a minute for every series of a fleet read).
+  const dayEdge = sql`left join lateral (
+          select p.* from (${opts.where ? decodedDay : sql`${decodedDay} where cardinality(c.offs) >= c.n union all ${regularDayEdge(dir, from, to)}`}) p
+          where p.key >= ${from} and p.key <= ${to} and ${cond}
+          order by p.key ${order} limit 1
+        ) p on true`;
+  // The chunks a day at a time, newest (oldest) first, until a day holds a point: each the next
+  // on the key index past the one before (LIMIT 1, an ordered Append of the month partitions'
+  // index scans), so that a series' history is not read. As one ordered scan joined to the days'
+  // edges, the planner sorted every chunk row of the series: its estimate of a range between two
+  // parameters is a few rows, cheaper sorted than stepped through. The step's bound is one-sided
+  // for the same reason (the far bound is tested on the day it finds, outside its LIMIT: past it in
+  // that order, no later day is within either), so even a small table's step is an index step.
+  // The walk starts from a row without a day, so the chunk table is planned once, not twice.
   return sql`(
     select * from (
       (${hot})
       union all
-      (select c.series_id, p.key, p.ts, p.step, p.value
-        from (select * from point_chunks c where c.series_id = ${sid}
-              and c.chunk_start > greatest(${from}, (-9223372036854775807 + ${CHUNK_MS})::bigint) - ${CHUNK_MS}
-              and c.chunk_start <= ${to} and ${beyond} order by c.chunk_start ${order}) c
-        -- Each day's own edge, the days in order, the first day that has one: a day is decoded
-        -- only when the days before it in that order had no point in the range (sorting every
-        -- decoded point of the days by key decoded them all: the last edge read four days of a
-        -- sample a minute for every series of a fleet read).
-        cross join lateral (
-          select p.* from (${opts.where ? decodedDay : sql`${decodedDay} where cardinality(c.offs) >= c.n union all ${regularDayEdge(dir, from, to)}`}) p
-          where p.key >= ${from} and p.key <= ${to} and ${cond}
-          order by p.key ${order} limit 1
-        ) p
-        order by c.chunk_start ${order} limit 1)
+      (with recursive edge_chunks as (
+        (select null::bigint as series_id, ${stop} as stop, ${startAt} as bound,
+          null::bigint as key, null::timestamptz as ts, null::integer as step, null::double precision as value)
+        union all
+        (select c.series_id, edge_chunks.stop, ${past}, p.key, p.ts, p.step, p.value
+          from edge_chunks
+          cross join lateral (select c.* from point_chunks c
+            where c.series_id = ${sid} and ${onward} order by c.chunk_start ${order} limit 1) c
+          ${dayEdge}
+          where edge_chunks.key is null and ${within})
+      )
+      select e.series_id, e.key, e.ts, e.step, e.value from edge_chunks e where e.key is not null limit 1)
     ) e order by e.key ${order} limit 1
   )`;
 }
