@@ -596,7 +596,7 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
   // that plan's estimate is below the custom plans' average, and the store's statements cost about
   // as much either way. The larger build's reads, on the connections that had read the smaller
   // one, rebuilt the generic plan at an estimate above those cheaper custom plans and planned
-  // again at every call (docs/history.md, 2026-11-30 afternoon). A server's connections live 30
+  // again at every call (docs/history.md, 2026-11-30 morning). A server's connections live 30
   // to 60 minutes (postgres.js' max_lifetime), not through a store's five-fold growth.
   await db.reopen?.();
   for (const t of [...layout.tables, 'rollup_1h']) await db.query(`drop table if exists ${t}`);
@@ -759,8 +759,8 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
   await layout.retain(db, firstCut);
   const dayTimes: number[] = [];
   for (let d = 1; d <= RETAINED_DAYS; d++) dayTimes.push(await timed(() => layout.retain(db, firstCut + d * DAY)));
-  const retentionMs = [...dayTimes].sort((a, b) => a - b)[Math.floor(RETAINED_DAYS / 2)]!;
-  log(`${layout.name}: retention of a whole day ${round(retentionMs)} ms (median; each: ${dayTimes.map(round).join(', ')} ms)`);
+  const retentionMs = median(dayTimes);
+  log(`${layout.name}: retention of a whole day ${round(retentionMs)} ms (median; each: ${dayTimes.map((t) => round(t)).join(', ')} ms)`);
   // And of the oldest whole month, where the layout partitions by month: a partition dropped.
   let monthRetentionMs: number | undefined;
   let monthRollupRetentionMs: number | undefined;
