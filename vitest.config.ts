@@ -4,6 +4,8 @@ import { databaseTestFiles, ONCE_ON_POSTGRES } from './test/support/passes.js';
 import LongestFirst from './test/support/sequencer.js';
 
 const ROOT = import.meta.dirname;
+/** A PostgreSQL for the second pass (.ci/run sets it). */
+const POSTGRES_URL = process.env.TEST_DATABASE_URL;
 
 export default defineConfig({
   resolve: {
@@ -49,11 +51,11 @@ export default defineConfig({
         test: {
           name: 'pglite',
           include: ['test/**/*.test.ts'],
-          exclude: [...configDefaults.exclude, ...(process.env.TEST_DATABASE_URL ? ONCE_ON_POSTGRES : [])],
+          exclude: [...configDefaults.exclude, ...(POSTGRES_URL ? ONCE_ON_POSTGRES : [])],
           env: { TEST_DATABASE_URL: '' },
         },
       },
-      ...(process.env.TEST_DATABASE_URL ? [{ extends: true as const, test: { name: 'postgres', include: databaseTestFiles(ROOT) } }] : []),
+      ...(POSTGRES_URL ? [{ extends: true as const, test: { name: 'postgres', include: databaseTestFiles(ROOT) } }] : []),
     ],
   },
 });
