@@ -16,8 +16,9 @@ export default defineConfig({
   },
   test: {
     // Says which tests this run skips and the variable that enables them; makes the migrated PGlite
-    // every in-memory test database starts from (test/support/pglite-template.ts).
-    globalSetup: ['test/support/skip-notice.ts', 'test/support/pglite-template.ts'],
+    // every in-memory test database starts from (test/support/pglite-template.ts); drops the
+    // PostgreSQL pass's test databases when the run ends (test/support/postgres-databases.ts).
+    globalSetup: ['test/support/skip-notice.ts', 'test/support/pglite-template.ts', 'test/support/postgres-databases.ts'],
     // Tests wait on events, never on durations: a time-out only turns a hang into a failure, so it
     // is generous enough for a machine with other work beside the suite (issue 18: two CPU-bound
     // processes). A fresh PGlite takes 4-5 s to initialise (STACK.md); each test file shares one.

@@ -1,9 +1,9 @@
 // Each test file gets its own database: in-memory PGlite by default, or a fresh database on the
-// real Postgres named by TEST_DATABASE_URL (created here, dropped afterwards), so the same suite
+// real Postgres named by TEST_DATABASE_URL (created here, dropped when the run ends), so the same suite
 // runs against both drivers and files never see each other's rows.
 import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import { openDatabase, type Database } from '../../src/store/db.js';
 import { Repository } from '../../src/store/repository.js';
 import { memoryDataDir, migrationsHash } from './pglite-template.js';
@@ -11,6 +11,7 @@ import { memoryDataDir, migrationsHash } from './pglite-template.js';
 export interface TestDatabase {
   databaseUrl: string | null;
   dataDir: string;
+  /** The file is done with it: an in-memory PGlite goes with its client; a Postgres one when the run ends. */
   drop(): Promise<void>;
 }
 
@@ -59,7 +60,8 @@ function migratedTemplate(admin: postgres.Sql): Promise<string> {
  */
 export async function createTestDatabase(dataDir?: string, opts: { empty?: boolean } = {}): Promise<TestDatabase> {
   if (!REAL_POSTGRES_URL) return { databaseUrl: null, dataDir: dataDir ?? (opts.empty ? 'memory://' : memoryDataDir()), drop: async () => {} };
-  const name = `tg_test_${randomBytes(6).toString('hex')}`;
+  // Tagged with the run (test/support/postgres-databases.ts drops the run's databases when it ends).
+  const name = `${inject('testDatabasePrefix')}${randomBytes(6).toString('hex')}`;
   // Two connections: the template's advisory lock holds one in a transaction, CREATE DATABASE cannot run in one.
   const admin = postgres(REAL_POSTGRES_URL, { max: 2, onnotice: () => {} });
   try {
@@ -72,15 +74,13 @@ export async function createTestDatabase(dataDir?: string, opts: { empty?: boole
   return {
     databaseUrl: url.toString(),
     dataDir: dataDir ?? 'memory://',
-    async drop() {
-      const a = postgres(REAL_POSTGRES_URL!, { max: 1, onnotice: () => {} });
-      await a.unsafe(`drop database if exists ${name} with (force)`);
-      await a.end();
-    },
+    // Nothing here: the run drops its databases after its last file (test/support/postgres-databases.ts),
+    // as a DROP DATABASE waits for a checkpoint. The file has closed its own connections by now.
+    async drop() {},
   };
 }
 
-/** A Repository on a test database of its own, migrated; close() closes and drops it. */
+/** A Repository on a test database of its own, migrated; close() closes it (and lets the database go: drop()). */
 export async function openTestRepository(): Promise<{ db: Database; repo: Repository; close(): Promise<void> }> {
   const tdb = await createTestDatabase();
   const db = await openDatabase({ databaseUrl: tdb.databaseUrl, dataDir: tdb.dataDir });
