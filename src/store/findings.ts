@@ -227,7 +227,7 @@ export class FindingsStore {
       newest as materialized (
         select s.job_id, max(lp.key) as last_key
         from series s join running r on r.job_id = s.job_id left join fresh f on f.job_id = r.job_id
-        cross join lateral (select p.key from ${edgeRawPoint(sql`s.id`, 'last', { hi: sql`${nowMs}::bigint` })} p) lp
+        cross join lateral (select p.key from ${edgeRawPoint(sql`s.id`, 'last', { hi: sql`${nowMs}::bigint`, keyOnly: true })} p) lp
         where s.kind = 'system' and f.job_id is null group by s.job_id
       ),
       no_data as materialized (

@@ -78,14 +78,21 @@ export function rawPoints(sid: SQL, lo: SQL | null = null, hi: SQL | null = null
  * series_id, key, ts, step, value: one step on `points`' key index, and then only the chunks that
  * could hold a newer (older) point than that one, newest (oldest) first until one holds such a
  * point, decoding only that one. A running series' latest point is in `points` and its chunks are
- * days older: the chunks' index is probed and nothing is decoded.
+ * days older: the chunks' index is probed and nothing is decoded. `keyOnly` (without `where`): a
+ * point found in a chunk comes with its key alone (ts, step and value null), its values unread.
  */
-export function edgeRawPoint(sid: SQL, dir: 'first' | 'last', opts: { lo?: SQL | null; hi?: SQL | null; where?: SQL } = {}): SQL {
+export function edgeRawPoint(sid: SQL, dir: 'first' | 'last', opts: { lo?: SQL | null; hi?: SQL | null; where?: SQL; keyOnly?: boolean } = {}): SQL {
   const from = opts.lo ? sql`coalesce(${opts.lo}, ${MIN_KEY})` : MIN_KEY;
   const to = opts.hi ? sql`coalesce(${opts.hi}, ${MAX_KEY})` : MAX_KEY;
   const cond = opts.where ?? sql`true`;
   const order = sql.raw(dir === 'last' ? 'desc' : 'asc');
-  const decodedDay = sql`select k.key, ${keyInstant('k.key')} as ts, k.step, k.value from ${DECODED_CHUNK}`;
+  // keyOnly: a compacted day's key, and no ts, step or value (null), so that its values' array is
+  // never read: at a sample a minute it is TOASTed (1,440 float8s), and a fleet read's edges, which
+  // want only the keys, detoasted two a series. Not with `where`, a condition that may read them.
+  const keyOnly = opts.keyOnly === true && !opts.where;
+  const decodedDay = keyOnly
+    ? sql`select c.chunk_start + k.d as key, null::timestamptz as ts, null::integer as step, null::double precision as value from unnest(c.offs) as k(d)`
+    : sql`select k.key, ${keyInstant('k.key')} as ts, k.step, k.value from ${DECODED_CHUNK}`;
   const hot = sql`select p.series_id, p.key, p.ts, p.step, p.value from points p
     where p.series_id = ${sid} and p.key >= ${from} and p.key <= ${to} and ${cond} order by p.key ${order} limit 1`;
   const hotKey = sql`(select h.key from (${hot}) h)`;
@@ -105,7 +112,7 @@ export function edgeRawPoint(sid: SQL, dir: 'first' | 'last', opts: { lo?: SQL |
   // point in the range (sorting every decoded point of the days by key decoded them all: the last
   // edge read four days of a sample a minute for every series of a fleet read).
   const dayEdge = sql`left join lateral (
-          select p.* from (${opts.where ? decodedDay : sql`${decodedDay} where cardinality(c.offs) >= c.n union all ${regularDayEdge(dir, from, to)}`}) p
+          select p.* from (${opts.where ? decodedDay : sql`${decodedDay} where cardinality(c.offs) >= c.n union all ${regularDayEdge(dir, from, to, keyOnly)}`}) p
           where p.key >= ${from} and p.key <= ${to} and ${cond}
           order by p.key ${order} limit 1
         ) p on true`;
@@ -144,7 +151,7 @@ export function edgeRawPoint(sid: SQL, dir: 'first' | 'last', opts: { lo?: SQL |
  * series for one). Nothing for a day at several spacings (DECODED_CHUNK then) or without such a
  * point: the caller keeps the point only within [from, to].
  */
-function regularDayEdge(dir: 'first' | 'last', from: SQL, to: SQL): SQL {
+function regularDayEdge(dir: 'first' | 'last', from: SQL, to: SQL, keyOnly: boolean): SQL {
   const d =
     dir === 'first'
       ? sql`greatest(${from}, c.chunk_start) - c.chunk_start - r.first`
@@ -153,7 +160,10 @@ function regularDayEdge(dir: 'first' | 'last', from: SQL, to: SQL): SQL {
     dir === 'first'
       ? sql`case when x.d <= 0 then 0 else (x.d + r.spacing - 1) / r.spacing end`
       : sql`case when x.d < 0 then -1 else least(c.n - 1, x.d / r.spacing) end`;
-  return sql`select a.key, ${keyInstant('a.key')} as ts, c.steps[a.i + 1] as step, c.vals[a.i + 1] as value
+  const point = keyOnly
+    ? sql`null::timestamptz as ts, null::integer as step, null::double precision as value`
+    : sql`${keyInstant('a.key')} as ts, c.steps[a.i + 1] as step, c.vals[a.i + 1] as value`;
+  return sql`select a.key, ${point}
     from (select c.chunk_start + r.first + i.i * r.spacing as key, i.i::int as i
       from ${sql.raw(CHUNK_SPACING)}
       cross join lateral (select ${d} as d) x

@@ -189,8 +189,8 @@ export async function pointsAt(
   const byEdges = (w: SeriesWindow) => w.keyedBy === 'time' || (!w.from && !w.to);
   const edgeOnly = windows.every(byEdges);
   const rangeOnly = !windows.some(byEdges);
-  const loEdge = sql`(select x.key from ${edgeRawPoint(sql`w.series_id`, 'first', { lo: sql`w.k_from` })} x)`;
-  const hiEdge = sql`(select x.key from ${edgeRawPoint(sql`w.series_id`, 'last', { hi: sql`w.k_to` })} x)`;
+  const loEdge = sql`(select x.key from ${edgeRawPoint(sql`w.series_id`, 'first', { lo: sql`w.k_from`, keyOnly: true })} x)`;
+  const hiEdge = sql`(select x.key from ${edgeRawPoint(sql`w.series_id`, 'last', { hi: sql`w.k_to`, keyOnly: true })} x)`;
   const loRange = sql`(select min(x.key) from ${rawPoints(sql`w.series_id`)} x where ${inWindow('x')})`;
   const hiRange = sql`(select max(x.key) from ${rawPoints(sql`w.series_id`)} x where ${inWindow('x')})`;
   const whichever = (edge: SQL, range: SQL) =>

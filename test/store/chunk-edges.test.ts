@@ -1,7 +1,8 @@
 // A window's edge (edgeRawPoint: the newest or oldest raw point of a series in [lo, hi] that
 // passes a condition) over a series with two months of compacted days: the same answer with its
 // points in `points`, in both, and in point_chunks; and, compacted, it reads the chunk rows it
-// steps through (a day or three), not every day of the series' history.
+// steps through (a day or three), not every day of the series' history; asked for its key alone,
+// it leaves a day's values unread.
 import { type SQL, sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { edgeRawPoint } from '../../src/store/raw-points.js';
@@ -125,6 +126,14 @@ async function chunkRowsRead(seriesId: number, c: Case): Promise<number> {
   return read;
 }
 
+/** Shared buffers the statement touched (EXPLAIN ANALYZE, BUFFERS: hit and read, over the whole plan). */
+async function buffersOf(statement: SQL): Promise<number> {
+  const [row] = await rowsOf<Record<string, unknown>>(suite.db.db, sql`explain (analyze, buffers, format json) ${statement}`);
+  const json = Object.values(row!)[0];
+  const plan = (typeof json === 'string' ? JSON.parse(json) : json) as [{ Plan: { 'Shared Hit Blocks': number; 'Shared Read Blocks': number } }];
+  return plan[0].Plan['Shared Hit Blocks'] + plan[0].Plan['Shared Read Blocks'];
+}
+
 interface PlanNode {
   'Relation Name'?: string;
   'Actual Rows'?: number;
@@ -169,5 +178,44 @@ describe("a window's edge over many compacted days", () => {
     for (const c of CASES) read[c.name] = await chunkRowsRead(x, c);
     // At most the null days and the one with a value (a row read per day stepped through).
     for (const [name, n] of Object.entries(read)) expect(n, name).toBeLessThanOrEqual(3);
+  });
+
+  it("answers a key-only edge from a day's keys, its values unread", async () => {
+    // Two days at a sample a minute (the values' array TOASTed): one at one spacing, one missing a sample.
+    const y = (await insertSeries(suite.db.db, ['edges-y', 'time']))[0]!;
+    const written: PointWriteRow[] = [];
+    for (let d = 5; d <= 6; d++) {
+      for (let i = 0; i < 1440; i++) {
+        if (d === 6 && i === 700) continue;
+        const key = day(d, i * 60_000 + 15_000);
+        written.push([y, key, key, null, Math.round(Math.sin(i / 9) * 1e6 + i * 7.31) / 100]);
+      }
+    }
+    await suite.repo.writePoints(written, { expectNew: true });
+    await compactAll(day(7));
+    const [held] = await rowsOf<{ n: number; offs: number[] }>(
+      suite.db.db,
+      sql`select count(*)::int as n, array_agg(cardinality(offs) order by chunk_start) as offs from point_chunks where series_id = ${y}`,
+    );
+    expect([Number(held!.n), held!.offs.map(Number)]).toEqual([2, [2, 1439]]);
+    const cases: Case[] = [
+      { name: 'newest up to within the day at one spacing', dir: 'last', hi: day(5, 10 * HOUR + 30_000) },
+      { name: 'oldest from within the day at one spacing', dir: 'first', lo: day(5, 3 * HOUR + 20_000) },
+      { name: 'newest up to within the day missing a sample', dir: 'last', hi: day(6, 11 * HOUR + 40_000) },
+      { name: 'oldest from within the day missing a sample', dir: 'first', lo: day(6, 700 * 60_000) },
+    ];
+    for (const c of cases) {
+      const bounds = { lo: c.lo === undefined ? null : sql`${c.lo}::bigint`, hi: c.hi === undefined ? null : sql`${c.hi}::bigint` };
+      const full = sql`select x.key::float8 as key, x.value from (select 1) o cross join lateral ${edgeRawPoint(sql`${y}::bigint`, c.dir, bounds)} x`;
+      const keyOnly = sql`select x.key::float8 as key, x.value from (select 1) o cross join lateral ${edgeRawPoint(sql`${y}::bigint`, c.dir, { ...bounds, keyOnly: true })} x`;
+      const held = written.filter((p) => (c.lo === undefined || p[1] >= c.lo) && (c.hi === undefined || p[1] <= c.hi));
+      const want = c.dir === 'last' ? held[held.length - 1]! : held[0]!;
+      const [f] = await rowsOf<{ key: number | string; value: number | null }>(suite.db.db, full);
+      const [k] = await rowsOf<{ key: number | string; value: number | null }>(suite.db.db, keyOnly);
+      expect([Number(f!.key), f!.value], c.name).toEqual([want[1], want[4]]);
+      expect([Number(k!.key), k!.value], c.name).toEqual([want[1], null]);
+      // The values' TOASTed pages are what the key-only edge does not read.
+      expect(await buffersOf(keyOnly), c.name).toBeLessThan(await buffersOf(full));
+    }
   });
 });
