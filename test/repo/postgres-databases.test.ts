@@ -6,7 +6,7 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, REAL_POSTGRES_URL } from '../support/database.js';
-import setup, { runDatabasePrefix } from '../support/postgres-databases.js';
+import setup, { dropRunDatabases, runDatabasePrefix } from '../support/postgres-databases.js';
 
 describe.runIf(REAL_POSTGRES_URL)('the test databases of a run go when it ends [needs TEST_DATABASE_URL]', () => {
   let admin: postgres.Sql | undefined;
@@ -20,9 +20,7 @@ describe.runIf(REAL_POSTGRES_URL)('the test databases of a run go when it ends [
 
   afterAll(async () => {
     live?.kill();
-    for (const r of await admin!<{ datname: string }[]>`select datname from pg_database where datname like ${`${runDatabasePrefix(live.pid!)}%`}`) {
-      await admin!.unsafe(`drop database if exists "${r.datname}" with (force)`);
-    }
+    if (live?.pid) await dropRunDatabases(REAL_POSTGRES_URL!, live.pid);
     await admin?.end();
   });
 

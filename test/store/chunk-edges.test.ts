@@ -69,11 +69,12 @@ const CASES: Case[] = [
   { name: 'newest with a value in the null days', dir: 'last', lo: day(DAYS - 2), notNull: true },
 ];
 
-function edgeOf(seriesId: number, c: Case): SQL {
+function edgeOf(seriesId: number, c: Case, keyOnly = false): SQL {
   return edgeRawPoint(sql`${seriesId}::bigint`, c.dir, {
     lo: c.lo === undefined ? null : sql`${c.lo}::bigint`,
     hi: c.hi === undefined ? null : sql`${c.hi}::bigint`,
     where: c.notNull ? sql`p.value is not null` : undefined,
+    keyOnly,
   });
 }
 
@@ -91,9 +92,9 @@ async function edges(seriesId: number): Promise<Record<string, [number, number |
 }
 
 /** The same, from the written samples. */
-function expected(points: PointWriteRow[]): Record<string, [number, number | null] | null> {
+function expected(points: PointWriteRow[], cases: Case[] = CASES): Record<string, [number, number | null] | null> {
   const out: Record<string, [number, number | null] | null> = {};
-  for (const c of CASES) {
+  for (const c of cases) {
     const held = points.filter((p) => (c.lo === undefined || p[1] >= c.lo) && (c.hi === undefined || p[1] <= c.hi) && (!c.notNull || p[4] !== null));
     const p = c.dir === 'last' ? held[held.length - 1] : held[0];
     out[c.name] = p ? [p[1], p[4]] : null;
@@ -111,27 +112,30 @@ async function compactAll(before: number): Promise<void> {
 
 /** Over every chunk-table scan of the edge's plan (EXPLAIN ANALYZE): the rows it read, those its filter removed among them. */
 async function chunkRowsRead(seriesId: number, c: Case): Promise<number> {
-  const [row] = await rowsOf<Record<string, unknown>>(
-    suite.db.db,
-    sql`explain (analyze, format json) select x.key from (select 1) o cross join lateral ${edgeOf(seriesId, c)} x`,
-  );
-  const json = Object.values(row!)[0];
-  const plan = (typeof json === 'string' ? JSON.parse(json) : json) as [{ Plan: PlanNode }];
+  const plan = await planOf(sql`select x.key from (select 1) o cross join lateral ${edgeOf(seriesId, c)} x`, false);
   let read = 0;
   const walk = (n: PlanNode) => {
     if (n['Relation Name']?.startsWith('point_chunks')) read += ((n['Actual Rows'] ?? 0) + (n['Rows Removed by Filter'] ?? 0)) * (n['Actual Loops'] ?? 0);
     for (const child of n.Plans ?? []) walk(child);
   };
-  walk(plan[0].Plan);
+  walk(plan);
   return read;
 }
 
-/** Shared buffers the statement touched (EXPLAIN ANALYZE, BUFFERS: hit and read, over the whole plan). */
-async function buffersOf(statement: SQL): Promise<number> {
-  const [row] = await rowsOf<Record<string, unknown>>(suite.db.db, sql`explain (analyze, buffers, format json) ${statement}`);
+/** The statement's plan as run (EXPLAIN ANALYZE, in JSON; with its buffers when asked). */
+async function planOf(statement: SQL, buffers: boolean): Promise<PlanNode> {
+  const [row] = await rowsOf<Record<string, unknown>>(
+    suite.db.db,
+    buffers ? sql`explain (analyze, buffers, format json) ${statement}` : sql`explain (analyze, format json) ${statement}`,
+  );
   const json = Object.values(row!)[0];
-  const plan = (typeof json === 'string' ? JSON.parse(json) : json) as [{ Plan: { 'Shared Hit Blocks': number; 'Shared Read Blocks': number } }];
-  return plan[0].Plan['Shared Hit Blocks'] + plan[0].Plan['Shared Read Blocks'];
+  return ((typeof json === 'string' ? JSON.parse(json) : json) as [{ Plan: PlanNode }])[0].Plan;
+}
+
+/** Shared buffers the statement touched (hit and read, over the whole plan). */
+async function buffersOf(statement: SQL): Promise<number> {
+  const plan = await planOf(statement, true);
+  return (plan['Shared Hit Blocks'] ?? 0) + (plan['Shared Read Blocks'] ?? 0);
 }
 
 interface PlanNode {
@@ -139,6 +143,8 @@ interface PlanNode {
   'Actual Rows'?: number;
   'Actual Loops'?: number;
   'Rows Removed by Filter'?: number;
+  'Shared Hit Blocks'?: number;
+  'Shared Read Blocks'?: number;
   Plans?: PlanNode[];
 }
 
@@ -204,16 +210,15 @@ describe("a window's edge over many compacted days", () => {
       { name: 'newest up to within the day missing a sample', dir: 'last', hi: day(6, 11 * HOUR + 40_000) },
       { name: 'oldest from within the day missing a sample', dir: 'first', lo: day(6, 700 * 60_000) },
     ];
+    const wanted = expected(written, cases);
     for (const c of cases) {
-      const bounds = { lo: c.lo === undefined ? null : sql`${c.lo}::bigint`, hi: c.hi === undefined ? null : sql`${c.hi}::bigint` };
-      const full = sql`select x.key::float8 as key, x.value from (select 1) o cross join lateral ${edgeRawPoint(sql`${y}::bigint`, c.dir, bounds)} x`;
-      const keyOnly = sql`select x.key::float8 as key, x.value from (select 1) o cross join lateral ${edgeRawPoint(sql`${y}::bigint`, c.dir, { ...bounds, keyOnly: true })} x`;
-      const held = written.filter((p) => (c.lo === undefined || p[1] >= c.lo) && (c.hi === undefined || p[1] <= c.hi));
-      const want = c.dir === 'last' ? held[held.length - 1]! : held[0]!;
+      const full = sql`select x.key::float8 as key, x.value from (select 1) o cross join lateral ${edgeOf(y, c)} x`;
+      const keyOnly = sql`select x.key::float8 as key, x.value from (select 1) o cross join lateral ${edgeOf(y, c, true)} x`;
+      const want = wanted[c.name]!;
       const [f] = await rowsOf<{ key: number | string; value: number | null }>(suite.db.db, full);
       const [k] = await rowsOf<{ key: number | string; value: number | null }>(suite.db.db, keyOnly);
-      expect([Number(f!.key), f!.value], c.name).toEqual([want[1], want[4]]);
-      expect([Number(k!.key), k!.value], c.name).toEqual([want[1], null]);
+      expect([Number(f!.key), f!.value], c.name).toEqual(want);
+      expect([Number(k!.key), k!.value], c.name).toEqual([want[0], null]);
       // The values' TOASTed pages are what the key-only edge does not read.
       expect(await buffersOf(keyOnly), c.name).toBeLessThan(await buffersOf(full));
     }

@@ -27,28 +27,44 @@ const alive = (pid: number) => {
   }
 };
 
-/** Drops the databases named, `parallel` at a time (each DROP waits for a checkpoint; concurrent ones share it). */
-async function dropAll(url: string, names: string[], parallel = 8): Promise<void> {
-  const admin = postgres(url, { max: parallel, onnotice: () => {} });
+/** Databases dropped at once: each DROP waits for a checkpoint, and concurrent ones share it. */
+const PARALLEL = 8;
+
+async function withAdmin<T>(url: string, fn: (admin: postgres.Sql) => Promise<T>): Promise<T> {
+  const admin = postgres(url, { max: PARALLEL, onnotice: () => {} });
   try {
-    const queue = [...names];
-    await Promise.all(
-      Array.from({ length: parallel }, async () => {
-        for (let name = queue.shift(); name; name = queue.shift()) await admin.unsafe(`drop database if exists "${name}" with (force)`);
-      }),
-    );
+    return await fn(admin);
   } finally {
     await admin.end();
   }
 }
 
-async function databasesLike(url: string, pattern: string): Promise<string[]> {
-  const admin = postgres(url, { max: 1, onnotice: () => {} });
-  try {
-    return (await admin<{ datname: string }[]>`select datname from pg_database where datname like ${pattern} order by datname`).map((r) => r.datname);
-  } finally {
-    await admin.end();
-  }
+/** The test databases of runs (`tg_test_r<pid>_…`), by the runner's pid. */
+async function runDatabases(admin: postgres.Sql): Promise<{ name: string; pid: number }[]> {
+  const rows = await admin<{ datname: string }[]>`select datname from pg_database where datname like ${'tg\\_test\\_r%'}`;
+  return rows.flatMap((r) => {
+    const pid = Number(/^tg_test_r(\d+)_/.exec(r.datname)?.[1]);
+    return Number.isInteger(pid) ? [{ name: r.datname, pid }] : [];
+  });
+}
+
+async function dropAll(admin: postgres.Sql, names: string[]): Promise<void> {
+  const queue = [...names];
+  await Promise.all(
+    Array.from({ length: PARALLEL }, async () => {
+      for (let name = queue.shift(); name; name = queue.shift()) await admin.unsafe(`drop database if exists "${name}" with (force)`);
+    }),
+  );
+}
+
+/** Drops the test databases of the run whose runner has process id `pid`. */
+export function dropRunDatabases(url: string, pid: number): Promise<void> {
+  return withAdmin(url, async (admin) =>
+    dropAll(
+      admin,
+      (await runDatabases(admin)).filter((d) => d.pid === pid).map((d) => d.name),
+    ),
+  );
 }
 
 export default async function setup(project: TestProject): Promise<(() => Promise<void>) | undefined> {
@@ -57,10 +73,11 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   const url = process.env.TEST_DATABASE_URL;
   // Once a run: the PostgreSQL pass's project is the one whose files make these databases.
   if (!url || project.name !== 'postgres') return undefined;
-  const stale = (await databasesLike(url, 'tg\\_test\\_r%\\_%')).filter((name) => {
-    const pid = Number(/^tg_test_r(\d+)_/.exec(name)?.[1]);
-    return Number.isInteger(pid) && pid !== process.pid && !alive(pid);
-  });
-  if (stale.length > 0) await dropAll(url, stale);
-  return async () => dropAll(url, await databasesLike(url, `${prefix.replaceAll('_', '\\_')}%`));
+  await withAdmin(url, async (admin) =>
+    dropAll(
+      admin,
+      (await runDatabases(admin)).filter((d) => d.pid !== process.pid && !alive(d.pid)).map((d) => d.name),
+    ),
+  );
+  return () => dropRunDatabases(url, process.pid);
 }
