@@ -7,9 +7,16 @@ import type { GpuRow, JobRow, NodeRow } from './repo-types.js';
 import { chunks, textArray } from './sql-util.js';
 import * as t from './tables.js';
 
-/** Replaces the nodes and GPUs of the given jobs (one statement for any number of jobs up to 10,000 GPUs). */
-export async function writeTopology(ctx: RepoContext, providerId: string, entries: { job: JobRow; nodes: NodeRecord[] }[], at: Date) {
+/**
+ * Replaces the nodes and GPUs of the given jobs (two statements for any number of jobs up to 10,000
+ * GPUs: the jobs' row locks, then the write). Outside a caller's transaction in one of its own: a collection's transaction holding one
+ * job's rows and a query's write of several deadlocked on Postgres, and the query's statement was
+ * the victim (an INTERNAL on `jobs` in a CI run's schema/platforms); in a transaction, a victim
+ * runs again (RepoContext.transaction).
+ */
+export async function writeTopology(ctx: RepoContext, providerId: string, entries: { job: JobRow; nodes: NodeRecord[] }[], at: Date): Promise<void> {
   if (entries.length === 0) return;
+  if (!ctx.inTransaction) return ctx.transaction((tx) => writeTopology(tx, providerId, entries, at));
   // In job order: two writers of overlapping jobs lock their rows in the same order.
   entries = [...entries].sort((a, b) => (a.job.id < b.job.id ? -1 : a.job.id > b.job.id ? 1 : 0));
   const nodeRows: { id: string; job_id: string; external_id: string; name: string; ord: number }[] = [];
@@ -41,6 +48,11 @@ export async function writeTopology(ctx: RepoContext, providerId: string, entrie
     );
   }
   const jobIds = entries.map((e) => e.job.id);
+  // The jobs' rows first, in id order, as every topology writer takes them: a writer of the same
+  // jobs waits here, and the statement below then sees what it committed. Without it each
+  // statement's deletes saw only the rows committed when it began, and two writers of one job
+  // with different nodes (a rescheduled pod) both kept theirs: the job had both sets.
+  await ctx.db.execute(sql`select 1 from jobs where id = any(${textArray(jobIds)}) order by id for no key update`);
   // One statement of data-modifying CTEs (they touch disjoint rows: the deletes those not in the
   // answer, the upserts those in it), not five: the collector writes a group's topology every
   // sweep, and each statement cost this process 250-300 µs (docs/collection.md). GPU rows past

@@ -68,6 +68,26 @@ describe('three cloud platforms in one graph', () => {
     await db.drop();
   });
 
+  /**
+   * Each logged line's message and the end of its error's: a failed statement's error carries its
+   * SQL and parameters (tens of kB) with the cause (a Postgres code's message) at the end.
+   */
+  function loggedErrors(): string {
+    return logged
+      .join('')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => {
+        try {
+          const entry = JSON.parse(line) as { msg?: string; err?: { type?: string; message?: string } };
+          return `${entry.msg}: ${entry.err?.type ?? ''} …${String(entry.err?.message ?? '').slice(-400)}`;
+        } catch {
+          return line.slice(0, 400);
+        }
+      })
+      .join('\n');
+  }
+
   async function gql(query: string) {
     const res = await rt.app.fetch('http://yoga/graphql', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) });
     return (await res.json()) as { data: any; errors?: { message: string; path?: (string | number)[]; extensions?: { code?: string } }[] };
@@ -81,7 +101,7 @@ describe('three cloud platforms in one graph', () => {
 
   it('answers running jobs of all three with GPU utilization in RATIO and GPU memory in BYTES or RATIO', async () => {
     const res = await gql(RUNNING);
-    expect(res.errors, `server log: ${logged.join('').slice(-4000)}`).toBeUndefined();
+    expect(res.errors, `server log: ${loggedErrors()}`).toBeUndefined();
     const nodes = res.data.jobs.edges.map((e: any) => e.node);
     for (const kind of CLOUDS) {
       // Baseten's job resource has no GPU total (only per node), so select by the GPU series.
@@ -148,7 +168,7 @@ describe('three cloud platforms in one graph', () => {
         }
         expect(res.errors?.length, `${kind} ${what} should fail its jobs`).toBeGreaterThan(0);
         for (const e of res.errors!) {
-          expect(e.extensions?.code, `${e.message}; server log: ${logged.join('').slice(-4000)}`).toBe(code);
+          expect(e.extensions?.code, `${e.message}; server log: ${loggedErrors()}`).toBe(code);
           // The job's series fields fail (and, on Baseten, the GPUs it learns from metrics).
           expect(['metrics', 'utilization', 'gpus']).toContain(e.path?.at(-1));
         }

@@ -1,10 +1,15 @@
 // Two writers of the same rows in opposite orders deadlock on Postgres, which ends one of them
 // (40P01). Repository.transaction runs the victim again: both writes land and neither caller sees
 // the deadlock (seen once in CI as an INTERNAL on a metrics field while another fill wrote the same
-// jobs' topology). Other errors are not retried. PGlite has one connection: no two transactions meet.
+// jobs' topology). A topology write outside a transaction is a transaction of its own, so it runs
+// again too (a CI run's schema/platforms answered INTERNAL where it was the victim), and it waits
+// for another writer of the same jobs before reading what to replace. Other errors are not
+// retried. PGlite has one connection: no two transactions meet.
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import type { Repository } from '../../src/store/repository.js';
+import type { JobRecord } from '../../src/domain/types.js';
+import type { JobRow, Repository } from '../../src/store/repository.js';
+import { rowsOf } from '../../src/store/sql-util.js';
 import { REAL_POSTGRES_URL, useTestRepository } from '../support/database.js';
 
 const suite = useTestRepository();
@@ -66,6 +71,109 @@ describe.runIf(REAL_POSTGRES_URL)('a write transaction chosen as deadlock victim
       { id: 'dl-a', name: `w${last}` },
       { id: 'dl-b', name: `w${last}` },
     ]);
+  });
+
+  const t0 = new Date('2026-11-20T12:00:00Z');
+
+  /** Provider `pid`'s jobs j1 and j2 (stored, no topology), in id order. */
+  async function twoJobs(pid: string): Promise<JobRow[]> {
+    const job = (n: number): JobRecord => ({
+      externalId: `j${n}`,
+      projectExternalId: 'p1',
+      name: `job ${n}`,
+      status: 'RUNNING',
+      rawStatus: 'running',
+      createdAt: t0,
+      startedAt: t0,
+      finishedAt: null,
+      gpuType: 'H100',
+      gpuCount: null,
+      labels: undefined,
+    });
+    await suite.repo.upsertProviders([provider(pid, pid)]);
+    await suite.repo.upsertCatalog(pid, [{ externalId: 'p1', name: 'p' }], [job(1), job(2)], t0, true);
+    return (await suite.repo.jobsByIds([`${pid}:job:j1`, `${pid}:job:j2`])).sort((a, b) => (a.id < b.id ? -1 : 1));
+  }
+
+  /** One node named `name` with two GPUs. */
+  const nodes = (name: string) => [{ externalId: name, name, gpus: [0, 1].map((index) => ({ index, model: 'H100', memoryTotalBytes: 80e9 })) }];
+
+  /** Resolves once some backend of this database waits on a lock (polled: Postgres has no event for it). */
+  async function someoneWaits(): Promise<void> {
+    for (;;) {
+      const [w] = await rowsOf<{ n: string }>(
+        suite.db.db,
+        sql`select count(*)::text as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`,
+      );
+      if (Number(w!.n) > 0) return;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+
+  /** Each job's node names, comma-separated, in job order. */
+  async function nodeNames(pid: string): Promise<string[]> {
+    const rows = await rowsOf<{ names: string }>(
+      suite.db.db,
+      sql`select string_agg(name, ',' order by name) as names from nodes where job_id like ${`${pid}:%`} group by job_id order by job_id`,
+    );
+    return rows.map((r) => r.names);
+  }
+
+  it('runs a topology write outside a transaction again when it is the victim', async () => {
+    const [j1, j2] = await twoJobs('dl-t');
+    const deadlocks = async () =>
+      Number((await rowsOf<{ n: string }>(suite.db.db, sql`select deadlocks::text as n from pg_stat_database where datname = current_database()`))[0]!.n);
+    const deadlocksBefore = await deadlocks();
+    const [holding, waiting] = [gate(), gate()];
+    // A collection's write: j2's topology, then (once the query's write waits on it) j1's, in one
+    // transaction. The query's write of j1 and j2 holds j1's row by then.
+    const collection = suite.repo.transaction(async (repo) => {
+      await repo.writeTopology('dl-t', [{ job: j2!, nodes: nodes('a') }], t0);
+      holding.open();
+      await waiting.opened;
+      await repo.writeTopology('dl-t', [{ job: j1!, nodes: nodes('a') }], t0);
+    });
+    await holding.opened;
+    const query = suite.repo.writeTopology(
+      'dl-t',
+      [
+        { job: j1!, nodes: nodes('b') },
+        { job: j2!, nodes: nodes('b') },
+      ],
+      t0,
+    );
+    await someoneWaits();
+    waiting.open();
+    expect(await Promise.allSettled([collection, query])).toEqual([
+      { status: 'fulfilled', value: undefined },
+      { status: 'fulfilled', value: undefined },
+    ]);
+    expect(await deadlocks()).toBeGreaterThan(deadlocksBefore);
+    // The one that committed last wrote both jobs' whole topology.
+    expect([
+      ['a', 'a'],
+      ['b', 'b'],
+    ]).toContainEqual(await nodeNames('dl-t'));
+  });
+
+  it('replaces the nodes another writer of the same job committed while it waited', async () => {
+    const [j1] = await twoJobs('dl-m');
+    const [holding, committing] = [gate(), gate()];
+    // A collection's write of j1's old node, committed only once the query's write waits on it;
+    // the query's answer (a rescheduled pod: node b) then replaces it, and j1 has node b alone.
+    const collection = suite.repo.transaction(async (repo) => {
+      await repo.writeTopology('dl-m', [{ job: j1!, nodes: nodes('a') }], t0);
+      holding.open();
+      await committing.opened;
+    });
+    await holding.opened;
+    const query = suite.repo.writeTopology('dl-m', [{ job: j1!, nodes: nodes('b') }], t0);
+    await someoneWaits();
+    committing.open();
+    await Promise.all([collection, query]);
+    expect(await nodeNames('dl-m')).toEqual(['b']);
+    const gpus = await rowsOf<{ id: string }>(suite.db.db, sql`select id from gpus where job_id = ${j1!.id} order by id`);
+    expect(gpus.map((g) => g.id)).toEqual(['dl-m:gpu:j1#b#0', 'dl-m:gpu:j1#b#1']);
   });
 
   it('does not run again on any other error', async () => {
