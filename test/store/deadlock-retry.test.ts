@@ -7,10 +7,10 @@
 // retried. PGlite has one connection: no two transactions meet.
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import type { JobRecord } from '../../src/domain/types.js';
 import type { JobRow, Repository } from '../../src/store/repository.js';
 import { rowsOf } from '../../src/store/sql-util.js';
 import { REAL_POSTGRES_URL, useTestRepository } from '../support/database.js';
+import { runningJob } from '../support/job-records.js';
 
 const suite = useTestRepository();
 
@@ -77,21 +77,8 @@ describe.runIf(REAL_POSTGRES_URL)('a write transaction chosen as deadlock victim
 
   /** Provider `pid`'s jobs j1 and j2 (stored, no topology), in id order. */
   async function twoJobs(pid: string): Promise<JobRow[]> {
-    const job = (n: number): JobRecord => ({
-      externalId: `j${n}`,
-      projectExternalId: 'p1',
-      name: `job ${n}`,
-      status: 'RUNNING',
-      rawStatus: 'running',
-      createdAt: t0,
-      startedAt: t0,
-      finishedAt: null,
-      gpuType: 'H100',
-      gpuCount: null,
-      labels: undefined,
-    });
     await suite.repo.upsertProviders([provider(pid, pid)]);
-    await suite.repo.upsertCatalog(pid, [{ externalId: 'p1', name: 'p' }], [job(1), job(2)], t0, true);
+    await suite.repo.upsertCatalog(pid, [{ externalId: 'p1', name: 'p' }], [runningJob('j1', t0), runningJob('j2', t0)], t0, true);
     return (await suite.repo.jobsByIds([`${pid}:job:j1`, `${pid}:job:j2`])).sort((a, b) => (a.id < b.id ? -1 : 1));
   }
 

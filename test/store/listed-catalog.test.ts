@@ -10,6 +10,7 @@ import type { JobRecord, ProjectRecord } from '../../src/domain/types.js';
 import type { JobRow } from '../../src/store/repository.js';
 import { rowsOf } from '../../src/store/sql-util.js';
 import { useTestRepository } from '../support/database.js';
+import { runningJob } from '../support/job-records.js';
 
 const suite = useTestRepository();
 
@@ -17,20 +18,7 @@ const T0 = new Date('2026-11-20T12:00:00Z');
 const at = (seconds: number) => new Date(T0.getTime() + seconds * 1000);
 
 function catalog(pid: string, over: Partial<JobRecord> = {}): { projects: ProjectRecord[]; jobs: JobRecord[] } {
-  const job = (n: number): JobRecord => ({
-    externalId: `j${n}`,
-    projectExternalId: 'p1',
-    name: `job ${n}`,
-    status: 'RUNNING',
-    rawStatus: 'running',
-    createdAt: at(-3600),
-    startedAt: at(-3500),
-    finishedAt: null,
-    gpuType: 'H100',
-    gpuCount: null,
-    labels: undefined,
-    ...over,
-  });
+  const job = (n: number) => runningJob(`j${n}`, at(-3600), { name: `job ${n}`, startedAt: at(-3500), ...over });
   return { projects: [{ externalId: 'p1', name: `${pid} project` }], jobs: [job(1), job(2), job(3)] };
 }
 
