@@ -8,11 +8,11 @@ import { chunks, textArray } from './sql-util.js';
 import * as t from './tables.js';
 
 /**
- * Replaces the nodes and GPUs of the given jobs (two statements for any number of jobs up to 10,000
- * GPUs: the jobs' row locks, then the write). Outside a caller's transaction in one of its own: a collection's transaction holding one
- * job's rows and a query's write of several deadlocked on Postgres, and the query's statement was
- * the victim (an INTERNAL on `jobs` in a CI run's schema/platforms); in a transaction, a victim
- * runs again (RepoContext.transaction).
+ * Replaces the nodes and GPUs of the given jobs (two statements for any number of jobs up to
+ * 10,000 GPUs: the jobs' row locks, then the write). Outside a caller's transaction in one of its
+ * own: a collection's transaction holding one job's rows and a query's write of several deadlocked
+ * on Postgres, and the query's statement was the victim (an INTERNAL on `jobs` in a CI run's
+ * schema/platforms); in a transaction, a victim runs again (RepoContext.transaction).
  */
 export async function writeTopology(ctx: RepoContext, providerId: string, entries: { job: JobRow; nodes: NodeRecord[] }[], at: Date): Promise<void> {
   if (entries.length === 0) return;
