@@ -11,6 +11,7 @@ import type { JobRow, Repository } from '../../src/store/repository.js';
 import { rowsOf } from '../../src/store/sql-util.js';
 import { REAL_POSTGRES_URL, useTestRepository } from '../support/database.js';
 import { runningJob } from '../support/job-records.js';
+import { eventually } from '../support/wait.js';
 
 const suite = useTestRepository();
 
@@ -87,14 +88,8 @@ describe.runIf(REAL_POSTGRES_URL)('a write transaction chosen as deadlock victim
 
   /** Resolves once some backend of this database waits on a lock (polled: Postgres has no event for it). */
   async function someoneWaits(): Promise<void> {
-    for (;;) {
-      const [w] = await rowsOf<{ n: string }>(
-        suite.db.db,
-        sql`select count(*)::text as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`,
-      );
-      if (Number(w!.n) > 0) return;
-      await new Promise((r) => setTimeout(r, 5));
-    }
+    const waits = sql`select exists (select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock') as waits`;
+    await eventually(async () => (await rowsOf<{ waits: boolean }>(suite.db.db, waits))[0]!.waits, 10_000, 'a topology write waiting on the other writer');
   }
 
   /** Each job's node names, comma-separated, in job order. */
