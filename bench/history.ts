@@ -10,9 +10,10 @@
 // - a 30-day read of one series at 1,000 points against reading its 1-hour rollup rows alone;
 // - a fleet read over the 1,000 series and 24 hours at 24 points each against the same rollup rows;
 // - the same two reads at the large size against the small one (goal: flat);
-// - retention of a whole day (today: a row delete; chunked: dropping its day partition; compacted:
-//   deleting its chunk rows), the median of three successive days after the partial oldest one,
-//   at the large size against the small one (goal: flat).
+// - retention of a whole day (today: a row delete; chunked: dropping its day partition;
+//   compacted: hiding it behind the series' cut, a month partition dropped once all of it is
+//   hidden), the median of three successive days after the partial oldest one, at the large size
+//   against the small one (goal: flat).
 // Every build spans --span-days (default 35) of samples, in time order, so a large build is a
 // denser one (50M points of 1,000 series: one a minute) and the windows read are full at both.
 // The 1-hour rollup (avg, min, max, count, last) is built from the points as the floor.
@@ -35,6 +36,8 @@ import type { Writable } from 'node:stream';
 import { sql } from 'drizzle-orm';
 import { Repository, type PointWriteRow } from '../src/store/repository.js';
 import { rollup1h } from '../src/store/hour-rollups.js';
+import { rawPoints } from '../src/store/raw-points.js';
+import { rowsOf as sqlRows } from '../src/store/sql-util.js';
 import * as tables from '../src/store/tables.js';
 import type { Db } from '../src/store/db.js';
 import { round, type Row, tableOf } from './rows.js';
@@ -480,8 +483,8 @@ function encodeRollups(rows: PointWriteRow[]): string {
  * every day of raw points into point_chunks and of the 1-minute rollup into rollup_chunks_1m, a
  * partition per month each, and every month of the 1-hour rollup into rollup_chunks_1h, a
  * partition per year; reads, writes and retention are the store's own (Repository.pointsOf reads
- * both tables of each; retention deletes what is still in `points` and drops or trims month
- * partitions: Repository.dropRawChunks).
+ * both tables of each; retention deletes what is still in `points`, hides the chunks' days and
+ * drops the month partitions all hidden: Repository.dropRawChunks).
  */
 const compactedLayout: Layout = {
   ...todayLayout,
@@ -531,6 +534,15 @@ const compactedLayout: Layout = {
     await repo.dropRawChunks('bench', before);
   },
 };
+
+/** The store's retention took effect: no series reads a raw point before `cut` (else the run fails). */
+async function expectNoRawBefore(db: Sql, cut: number): Promise<void> {
+  const [row] = await sqlRows<{ n: number | string }>(
+    db.db,
+    sql`select count(*)::float8 as n from series s cross join lateral ${rawPoints(sql`s.id`, null, sql`${cut - 1}::bigint`)} p`,
+  );
+  if (Number(row?.n ?? 0) !== 0) throw new Error(`retention to ${new Date(cut).toISOString()} left ${row?.n} raw points read`);
+}
 
 const LAYOUT_OF: Record<LayoutName, Layout> = { today: todayLayout, chunked: chunkedLayout, compacted: compactedLayout };
 
@@ -760,6 +772,7 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
   const dayTimes: number[] = [];
   for (let d = 1; d <= RETAINED_DAYS; d++) dayTimes.push(await timed(() => layout.retain(db, firstCut + d * DAY)));
   const retentionMs = median(dayTimes);
+  if (layout.name === 'compacted') await expectNoRawBefore(db, firstCut + RETAINED_DAYS * DAY);
   log(`${layout.name}: retention of a whole day ${round(retentionMs)} ms (median; each: ${dayTimes.map((t) => round(t)).join(', ')} ms)`);
   // And of the oldest whole month, where the layout partitions by month: a partition dropped.
   let monthRetentionMs: number | undefined;
@@ -769,6 +782,9 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
     const firstMonth = new Date(oldest);
     const cut = Date.UTC(firstMonth.getUTCFullYear(), firstMonth.getUTCMonth() + 1, 1);
     monthRetentionMs = await timed(() => layout.retain(db, cut));
+    await expectNoRawBefore(db, cut);
+    const month = new Date(oldest).toISOString().slice(0, 7).replace('-', '');
+    if ((await repo.chunkPartitions()).some((p) => p.name === `point_chunks_${month}`)) throw new Error(`retention left point_chunks_${month}`);
     log(`${layout.name}: retention of the oldest month (to ${new Date(cut).toISOString().slice(0, 10)}) ${round(monthRetentionMs)} ms`);
     // The 1-minute rollup's chunks of that month (Repository.dropRollupChunks, what its retention calls).
     monthRollupRetentionMs = await timed(() => repo.dropRollupChunks('bench', cut));

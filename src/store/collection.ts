@@ -157,7 +157,7 @@ export class CollectionStore {
       if (step.last === null) break;
       after = step.last;
     }
-    // Compacted days: whole month partitions dropped (Repository.dropRawChunks).
+    // Compacted days: hidden, whole month partitions dropped (Repository.dropRawChunks).
     if (!signal?.aborted) await this.rt.repo.dropRawChunks(providerId, before.getTime(), keep);
     // PGlite: the deleted rows' space back (Repository.vacuumDeadRows; autovacuum's on PostgreSQL).
     if (deleted > 0) await this.rt.repo.vacuumDeadRows(['points']);
@@ -168,9 +168,9 @@ export class CollectionStore {
    * Drops the provider's 1-minute (`minute`) or 1-hour (`hour`) rollup rows older than `before`
    * (taken down to its UTC hour), in batches of RETENTION_BATCH series
    * (Repository.dropMinuteRollupsBatch, dropHourRollupsBatch), and the rollup's compacted days
-   * (Repository.dropRollupChunks: month partitions dropped whole, the series' minute_before set)
-   * or months (Repository.dropHourRollupChunks: year partitions dropped whole, hour_before set).
-   * Returns the rows and chunk rows deleted.
+   * (Repository.dropRollupChunks: hidden by the series' minute_before, month partitions dropped
+   * whole once all hidden) or months (Repository.dropHourRollupChunks: year partitions dropped
+   * whole, else chunk rows deleted; hour_before set). Returns the rows and chunk rows deleted.
    */
   async dropRollups(providerId: string, which: 'minute' | 'hour', before: Date, signal?: AbortSignal): Promise<number> {
     let after = 0;
@@ -184,8 +184,8 @@ export class CollectionStore {
       if (step.last === null) break;
       after = step.last;
     }
-    // Compacted days of the 1-minute rollup: whole month partitions dropped (Repository.dropRollupChunks).
-    if (which === 'minute' && !signal?.aborted) deleted += (await this.rt.repo.dropRollupChunks(providerId, before.getTime())).deleted;
+    // Compacted days of the 1-minute rollup: hidden, whole month partitions dropped (Repository.dropRollupChunks).
+    if (which === 'minute' && !signal?.aborted) await this.rt.repo.dropRollupChunks(providerId, before.getTime());
     // Compacted months of the 1-hour rollup: whole year partitions dropped (Repository.dropHourRollupChunks).
     if (which === 'hour' && !signal?.aborted) deleted += (await this.rt.repo.dropHourRollupChunks(providerId, before.getTime())).deleted;
     if (deleted > 0) await this.rt.repo.vacuumDeadRows([which === 'minute' ? 'points_1m' : 'points_1h']);

@@ -1,9 +1,9 @@
-// Compaction of settled raw points into point_chunks (migrations/0008) and retention by dropping
-// whole partitions of it: the collector lease holder's chores beside its row-delete retention of
-// what is still in `points` (docs/history.md, "Built: compact raw points").
+// Compaction of settled raw points into point_chunks (migrations/0008) and retention by hiding its
+// days and dropping whole partitions of it: the collector lease holder's chores beside its
+// row-delete retention of what is still in `points` (docs/history.md, "Built: compact raw points").
 import { type SQL, sql } from 'drizzle-orm';
 import type { RepoContext } from './repo-context.js';
-import { CHUNK_MS, DECODED_CHUNK, keyInstant, notKeptFinished, takeChunkDays } from './raw-points.js';
+import { CHUNK_MS, DECODED_CHUNK, keyInstant, notKeptFinished, type RetentionMark, takeChunkDays, visibleFrom } from './raw-points.js';
 import { embeddedClientOf, rowsOf } from './sql-util.js';
 
 /**
@@ -12,6 +12,9 @@ import { embeddedClientOf, rowsOf } from './sql-util.js';
  * bounded by series x days, not by how much history there is.
  */
 export const COMPACT_SPAN_DAYS = 7;
+
+const MIN_KEY = sql.raw('(-9223372036854775807)::bigint');
+const MAX_KEY = sql.raw('9223372036854775807::bigint');
 
 /** The start of the UTC day holding `key`, as SQL over column `k`. */
 const dayOf = (k: string) => sql.raw(`(${k} - ((${k} % ${CHUNK_MS}) + ${CHUNK_MS}) % ${CHUNK_MS})`);
@@ -198,31 +201,90 @@ export async function ensureChunkPartitions(ctx: RepoContext, from: number, to: 
 }
 
 /**
- * Raw retention of compacted points, for a provider: its chunks of days wholly before `before`
- * go, by `drop table` of each month partition wholly before it that holds no other provider's
- * series (other providers may keep theirs longer), else by deleting its chunk rows (a row per
- * series and day). Those series remember the cut (`raw_before`). `keepFinishedSince` (epoch ms;
- * null: none kept): the series of the provider's jobs that finished after it keep their chunks
- * (collect.finishedJobRawRetentionDays), so a partition holding any of them is not dropped either,
- * its other rows are deleted instead. Returns the partitions dropped and the chunk rows deleted.
+ * Raw retention of compacted points, for a provider: its days wholly before `before` are hidden
+ * and whole month partitions dropped once nothing in them is seen (hideChunkDays).
+ * `keepFinishedSince` (epoch ms; null: none kept): the series of the provider's jobs that finished
+ * after it are not hidden (collect.finishedJobRawRetentionDays), so their partitions stay.
+ * Returns the partitions dropped and the series hidden up to the cut.
  */
 export function dropRawChunks(
   ctx: RepoContext,
   providerId: string,
   before: number,
   keepFinishedSince: number | null = null,
-): Promise<{ dropped: number; deleted: number }> {
+): Promise<{ dropped: number; hidden: number }> {
   const cut = before - (((before % CHUNK_MS) + CHUNK_MS) % CHUNK_MS);
-  // Another provider's series, or one of this provider's kept finished jobs, keeps a partition.
-  return dropChunkMonths(ctx, 'point_chunks', providerId, cut, notKeptFinished(keepFinishedSince), { column: 'raw_before', at: cut });
+  return hideChunkDays(ctx, 'point_chunks', providerId, cut, notKeptFinished(keepFinishedSince), { column: 'raw_before', at: cut });
 }
 
 /**
- * Retention of a chunk table (`point_chunks`, `rollup_chunks_1m`, `rollup_chunks_1h`) for a
- * provider: its chunks wholly before `cut` (a chunk boundary: a UTC day, a UTC month for
- * rollup_chunks_1h) go, by `drop table` of each partition wholly before it that holds only the
- * provider's series that `gone` (SQL over `jobs j`) lets go, else by deleting those series' chunk rows. The series that lost chunks remember `mark.at` in
- * `mark.column` (never moved back). Returns the partitions dropped and the chunk rows deleted.
+ * Retention of a table of day chunks (`point_chunks`, `rollup_chunks_1m`) for a provider: its
+ * days wholly before `cut` (a UTC day) are hidden, and whole partitions go once nothing in them is
+ * seen. Hidden: the provider's series that `gone` (SQL over `jobs j`) lets go and that have chunks
+ * before the cut take `mark.at` (at or after the cut) in `mark.column` (never moved back), where
+ * every read of the table starts (raw-points.ts, `visibleFrom`), so a day's retention writes a
+ * row a series whatever the day's chunks hold. Reclaimed: each partition wholly before the cut
+ * whose every chunk is hidden, whatever provider's series it holds (each sweep hides its own; the
+ * last to pass drops the month), is dropped. No row is deleted one by one: a deleted chunk's space
+ * in a past month's partition is reused by no later write (writes land in the current days), so
+ * deleting a day gave no disk back before its month was dropped anyway, and took time in
+ * proportion to the day's bytes (its TOASTed arrays: 3.5x from 1M to 50M points in
+ * bench:history, docs/history.md). Returns the partitions dropped and the series hidden.
+ */
+export async function hideChunkDays(
+  ctx: RepoContext,
+  parent: 'point_chunks' | 'rollup_chunks_1m',
+  providerId: string,
+  cut: number,
+  gone: SQL,
+  mark: { column: RetentionMark; at: number },
+): Promise<{ dropped: number; hidden: number }> {
+  const column = sql.raw(mark.column);
+  const chunks = sql.raw(parent);
+  // A series with a chunk starting before the mark (the day it falls in too: its minutes before
+  // the mark's hour are hidden with the rest), one primary-key probe each; one hidden further
+  // already (a row delete of the table's hot rows sets its exact cut) is left as it is.
+  const [row] = await rowsOf<{ n: number | string }>(
+    ctx.db,
+    sql`with u as (
+        update series s set ${column} = ${mark.at} from jobs j
+        where j.id = s.job_id and j.provider_id = ${providerId} and ${gone}
+          and coalesce(s.${column}, ${MIN_KEY}) < ${mark.at}
+          and exists (select 1 from ${chunks} c where c.series_id = s.id and c.chunk_start < ${mark.at})
+        returning 1
+      ) select count(*)::float8 as n from u`,
+  );
+  let dropped = 0;
+  for (const part of await chunkPartitions(ctx, parent)) {
+    if (part.end > cut) break;
+    const table = sql.raw(part.name);
+    const drop = await ctx.transaction(async (tx) => {
+      // Locked first: no compaction adds a visible chunk between the check and the drop.
+      await tx.db.execute(sql`lock table ${table} in share mode`);
+      // A probe of the partition's key index per series not hidden past it, not a scan of its
+      // rows: a partition another provider still reads is checked again each hour.
+      const [seen] = await rowsOf<{ visible: boolean }>(
+        tx.db,
+        sql`select exists (select 1 from series s where coalesce(s.${column}, ${MIN_KEY}) < ${part.end}
+            and exists (select 1 from ${table} c where c.series_id = s.id and c.chunk_start > coalesce(s.${column} - ${CHUNK_MS}, ${MIN_KEY}))) as visible`,
+      );
+      if (seen?.visible !== false) return false;
+      await tx.db.execute(sql`drop table ${table}`);
+      return true;
+    });
+    if (drop) dropped++;
+  }
+  return { dropped, hidden: Number(row?.n ?? 0) };
+}
+
+/**
+ * Retention of the 1-hour rollup's month chunks (`rollup_chunks_1h`, a row per series and month;
+ * off unless hourRollupRetentionDays is set) for a provider: its chunks wholly before `cut` (a UTC
+ * month) go, by `drop table` of each year partition wholly before it that holds only the
+ * provider's series that `gone` (SQL over `jobs j`) lets go, else by deleting those series' chunk
+ * rows. The series that lost chunks remember `mark.at` in `mark.column` (never moved back). The
+ * day chunks' retention hides instead (hideChunkDays); here a month's row is a twelfth of a year
+ * partition and is read through no cut. Returns the partitions dropped and the chunk rows deleted.
  */
 export async function dropChunkMonths(
   ctx: RepoContext,
@@ -275,9 +337,6 @@ export async function dropChunkMonths(
   return { dropped, deleted };
 }
 
-const MIN_KEY = sql.raw('(-9223372036854775807)::bigint');
-const MAX_KEY = sql.raw('9223372036854775807::bigint');
-
 /**
  * A rollup kept in two places (rollup-chunks.ts, hour-rollups.ts): `rows`, where every write keeps
  * its buckets, and `chunks`, where the compactor moved the settled ones, a chunk spanning at most
@@ -289,6 +348,8 @@ export interface ChunkedRollup {
   chunks: string;
   span: number;
   decoded: (lo: SQL | null, hi: SQL | null) => SQL;
+  /** The series' retention cut that hides what is before it (hideChunkDays), where retention hides rather than deletes. */
+  mark?: RetentionMark;
 }
 
 /**
@@ -297,7 +358,8 @@ export interface ChunkedRollup {
  * that can overlap the range. Unordered: a reader that needs bucket order says so.
  */
 export function rollupRange(r: ChunkedRollup, sid: SQL, lo: SQL | null = null, hi: SQL | null = null): SQL {
-  const from = lo ? sql`coalesce(${lo}, ${MIN_KEY})` : MIN_KEY;
+  const given = lo ? sql`coalesce(${lo}, ${MIN_KEY})` : MIN_KEY;
+  const from = r.mark ? visibleFrom(sid, given, r.mark) : given;
   const to = hi ? sql`coalesce(${hi}, ${MAX_KEY})` : MAX_KEY;
   const lowest = sql.raw(`(-9223372036854775807 + ${r.span})::bigint`);
   return sql`(
@@ -305,7 +367,7 @@ export function rollupRange(r: ChunkedRollup, sid: SQL, lo: SQL | null = null, h
     where p.series_id = ${sid} and p.bucket >= ${from} and p.bucket <= ${to}
     union all
     select c.series_id, k.bucket, k.n, k.min, k.max, k.sum, k.last
-    from ${sql.raw(r.chunks)} c cross join lateral ${r.decoded(lo ? from : null, hi ? to : null)}
+    from ${sql.raw(r.chunks)} c cross join lateral ${r.decoded(lo || r.mark ? from : null, hi ? to : null)}
     where c.series_id = ${sid} and c.chunk_start > greatest(${from}, ${lowest}) - ${r.span}
       and c.chunk_start <= ${to} and k.bucket >= ${from} and k.bucket <= ${to}
   )`;
@@ -317,14 +379,22 @@ export function rollupRange(r: ChunkedRollup, sid: SQL, lo: SQL | null = null, h
  * `at` on (back) until one holds such a bucket, decoding only that one.
  */
 export function rollupEdge(r: ChunkedRollup, sid: SQL, dir: 'first' | 'last', at: SQL): SQL {
-  const bound = sql`coalesce(${at}, ${dir === 'first' ? MIN_KEY : MAX_KEY})`;
   const order = sql.raw(dir === 'last' ? 'desc' : 'asc');
   const cmp = sql.raw(dir === 'last' ? '<=' : '>=');
   const lowest = sql.raw(`(-9223372036854775807 + ${r.span})::bigint`);
-  const chunks = dir === 'last' ? sql`c.chunk_start <= ${bound}` : sql`c.chunk_start > greatest(${bound}, ${lowest}) - ${r.span}`;
+  // Where retention hides what is before the series' cut: the first edge starts there, the last
+  // stops there (the walk back through the chunks too).
+  const floor = r.mark ? visibleFrom(sid, MIN_KEY, r.mark) : null;
+  const bound =
+    dir === 'first' && floor ? visibleFrom(sid, sql`coalesce(${at}, ${MIN_KEY})`, r.mark) : sql`coalesce(${at}, ${dir === 'first' ? MIN_KEY : MAX_KEY})`;
+  const seen = (col: SQL) => (dir === 'last' && floor ? sql` and ${col} >= ${floor}` : sql``);
+  const chunks =
+    dir === 'last'
+      ? sql`c.chunk_start <= ${bound}${floor ? sql` and c.chunk_start > greatest(${floor}, ${lowest}) - ${r.span}` : sql``}`
+      : sql`c.chunk_start > greatest(${bound}, ${lowest}) - ${r.span}`;
   return sql`(select ${sql.raw(dir === 'last' ? 'greatest' : 'least')}(
-    (select p.bucket from ${sql.raw(r.rows)} p where p.series_id = ${sid} and p.bucket ${cmp} ${bound} order by p.bucket ${order} limit 1),
+    (select p.bucket from ${sql.raw(r.rows)} p where p.series_id = ${sid} and p.bucket ${cmp} ${bound}${seen(sql`p.bucket`)} order by p.bucket ${order} limit 1),
     (select k.bucket from (select * from ${sql.raw(r.chunks)} c where c.series_id = ${sid} and ${chunks} order by c.chunk_start ${order}) c
       cross join lateral ${r.decoded(null, null)}
-      where k.bucket ${cmp} ${bound} order by c.chunk_start ${order}, k.bucket ${order} limit 1)))`;
+      where k.bucket ${cmp} ${bound}${seen(sql`k.bucket`)} order by c.chunk_start ${order}, k.bucket ${order} limit 1)))`;
 }

@@ -48,18 +48,34 @@ export function takeChunkDays(json: string): SQL {
     )`;
 }
 
+/** A series' retention cut of a resolution: what is before it is not read (series columns, epoch ms). */
+export type RetentionMark = 'raw_before' | 'minute_before';
+
+/**
+ * Where series `sid`'s raw points (or, by `mark`, its 1-minute rollup) are seen from: `from`, or
+ * the series' retention cut where that is later. Retention hides a day's chunks by that cut and
+ * drops their partition only once all of it is hidden (point-chunks.ts, hideChunkDays), so every
+ * read of those tables starts here. `given`: the cut's column where the caller has the series'
+ * row, else it is looked up.
+ */
+export function visibleFrom(sid: SQL, from: SQL, mark: RetentionMark = 'raw_before', given?: SQL): SQL {
+  const cut = given ?? sql`(select rb.${sql.raw(mark)} from series rb where rb.id = ${sid})`;
+  return sql`greatest(${from}, coalesce(${cut}, ${MIN_KEY}))`;
+}
+
 /** The instant of key `k` (epoch ms), as the store writes a time-keyed point's ts. */
 export function keyInstant(k: string): SQL {
   return sql.raw(`('epoch'::timestamptz + ${k} * interval '1 millisecond')`);
 }
 
 /**
- * The raw points of series `sid` whose keys lie in [lo, hi] (null: unbounded), as a subquery of
- * columns series_id, key, ts, step, value, for `from` or `cross join lateral`. Unordered: a
- * reader that needs key order says `order by key` (the two parts are not one index's order).
+ * The raw points of series `sid` whose keys lie in [lo, hi] (null: unbounded) and not before its
+ * retention cut (`rawBefore`: see visibleFrom), as a subquery of columns series_id, key, ts, step,
+ * value, for `from` or `cross join lateral`. Unordered: a reader that needs key order says `order
+ * by key` (the two parts are not one index's order).
  */
-export function rawPoints(sid: SQL, lo: SQL | null = null, hi: SQL | null = null): SQL {
-  const from = lo ? sql`coalesce(${lo}, ${MIN_KEY})` : MIN_KEY;
+export function rawPoints(sid: SQL, lo: SQL | null = null, hi: SQL | null = null, rawBefore?: SQL): SQL {
+  const from = visibleFrom(sid, lo ? sql`coalesce(${lo}, ${MIN_KEY})` : MIN_KEY, 'raw_before', rawBefore);
   const to = hi ? sql`coalesce(${hi}, ${MAX_KEY})` : MAX_KEY;
   return sql`(
     select hp.series_id, hp.key, hp.ts, hp.step, hp.value from points hp
@@ -81,8 +97,12 @@ export function rawPoints(sid: SQL, lo: SQL | null = null, hi: SQL | null = null
  * days older: the chunks' index is probed and nothing is decoded. `keyOnly` (without `where`): a
  * point found in a chunk comes with its key alone (ts, step and value null), its values unread.
  */
-export function edgeRawPoint(sid: SQL, dir: 'first' | 'last', opts: { lo?: SQL | null; hi?: SQL | null; where?: SQL; keyOnly?: boolean } = {}): SQL {
-  const from = opts.lo ? sql`coalesce(${opts.lo}, ${MIN_KEY})` : MIN_KEY;
+export function edgeRawPoint(
+  sid: SQL,
+  dir: 'first' | 'last',
+  opts: { lo?: SQL | null; hi?: SQL | null; where?: SQL; keyOnly?: boolean; rawBefore?: SQL } = {},
+): SQL {
+  const from = visibleFrom(sid, opts.lo ? sql`coalesce(${opts.lo}, ${MIN_KEY})` : MIN_KEY, 'raw_before', opts.rawBefore);
   const to = opts.hi ? sql`coalesce(${opts.hi}, ${MAX_KEY})` : MAX_KEY;
   const cond = opts.where ?? sql`true`;
   const order = sql.raw(dir === 'last' ? 'desc' : 'asc');

@@ -189,10 +189,10 @@ export async function pointsAt(
   const byEdges = (w: SeriesWindow) => w.keyedBy === 'time' || (!w.from && !w.to);
   const edgeOnly = windows.every(byEdges);
   const rangeOnly = !windows.some(byEdges);
-  const loEdge = sql`(select x.key from ${edgeRawPoint(sql`w.series_id`, 'first', { lo: sql`w.k_from`, keyOnly: true })} x)`;
-  const hiEdge = sql`(select x.key from ${edgeRawPoint(sql`w.series_id`, 'last', { hi: sql`w.k_to`, keyOnly: true })} x)`;
-  const loRange = sql`(select min(x.key) from ${rawPoints(sql`w.series_id`)} x where ${inWindow('x')})`;
-  const hiRange = sql`(select max(x.key) from ${rawPoints(sql`w.series_id`)} x where ${inWindow('x')})`;
+  const loEdge = sql`(select x.key from ${edgeRawPoint(sql`w.series_id`, 'first', { lo: sql`w.k_from`, keyOnly: true, rawBefore: sql`s.raw_before` })} x)`;
+  const hiEdge = sql`(select x.key from ${edgeRawPoint(sql`w.series_id`, 'last', { hi: sql`w.k_to`, keyOnly: true, rawBefore: sql`s.raw_before` })} x)`;
+  const loRange = sql`(select min(x.key) from ${rawPoints(sql`w.series_id`, null, null, sql`s.raw_before`)} x where ${inWindow('x')})`;
+  const hiRange = sql`(select max(x.key) from ${rawPoints(sql`w.series_id`, null, null, sql`s.raw_before`)} x where ${inWindow('x')})`;
   const whichever = (edge: SQL, range: SQL) =>
     edgeOnly ? edge : rangeOnly ? range : sql`case when w.t_from is null and w.t_to is null then ${edge} else ${range} end`;
   const hourFrom = bucketSql('w.k_from', HOUR_MS);
@@ -229,7 +229,7 @@ export async function pointsAt(
           sum(c.n::float8 * greatest(0, least(e.hi + 1, c.chunk_start + ${CHUNK_MS}) - greatest(e.lo, c.chunk_start))) / ${CHUNK_MS} as est
         from point_chunks c
         where w.timed and e.lo is not null and c.series_id = w.series_id
-          and c.chunk_start > greatest(${hourFrom}, (-9223372036854775807 + ${CHUNK_MS})::bigint) - ${CHUNK_MS}
+          and c.chunk_start > greatest(${hourFrom}, coalesce(s.raw_before, ${MIN_KEY}), (-9223372036854775807 + ${CHUNK_MS})::bigint) - ${CHUNK_MS}
           and c.chunk_start <= coalesce(w.k_to, ${MAX_KEY})
       ) c on true
     ),

@@ -296,7 +296,7 @@ export class Repository {
     return pointChunks.analyzeChunks(this.ctx);
   }
 
-  dropRawChunks(providerId: string, before: number, keepFinishedSince: number | null = null): Promise<{ dropped: number; deleted: number }> {
+  dropRawChunks(providerId: string, before: number, keepFinishedSince: number | null = null): Promise<{ dropped: number; hidden: number }> {
     return pointChunks.dropRawChunks(this.ctx, providerId, before, keepFinishedSince);
   }
 
@@ -318,7 +318,7 @@ export class Repository {
   }
 
   /** 1-minute retention of compacted rollups (rollup-chunks.ts): whole month partitions dropped where only the provider's series are in them. */
-  dropRollupChunks(providerId: string, before: number): Promise<{ dropped: number; deleted: number }> {
+  dropRollupChunks(providerId: string, before: number): Promise<{ dropped: number; hidden: number }> {
     return rollupChunks.dropRollupChunks(this.ctx, providerId, before);
   }
 

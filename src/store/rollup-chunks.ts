@@ -10,7 +10,7 @@
 import { type SQL, sql } from 'drizzle-orm';
 import type { RepoContext } from './repo-context.js';
 import { CHUNK_MS } from './raw-points.js';
-import { type ChunkedRollup, chunkPartitions, dropChunkMonths, ensureChunkPartitions, pickCompactionBatch, rollupEdge, rollupRange } from './point-chunks.js';
+import { type ChunkedRollup, chunkPartitions, ensureChunkPartitions, hideChunkDays, pickCompactionBatch, rollupEdge, rollupRange } from './point-chunks.js';
 import { embeddedClientOf, rowsOf } from './sql-util.js';
 
 const MINUTE = 60_000;
@@ -39,7 +39,7 @@ export const DECODED_ROLLUP = sql.raw(`(
       c.counts is null as simple offset 0) r,
     unnest(c.lasts, c.offs, c.counts, c.mins, c.maxs, c.sums) with ordinality as x(l, d, cn, mi, ma, su, o)) k`);
 
-const MINUTE_ROLLUP: ChunkedRollup = { rows: 'points_1m', chunks: 'rollup_chunks_1m', span: CHUNK_MS, decoded: () => DECODED_ROLLUP };
+const MINUTE_ROLLUP: ChunkedRollup = { rows: 'points_1m', chunks: 'rollup_chunks_1m', span: CHUNK_MS, decoded: () => DECODED_ROLLUP, mark: 'minute_before' };
 
 /** The 1-minute rollup's buckets of series `sid` in [lo, hi] (null: unbounded): rollupRange. */
 export const rollup1m = (sid: SQL, lo: SQL | null = null, hi: SQL | null = null): SQL => rollupRange(MINUTE_ROLLUP, sid, lo, hi);
@@ -154,17 +154,16 @@ export function rollupChunkPartitions(ctx: RepoContext): Promise<{ name: string;
 }
 
 /**
- * 1-minute retention of compacted rollups, for a provider: its chunks of days wholly before
- * `before` go, by `drop table` of each month partition wholly before it that holds no other
- * provider's series (others may keep theirs longer), else by deleting its chunk rows (a row per
- * series and day). Rows still in `points_1m` are not touched (its own retention deletes them,
- * rollup-retention.ts). The series that lost chunks remember the cut (`minute_before`, `before`
- * taken down to its UTC hour as that retention takes it: a read from before it goes to the 1-hour
- * rollup, never to a day that is gone). Returns the partitions dropped and the chunk rows deleted.
+ * 1-minute retention of compacted rollups, for a provider: its days before `before` are hidden
+ * by the series' `minute_before` (`before` taken down to its UTC hour, as that retention takes it:
+ * a read from before it goes to the 1-hour rollup, never to a day that is gone), and each month
+ * partition wholly before it is dropped once nothing in it is seen (hideChunkDays). Rows still in
+ * `points_1m` are not touched (its own retention deletes them, rollup-retention.ts). Returns the
+ * partitions dropped and the series hidden.
  */
-export function dropRollupChunks(ctx: RepoContext, providerId: string, before: number): Promise<{ dropped: number; deleted: number }> {
+export function dropRollupChunks(ctx: RepoContext, providerId: string, before: number): Promise<{ dropped: number; hidden: number }> {
   const cut = before - (((before % CHUNK_MS) + CHUNK_MS) % CHUNK_MS);
   // As rollup-retention.ts's hourCut (not imported: that module imports repo-point-writes.ts, which imports this one).
   const minuteCut = before - (((before % 3_600_000) + 3_600_000) % 3_600_000);
-  return dropChunkMonths(ctx, 'rollup_chunks_1m', providerId, cut, sql`true`, { column: 'minute_before', at: minuteCut });
+  return hideChunkDays(ctx, 'rollup_chunks_1m', providerId, cut, sql`true`, { column: 'minute_before', at: minuteCut });
 }

@@ -7,6 +7,7 @@ import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import type { Aggregation } from '../../src/domain/types.js';
 import type { PointWriteRow, SeriesWindow } from '../../src/store/repository.js';
+import { rawPoints } from '../../src/store/raw-points.js';
 import { rowsOf } from '../../src/store/sql-util.js';
 import { useTestRepository } from '../support/database.js';
 import { handRollup, insertSeries, rollupRows, wave } from './rollup-fixtures.js';
@@ -171,28 +172,47 @@ describe('compacted raw points', () => {
     expect(await answers()).toEqual(before);
   });
 
-  it('drops whole month partitions past the retention cut where only the provider has chunks', async () => {
+  it('hides the days past the retention cut, and drops a month partition once every chunk in it is hidden', async () => {
     await compactAll('baseten-2', START + 5 * DAY);
     expect(await count('point_chunks', other)).toBe(1);
     const cut = Date.UTC(2026, 10, 1, 6);
-    // October holds baseten-2's chunk too: baseten-1's rows of it go, the partition stays.
-    expect(await suite.repo.dropRawChunks('baseten-1', cut)).toEqual({ dropped: 0, deleted: 4 });
+    const hiddenDays = async () => {
+      // The hidden days are answered from the rollups, their chunks unread; the rest as before.
+      const r = await suite.repo.pointsAt([{ seriesId: a, keyedBy: 'time', from: new Date(START), to: new Date(START + 4 * DAY - 1) }], 96, 'AVG');
+      expect(r.resolutions.get(a)).toBe(3600);
+      expect(r.points.map((p) => [p.timestamp!.getTime(), p.value])).toEqual(handRollup(aPoints, HOUR).map((h) => [h.bucket, h.sum! / h.n]));
+      const raw = await suite.repo.pointsAt([{ seriesId: a, keyedBy: 'time', from: new Date(START), to: new Date(START + 4 * DAY - 1) }], 100_000, 'AVG');
+      // At a point a minute: the 1-minute rollup, not the hidden raw points.
+      expect(raw.resolutions.get(a)).toBe(60);
+      expect(raw.points.map((p) => [p.timestamp!.getTime(), p.value])).toEqual(handRollup(aPoints, 60_000).map((h) => [h.bucket, h.sum! / h.n]));
+      const [first] = await rowsOf<{ key: number | string | null }>(suite.db.db, sql`select min(p.key)::float8 as key from ${rawPoints(sql`${a}::bigint`)} p`);
+      expect(Number(first!.key)).toBe(Date.UTC(2026, 10, 1));
+    };
+    // October holds baseten-2's chunk too: baseten-1's days of it (series a and b) are hidden, not deleted (a
+    // deleted row's space in a past month is reused by nothing), and the partition stays.
+    expect(await suite.repo.dropRawChunks('baseten-1', cut)).toEqual({ dropped: 0, hidden: 2 });
     expect((await suite.repo.chunkPartitions()).map((p) => p.name)).toEqual(['point_chunks_202610', 'point_chunks_202611']);
-    expect(await count('point_chunks', a)).toBe(2);
+    expect(await count('point_chunks', a)).toBe(4);
     expect(await count('point_chunks', other)).toBe(1);
-    // baseten-2's retention: October is only its own now, and goes whole.
-    expect(await suite.repo.dropRawChunks('baseten-2', cut)).toEqual({ dropped: 1, deleted: 0 });
+    await hiddenDays();
+    // Every read answers as it did when retention deleted those days' rows.
+    const hidden = await answers();
+    await suite.db.db.execute(sql`delete from point_chunks where series_id in (${a}, ${b}) and chunk_start < ${Date.UTC(2026, 10, 1)}`);
+    expect(await count('point_chunks', a)).toBe(2);
+    expect(await answers()).toEqual(hidden);
+    // Again: nothing more to hide, nothing to drop.
+    expect(await suite.repo.dropRawChunks('baseten-1', cut)).toEqual({ dropped: 0, hidden: 0 });
+    // baseten-2's retention: its own day is hidden too, and October, all hidden now, goes whole.
+    expect(await suite.repo.dropRawChunks('baseten-2', cut)).toEqual({ dropped: 1, hidden: 1 });
     expect((await suite.repo.chunkPartitions()).map((p) => p.name)).toEqual(['point_chunks_202611']);
+    expect(await count('point_chunks', a)).toBe(2);
     expect(await count('point_chunks', other)).toBe(0);
+    await hiddenDays();
     const [marks] = await rowsOf<{ a: number; o: number }>(
       suite.db.db,
       sql`select (select raw_before from series where id = ${a})::float8 as a, (select raw_before from series where id = ${other})::float8 as o`,
     );
     expect([Number(marks!.a), Number(marks!.o)]).toEqual([Date.UTC(2026, 10, 1), Date.UTC(2026, 10, 1)]);
-    // The dropped days are answered from the rollups; the rest as before.
-    const r = await suite.repo.pointsAt([{ seriesId: a, keyedBy: 'time', from: new Date(START), to: new Date(START + 4 * DAY - 1) }], 96, 'AVG');
-    expect(r.resolutions.get(a)).toBe(3600);
-    expect(r.points.map((p) => [p.timestamp!.getTime(), p.value])).toEqual(handRollup(aPoints, HOUR).map((h) => [h.bucket, h.sum! / h.n]));
     const late = await suite.repo.pointsAt(
       [{ seriesId: a, keyedBy: 'time', from: new Date(START + 2 * DAY), to: new Date(START + 2 * DAY + HOUR) }],
       1000,

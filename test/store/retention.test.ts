@@ -6,10 +6,12 @@
 // retention (Repository.dropMinuteRollupsBatch, series.minute_before: a window reaching before it
 // is answered from the 1-hour rollup, exact), the 1-hour one's (untouched unless asked), and a
 // finished job's raw points kept past the raw cut until its own keep ends, in `points` and in
-// point_chunks (a month partition holding them is not dropped whole).
+// point_chunks (a month partition holding them is not dropped whole; the other series' days in it
+// are hidden by their cut, not deleted).
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import type { PointWriteRow } from '../../src/store/repository.js';
+import { rawPoints } from '../../src/store/raw-points.js';
 import { rowsOf } from '../../src/store/sql-util.js';
 import { useTestRepository } from '../support/database.js';
 import { handRollup, insertSeries, type RollupRow, rollupRows, wave } from './rollup-fixtures.js';
@@ -262,7 +264,13 @@ describe("a finished job's raw points kept longer (finishedJobRawRetentionDays)"
     expect(kept.rows).toHaveLength(2 * 1440);
   });
 
-  it('compacted: the partition holding a kept series is not dropped whole, the others lose their chunk rows; dropped once the keep ends', async () => {
+  /** The raw points a read sees of series `id` (retention's cut hides what is before it). */
+  async function visibleRaw(id: number) {
+    const [row] = await rowsOf<{ n: number | string }>(suite.db.db, sql`select count(*) as n from ${rawPoints(sql`${id}::bigint`)} p`);
+    return Number(row!.n);
+  }
+
+  it('compacted: the partition holding a kept series is not dropped whole, the days of the others are hidden; dropped once the keep ends', async () => {
     let after = 0;
     for (;;) {
       const step = await suite.repo.compactRawPointsBatch('keep-1', T0 + 3 * DAY, after, 10);
@@ -278,18 +286,22 @@ describe("a finished job's raw points kept longer (finishedJobRawRetentionDays)"
 
     // A cut past October's end: the month is wholly before it, but holds the kept series.
     const cut = Date.UTC(2026, 10, 5);
-    expect(await suite.repo.dropRawChunks('keep-1', cut, KEEP_SINCE)).toEqual({ dropped: 0, deleted: 2 });
+    expect(await suite.repo.dropRawChunks('keep-1', cut, KEEP_SINCE)).toEqual({ dropped: 0, hidden: 2 });
     expect(await partitions()).toContain('point_chunks_202610');
     expect(await chunkRows(done)).toBe(2);
+    expect(await visibleRaw(done)).toBe(2 * 1440);
     expect(await rawBefore(done)).toBeNull();
     for (const id of [ended, running]) {
-      expect(await chunkRows(id)).toBe(0);
+      // Still stored (the partition stays for the kept series), no longer read.
+      expect(await chunkRows(id)).toBe(1);
+      expect(await visibleRaw(id)).toBe(0);
       expect(await rawBefore(id)).toBe(cut);
     }
     expect(await readAvg(done, T0, T0 + 2 * DAY - 1, 5000)).toEqual(before.get(done));
 
     // The keep has ended (it began after the job's end): the month goes whole.
-    expect(await suite.repo.dropRawChunks('keep-1', cut, FINISHED + 1)).toEqual({ dropped: 1, deleted: 0 });
+    expect(await suite.repo.dropRawChunks('keep-1', cut, FINISHED + 1)).toEqual({ dropped: 1, hidden: 1 });
+    for (const id of [done, ended, running]) expect(await chunkRows(id)).toBe(0);
     expect(await partitions()).not.toContain('point_chunks_202610');
     expect(await rawBefore(done)).toBe(cut);
     // What is left of the series is its rollups, answered exactly.

@@ -224,28 +224,48 @@ describe('compacted 1-minute rollups', () => {
     expect(await rollupRows(suite.db.db, 'points_1h', a)).toEqual(handRollup(filled, HOUR));
   });
 
-  it('drops whole month partitions past a 1-minute retention cut where only the provider has chunks', async () => {
+  it('hides the days past a 1-minute retention cut, and drops a month partition once every chunk in it is hidden', async () => {
     await compactAll(START + 5 * DAY, ['baseten-2']);
     expect(await count('rollup_chunks_1m', other)).toBe(2);
     const cut = Date.UTC(2026, 10, 1, 6);
-    // October holds baseten-2's chunks too: baseten-1's and baseten-3's rows of it go, the partition stays.
-    expect(await suite.repo.dropRollupChunks('baseten-1', cut)).toEqual({ dropped: 0, deleted: 4 });
-    expect(await suite.repo.dropRollupChunks('baseten-3', cut)).toEqual({ dropped: 0, deleted: 2 });
+    // Every read of the windows above and each series' minutes, without their resolutions' checks
+    // (a window reaching before the cut is read from the 1-hour rollup now).
+    const reads = async () => {
+      const out: unknown[] = [];
+      for (const [ws, maxPoints] of windows()) {
+        for (const aggregation of ['AVG', 'MIN', 'MAX', 'LAST'] as Aggregation[]) {
+          const r = await suite.repo.pointsAt(ws, maxPoints, aggregation);
+          out.push([r.points, [...r.resolutions]]);
+        }
+      }
+      for (const id of [a, b, e]) out.push(await minuteRows(id));
+      return out;
+    };
+    // October holds baseten-2's chunks too: baseten-1's and baseten-3's days of it are hidden,
+    // not deleted (a deleted row's space in a past month is reused by nothing), the partition stays.
+    expect(await suite.repo.dropRollupChunks('baseten-1', cut)).toEqual({ dropped: 0, hidden: 2 });
+    expect(await suite.repo.dropRollupChunks('baseten-3', cut)).toEqual({ dropped: 0, hidden: 1 });
     expect((await suite.repo.rollupChunkPartitions()).map((p) => p.name)).toEqual(['rollup_chunks_1m_202610', 'rollup_chunks_1m_202611']);
-    expect(await count('rollup_chunks_1m', a)).toBe(2);
+    expect(await count('rollup_chunks_1m', a)).toBe(4);
     expect(await count('rollup_chunks_1m', other)).toBe(2);
-    // baseten-2's: October is only its own now, and goes whole.
-    expect(await suite.repo.dropRollupChunks('baseten-2', cut)).toEqual({ dropped: 1, deleted: 0 });
+    // Every read answers as it does with those days' rows deleted.
+    const hidden = await reads();
+    await suite.db.db.execute(sql`delete from rollup_chunks_1m where series_id in (${a}, ${b}, ${e}) and chunk_start < ${Date.UTC(2026, 10, 1)}`);
+    expect(await count('rollup_chunks_1m', a)).toBe(2);
+    expect(await reads()).toEqual(hidden);
+    // baseten-2's: October, all hidden now, goes whole.
+    expect(await suite.repo.dropRollupChunks('baseten-2', cut)).toEqual({ dropped: 1, hidden: 1 });
     expect((await suite.repo.rollupChunkPartitions()).map((p) => p.name)).toEqual(['rollup_chunks_1m_202611']);
     expect(await count('rollup_chunks_1m', other)).toBe(0);
+    // The day the cut falls in stays, its minutes before the cut's hour hidden.
     expect(await minuteRows(a)).toEqual(
       handRollup(
-        aPoints.filter(([, k]) => k >= Date.UTC(2026, 10, 1)),
+        aPoints.filter(([, k]) => k >= cut),
         MINUTE,
       ),
     );
-    // Nothing before the cut's day is left to drop; the day the cut falls in stays.
-    expect(await suite.repo.dropRollupChunks('baseten-1', cut)).toEqual({ dropped: 0, deleted: 0 });
+    // Nothing is left to hide or drop.
+    expect(await suite.repo.dropRollupChunks('baseten-1', cut)).toEqual({ dropped: 0, hidden: 0 });
     // The series that lost chunks remember the cut (its hour), by a row delete or a partition drop,
     // and a window reaching before it is answered from the 1-hour rollup, not from a gap.
     const minuteBefore = async (id: number) =>
