@@ -222,6 +222,7 @@ export async function pointsAt(
         -- counts, nothing decoded: whether the window has some (read through rawPoints), their
         -- samples where no raw point of those hours is uncompacted (cn), and the samples of the
         -- window's extent were they spread evenly over each day (est: how its points are read first).
+        -- Not the days retention hid behind the series' cut (raw_before), as rawPoints reads them.
         select bool_or(c.chunk_start > e.lo - ${CHUNK_MS} and c.chunk_start <= e.hi) as chunked,
           case when not exists (select 1 from points p where p.series_id = w.series_id and p.key >= ${hourFrom}
             and p.key <= case when w.k_to is null then ${MAX_KEY} else ${bucketSql('w.k_to', HOUR_MS)} + ${HOUR_MS - 1} end)
