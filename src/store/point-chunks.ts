@@ -241,16 +241,18 @@ export async function hideChunkDays(
 ): Promise<{ dropped: number; hidden: number }> {
   const column = sql.raw(mark.column);
   const chunks = sql.raw(parent);
-  // A series with a chunk starting before the mark (the day it falls in too: its minutes before
-  // the mark's hour are hidden with the rest), one primary-key probe each; one hidden further
-  // already (a row delete of the table's hot rows sets its exact cut) is left as it is.
+  // A series with a chunk of a day wholly before the cut, one primary-key probe each (its minutes
+  // of the cut's own day before the mark's hour are hidden with them; a series whose chunks begin
+  // on that day is not marked: its first minute may be after the mark, and a window from before
+  // the mark would be answered hourly for nothing); one hidden further already (a row delete of
+  // the table's hot rows sets its exact cut) is left as it is.
   const [row] = await rowsOf<{ n: number | string }>(
     ctx.db,
     sql`with u as (
         update series s set ${column} = ${mark.at} from jobs j
         where j.id = s.job_id and j.provider_id = ${providerId} and ${gone}
           and coalesce(s.${column}, ${MIN_KEY}) < ${mark.at}
-          and exists (select 1 from ${chunks} c where c.series_id = s.id and c.chunk_start < ${mark.at})
+          and exists (select 1 from ${chunks} c where c.series_id = s.id and c.chunk_start < ${cut})
         returning 1
       ) select count(*)::float8 as n from u`,
   );

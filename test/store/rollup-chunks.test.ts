@@ -278,3 +278,30 @@ describe('compacted 1-minute rollups', () => {
     expect(read.points.filter((p) => p.seriesId === a).length).toBeGreaterThan(24);
   });
 });
+
+describe('1-minute retention of a series whose chunks begin on the cut day', () => {
+  it("marks only series with a day wholly before the cut, as the deletes did: one whose chunks begin on the cut's day keeps its minutes", async () => {
+    const cut = Date.UTC(2026, 11, 1, 6);
+    await insertJob('baseten-9:job:late', 'baseten-9');
+    const late = await insertOwnSeries('late', 'baseten-9:job:late');
+    const early = await insertOwnSeries('early', 'baseten-9:job:late');
+    // late: 10:00 to 12:00 of the cut's day; early: from 04:00 of that day, so two hours before the cut.
+    const latePoints = wave(late, Date.UTC(2026, 11, 1, 10), MINUTE, 120);
+    const earlyPoints = wave(early, Date.UTC(2026, 11, 1, 4), MINUTE, 480);
+    await suite.repo.writePoints([...latePoints, ...earlyPoints], { expectNew: true });
+    await compactAll(Date.UTC(2026, 11, 3), ['baseten-9']);
+    expect(await count('rollup_chunks_1m', late)).toBe(1);
+    expect(await count('rollup_chunks_1m', early)).toBe(1);
+    // Neither has a day wholly before the cut: neither is marked, nothing is hidden.
+    expect(await suite.repo.dropRollupChunks('baseten-9', cut)).toEqual({ dropped: 0, hidden: 0 });
+    const minuteBefore = async (id: number) =>
+      (await rowsOf<{ m: number | string | null }>(suite.db.db, sql`select minute_before::float8 as m from series where id = ${id}`))[0]!.m;
+    expect(await minuteBefore(late)).toBeNull();
+    expect(await minuteRows(late)).toEqual(handRollup(latePoints, MINUTE));
+    expect(await minuteRows(early)).toEqual(handRollup(earlyPoints, MINUTE));
+    // A day later the cut's day is wholly before the next cut: both are marked, their day hidden.
+    expect(await suite.repo.dropRollupChunks('baseten-9', cut + DAY)).toEqual({ dropped: 0, hidden: 2 });
+    expect(Number(await minuteBefore(late))).toBe(cut + DAY);
+    expect(await minuteRows(late)).toEqual([]);
+  });
+});
