@@ -36,6 +36,7 @@ import type { Writable } from 'node:stream';
 import { sql } from 'drizzle-orm';
 import { Repository, type PointWriteRow } from '../src/store/repository.js';
 import { rollup1h } from '../src/store/hour-rollups.js';
+import { monthOf } from '../src/store/point-chunks.js';
 import { rawPoints } from '../src/store/raw-points.js';
 import { rowsOf as sqlRows } from '../src/store/sql-util.js';
 import * as tables from '../src/store/tables.js';
@@ -783,8 +784,8 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
     const cut = Date.UTC(firstMonth.getUTCFullYear(), firstMonth.getUTCMonth() + 1, 1);
     monthRetentionMs = await timed(() => layout.retain(db, cut));
     await expectNoRawBefore(db, cut);
-    const month = new Date(oldest).toISOString().slice(0, 7).replace('-', '');
-    if ((await repo.chunkPartitions()).some((p) => p.name === `point_chunks_${month}`)) throw new Error(`retention left point_chunks_${month}`);
+    const month = monthOf(oldest).name;
+    if ((await repo.chunkPartitions()).some((p) => p.name === month)) throw new Error(`retention left ${month}`);
     log(`${layout.name}: retention of the oldest month (to ${new Date(cut).toISOString().slice(0, 10)}) ${round(monthRetentionMs)} ms`);
     // The 1-minute rollup's chunks of that month (Repository.dropRollupChunks, what its retention calls).
     monthRollupRetentionMs = await timed(() => repo.dropRollupChunks('bench', cut));

@@ -170,7 +170,8 @@ export class CollectionStore {
    * (Repository.dropMinuteRollupsBatch, dropHourRollupsBatch), and the rollup's compacted days
    * (Repository.dropRollupChunks: hidden by the series' minute_before, month partitions dropped
    * whole once all hidden) or months (Repository.dropHourRollupChunks: year partitions dropped
-   * whole, else chunk rows deleted; hour_before set). Returns the rows and chunk rows deleted.
+   * whole, else chunk rows deleted; hour_before set). Returns the rows and chunk rows deleted (the
+   * 1-minute rollup's hidden days are none of them).
    */
   async dropRollups(providerId: string, which: 'minute' | 'hour', before: Date, signal?: AbortSignal): Promise<number> {
     let after = 0;

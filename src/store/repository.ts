@@ -317,7 +317,7 @@ export class Repository {
     return rollupChunks.analyzeRollupChunks(this.ctx);
   }
 
-  /** 1-minute retention of compacted rollups (rollup-chunks.ts): whole month partitions dropped where only the provider's series are in them. */
+  /** 1-minute retention of compacted rollups (rollup-chunks.ts): the days hidden by the series' cut, month partitions dropped once all hidden. */
   dropRollupChunks(providerId: string, before: number): Promise<{ dropped: number; hidden: number }> {
     return rollupChunks.dropRollupChunks(this.ctx, providerId, before);
   }
