@@ -17,8 +17,10 @@ import {
   chunkPartitions,
   dropChunkMonths,
   ensureChunkPartitions,
+  idsRows,
   monthOf,
   pickCompactionBatch,
+  rangeRowsWhere,
   rollupEdge,
   rollupRange,
 } from './point-chunks.js';
@@ -152,8 +154,7 @@ export async function compactHourRollupsBatch(
     const months = await rowsOf<{ series_id: number | string; month: number | string }>(
       tx.db,
       sql`select distinct m.series_id::float8 as series_id, ${monthSql('m.bucket')}::float8 as month
-        from jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb) as ids(id) cross join lateral (
-          select x.series_id, x.bucket from points_1h x where x.series_id = ids.id::bigint and x.bucket < ${cut}) m`,
+        from ${idsRows('points_1h', 'bucket', ids, cut)} m`,
     );
     if (months.length === 0) return { chunks: 0, rows: 0 };
     const json = `[${months.map((d) => `[${Number(d.series_id)},${Number(d.month)}]`).join(',')}]`;
@@ -163,9 +164,8 @@ export async function compactHourRollupsBatch(
       with h as materialized (
         select (r->>0)::bigint as series_id, (r->>1)::bigint as hour from jsonb_array_elements(${json}::jsonb) as r
       ), ${TAKE_HOUR_MONTHS}, moved as (
-        delete from points_1h m using hm d
-        where m.series_id = d.series_id and m.bucket >= d.month and m.bucket < ${cut} and m.bucket < d.month + ${MONTH_MAX_MS}
-          and ${monthSql('m.bucket')} = d.month
+        delete from points_1h m
+        where ${rangeRowsWhere('points_1h', 'bucket', 'hm', sql`d.month`, sql`least(${cut}::bigint, d.month + ${MONTH_MAX_MS})`, sql`${monthSql('x.bucket')} = d.month`)}
         returning m.series_id, m.bucket, m.n, m.min, m.max, m.sum, m.last
       ), every as (
         select series_id, bucket, n, min, max, sum, last from moved

@@ -10,7 +10,17 @@
 import { type SQL, sql } from 'drizzle-orm';
 import type { RepoContext } from './repo-context.js';
 import { CHUNK_MS } from './raw-points.js';
-import { type ChunkedRollup, chunkPartitions, ensureChunkPartitions, hideChunkDays, pickCompactionBatch, rollupEdge, rollupRange } from './point-chunks.js';
+import {
+  type ChunkedRollup,
+  chunkPartitions,
+  ensureChunkPartitions,
+  hideChunkDays,
+  idsRows,
+  pickCompactionBatch,
+  rangeRowsWhere,
+  rollupEdge,
+  rollupRange,
+} from './point-chunks.js';
 import { embeddedClientOf, rowsOf } from './sql-util.js';
 
 const MINUTE = 60_000;
@@ -93,8 +103,7 @@ export async function compactRollupsBatch(
     const days = await rowsOf<{ series_id: number | string; day: number | string }>(
       tx.db,
       sql`select distinct m.series_id::float8 as series_id, ${dayOf('m.bucket')}::float8 as day
-        from jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb) as ids(id) cross join lateral (
-          select x.series_id, x.bucket from points_1m x where x.series_id = ids.id::bigint and x.bucket < ${cut}) m`,
+        from ${idsRows('points_1m', 'bucket', ids, cut)} m`,
     );
     if (days.length === 0) return { chunks: 0, rows: 0 };
     const json = `[${days.map((d) => `[${Number(d.series_id)},${Number(d.day)}]`).join(',')}]`;
@@ -104,8 +113,7 @@ export async function compactRollupsBatch(
       with h as materialized (
         select (r->>0)::bigint as series_id, (r->>1)::bigint as hour from jsonb_array_elements(${json}::jsonb) as r
       ), ${TAKE_ROLLUP_DAYS}, moved as (
-        delete from points_1m m using rd d
-        where m.series_id = d.series_id and m.bucket >= d.day and m.bucket < d.day + ${CHUNK_MS}
+        delete from points_1m m where ${rangeRowsWhere('points_1m', 'bucket', 'rd', sql`d.day`, sql`d.day + ${CHUNK_MS}`)}
         returning m.series_id, m.bucket, m.n, m.min, m.max, m.sum, m.last
       ), every as (
         select series_id, bucket, n, min, max, sum, last from moved
