@@ -17,14 +17,12 @@ import {
   chunkPartitions,
   dropChunkMonths,
   ensureChunkPartitions,
-  idsRows,
   monthOf,
   pickCompactionBatch,
-  rangeRowsWhere,
   rollupEdge,
   rollupRange,
 } from './point-chunks.js';
-import { embeddedClientOf, rowsOf } from './sql-util.js';
+import { embeddedClientOf, idsRows, rangeRowsWhere, rowsOf } from './sql-util.js';
 
 const HOUR = 3_600_000;
 /** The longest UTC month: a chunk starting more than this before a key cannot hold it. */

@@ -6,7 +6,18 @@ import type { SeriesData } from '../domain/types.js';
 import type { Db } from './db.js';
 import { pointBatch, seriesIdentity } from './point-batch.js';
 import type { RepoContext } from './repo-context.js';
-import { chunks, copierOf, embeddedClientOf, isUniqueViolation, pointBatchOfRows, rollupCopierOf, rowsOf, type PointBatch, RollupRows } from './sql-util.js';
+import {
+  chunks,
+  copierOf,
+  embeddedClientOf,
+  isUniqueViolation,
+  pointBatchOfRows,
+  rangeRowsWhere,
+  rollupCopierOf,
+  rowsOf,
+  type PointBatch,
+  RollupRows,
+} from './sql-util.js';
 import { CHUNK_MS, DECODED_CHUNK, edgeRawPoint, keyInstant, notKeptFinished, takeChunkDays } from './raw-points.js';
 import { TAKE_ROLLUP_DAYS } from './rollup-chunks.js';
 import { FRESH_HOUR, HOUR_CHUNKS_OF_T, TAKE_HOUR_MONTHS } from './hour-rollups.js';
@@ -614,7 +625,9 @@ export async function dropRawPointsBatch(
         and exists (select 1 from points x where x.series_id = s.id and x.key < ${before})
       order by s.id limit ${batch}
     ), d as (
-      delete from points p using s where p.series_id = s.id and p.key < ${before} returning p.series_id
+      -- By the batch's key ranges (rangeRowsWhere): as a join of s, planned for 100 series, it scanned the table.
+      delete from points m where ${rangeRowsWhere('points', 'key', '(select s.id as series_id from s)', sql.raw('(-9223372036854775807)::bigint'), sql`${before}::bigint`)}
+      returning m.series_id
     ), u as (
       update series set raw_before = greatest(coalesce(raw_before, ${before}), ${before})
       where id in (select distinct series_id from d) returning 1

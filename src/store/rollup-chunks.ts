@@ -15,13 +15,11 @@ import {
   chunkPartitions,
   ensureChunkPartitions,
   hideChunkDays,
-  idsRows,
   pickCompactionBatch,
-  rangeRowsWhere,
   rollupEdge,
   rollupRange,
 } from './point-chunks.js';
-import { embeddedClientOf, rowsOf } from './sql-util.js';
+import { embeddedClientOf, idsRows, rangeRowsWhere, rowsOf } from './sql-util.js';
 
 const MINUTE = 60_000;
 

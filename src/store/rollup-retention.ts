@@ -7,7 +7,7 @@
 import { sql } from 'drizzle-orm';
 import type { RepoContext } from './repo-context.js';
 import { HOUR_MS } from './repo-point-writes.js';
-import { rowsOf } from './sql-util.js';
+import { rangeRowsWhere, rowsOf } from './sql-util.js';
 
 /** The UTC hour holding `ms`' start: a rollup cut is a whole hour, so the 1-hour rows cover exactly what the 1-minute ones lost. */
 export function hourCut(ms: number): number {
@@ -64,7 +64,9 @@ async function dropRollupBatch(
         and exists (select 1 from ${table} x where x.series_id = s.id and x.bucket < ${cut})
       order by s.id limit ${batch}
     ), d as (
-      delete from ${table} r using s where r.series_id = s.id and r.bucket < ${cut} returning r.series_id
+      -- By the batch's bucket ranges (rangeRowsWhere): as a join of s, planned for 100 series, it scanned the table.
+      delete from ${table} m where ${rangeRowsWhere(which === 'minute' ? 'points_1m' : 'points_1h', 'bucket', '(select s.id as series_id from s)', sql.raw('(-9223372036854775807)::bigint'), sql`${cut}::bigint`)}
+      returning m.series_id
     ), u as (
       update series set ${column} = greatest(coalesce(${column}, ${cut}), ${cut})
       where id in (select distinct series_id from d) returning 1

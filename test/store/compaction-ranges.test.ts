@@ -1,13 +1,12 @@
 // Compaction reads and deletes the rows it moves by their series' primary-key ranges, whatever the
 // table holds beside them: planned as joins of the batch's ids (or days) to the table, the
 // planner guessed 100 of them and scanned the whole table every batch, so a first compaction of a
-// long history grew with batches x history (src/store/point-chunks.ts, idsRows and
-// rangeRowsWhere; docs/history.md, "Compaction by index ranges"). The plans are read with EXPLAIN
+// long history grew with batches x history (src/store/sql-util.ts, idsRows and rangeRowsWhere;
+// retention's deletes use the latter too; docs/history.md, "Compaction by index ranges"). The plans are read with EXPLAIN
 // on a table whose statistics say it is large; then a batch is compacted for real.
 import { type SQL, sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { idsRows, rangeRowsWhere } from '../../src/store/point-chunks.js';
-import { rowsOf } from '../../src/store/sql-util.js';
+import { idsRows, rangeRowsWhere, rowsOf } from '../../src/store/sql-util.js';
 import { useTestRepository } from '../support/database.js';
 
 const suite = useTestRepository();
@@ -80,6 +79,15 @@ describe('compaction by index ranges', () => {
     expect(plan).not.toContain('Seq Scan on points');
   });
 
+  it("deletes retention's batch of series by the ctids of their ranges before the cut", async () => {
+    const plan = await planOf(
+      sql`with s as materialized (select id from series where id = any (${`{${ids.slice(20, 40).join(',')}}`}::bigint[]))
+        delete from points m where ${rangeRowsWhere('points', 'key', '(select s.id as series_id from s)', sql.raw('(-9223372036854775807)::bigint'), sql`${START + DAY}::bigint`)}`,
+    );
+    expect(plan).toContain('Tid Scan on points');
+    expect(plan).not.toContain('Seq Scan on points');
+  });
+
   it('compacts a batch of 20 series, every point of their settled days and no other', async () => {
     const step = await suite.repo.compactRawPointsBatch('ranges', START + 2 * DAY, 0, 20);
     expect(step).toMatchObject({ last: ids[19], chunks: 40, points: 20 * 2 * PER_DAY, done: true });
@@ -89,5 +97,16 @@ describe('compaction by index ranges', () => {
         from points where series_id = any (${`{${ids.join(',')}}`}::bigint[])`,
     );
     expect({ inBatch: Number(left!.inBatch), others: Number(left!.others) }).toEqual({ inBatch: 0, others: 80 * 2 * PER_DAY });
+  });
+
+  it("drops the next batch's raw points before the cut, every one of them and no other", async () => {
+    const step = await suite.repo.dropRawPointsBatch('ranges', START + DAY, ids[19]!, 20);
+    expect(step).toEqual({ last: ids[39], deleted: 20 * PER_DAY });
+    const [left] = await rowsOf<{ before: number; after: number }>(
+      suite.db.db,
+      sql`select count(*) filter (where key < ${START + DAY})::float8 as before, count(*) filter (where key >= ${START + DAY})::float8 as after
+        from points where series_id = any (${`{${ids.slice(20).join(',')}}`}::bigint[])`,
+    );
+    expect({ before: Number(left!.before), after: Number(left!.after) }).toEqual({ before: 60 * PER_DAY, after: 80 * PER_DAY });
   });
 });
