@@ -24,6 +24,9 @@ export function textArray(values: readonly string[]): SQL {
  * their ranges take 0.1 s each; a first compaction after an upgrade, every batch scanning all of
  * history, grew with batches x history (bench:history's 50M build: 3,520 s on PostgreSQL).
  * `offset 0` keeps each lateral a subquery of its own, run per row with its range's index scan.
+ * Compaction holds its table's lock, so no row moves under it. Retention does not: a row that a
+ * concurrent write updates after the delete's snapshot has a new ctid, so it survives the batch
+ * (hidden behind the series' cut all the same) and the next run deletes it.
  */
 export function idsRows(table: string, key: string, ids: readonly number[], cut: number): SQL {
   return sql`jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb) as ids(id) cross join lateral (
