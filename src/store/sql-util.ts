@@ -79,16 +79,18 @@ export async function rowsOfPrepared<T>(db: Db, query: SQL): Promise<T[]> {
   return rowsIn<T>(await d.session.prepareQuery(q, undefined, 'prepared', false).execute());
 }
 
-/** The statement texts known PREPAREd, by the client that ran them (a PGlite, or one of its transactions). */
-const PREPARED = new WeakMap<object, Set<string>>();
+/** The statements PREPAREd, or being PREPAREd, by the client that ran them (a PGlite, or one of its transactions): by text. */
+const PREPARED = new WeakMap<object, Map<string, Promise<void>>>();
 
 /**
  * The `EXECUTE` of `q` on PGlite, PREPAREd first where this database does not hold its text's
- * statement (named by the text's hash, so a transaction's handle finds what the database's
- * prepared: pg_prepared_statements is asked before a PREPARE, which would fail a transaction if
- * the name were taken). Its values are quoted literals, each taken by the input function of the
- * parameter's type, as the extended protocol's text values are. null (the plain path) for a
- * value with no such text here (an array, an object, bytes).
+ * statement. Named by the text's hash, so a transaction's handle finds what the database
+ * prepared: pg_prepared_statements is asked first. Two reads of one text at once share one
+ * preparation. A PREPARE that finds the name taken (42P05: the database prepared it between the
+ * check and the PREPARE, in a transaction of its own) counts as done; no transaction can be
+ * open across that gap, as PGlite runs one at a time. Values are quoted literals, each taken by
+ * the input function of its parameter's type, as the extended protocol's text values are. null
+ * (the plain path) for a value with no such text here (an array, an object, bytes).
  */
 async function embeddedPrepared(db: Db, client: object, q: { sql: string; params: unknown[] }): Promise<string | null> {
   const literals: string[] = [];
@@ -100,13 +102,30 @@ async function embeddedPrepared(db: Db, client: object, q: { sql: string; params
   }
   const name = `store_${createHash('sha1').update(q.sql).digest('hex').slice(0, 24)}`;
   let known = PREPARED.get(client);
-  if (!known) PREPARED.set(client, (known = new Set()));
-  if (!known.has(q.sql)) {
-    const held = rowsIn(await db.execute(sql`select 1 from pg_prepared_statements where name = ${name}`).execute());
-    if (held.length === 0) await db.execute(sql.raw(`prepare ${name} as ${q.sql}`)).execute();
-    known.add(q.sql);
+  if (!known) PREPARED.set(client, (known = new Map()));
+  let ready = known.get(q.sql);
+  if (!ready) {
+    ready = (async () => {
+      const held = rowsIn(await db.execute(sql`select 1 from pg_prepared_statements where name = ${name}`).execute());
+      if (held.length > 0) return;
+      try {
+        await db.execute(sql.raw(`prepare ${name} as ${q.sql}`)).execute();
+      } catch (err) {
+        if (!hasCode(err, '42P05')) throw err;
+      }
+    })();
+    known.set(q.sql, ready);
+    const forget = known;
+    ready.catch(() => forget.delete(q.sql));
   }
+  await ready;
   return literals.length === 0 ? `execute ${name}` : `execute ${name}(${literals.join(', ')})`;
+}
+
+/** Whether `err` (or an error it wraps) is PostgreSQL's `code`, as postgres.js and PGlite report it. */
+function hasCode(err: unknown, code: string): boolean {
+  for (let e: any = err; e; e = e.cause) if (e.code === code) return true;
+  return false;
 }
 
 /** A string literal (standard_conforming_strings is on: only the quote is doubled). */
