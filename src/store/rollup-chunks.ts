@@ -10,15 +10,7 @@
 import { type SQL, sql } from 'drizzle-orm';
 import type { RepoContext } from './repo-context.js';
 import { CHUNK_MS } from './raw-points.js';
-import {
-  type ChunkedRollup,
-  chunkPartitions,
-  ensureChunkPartitions,
-  hideChunkDays,
-  pickCompactionBatch,
-  rollupEdge,
-  rollupRange,
-} from './point-chunks.js';
+import { type ChunkedRollup, chunkPartitions, ensureChunkPartitions, hideChunkDays, pickCompactionBatch, rollupEdge, rollupRange } from './point-chunks.js';
 import { embeddedClientOf, idsRows, rangeRowsWhere, rowsOf } from './sql-util.js';
 
 const MINUTE = 60_000;
