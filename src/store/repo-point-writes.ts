@@ -626,7 +626,7 @@ export async function dropRawPointsBatch(
       order by s.id limit ${batch}
     ), d as (
       -- By the batch's key ranges (rangeRowsWhere): as a join of s, planned for 100 series, it scanned the table.
-      delete from points m where ${rangeRowsWhere('points', 'key', '(select s.id as series_id from s)', sql.raw('(-9223372036854775807)::bigint'), sql`${before}::bigint`)}
+      delete from points m where ${rangeRowsWhere('points', 'key', '(select s.id as series_id from s)', null, sql`${before}::bigint`)}
       returning m.series_id
     ), u as (
       update series set raw_before = greatest(coalesce(raw_before, ${before}), ${before})

@@ -65,7 +65,7 @@ async function dropRollupBatch(
       order by s.id limit ${batch}
     ), d as (
       -- By the batch's bucket ranges (rangeRowsWhere): as a join of s, planned for 100 series, it scanned the table.
-      delete from ${table} m where ${rangeRowsWhere(which === 'minute' ? 'points_1m' : 'points_1h', 'bucket', '(select s.id as series_id from s)', sql.raw('(-9223372036854775807)::bigint'), sql`${cut}::bigint`)}
+      delete from ${table} m where ${rangeRowsWhere(which === 'minute' ? 'points_1m' : 'points_1h', 'bucket', '(select s.id as series_id from s)', null, sql`${cut}::bigint`)}
       returning m.series_id
     ), u as (
       update series set ${column} = greatest(coalesce(${column}, ${cut}), ${cut})

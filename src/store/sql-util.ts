@@ -17,7 +17,7 @@ export function textArray(values: readonly string[]): SQL {
  * the rows of `table` (`points` by key, a rollup by bucket) of series `ids` (a JSON array) before
  * `cut`, one primary-key range a series; `rangeRowsWhere(table, key, ranges, lo, hi, also)`: a
  * condition on row `m` of `table` that holds for the rows of CTE `ranges` (series_id and the range
- * [lo, hi) of `key` as SQL over its row `d`, and `also` over row `x`), as `ctid = any(...)`
+ * [lo, hi) of `key` as SQL over its row `d`, lo null for none, and `also` over row `x`), as `ctid = any(...)`
  * gathered by one range a row of `ranges`, so the delete fetches those rows by their ctid.
  * Planned as joins, both scanned the whole table each batch: the planner guessed 100 ids or
  * ranges (a function's rows, a CTE's) and hash-joined them to a sequential scan. With 8.6M points
@@ -31,14 +31,15 @@ export function textArray(values: readonly string[]): SQL {
  */
 export function idsRows(table: string, key: string, ids: readonly number[], cut: number): SQL {
   return sql`jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb) as ids(id) cross join lateral (
-          select x.series_id, x.${sql.raw(key)}${table === 'points' ? sql.raw(', x.ts') : sql.raw('')} from ${sql.raw(table)} x
+          select x.* from ${sql.raw(table)} x
           where x.series_id = ids.id::bigint and x.${sql.raw(key)} < ${cut} offset 0)`;
 }
 
-export function rangeRowsWhere(table: string, key: string, ranges: string, lo: SQL, hi: SQL, also: SQL = sql`true`): SQL {
+export function rangeRowsWhere(table: string, key: string, ranges: string, lo: SQL | null, hi: SQL, also: SQL = sql`true`): SQL {
+  const from = lo === null ? sql`true` : sql`x.${sql.raw(key)} >= ${lo}`;
   return sql`m.ctid = any (array(select x.ctid from ${sql.raw(ranges)} d cross join lateral (
           select x.ctid from ${sql.raw(table)} x
-          where x.series_id = d.series_id and x.${sql.raw(key)} >= ${lo} and x.${sql.raw(key)} < ${hi} and ${also} offset 0) x))`;
+          where x.series_id = d.series_id and ${from} and x.${sql.raw(key)} < ${hi} and ${also} offset 0) x))`;
 }
 
 export async function rowsOf<T>(db: Db, query: SQL): Promise<T[]> {
@@ -79,8 +80,8 @@ export async function rowsOfPrepared<T>(db: Db, query: SQL): Promise<T[]> {
   return rowsIn<T>(await d.session.prepareQuery(q, undefined, 'prepared', false).execute());
 }
 
-/** The statements PREPAREd, or being PREPAREd, by the client that ran them (a PGlite, or one of its transactions): by text. */
-const PREPARED = new WeakMap<object, Map<string, Promise<void>>>();
+/** The statements PREPAREd, or being PREPAREd, by the client that ran them (a PGlite, or one of its transactions): their names by text. */
+const PREPARED = new WeakMap<object, Map<string, Promise<string>>>();
 
 /**
  * The `EXECUTE` of `q` on PGlite, PREPAREd first where this database does not hold its text's
@@ -100,31 +101,32 @@ async function embeddedPrepared(db: Db, client: object, q: { sql: string; params
     else if (v instanceof Date) literals.push(quoted(v.toISOString()));
     else return null;
   }
-  const name = `store_${createHash('sha1').update(q.sql).digest('hex').slice(0, 24)}`;
   let known = PREPARED.get(client);
   if (!known) PREPARED.set(client, (known = new Map()));
   let ready = known.get(q.sql);
   if (!ready) {
     ready = (async () => {
+      const name = `store_${createHash('sha1').update(q.sql).digest('hex').slice(0, 24)}`;
       const held = rowsIn(await db.execute(sql`select 1 from pg_prepared_statements where name = ${name}`).execute());
-      if (held.length > 0) return;
+      if (held.length > 0) return name;
       try {
         await db.execute(sql.raw(`prepare ${name} as ${q.sql}`)).execute();
       } catch (err) {
         if (!hasCode(err, '42P05')) throw err;
       }
+      return name;
     })();
     known.set(q.sql, ready);
     const forget = known;
     ready.catch(() => forget.delete(q.sql));
   }
-  await ready;
+  const name = await ready;
   return literals.length === 0 ? `execute ${name}` : `execute ${name}(${literals.join(', ')})`;
 }
 
-/** Whether `err` (or an error it wraps) is PostgreSQL's `code`, as postgres.js and PGlite report it. */
-function hasCode(err: unknown, code: string): boolean {
-  for (let e: any = err; e; e = e.cause) if (e.code === code) return true;
+/** Whether `err` (or an error it wraps: drizzle wraps the driver's as `cause`) is one of PostgreSQL's `codes`, as postgres.js and PGlite report them. */
+function hasCode(err: unknown, ...codes: string[]): boolean {
+  for (let e: any = err; e; e = e.cause) if (codes.includes(e.code)) return true;
   return false;
 }
 
@@ -466,12 +468,10 @@ export function embeddedClientOf(db: Db): { query(statement: string): Promise<un
  * the same rows and Postgres ended one of them; run again, it finds the other's rows committed.
  */
 export function isTransactionConflict(err: unknown): boolean {
-  for (let e: any = err; e; e = e.cause) if (e.code === '40P01' || e.code === '40001') return true;
-  return false;
+  return hasCode(err, '40P01', '40001');
 }
 
 /** Postgres' unique_violation (23505), as postgres.js and PGlite report it. */
 export function isUniqueViolation(err: unknown): boolean {
-  for (let e: any = err; e; e = e.cause) if (e.code === '23505') return true;
-  return false;
+  return hasCode(err, '23505');
 }
