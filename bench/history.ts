@@ -441,7 +441,8 @@ const ROLLUP_DIGEST = ['points', 'points_1m', 'points_1h']
     (t) =>
       `select '${t}' as t, count(*)::int as n, md5(coalesce(string_agg(x::text, ',' order by x::text), '')) as digest from ${t} x where series_id > ${SERIES}`,
   )
-  .join(' union all ');
+  .join(' union all ')
+  .concat(' order by t');
 
 /** Text-format COPY lines of chunk rows for `rows` (sorted by series and key here). */
 function encodeChunks(rows: PointWriteRow[]): string {
