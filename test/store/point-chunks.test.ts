@@ -269,3 +269,47 @@ describe('a compacted window read first as its count says, then the other way wh
     expect(await answersOf()).toEqual(before);
   });
 });
+
+describe('a compacted window with instants between milliseconds', () => {
+  // Platforms report instants finer than a millisecond (Runicorn's are float seconds): a
+  // time-keyed point's key is its instant floored to the millisecond. A raw window's buckets are
+  // stamped from their first point's instant (floor(extract(epoch from ts) * 1000)), a window
+  // with compacted days from its first point's key. A day holding such a point stays in `points`
+  // (compaction moves only days whose instants are their keys'), so a window with compacted days
+  // meets them beside its chunks: the two stamps must agree.
+  it('stamps its buckets as the uncompacted points did', async () => {
+    const D = Date.UTC(2026, 10, 12);
+    const id = await insertJobSeries('baseten-4', 'fine');
+    // Two days at a sample every 10 minutes: the first on whole milliseconds, the second each
+    // 0.375 or 0.625 ms past one (exact binary fractions), the key as the adapters give it: the
+    // instant itself.
+    const points = wave(id, D, 600_000, 288).map((p, i) => {
+      const at = p[2]! + (i < 144 ? 0 : i % 2 === 0 ? 0.375 : 0.625);
+      return [p[0], at, at, null, p[4]] as PointWriteRow;
+    });
+    await suite.repo.writePoints(points, { expectNew: true });
+    const windows: [SeriesWindow[], number][] = [
+      [[{ seriesId: id, keyedBy: 'time', from: new Date(D), to: new Date(D + 2 * DAY) }], 50],
+      [[{ seriesId: id, keyedBy: 'time', from: new Date(D + 7 * HOUR), to: new Date(D + 31 * HOUR) }], 24],
+    ];
+    const read = async () => {
+      const out: unknown[] = [];
+      for (const [w, maxPoints] of windows) {
+        for (const aggregation of ['AVG', 'LAST'] as Aggregation[]) {
+          out.push((await suite.repo.pointsAt(w, maxPoints, aggregation)).points.map((p) => [p.timestamp!.getTime(), p.value]));
+        }
+      }
+      return out;
+    };
+    const before = await read();
+    // Bucketed (288 and 145 points at 50 and 24), each stamped at its first point's instant
+    // floored to the millisecond.
+    expect((before[0] as unknown[]).length).toBe(50);
+    const stamps = (before[0] as [number][]).map(([t]) => t);
+    expect(stamps.every((t) => (t - D) % 600_000 === 0)).toBe(true);
+    expect(await compactAll('baseten-4', D + 2 * DAY)).toBe(144);
+    expect(await count('point_chunks', id)).toBe(1);
+    expect(await count('points', id)).toBe(144);
+    expect(await read()).toEqual(before);
+  });
+});
