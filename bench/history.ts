@@ -436,7 +436,7 @@ const chunkedLayout: Layout = {
 };
 
 /** Per table, the ingest's rows (series above the built ones) and a digest of them all. */
-const ROLLUP_DIGEST = ['points', 'points_1m', 'points_1h']
+const INGEST_DIGEST = ['points', 'points_1m', 'points_1h']
   .map(
     (t) =>
       `select '${t}' as t, count(*)::int as n, md5(coalesce(string_agg(x::text, ',' order by x::text), '')) as digest from ${t} x where series_id > ${SERIES}`,
@@ -714,10 +714,10 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
       // The rows copied are the write's own, row for row.
       await layout.clearIngest(db);
       await copyStored(stored);
-      const copied = await db.query<{ t: string; n: number }>(ROLLUP_DIGEST);
+      const copied = await db.query<{ t: string; n: number }>(INGEST_DIGEST);
       await layout.clearIngest(db);
       await layout.write(db, repo, rows);
-      const written = await db.query<{ t: string; n: number }>(ROLLUP_DIGEST);
+      const written = await db.query<{ t: string; n: number }>(INGEST_DIGEST);
       if (JSON.stringify(copied) !== JSON.stringify(written))
         throw new Error(`ingest: the rows copied are not the rows the write stored (${JSON.stringify(copied)} against ${JSON.stringify(written)})`);
     }
@@ -764,9 +764,10 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
     );
   }
 
-  // The build's and the ingest's dirty pages written out first, at every size: a checkpoint the
-  // build set going (50M: about 400 MB of new pages) otherwise runs beside the timed reads and
-  // retention, and each retention's commit waits on the disk it keeps busy.
+  // The build's and the ingest's dirty pages written out first, at every size, so that no
+  // checkpoint the build set going (50M: about 400 MB of new pages) writes beside the timed reads
+  // and retention (one did, in a run whose 50M retention was slow; the next, with this, was as slow:
+  // docs/history.md, 2026-12-01).
   await db.query('checkpoint');
   // Reads: alternate ours and the floor, median of ROUNDS after WARM_UP warm-ups each.
   const oneSeries = [1 + Math.floor(SERIES / 2)];
