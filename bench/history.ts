@@ -692,7 +692,8 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
     // Every row the write stores for these points, worked out before the clock starts: the points
     // and their 1-minute and 1-hour rollup rows (as the store's write door computes them). Their
     // COPY goes through the store's own binary COPY, in one transaction, as the write's does.
-    const stored = layout.name === 'chunked' ? null : { points: pointBatchOfRows(rows), ...stagedRollups([pointBatchOfRows(rows)]) };
+    const batch = pointBatchOfRows(rows);
+    const stored = layout.name === 'chunked' ? null : { points: batch, ...stagedRollups([batch]) };
     const copyStored = async (all: NonNullable<typeof stored>) =>
       db.db.transaction(async (tx) => {
         await copierOf(tx as unknown as Db)!('points', [all.points]);
@@ -714,10 +715,10 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
       // The rows copied are the write's own, row for row.
       await layout.clearIngest(db);
       await copyStored(stored);
-      const copied = await db.query<{ t: string; n: number }>(INGEST_DIGEST);
+      const copied = await db.query<{ t: string; n: number; digest: string }>(INGEST_DIGEST);
       await layout.clearIngest(db);
       await layout.write(db, repo, rows);
-      const written = await db.query<{ t: string; n: number }>(INGEST_DIGEST);
+      const written = await db.query<{ t: string; n: number; digest: string }>(INGEST_DIGEST);
       if (JSON.stringify(copied) !== JSON.stringify(written))
         throw new Error(`ingest: the rows copied are not the rows the write stored (${JSON.stringify(copied)} against ${JSON.stringify(written)})`);
     }
