@@ -249,14 +249,15 @@ const todayLayout: Layout = {
     await db.query(`create table jobs (id text primary key, provider_id text not null)`);
     await db.query(`insert into jobs values ('bench:job', 'bench')`);
     await db.query(`insert into series select s, 'bench:job', 'time', null from generate_series(1, $1::int) s`, [SERIES]);
-    // migrations/0008_point_chunks.sql, 0010_rollup_chunks.sql and 0011_hour_rollup_chunks.sql:
+    // migrations/0008_point_chunks.sql, 0010_rollup_chunks.sql, 0011_hour_rollup_chunks.sql and 0012 (its storage):
     // the store reads and writes through them (empty until compacted).
     for (const [table, file] of [
       ['point_chunks', '0008_point_chunks.sql'],
       ['rollup_chunks_1m', '0010_rollup_chunks.sql'],
       ['rollup_chunks_1h', '0011_hour_rollup_chunks.sql'],
+      [null, '0012_hour_chunk_storage.sql'],
     ]) {
-      await db.query(`drop table if exists ${table}`);
+      if (table) await db.query(`drop table if exists ${table}`);
       const ddl = readFileSync(path.join(HERE, '..', 'migrations', file!), 'utf8');
       for (const statement of ddl.split('--> statement-breakpoint')) await db.query(statement);
     }
