@@ -13,12 +13,14 @@ import { type SQL, sql } from 'drizzle-orm';
 import type { RepoContext } from './repo-context.js';
 import { CHUNK_MS } from './raw-points.js';
 import {
+  ALL_ROLLUP_COLUMNS,
   type ChunkedRollup,
   chunkPartitions,
   dropChunkMonths,
   ensureChunkPartitions,
   monthOf,
   pickCompactionBatch,
+  type RollupColumn,
   rollupEdge,
   rollupRange,
 } from './point-chunks.js';
@@ -41,6 +43,13 @@ export function monthSql(k: SQL | string): SQL {
   return sql`(extract(epoch from date_trunc('month', to_timestamp((${key})::float8 / 1000) at time zone 'UTC')) * 1000)::bigint`;
 }
 
+/** A chunk's float arrays of min, max and sum, each with its alias in decodedHourRollup's unnest. */
+const HOUR_ARRAYS: readonly { column: RollupColumn; array: string; alias: string }[] = [
+  { column: 'min', array: 'mins', alias: 'mi' },
+  { column: 'max', array: 'maxs', alias: 'ma' },
+  { column: 'sum', array: 'sums', alias: 'su' },
+];
+
 /**
  * A compacted month's buckets as rows (bucket, n, min, max, sum, last) of chunk `c`, in bucket
  * order, those in [lo, hi] (SQL, epoch ms; null: unbounded) and maybe more: for a month at one
@@ -50,23 +59,33 @@ export function monthSql(k: SQL | string): SQL {
  * `chunk_start` plus the running sum of `offs` (each bucket's hours after the one before), all of
  * them. A null min, max or sum is the bucket's last (the compactor nulls them only where their
  * bits are last's). `offs` is read once a chunk (`r`, kept apart by `offset 0`), as in DECODED_ROLLUP.
+ * Of min, max and sum only those in `needs` are read (the others null): each is an array stored out
+ * of line (migration 0012), fetched whole to slice it, and an average needs neither min nor max.
  */
-export function decodedHourRollup(lo: SQL | null = null, hi: SQL | null = null): SQL {
+export function decodedHourRollup(lo: SQL | null = null, hi: SQL | null = null, needs: readonly RollupColumn[] = ALL_ROLLUP_COLUMNS): SQL {
   // The slice's first and last index (1-based) from the bounds' hours after chunk_start, as float8 (no overflow at the ends).
   const hours = (at: SQL) => sql`((((${at})::float8 - c.chunk_start) / ${sql.raw(String(HOUR))} - c.offs[1]) / c.offs[2])`;
   const from = lo ? sql`greatest(1, ceil(${hours(lo)}) + 1)::int` : sql.raw('1');
   const to = hi ? sql`least(c.n, floor(${hours(hi)}) + 1)::int` : sql.raw('c.n');
+  // The arrays read (each column's array and its alias in the unnest) and the columns made of them.
+  const read = HOUR_ARRAYS.filter((a) => needs.includes(a.column));
+  const sliced = read.map((a) => `, c.${a.array}[r.i0:r.i1]`).join('');
+  const whole = read.map((a) => `, c.${a.array}`).join('');
+  const aliases = read.map((a) => `, ${a.alias}`).join('');
+  const columns = sql.raw(
+    HOUR_ARRAYS.map((a) => (needs.includes(a.column) ? `coalesce(x.${a.alias}, x.l) as ${a.column}` : `null::float8 as ${a.column}`)).join(', '),
+  );
   return sql`(
   select c.chunk_start + (r.first + (r.i0 + x.o - 2) * r.spacing) * ${sql.raw(String(HOUR))} as bucket,
-    x.cn as n, coalesce(x.mi, x.l) as min, coalesce(x.ma, x.l) as max, coalesce(x.su, x.l) as sum, x.l as last
+    x.cn as n, ${columns}, x.l as last
   from (select c.offs[1]::bigint as first, c.offs[2]::bigint as spacing, ${from} as i0, ${to} as i1
       where cardinality(c.offs) < c.n offset 0) r,
-    unnest(c.lasts[r.i0:r.i1], c.counts[r.i0:r.i1], c.mins[r.i0:r.i1], c.maxs[r.i0:r.i1], c.sums[r.i0:r.i1])
-      with ordinality as x(l, cn, mi, ma, su, o)
+    unnest(c.lasts[r.i0:r.i1], c.counts[r.i0:r.i1]${sql.raw(sliced)})
+      with ordinality as x(l, cn${sql.raw(aliases)}, o)
   union all
   select c.chunk_start + sum(x.d) over (order by x.o) * ${sql.raw(String(HOUR))} as bucket,
-    x.cn as n, coalesce(x.mi, x.l) as min, coalesce(x.ma, x.l) as max, coalesce(x.su, x.l) as sum, x.l as last
-  from unnest(c.lasts, c.offs, c.counts, c.mins, c.maxs, c.sums) with ordinality as x(l, d, cn, mi, ma, su, o)
+    x.cn as n, ${columns}, x.l as last
+  from unnest(c.lasts, c.offs, c.counts${sql.raw(whole)}) with ordinality as x(l, d, cn${sql.raw(aliases)}, o)
   -- A condition on the chunk alone: a one-time filter before the arrays are unnested (as a
   -- fenced subquery beside the unnest, the planner unnested every month first: 0.3 ms a series
   -- and month of a fleet read, for no row).
@@ -78,8 +97,9 @@ export const DECODED_HOUR_ROLLUP = decodedHourRollup();
 
 const HOUR_ROLLUP: ChunkedRollup = { rows: 'points_1h', chunks: 'rollup_chunks_1h', span: MONTH_MAX_MS, decoded: decodedHourRollup };
 
-/** The 1-hour rollup's buckets of series `sid` in [lo, hi] (null: unbounded): rollupRange. */
-export const rollup1h = (sid: SQL, lo: SQL | null = null, hi: SQL | null = null): SQL => rollupRange(HOUR_ROLLUP, sid, lo, hi);
+/** The 1-hour rollup's buckets of series `sid` in [lo, hi] (null: unbounded), of min, max and sum those in `needs` (the others null): rollupRange. */
+export const rollup1h = (sid: SQL, lo: SQL | null = null, hi: SQL | null = null, needs: readonly RollupColumn[] = ALL_ROLLUP_COLUMNS): SQL =>
+  rollupRange(HOUR_ROLLUP, sid, lo, hi, needs);
 
 /** The 1-hour rollup's first bucket at or after `at` or last at or before it: rollupEdge. */
 export const edgeRollup1h = (sid: SQL, dir: 'first' | 'last', at: SQL): SQL => rollupEdge(HOUR_ROLLUP, sid, dir, at);

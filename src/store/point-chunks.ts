@@ -340,24 +340,36 @@ export async function dropChunkMonths(
 /**
  * A rollup kept in two places (rollup-chunks.ts, hour-rollups.ts): `rows`, where every write keeps
  * its buckets, and `chunks`, where the compactor moved the settled ones, a chunk spanning at most
- * `span` ms from its `chunk_start`. `decoded(lo, hi)` is the lateral subquery `k` of chunk `c`'s
- * buckets (bucket, n, min, max, sum, last), at least those in [lo, hi] (null: unbounded).
+ * `span` ms from its `chunk_start`. `decoded(lo, hi, needs)` is the lateral subquery `k` of chunk
+ * `c`'s buckets (bucket, n, min, max, sum, last), at least those in [lo, hi] (null: unbounded), its
+ * min, max and sum those in `needs` at least (the others may be null).
  */
 export interface ChunkedRollup {
   rows: string;
   chunks: string;
   span: number;
-  decoded: (lo: SQL | null, hi: SQL | null) => SQL;
+  decoded: (lo: SQL | null, hi: SQL | null, needs: readonly RollupColumn[]) => SQL;
   /** The series' retention cut that hides what is before it (hideChunkDays), where retention hides rather than deletes. */
   mark?: RetentionMark;
 }
 
+/** A rollup bucket's aggregates a reader may not need (n and last it always gets). */
+export type RollupColumn = 'min' | 'max' | 'sum';
+export const ALL_ROLLUP_COLUMNS: readonly RollupColumn[] = ['min', 'max', 'sum'];
+
 /**
  * The rollup's buckets of series `sid` in [lo, hi] (null: unbounded), as a subquery of columns
  * series_id, bucket, n, min, max, sum, last: the rows' primary-key range and the decoded chunks
- * that can overlap the range. Unordered: a reader that needs bucket order says so.
+ * that can overlap the range. Of min, max and sum, those not in `needs` may be null (a chunk's
+ * are then not read). Unordered: a reader that needs bucket order says so.
  */
-export function rollupRange(r: ChunkedRollup, sid: SQL, lo: SQL | null = null, hi: SQL | null = null): SQL {
+export function rollupRange(
+  r: ChunkedRollup,
+  sid: SQL,
+  lo: SQL | null = null,
+  hi: SQL | null = null,
+  needs: readonly RollupColumn[] = ALL_ROLLUP_COLUMNS,
+): SQL {
   const given = lo ? sql`coalesce(${lo}, ${MIN_KEY})` : MIN_KEY;
   const from = r.mark ? visibleFrom(sid, given, r.mark) : given;
   const to = hi ? sql`coalesce(${hi}, ${MAX_KEY})` : MAX_KEY;
@@ -367,7 +379,7 @@ export function rollupRange(r: ChunkedRollup, sid: SQL, lo: SQL | null = null, h
     where p.series_id = ${sid} and p.bucket >= ${from} and p.bucket <= ${to}
     union all
     select c.series_id, k.bucket, k.n, k.min, k.max, k.sum, k.last
-    from ${sql.raw(r.chunks)} c cross join lateral ${r.decoded(lo || r.mark ? from : null, hi ? to : null)}
+    from ${sql.raw(r.chunks)} c cross join lateral ${r.decoded(lo || r.mark ? from : null, hi ? to : null, needs)}
     where c.series_id = ${sid} and c.chunk_start > greatest(${from}, ${lowest}) - ${r.span}
       and c.chunk_start <= ${to} and k.bucket >= ${from} and k.bucket <= ${to}
   )`;
@@ -395,6 +407,6 @@ export function rollupEdge(r: ChunkedRollup, sid: SQL, dir: 'first' | 'last', at
   return sql`(select ${sql.raw(dir === 'last' ? 'greatest' : 'least')}(
     (select p.bucket from ${sql.raw(r.rows)} p where p.series_id = ${sid} and p.bucket ${cmp} ${bound}${seen(sql`p.bucket`)} order by p.bucket ${order} limit 1),
     (select k.bucket from (select * from ${sql.raw(r.chunks)} c where c.series_id = ${sid} and ${chunks} order by c.chunk_start ${order}) c
-      cross join lateral ${r.decoded(null, null)}
+      cross join lateral ${r.decoded(null, null, [])}
       where k.bucket ${cmp} ${bound}${seen(sql`k.bucket`)} order by c.chunk_start ${order}, k.bucket ${order} limit 1)))`;
 }

@@ -9,6 +9,7 @@ import { rowsOf, textArray, toDate } from './sql-util.js';
 import { CHUNK_MS, edgeRawPoint, rawPoints } from './raw-points.js';
 import { edgeRollup1m, rollup1m } from './rollup-chunks.js';
 import { edgeRollup1h, rollup1h } from './hour-rollups.js';
+import type { RollupColumn } from './point-chunks.js';
 
 /** A numeric SQL array as a driver returns it: parsed, or in Postgres' text form. */
 type NumberArray = readonly (number | string | null)[] | string;
@@ -103,7 +104,7 @@ function rollupBucketWidth(base: SQL, hiR: SQL, r: SQL, maxPoints: number): SQL 
  * all to their windows, then one sort and grouping of every row) was 28 of a fleet read's 80 ms
  * (1,000 series x 24 h at 24 points, a sample a minute: docs/history.md).
  */
-function hourlyOf(timed: boolean, hourFrom: SQL, merge: SQL): SQL {
+function hourlyOf(timed: boolean, hourFrom: SQL, merge: SQL, needs: readonly RollupColumn[]): SQL {
   if (!timed) return sql`(select null::numeric as rn, null::float8[] as ks, null::float8[] as vs where false)`;
   // The arrays take the buckets in the order the grouping gives them (its sort, or the subquery's
   // order by): a lone subquery's order reaches its aggregate, and no array sorts again.
@@ -113,7 +114,7 @@ function hourlyOf(timed: boolean, hourFrom: SQL, merge: SQL): SQL {
     from (
       select case when u.bucket >= w.base and u.bucket <= w.hi_r then w.base + (u.bucket - w.base) / w.width * w.width end as k,
         sum(u.n) as n, ${merge}::float8 as value
-      from ${rollup1h(sql`w.series_id`, hourFrom, sql`w.k_to`)} u
+      from ${rollup1h(sql`w.series_id`, hourFrom, sql`w.k_to`, needs)} u
       where w.counted
       group by 1
       order by 1
@@ -276,7 +277,7 @@ export async function pointsAt(
     ),
     e as materialized (
       select w.*, case when w.counted then coalesce(hh.rn, 0) else coalesce(round(w.est), 0) end as rn, hh.ks, hh.vs
-      from d as w left join lateral ${hourlyOf(timed, hourFrom, merge)} hh on true
+      from d as w left join lateral ${hourlyOf(timed, hourFrom, merge, rollupNeeds(aggregation))} hh on true
       where w.lo is not null or coalesce(hh.rn, 0) > 0
     ), b as materialized (
       select x.*,
@@ -424,6 +425,15 @@ function aggregatesOf(aggregation: Aggregation): { agg: SQL; ragg: SQL; rpair: S
   return { agg, ragg, rpair };
 }
 
+/**
+ * The rollup columns a merge of `aggregation` reads besides n and last (aggregatesOf's `ragg` and
+ * `rpair`): a chunk's other float arrays are then not fetched (a fleet read at a sample a minute
+ * fetched five arrays of every series' month to use three).
+ */
+function rollupNeeds(aggregation: Aggregation): readonly RollupColumn[] {
+  return aggregation === 'MIN' ? ['min'] : aggregation === 'MAX' ? ['max'] : aggregation === 'LAST' ? [] : ['sum'];
+}
+
 /** SQL: whether row `a`'s ts lies in window `w`'s instants (a step-keyed window's; a time-keyed one has none). */
 const inWindow = (a: string) => sql.raw(`(w.t_from is null or ${a}.ts >= w.t_from) and (w.t_to is null or ${a}.ts <= w.t_to)`);
 
@@ -535,7 +545,7 @@ async function restOfWindows(
           select m.bucket, m.n, m.min, m.max, m.sum, m.last from ${rollup1m(sql`rw.series_id`, sql`rw.base`, sql`rw.hi_r`)} m
             where rw.r = ${MINUTE_MS}
           union all
-          select h.bucket, h.n, h.min, h.max, h.sum, h.last from ${rollup1h(sql`rw.series_id`, sql`rw.base`, sql`rw.hi_r`)} h
+          select h.bucket, h.n, h.min, h.max, h.sum, h.last from ${rollup1h(sql`rw.series_id`, sql`rw.base`, sql`rw.hi_r`, rollupNeeds(aggregation))} h
             where rw.r = ${HOUR_MS}
         ) u
         group by 1
