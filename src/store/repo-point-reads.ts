@@ -213,7 +213,7 @@ export async function pointsAt(
   aggregation: Aggregation,
 ): Promise<{ points: PointRow[]; resolutions: Map<number, number> }> {
   if (windows.length === 0) return { points: [], resolutions: new Map() };
-  const { agg, ragg, rpair } = aggregatesOf(aggregation);
+  const { agg, ragg, rpair, needs } = aggregatesOf(aggregation);
   // The merge of a window's hours into its buckets: without an order where no window's buckets
   // can hold more than two hours (a day's 25 hours at 24 points), else each bucket sorted by hour.
   const pairs = windows.every((w) => w.keyedBy !== 'time' || (w.from !== null && w.to !== null && hoursSpanned(w.from, w.to) <= 2 * maxPoints));
@@ -277,7 +277,7 @@ export async function pointsAt(
     ),
     e as materialized (
       select w.*, case when w.counted then coalesce(hh.rn, 0) else coalesce(round(w.est), 0) end as rn, hh.ks, hh.vs
-      from d as w left join lateral ${hourlyOf(timed, hourFrom, merge, rollupNeeds(aggregation))} hh on true
+      from d as w left join lateral ${hourlyOf(timed, hourFrom, merge, needs)} hh on true
       where w.lo is not null or coalesce(hh.rn, 0) > 0
     ), b as materialized (
       select x.*,
@@ -410,7 +410,7 @@ interface AnswerRow {
  * to `ragg` of at most two buckets without an order (a sum of two floats is the same either way;
  * the last is the newest non-empty bucket's, found by comparing [bucket, last] pairs).
  */
-function aggregatesOf(aggregation: Aggregation): { agg: SQL; ragg: SQL; rpair: SQL } {
+function aggregatesOf(aggregation: Aggregation): { agg: SQL; ragg: SQL; rpair: SQL; needs: readonly RollupColumn[] } {
   const agg = aggregation === 'LAST' ? sql.raw('(array_agg(pt.value))[count(*)]') : aggregateSql(aggregation, 'pt.value', 'pt.key');
   const ragg =
     aggregation === 'MIN'
@@ -422,16 +422,10 @@ function aggregatesOf(aggregation: Aggregation): { agg: SQL; ragg: SQL; rpair: S
           : sql`sum(u.sum order by u.bucket) / sum(u.n)`;
   const rpair =
     aggregation === 'LAST' ? sql`(max(array[u.bucket::float8, u.last]) filter (where u.n > 0))[2]` : aggregation === 'AVG' ? sql`sum(u.sum) / sum(u.n)` : ragg;
-  return { agg, ragg, rpair };
-}
-
-/**
- * The rollup columns a merge of `aggregation` reads besides n and last (aggregatesOf's `ragg` and
- * `rpair`): a chunk's other float arrays are then not fetched (a fleet read at a sample a minute
- * fetched five arrays of every series' month to use three).
- */
-function rollupNeeds(aggregation: Aggregation): readonly RollupColumn[] {
-  return aggregation === 'MIN' ? ['min'] : aggregation === 'MAX' ? ['max'] : aggregation === 'LAST' ? [] : ['sum'];
+  // The rollup columns `ragg` and `rpair` read besides n and last: a chunk's other float arrays are
+  // not fetched (a fleet read at a sample a minute fetched five arrays of every series' month to use three).
+  const needs: readonly RollupColumn[] = aggregation === 'MIN' ? ['min'] : aggregation === 'MAX' ? ['max'] : aggregation === 'LAST' ? [] : ['sum'];
+  return { agg, ragg, rpair, needs };
 }
 
 /** SQL: whether row `a`'s ts lies in window `w`'s instants (a step-keyed window's; a time-keyed one has none). */
@@ -452,7 +446,7 @@ async function restOfWindows(
   maxPoints: number,
   aggregation: Aggregation,
 ): Promise<AnswerRow[]> {
-  const { agg, ragg } = aggregatesOf(aggregation);
+  const { agg, ragg, needs } = aggregatesOf(aggregation);
   const partOf = (d: DecidedRow) => (d.rolled ? 'M' : 'C');
   const parts = new Set(rest.map(partOf));
   const json = JSON.stringify(
@@ -545,7 +539,7 @@ async function restOfWindows(
           select m.bucket, m.n, m.min, m.max, m.sum, m.last from ${rollup1m(sql`rw.series_id`, sql`rw.base`, sql`rw.hi_r`)} m
             where rw.r = ${MINUTE_MS}
           union all
-          select h.bucket, h.n, h.min, h.max, h.sum, h.last from ${rollup1h(sql`rw.series_id`, sql`rw.base`, sql`rw.hi_r`, rollupNeeds(aggregation))} h
+          select h.bucket, h.n, h.min, h.max, h.sum, h.last from ${rollup1h(sql`rw.series_id`, sql`rw.base`, sql`rw.hi_r`, needs)} h
             where rw.r = ${HOUR_MS}
         ) u
         group by 1

@@ -12,7 +12,7 @@ import { rollup1h } from '../../src/store/hour-rollups.js';
 import { Repository } from '../../src/store/repository.js';
 import { rowsOf } from '../../src/store/sql-util.js';
 import { databaseOnOldLayout, migrationsUpTo } from '../support/migrations.js';
-import { handRollup, type RollupRow, wave } from './rollup-fixtures.js';
+import { compactAllOf, handRollup, type RollupRow, rollupOf, wave } from './rollup-fixtures.js';
 
 const HOUR = 3_600_000;
 const DAY = 86_400_000;
@@ -64,14 +64,7 @@ describe('migration 0012 on a database with 1-hour chunks', () => {
     for (const r of storage) expect([r.rel, r.col, r.s]).toEqual([r.rel, r.col, (FLOATS as readonly string[]).includes(r.col) ? 'e' : 'x']);
     expect(storage).toHaveLength(12);
 
-    const rolled = async (from: number, to: number): Promise<RollupRow[]> => {
-      const rows = await rowsOf<Record<string, string | number | null>>(
-        db.db,
-        sql`select m.bucket::float8 as bucket, m.n, m.min, m.max, m.sum, m.last from ${rollup1h(sql`1::bigint`, sql`${from}::bigint`, sql`${to}::bigint`)} m order by m.bucket`,
-      );
-      const num = (v: string | number | null | undefined) => (v == null ? null : Number(v));
-      return rows.map((r) => ({ bucket: Number(r.bucket), n: Number(r.n), min: num(r.min), max: num(r.max), sum: num(r.sum), last: num(r.last) }));
-    };
+    const rolled = (from: number, to: number) => rollupOf(db.db, rollup1h(sql`1::bigint`, sql`${from}::bigint`, sql`${to}::bigint`));
     const stored = async (chunkStart: number) => {
       const [row] = await rowsOf<Record<string, string | number | null>>(
         db.db,
@@ -93,19 +86,7 @@ describe('migration 0012 on a database with 1-hour chunks', () => {
     await repo.writePoints([...november, ...january]);
     const expected = [...handRollup(november, HOUR), ...handRollup(january, HOUR)];
     expect(await rolled(NOVEMBER, JANUARY + 31 * DAY)).toEqual(expected);
-    const before = Date.UTC(2026, 1, 1);
-    for (const kind of ['raw', 'minute', 'hour'] as const) {
-      for (let after = 0; ; ) {
-        const step =
-          kind === 'raw'
-            ? await repo.compactRawPointsBatch('baseten-1', before, after, 1)
-            : kind === 'minute'
-              ? await repo.compactRollupsBatch('baseten-1', before, after, 1)
-              : await repo.compactHourRollupsBatch('baseten-1', before, after, 1);
-        if (step.last === null) break;
-        if (step.done) after = step.last;
-      }
-    }
+    await compactAllOf(repo, 'baseten-1', Date.UTC(2026, 1, 1));
     for (const month of [NOVEMBER, JANUARY]) {
       const row = await stored(month);
       expect(Number(row.n)).toBe(month === NOVEMBER ? 720 : 744);

@@ -14,7 +14,7 @@ import { rollup1h } from '../../src/store/hour-rollups.js';
 import { rollup1m } from '../../src/store/rollup-chunks.js';
 import { rowsOf } from '../../src/store/sql-util.js';
 import { useTestRepository } from '../support/database.js';
-import { handRollup, insertSeries, type RollupRow, wave } from './rollup-fixtures.js';
+import { compactAllOf, handRollup, insertSeries, type RollupRow, rollupOf, wave } from './rollup-fixtures.js';
 
 const suite = useTestRepository();
 // November 2025 to mid-February 2026: four months in two year partitions.
@@ -48,34 +48,14 @@ async function count(table: 'points_1h' | 'rollup_chunks_1h', seriesId: number, 
 }
 
 /** A series' rollup at `width` as the store reads it (rows and chunks), in bucket order. */
-async function rolled(seriesId: number, width: number): Promise<RollupRow[]> {
-  const from = width === HOUR ? rollup1h(sql`${seriesId}::bigint`) : rollup1m(sql`${seriesId}::bigint`);
-  const rows = await rowsOf<Record<string, string | number | null>>(
-    suite.db.db,
-    sql`select m.bucket::float8 as bucket, m.n, m.min, m.max, m.sum, m.last from ${from} m order by m.bucket`,
-  );
-  const num = (v: string | number | null | undefined) => (v == null ? null : Number(v));
-  return rows.map((r) => ({ bucket: Number(r.bucket), n: Number(r.n), min: num(r.min), max: num(r.max), sum: num(r.sum), last: num(r.last) }));
+function rolled(seriesId: number, width: number): Promise<RollupRow[]> {
+  return rollupOf(suite.db.db, width === HOUR ? rollup1h(sql`${seriesId}::bigint`) : rollup1m(sql`${seriesId}::bigint`));
 }
 
-/** What the collector's chore compacts before `before`: raw days, the 1-minute rollup's days, the 1-hour rollup's months (batches of one series). */
+/** What the collector's chore compacts before `before`, of each of `providers` (compactAllOf). */
 async function compactAll(before: number, providers = PROVIDERS): Promise<number> {
   let hours = 0;
-  for (const providerId of providers) {
-    for (const kind of ['raw', 'minute', 'hour'] as const) {
-      for (let after = 0; ; ) {
-        const step =
-          kind === 'raw'
-            ? await suite.repo.compactRawPointsBatch(providerId, before, after, 1)
-            : kind === 'minute'
-              ? await suite.repo.compactRollupsBatch(providerId, before, after, 1)
-              : await suite.repo.compactHourRollupsBatch(providerId, before, after, 1);
-        if (kind === 'hour') hours += (step as { rows: number }).rows;
-        if (step.last === null) break;
-        if (step.done) after = step.last;
-      }
-    }
-  }
+  for (const providerId of providers) hours += await compactAllOf(suite.repo, providerId, before);
   return hours;
 }
 

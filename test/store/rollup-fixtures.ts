@@ -1,7 +1,7 @@
 // Series, points and hand-computed rollups for the rollup tests (rollups, history-reads, retention).
-import { sql } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import type { Db } from '../../src/store/db.js';
-import type { PointWriteRow } from '../../src/store/repository.js';
+import type { PointWriteRow, Repository } from '../../src/store/repository.js';
 import { rowsOf } from '../../src/store/sql-util.js';
 
 export interface RollupRow {
@@ -54,10 +54,37 @@ export function handRollup(points: readonly PointWriteRow[], width: number): Rol
 }
 
 export async function rollupRows(db: Db, table: 'points_1m' | 'points_1h', seriesId: number): Promise<RollupRow[]> {
+  return rollupOf(db, sql`(select bucket, n, min, max, sum, last from ${sql.raw(table)} where series_id = ${seriesId})`);
+}
+
+/** The rows of a rollup subquery (bucket, n, min, max, sum, last: rollup1h, rollup1m or a table's), in bucket order. */
+export async function rollupOf(db: Db, rollup: SQL): Promise<RollupRow[]> {
   const rows = await rowsOf<Record<string, string | number | null>>(
     db,
-    sql`select bucket::float8 as bucket, n, min, max, sum, last from ${sql.raw(table)} where series_id = ${seriesId} order by bucket`,
+    sql`select m.bucket::float8 as bucket, m.n, m.min, m.max, m.sum, m.last from ${rollup} m order by m.bucket`,
   );
   const num = (v: string | number | null | undefined) => (v == null ? null : Number(v));
   return rows.map((r) => ({ bucket: Number(r.bucket), n: Number(r.n), min: num(r.min), max: num(r.max), sum: num(r.sum), last: num(r.last) }));
+}
+
+/**
+ * What the collector's chore compacts of `providerId` before `before`: raw days, the 1-minute
+ * rollup's days, the 1-hour rollup's months, in batches of one series. Returns the 1-hour rows moved.
+ */
+export async function compactAllOf(repo: Repository, providerId: string, before: number): Promise<number> {
+  let hours = 0;
+  for (const kind of ['raw', 'minute', 'hour'] as const) {
+    for (let after = 0; ; ) {
+      const step =
+        kind === 'raw'
+          ? await repo.compactRawPointsBatch(providerId, before, after, 1)
+          : kind === 'minute'
+            ? await repo.compactRollupsBatch(providerId, before, after, 1)
+            : await repo.compactHourRollupsBatch(providerId, before, after, 1);
+      if (kind === 'hour') hours += (step as { rows: number }).rows;
+      if (step.last === null) break;
+      if (step.done) after = step.last;
+    }
+  }
+  return hours;
 }
