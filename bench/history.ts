@@ -115,6 +115,26 @@ const log = (...a: unknown[]) => console.error(`[${((performance.now() - started
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
 const fmt = (n: number) => Math.round(n).toLocaleString('en');
 
+/**
+ * The kernel's page-cache counters (Linux's /proc/vmstat; null elsewhere): pages read back from
+ * disk after the kernel had evicted them (`workingset_refault_file`) and KiB read in (`pgpgin`).
+ * A database's reads that find their pages evicted wait on the disk, the floor's as much as ours,
+ * but a larger build has more to lose: on a VM whose kernel reclaims idle memory proactively
+ * (DAMON's `pageout`), the phases slow in one run and not in the next (docs/history.md,
+ * 2026-12-01). Each size reports what its timed reads and retention refaulted, so a disturbed
+ * phase says so.
+ */
+function pageCache(): { refaults: number; readKiB: number } | null {
+  try {
+    const stat = readFileSync('/proc/vmstat', 'utf8');
+    const counter = (name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(stat)?.[1] ?? Number.NaN);
+    const out = { refaults: counter('workingset_refault_file'), readKiB: counter('pgpgin') };
+    return Number.isNaN(out.refaults) || Number.isNaN(out.readKiB) ? null : out;
+  } catch {
+    return null;
+  }
+}
+
 async function timed(fn: () => Promise<unknown>): Promise<number> {
   const t0 = performance.now();
   await fn();
@@ -580,6 +600,8 @@ interface SizeResult {
   fleetReadMs: number;
   fleetRollupMs: number;
   retentionMs: number;
+  /** Page-cache refaults and KiB read from disk during the timed reads and retention (Linux only; see pageCache). */
+  pageCache?: { refaults: number; readKiB: number };
   /**
    * writeMs: the layout's write path; copyMs: COPY of the points alone into the points table;
    * copyAllMs (layouts with the store's rollups): COPY of every row the write stored (the points
@@ -771,6 +793,7 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
   // and retention (one did, in a run whose 50M retention was slow; the next, with this, was as slow:
   // docs/history.md, 2026-12-01).
   await db.query('checkpoint');
+  const cacheBefore = pageCache();
   // Reads: alternate ours and the floor, median of ROUNDS after WARM_UP warm-ups each.
   const oneSeries = [1 + Math.floor(SERIES / 2)];
   const allSeries = Array.from({ length: SERIES }, (_, i) => i + 1);
@@ -867,6 +890,13 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
     });
     log(`${layout.name}: 1-minute rollup retention of the oldest day ${round(minuteRetentionMs)} ms`);
   }
+  const cacheAfter = pageCache();
+  const cache =
+    cacheBefore && cacheAfter ? { refaults: cacheAfter.refaults - cacheBefore.refaults, readKiB: cacheAfter.readKiB - cacheBefore.readKiB } : undefined;
+  if (cache)
+    log(
+      `${layout.name}: page cache during the timed reads and retention: ${fmt(cache.refaults)} pages refaulted, ${fmt(cache.readKiB / 1024)} MiB read from disk`,
+    );
   for (const t of [...layout.tables, 'rollup_1h']) await db.query(`drop table if exists ${t}`);
   return {
     points,
@@ -879,6 +909,7 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
     fleetReadMs,
     fleetRollupMs,
     retentionMs,
+    ...(cache ? { pageCache: cache } : {}),
     ingest,
     tableBytesPerPoint,
     ...(settle ? { settle } : {}),
@@ -991,6 +1022,17 @@ function rowsOf(layout: LayoutName, small: SizeResult, large: SizeResult): Row[]
       ratio: large[read] / small[read],
       goal: '<= 1.2x (flat)',
       met: large[read] / small[read] <= 1.2,
+    });
+  }
+  // Not a goal: whether the kernel made the reads wait on the disk (pageCache), beside the rows it can slow.
+  if (large.pageCache && small.pageCache) {
+    rows.push({
+      scenario: `[${layout}] page-cache refaults during the timed reads and retention (pages evicted by the kernel and read again): ${m(large.points)} against ${m(small.points)} stored`,
+      measured: `${fmt(large.pageCache.refaults)} pages, ${fmt(large.pageCache.readKiB / 1024)} MiB read`,
+      baseline: `${fmt(small.pageCache.refaults)} pages, ${fmt(small.pageCache.readKiB / 1024)} MiB read`,
+      ratio: null,
+      goal: '',
+      met: null,
     });
   }
   rows.push({
