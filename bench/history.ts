@@ -115,6 +115,11 @@ const log = (...a: unknown[]) => console.error(`[${((performance.now() - started
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
 const fmt = (n: number) => Math.round(n).toLocaleString('en');
 
+interface PageCache {
+  refaults: number;
+  readKiB: number;
+}
+
 /**
  * The kernel's page-cache counters (Linux's /proc/vmstat; null elsewhere): pages read back from
  * disk after the kernel had evicted them (`workingset_refault_file`) and KiB read in (`pgpgin`).
@@ -124,7 +129,7 @@ const fmt = (n: number) => Math.round(n).toLocaleString('en');
  * 2026-12-01). Each size reports what its timed reads and retention refaulted, so a disturbed
  * phase says so.
  */
-function pageCache(): { refaults: number; readKiB: number } | null {
+function pageCache(): PageCache | null {
   try {
     const stat = readFileSync('/proc/vmstat', 'utf8');
     const counter = (name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(stat)?.[1] ?? Number.NaN);
@@ -133,6 +138,12 @@ function pageCache(): { refaults: number; readKiB: number } | null {
   } catch {
     return null;
   }
+}
+
+/** The page-cache counters' growth since `before` (null where they cannot be read). */
+function pageCacheSince(before: PageCache | null): PageCache | null {
+  const now = pageCache();
+  return before && now ? { refaults: now.refaults - before.refaults, readKiB: now.readKiB - before.readKiB } : null;
 }
 
 async function timed(fn: () => Promise<unknown>): Promise<number> {
@@ -601,7 +612,7 @@ interface SizeResult {
   fleetRollupMs: number;
   retentionMs: number;
   /** Page-cache refaults and KiB read from disk during the timed reads and retention (Linux only; see pageCache). */
-  pageCache?: { refaults: number; readKiB: number };
+  pageCache?: PageCache;
   /**
    * writeMs: the layout's write path; copyMs: COPY of the points alone into the points table;
    * copyAllMs (layouts with the store's rollups): COPY of every row the write stored (the points
@@ -890,9 +901,7 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
     });
     log(`${layout.name}: 1-minute rollup retention of the oldest day ${round(minuteRetentionMs)} ms`);
   }
-  const cacheAfter = pageCache();
-  const cache =
-    cacheBefore && cacheAfter ? { refaults: cacheAfter.refaults - cacheBefore.refaults, readKiB: cacheAfter.readKiB - cacheBefore.readKiB } : undefined;
+  const cache = pageCacheSince(cacheBefore);
   if (cache)
     log(
       `${layout.name}: page cache during the timed reads and retention: ${fmt(cache.refaults)} pages refaulted, ${fmt(cache.readKiB / 1024)} MiB read from disk`,

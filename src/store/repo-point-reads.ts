@@ -468,9 +468,10 @@ async function restOfWindows(
     // its own (a fleet read of 1,000 series x 24 h at 24 points: 24 sorts a window for its
     // averages, 3 more for its arrays). The points are read from the retention cut the first
     // statement decided by (raw_before), not from the series' row looked up again per window.
+    const windowPoints = rawPoints(sql`w.series_id`, sql`w.lo`, sql`w.hi`, sql`w.raw_before`);
     const asIs = sql`(
       select count(*) as n, ${pointArrays('r', null)}
-      from (select r.key, r.ts, r.step, r.value from ${rawPoints(sql`w.series_id`, sql`w.lo`, sql`w.hi`, sql`w.raw_before`)} r where ${inWindow('r')} order by r.key) r
+      from (select r.key, r.ts, r.step, r.value from ${windowPoints} r where ${inWindow('r')} order by r.key) r
     )`;
     // A bucket is stamped with its first point's key: these windows are time-keyed (compacted days
     // and rollups are of time-keyed series only), whose key is the point's instant in whole
@@ -484,7 +485,7 @@ async function restOfWindows(
         select pt.k, min(pt.key)::float8 as ts, min(pt.step) as step, ${agg}::float8 as value, count(*) as c
         from (
           select w.lo + (pt.key - w.lo) / w.width * w.width as k, pt.key, pt.ts, pt.step, pt.value
-          from ${rawPoints(sql`w.series_id`, sql`w.lo`, sql`w.hi`, sql`w.raw_before`)} pt
+          from ${windowPoints} pt
           where ${inWindow('pt')}
           order by 1, 2
         ) pt
