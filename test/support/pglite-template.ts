@@ -25,7 +25,7 @@ export function migrationsHash(): string {
 export function migratedDumpPath(): string {
   const pkg = path.join(ROOT, 'node_modules/@electric-sql/pglite/package.json');
   const { version } = JSON.parse(readFileSync(pkg, 'utf8')) as { version: string };
-  return path.join(ROOT, 'node_modules/.cache/training-graph', `test-pglite-${version}-${migrationsHash()}-lean.tar`);
+  return path.join(ROOT, 'node_modules/.cache/training-graph', `test-pglite-${version}-${migrationsHash()}-lean-wal.tar`);
 }
 
 /** `memory://` starting from the migrated dump when the global setup made it, else an empty in-memory database (migrated at open). */
