@@ -46,8 +46,10 @@ class TarFile extends Blob {
     this.#bytes = bytes;
   }
   override async arrayBuffer(): Promise<ArrayBuffer> {
-    // A copy of its own: what PGlite makes of the tar never writes into the bytes of the next load.
-    return this.#bytes.slice().buffer;
+    // The bytes are this load's own (each load reads the file anew): no copy. A view into a larger
+    // buffer is copied out, so PGlite never sees bytes beyond the tar.
+    const b = this.#bytes;
+    return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength ? b.buffer : b.slice().buffer;
   }
 }
 

@@ -59,13 +59,8 @@ function leanTar(tar: Buffer, folders: readonly string[]): Buffer {
     const name = (prefix ? `${prefix}/${field(0, 100)}` : field(0, 100)).replace(/^\/+/, '');
     const size = Number.parseInt(field(124, 12).trim() || '0', 8);
     const end = at + 512 + Math.ceil(size / 512) * 512;
-    if (folders.some((f) => name === f.slice(0, -1) || name.startsWith(f))) {
-      // dropped
-    } else if (WAL_SEGMENT.test(name)) {
-      kept.push(...cutSegment(header, tar.subarray(at + 512, at + 512 + size)));
-    } else {
-      kept.push(tar.subarray(at, end));
-    }
+    const dropped = folders.some((f) => name === f.slice(0, -1) || name.startsWith(f));
+    if (!dropped) kept.push(...(WAL_SEGMENT.test(name) ? cutSegment(header, tar.subarray(at + 512, at + 512 + size)) : [tar.subarray(at, end)]));
     at = end;
   }
   kept.push(Buffer.alloc(1024));
