@@ -192,6 +192,53 @@ function regularDayEdge(dir: 'first' | 'last', from: SQL, to: SQL, keyOnly: bool
 }
 
 /**
+ * The largest stored `offs` (bytes, pg_column_size: the stored size, read without fetching a
+ * TOASTed value) read to learn whether a day is at one spacing: such a day keeps two offsets (29
+ * bytes). A larger array is a day of many samples at several spacings, never read here.
+ */
+const SPACED_OFFS_BYTES = 64;
+
+/**
+ * A one-row subquery of chunk `c`: its points' keys within [from, to] (bigint SQL; epoch ms) as
+ * `lo`, `hi` (null: none) and their count `n`, where they are known without unnesting (`known`;
+ * else lo, hi and n are null): a day at one spacing, by arithmetic on its first offset and spacing,
+ * or a day of one or two samples, from its offsets. Its values are never read. An edge walk
+ * (edgeRawPoint) finds the others' keys. Expressions only, which the planner folds into the
+ * caller's row: a subquery of its own per day (a union of the kinds of day, or subplans over
+ * unnested offsets) cost a 30-day read about 10 microseconds a day to run and 0.15 ms to plan.
+ */
+export function chunkKeysIn(from: SQL, to: SQL): SQL {
+  // A day at one spacing: its first key, spacing and its points' ranks within the bounds clipped
+  // to the day (no arithmetic reaches an open end, MIN_KEY or MAX_KEY). Null for other days; a
+  // large array is not read (the size test comes first).
+  const spaced = sql`c.n > 2 and pg_column_size(c.offs) <= ${SPACED_OFFS_BYTES} and cardinality(c.offs) < c.n`;
+  const lo = sql`greatest(${from}, t.base)`;
+  const hi = sql`least(${to}, c.chunk_start + ${CHUNK_MS - 1})`;
+  const inRange = (k: string) => sql`(${sql.raw(k)} >= ${from} and ${sql.raw(k)} <= ${to})`;
+  return sql`(
+    select c.n <= 2 or t.spacing is not null as known,
+      case when c.n <= 2 then case when ${inRange('t.a')} then t.a when ${inRange('t.b')} then t.b end
+        when q.i1 >= q.i0 then t.base + q.i0 * t.spacing end as lo,
+      case when c.n <= 2 then case when ${inRange('t.b')} then t.b when ${inRange('t.a')} then t.a end
+        when q.i1 >= q.i0 then t.base + q.i1 * t.spacing end as hi,
+      case when c.n <= 2 then ${inRange('t.a')}::int + (c.n = 2 and ${inRange('t.b')})::int
+        when t.spacing is not null then greatest(0, q.i1 - q.i0 + 1) end as n
+    from (
+      -- Read once a day (kept apart by offset 0): pulled up, each use of base or spacing read the
+      -- offsets again (a 30-day read's first statement spent 5.5 microseconds a day here).
+      select case when ${spaced} then c.chunk_start + c.offs[1] end as base, case when ${spaced} then c.offs[2]::bigint end as spacing,
+        -- A day of one or two samples keeps each offset (its first and last).
+        case when c.n <= 2 then c.chunk_start + c.offs[1] end as a, case when c.n <= 2 then c.chunk_start + c.offs[c.n] end as b
+      offset 0
+    ) t
+    cross join lateral (
+      select (${lo} - t.base + t.spacing - 1) / t.spacing as i0,
+        case when ${hi} < t.base then -1 else least(c.n - 1, (${hi} - t.base) / t.spacing) end as i1
+    ) q
+  )`;
+}
+
+/**
  * SQL over `jobs j`: true unless the job finished after `keepFinishedSince` (epoch ms), whose raw
  * points retention keeps (collect.finishedJobRawRetentionDays). A running job (no finish) is not kept.
  */

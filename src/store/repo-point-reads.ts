@@ -6,7 +6,7 @@ import type { RepoContext } from './repo-context.js';
 import type { PointRow, SeriesRow, SeriesWindow, SummaryRow } from './repo-types.js';
 import { HOUR_MS, MINUTE_MS } from './repo-point-writes.js';
 import { rowsOf, textArray, toDate } from './sql-util.js';
-import { CHUNK_MS, edgeRawPoint, rawPoints } from './raw-points.js';
+import { CHUNK_MS, chunkKeysIn, edgeRawPoint, rawPoints } from './raw-points.js';
 import { edgeRollup1m, rollup1m } from './rollup-chunks.js';
 import { edgeRollup1h, rollup1h } from './hour-rollups.js';
 import type { RollupColumn } from './point-chunks.js';
@@ -237,43 +237,55 @@ export async function pointsAt(
   const whichever = (edge: SQL, range: SQL) =>
     edgeOnly ? edge : rangeOnly ? range : sql`case when w.t_from is null and w.t_to is null then ${edge} else ${range} end`;
   const hourFrom = bucketSql('w.k_from', HOUR_MS);
+  // A time-keyed window's keys as rawPoints sees them: from its start or the series' retention cut.
+  const windowFrom = sql`greatest(coalesce(w.k_from, ${MIN_KEY}), coalesce(s.raw_before, ${MIN_KEY}))`;
+  const windowTo = sql`coalesce(w.k_to, ${MAX_KEY})`;
   const decided = await ctx.preparedRows<DecidedRow>(
     sql`
     with w as materialized (${windowsSql(windows)}),
     d as materialized (
-      select w.*, e.lo, e.hi, s.raw_before, s.minute_before, coalesce(c.chunked, false) as chunked, c.est, ${hourlyBuckets(maxPoints)},
+      select w.*, e.lo, e.hi, s.raw_before, s.minute_before, coalesce(x.chunked, false) as chunked, x.est, ${hourlyBuckets(maxPoints)},
         -- Whether the window's 1-hour rollup is read to decide it: not where its hours are all in
         -- compacted days whose samples are too few to roll it whatever the rollup counts (the
         -- rollup counts values only, of no hour outside those days), nor before retention dropped
         -- raw points. Such a window is raw; reading its hours only to learn so was the cost of its
         -- rollup read again (bench:history, a fleet read of 1,000 series x 24 h at 1M points:
         -- 162 ms against 75 for the rollup alone).
-        w.timed and (e.lo is null or coalesce(s.raw_before > coalesce(w.k_from, ${MIN_KEY}), false) or c.cn is null or c.cn > ${rollUpAbove}) as counted
+        w.timed and (e.lo is null or coalesce(s.raw_before > coalesce(w.k_from, ${MIN_KEY}), false)
+          or not coalesce(x.cold, false) or x.cn is null or x.cn > ${rollUpAbove}) as counted
       from w left join series s on s.id = w.series_id
-      cross join lateral (
-        select ${whichever(loEdge, loRange)} as lo, ${whichever(hiEdge, hiRange)} as hi
-        -- Computed once a window: without the fence the planner pulls this subquery up and runs
-        -- each edge again wherever it is named (the filter below, chunked's range), and an edge
-        -- in a compacted day decodes the day (the fleet read of 1,000 series at a sample a minute
-        -- spent 4.2 of its 4.3 s here, computing each lower edge three times and each upper one twice).
-        offset 0
-      ) e
       left join lateral (
         -- The compacted days of the window's hours (time-keyed series only), by their stored
-        -- counts, nothing decoded: whether the window has some (read through rawPoints), their
-        -- samples where no raw point of those hours is uncompacted (cn), and the samples of the
-        -- window's extent were they spread evenly over each day (est: how its points are read first).
-        -- Not the days retention hid behind the series' cut (raw_before), as rawPoints reads them.
-        select bool_or(c.chunk_start > e.lo - ${CHUNK_MS} and c.chunk_start <= e.hi) as chunked,
-          case when not exists (select 1 from points p where p.series_id = w.series_id and p.key >= ${hourFrom}
-            and p.key <= case when w.k_to is null then ${MAX_KEY} else ${bucketSql('w.k_to', HOUR_MS)} + ${HOUR_MS - 1} end)
-          then sum(c.n) end as cn,
-          sum(c.n::float8 * greatest(0, least(e.hi + 1, c.chunk_start + ${CHUNK_MS}) - greatest(e.lo, c.chunk_start))) / ${CHUNK_MS} as est
+        -- counts and offsets, no values read: whether no raw point of those hours is uncompacted
+        -- (cold); their samples (cn); whether some may hold a point of the window (chunked: read
+        -- through rawPoints); the window's samples in them (est: how its points are read first),
+        -- counted where a day's offsets are small (a day at one spacing, or of a few samples), else
+        -- the day's samples spread evenly over it; and where every day's offsets are small, the
+        -- keys of the window's first and last points in them (lo, hi). Not the days retention hid
+        -- behind the series' cut (raw_before), as rawPoints reads them.
+        select case when w.timed then not exists (select 1 from points p where p.series_id = w.series_id and p.key >= ${hourFrom}
+            and p.key <= case when w.k_to is null then ${MAX_KEY} else ${bucketSql('w.k_to', HOUR_MS)} + ${HOUR_MS - 1} end) end as cold,
+          sum(c.n) as cn, bool_or(not k.known or k.n > 0) as chunked, coalesce(bool_and(k.known), true) as known,
+          sum(case when k.known then k.n else c.n::float8 * greatest(0, least(${windowTo}, c.chunk_start + ${CHUNK_MS - 1}) + 1 - greatest(${windowFrom}, c.chunk_start)) / ${CHUNK_MS} end) as est,
+          min(k.lo) as lo, max(k.hi) as hi
         from point_chunks c
-        where w.timed and e.lo is not null and c.series_id = w.series_id
+        cross join lateral ${chunkKeysIn(windowFrom, windowTo)} k
+        where w.timed and c.series_id = w.series_id
           and c.chunk_start > greatest(${hourFrom}, coalesce(s.raw_before, ${MIN_KEY}), (-9223372036854775807 + ${CHUNK_MS})::bigint) - ${CHUNK_MS}
           and c.chunk_start <= coalesce(w.k_to, ${MAX_KEY})
-      ) c on true
+      ) x on true
+      cross join lateral (
+        -- The window's raw extent: from its days' keys where it is cold and they are known, else
+        -- its edges. The edge walks were two thirds of the first statement (bench:history, a fleet
+        -- read of 1,000 series x 24 h at 1M points: docs/history.md).
+        select case when x.cold and x.known then x.lo else ${whichever(loEdge, loRange)} end as lo,
+          case when x.cold and x.known then x.hi else ${whichever(hiEdge, hiRange)} end as hi
+        -- Computed once a window: without the fence the planner pulls this subquery up and runs
+        -- each edge again wherever it is named, and an edge in a compacted day decodes the day
+        -- (the fleet read of 1,000 series at a sample a minute spent 4.2 of its 4.3 s here,
+        -- computing each lower edge three times and each upper one twice).
+        offset 0
+      ) e
     ),
     e as materialized (
       select w.*, case when w.counted then coalesce(hh.rn, 0) else coalesce(round(w.est), 0) end as rn, hh.ks, hh.vs

@@ -313,3 +313,85 @@ describe('a compacted window with instants between milliseconds', () => {
     expect(await read()).toEqual(before);
   });
 });
+
+describe("a window's extent from its compacted days' keys", () => {
+  // A window whose hours hold no uncompacted point takes its first and last points' keys from its
+  // days' stored offsets (a day at one spacing by arithmetic, a day of one or two samples as they
+  // are) instead of walking to its edges; the others walk. Each window starts or ends between two
+  // samples, on one, or in a day with none of its points; at 3 and 4 points (equal-width buckets from
+  // its first point to its last: a wrong extent moves them) and at 1,000 (as they are).
+  const D1 = Date.UTC(2026, 10, 14);
+  const MIN = 60_000;
+  let spaced = 0;
+  let warm = 0;
+  let cut = 0;
+  const t = (id: number, from: number | null, to: number | null): SeriesWindow => ({
+    seriesId: id,
+    keyedBy: 'time',
+    from: from === null ? null : new Date(from),
+    to: to === null ? null : new Date(to),
+  });
+  const windows = (): [string, SeriesWindow][] => [
+    ['from and to between samples of a day at one spacing', t(spaced, D1 + 20 * MIN, D1 + 10 * HOUR)],
+    ['from and to on samples', t(spaced, D1 + 42 * MIN, D1 + 79 * MIN)],
+    ["from after a day's last sample, to on the next day's only one", t(spaced, D1 + 23 * HOUR + 40 * MIN, D1 + DAY + 13 * HOUR)],
+    ["from just past a day's only sample, to on a day's second of two", t(spaced, D1 + DAY + 13 * HOUR + 1, D1 + 2 * DAY + 20 * HOUR)],
+    ['one instant, on the first of two samples', t(spaced, D1 + 2 * DAY + 2 * HOUR, D1 + 2 * DAY + 2 * HOUR)],
+    ["from between a day's two samples, to between two of a day at one spacing", t(spaced, D1 + 2 * DAY + 3 * HOUR, D1 + 3 * DAY + 45 * MIN)],
+    ['to before the first sample of a day at one spacing', t(spaced, D1 + 2 * DAY + 3 * HOUR, D1 + 3 * DAY + 10 * MIN)],
+    ['to past the last sample of a day at one spacing', t(spaced, D1 + 3 * DAY + 10 * HOUR, D1 + 3 * DAY + 20 * HOUR)],
+    ['no point in it', t(spaced, D1 + DAY + 14 * HOUR, D1 + 2 * DAY + HOUR)],
+    ['every day, unbounded', t(spaced, null, null)],
+    ['hours holding uncompacted points (the edges walk)', t(warm, D1 + 30 * MIN, D1 + 4 * DAY + 2 * HOUR)],
+    ['days at several spacings (the edges walk)', t(warm, D1 + DAY + 30 * MIN, D1 + 2 * DAY + 30 * MIN)],
+    ["from before the series' retention cut", t(cut, D1 + 5 * MIN, D1 + 2 * DAY + 21 * HOUR)],
+  ];
+
+  async function answersOf() {
+    const out: Record<string, unknown> = {};
+    for (const [name, w] of windows()) {
+      for (const maxPoints of [3, 4, 1000]) {
+        for (const aggregation of ['AVG', 'LAST'] as Aggregation[]) {
+          const r = await suite.repo.pointsAt([w], maxPoints, aggregation);
+          out[`${name}, ${maxPoints} ${aggregation}`] = [r.points.map((p) => [p.timestamp!.getTime(), p.value]), [...r.resolutions]];
+        }
+      }
+    }
+    return out;
+  }
+
+  it('answers each window as the uncompacted points did', async () => {
+    spaced = await insertJobSeries('baseten-5', 'spaced');
+    warm = await insertJobSeries('baseten-5', 'warm');
+    cut = await insertJobSeries('baseten-5', 'cut');
+    // Day 1: 39 samples 37 minutes apart from 00:05; day 2: one at 13:00; day 3: two, at 02:00
+    // and 20:00; day 4: 100 every 10 minutes from 00:30 to 17:00.
+    const days = (id: number): PointWriteRow[] => [
+      ...wave(id, D1 + 5 * MIN, 37 * MIN, 39),
+      ...wave(id, D1 + DAY + 13 * HOUR, HOUR, 1),
+      ...wave(id, D1 + 2 * DAY + 2 * HOUR, 18 * HOUR, 2),
+      ...wave(id, D1 + 3 * DAY + 30 * MIN, 10 * MIN, 100),
+    ];
+    await suite.repo.writePoints(days(spaced));
+    await suite.repo.writePoints(days(cut));
+    // warm: day 2 at two spacings, and day 5's points left uncompacted.
+    await suite.repo.writePoints([
+      ...wave(warm, D1, 30 * MIN, 48),
+      ...wave(warm, D1 + DAY, 20 * MIN, 30),
+      ...wave(warm, D1 + DAY + 10 * HOUR, 30 * MIN, 28),
+      ...wave(warm, D1 + 4 * DAY, 15 * MIN, 8),
+    ]);
+    // Retention's cut of `cut`'s raw points (a day's start, as retention sets it): before it the
+    // window reads the rollups; its raw extent starts at the cut.
+    await suite.db.db.execute(sql`update series set raw_before = ${D1 + DAY} where id = ${cut}`);
+    const before = await answersOf();
+    // The points each window holds (the spaced day's from 00:42 to 09:55: 16); the last is read
+    // from the rollups before the cut (the 1-hour buckets from 00:00 of day 1, with raw points after it).
+    const held = (name: string) => ((before[`${name}, 1000 AVG`] as [unknown[]])[0] ?? []).length;
+    expect(windows().map(([name]) => held(name))).toEqual([16, 2, 1, 2, 1, 3, 1, 43, 0, 142, 113, 56, 42]);
+    expect(await compactAll('baseten-5', D1 + 4 * DAY)).toBe(2 * 142 + 48 + 30 + 28);
+    expect(await count('point_chunks', spaced)).toBe(4);
+    expect(await count('points', warm)).toBe(8);
+    expect(await answersOf()).toEqual(before);
+  });
+});
