@@ -12,7 +12,8 @@
 //   and the store's rollups must equal migration 0007's recompute of the stored points, or the run fails);
 // - a 30-day read of one series at 1,000 points against reading its 1-hour rollup rows alone;
 // - a fleet read over the 1,000 series and 24 hours at 24 points each against the same rollup rows;
-// - the same two reads at the large size against the small one (goal: flat);
+// - the same two reads at the large size against the small one (goal: flat), both sizes kept in
+//   databases of their own and their reads timed side by side, round by round;
 // - retention of a whole day (today: a row delete; chunked: dropping its day partition;
 //   compacted: hiding it behind the series' cut, a month partition dropped once all of it is
 //   hidden), the median of seven successive days after the partial oldest one, at the large size
@@ -611,7 +612,7 @@ interface SizeResult {
   fleetReadMs: number;
   fleetRollupMs: number;
   retentionMs: number;
-  /** Page-cache refaults and KiB read from disk during the timed reads and retention (Linux only; see pageCache). */
+  /** Page-cache refaults and KiB read from disk during both sizes' timed reads and retention (Linux only; see pageCache). */
   pageCache?: PageCache;
   /**
    * writeMs: the layout's write path; copyMs: COPY of the points alone into the points table;
@@ -658,7 +659,21 @@ async function buildRollup(db: Sql, layout: Layout) {
   await db.query('vacuum analyze rollup_1h');
 }
 
-async function measureSize(db: Sql, layout: Layout, total: number, withIngest: boolean): Promise<SizeResult> {
+/** A size built and kept for its timed reads and retention: its database and what its build measured. */
+interface Built {
+  db: Sql;
+  layout: Layout;
+  repo: Repository;
+  perSeries: number;
+  result: Omit<SizeResult, keyof ReadTimes | keyof Retention | 'pageCache'>;
+}
+
+/** The medians of a build's two reads and their floors (ms). */
+type ReadTimes = Pick<SizeResult, 'seriesReadMs' | 'seriesRollupMs' | 'fleetReadMs' | 'fleetRollupMs'>;
+/** What a build's retention measured (ms). */
+type Retention = Pick<SizeResult, 'retentionMs' | 'monthRetentionMs' | 'minuteRetentionMs' | 'monthRollupRetentionMs' | 'monthHourRetentionMs'>;
+
+async function buildSize(db: Sql, layout: Layout, total: number, withIngest: boolean): Promise<Built> {
   const perSeries = Math.floor(total / SERIES);
   const points = perSeries * SERIES;
   // Each build on a pool of its own, as a server on a store of that size has. A connection keeps a
@@ -804,14 +819,40 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
   // and retention (one did, in a run whose 50M retention was slow; the next, with this, was as slow:
   // docs/history.md, 2026-12-01).
   await db.query('checkpoint');
-  const cacheBefore = pageCache();
-  // Reads: alternate ours and the floor, median of ROUNDS after WARM_UP warm-ups each.
+  return {
+    db,
+    layout,
+    repo,
+    perSeries,
+    result: {
+      points,
+      bytes,
+      bytesPerPoint: bytes / points,
+      rollupBytesPerPoint: rollupBytes / points,
+      buildMs,
+      ingest,
+      tableBytesPerPoint,
+      ...(settle ? { settle } : {}),
+    },
+  };
+}
+
+/**
+ * The two reads of every build against their floors, interleaved: each round times every build's
+ * read and floor one after another, the order rotating round by round (with one build: ours and
+ * the floor alternating), the median of ROUNDS after WARM_UP calls of each. The flat goals (the
+ * large build's reads against the small one's) are then measured side by side, as each read
+ * against its floor is. Timed one size after the other, minutes apart, they compared two states
+ * of the machine: in one run the 50M phase's floors took 1.5x (the fleet read's) and 2.5x (the
+ * 30-day read's) the 1M phase's (docs/history.md).
+ */
+async function timeReads(builds: readonly Built[]): Promise<ReadTimes[]> {
   const oneSeries = [1 + Math.floor(SERIES / 2)];
   const allSeries = Array.from({ length: SERIES }, (_, i) => i + 1);
   // The compacted layout's floor is the 1-hour rollup as the store keeps it (points_1h and the
   // decoded rollup_chunks_1h, rollup1h): what its rolled reads read; the other layouts' the rows
   // of rollup_1h built from the points.
-  const rollupRead = (ids: number[], from: number, to: number) =>
+  const rollupRead = ({ db, layout }: Built, ids: number[], from: number, to: number) =>
     layout.name === 'compacted'
       ? db.db.execute(
           sql`select r.* from unnest(${`{${ids.join(',')}}`}::bigint[]) as s(id) cross join lateral (
@@ -824,38 +865,36 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
          from rollup_1h where series_id = s.id and bucket >= $2 and bucket <= $3 order by bucket) r`,
           [ids, from, to],
         );
-  const pair = async (ours: () => Promise<unknown>, floor: () => Promise<unknown>) => {
-    for (let i = 0; i < WARM_UP; i++) {
-      await ours();
-      await floor();
-    }
-    const a: number[] = [];
-    const b: number[] = [];
+  const interleaved = async (calls: (() => Promise<unknown>)[]) => {
+    for (let i = 0; i < WARM_UP; i++) for (const call of calls) await call();
+    const times = calls.map(() => [] as number[]);
     for (let r = 0; r < ROUNDS; r++) {
-      if (r % 2 === 0) {
-        a.push(await timed(ours));
-        b.push(await timed(floor));
-      } else {
-        b.push(await timed(floor));
-        a.push(await timed(ours));
+      for (let j = 0; j < calls.length; j++) {
+        const k = (j + r) % calls.length;
+        times[k]!.push(await timed(calls[k]!));
       }
     }
-    return [median(a), median(b)] as const;
+    return times.map(median);
   };
   const from30 = END - 30 * DAY;
-  const [seriesReadMs, seriesRollupMs] = await pair(
-    () => layout.readSeries(db, repo, oneSeries, from30, END, 1000),
-    () => rollupRead(oneSeries, from30, END),
+  const series = await interleaved(
+    builds.flatMap((b) => [() => b.layout.readSeries(b.db, b.repo, oneSeries, from30, END, 1000), () => rollupRead(b, oneSeries, from30, END)]),
   );
   const from24 = END - DAY;
-  const [fleetReadMs, fleetRollupMs] = await pair(
-    () => layout.readSeries(db, repo, allSeries, from24, END, 24),
-    () => rollupRead(allSeries, from24, END),
+  const fleet = await interleaved(
+    builds.flatMap((b) => [() => b.layout.readSeries(b.db, b.repo, allSeries, from24, END, 24), () => rollupRead(b, allSeries, from24, END)]),
   );
-  log(
-    `${layout.name}: 30-day read ${round(seriesReadMs)} ms (rollup ${round(seriesRollupMs)}), fleet ${round(fleetReadMs)} ms (rollup ${round(fleetRollupMs)})`,
-  );
+  return builds.map((b, i) => {
+    const t = { seriesReadMs: series[2 * i]!, seriesRollupMs: series[2 * i + 1]!, fleetReadMs: fleet[2 * i]!, fleetRollupMs: fleet[2 * i + 1]! };
+    log(
+      `${b.layout.name}, ${fmt(b.result.points)} points: 30-day read ${round(t.seriesReadMs)} ms (rollup ${round(t.seriesRollupMs)}), fleet ${round(t.fleetReadMs)} ms (rollup ${round(t.fleetRollupMs)})`,
+    );
+    return t;
+  });
+}
 
+/** A build's retention (last: it removes what it times); its tables dropped after. */
+async function retainSize({ db, layout, repo, perSeries }: Built): Promise<Retention> {
   // Retention of a day, last (it removes what it times). The oldest day is partly filled, by as
   // much as the build's spacing leaves (at 1M one sample per 3,024 s, at 50M one per 60 s: another
   // share of a day at each size), so it goes first, untimed; then each of the next RETAINED_DAYS
@@ -901,27 +940,9 @@ async function measureSize(db: Sql, layout: Layout, total: number, withIngest: b
     });
     log(`${layout.name}: 1-minute rollup retention of the oldest day ${round(minuteRetentionMs)} ms`);
   }
-  const cache = pageCacheSince(cacheBefore);
-  if (cache)
-    log(
-      `${layout.name}: page cache during the timed reads and retention: ${fmt(cache.refaults)} pages refaulted, ${fmt(cache.readKiB / 1024)} MiB read from disk`,
-    );
   for (const t of [...layout.tables, 'rollup_1h']) await db.query(`drop table if exists ${t}`);
   return {
-    points,
-    bytes,
-    bytesPerPoint: bytes / points,
-    rollupBytesPerPoint: rollupBytes / points,
-    buildMs,
-    seriesReadMs,
-    seriesRollupMs,
-    fleetReadMs,
-    fleetRollupMs,
     retentionMs,
-    ...(cache ? { pageCache: cache } : {}),
-    ingest,
-    tableBytesPerPoint,
-    ...(settle ? { settle } : {}),
     ...(monthRetentionMs === undefined ? {} : { monthRetentionMs }),
     ...(minuteRetentionMs === undefined ? {} : { minuteRetentionMs }),
     ...(monthRollupRetentionMs === undefined ? {} : { monthRollupRetentionMs }),
@@ -1033,12 +1054,13 @@ function rowsOf(layout: LayoutName, small: SizeResult, large: SizeResult): Row[]
       met: large[read] / small[read] <= 1.2,
     });
   }
-  // Not a goal: whether the kernel made the reads wait on the disk (pageCache), beside the rows it can slow.
-  if (large.pageCache && small.pageCache) {
+  // Not a goal: whether the kernel made the reads wait on the disk (pageCache), beside the rows it
+  // can slow. One figure for both sizes: their reads are timed side by side.
+  if (large.pageCache) {
     rows.push({
-      scenario: `[${layout}] page-cache refaults during the timed reads and retention (pages evicted by the kernel and read again): ${m(large.points)} against ${m(small.points)} stored`,
+      scenario: `[${layout}] page-cache refaults during the timed reads (${m(small.points)} and ${m(large.points)} side by side) and retention (pages evicted by the kernel and read again)`,
       measured: `${fmt(large.pageCache.refaults)} pages, ${fmt(large.pageCache.readKiB / 1024)} MiB read`,
-      baseline: `${fmt(small.pageCache.refaults)} pages, ${fmt(small.pageCache.readKiB / 1024)} MiB read`,
+      baseline: '',
       ratio: null,
       goal: '',
       met: null,
@@ -1098,24 +1120,41 @@ function rowsOf(layout: LayoutName, small: SizeResult, large: SizeResult): Row[]
 }
 
 async function benchDatabase(pglite: boolean) {
-  const dir = pglite ? mkdtempSync(path.join(tmpdir(), 'bench-history-')) : '';
-  const db = pglite ? await openEmbedded(dir) : await openPostgres(flags.db!, `bench_history_${process.pid}`);
+  // A database a size (PostgreSQL: a schema each; PGlite: a folder each), both kept until their
+  // reads have been timed side by side (timeReads).
+  const dirs = pglite ? [0, 1].map(() => mkdtempSync(path.join(tmpdir(), 'bench-history-'))) : [];
+  const dbs: Sql[] = [];
   const rows: Row[] = [];
   const bytesPerPoint: Record<string, number> = {};
   const details: Record<string, unknown> = {};
   try {
-    if (!pglite) details.server = (await db.query<{ v: string }>('select version() as v'))[0]!.v;
+    for (const [i, size] of ['small', 'large'].entries())
+      dbs.push(pglite ? await openEmbedded(dirs[i]!) : await openPostgres(flags.db!, `bench_history_${process.pid}_${size}`));
+    const [smallDb, largeDb] = dbs as [Sql, Sql];
+    if (!pglite) details.server = (await smallDb.query<{ v: string }>('select version() as v'))[0]!.v;
     for (const name of LAYOUTS) {
       const layout = LAYOUT_OF[name];
-      const small = await measureSize(db, layout, SIZES[0]!, true);
-      const large = await measureSize(db, layout, SIZES[1]!, false);
+      const builds = [await buildSize(smallDb, layout, SIZES[0]!, true), await buildSize(largeDb, layout, SIZES[1]!, false)];
+      const cacheBefore = pageCache();
+      const reads = await timeReads(builds);
+      const retained: Retention[] = [];
+      for (const b of builds) retained.push(await retainSize(b));
+      const cache = pageCacheSince(cacheBefore);
+      if (cache)
+        log(
+          `${layout.name}: page cache during both sizes' timed reads and retention: ${fmt(cache.refaults)} pages refaulted, ${fmt(cache.readKiB / 1024)} MiB read from disk`,
+        );
+      const [small, large] = builds.map((b, i) => ({ ...b.result, ...reads[i]!, ...retained[i]!, ...(cache ? { pageCache: cache } : {}) })) as [
+        SizeResult,
+        SizeResult,
+      ];
       rows.push(...rowsOf(name, small, large));
       bytesPerPoint[name] = round(large.bytesPerPoint);
       details[name] = { small, large };
     }
   } finally {
-    await db.close().catch(() => {});
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    for (const db of dbs) await db.close().catch(() => {});
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   }
   return { rows, bytesPerPoint, details };
 }

@@ -259,10 +259,11 @@ export async function pointsAt(
         -- counts and offsets, no values read: whether no raw point of those hours is uncompacted
         -- (cold); their samples (cn); whether some may hold a point of the window (chunked: read
         -- through rawPoints); the window's samples in them (est: how its points are read first),
-        -- counted where a day's offsets are small (a day at one spacing, or of a few samples), else
-        -- the day's samples spread evenly over it; and where every day's offsets are small, the
-        -- keys of the window's first and last points in them (lo, hi). Not the days retention hid
-        -- behind the series' cut (raw_before), as rawPoints reads them.
+        -- counted in a day whose keys are known from its offsets alone (chunkKeysIn: a day at one
+        -- spacing, or of one or two samples), else the day's samples spread evenly over it; and
+        -- where every day's keys are known (known), the keys of the window's first and last points
+        -- in them (lo, hi). Not the days retention hid behind the series' cut (raw_before), as
+        -- rawPoints reads them.
         select case when w.timed then not exists (select 1 from points p where p.series_id = w.series_id and p.key >= ${hourFrom}
             and p.key <= case when w.k_to is null then ${MAX_KEY} else ${bucketSql('w.k_to', HOUR_MS)} + ${HOUR_MS - 1} end) end as cold,
           sum(c.n) as cn, bool_or(not k.known or k.n > 0) as chunked, coalesce(bool_and(k.known), true) as known,
