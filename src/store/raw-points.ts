@@ -172,23 +172,28 @@ export function edgeRawPoint(
  * point: the caller keeps the point only within [from, to].
  */
 function regularDayEdge(dir: 'first' | 'last', from: SQL, to: SQL, keyOnly: boolean): SQL {
-  const d =
-    dir === 'first'
-      ? sql`greatest(${from}, c.chunk_start) - c.chunk_start - r.first`
-      : sql`least(${to}, c.chunk_start + ${CHUNK_MS}) - c.chunk_start - r.first`;
-  const rank =
-    dir === 'first'
-      ? sql`case when x.d <= 0 then 0 else (x.d + r.spacing - 1) / r.spacing end`
-      : sql`case when x.d < 0 then -1 else least(c.n - 1, x.d / r.spacing) end`;
   const point = keyOnly
     ? sql`null::timestamptz as ts, null::integer as step, null::double precision as value`
     : sql`${keyInstant('a.key')} as ts, c.steps[a.i + 1] as step, c.vals[a.i + 1] as value`;
   return sql`select a.key, ${point}
     from (select c.chunk_start + r.first + i.i * r.spacing as key, i.i::int as i
       from ${sql.raw(CHUNK_SPACING)}
-      cross join lateral (select ${d} as d) x
-      cross join lateral (select ${rank} as i) i
+      cross join lateral (select ${spacedRank(dir, dir === 'first' ? from : to, sql`c.chunk_start + r.first`, sql`r.spacing`)} as i) i
       where r.regular and i.i between 0 and c.n - 1) a`;
+}
+
+/**
+ * SQL: in chunk `c`, a day at one spacing whose first key is `base`, the rank of its first point at
+ * or after `bound` ('first'; n or more: none), or of its last at or before it ('last'; -1: none).
+ * The bound is clipped to the day first, so no arithmetic reaches an open end (MIN_KEY, MAX_KEY).
+ */
+function spacedRank(dir: 'first' | 'last', bound: SQL, base: SQL, spacing: SQL): SQL {
+  if (dir === 'first') {
+    const d = sql`(greatest(${bound}, c.chunk_start) - (${base}))`;
+    return sql`case when ${d} <= 0 then 0 else (${d} + ${spacing} - 1) / ${spacing} end`;
+  }
+  const d = sql`(least(${bound}, c.chunk_start + ${CHUNK_MS}) - (${base}))`;
+  return sql`case when ${d} < 0 then -1 else least(c.n - 1, ${d} / ${spacing}) end`;
 }
 
 /**
@@ -208,12 +213,9 @@ const SPACED_OFFS_BYTES = 64;
  * unnested offsets) cost a 30-day read about 10 microseconds a day to run and 0.15 ms to plan.
  */
 export function chunkKeysIn(from: SQL, to: SQL): SQL {
-  // A day at one spacing: its first key, spacing and its points' ranks within the bounds clipped
-  // to the day (no arithmetic reaches an open end, MIN_KEY or MAX_KEY). Null for other days; a
-  // large array is not read (the size test comes first).
+  // A day at one spacing: its first key, spacing and its points' ranks within the bounds. Null for
+  // other days; a large array is not read (the size test comes first).
   const spaced = sql`c.n > 2 and pg_column_size(c.offs) <= ${SPACED_OFFS_BYTES} and cardinality(c.offs) < c.n`;
-  const lo = sql`greatest(${from}, t.base)`;
-  const hi = sql`least(${to}, c.chunk_start + ${CHUNK_MS - 1})`;
   const inRange = (k: string) => sql`(${sql.raw(k)} >= ${from} and ${sql.raw(k)} <= ${to})`;
   return sql`(
     select c.n <= 2 or t.spacing is not null as known,
@@ -232,8 +234,7 @@ export function chunkKeysIn(from: SQL, to: SQL): SQL {
       offset 0
     ) t
     cross join lateral (
-      select (${lo} - t.base + t.spacing - 1) / t.spacing as i0,
-        case when ${hi} < t.base then -1 else least(c.n - 1, (${hi} - t.base) / t.spacing) end as i1
+      select ${spacedRank('first', from, sql`t.base`, sql`t.spacing`)} as i0, ${spacedRank('last', to, sql`t.base`, sql`t.spacing`)} as i1
     ) q
   )`;
 }

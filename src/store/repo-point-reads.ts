@@ -6,7 +6,7 @@ import type { RepoContext } from './repo-context.js';
 import type { PointRow, SeriesRow, SeriesWindow, SummaryRow } from './repo-types.js';
 import { HOUR_MS, MINUTE_MS } from './repo-point-writes.js';
 import { rowsOf, textArray, toDate } from './sql-util.js';
-import { CHUNK_MS, chunkKeysIn, edgeRawPoint, rawPoints } from './raw-points.js';
+import { CHUNK_MS, chunkKeysIn, edgeRawPoint, rawPoints, visibleFrom } from './raw-points.js';
 import { edgeRollup1m, rollup1m } from './rollup-chunks.js';
 import { edgeRollup1h, rollup1h } from './hour-rollups.js';
 import type { RollupColumn } from './point-chunks.js';
@@ -238,7 +238,7 @@ export async function pointsAt(
     edgeOnly ? edge : rangeOnly ? range : sql`case when w.t_from is null and w.t_to is null then ${edge} else ${range} end`;
   const hourFrom = bucketSql('w.k_from', HOUR_MS);
   // A time-keyed window's keys as rawPoints sees them: from its start or the series' retention cut.
-  const windowFrom = sql`greatest(coalesce(w.k_from, ${MIN_KEY}), coalesce(s.raw_before, ${MIN_KEY}))`;
+  const windowFrom = visibleFrom(sql`w.series_id`, sql`coalesce(w.k_from, ${MIN_KEY})`, 'raw_before', sql`s.raw_before`);
   const windowTo = sql`coalesce(w.k_to, ${MAX_KEY})`;
   const decided = await ctx.preparedRows<DecidedRow>(
     sql`
