@@ -20,7 +20,7 @@ import type { BasetenSimulator } from '../../src/simulators/baseten/server.js';
 import { createRun } from '../../src/simulators/runicorn/storage-writer.js';
 import { startRunicornViewer, type RunicornViewerHandle } from '../../src/simulators/runicorn/viewer.js';
 import { client as wsClient, providersFile, runningJobId, startSim, startTestRuntime, waitFor } from '../live/helpers.js';
-import { createTestDatabase, REAL_POSTGRES_URL, type TestDatabase } from '../support/database.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { ManualTimers } from '../support/manual-timers.js';
 import { memoryDataDir } from '../support/pglite-template.js';
 import { postGraphql } from '../support/runtime.js';
@@ -223,15 +223,15 @@ describe('Apollo Client', () => {
     client.stop();
   });
 
-  // On a runtime of its own on an in-memory PGlite, whatever the pass: the PostgreSQL pass would run
-  // the very same test again (issue 45), so only the PGlite pass runs it.
-  it.runIf(!REAL_POSTGRES_URL).each([
+  // On a runtime of its own on an in-memory PGlite, whatever the pass: the file runs in one pass of
+  // a run with both (test/support/passes.ts, ONCE_ON_POSTGRES), so this runs once either way.
+  it.each([
     { when: 'with no time between the poll and the query', moveMs: 0 },
     // Past the metrics' freshness (30 s): the query refetches, and stores points newer than the
     // poll; a joiner's sample read only to the poll lacked them and Apollo warned of lost data.
     { when: 'when the query refetched newer points than the poll', moveMs: 300_000 },
   ])(
-    'a subscription sample lands in the series the query put in the cache $when [PGlite run: its own in-memory runtime]',
+    'a subscription sample lands in the series the query put in the cache $when [its own in-memory runtime]',
     async ({ moveMs }) => {
       // A runtime whose live feeds poll only when the test says: each poll writes the newest points
       // into the cache, and a series over the job's life is then downsampled anew, so a sample that
@@ -561,65 +561,61 @@ describe('Relay node(id:)', () => {
     expect(gone.errors).toBeUndefined();
   }, 120_000);
 
-  // A runtime of its own on an in-memory PGlite, whatever the pass: only the PGlite pass runs it (above).
-  it.runIf(!REAL_POSTGRES_URL)(
-    'answers an error while it lasts (a job list, a series refresh, a fleet problem, a provider health), and null once it is over [PGlite run: its own in-memory runtime]',
-    async () => {
-      // Every read goes upstream, failures are not retried and never open the circuit.
-      const rt2 = await startTestRuntime(
-        sim,
-        1,
-        { databaseUrl: null, dataDir: memoryDataDir() },
-        {
-          cachePolicy: { listTtlMs: 0, detailTtlMs: 0, metricsTtlMs: 0 },
-          resilience: { retries: 0, breakerThreshold: 1_000_000 },
-        },
-      );
-      try {
-        const window = pastWindow();
-        const QUERY = /* GraphQL */ `
+  // A runtime of its own on an in-memory PGlite, whatever the pass (the file runs once: above).
+  it('answers an error while it lasts (a job list, a series refresh, a fleet problem, a provider health), and null once it is over [its own in-memory runtime]', async () => {
+    // Every read goes upstream, failures are not retried and never open the circuit.
+    const rt2 = await startTestRuntime(
+      sim,
+      1,
+      { databaseUrl: null, dataDir: memoryDataDir() },
+      {
+        cachePolicy: { listTtlMs: 0, detailTtlMs: 0, metricsTtlMs: 0 },
+        resilience: { retries: 0, breakerThreshold: 1_000_000 },
+      },
+    );
+    try {
+      const window = pastWindow();
+      const QUERY = /* GraphQL */ `
         query ($jobId: ID!, $from: DateTime!, $to: DateTime!) {
           jobs(first: 5) { sourceErrors { id code stale } }
           job(id: $jobId) { metrics(names: [GPU_UTILIZATION], scope: GPU, from: $from, to: $to, maxPoints: 7) { id freshness { id stale error { id code stale } } } }
           fleet(from: $from, to: $to) { id problems { id code stale job { id } } }
         }`;
-        const warm = await ask(QUERY, { jobId, ...window }, rt2.url);
-        expect(warm.errors).toBeUndefined();
-        expect(warm.data.jobs.sourceErrors).toEqual([]);
-        sim.inject({ kind: 'status', status: 503 });
-        const failing = await ask(QUERY, { jobId, ...window }, rt2.url);
-        // The health as it is after those calls failed.
-        const { data: health } = await ask('{ providers { id health { id lastError { id code } } } }', {}, rt2.url);
-        const listError = failing.data.jobs.sourceErrors[0];
-        const healthError = health.providers[0].health.lastError;
-        const freshness = failing.data.job.metrics[0].freshness;
-        const problem = failing.data.fleet.problems.find((p: { job: { id: string } }) => p.job.id === jobId);
-        expect(listError).toMatchObject({ id: 'bt:error:bt', code: 'UPSTREAM_UNAVAILABLE', stale: true });
-        expect(healthError.id).toBe(`bt:error:${health.providers[0].health.id}`);
-        expect(freshness).toMatchObject({ stale: true, error: { id: `bt:error:${freshness.id}`, code: 'UPSTREAM_UNAVAILABLE', stale: true } });
-        expect(problem.id).toMatch(new RegExp(`^\\*:problem:[A-Za-z0-9_-]+:${failing.data.fleet.id.replace(/[*]/g, '\\*')}$`));
-        const ERRORS = `query ($ids: [ID!]!) { nodes(ids: $ids) { __typename id ... on SourceError { code stale } } }`;
-        const ids = [listError.id, healthError.id, freshness.error.id, problem.id];
-        const during = await ask(ERRORS, { ids }, rt2.url);
-        sim.clearFaults();
-        expect(during.errors).toBeUndefined();
-        expect(during.data.nodes).toEqual([
-          { __typename: 'SourceError', id: listError.id, code: 'UPSTREAM_UNAVAILABLE', stale: true },
-          { __typename: 'SourceError', id: healthError.id, code: 'UPSTREAM_UNAVAILABLE', stale: false },
-          { __typename: 'SourceError', id: freshness.error.id, code: 'UPSTREAM_UNAVAILABLE', stale: true },
-          { __typename: 'SourceError', id: problem.id, code: 'UPSTREAM_UNAVAILABLE', stale: problem.stale },
-        ]);
-        // The platform answers again: the refreshes succeed, so those errors are over; the health keeps its latest failure.
-        const after = await ask(ERRORS, { ids }, rt2.url);
-        expect(after.errors).toBeUndefined();
-        expect(after.data.nodes).toEqual([null, { __typename: 'SourceError', id: healthError.id, code: 'UPSTREAM_UNAVAILABLE', stale: false }, null, null]);
-      } finally {
-        sim.clearFaults();
-        await rt2.close();
-      }
-    },
-    120_000,
-  );
+      const warm = await ask(QUERY, { jobId, ...window }, rt2.url);
+      expect(warm.errors).toBeUndefined();
+      expect(warm.data.jobs.sourceErrors).toEqual([]);
+      sim.inject({ kind: 'status', status: 503 });
+      const failing = await ask(QUERY, { jobId, ...window }, rt2.url);
+      // The health as it is after those calls failed.
+      const { data: health } = await ask('{ providers { id health { id lastError { id code } } } }', {}, rt2.url);
+      const listError = failing.data.jobs.sourceErrors[0];
+      const healthError = health.providers[0].health.lastError;
+      const freshness = failing.data.job.metrics[0].freshness;
+      const problem = failing.data.fleet.problems.find((p: { job: { id: string } }) => p.job.id === jobId);
+      expect(listError).toMatchObject({ id: 'bt:error:bt', code: 'UPSTREAM_UNAVAILABLE', stale: true });
+      expect(healthError.id).toBe(`bt:error:${health.providers[0].health.id}`);
+      expect(freshness).toMatchObject({ stale: true, error: { id: `bt:error:${freshness.id}`, code: 'UPSTREAM_UNAVAILABLE', stale: true } });
+      expect(problem.id).toMatch(new RegExp(`^\\*:problem:[A-Za-z0-9_-]+:${failing.data.fleet.id.replace(/[*]/g, '\\*')}$`));
+      const ERRORS = `query ($ids: [ID!]!) { nodes(ids: $ids) { __typename id ... on SourceError { code stale } } }`;
+      const ids = [listError.id, healthError.id, freshness.error.id, problem.id];
+      const during = await ask(ERRORS, { ids }, rt2.url);
+      sim.clearFaults();
+      expect(during.errors).toBeUndefined();
+      expect(during.data.nodes).toEqual([
+        { __typename: 'SourceError', id: listError.id, code: 'UPSTREAM_UNAVAILABLE', stale: true },
+        { __typename: 'SourceError', id: healthError.id, code: 'UPSTREAM_UNAVAILABLE', stale: false },
+        { __typename: 'SourceError', id: freshness.error.id, code: 'UPSTREAM_UNAVAILABLE', stale: true },
+        { __typename: 'SourceError', id: problem.id, code: 'UPSTREAM_UNAVAILABLE', stale: problem.stale },
+      ]);
+      // The platform answers again: the refreshes succeed, so those errors are over; the health keeps its latest failure.
+      const after = await ask(ERRORS, { ids }, rt2.url);
+      expect(after.errors).toBeUndefined();
+      expect(after.data.nodes).toEqual([null, { __typename: 'SourceError', id: healthError.id, code: 'UPSTREAM_UNAVAILABLE', stale: false }, null, null]);
+    } finally {
+      sim.clearFaults();
+      await rt2.close();
+    }
+  }, 120_000);
 });
 
 describe('relay-compiler', () => {

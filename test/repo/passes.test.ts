@@ -5,7 +5,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DATABASE_NAMES, databaseTestFiles, ONCE_ON_POSTGRES } from '../support/passes.js';
+import { DATABASE_NAMES, databaseTestFiles, ONCE_ON_POSTGRES, onceOnPostgres } from '../support/passes.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -32,9 +32,37 @@ describe('the PostgreSQL pass', () => {
     for (const f of ['test/repo/layout.test.ts', 'test/live/subscriptions.test.ts', 'test/providers/baseten/adapter.test.ts']) expect(files).not.toContain(f);
   });
 
-  it('runs each file the PGlite pass leaves to it, so a run with both passes runs every file', () => {
+  it('takes some files by each rule of ONCE_ON_POSTGRES, and says why', () => {
     const files = databaseTestFiles(ROOT);
     expect(ONCE_ON_POSTGRES.length).toBeGreaterThan(0);
-    for (const f of ONCE_ON_POSTGRES) expect(files).toContain(f);
+    for (const rule of ONCE_ON_POSTGRES) {
+      expect(files.filter((f) => rule.files.test(f)).length, String(rule.files)).toBeGreaterThan(0);
+      expect(rule.why.length, String(rule.files)).toBeGreaterThan(40);
+    }
+    const once = onceOnPostgres(ROOT);
+    for (const f of ['test/findings/no-false-alarms.test.ts', 'test/schema/platforms.test.ts', 'test/server/query-cost.test.ts']) expect(once).toContain(f);
+  });
+
+  it("runs the store's, the collector's and the database-bound files on both databases", () => {
+    const once = onceOnPostgres(ROOT);
+    const both = databaseTestFiles(ROOT).filter((f) => !once.includes(f));
+    expect(both.filter((f) => f.startsWith('test/store/')).length).toBeGreaterThan(20);
+    expect(once.filter((f) => /^test\/(store|lease|reliability|live)\//.test(f))).toEqual([]);
+    for (const f of [
+      'test/collect/demo-collection.test.ts',
+      'test/server/demo-restart.test.ts',
+      'test/security/stall.test.ts',
+      'test/alerts/delivery.test.ts',
+      'test/findings/engine.test.ts',
+    ]) {
+      expect(both).toContain(f);
+    }
+  });
+
+  it('leaves out of the once-rules every file with a test only a PGlite pass runs (CI would run it nowhere)', () => {
+    const pgliteOnly =
+      /\b(runIf\(\s*!\s*REAL_POSTGRES_URL|skipIf\(\s*REAL_POSTGRES_URL|runIf\(\s*!\s*process\.env\.TEST_DATABASE_URL|skipIf\(\s*process\.env\.TEST_DATABASE_URL)/;
+    const offending = onceOnPostgres(ROOT).filter((f) => pgliteOnly.test(readFileSync(path.join(ROOT, f), 'utf8')));
+    expect(offending).toEqual([]);
   });
 });

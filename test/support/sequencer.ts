@@ -21,12 +21,6 @@ function measured(): Durations {
   }
 }
 
-/**
- * Files measured at least this long start first, longest first, whatever their project: one that
- * starts last keeps the run going after every other worker is idle.
- */
-const LONG_MS = 20_000;
-
 export default class LongestFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const known = measured();
@@ -40,12 +34,15 @@ export default class LongestFirst extends BaseSequencer {
       return known[f.project.name]?.[file] ?? known.pglite?.[file] ?? -1;
     };
     const longestFirst = (a: TestSpecification, b: TestSpecification) => ms(b) - ms(a) || rank.get(a)! - rank.get(b)!;
-    const long = files.filter((f) => ms(f) >= LONG_MS).sort(longestFirst);
-    // The short files, one project after the other: a worker keeps its process (and the modules of
-    // node_modules it loaded) only while the next file in the queue is of its own project
-    // (vitest.config.ts, isolate: false), so interleaving the projects started a process per file.
-    const projects = [...new Set(files.map((f) => f.project.name))].sort();
-    const short = projects.flatMap((name) => files.filter((f) => ms(f) < LONG_MS && f.project.name === name).sort(longestFirst));
-    return [...long, ...short];
+    // One project after the other, each longest first: a worker keeps its process (and the modules
+    // of node_modules it loaded, about 1.5 s of CPU a process) only while the next file in the queue
+    // is of its own project (vitest.config.ts, isolate: false). Long files of both projects first,
+    // then the short ones by project, started a process at each change: 28 processes for four
+    // workers in a whole run, where one block a project needs about eight (docs/testing.md,
+    // 2026-12-02). The project with the longest file goes first, so no long file starts last.
+    const projects = [...new Set(files.map((f) => f.project.name))];
+    const blocks = projects.map((name) => files.filter((f) => f.project.name === name).sort(longestFirst));
+    blocks.sort((a, b) => ms(b[0]!) - ms(a[0]!));
+    return blocks.flat();
   }
 }
