@@ -1,11 +1,13 @@
 import { createRequire } from 'node:module';
 import { configDefaults, defineConfig } from 'vitest/config';
-import { databaseTestFiles, onceOnPostgres } from './test/support/passes.js';
+import { databaseTestFiles, runsOnceOnPostgres } from './test/support/passes.js';
 import LongestFirst from './test/support/sequencer.js';
 
 const ROOT = import.meta.dirname;
 /** A PostgreSQL for the second pass (.ci/run sets it). */
 const POSTGRES_URL = process.env.TEST_DATABASE_URL;
+/** The files of the PostgreSQL pass (read once: both projects' lists come from it). */
+const DATABASE_FILES = POSTGRES_URL ? databaseTestFiles(ROOT) : [];
 
 export default defineConfig({
   resolve: {
@@ -53,11 +55,11 @@ export default defineConfig({
         test: {
           name: 'pglite',
           include: ['test/**/*.test.ts'],
-          exclude: [...configDefaults.exclude, ...(POSTGRES_URL ? onceOnPostgres(ROOT) : [])],
+          exclude: [...configDefaults.exclude, ...DATABASE_FILES.filter(runsOnceOnPostgres)],
           env: { TEST_DATABASE_URL: '' },
         },
       },
-      ...(POSTGRES_URL ? [{ extends: true as const, test: { name: 'postgres', include: databaseTestFiles(ROOT) } }] : []),
+      ...(POSTGRES_URL ? [{ extends: true as const, test: { name: 'postgres', include: DATABASE_FILES } }] : []),
     ],
   },
 });

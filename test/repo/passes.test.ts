@@ -5,7 +5,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DATABASE_NAMES, databaseTestFiles, ONCE_ON_POSTGRES, onceOnPostgres } from '../support/passes.js';
+import { DATABASE_NAMES, databaseTestFiles, ONCE_ON_POSTGRES, runsOnceOnPostgres } from '../support/passes.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -39,12 +39,12 @@ describe('the PostgreSQL pass', () => {
       expect(files.filter((f) => rule.files.test(f)).length, String(rule.files)).toBeGreaterThan(0);
       expect(rule.why.length, String(rule.files)).toBeGreaterThan(40);
     }
-    const once = onceOnPostgres(ROOT);
+    const once = databaseTestFiles(ROOT).filter(runsOnceOnPostgres);
     for (const f of ['test/findings/no-false-alarms.test.ts', 'test/schema/platforms.test.ts', 'test/server/query-cost.test.ts']) expect(once).toContain(f);
   });
 
   it("runs the store's, the collector's and the database-bound files on both databases", () => {
-    const once = onceOnPostgres(ROOT);
+    const once = databaseTestFiles(ROOT).filter(runsOnceOnPostgres);
     const both = databaseTestFiles(ROOT).filter((f) => !once.includes(f));
     expect(both.filter((f) => f.startsWith('test/store/')).length).toBeGreaterThan(20);
     expect(once.filter((f) => /^test\/(store|lease|reliability|live)\//.test(f))).toEqual([]);
@@ -62,7 +62,9 @@ describe('the PostgreSQL pass', () => {
   it('leaves out of the once-rules every file with a test only a PGlite pass runs (CI would run it nowhere)', () => {
     const pgliteOnly =
       /\b(runIf\(\s*!\s*REAL_POSTGRES_URL|skipIf\(\s*REAL_POSTGRES_URL|runIf\(\s*!\s*process\.env\.TEST_DATABASE_URL|skipIf\(\s*process\.env\.TEST_DATABASE_URL)/;
-    const offending = onceOnPostgres(ROOT).filter((f) => pgliteOnly.test(readFileSync(path.join(ROOT, f), 'utf8')));
+    const offending = databaseTestFiles(ROOT)
+      .filter(runsOnceOnPostgres)
+      .filter((f) => pgliteOnly.test(readFileSync(path.join(ROOT, f), 'utf8')));
     expect(offending).toEqual([]);
   });
 });

@@ -73,7 +73,7 @@ export const ONCE_ON_POSTGRES: readonly OnceRule[] = [
   },
 ];
 
-/** The files of the PostgreSQL pass that run there only in a run with both passes (ONCE_ON_POSTGRES). */
-export function onceOnPostgres(root: string): string[] {
-  return databaseTestFiles(root).filter((f) => ONCE_ON_POSTGRES.some((rule) => rule.files.test(f)));
+/** Whether a file of the PostgreSQL pass runs there only in a run with both passes (ONCE_ON_POSTGRES). */
+export function runsOnceOnPostgres(file: string): boolean {
+  return ONCE_ON_POSTGRES.some((rule) => rule.files.test(file));
 }

@@ -4,7 +4,7 @@
 import { existsSync } from 'node:fs';
 import type { TestProject } from 'vitest/node';
 import { DEFAULT_CHROMIUM, missingChromium } from '../e2e/chromium.js';
-import { onceOnPostgres } from './passes.js';
+import { databaseTestFiles, runsOnceOnPostgres } from './passes.js';
 
 export default function setup(project: TestProject) {
   const line = '='.repeat(100);
@@ -23,8 +23,8 @@ export default function setup(project: TestProject) {
   if (project.name === 'postgres') {
     console.log(
       `\n${line}\nTEST_DATABASE_URL is set: the files that use the test database run again on that Postgres (project postgres),\n` +
-        `beside the PGlite pass (project pglite); the PGlite-only checks are skipped there, and ${onceOnPostgres(project.config.root).length} files whose subject sits above\n` +
-        `the store (test/support/passes.ts, ONCE_ON_POSTGRES) run there only.\n${line}\n`,
+        `beside the PGlite pass (project pglite); the PGlite-only checks are skipped there, and ${databaseTestFiles(project.config.root).filter(runsOnceOnPostgres).length} files\n` +
+        `(test/support/passes.ts, ONCE_ON_POSTGRES: above the store, or the 24-hour findings test) run there only.\n${line}\n`,
     );
   } else if (!process.env.TEST_DATABASE_URL) {
     console.log(
